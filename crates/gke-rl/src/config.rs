@@ -1,0 +1,128 @@
+//! Loading a [`Deployment`] from a `gke-rl.yaml` config file.
+
+use crate::diagnostic::Diagnostic;
+use crate::model::Deployment;
+use crate::yaml::Node;
+
+/// Where to look up every key and its type.
+const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its type and default";
+
+/// Parses a config file. Keys left out take the embedded default; unknown keys, wrong
+/// types and invalid values are errors pointing at the offending key or value.
+pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
+    let is_empty = text.lines().all(|line| line.trim().is_empty() || line.trim_start().starts_with('#'));
+    let deployment = if is_empty { Deployment::default() } else { serde_saphyr::from_str::<Deployment>(text).map_err(|e| to_diagnostic(&e))? };
+    if let Err(unknown) = deployment.ray.resolved_version() {
+        let at = Node::parse(text).and_then(|root| root.get(&["ray", "image"]).map(|n| (n.line, n.column))).unwrap_or((1, 1));
+        return Err(Diagnostic::error(
+            "config-unknown-image",
+            at,
+            unknown.to_string(),
+            "add `ray_version: <version>` under `ray:` (run `ray --version` inside the image to find it)",
+        ));
+    }
+    Ok(deployment)
+}
+
+fn to_diagnostic(error: &serde_saphyr::Error) -> Diagnostic {
+    let at = error.location().map_or((1, 1), |l| (clamp(l.line()), clamp(l.column())));
+    let text = error.without_snippet().to_string();
+    let message = strip_location_suffix(&text).to_owned();
+    match message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
+        Some(rest) => Diagnostic::error("config-unknown-key", at, message.clone(), unknown_key_help(rest)),
+        None => Diagnostic::error("config-invalid-value", at, message, format!("fix the value; {SCHEMA_HINT}")),
+    }
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX).max(1)
+}
+
+/// serde-saphyr appends " at line L, column C" to plain messages; the diagnostic carries both.
+fn strip_location_suffix(text: &str) -> &str {
+    match text.rfind(" at line ") {
+        Some(i) if text[i..].contains(", column ") => &text[..i],
+        _ => text,
+    }
+}
+
+/// `rest` is serde's "`key`, expected one of `a`, `b`" (or "expected `a`", or "there are no fields").
+fn unknown_key_help(rest: &str) -> String {
+    let unknown = rest.split('`').nth(1).unwrap_or_default();
+    let expected: Vec<&str> = rest
+        .split_once("expected ")
+        .map(|(_, list)| list.trim_start_matches("one of ").split(", ").map(|k| k.trim_matches('`')).collect())
+        .unwrap_or_default();
+    match expected.iter().min_by_key(|k| edit_distance(unknown, k)) {
+        Some(best) if edit_distance(unknown, best) <= unknown.len().max(3) / 3 + 1 => {
+            format!("did you mean `{best}`? {SCHEMA_HINT}")
+        }
+        _ => format!("remove the key; {SCHEMA_HINT}"),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Provisioning;
+
+    #[test]
+    fn empty_config_is_the_default() {
+        assert_eq!(from_yaml("# nothing here\n\n").unwrap(), Deployment::default());
+    }
+
+    #[test]
+    fn partial_config_overrides_only_what_it_names() {
+        let d = from_yaml("topology:\n  node_count: 2\n  provisioning:\n    reservation: my-res\n").unwrap();
+        assert_eq!(d.topology.node_count.get(), 2);
+        assert_eq!(d.topology.provisioning, Provisioning::Reservation(crate::model::Word::new("my-res").unwrap()));
+        assert_eq!(d.lustre, Deployment::default().lustre);
+    }
+
+    #[test]
+    fn unknown_key_names_key_position_and_closest_match() {
+        let e = from_yaml("lustre:\n  capacity_gb: 9000\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-unknown-key", 2, 3));
+        assert!(e.message.contains("capacity_gb"), "{}", e.message);
+        assert!(e.help.starts_with("did you mean `capacity_gib`?"), "{}", e.help);
+    }
+
+    #[test]
+    fn wrong_type_and_negative_count_point_at_the_value() {
+        let e = from_yaml("topology:\n  node_count: eight\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-invalid-value", 2));
+        let e = from_yaml("topology:\n  node_count: -8\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-invalid-value", 2));
+        let e = from_yaml("topology:\n  node_count: 0\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-invalid-value", 2));
+    }
+
+    #[test]
+    fn invalid_names_say_what_is_expected() {
+        let e = from_yaml("project:\n  cluster_name: Ray_Cluster\n").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 17));
+        assert!(e.message.contains("`Ray_Cluster` is not a valid Kubernetes/GCP name"), "{}", e.message);
+    }
+
+    #[test]
+    fn unknown_image_without_ray_version_points_at_the_image() {
+        let e = from_yaml("ray:\n  namespace: ml\n  image: example.com/trainer:7\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-unknown-image", 3, 10));
+        assert!(from_yaml("ray:\n  image: example.com/trainer:7\n  ray_version: 2.46.0\n").is_ok());
+    }
+}

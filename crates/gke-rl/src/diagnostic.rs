@@ -1,0 +1,55 @@
+//! Diagnostics: a positioned message with a fix, shared by every front end.
+
+use std::fmt;
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Informational: nothing to fix.
+    Info,
+    /// Likely a mistake; the artifacts still work.
+    Warning,
+    /// The artifacts would not work; nothing is written or deployed.
+    Error,
+}
+
+/// One finding about an input, pointing at the value to change.
+///
+/// `line` and `column` are 1-based and count characters, like editors do. The file name is not
+/// part of the diagnostic: the SDK reads text, the caller knows where the text came from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    /// Stable kebab-case identifier, e.g. `config-unknown-key`.
+    pub code: &'static str,
+    /// How bad it is.
+    pub severity: Severity,
+    /// 1-based line of the offending value.
+    pub line: u32,
+    /// 1-based column of the offending value.
+    pub column: u32,
+    /// What is wrong, lowercase, without a final period.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+impl Diagnostic {
+    /// An error at `line:column`.
+    pub fn error(code: &'static str, (line, column): (u32, u32), message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self { code, severity: Severity::Error, line, column, message: message.into(), help: help.into() }
+    }
+
+    /// A warning at `line:column`.
+    pub fn warning(code: &'static str, (line, column): (u32, u32), message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self { severity: Severity::Warning, ..Self::error(code, (line, column), message, help) }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}

@@ -1,0 +1,323 @@
+//! `env.sh`: the shell view of a [`Deployment`]. One table maps each variable to a model
+//! field; rendering and importing both walk it, so `import(render(d)) == d`.
+
+mod parse;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+pub use parse::{Assignment, Fallback, Part, parse};
+
+use crate::diagnostic::Diagnostic;
+use crate::model::Deployment;
+use crate::quote;
+
+/// How a variable's text maps to its model field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Number,
+    Flag,
+    /// Empty text is null.
+    OptionalText,
+    /// Empty text is null.
+    OptionalNumber,
+    /// Null is `${NAME:?…}`: known only where the artifacts are used.
+    FromEnvironment,
+    /// Empty is Spot VMs, a name is a reservation.
+    Provisioning,
+}
+
+/// One line of env.sh.
+struct Var {
+    name: &'static str,
+    /// JSON pointer into the serialized [`Deployment`].
+    field: &'static str,
+    kind: Kind,
+    doc: &'static str,
+}
+
+const fn var(name: &'static str, field: &'static str, kind: Kind, doc: &'static str) -> Var {
+    Var { name, field, kind, doc }
+}
+
+/// Sections of env.sh, in order. Names follow the codelab's `env.sh` where it has one.
+const SECTIONS: &[(&str, &[Var])] = &[
+    ("Google Cloud", &[
+        var("PROJECT_ID", "/project/project_id", Kind::FromEnvironment, "Google Cloud project id"),
+        var("REGION", "/project/region", Kind::Text, "region of the regional GKE cluster"),
+        var("ZONE", "/project/zone", Kind::Text, "zone of the GPU nodes and the Lustre instance"),
+        var("CLUSTER_NAME", "/project/cluster_name", Kind::Text, "GKE cluster, gcluster deployment and RayCluster name"),
+        var("AUTHORIZED_CIDR", "/network/authorized_cidr", Kind::FromEnvironment, "CIDR allowed to reach the control plane, e.g. your IP/32"),
+    ]),
+    ("GPU nodes", &[
+        var("NUM_NODES", "/topology/node_count", Kind::Number, "GPU nodes, one Ray worker each"),
+        var("GPUS_PER_NODE", "/topology/gpus_per_node", Kind::Number, "GPUs per node"),
+        var("MACHINE_TYPE", "/topology/machine_type", Kind::Text, "machine type of the GPU node pool"),
+        var("ACCELERATOR_TYPE", "/topology/accelerator", Kind::Text, "GKE accelerator label of the GPU nodes"),
+        var("RESERVATION", "/topology/provisioning", Kind::Provisioning, "empty: Spot VMs; a name: on-demand VMs from that reservation"),
+    ]),
+    ("Managed Lustre", &[
+        var("LUSTRE_INSTANCE_ID", "/lustre/instance_id", Kind::Text, "Managed Lustre instance id"),
+        var("LUSTRE_CAPACITY", "/lustre/capacity_gib", Kind::Number, "capacity in GiB"),
+        var("LUSTRE_THROUGHPUT", "/lustre/throughput_mbps_per_tib", Kind::Number, "throughput tier in MB/s per TiB"),
+        var("LUSTRE_MOUNT_PATH", "/lustre/mount_path", Kind::Text, "mount path in the Ray pods"),
+        var("LUSTRE_PVC_NAME", "/lustre/pvc_name", Kind::Text, "PersistentVolumeClaim mounted by the Ray pods"),
+    ]),
+    ("Ray", &[
+        var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
+        var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
+        var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
+        var("HEAD_CPU_REQUEST", "/ray/head/cpu_request", Kind::Text, "head pod CPU request"),
+        var("HEAD_CPU_LIMIT", "/ray/head/cpu_limit", Kind::Text, "head pod CPU limit"),
+        var("HEAD_MEMORY_REQUEST", "/ray/head/memory_request", Kind::Text, "head pod memory request"),
+        var("HEAD_MEMORY_LIMIT", "/ray/head/memory_limit", Kind::Text, "head pod memory limit"),
+        var("WORKER_GROUP", "/ray/worker/group_name", Kind::Text, "worker group name"),
+        var("WORKER_CPU", "/ray/worker/cpu", Kind::Text, "worker pod CPU (request and limit)"),
+        var("WORKER_MEMORY", "/ray/worker/memory", Kind::Text, "worker pod memory (request and limit)"),
+    ]),
+    ("NeMo-RL GRPO job", &[
+        var("WORKLOAD", "/job/name", Kind::Text, "Ray submission id and W&B run name"),
+        var("RECIPE_CONFIG", "/job/recipe", Kind::Text, "NeMo-RL recipe, relative to /opt/nemo-rl"),
+        var("MODEL_NAME", "/job/model", Kind::Text, "Hugging Face model"),
+        var("DATASET", "/job/dataset", Kind::Text, "data.dataset_name"),
+        var("MAX_STEPS", "/job/max_num_steps", Kind::Number, "grpo.max_num_steps"),
+        var("NUM_GENERATIONS", "/job/num_generations_per_prompt", Kind::Number, "grpo.num_generations_per_prompt"),
+        var("NUM_PROMPTS_PER_STEP", "/job/num_prompts_per_step", Kind::Number, "grpo.num_prompts_per_step"),
+        var("TRAIN_GLOBAL_BATCH_SIZE", "/job/train_global_batch_size", Kind::Number, "policy.train_global_batch_size"),
+        var("CHECKPOINTING", "/job/checkpointing/enabled", Kind::Flag, "checkpointing.enabled"),
+        var("SAVE_PERIOD", "/job/checkpointing/save_period", Kind::Number, "checkpointing.save_period"),
+        var("KEEP_TOP_K", "/job/checkpointing/keep_top_k", Kind::OptionalNumber, "checkpointing.keep_top_k; empty keeps all"),
+        var("METRIC_NAME", "/job/checkpointing/metric_name", Kind::OptionalText, "checkpointing.metric_name; empty keeps the newest"),
+        var("CHECKPOINT_DIR", "/job/checkpointing/dir", Kind::Text, "checkpointing.checkpoint_dir"),
+        var("JOB_HF_HOME", "/job/hf_home", Kind::Text, "HF_HOME of the job, on Lustre"),
+    ]),
+    ("Secrets: names only; the values stay in your environment", &[
+        var("K8S_SECRET_NAME", "/secrets/kubernetes_secret", Kind::Text, "Kubernetes Secret holding the tokens"),
+        var("HF_TOKEN_ENV", "/secrets/hf_token_env", Kind::Text, "variable holding the Hugging Face token"),
+        var("WANDB_API_KEY_ENV", "/secrets/wandb_api_key_env", Kind::OptionalText, "variable holding the W&B API key; empty disables W&B"),
+    ]),
+];
+
+/// Variables of the codelab's env.sh that gke-rl reads no value from.
+const IGNORED: &[(&str, &str)] = &[
+    ("NETWORK_NAME", "it is derived from CLUSTER_NAME (`<CLUSTER_NAME>-net-0`)"),
+    ("DEVICE_TYPE", "it is an xpk setting; gke-rl uses MACHINE_TYPE and ACCELERATOR_TYPE"),
+];
+
+fn vars() -> impl Iterator<Item = &'static Var> {
+    SECTIONS.iter().flat_map(|(_, vars)| vars.iter())
+}
+
+/// The body of env.sh for `deployment` (the caller adds the header).
+pub fn render(deployment: &Deployment) -> String {
+    let model = serde_json::to_value(deployment).expect("the model serializes");
+    let mut out = String::new();
+    for (title, vars) in SECTIONS {
+        let _ = writeln!(out, "\n# --- {title} ---");
+        for var in *vars {
+            let value = model.pointer(var.field).unwrap_or(&Value::Null);
+            let _ = writeln!(out, "# {}\nexport {}={}", var.doc, var.name, shell_value(var, value));
+        }
+    }
+    out
+}
+
+fn shell_value(var: &Var, value: &Value) -> String {
+    match (var.kind, value) {
+        (Kind::Provisioning, Value::Object(reservation)) => reservation.values().next().and_then(Value::as_str).map_or_else(String::new, quote::sh),
+        (Kind::Provisioning, _) => "''".to_owned(),
+        (_, Value::String(s)) => quote::sh(s),
+        (_, Value::Number(n)) => n.to_string(),
+        (_, Value::Bool(b)) => b.to_string(),
+        (Kind::FromEnvironment, Value::Null) => format!("\"${{{0}:?set {0} to the {1}}}\"", var.name, var.doc),
+        _ => "''".to_owned(),
+    }
+}
+
+/// A model imported from an env.sh, with what was ignored.
+#[derive(Debug)]
+pub struct Imported {
+    /// The model: the embedded default with every variable of the file applied.
+    pub deployment: Deployment,
+    /// Variables that were read but not used, e.g. secret values.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Reads an env.sh (a codelab one, or one gke-rl rendered) into a model. Variables not in
+/// the file keep their default. Secret values are never read into the model.
+pub fn import(text: &str) -> Result<Imported, Diagnostic> {
+    let mut model = serde_json::to_value(Deployment::default()).expect("the model serializes");
+    let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for assignment in parse(text)? {
+        let value = evaluate(&assignment, &shell)?;
+        shell.insert(assignment.name.clone(), value.clone());
+        let Some(var) = vars().find(|v| v.name == assignment.name) else {
+            warnings.extend(ignored(&assignment, value.as_deref()));
+            continue;
+        };
+        let json = to_json(var, value, &assignment)?;
+        let mut candidate = model.clone();
+        *candidate.pointer_mut(var.field).expect("every table field exists in the model") = json;
+        if let Err(e) = serde_json::from_value::<Deployment>(candidate.clone()) {
+            return Err(Diagnostic::error("env-sh-invalid-value", assignment.value_at, format!("{}: {e}", var.name), format!("set {} to the {}", var.name, var.doc)));
+        }
+        model = candidate;
+    }
+    let deployment: Deployment = serde_json::from_value(model).expect("validated field by field");
+    if let Err(unknown) = deployment.ray.resolved_version() {
+        let at = text.lines().position(|l| l.contains("RAY_IMAGE=")).map_or((1, 1), |i| (u32::try_from(i + 1).unwrap_or(u32::MAX), 1));
+        return Err(Diagnostic::error("env-sh-unknown-image", at, unknown.to_string(), "set RAYCLUSTER_RAY_VERSION to the Ray version inside RAY_IMAGE"));
+    }
+    Ok(Imported { deployment, warnings })
+}
+
+/// The value of an assignment given the variables set before it; `None` when it depends on
+/// a variable that must come from the environment (`${NAME:?…}`).
+fn evaluate(assignment: &Assignment, shell: &BTreeMap<String, Option<String>>) -> Result<Option<String>, Diagnostic> {
+    let mut value = String::new();
+    for part in &assignment.value {
+        match part {
+            Part::Text(text) => value.push_str(text),
+            Part::Var { name, fallback } => match (shell.get(name), fallback) {
+                (Some(Some(set)), _) if !set.is_empty() || *fallback == Fallback::Empty => value.push_str(set),
+                (Some(None), _) | (_, Fallback::Required(_)) => return Ok(None),
+                (_, Fallback::Default(default)) => value.push_str(default),
+                (_, Fallback::Empty) => {
+                    return Err(Diagnostic::error(
+                        "env-sh-unset-variable",
+                        assignment.value_at,
+                        format!("{} refers to `${name}`, which this file does not set", assignment.name),
+                        format!("write the value of {} literally, or set {name} on an earlier line", assignment.name),
+                    ));
+                }
+            },
+        }
+    }
+    Ok(Some(value))
+}
+
+fn to_json(var: &Var, value: Option<String>, assignment: &Assignment) -> Result<Value, Diagnostic> {
+    let invalid = |expected: &str| {
+        Diagnostic::error("env-sh-invalid-value", assignment.value_at, format!("{} must be {expected}", var.name), format!("set {} to the {}", var.name, var.doc))
+    };
+    let Some(value) = value else {
+        return if var.kind == Kind::FromEnvironment { Ok(Value::Null) } else { Err(invalid("a literal value, not read from the environment")) };
+    };
+    if value.contains("{{") || (value.starts_with('<') && value.ends_with('>')) {
+        return Err(Diagnostic::error(
+            "env-sh-placeholder",
+            assignment.value_at,
+            format!("{} still holds the placeholder `{value}`", var.name),
+            format!("replace it with the {}, or delete the line to use gke-rl's default", var.doc),
+        ));
+    }
+    Ok(match var.kind {
+        Kind::Number => Value::from(value.parse::<u64>().map_err(|_| invalid("a whole number"))?),
+        Kind::OptionalNumber if value.is_empty() => Value::Null,
+        Kind::OptionalNumber => Value::from(value.parse::<u64>().map_err(|_| invalid("a whole number or empty"))?),
+        Kind::Flag => Value::Bool(value.parse::<bool>().map_err(|_| invalid("`true` or `false`"))?),
+        Kind::OptionalText if value.is_empty() => Value::Null,
+        Kind::Provisioning if value.is_empty() => Value::from("spot"),
+        Kind::Provisioning => serde_json::json!({ "reservation": value }),
+        Kind::Text | Kind::OptionalText | Kind::FromEnvironment => Value::from(value),
+    })
+}
+
+/// A warning for a variable that is not in the table, if it deserves one.
+fn ignored(assignment: &Assignment, value: Option<&str>) -> Option<Diagnostic> {
+    let name = assignment.name.as_str();
+    let defaults = Deployment::default().secrets;
+    let secret_names = [Some(defaults.hf_token_env.as_str()), defaults.wandb_api_key_env.as_ref().map(|n| n.as_str())];
+    if secret_names.contains(&Some(name)) {
+        return value.is_some_and(|v| !v.is_empty()).then(|| {
+            Diagnostic::warning(
+                "env-sh-secret-ignored",
+                assignment.value_at,
+                format!("{name} holds a secret value; gke-rl ignores it and never writes it to a file"),
+                format!("delete this line and `export {name}=…` in your shell or from a secret manager"),
+            )
+        });
+    }
+    let (message, help) = match IGNORED.iter().find(|(ignored, _)| *ignored == name) {
+        Some((_, why)) => (format!("{name} is ignored: {why}"), "delete the line".to_owned()),
+        None => (format!("{name} is not a gke-rl variable and is ignored"), format!("delete the line, or check its spelling against `{}`", closest(name))),
+    };
+    Some(Diagnostic::warning("env-sh-ignored-variable", assignment.name_at, message, help))
+}
+
+fn closest(name: &str) -> &'static str {
+    let shared_prefix = |candidate: &str| candidate.chars().zip(name.chars()).take_while(|(a, b)| a == b).count();
+    vars().max_by_key(|v| shared_prefix(v.name)).map_or("PROJECT_ID", |v| v.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_field_exists_in_the_model() {
+        let model = serde_json::to_value(Deployment::default()).unwrap();
+        for var in vars() {
+            assert!(model.pointer(var.field).is_some(), "{} -> {}", var.name, var.field);
+        }
+    }
+
+    #[test]
+    fn every_model_leaf_has_a_variable() {
+        fn leaves(value: &Value, path: String, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) if !path.ends_with("/provisioning") => {
+                    for (k, v) in map {
+                        leaves(v, format!("{path}/{k}"), out);
+                    }
+                }
+                _ => out.push(path),
+            }
+        }
+        let mut fields = Vec::new();
+        leaves(&serde_json::to_value(Deployment::default()).unwrap(), String::new(), &mut fields);
+        for field in fields {
+            assert!(vars().any(|v| v.field == field), "{field} has no env.sh variable");
+        }
+    }
+
+    #[test]
+    fn codelab_env_sh_imports_with_warnings_for_secrets_and_xpk_settings() {
+        let codelab = "export PROJECT_ID=\"my-project\"\nexport ZONE=\"us-east1-b\"\nexport REGION=\"us-east1\"\nexport CLUSTER_NAME=\"ray-a4-gpu-spot\"\n\
+                       export NETWORK_NAME=\"${CLUSTER_NAME}-net-0\"\nexport LUSTRE_INSTANCE_ID=\"rl-demo-gpu-lustre\"\nexport LUSTRE_CAPACITY=\"18000\"\n\
+                       export HF_TOKEN=\"hf_abcdef\"\nexport WANDB_API_KEY=\"\"\nexport NUM_NODES=\"4\"\nexport GPUS_PER_NODE=\"8\"\nexport DEVICE_TYPE=\"b200-8\"\n";
+        let imported = import(codelab).unwrap();
+        assert_eq!(imported.deployment.project.project_id.as_ref().unwrap().as_str(), "my-project");
+        assert_eq!(imported.deployment.lustre.capacity_gib.get(), 18000);
+        assert_eq!(imported.deployment.topology.node_count.get(), 4);
+        let codes: Vec<_> = imported.warnings.iter().map(|w| (w.code, w.line)).collect();
+        assert_eq!(codes, [("env-sh-ignored-variable", 5), ("env-sh-secret-ignored", 8), ("env-sh-ignored-variable", 12)]);
+        assert!(!format!("{imported:?}").contains("hf_abcdef"), "the token must not reach the model");
+    }
+
+    #[test]
+    fn placeholders_and_bad_values_point_at_the_value() {
+        let e = import("export ZONE=us-east1-b\nexport PROJECT_ID=\"{{PROJECT_ID}}\"\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-placeholder", 2, 19));
+        let e = import("export NUM_NODES=eight\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-invalid-value", 1, 18));
+        let e = import("export NUM_NODES=0\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-invalid-value", 1));
+        let e = import("export CLUSTER_NAME=Ray_A4\n").unwrap_err();
+        assert!(e.message.contains("`Ray_A4` is not a valid"), "{}", e.message);
+        let e = import("export REGION=$MY_REGION\n").unwrap_err();
+        assert_eq!(e.code, "env-sh-unset-variable");
+    }
+
+    #[test]
+    fn project_id_read_from_the_environment_stays_unknown() {
+        let d = import("export PROJECT_ID=\"${PROJECT_ID:?set it}\"\n").unwrap().deployment;
+        assert_eq!(d.project.project_id, None);
+        let e = import("export REGION=\"${REGION:?set it}\"\n").unwrap_err();
+        assert_eq!(e.code, "env-sh-invalid-value");
+    }
+}

@@ -1,0 +1,336 @@
+//! The typed model: one [`Deployment`] value describes the cluster, the storage, the Ray
+//! cluster and the training job. Its [`Default`] is the codelab's reference setup with the
+//! codelab's defects fixed.
+//!
+//! Secrets appear only as the *names* of environment variables; the model has no field
+//! that could hold a token.
+
+mod names;
+
+use std::num::NonZeroU32;
+
+use serde::{Deserialize, Serialize};
+
+pub use names::{AbsPath, Cidr, EnvName, Name, ProjectId, Quantity, Region, Word, Zone};
+
+use crate::knowledge;
+
+/// Everything gke-rl renders, validates and deploys.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Deployment {
+    /// Google Cloud project, location and cluster name.
+    pub project: Project,
+    /// GPU nodes and how they are provisioned.
+    pub topology: Topology,
+    /// Who may reach the cluster's control plane.
+    pub network: Network,
+    /// The Managed Lustre file system mounted into every Ray pod.
+    pub lustre: Lustre,
+    /// The KubeRay RayCluster.
+    pub ray: Ray,
+    /// The NeMo-RL GRPO training job.
+    pub job: Job,
+    /// Where the job's secrets come from (names only, never values).
+    pub secrets: Secrets,
+}
+
+/// Google Cloud project, location and cluster name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Project {
+    /// Project id. Null: read from `PROJECT_ID` when the artifacts are used.
+    pub project_id: Option<ProjectId>,
+    /// Region of the (regional) GKE cluster.
+    pub region: Region,
+    /// Zone of the GPU nodes and the Lustre instance.
+    pub zone: Zone,
+    /// GKE cluster, gcluster deployment and RayCluster name.
+    pub cluster_name: Name,
+}
+
+impl Default for Project {
+    fn default() -> Self {
+        Self {
+            project_id: None,
+            region: Region::new("us-east1").expect("valid"),
+            zone: Zone::new("us-east1-b").expect("valid"),
+            cluster_name: Name::new("ray-a4-gpu-spot").expect("valid"),
+        }
+    }
+}
+
+/// GPU nodes and how they are provisioned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Topology {
+    /// Number of GPU nodes; one Ray worker runs on each.
+    pub node_count: NonZeroU32,
+    /// GPUs per node (8 on `a4-highgpu-8g`).
+    pub gpus_per_node: NonZeroU32,
+    /// Compute Engine machine type of the GPU node pool.
+    pub machine_type: Word,
+    /// GKE accelerator label value of the GPU nodes.
+    pub accelerator: Word,
+    /// Spot VMs, or on-demand VMs from a named reservation.
+    pub provisioning: Provisioning,
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Self {
+            node_count: NonZeroU32::new(8).expect("non-zero"),
+            gpus_per_node: NonZeroU32::new(8).expect("non-zero"),
+            machine_type: Word::new("a4-highgpu-8g").expect("valid"),
+            accelerator: Word::new("nvidia-b200").expect("valid"),
+            provisioning: Provisioning::Spot,
+        }
+    }
+}
+
+/// How the GPU nodes are obtained.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Provisioning {
+    /// Spot VMs: cheap, preemptible, no reservation.
+    #[default]
+    Spot,
+    /// On-demand VMs from this reservation (`name` or `name/reservationBlocks/block`).
+    Reservation(Word),
+}
+
+/// Who may reach the cluster's control plane.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Network {
+    /// CIDR allowed to reach the GKE control plane (the deploying machine must be inside).
+    /// Null: read from `AUTHORIZED_CIDR` when the artifacts are used.
+    pub authorized_cidr: Option<Cidr>,
+}
+
+/// The Managed Lustre file system.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Lustre {
+    /// Managed Lustre instance id.
+    pub instance_id: Name,
+    /// Capacity in GiB; a multiple of the throughput tier's step.
+    pub capacity_gib: NonZeroU32,
+    /// Throughput tier in MB/s per TiB: 125, 250, 500 or 1000.
+    pub throughput_mbps_per_tib: NonZeroU32,
+    /// Where the file system is mounted in the Ray pods.
+    pub mount_path: AbsPath,
+    /// Name of the PersistentVolumeClaim the blueprint creates and the pods mount.
+    pub pvc_name: Name,
+}
+
+impl Default for Lustre {
+    fn default() -> Self {
+        Self {
+            instance_id: Name::new("rl-demo-gpu-lustre").expect("valid"),
+            capacity_gib: NonZeroU32::new(9000).expect("non-zero"),
+            throughput_mbps_per_tib: NonZeroU32::new(1000).expect("non-zero"),
+            mount_path: AbsPath::new("/lustre").expect("valid"),
+            pvc_name: Name::new("lustre-pvc").expect("valid"),
+        }
+    }
+}
+
+/// The KubeRay RayCluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Ray {
+    /// Container image of the head and the workers.
+    pub image: Word,
+    /// `rayVersion` of the RayCluster. Null: the Ray version inside `image`, from gke-rl's
+    /// table of known images (required for images not in the table).
+    pub ray_version: Option<Word>,
+    /// Kubernetes namespace of the RayCluster and the Secret.
+    pub namespace: Name,
+    /// Resources of the head pod (it shares a GPU node with a worker and requests no GPU).
+    pub head: HeadResources,
+    /// Resources of each worker pod, besides all the node's GPUs (limits equal requests).
+    pub worker: WorkerResources,
+}
+
+impl Default for Ray {
+    fn default() -> Self {
+        Self {
+            image: Word::new("nvcr.io/nvidia/nemo-rl:v0.4.0").expect("valid"),
+            ray_version: None,
+            namespace: Name::new("default").expect("valid"),
+            head: HeadResources::default(),
+            worker: WorkerResources::default(),
+        }
+    }
+}
+
+/// The Ray version a cluster of this model runs, or why it is unknown.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the Ray version inside image `{image}` is unknown: set `ray.ray_version` to the version the image ships")]
+pub struct UnknownRayVersion {
+    /// The image that is not in the table.
+    pub image: String,
+}
+
+impl Ray {
+    /// `ray_version` if set, else the version shipped in a known image.
+    pub fn resolved_version(&self) -> Result<&str, UnknownRayVersion> {
+        match &self.ray_version {
+            Some(version) => Ok(version.as_str()),
+            None => knowledge::ray_version_of_image(self.image.as_str()).ok_or_else(|| UnknownRayVersion { image: self.image.to_string() }),
+        }
+    }
+}
+
+/// Resources of the head pod.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct HeadResources {
+    /// CPU request.
+    pub cpu_request: Quantity,
+    /// CPU limit.
+    pub cpu_limit: Quantity,
+    /// Memory request.
+    pub memory_request: Quantity,
+    /// Memory limit.
+    pub memory_limit: Quantity,
+}
+
+impl Default for HeadResources {
+    fn default() -> Self {
+        Self {
+            cpu_request: Quantity::new("8").expect("valid"),
+            cpu_limit: Quantity::new("32").expect("valid"),
+            memory_request: Quantity::new("64Gi").expect("valid"),
+            memory_limit: Quantity::new("1000Gi").expect("valid"),
+        }
+    }
+}
+
+/// Resources of each worker pod.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerResources {
+    /// Name of the worker group.
+    pub group_name: Name,
+    /// CPU (request and limit).
+    pub cpu: Quantity,
+    /// Memory (request and limit).
+    pub memory: Quantity,
+}
+
+impl Default for WorkerResources {
+    fn default() -> Self {
+        Self {
+            group_name: Name::new("gpu-worker-group").expect("valid"),
+            cpu: Quantity::new("100").expect("valid"),
+            memory: Quantity::new("1000Gi").expect("valid"),
+        }
+    }
+}
+
+/// The NeMo-RL GRPO training job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Job {
+    /// Ray submission id, also the W&B run name.
+    pub name: Name,
+    /// NeMo-RL recipe, relative to `/opt/nemo-rl` in the image.
+    pub recipe: Word,
+    /// Hugging Face model to train (`policy.model_name`).
+    pub model: Word,
+    /// Training data set (`data.dataset_name`).
+    pub dataset: Word,
+    /// GRPO steps (`grpo.max_num_steps`).
+    pub max_num_steps: NonZeroU32,
+    /// Generations per prompt (`grpo.num_generations_per_prompt`).
+    pub num_generations_per_prompt: NonZeroU32,
+    /// Prompts per step (`grpo.num_prompts_per_step`).
+    pub num_prompts_per_step: NonZeroU32,
+    /// Global training batch (`policy.train_global_batch_size`).
+    pub train_global_batch_size: NonZeroU32,
+    /// Checkpointing settings (`checkpointing.*`).
+    pub checkpointing: Checkpointing,
+    /// `HF_HOME` of the job: model downloads and NeMo-RL's converted copy.
+    pub hf_home: AbsPath,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Self {
+            name: Name::new("nemo-rl-grpo-test1").expect("valid"),
+            recipe: Word::new("examples/configs/grpo_math_70B_megatron.yaml").expect("valid"),
+            model: Word::new("Qwen/Qwen2.5-72B-Instruct").expect("valid"),
+            dataset: Word::new("DeepScaler").expect("valid"),
+            max_num_steps: NonZeroU32::new(20).expect("non-zero"),
+            num_generations_per_prompt: NonZeroU32::new(8).expect("non-zero"),
+            num_prompts_per_step: NonZeroU32::new(32).expect("non-zero"),
+            train_global_batch_size: NonZeroU32::new(256).expect("non-zero"),
+            checkpointing: Checkpointing::default(),
+            hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
+        }
+    }
+}
+
+/// Checkpointing settings of the job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Checkpointing {
+    /// Whether to save checkpoints.
+    pub enabled: bool,
+    /// Save every this many steps.
+    pub save_period: NonZeroU32,
+    /// Checkpoints to keep; null keeps all.
+    pub keep_top_k: Option<NonZeroU32>,
+    /// Metric that ranks checkpoints (`val:…` or `train:…`); null keeps the newest.
+    pub metric_name: Option<Word>,
+    /// Directory of the checkpoints, on the shared file system.
+    pub dir: AbsPath,
+}
+
+impl Default for Checkpointing {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            save_period: NonZeroU32::new(2).expect("non-zero"),
+            keep_top_k: NonZeroU32::new(2),
+            metric_name: None,
+            dir: AbsPath::new("/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1").expect("valid"),
+        }
+    }
+}
+
+/// Where the job's secrets come from: names of environment variables, never values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Secrets {
+    /// Kubernetes Secret that carries the tokens into the Ray pods.
+    pub kubernetes_secret: Name,
+    /// Local environment variable holding the Hugging Face token (required).
+    pub hf_token_env: EnvName,
+    /// Local environment variable holding the W&B API key; null disables W&B logging.
+    pub wandb_api_key_env: Option<EnvName>,
+}
+
+impl Default for Secrets {
+    fn default() -> Self {
+        Self {
+            kubernetes_secret: Name::new("gke-rl-secrets").expect("valid"),
+            hf_token_env: EnvName::new("HF_TOKEN").expect("valid"),
+            wandb_api_key_env: Some(EnvName::new("WANDB_API_KEY").expect("valid")),
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Validated string types. Each one rejects, at deserialization time and so with the
+//! line and column of the offending value, anything that could not be deployed or that
+//! would need escaping in one of the rendered languages.
+
+use std::fmt;
+
+/// Characters allowed in every free-form word: safe unquoted in YAML, sh and Hydra.
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '+')
+}
+
+fn lower_alnum_or_dash(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// `[a-z]([-a-z0-9]*[a-z0-9])?` of at most `max` characters.
+fn check_label(s: &str, max: usize, what: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= max
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && !s.ends_with('-')
+        && lower_alnum_or_dash(s);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{s}` is not a valid {what}: use 1 to {max} lowercase letters, digits and `-`, starting with a letter and not ending with `-`"
+        ))
+    }
+}
+
+fn check_name(s: &str) -> Result<(), String> {
+    check_label(s, 63, "Kubernetes/GCP name")
+}
+
+fn check_project_id(s: &str) -> Result<(), String> {
+    if s.len() < 6 {
+        return Err(format!("`{s}` is not a valid project id: it has fewer than 6 characters"));
+    }
+    check_label(s, 30, "project id")
+}
+
+/// `us-east1`: a word, a dash, a word ending in digits.
+fn check_region(s: &str) -> Result<(), String> {
+    let ok = s.split_once('-').is_some_and(|(area, rest)| {
+        !area.is_empty()
+            && area.chars().all(|c| c.is_ascii_lowercase())
+            && rest.starts_with(|c: char| c.is_ascii_lowercase())
+            && rest.ends_with(|c: char| c.is_ascii_digit())
+            && rest.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    });
+    if ok { Ok(()) } else { Err(format!("`{s}` is not a Google Cloud region such as `us-east1`")) }
+}
+
+/// `us-east1-b`: a region, a dash, one letter.
+fn check_zone(s: &str) -> Result<(), String> {
+    let ok = s
+        .rsplit_once('-')
+        .is_some_and(|(region, letter)| check_region(region).is_ok() && letter.len() == 1 && letter.chars().all(|c| c.is_ascii_lowercase()));
+    if ok { Ok(()) } else { Err(format!("`{s}` is not a Google Cloud zone such as `us-east1-b`")) }
+}
+
+fn check_cidr(s: &str) -> Result<(), String> {
+    let err = || format!("`{s}` is not an IPv4 CIDR block such as `203.0.113.7/32`");
+    let (ip, bits) = s.split_once('/').ok_or_else(err)?;
+    let octets: Vec<&str> = ip.split('.').collect();
+    let octets_ok = octets.len() == 4 && octets.iter().all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u8>().is_ok());
+    let bits_ok = !bits.is_empty() && bits.len() <= 2 && bits.parse::<u8>().is_ok_and(|b| b <= 32);
+    if octets_ok && bits_ok { Ok(()) } else { Err(err()) }
+}
+
+fn check_env_name(s: &str) -> Result<(), String> {
+    let ok = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok { Ok(()) } else { Err(format!("`{s}` is not an environment variable name: use letters, digits and `_`, not starting with a digit")) }
+}
+
+fn check_word(s: &str) -> Result<(), String> {
+    if !s.is_empty() && s.chars().all(is_word_char) {
+        Ok(())
+    } else if s.contains("{{") || s.contains('<') {
+        Err(format!("`{s}` is a placeholder, not a value"))
+    } else {
+        Err(format!("`{s}` must be non-empty and use only letters, digits and `_ - . / : @ +`"))
+    }
+}
+
+fn check_path(s: &str) -> Result<(), String> {
+    let ok = s.starts_with('/') && s.chars().all(is_word_char) && !s.split('/').any(|part| part == "..");
+    if ok { Ok(()) } else { Err(format!("`{s}` is not an absolute path of letters, digits and `_ - . / : @ +`")) }
+}
+
+/// A Kubernetes quantity: a decimal number with an optional SI or binary suffix.
+fn check_quantity(s: &str) -> Result<(), String> {
+    let number_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, suffix) = s.split_at(number_end);
+    let number_ok = !number.is_empty() && number.split('.').count() <= 2 && number.split('.').all(|part| !part.is_empty());
+    let suffix_ok = matches!(suffix, "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei");
+    if number_ok && suffix_ok {
+        Ok(())
+    } else {
+        Err(format!("`{s}` is not a Kubernetes quantity such as `8`, `500m` or `64Gi`"))
+    }
+}
+
+macro_rules! validated_string {
+    ($(#[$doc:meta])* $name:ident, $check:ident, $pattern:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// JSON Schema pattern equivalent to the validation (used for editor completion).
+            pub const PATTERN: &'static str = $pattern;
+
+            /// Validates `value`; the error says what is wrong and what is expected.
+            pub fn new(value: impl Into<String>) -> Result<Self, String> {
+                let value = value.into();
+                $check(&value)?;
+                Ok(Self(value))
+            }
+
+            /// The validated text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(value: String) -> Result<Self, String> {
+                Self::new(value)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "pattern": $pattern })
+            }
+        }
+    };
+}
+
+validated_string!(
+    /// A DNS-1035 label: Kubernetes object names, the cluster and Lustre instance ids.
+    Name, check_name, "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+);
+validated_string!(
+    /// A Google Cloud project id.
+    ProjectId, check_project_id, "^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
+);
+validated_string!(
+    /// A Google Cloud region, e.g. `us-east1`.
+    Region, check_region, "^[a-z]+-[a-z]+[0-9]+$"
+);
+validated_string!(
+    /// A Google Cloud zone, e.g. `us-east1-b`.
+    Zone, check_zone, "^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+);
+validated_string!(
+    /// An IPv4 CIDR block, e.g. `203.0.113.7/32`.
+    Cidr, check_cidr, "^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$"
+);
+validated_string!(
+    /// The name of an environment variable.
+    EnvName, check_env_name, "^[A-Za-z_][A-Za-z0-9_]*$"
+);
+validated_string!(
+    /// A token safe in every rendered language: image references, model and dataset names.
+    Word, check_word, "^[A-Za-z0-9_./:@+-]+$"
+);
+validated_string!(
+    /// An absolute path inside the containers.
+    AbsPath, check_path, "^/[A-Za-z0-9_./:@+-]*$"
+);
+validated_string!(
+    /// A Kubernetes resource quantity, e.g. `32`, `500m`, `1000Gi`.
+    Quantity, check_quantity, "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_dns_1035() {
+        assert!(Name::new("ray-a4-gpu-spot").is_ok());
+        for bad in ["", "Ray", "1ray", "ray-", "ray_a4", &"a".repeat(64)] {
+            assert!(Name::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn gcp_locations_and_cidrs() {
+        assert!(Region::new("us-east1").is_ok());
+        assert!(Zone::new("us-east1-b").is_ok());
+        assert!(Region::new("us-east1-b").is_err());
+        assert!(Zone::new("us-east1").is_err());
+        assert!(Cidr::new("0.0.0.0/0").is_ok());
+        for bad in ["1.2.3.4", "1.2.3/8", "256.1.1.1/32", "1.2.3.4/33", "<YOUR-IP-ADDRESS>/32"] {
+            assert!(Cidr::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_named_as_such() {
+        assert_eq!(Word::new("{{MODEL}}").unwrap_err(), "`{{MODEL}}` is a placeholder, not a value");
+    }
+
+    #[test]
+    fn quantities() {
+        for good in ["8", "0.5", "500m", "64Gi", "1000Gi"] {
+            assert!(Quantity::new(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", "Gi", "8 Gi", "1.2.3", "8gb", ".5"] {
+            assert!(Quantity::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn paths_are_absolute_and_plain() {
+        assert!(AbsPath::new("/lustre/huggingface_cache").is_ok());
+        for bad in ["lustre", "/a b", "/a/../etc", "/$HOME"] {
+            assert!(AbsPath::new(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Every artifact, for every test config: snapshotted, and proven to work with the tools
+//! that read it (bash, JSON readers, the KubeRay CRD schema, gitignore matching).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use common::{artifact, configs, make_executable, render, temp_file, upstream};
+use gke_rl::model::Provisioning;
+use serde_json::Value;
+
+#[test]
+fn snapshots_of_every_artifact() {
+    for (config, deployment) in configs() {
+        for a in render(&deployment) {
+            insta::assert_snapshot!(format!("{config}__{}", a.name), a.contents);
+        }
+    }
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    for (_, deployment) in configs() {
+        assert_eq!(render(&deployment), render(&deployment.clone()));
+    }
+}
+
+#[test]
+fn every_file_starts_with_a_generated_header() {
+    for a in render(&gke_rl::Deployment::default()) {
+        assert!(gke_rl::render::is_generated(&a.contents), "{} lacks the header", a.name);
+        assert!(a.contents.lines().take(3).any(|l| l.contains("from a test config")), "{} does not say its source", a.name);
+    }
+}
+
+fn bash(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new("bash")
+        .args(["--noprofile", "--norc"])
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash runs")
+}
+
+#[test]
+fn env_sh_passes_bash_n_and_sources_to_exactly_the_configured_values() {
+    for (config, d) in configs() {
+        let text = artifact(&render(&d), "env.sh").to_owned();
+        let (_dir, path) = temp_file("env.sh", &text);
+        let path = path.to_str().unwrap();
+        assert!(bash(&["-n", path], &[]).status.success(), "{config}: bash -n");
+
+        let from_env = [("PROJECT_ID", "env-project-1"), ("AUTHORIZED_CIDR", "198.51.100.9/32")];
+        let out = bash(&["-c", "source \"$1\" && env -0", "_", path], &from_env);
+        assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+        let shell: BTreeMap<String, String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|kv| std::str::from_utf8(kv).ok()?.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .collect();
+
+        let assigned: Vec<String> = gke_rl::envsh::parse(&text).unwrap().into_iter().map(|a| a.name).collect();
+        let bash_own = ["PATH", "PWD", "SHLVL", "_"];
+        let exported: Vec<&String> = shell.keys().filter(|k| !bash_own.contains(&k.as_str())).collect();
+        assert_eq!(exported.len(), assigned.len(), "{config}: env.sh exports exactly its assignments: {exported:?}");
+
+        let expect = |name: &str, value: String| assert_eq!(shell[name], value, "{config}: {name}");
+        expect("PROJECT_ID", d.project.project_id.as_ref().map_or("env-project-1".into(), |p| p.to_string()));
+        expect("AUTHORIZED_CIDR", d.network.authorized_cidr.as_ref().map_or("198.51.100.9/32".into(), |c| c.to_string()));
+        expect("REGION", d.project.region.to_string());
+        expect("ZONE", d.project.zone.to_string());
+        expect("CLUSTER_NAME", d.project.cluster_name.to_string());
+        expect("NUM_NODES", d.topology.node_count.to_string());
+        expect("GPUS_PER_NODE", d.topology.gpus_per_node.to_string());
+        let reservation = match &d.topology.provisioning {
+            Provisioning::Spot => String::new(),
+            Provisioning::Reservation(name) => name.to_string(),
+        };
+        expect("RESERVATION", reservation);
+        expect("LUSTRE_CAPACITY", d.lustre.capacity_gib.to_string());
+        expect("LUSTRE_THROUGHPUT", d.lustre.throughput_mbps_per_tib.to_string());
+        expect("RAY_IMAGE", d.ray.image.to_string());
+        expect("MODEL_NAME", d.job.model.to_string());
+        expect("KEEP_TOP_K", d.job.checkpointing.keep_top_k.map_or(String::new(), |k| k.to_string()));
+        expect("CHECKPOINT_DIR", d.job.checkpointing.dir.to_string());
+        assert!(!shell.contains_key("HF_TOKEN") && !shell.contains_key("WANDB_API_KEY"), "{config}: env.sh sets no secret");
+    }
+}
+
+#[test]
+fn env_sh_stops_with_a_clear_message_when_the_project_is_unknown() {
+    let text = artifact(&render(&gke_rl::Deployment::default()), "env.sh").to_owned();
+    let (_dir, path) = temp_file("env.sh", &text);
+    let out = bash(&["-c", "source \"$1\"", "_", path.to_str().unwrap()], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PROJECT_ID: set PROJECT_ID to the Google Cloud project id"));
+}
+
+#[test]
+fn importing_the_generated_env_sh_gives_the_same_model() {
+    for (config, d) in configs() {
+        let imported = gke_rl::envsh::import(artifact(&render(&d), "env.sh")).unwrap();
+        assert_eq!(imported.deployment, d, "{config}");
+        assert!(imported.warnings.is_empty(), "{config}: {:?}", imported.warnings);
+    }
+}
+
+#[test]
+fn runtime_env_is_json_with_string_env_vars_and_no_secret() {
+    for (config, d) in configs() {
+        let json: Value = serde_json::from_str(artifact(&render(&d), "ray_runtime_env.json")).expect("valid JSON");
+        let object = json.as_object().unwrap();
+        assert!(object.keys().all(|k| k == "env_vars" || k == "excludes"), "{config}: only known runtime_env fields");
+        let env_vars = json["env_vars"].as_object().expect("env_vars is an object");
+        assert!(env_vars.values().all(Value::is_string), "{config}: env_vars are string to string");
+        for secret in ["HF_TOKEN", "WANDB_API_KEY"] {
+            assert!(!env_vars.contains_key(secret), "{config}: {secret} must come from the Kubernetes Secret");
+        }
+        assert_eq!(env_vars["HF_HOME"], d.job.hf_home.as_str());
+        assert!(json["excludes"].as_array().unwrap().iter().all(Value::is_string));
+    }
+}
+
+/// The RayCluster schema of the real KubeRay CRD, made strict: an object schema that lists
+/// its properties rejects others, where the API server would silently drop a misspelt field.
+fn raycluster_schema() -> Option<jsonschema::Validator> {
+    fn strict(schema: &mut Value) {
+        match schema {
+            Value::Object(map) => {
+                let open = map.contains_key("additionalProperties") || map.contains_key("x-kubernetes-preserve-unknown-fields");
+                if map.contains_key("properties") && !open {
+                    map.insert("additionalProperties".into(), Value::Bool(false));
+                }
+                map.values_mut().for_each(strict);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strict),
+            _ => {}
+        }
+    }
+    let path = upstream("kuberay/ray.io_rayclusters.yaml")?;
+    let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).expect("the CRD parses");
+    let v1 = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == "v1").expect("a v1 version");
+    let mut schema = v1["schema"]["openAPIV3Schema"].clone();
+    strict(&mut schema);
+    Some(jsonschema::validator_for(&schema).expect("the CRD schema compiles"))
+}
+
+#[test]
+fn ray_cluster_validates_against_the_real_kuberay_crd() {
+    let Some(validator) = raycluster_schema() else { return };
+    for (config, d) in configs() {
+        let manifest: Value = serde_saphyr::from_str(artifact(&render(&d), "ray-cluster.yaml")).expect("valid YAML");
+        let errors: Vec<String> = validator.iter_errors(&manifest).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{config}: {errors:#?}");
+        assert_eq!(manifest["spec"]["rayVersion"], d.ray.resolved_version().unwrap());
+    }
+    // The check has teeth: a misspelt field and a numeric rayStartParams value are rejected.
+    let good: Value = serde_saphyr::from_str(artifact(&render(&gke_rl::Deployment::default()), "ray-cluster.yaml")).unwrap();
+    let mut misspelt = good.clone();
+    misspelt["spec"]["headGroupSpec"]["template"]["spec"]["toleration"] = Value::Array(vec![]);
+    assert!(!validator.is_valid(&misspelt));
+    let mut numeric = good;
+    numeric["spec"]["headGroupSpec"]["rayStartParams"]["num-gpus"] = Value::from(8);
+    assert!(!validator.is_valid(&numeric));
+}
+
+/// Runs run_nemo_rl.sh with `uv` replaced by a program that records its arguments, and
+/// `mkdir`/`cd` by shell functions, so nothing touches `/lustre` or `/opt`.
+fn run_job_script(script: &str, env: &[(&str, &str)]) -> (std::process::Output, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let script_path = dir.path().join("run_nemo_rl.sh");
+    std::fs::write(&script_path, script).unwrap();
+    let args_path = dir.path().join("uv.args");
+    let uv = dir.path().join("uv");
+    std::fs::write(&uv, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", args_path.display())).unwrap();
+    make_executable(&uv);
+    let stubs = dir.path().join("stubs.sh");
+    std::fs::write(&stubs, "mkdir() { printf 'mkdir %s\\n' \"$*\" >&2; }\ncd() { printf 'cd %s\\n' \"$*\" >&2; }\n").unwrap();
+    let path = format!("{}:/usr/bin:/bin", dir.path().display());
+    let mut full_env = vec![("PATH", path.as_str()), ("BASH_ENV", stubs.to_str().unwrap())];
+    full_env.extend_from_slice(env);
+    let out = Command::new("bash").arg(&script_path).env_clear().envs(full_env).output().unwrap();
+    let args = std::fs::read_to_string(&args_path).map(|s| s.lines().map(str::to_owned).collect()).unwrap_or_default();
+    (out, args)
+}
+
+#[test]
+fn job_script_passes_bash_n_and_launches_nemo_rl_with_the_overrides() {
+    for (config, d) in configs() {
+        let script = artifact(&render(&d), "run_nemo_rl.sh").to_owned();
+        let (_dir, path) = temp_file("run_nemo_rl.sh", &script);
+        assert!(bash(&["-n", path.to_str().unwrap()], &[]).status.success(), "{config}: bash -n");
+
+        let (out, args) = run_job_script(&script, &[("HF_TOKEN", "hf_test_value"), ("WANDB_API_KEY", "wandb-test-value")]);
+        assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(args[..4], ["run", "python", "examples/run_grpo_math.py", "--config"]);
+        assert_eq!(args[4], d.job.recipe.as_str());
+        let overrides: BTreeMap<&str, &str> = args[5..].iter().map(|a| a.split_once('=').expect("key=value")).collect();
+        assert_eq!(overrides["cluster.num_nodes"], d.topology.node_count.to_string());
+        assert_eq!(overrides["policy.model_name"], d.job.model.as_str());
+        assert_eq!(overrides["checkpointing.checkpoint_dir"], d.job.checkpointing.dir.as_str());
+        assert_eq!(overrides["checkpointing.metric_name"], d.job.checkpointing.metric_name.as_ref().map_or("null", |m| m.as_str()));
+        let wandb_expected = if d.secrets.wandb_api_key_env.is_some() { "True" } else { "False" };
+        assert_eq!(overrides["logger.wandb_enabled"], wandb_expected, "{config}");
+        assert!(!overrides.contains_key("policy.megatron_cfg.converter_type"), "converter_type is a no-op in NeMo-RL v0.4.0");
+        assert!(!args.iter().any(|a| a.contains("hf_test_value") || a.contains("wandb-test-value")), "no secret in argv");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("mkdir -p {} {}", d.job.hf_home, d.job.checkpointing.dir)), "{stderr}");
+    }
+}
+
+#[test]
+fn job_script_requires_the_token_and_enables_wandb_only_with_a_key() {
+    let script = artifact(&render(&gke_rl::Deployment::default()), "run_nemo_rl.sh").to_owned();
+    let (out, args) = run_job_script(&script, &[]);
+    assert!(!out.status.success() && args.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HF_TOKEN: is not set in the Ray pods"));
+    let (out, args) = run_job_script(&script, &[("HF_TOKEN", "x")]);
+    assert!(out.status.success());
+    assert!(args.contains(&"logger.wandb_enabled=False".to_owned()));
+}
+
+#[test]
+fn secret_command_reads_tokens_from_the_environment_never_from_argv() {
+    for (config, d) in configs() {
+        let instructions = artifact(&render(&d), "hf-token-secret.yaml").to_owned();
+        let command: String = instructions.lines().skip_while(|l| !l.starts_with("# { printf")).map(|l| format!("{}\n", &l[2..])).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let kubectl = dir.path().join("kubectl");
+        let log = dir.path().join("kubectl.log");
+        std::fs::write(&kubectl, format!("#!/bin/sh\n{{ echo \"argv: $*\"; cat; }} >> {}\n", log.display())).unwrap();
+        make_executable(&kubectl);
+        let path = format!("{}:/usr/bin:/bin", dir.path().display());
+        let hf = d.secrets.hf_token_env.as_str();
+        let out = Command::new("bash")
+            .args(["-c", &command])
+            .env_clear()
+            .envs([("PATH", path.as_str()), (hf, "hf_secret_value"), ("WANDB_API_KEY", "wandb_secret_value")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+        let log = std::fs::read_to_string(log).unwrap();
+        let argv: Vec<&str> = log.lines().filter(|l| l.starts_with("argv:")).collect();
+        assert!(argv.iter().all(|l| !l.contains("secret_value")), "{config}: a token reached argv: {argv:?}");
+        let create = format!("create secret generic {} --namespace {}", d.secrets.kubernetes_secret, d.ray.namespace);
+        assert!(argv.iter().any(|l| l.contains(&create)), "{config}: {argv:?}");
+        assert!(log.contains("HF_TOKEN=hf_secret_value"), "{config}: the token goes through stdin");
+        assert_eq!(log.contains("WANDB_API_KEY=wandb_secret_value"), d.secrets.wandb_api_key_env.is_some(), "{config}");
+    }
+}
+
+#[test]
+fn rayignore_keeps_secrets_and_local_state_out_of_the_upload() {
+    let text = artifact(&render(&gke_rl::Deployment::default()), ".rayignore").to_owned();
+    let mut builder = ignore::gitignore::GitignoreBuilder::new("/job");
+    for line in text.lines() {
+        builder.add_line(None, line).unwrap();
+    }
+    let rules = builder.build().unwrap();
+    let ignored = |path: &str, is_dir: bool| rules.matched_path_or_any_parents(format!("/job/{path}"), is_dir).is_ignore();
+    for secret in ["env.sh", "nested/env.sh", "ray_runtime_env.json", "ray_runtime_env_nemo.json", "hf-token-secret.yaml", ".env", "prod.env", "key.pem"] {
+        assert!(ignored(secret, false), "{secret} must be excluded");
+    }
+    for dir in [".git", "cluster-toolkit", ".kube", "logs", "out"] {
+        assert!(ignored(dir, true), "{dir}/ must be excluded");
+        assert!(ignored(&format!("{dir}/inner/file"), false), "{dir}/… must be excluded");
+    }
+    assert!(ignored("train.sh.log", false));
+    for kept in ["run_nemo_rl.sh", "data/train.jsonl", "configs/grpo.yaml"] {
+        assert!(!ignored(kept, false), "{kept} must be uploaded");
+    }
+}

@@ -1,0 +1,62 @@
+//! Shared test helpers: the configs every artifact test runs on, and access to the verbatim
+//! upstream files in `../shared/upstream`.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+
+use gke_rl::{Artifact, Deployment};
+
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("project root")
+}
+
+/// The embedded default plus every config in `tests/fixtures/configs/`, by name.
+pub fn configs() -> Vec<(String, Deployment)> {
+    let dir = project_root().join("tests/fixtures/configs");
+    let mut configs = vec![("default".to_owned(), Deployment::default())];
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).expect("tests/fixtures/configs").map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let deployment = gke_rl::config::from_yaml(&text).unwrap_or_else(|d| panic!("{}: {d}", path.display()));
+        configs.push((path.file_stem().unwrap().to_string_lossy().into_owned(), deployment));
+    }
+    assert!(configs.len() >= 3, "the default and at least two other configs");
+    configs
+}
+
+pub fn render(deployment: &Deployment) -> Vec<Artifact> {
+    gke_rl::render(deployment, "a test config").expect("renders")
+}
+
+pub fn artifact<'a>(artifacts: &'a [Artifact], name: &str) -> &'a str {
+    &artifacts.iter().find(|a| a.name == name).unwrap_or_else(|| panic!("no artifact {name}")).contents
+}
+
+/// A file under `../shared/upstream`. Missing files fail the test when `CI` is set and skip
+/// it (returning `None`) on a developer machine without the shared folder.
+pub fn upstream(relative: &str) -> Option<PathBuf> {
+    let path = project_root().join("../shared/upstream").join(relative);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{} is missing: CI needs ../shared/upstream beside the checkout", path.display());
+    }
+    eprintln!("skipping: {} is missing", path.display());
+    None
+}
+
+/// Writes `contents` into a fresh temporary directory as `name`.
+pub fn temp_file(name: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, contents).unwrap();
+    (dir, path)
+}
+
+pub fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
