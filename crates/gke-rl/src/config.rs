@@ -2,7 +2,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::model::Deployment;
-use crate::yaml::Node;
+use crate::yaml::{Node, Value};
 
 /// Where to look up every key and its type.
 const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its type and default";
@@ -11,7 +11,8 @@ const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its t
 /// types and invalid values are errors pointing at the offending key or value.
 pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     let is_empty = text.lines().all(|line| line.trim().is_empty() || line.trim_start().starts_with('#'));
-    let deployment = if is_empty { Deployment::default() } else { serde_saphyr::from_str::<Deployment>(text).map_err(|e| to_diagnostic(&e))? };
+    let deployment =
+        if is_empty { Deployment::default() } else { serde_saphyr::from_str::<Deployment>(text).map_err(|e| to_diagnostic(&e, text))? };
     if let Err(unknown) = deployment.ray.resolved_version() {
         let at = Node::parse(text).and_then(|root| root.get(&["ray", "image"]).map(|n| (n.line, n.column))).unwrap_or((1, 1));
         return Err(Diagnostic::error(
@@ -24,14 +25,33 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     Ok(deployment)
 }
 
-fn to_diagnostic(error: &serde_saphyr::Error) -> Diagnostic {
+fn to_diagnostic(error: &serde_saphyr::Error, text: &str) -> Diagnostic {
     let at = error.location().map_or((1, 1), |l| (clamp(l.line()), clamp(l.column())));
-    let text = error.without_snippet().to_string();
-    let message = strip_location_suffix(&text).to_owned();
-    match message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
-        Some(rest) => Diagnostic::error("config-unknown-key", at, message.clone(), unknown_key_help(rest)),
-        None => Diagnostic::error("config-invalid-value", at, message, format!("fix the value; {SCHEMA_HINT}")),
+    let rendered = error.without_snippet().to_string();
+    let message = strip_location_suffix(&rendered);
+    if let Some(rest) = message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
+        return Diagnostic::error("config-unknown-key", at, message, unknown_key_help(rest));
     }
+    let root = Node::parse(text);
+    let Some((path, node)) = root.as_ref().and_then(|root| root.find_at(at.0, at.1)) else {
+        return Diagnostic::error("config-invalid-value", at, message, format!("fix the value; {SCHEMA_HINT}"));
+    };
+    let found = match &node.value {
+        Value::Scalar(s) => format!("`{s}`"),
+        Value::Null => "nothing".to_owned(),
+        Value::Map(_) => "a mapping".to_owned(),
+        Value::Seq(_) => "a list".to_owned(),
+    };
+    let value_at = (node.line, node.column);
+    if message.starts_with("invalid u32") || message.contains("nonzero u32") {
+        return Diagnostic::error(
+            "config-invalid-value",
+            value_at,
+            format!("`{path}` must be a whole number of at least 1, found {found}"),
+            format!("set `{path}` to a positive whole number, e.g. `{path}: 8`"),
+        );
+    }
+    Diagnostic::error("config-invalid-value", value_at, format!("`{path}`: {message}"), format!("fix the value of `{path}`; {SCHEMA_HINT}"))
 }
 
 fn clamp(n: u64) -> u32 {
@@ -105,18 +125,21 @@ mod tests {
     #[test]
     fn wrong_type_and_negative_count_point_at_the_value() {
         let e = from_yaml("topology:\n  node_count: eight\n").unwrap_err();
-        assert_eq!((e.code, e.line), ("config-invalid-value", 2));
+        assert_eq!((e.code, e.line, e.column), ("config-invalid-value", 2, 15));
+        assert_eq!(e.message, "`topology.node_count` must be a whole number of at least 1, found `eight`");
         let e = from_yaml("topology:\n  node_count: -8\n").unwrap_err();
         assert_eq!((e.code, e.line), ("config-invalid-value", 2));
         let e = from_yaml("topology:\n  node_count: 0\n").unwrap_err();
-        assert_eq!((e.code, e.line), ("config-invalid-value", 2));
+        assert_eq!((e.code, e.line, e.column), ("config-invalid-value", 2, 15));
+        let e = from_yaml("topology:\n  provisioning: {reservation: [a]}\n").unwrap_err();
+        assert!(e.message.starts_with("`topology.provisioning.reservation`: "), "{}", e.message);
     }
 
     #[test]
     fn invalid_names_say_what_is_expected() {
         let e = from_yaml("project:\n  cluster_name: Ray_Cluster\n").unwrap_err();
         assert_eq!((e.line, e.column), (2, 17));
-        assert!(e.message.contains("`Ray_Cluster` is not a valid Kubernetes/GCP name"), "{}", e.message);
+        assert!(e.message.starts_with("`project.cluster_name`: `Ray_Cluster` is not a valid Kubernetes/GCP name"), "{}", e.message);
     }
 
     #[test]

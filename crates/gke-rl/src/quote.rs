@@ -8,10 +8,7 @@ fn is_plain_char(c: char) -> bool {
 
 /// Words that YAML 1.1 or 1.2 readers (PyYAML, Go's yaml.v2) resolve to booleans or null.
 fn is_yaml_keyword(s: &str) -> bool {
-    matches!(
-        s.to_ascii_lowercase().as_str(),
-        "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | "null" | "~"
-    )
+    matches!(s.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | "null" | "~")
 }
 
 /// A YAML scalar for the string `s`: plain when every reader agrees it is that string,

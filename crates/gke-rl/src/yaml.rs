@@ -11,6 +11,8 @@ pub struct Node {
     pub line: u32,
     /// 1-based column.
     pub column: u32,
+    /// Where the mapping key of this node starts, for mapping values.
+    pub key_at: Option<(u32, u32)>,
     /// The value.
     pub value: Value,
 }
@@ -43,10 +45,28 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The dotted key path and node whose key or value starts at `line:column`.
+    pub fn find_at(&self, line: u32, column: u32) -> Option<(String, &Node)> {
+        let Value::Map(entries) = &self.value else { return None };
+        // Deepest first: a mapping value starts where its first key does.
+        entries.iter().find_map(|(key, node)| {
+            let nested = node.find_at(line, column).map(|(path, found)| (format!("{key}.{path}"), found));
+            let here = (node.line, node.column) == (line, column) || node.key_at == Some((line, column));
+            nested.or_else(|| here.then(|| (key.clone(), node)))
+        })
+    }
+}
+
+fn position(location: &serde_saphyr::Location) -> (u32, u32) {
+    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    (clamp(location.line()), clamp(location.column()))
+}
+
 impl From<Spanned<Value>> for Node {
     fn from(spanned: Spanned<Value>) -> Self {
-        let position = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        Node { line: position(spanned.referenced.line()), column: position(spanned.referenced.column()), value: spanned.value }
+        let (line, column) = position(&spanned.referenced);
+        Node { line, column, key_at: None, value: spanned.value }
     }
 }
 
@@ -67,8 +87,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            entries.push((key, Node::from(map.next_value::<Spanned<Value>>()?)));
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            let mut node = Node::from(map.next_value::<Spanned<Value>>()?);
+            node.key_at = Some(position(&key.referenced));
+            entries.push((key.value, node));
         }
         Ok(Value::Map(entries))
     }
@@ -123,5 +145,7 @@ mod tests {
         let cpu = root.get(&["ray", "head", "cpu"]).unwrap();
         assert_eq!((cpu.line, cpu.column), (4, 10));
         assert!(root.get(&["ray", "nope"]).is_none());
+        assert_eq!(root.find_at(4, 5).map(|(path, _)| path), Some("ray.head.cpu".to_owned()), "by key");
+        assert_eq!(root.find_at(2, 10).map(|(path, _)| path), Some("ray.image".to_owned()), "by value");
     }
 }

@@ -19,6 +19,22 @@ fn snapshots_of_every_artifact() {
     }
 }
 
+/// insta does not notice a snapshot nobody asserts any more; this does.
+#[test]
+fn no_orphaned_snapshots() {
+    let expected: Vec<String> = configs()
+        .iter()
+        .flat_map(|(config, d)| render(d).into_iter().map(move |a| format!("artifacts__{config}__{}.snap", a.name)))
+        .collect();
+    let dir = common::project_root().join("crates/gke-rl/tests/snapshots");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with("artifacts__") && name.ends_with(".snap") {
+            assert!(expected.contains(&name), "{name} belongs to no config and artifact: delete it");
+        }
+    }
+}
+
 #[test]
 fn rendering_is_deterministic() {
     for (_, deployment) in configs() {
@@ -262,7 +278,16 @@ fn rayignore_keeps_secrets_and_local_state_out_of_the_upload() {
     }
     let rules = builder.build().unwrap();
     let ignored = |path: &str, is_dir: bool| rules.matched_path_or_any_parents(format!("/job/{path}"), is_dir).is_ignore();
-    for secret in ["env.sh", "nested/env.sh", "ray_runtime_env.json", "ray_runtime_env_nemo.json", "hf-token-secret.yaml", ".env", "prod.env", "key.pem"] {
+    for secret in [
+        "env.sh",
+        "nested/env.sh",
+        "ray_runtime_env.json",
+        "ray_runtime_env_nemo.json",
+        "hf-token-secret.yaml",
+        ".env",
+        "prod.env",
+        "key.pem",
+    ] {
         assert!(ignored(secret, false), "{secret} must be excluded");
     }
     for dir in [".git", "cluster-toolkit", ".kube", "logs", "out"] {

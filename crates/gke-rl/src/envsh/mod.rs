@@ -45,60 +45,93 @@ const fn var(name: &'static str, field: &'static str, kind: Kind, doc: &'static 
 
 /// Sections of env.sh, in order. Names follow the codelab's `env.sh` where it has one.
 const SECTIONS: &[(&str, &[Var])] = &[
-    ("Google Cloud", &[
-        var("PROJECT_ID", "/project/project_id", Kind::FromEnvironment, "Google Cloud project id"),
-        var("REGION", "/project/region", Kind::Text, "region of the regional GKE cluster"),
-        var("ZONE", "/project/zone", Kind::Text, "zone of the GPU nodes and the Lustre instance"),
-        var("CLUSTER_NAME", "/project/cluster_name", Kind::Text, "GKE cluster, gcluster deployment and RayCluster name"),
-        var("AUTHORIZED_CIDR", "/network/authorized_cidr", Kind::FromEnvironment, "CIDR allowed to reach the control plane, e.g. your IP/32"),
-    ]),
-    ("GPU nodes", &[
-        var("NUM_NODES", "/topology/node_count", Kind::Number, "GPU nodes, one Ray worker each"),
-        var("GPUS_PER_NODE", "/topology/gpus_per_node", Kind::Number, "GPUs per node"),
-        var("MACHINE_TYPE", "/topology/machine_type", Kind::Text, "machine type of the GPU node pool"),
-        var("ACCELERATOR_TYPE", "/topology/accelerator", Kind::Text, "GKE accelerator label of the GPU nodes"),
-        var("RESERVATION", "/topology/provisioning", Kind::Provisioning, "empty: Spot VMs; a name: on-demand VMs from that reservation"),
-    ]),
-    ("Managed Lustre", &[
-        var("LUSTRE_INSTANCE_ID", "/lustre/instance_id", Kind::Text, "Managed Lustre instance id"),
-        var("LUSTRE_CAPACITY", "/lustre/capacity_gib", Kind::Number, "capacity in GiB"),
-        var("LUSTRE_THROUGHPUT", "/lustre/throughput_mbps_per_tib", Kind::Number, "throughput tier in MB/s per TiB"),
-        var("LUSTRE_MOUNT_PATH", "/lustre/mount_path", Kind::Text, "mount path in the Ray pods"),
-        var("LUSTRE_PVC_NAME", "/lustre/pvc_name", Kind::Text, "PersistentVolumeClaim mounted by the Ray pods"),
-    ]),
-    ("Ray", &[
-        var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
-        var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
-        var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
-        var("HEAD_CPU_REQUEST", "/ray/head/cpu_request", Kind::Text, "head pod CPU request"),
-        var("HEAD_CPU_LIMIT", "/ray/head/cpu_limit", Kind::Text, "head pod CPU limit"),
-        var("HEAD_MEMORY_REQUEST", "/ray/head/memory_request", Kind::Text, "head pod memory request"),
-        var("HEAD_MEMORY_LIMIT", "/ray/head/memory_limit", Kind::Text, "head pod memory limit"),
-        var("WORKER_GROUP", "/ray/worker/group_name", Kind::Text, "worker group name"),
-        var("WORKER_CPU", "/ray/worker/cpu", Kind::Text, "worker pod CPU (request and limit)"),
-        var("WORKER_MEMORY", "/ray/worker/memory", Kind::Text, "worker pod memory (request and limit)"),
-    ]),
-    ("NeMo-RL GRPO job", &[
-        var("WORKLOAD", "/job/name", Kind::Text, "Ray submission id and W&B run name"),
-        var("RECIPE_CONFIG", "/job/recipe", Kind::Text, "NeMo-RL recipe, relative to /opt/nemo-rl"),
-        var("MODEL_NAME", "/job/model", Kind::Text, "Hugging Face model"),
-        var("DATASET", "/job/dataset", Kind::Text, "data.dataset_name"),
-        var("MAX_STEPS", "/job/max_num_steps", Kind::Number, "grpo.max_num_steps"),
-        var("NUM_GENERATIONS", "/job/num_generations_per_prompt", Kind::Number, "grpo.num_generations_per_prompt"),
-        var("NUM_PROMPTS_PER_STEP", "/job/num_prompts_per_step", Kind::Number, "grpo.num_prompts_per_step"),
-        var("TRAIN_GLOBAL_BATCH_SIZE", "/job/train_global_batch_size", Kind::Number, "policy.train_global_batch_size"),
-        var("CHECKPOINTING", "/job/checkpointing/enabled", Kind::Flag, "checkpointing.enabled"),
-        var("SAVE_PERIOD", "/job/checkpointing/save_period", Kind::Number, "checkpointing.save_period"),
-        var("KEEP_TOP_K", "/job/checkpointing/keep_top_k", Kind::OptionalNumber, "checkpointing.keep_top_k; empty keeps all"),
-        var("METRIC_NAME", "/job/checkpointing/metric_name", Kind::OptionalText, "checkpointing.metric_name; empty keeps the newest"),
-        var("CHECKPOINT_DIR", "/job/checkpointing/dir", Kind::Text, "checkpointing.checkpoint_dir"),
-        var("JOB_HF_HOME", "/job/hf_home", Kind::Text, "HF_HOME of the job, on Lustre"),
-    ]),
-    ("Secrets: names only; the values stay in your environment", &[
-        var("K8S_SECRET_NAME", "/secrets/kubernetes_secret", Kind::Text, "Kubernetes Secret holding the tokens"),
-        var("HF_TOKEN_ENV", "/secrets/hf_token_env", Kind::Text, "variable holding the Hugging Face token"),
-        var("WANDB_API_KEY_ENV", "/secrets/wandb_api_key_env", Kind::OptionalText, "variable holding the W&B API key; empty disables W&B"),
-    ]),
+    (
+        "Google Cloud",
+        &[
+            var("PROJECT_ID", "/project/project_id", Kind::FromEnvironment, "Google Cloud project id"),
+            var("REGION", "/project/region", Kind::Text, "region of the regional GKE cluster"),
+            var("ZONE", "/project/zone", Kind::Text, "zone of the GPU nodes and the Lustre instance"),
+            var("CLUSTER_NAME", "/project/cluster_name", Kind::Text, "GKE cluster, gcluster deployment and RayCluster name"),
+            var(
+                "AUTHORIZED_CIDR",
+                "/network/authorized_cidr",
+                Kind::FromEnvironment,
+                "CIDR allowed to reach the control plane, e.g. your IP/32",
+            ),
+        ],
+    ),
+    (
+        "GPU nodes",
+        &[
+            var("NUM_NODES", "/topology/node_count", Kind::Number, "GPU nodes, one Ray worker each"),
+            var("GPUS_PER_NODE", "/topology/gpus_per_node", Kind::Number, "GPUs per node"),
+            var("MACHINE_TYPE", "/topology/machine_type", Kind::Text, "machine type of the GPU node pool"),
+            var("ACCELERATOR_TYPE", "/topology/accelerator", Kind::Text, "GKE accelerator label of the GPU nodes"),
+            var(
+                "RESERVATION",
+                "/topology/provisioning",
+                Kind::Provisioning,
+                "empty: Spot VMs; a name: on-demand VMs from that reservation",
+            ),
+        ],
+    ),
+    (
+        "Managed Lustre",
+        &[
+            var("LUSTRE_INSTANCE_ID", "/lustre/instance_id", Kind::Text, "Managed Lustre instance id"),
+            var("LUSTRE_CAPACITY", "/lustre/capacity_gib", Kind::Number, "capacity in GiB"),
+            var("LUSTRE_THROUGHPUT", "/lustre/throughput_mbps_per_tib", Kind::Number, "throughput tier in MB/s per TiB"),
+            var("LUSTRE_MOUNT_PATH", "/lustre/mount_path", Kind::Text, "mount path in the Ray pods"),
+            var("LUSTRE_PVC_NAME", "/lustre/pvc_name", Kind::Text, "PersistentVolumeClaim mounted by the Ray pods"),
+        ],
+    ),
+    (
+        "Ray",
+        &[
+            var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
+            var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
+            var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
+            var("HEAD_CPU_REQUEST", "/ray/head/cpu_request", Kind::Text, "head pod CPU request"),
+            var("HEAD_CPU_LIMIT", "/ray/head/cpu_limit", Kind::Text, "head pod CPU limit"),
+            var("HEAD_MEMORY_REQUEST", "/ray/head/memory_request", Kind::Text, "head pod memory request"),
+            var("HEAD_MEMORY_LIMIT", "/ray/head/memory_limit", Kind::Text, "head pod memory limit"),
+            var("WORKER_GROUP", "/ray/worker/group_name", Kind::Text, "worker group name"),
+            var("WORKER_CPU", "/ray/worker/cpu", Kind::Text, "worker pod CPU (request and limit)"),
+            var("WORKER_MEMORY", "/ray/worker/memory", Kind::Text, "worker pod memory (request and limit)"),
+        ],
+    ),
+    (
+        "NeMo-RL GRPO job",
+        &[
+            var("WORKLOAD", "/job/name", Kind::Text, "Ray submission id and W&B run name"),
+            var("RECIPE_CONFIG", "/job/recipe", Kind::Text, "NeMo-RL recipe, relative to /opt/nemo-rl"),
+            var("MODEL_NAME", "/job/model", Kind::Text, "Hugging Face model"),
+            var("DATASET", "/job/dataset", Kind::Text, "data.dataset_name"),
+            var("MAX_STEPS", "/job/max_num_steps", Kind::Number, "grpo.max_num_steps"),
+            var("NUM_GENERATIONS", "/job/num_generations_per_prompt", Kind::Number, "grpo.num_generations_per_prompt"),
+            var("NUM_PROMPTS_PER_STEP", "/job/num_prompts_per_step", Kind::Number, "grpo.num_prompts_per_step"),
+            var("TRAIN_GLOBAL_BATCH_SIZE", "/job/train_global_batch_size", Kind::Number, "policy.train_global_batch_size"),
+            var("CHECKPOINTING", "/job/checkpointing/enabled", Kind::Flag, "checkpointing.enabled"),
+            var("SAVE_PERIOD", "/job/checkpointing/save_period", Kind::Number, "checkpointing.save_period"),
+            var("KEEP_TOP_K", "/job/checkpointing/keep_top_k", Kind::OptionalNumber, "checkpointing.keep_top_k; empty keeps all"),
+            var("METRIC_NAME", "/job/checkpointing/metric_name", Kind::OptionalText, "checkpointing.metric_name; empty keeps the newest"),
+            var("CHECKPOINT_DIR", "/job/checkpointing/dir", Kind::Text, "checkpointing.checkpoint_dir"),
+            var("JOB_HF_HOME", "/job/hf_home", Kind::Text, "HF_HOME of the job, on Lustre"),
+        ],
+    ),
+    (
+        "Secrets: names only; the values stay in your environment",
+        &[
+            var("K8S_SECRET_NAME", "/secrets/kubernetes_secret", Kind::Text, "Kubernetes Secret holding the tokens"),
+            var("HF_TOKEN_ENV", "/secrets/hf_token_env", Kind::Text, "variable holding the Hugging Face token"),
+            var(
+                "WANDB_API_KEY_ENV",
+                "/secrets/wandb_api_key_env",
+                Kind::OptionalText,
+                "variable holding the W&B API key; empty disables W&B",
+            ),
+        ],
+    ),
 ];
 
 /// Variables of the codelab's env.sh that gke-rl reads no value from.
@@ -127,7 +160,9 @@ pub fn render(deployment: &Deployment) -> String {
 
 fn shell_value(var: &Var, value: &Value) -> String {
     match (var.kind, value) {
-        (Kind::Provisioning, Value::Object(reservation)) => reservation.values().next().and_then(Value::as_str).map_or_else(String::new, quote::sh),
+        (Kind::Provisioning, Value::Object(reservation)) => {
+            reservation.values().next().and_then(Value::as_str).map_or_else(String::new, quote::sh)
+        }
         (Kind::Provisioning, _) => "''".to_owned(),
         (_, Value::String(s)) => quote::sh(s),
         (_, Value::Number(n)) => n.to_string(),
@@ -163,14 +198,24 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
         let mut candidate = model.clone();
         *candidate.pointer_mut(var.field).expect("every table field exists in the model") = json;
         if let Err(e) = serde_json::from_value::<Deployment>(candidate.clone()) {
-            return Err(Diagnostic::error("env-sh-invalid-value", assignment.value_at, format!("{}: {e}", var.name), format!("set {} to the {}", var.name, var.doc)));
+            return Err(Diagnostic::error(
+                "env-sh-invalid-value",
+                assignment.value_at,
+                format!("{}: {e}", var.name),
+                format!("set {} to the {}", var.name, var.doc),
+            ));
         }
         model = candidate;
     }
     let deployment: Deployment = serde_json::from_value(model).expect("validated field by field");
     if let Err(unknown) = deployment.ray.resolved_version() {
         let at = text.lines().position(|l| l.contains("RAY_IMAGE=")).map_or((1, 1), |i| (u32::try_from(i + 1).unwrap_or(u32::MAX), 1));
-        return Err(Diagnostic::error("env-sh-unknown-image", at, unknown.to_string(), "set RAYCLUSTER_RAY_VERSION to the Ray version inside RAY_IMAGE"));
+        return Err(Diagnostic::error(
+            "env-sh-unknown-image",
+            at,
+            unknown.to_string(),
+            "set RAYCLUSTER_RAY_VERSION to the Ray version inside RAY_IMAGE",
+        ));
     }
     Ok(Imported { deployment, warnings })
 }
@@ -202,10 +247,19 @@ fn evaluate(assignment: &Assignment, shell: &BTreeMap<String, Option<String>>) -
 
 fn to_json(var: &Var, value: Option<String>, assignment: &Assignment) -> Result<Value, Diagnostic> {
     let invalid = |expected: &str| {
-        Diagnostic::error("env-sh-invalid-value", assignment.value_at, format!("{} must be {expected}", var.name), format!("set {} to the {}", var.name, var.doc))
+        Diagnostic::error(
+            "env-sh-invalid-value",
+            assignment.value_at,
+            format!("{} must be {expected}", var.name),
+            format!("set {} to the {}", var.name, var.doc),
+        )
     };
     let Some(value) = value else {
-        return if var.kind == Kind::FromEnvironment { Ok(Value::Null) } else { Err(invalid("a literal value, not read from the environment")) };
+        return if var.kind == Kind::FromEnvironment {
+            Ok(Value::Null)
+        } else {
+            Err(invalid("a literal value, not read from the environment"))
+        };
     };
     if value.contains("{{") || (value.starts_with('<') && value.ends_with('>')) {
         return Err(Diagnostic::error(
@@ -244,7 +298,10 @@ fn ignored(assignment: &Assignment, value: Option<&str>) -> Option<Diagnostic> {
     }
     let (message, help) = match IGNORED.iter().find(|(ignored, _)| *ignored == name) {
         Some((_, why)) => (format!("{name} is ignored: {why}"), "delete the line".to_owned()),
-        None => (format!("{name} is not a gke-rl variable and is ignored"), format!("delete the line, or check its spelling against `{}`", closest(name))),
+        None => (
+            format!("{name} is not a gke-rl variable and is ignored"),
+            format!("delete the line, or check its spelling against `{}`", closest(name)),
+        ),
     };
     Some(Diagnostic::warning("env-sh-ignored-variable", assignment.name_at, message, help))
 }

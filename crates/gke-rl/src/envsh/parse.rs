@@ -43,7 +43,8 @@ pub enum Fallback {
     Default(String),
 }
 
-const UNSUPPORTED_HELP: &str = "env.sh may only hold comments and `export NAME=value` lines; write the literal value (gke-rl reads env.sh, it never runs it)";
+const UNSUPPORTED_HELP: &str =
+    "env.sh may only hold comments and `export NAME=value` lines; write the literal value (gke-rl reads env.sh, it never runs it)";
 
 /// Shell words that start statements gke-rl does not evaluate.
 const SHELL_KEYWORDS: &[&str] = &[

@@ -13,7 +13,10 @@ pub(super) fn deployment_file(d: &Deployment) -> String {
         known("region", yaml(d.project.region.as_str())),
         known("zone", yaml(d.project.zone.as_str())),
         known("static_node_count", d.topology.node_count.to_string()),
-        d.network.authorized_cidr.as_ref().map_or_else(|| unknown("authorized_cidr", "AUTHORIZED_CIDR"), |c| known("authorized_cidr", yaml(c.as_str()))),
+        d.network
+            .authorized_cidr
+            .as_ref()
+            .map_or_else(|| unknown("authorized_cidr", "AUTHORIZED_CIDR"), |c| known("authorized_cidr", yaml(c.as_str()))),
         known("accelerator_type", yaml(d.topology.accelerator.as_str())),
     ];
     if let Provisioning::Reservation(name) = &d.topology.provisioning {

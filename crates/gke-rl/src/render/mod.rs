@@ -43,7 +43,11 @@ pub fn render(deployment: &Deployment, source: &str) -> Result<Vec<Artifact>, Un
         Artifact { name: "hf-token-secret.yaml", executable: false, contents: commented(secret_instructions(deployment)) },
         Artifact { name: ".rayignore", executable: false, contents: commented(rayignore()) },
         Artifact { name: "ray_runtime_env.json", executable: false, contents: job::runtime_env(deployment, &header) },
-        Artifact { name: "run_nemo_rl.sh", executable: true, contents: format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment)) },
+        Artifact {
+            name: "run_nemo_rl.sh",
+            executable: true,
+            contents: format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment)),
+        },
     ])
 }
 
@@ -66,8 +70,22 @@ const UPLOAD_EXCLUDES: &[(&str, &[&str])] = &[
     (
         "files that hold or may hold secrets",
         &[
-            "env.sh", ".env", ".env.*", "*.env", "ray_runtime_env*.json", "hf-token-secret.yaml", "*.pem", "*.key", "*.p12",
-            "*credentials*.json", "*service-account*.json", ".netrc", ".kube/", "kubeconfig*", ".config/gcloud/", ".huggingface/",
+            "env.sh",
+            ".env",
+            ".env.*",
+            "*.env",
+            "ray_runtime_env*.json",
+            "hf-token-secret.yaml",
+            "*.pem",
+            "*.key",
+            "*.p12",
+            "*credentials*.json",
+            "*service-account*.json",
+            ".netrc",
+            ".kube/",
+            "kubeconfig*",
+            ".config/gcloud/",
+            ".huggingface/",
             ".cache/",
         ],
     ),
@@ -95,9 +113,10 @@ fn rayignore() -> String {
 /// straight from the environment rather than a manifest.
 fn secret_instructions(d: &Deployment) -> String {
     let secrets = &d.secrets;
-    let wandb = secrets.wandb_api_key_env.as_ref().map_or_else(String::new, |env| {
-        format!("#   [ -z \"${{{env}:-}}\" ] || printf '{WANDB_API_KEY_KEY}=%s\\n' \"${env}\"\n")
-    });
+    let wandb = secrets
+        .wandb_api_key_env
+        .as_ref()
+        .map_or_else(String::new, |env| format!("#   [ -z \"${{{env}:-}}\" ] || printf '{WANDB_API_KEY_KEY}=%s\\n' \"${env}\"\n"));
     format!(
         "# The Kubernetes Secret `{name}` carries the job's tokens into the Ray pods (secretKeyRef in\n\
          # ray-cluster.yaml). Its values never touch a file: create or update it from your environment\n\

@@ -1,0 +1,155 @@
+//! End to end: `cargo xtask render` as a user runs it, in a scratch working directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ARTIFACTS: [&str; 7] = [
+    "env.sh",
+    "gke-a4-deployment.yaml",
+    "ray-cluster.yaml",
+    "hf-token-secret.yaml",
+    ".rayignore",
+    "ray_runtime_env.json",
+    "run_nemo_rl.sh",
+];
+
+fn xtask(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask")).current_dir(cwd).args(args).output().expect("xtask runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_or_else(|_| Vec::new(), |entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect());
+    names.sort();
+    names
+}
+
+#[test]
+fn default_render_writes_every_artifact_identical_to_manifests() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = xtask(cwd.path(), &["render"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in ARTIFACTS {
+        let written = std::fs::read_to_string(cwd.path().join("out").join(name)).unwrap();
+        let committed = std::fs::read_to_string(project_root().join("manifests").join(name)).unwrap();
+        assert_eq!(written, committed, "{name}");
+        assert!(stderr(&out).contains(&format!("created  out/{name}")), "{}", stderr(&out));
+    }
+    assert!(stderr(&out).contains("next steps:"));
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(cwd.path().join("out/run_nemo_rl.sh")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o755, "the job script is executable");
+    assert_eq!(listing(&cwd.path().join("out")).len(), ARTIFACTS.len(), "no temporary files are left behind");
+
+    let again = xtask(cwd.path(), &["render"]);
+    assert!(again.status.success());
+    assert_eq!(stderr(&again).matches("unchanged").count(), ARTIFACTS.len(), "{}", stderr(&again));
+}
+
+#[test]
+fn gke_rl_yaml_in_the_working_directory_is_picked_up() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 3\n").unwrap();
+    let out = xtask(cwd.path(), &["render", "--out", "artifacts"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cluster = std::fs::read_to_string(cwd.path().join("artifacts/ray-cluster.yaml")).unwrap();
+    assert!(cluster.contains("replicas: 3\n") && cluster.contains("from gke-rl.yaml."), "{cluster}");
+}
+
+#[test]
+fn env_file_import_renders_the_codelab_values_and_warns_about_the_token() {
+    let cwd = tempfile::tempdir().unwrap();
+    let codelab = "export PROJECT_ID=\"acme-123\"\nexport NUM_NODES=\"2\"\nexport HF_TOKEN=\"hf_do_not_copy\"\n";
+    std::fs::write(cwd.path().join("env.sh"), codelab).unwrap();
+    let out = xtask(cwd.path(), &["render", "--env-file", "env.sh", "--out", "o"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning[env-sh-secret-ignored]") && stderr(&out).contains("env.sh:3:17"), "{}", stderr(&out));
+    for name in ARTIFACTS {
+        let text = std::fs::read_to_string(cwd.path().join("o").join(name)).unwrap();
+        assert!(!text.contains("hf_do_not_copy"), "{name} holds the token");
+    }
+    let env_sh = std::fs::read_to_string(cwd.path().join("o/env.sh")).unwrap();
+    assert!(env_sh.contains("export PROJECT_ID=acme-123\n") && env_sh.contains("export NUM_NODES=2\n"));
+}
+
+/// Bad input: one clear error with file:line:column, exit code 2, nothing written.
+fn assert_refused(file: &str, contents: &str, flag: &str, expected: &[&str]) {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join(file), contents).unwrap();
+    let out = xtask(cwd.path(), &["render", flag, file]);
+    assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+    for needle in expected {
+        assert!(stderr(&out).contains(needle), "{file}: expected {needle:?} in\n{}", stderr(&out));
+    }
+    assert!(stderr(&out).contains("help:"), "{}", stderr(&out));
+    assert!(!cwd.path().join("out").exists(), "nothing is written on bad input");
+}
+
+#[test]
+fn bad_configs_are_refused_with_position_and_fix() {
+    assert_refused(
+        "c.yaml",
+        "lustre:\n  capacity_gb: 9000\n",
+        "--config",
+        &["config-unknown-key", "c.yaml:2:3", "did you mean `capacity_gib`?"],
+    );
+    assert_refused("c.yaml", "topology:\n  node_count: \"eight\"\n", "--config", &["config-invalid-value", "c.yaml:2:"]);
+    assert_refused("c.yaml", "topology:\n  node_count: -8\n", "--config", &["config-invalid-value", "c.yaml:2:"]);
+    assert_refused("c.yaml", "topology: [1\n", "--config", &["c.yaml:1:"]);
+}
+
+#[test]
+fn malformed_env_sh_is_refused_with_position_and_fix() {
+    assert_refused("env.sh", "export ZONE=us-east1-b\nexport REGION=\"us-east1\n", "--env-file", &["env-sh-unterminated", "env.sh:2:15"]);
+    assert_refused(
+        "env.sh",
+        "export AUTHORIZED_CIDR=$(curl -s ifconfig.me)/32\n",
+        "--env-file",
+        &["env-sh-command-substitution", "env.sh:1:24"],
+    );
+}
+
+#[test]
+fn files_gke_rl_did_not_generate_are_only_overwritten_with_force() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out_dir = cwd.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("env.sh"), "export HF_TOKEN=mine\n").unwrap();
+    let refused = xtask(cwd.path(), &["render"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("refusing to overwrite") && stderr(&refused).contains("--force"), "{}", stderr(&refused));
+    assert_eq!(listing(&out_dir), ["env.sh"], "nothing else is written");
+    assert_eq!(std::fs::read_to_string(out_dir.join("env.sh")).unwrap(), "export HF_TOKEN=mine\n");
+
+    let forced = xtask(cwd.path(), &["render", "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert!(stderr(&forced).contains("updated  out/env.sh"));
+}
+
+#[test]
+fn config_and_env_file_together_is_a_usage_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = xtask(cwd.path(), &["render", "--config", "a.yaml", "--env-file", "env.sh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot be used with"), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_and_oversized_inputs_are_clear_errors() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = xtask(cwd.path(), &["render", "--config", "nope.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read nope.yaml"), "{}", stderr(&out));
+
+    std::fs::write(cwd.path().join("big.yaml"), vec![b'#'; 11 * 1024 * 1024]).unwrap();
+    let out = xtask(cwd.path(), &["render", "--config", "big.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("at most 10 MiB"), "{}", stderr(&out));
+}

@@ -1,0 +1,46 @@
+//! `cargo xtask ci`: everything CI checks, installing what a fresh machine lacks first.
+//! Idempotent: a second run installs nothing.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use xshell::{Shell, cmd};
+
+use crate::config::project_root;
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+pub fn run(sh: &Shell) -> anyhow::Result<()> {
+    let _root = sh.push_dir(project_root());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    step("toolchain: wasm32 target, rustfmt, clippy", || install_toolchain_parts(sh))?;
+    step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))?;
+    step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?))?;
+    step("the SDK builds for wasm32 (so it does no I/O)", || {
+        Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
+    })?;
+    step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
+    Ok(())
+}
+
+fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    eprintln!("==> {name}");
+    let start = Instant::now();
+    f().with_context(|| format!("ci step failed: {name}"))?;
+    eprintln!("    {name}: ok in {:.1}s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
+    let installed = cmd!(sh, "rustup target list --installed").read()?;
+    if !installed.lines().any(|t| t.trim() == WASM_TARGET) {
+        cmd!(sh, "rustup target add {WASM_TARGET}").run()?;
+    }
+    let components = cmd!(sh, "rustup component list --installed").read()?;
+    for component in ["rustfmt", "clippy"] {
+        if !components.lines().any(|c| c.starts_with(component)) {
+            cmd!(sh, "rustup component add {component}").run()?;
+        }
+    }
+    Ok(())
+}

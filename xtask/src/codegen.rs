@@ -1,0 +1,147 @@
+//! Generated files that are committed: `manifests/` (the render of the embedded default),
+//! `schemas/gke-rl.schema.json` and `examples/gke-rl.yaml`. In check mode a stale file is
+//! an error that says how to refresh it; `#[test] fn codegen_is_fresh` runs check mode.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use gke_rl::Deployment;
+
+use crate::config::project_root;
+use crate::render::write_atomically;
+
+/// Where the committed render of the embedded default lives.
+pub const MANIFESTS_DIR: &str = "manifests";
+/// The config schema, relative to the project root.
+pub const SCHEMA_PATH: &str = "schemas/gke-rl.schema.json";
+/// The example config, relative to the project root.
+pub const EXAMPLE_PATH: &str = "examples/gke-rl.yaml";
+
+pub fn run(check: bool) -> anyhow::Result<()> {
+    let root = project_root();
+    let mut stale = Vec::new();
+    let mut ensure = |relative: &str, contents: &str| -> anyhow::Result<()> {
+        let path = root.join(relative);
+        if fs::read_to_string(&path).is_ok_and(|existing| existing == contents) {
+            return Ok(());
+        }
+        if check {
+            stale.push(relative.to_owned());
+            return Ok(());
+        }
+        fs::create_dir_all(path.parent().expect("relative paths have a parent"))?;
+        write_atomically(&path, contents.as_bytes(), false)?;
+        eprintln!("updated {relative}");
+        Ok(())
+    };
+
+    let artifacts = gke_rl::render(&Deployment::default(), "the embedded default")?;
+    for artifact in &artifacts {
+        ensure(&format!("{MANIFESTS_DIR}/{}", artifact.name), &artifact.contents)?;
+    }
+    ensure(SCHEMA_PATH, &schema())?;
+    ensure(EXAMPLE_PATH, &example_config()?)?;
+
+    let leftovers = leftover_manifests(&root.join(MANIFESTS_DIR), &artifacts)?;
+    if check {
+        stale.extend(leftovers.iter().map(|name| format!("{MANIFESTS_DIR}/{name} (no longer generated)")));
+    } else {
+        for name in leftovers {
+            fs::remove_file(root.join(MANIFESTS_DIR).join(&name))?;
+            eprintln!("removed {MANIFESTS_DIR}/{name}");
+        }
+    }
+    if !stale.is_empty() {
+        bail!("generated files are not up to date: {}\nhelp: run `cargo xtask codegen` and commit the result", stale.join(", "));
+    }
+    Ok(())
+}
+
+fn leftover_manifests(dir: &Path, artifacts: &[gke_rl::Artifact]) -> anyhow::Result<Vec<String>> {
+    let Ok(entries) = fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut leftovers = Vec::new();
+    for entry in entries {
+        let name = entry.context("cannot list manifests/")?.file_name().to_string_lossy().into_owned();
+        if !artifacts.iter().any(|a| a.name == name) {
+            leftovers.push(name);
+        }
+    }
+    leftovers.sort();
+    Ok(leftovers)
+}
+
+fn schema() -> String {
+    let mut schema = schemars::schema_for!(Deployment);
+    schema.insert("title".into(), "gke-rl config (gke-rl.yaml)".into());
+    let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialize");
+    text.push('\n');
+    text
+}
+
+/// The embedded default written out in full, with the editor schema line.
+fn example_config() -> anyhow::Result<String> {
+    let body = serde_saphyr::to_string(&Deployment::default()).context("cannot serialize the default model")?;
+    Ok(format!(
+        "# yaml-language-server: $schema=../{SCHEMA_PATH}\n\
+         # Every key of a gke-rl config with its default (the codelab's reference setup). Copy this\n\
+         # file to gke-rl.yaml, keep only what you change, and run `cargo xtask render`.\n{body}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn codegen_is_fresh() {
+        if let Err(e) = super::run(true) {
+            panic!("{e:#}");
+        }
+    }
+
+    #[test]
+    fn schema_accepts_the_example_and_every_fixture_config_and_rejects_unknown_keys() {
+        let root = crate::config::project_root();
+        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join(super::SCHEMA_PATH)).unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let fixtures = std::fs::read_dir(root.join("tests/fixtures/configs")).unwrap().map(|e| e.unwrap().path());
+        for path in fixtures.chain([root.join(super::EXAMPLE_PATH)]) {
+            let config: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let errors: Vec<String> = validator.iter_errors(&config).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        }
+        assert!(!validator.is_valid(&serde_json::json!({ "lustre": { "capacity_gb": 9000 } })));
+        assert!(!validator.is_valid(&serde_json::json!({ "topology": { "node_count": 0 } })));
+    }
+
+    /// Editors check values with each type's `pattern`; gke-rl with Rust code. They agree.
+    #[test]
+    fn newtype_patterns_agree_with_their_validators() {
+        use gke_rl::model::{AbsPath, Cidr, EnvName, Name, ProjectId, Quantity, Region, Word, Zone};
+        fn agree(pattern: &str, accepts: impl Fn(&str) -> bool, samples: &[&str]) {
+            let validator = jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": pattern })).unwrap();
+            for sample in samples {
+                assert_eq!(validator.is_valid(&serde_json::json!(sample)), accepts(sample), "{pattern} vs {sample:?}");
+            }
+        }
+        let names = ["ray-a4", "a", "A", "1a", "a-", "a_b", "", &"a".repeat(63), &"a".repeat(64)];
+        agree(Name::PATTERN, |s| Name::new(s).is_ok(), &names);
+        agree(
+            ProjectId::PATTERN,
+            |s| ProjectId::new(s).is_ok(),
+            &["acme-rl", "acme", "acme-rl-research-123", "Acme-rl", "acme-rl-", &"a".repeat(31)],
+        );
+        agree(Region::PATTERN, |s| Region::new(s).is_ok(), &["us-east1", "europe-west4", "us-east1-b", "useast1", "us-east"]);
+        agree(Zone::PATTERN, |s| Zone::new(s).is_ok(), &["us-east1-b", "us-east1", "us-east1-bb", "us-east1-1"]);
+        agree(Cidr::PATTERN, |s| Cidr::new(s).is_ok(), &["0.0.0.0/0", "203.0.113.7/32", "1.2.3.4", "1.2.3/8", "a.b.c.d/1"]);
+        agree(EnvName::PATTERN, |s| EnvName::new(s).is_ok(), &["HF_TOKEN", "_X", "1X", "X-Y", ""]);
+        agree(Word::PATTERN, |s| Word::new(s).is_ok(), &["nvcr.io/nvidia/nemo-rl:v0.4.0", "a b", "", "{{X}}", "x@y+z"]);
+        agree(AbsPath::PATTERN, |s| AbsPath::new(s).is_ok(), &["/lustre", "/", "lustre", "/a b", "/a/../b"]);
+        agree(Quantity::PATTERN, |s| Quantity::new(s).is_ok(), &["8", "0.5", "500m", "64Gi", "Gi", "8gb", ".5", "1.2.3"]);
+    }
+
+    #[test]
+    fn example_config_is_the_default() {
+        let text = std::fs::read_to_string(crate::config::project_root().join(super::EXAMPLE_PATH)).unwrap();
+        assert_eq!(gke_rl::config::from_yaml(&text).unwrap(), gke_rl::Deployment::default());
+    }
+}

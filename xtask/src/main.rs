@@ -1,0 +1,64 @@
+//! gke-rl's command line, run as `cargo xtask <command>` (see matklad/cargo-xtask).
+//!
+//! One `Shell`, one `match`: each command lives in its own module. This crate is the only
+//! place that runs external programs. Generated files are checked by `cargo test -p xtask`.
+
+mod bench;
+mod ci;
+mod codegen;
+mod config;
+mod render;
+mod report;
+#[cfg(test)]
+mod tidy;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use xshell::Shell;
+
+/// Reproducible, checked NeMo-RL GRPO training on GKE with KubeRay and Managed Lustre.
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Render(render::Args),
+    /// Regenerate the committed files: manifests/, schemas/, examples/
+    Codegen {
+        /// Fail instead of writing when a file is stale
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run every check CI runs, installing what is missing first
+    Ci,
+    /// Run a benchmark and compare it with its target
+    Bench {
+        #[arg(value_enum)]
+        target: bench::Target,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
+        Command::Render(args) => args.run(),
+        Command::Codegen { check } => codegen::run(check),
+        Command::Ci => ci::run(&sh),
+        Command::Bench { target } => bench::run(&sh, target),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            match e.downcast_ref::<report::Reported>() {
+                Some(reported) => eprintln!("{reported}"),
+                None => eprintln!("error: {e:#}"),
+            }
+            ExitCode::from(2)
+        }
+    }
+}

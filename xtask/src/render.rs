@@ -1,0 +1,129 @@
+//! `cargo xtask render`: write every artifact of the current model into a directory.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use gke_rl::Artifact;
+use gke_rl::render::is_generated;
+
+use crate::config;
+
+/// Render every artifact (env.sh, gcluster deployment file, RayCluster, Secret command,
+/// .rayignore, runtime env, job script) from the current config.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
+    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
+    config: Option<PathBuf>,
+    /// Import an existing codelab env.sh instead of a config file
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// Output directory
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Overwrite files in DIR that gke-rl did not generate
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<()> {
+        let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+        let artifacts = gke_rl::render(&loaded.deployment, &loaded.source)?;
+        let outcomes = write_all(&self.out, &artifacts, self.force)?;
+        for (artifact, outcome) in artifacts.iter().zip(outcomes) {
+            let verb = match outcome {
+                Outcome::Created => "created",
+                Outcome::Updated => "updated",
+                Outcome::Unchanged => "unchanged",
+            };
+            let path = self.out.join(artifact.name);
+            eprintln!("{verb:>9}  {:<32} {:>3} lines", path.display(), artifact.contents.lines().count());
+        }
+        eprintln!("{}", next_steps(&self.out, &loaded.deployment));
+        Ok(())
+    }
+}
+
+/// Writes each artifact atomically (temp file, then rename), after checking that none would
+/// overwrite a file gke-rl did not generate; on refusal nothing is written.
+fn write_all(out: &Path, artifacts: &[Artifact], force: bool) -> anyhow::Result<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(artifacts.len());
+    let mut foreign = Vec::new();
+    for artifact in artifacts {
+        let path = out.join(artifact.name);
+        let outcome = match fs::read(&path) {
+            Ok(existing) if existing == artifact.contents.as_bytes() => Outcome::Unchanged,
+            Ok(existing) => {
+                if !force && !is_generated(&String::from_utf8_lossy(&existing)) {
+                    foreign.push(path.display().to_string());
+                }
+                Outcome::Updated
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Outcome::Created,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        outcomes.push(outcome);
+    }
+    if !foreign.is_empty() {
+        bail!(
+            "refusing to overwrite files that gke-rl did not generate: {}\nhelp: move them away, choose another --out, or pass --force",
+            foreign.join(", ")
+        );
+    }
+    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    for (artifact, outcome) in artifacts.iter().zip(&outcomes) {
+        if *outcome != Outcome::Unchanged {
+            write_atomically(&out.join(artifact.name), artifact.contents.as_bytes(), artifact.executable)?;
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Readers see the old file or the new one, never a partial one.
+pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().context("path has no file name")?.to_string_lossy();
+    let temp = dir.join(format!(".{name}.gke-rl-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = fs::File::create(&temp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        #[cfg(unix)]
+        if executable {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))?;
+        }
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result.with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
+    let out = out.display();
+    let mut unknown = Vec::new();
+    if d.project.project_id.is_none() {
+        unknown.push("PROJECT_ID");
+    }
+    if d.network.authorized_cidr.is_none() {
+        unknown.push("AUTHORIZED_CIDR");
+    }
+    let set_first = if unknown.is_empty() { String::new() } else { format!(" (after exporting {})", unknown.join(" and ")) };
+    format!(
+        "next steps:\n  source {out}/env.sh{set_first}\n  \
+         deploy the gke-a4 blueprint with gcluster: -d {out}/gke-a4-deployment.yaml\n  \
+         create the Secret with the command in {out}/hf-token-secret.yaml, then kubectl apply -f {out}/ray-cluster.yaml"
+    )
+}

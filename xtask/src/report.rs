@@ -1,0 +1,65 @@
+//! Printing diagnostics rustc-style: code, message, `file:line:column`, the source line with
+//! a caret under the offending value, and the fix.
+
+use std::fmt;
+use std::path::Path;
+
+use gke_rl::{Diagnostic, Severity};
+
+/// A diagnostic about a file, ready to print.
+pub struct Report<'a> {
+    pub file: &'a Path,
+    pub source: &'a str,
+    pub diagnostic: &'a Diagnostic,
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.diagnostic;
+        let severity = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        };
+        writeln!(f, "{severity}[{}]: {}", d.code, d.message)?;
+        let number = d.line.to_string();
+        let gutter = " ".repeat(number.len());
+        writeln!(f, "{gutter}--> {}:{}:{}", self.file.display(), d.line, d.column)?;
+        if let Some(line) = self.source.lines().nth(d.line.saturating_sub(1) as usize) {
+            let before: String =
+                line.chars().take(d.column.saturating_sub(1) as usize).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            let width = line.chars().skip(before.chars().count()).take_while(|c| !c.is_whitespace()).count().max(1);
+            writeln!(f, "{gutter} |")?;
+            writeln!(f, "{number} | {line}")?;
+            writeln!(f, "{gutter} | {before}{}", "^".repeat(width))?;
+        }
+        write!(f, "{gutter} = help: {}", d.help)
+    }
+}
+
+/// An error that has already been rendered for the terminal.
+#[derive(Debug)]
+pub struct Reported(pub String);
+
+impl fmt::Display for Reported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Reported {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_at_the_value_with_a_caret() {
+        let d = Diagnostic::error("config-unknown-key", (2, 3), "unknown field `capacity_gb`", "did you mean `capacity_gib`?");
+        let text = Report { file: Path::new("gke-rl.yaml"), source: "lustre:\n  capacity_gb: 9000\n", diagnostic: &d }.to_string();
+        assert_eq!(
+            text,
+            "error[config-unknown-key]: unknown field `capacity_gb`\n --> gke-rl.yaml:2:3\n  |\n2 |   capacity_gb: 9000\n  |   ^^^^^^^^^^^^\n  = help: did you mean `capacity_gib`?"
+        );
+    }
+}

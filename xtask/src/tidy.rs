@@ -1,0 +1,119 @@
+//! Repository rules, checked by `cargo test` (rust-analyzer's tidy pattern). Each failure
+//! names the file and line and the rule it breaks.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::config::project_root;
+
+/// Committed text files, skipping build output and the copied upstream data.
+fn text_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | "out" | ".git" | "node_modules") {
+                    walk(&path, out);
+                }
+            } else if ["rs", "toml", "md", "yaml", "yml", "json", "sh", "snap"].iter().any(|ext| name.ends_with(&format!(".{ext}")))
+                || name == "run"
+                || name == ".rayignore"
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&project_root(), &mut files);
+    files
+}
+
+fn rust_files(dir: &str) -> Vec<PathBuf> {
+    text_files().into_iter().filter(|p| p.starts_with(project_root().join(dir)) && p.extension().is_some_and(|e| e == "rs")).collect()
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(project_root()).unwrap_or(path).display().to_string()
+}
+
+#[test]
+fn no_trailing_whitespace_or_tabs_in_source() {
+    let mut problems = Vec::new();
+    for path in text_files() {
+        let text = fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.ends_with(' ') || line.ends_with('\t') {
+                problems.push(format!("{}:{}: trailing whitespace", relative(&path), i + 1));
+            }
+        }
+        if !text.is_empty() && !text.ends_with('\n') {
+            problems.push(format!("{}: no newline at end of file", relative(&path)));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The invariant "the SDK does no I/O": no file system, environment, process, network or
+/// clock access in crates/gke-rl/src (the wasm32 build in `cargo xtask ci` enforces it too).
+#[test]
+fn the_sdk_does_no_io() {
+    let forbidden =
+        ["std::fs", "std::env::var", "std::process", "std::net", "std::time", "SystemTime", "Instant::now", "println!", "eprintln!"];
+    let mut problems = Vec::new();
+    for path in rust_files("crates/gke-rl/src") {
+        for (i, line) in fs::read_to_string(&path).unwrap().lines().enumerate() {
+            if let Some(word) = forbidden.iter().find(|w| line.contains(*w)) {
+                problems.push(format!(
+                    "{}:{}: `{word}` in the SDK; move the effect to xtask or a crate at the edge",
+                    relative(&path),
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Only xtask runs external programs.
+#[test]
+fn only_xtask_runs_programs() {
+    let mut problems = Vec::new();
+    for path in rust_files("crates") {
+        let is_test = path.components().any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches");
+        if !is_test && fs::read_to_string(&path).unwrap().contains("Command::new") {
+            problems.push(format!("{}: runs a program; only xtask may", relative(&path)));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_crate_root_has_a_module_doc() {
+    let roots = text_files().into_iter().filter(|p| p.ends_with("src/lib.rs") || p.ends_with("src/main.rs"));
+    for root in roots {
+        let text = fs::read_to_string(&root).unwrap();
+        assert!(text.starts_with("//!"), "{}: start the crate with a `//!` doc saying what it is for", relative(&root));
+    }
+}
+
+/// Library code returns errors; an `expect` states the invariant that makes it safe. Doc
+/// examples may unwrap.
+#[test]
+fn no_bare_unwrap_in_library_code() {
+    let mut problems = Vec::new();
+    for path in rust_files("crates/gke-rl/src") {
+        let text = fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            if line.contains(".unwrap()") && !line.trim_start().starts_with("//") {
+                problems.push(format!(
+                    "{}:{}: `.unwrap()` in library code; return an error or `expect` an invariant",
+                    relative(&path),
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
