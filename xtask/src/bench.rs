@@ -3,7 +3,7 @@
 use anyhow::Context;
 use xshell::{Shell, cmd};
 
-use crate::config::project_root;
+use crate::project_root;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Target {

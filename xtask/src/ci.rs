@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use xshell::{Shell, cmd};
 
-use crate::config::project_root;
+use crate::project_root;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 

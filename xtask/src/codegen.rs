@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use gke_rl::Deployment;
 
-use crate::config::project_root;
+use crate::project_root;
 use crate::render::write_atomically;
 
 /// Where the committed render of the embedded default lives.
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn schema_accepts_the_example_and_every_fixture_config_and_rejects_unknown_keys() {
-        let root = crate::config::project_root();
+        let root = crate::project_root();
         let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root.join(super::SCHEMA_PATH)).unwrap()).unwrap();
         let validator = jsonschema::validator_for(&schema).unwrap();
         let fixtures = std::fs::read_dir(root.join("tests/fixtures/configs")).unwrap().map(|e| e.unwrap().path());
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn example_config_is_the_default() {
-        let text = std::fs::read_to_string(crate::config::project_root().join(super::EXAMPLE_PATH)).unwrap();
+        let text = std::fs::read_to_string(crate::project_root().join(super::EXAMPLE_PATH)).unwrap();
         assert_eq!(gke_rl::config::from_yaml(&text).unwrap(), gke_rl::Deployment::default());
     }
 }

@@ -1,6 +1,6 @@
 //! Finding and loading the deployment model for a command.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use gke_rl::{Deployment, Diagnostic, envsh};
@@ -51,9 +51,4 @@ pub fn read_input(path: &Path) -> anyhow::Result<String> {
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))
-}
-
-/// The project root, wherever `cargo xtask` was started.
-pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ has a parent").to_path_buf()
 }

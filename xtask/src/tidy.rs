@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::config::project_root;
+use crate::project_root;
 
 /// Committed text files, skipping build output and the copied upstream data.
 fn text_files() -> Vec<PathBuf> {

@@ -187,6 +187,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     let mut model = serde_json::to_value(Deployment::default()).expect("the model serializes");
     let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut warnings = Vec::new();
+    let mut image_at = (1, 1);
     for assignment in parse(text)? {
         let value = evaluate(&assignment, &shell)?;
         shell.insert(assignment.name.clone(), value.clone());
@@ -194,6 +195,9 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             warnings.extend(ignored(&assignment, value.as_deref()));
             continue;
         };
+        if var.field == "/ray/image" {
+            image_at = assignment.value_at;
+        }
         let json = to_json(var, value, &assignment)?;
         let mut candidate = model.clone();
         *candidate.pointer_mut(var.field).expect("every table field exists in the model") = json;
@@ -209,10 +213,9 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     }
     let deployment: Deployment = serde_json::from_value(model).expect("validated field by field");
     if let Err(unknown) = deployment.ray.resolved_version() {
-        let at = text.lines().position(|l| l.contains("RAY_IMAGE=")).map_or((1, 1), |i| (u32::try_from(i + 1).unwrap_or(u32::MAX), 1));
         return Err(Diagnostic::error(
             "env-sh-unknown-image",
-            at,
+            image_at,
             unknown.to_string(),
             "set RAYCLUSTER_RAY_VERSION to the Ray version inside RAY_IMAGE",
         ));
@@ -368,6 +371,13 @@ mod tests {
         assert!(e.message.contains("`Ray_A4` is not a valid"), "{}", e.message);
         let e = import("export REGION=$MY_REGION\n").unwrap_err();
         assert_eq!(e.code, "env-sh-unset-variable");
+    }
+
+    #[test]
+    fn unknown_image_points_at_its_value_unless_the_version_is_given() {
+        let e = import("export ZONE=us-east1-b\nexport RAY_IMAGE=example.com/trainer:7\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-unknown-image", 2, 18));
+        assert!(import("export RAY_IMAGE=example.com/trainer:7\nexport RAYCLUSTER_RAY_VERSION=2.46.0\n").is_ok());
     }
 
     #[test]

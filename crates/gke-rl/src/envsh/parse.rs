@@ -187,48 +187,8 @@ fn word(s: &mut Scanner) -> Result<Vec<Part>, Diagnostic> {
     loop {
         match s.peek() {
             None | Some(' ' | '\t' | '\r' | '\n') => break,
-            Some('\'') => {
-                let open = s.at();
-                s.bump();
-                loop {
-                    match s.bump() {
-                        None => return Err(unterminated(open, '\'')),
-                        Some('\'') => break,
-                        Some(c) => text.push(c),
-                    }
-                }
-            }
-            Some('"') => {
-                let open = s.at();
-                s.bump();
-                loop {
-                    match s.peek() {
-                        None => return Err(unterminated(open, '"')),
-                        Some('"') => {
-                            s.bump();
-                            break;
-                        }
-                        Some('\\') => {
-                            s.bump();
-                            match s.bump() {
-                                None => return Err(unterminated(open, '"')),
-                                Some('\n') => {}
-                                Some(c @ ('$' | '`' | '"' | '\\')) => text.push(c),
-                                Some(c) => {
-                                    text.push('\\');
-                                    text.push(c);
-                                }
-                            }
-                        }
-                        Some('$') => dollar(s, &mut text, &mut parts)?,
-                        Some('`') => return Err(command_substitution(s.at())),
-                        Some(c) => {
-                            s.bump();
-                            text.push(c);
-                        }
-                    }
-                }
-            }
+            Some('\'') => single_quoted(s, &mut text)?,
+            Some('"') => double_quoted(s, &mut text, &mut parts)?,
             Some('$') => dollar(s, &mut text, &mut parts)?,
             Some('`') => return Err(command_substitution(s.at())),
             Some('\\') => {
@@ -249,6 +209,52 @@ fn word(s: &mut Scanner) -> Result<Vec<Part>, Diagnostic> {
         parts.push(Part::Text(text));
     }
     Ok(parts)
+}
+
+/// `'…'`: everything literal up to the closing quote.
+fn single_quoted(s: &mut Scanner, text: &mut String) -> Result<(), Diagnostic> {
+    let open = s.at();
+    s.bump();
+    loop {
+        match s.bump() {
+            None => return Err(unterminated(open, '\'')),
+            Some('\'') => return Ok(()),
+            Some(c) => text.push(c),
+        }
+    }
+}
+
+/// `"…"`: a backslash escapes `$`, a backquote, `"`, itself and newlines; `$` expands.
+fn double_quoted(s: &mut Scanner, text: &mut String, parts: &mut Vec<Part>) -> Result<(), Diagnostic> {
+    let open = s.at();
+    s.bump();
+    loop {
+        match s.peek() {
+            None => return Err(unterminated(open, '"')),
+            Some('"') => {
+                s.bump();
+                return Ok(());
+            }
+            Some('\\') => {
+                s.bump();
+                match s.bump() {
+                    None => return Err(unterminated(open, '"')),
+                    Some('\n') => {}
+                    Some(c @ ('$' | '`' | '"' | '\\')) => text.push(c),
+                    Some(c) => {
+                        text.push('\\');
+                        text.push(c);
+                    }
+                }
+            }
+            Some('$') => dollar(s, text, parts)?,
+            Some('`') => return Err(command_substitution(s.at())),
+            Some(c) => {
+                s.bump();
+                text.push(c);
+            }
+        }
+    }
 }
 
 /// `$…` at the scanner: a variable reference, or a literal `$`.
