@@ -11,6 +11,7 @@ mod render;
 mod report;
 #[cfg(test)]
 mod tidy;
+mod validate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Render(render::Args),
+    Validate(validate::Args),
     /// Regenerate the committed files: manifests/, schemas/, examples/
     Codegen {
         /// Fail instead of writing when a file is stale
@@ -47,13 +49,15 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
-        Command::Render(args) => args.run(),
-        Command::Codegen { check } => codegen::run(check),
-        Command::Ci => ci::run(&sh),
-        Command::Bench { target } => bench::run(&sh, target),
+        Command::Render(args) => args.run().map(|()| true),
+        Command::Validate(args) => args.run().map(|has_errors| !has_errors),
+        Command::Codegen { check } => codegen::run(check).map(|()| true),
+        Command::Ci => ci::run(&sh).map(|()| true),
+        Command::Bench { target } => bench::run(&sh, target).map(|()| true),
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             match e.downcast_ref::<report::Reported>() {
                 Some(reported) => eprintln!("{reported}"),

@@ -40,7 +40,9 @@ fn relative(path: &Path) -> String {
 #[test]
 fn no_trailing_whitespace_or_tabs_in_source() {
     let mut problems = Vec::new();
-    for path in text_files() {
+    // The codelab fixtures reproduce upstream text byte for byte, defects included.
+    let verbatim = project_root().join("tests/fixtures/codelab");
+    for path in text_files().into_iter().filter(|p| !p.starts_with(&verbatim)) {
         let text = fs::read_to_string(&path).unwrap();
         for (i, line) in text.lines().enumerate() {
             if line.ends_with(' ') || line.ends_with('\t') {

@@ -37,7 +37,7 @@ fn to_diagnostic(error: &serde_saphyr::Error, text: &str) -> Diagnostic {
         return Diagnostic::error("config-invalid-value", at, message, format!("fix the value; {SCHEMA_HINT}"));
     };
     let found = match &node.value {
-        Value::Scalar(s) => format!("`{s}`"),
+        Value::String(s) | Value::Number(s) => format!("`{s}`"),
         Value::Null => "nothing".to_owned(),
         Value::Map(_) => "a mapping".to_owned(),
         Value::Seq(_) => "a list".to_owned(),
@@ -69,31 +69,12 @@ fn strip_location_suffix(text: &str) -> &str {
 /// `rest` is serde's "`key`, expected one of `a`, `b`" (or "expected `a`", or "there are no fields").
 fn unknown_key_help(rest: &str) -> String {
     let unknown = rest.split('`').nth(1).unwrap_or_default();
-    let expected: Vec<&str> = rest
-        .split_once("expected ")
-        .map(|(_, list)| list.trim_start_matches("one of ").split(", ").map(|k| k.trim_matches('`')).collect())
-        .unwrap_or_default();
-    match expected.iter().min_by_key(|k| edit_distance(unknown, k)) {
-        Some(best) if edit_distance(unknown, best) <= unknown.len().max(3) / 3 + 1 => {
-            format!("did you mean `{best}`? {SCHEMA_HINT}")
-        }
-        _ => format!("remove the key; {SCHEMA_HINT}"),
+    let expected =
+        rest.split_once("expected ").map(|(_, list)| list.trim_start_matches("one of ").split(", ").map(|k| k.trim_matches('`')));
+    match expected.and_then(|keys| crate::suggest::closest(unknown, keys)) {
+        Some(best) => format!("did you mean `{best}`? {SCHEMA_HINT}"),
+        None => format!("remove the key; {SCHEMA_HINT}"),
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

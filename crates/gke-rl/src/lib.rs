@@ -18,6 +18,8 @@ pub mod knowledge;
 pub mod model;
 mod quote;
 pub mod render;
+mod suggest;
+pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};

@@ -24,8 +24,10 @@ pub enum Value {
     Map(Vec<(String, Node)>),
     /// A sequence.
     Seq(Vec<Node>),
-    /// Any scalar, as text.
-    Scalar(String),
+    /// A string scalar (quoted, or plain text that is not a number or boolean).
+    String(String),
+    /// A number or boolean scalar, as written.
+    Number(String),
     /// An empty value or `null`.
     Null,
 }
@@ -46,6 +48,82 @@ impl Node {
 }
 
 impl Node {
+    /// Where the value starts.
+    pub fn at(&self) -> (u32, u32) {
+        (self.line, self.column)
+    }
+
+    /// The text of a scalar (string, number or boolean).
+    pub fn text(&self) -> Option<&str> {
+        match &self.value {
+            Value::String(s) | Value::Number(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A whole number, written as a number or as a string.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.text()?.trim().parse().ok()
+    }
+
+    /// The entries of a mapping; empty for anything else.
+    pub fn entries(&self) -> &[(String, Node)] {
+        match &self.value {
+            Value::Map(entries) => entries,
+            _ => &[],
+        }
+    }
+
+    /// The items of a sequence; empty for anything else.
+    pub fn items(&self) -> &[Node] {
+        match &self.value {
+            Value::Seq(items) => items,
+            _ => &[],
+        }
+    }
+
+    /// The node as JSON, with YAML's scalar types (for JSON Schema validation).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as Json;
+        match &self.value {
+            Value::Map(entries) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            Value::Seq(items) => Json::Array(items.iter().map(Node::to_json).collect()),
+            Value::String(s) => Json::String(s.clone()),
+            Value::Number(n) => serde_json::from_str(n).unwrap_or_else(|_| Json::String(n.clone())),
+            Value::Null => Json::Null,
+        }
+    }
+
+    /// The node at a JSON pointer (`/spec/workerGroupSpecs/0/replicas`).
+    pub fn pointer(&self, pointer: &str) -> Option<&Node> {
+        pointer.split('/').skip(1).try_fold(self, |node, token| {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match &node.value {
+                Value::Map(entries) => entries.iter().find(|(k, _)| *k == token).map(|(_, v)| v),
+                Value::Seq(items) => items.get(token.parse::<usize>().ok()?),
+                _ => None,
+            }
+        })
+    }
+
+    /// Every node of the tree, depth first, with its dotted path.
+    pub fn walk(&self, path: &str, visit: &mut dyn FnMut(&str, &Node)) {
+        visit(path, self);
+        match &self.value {
+            Value::Map(entries) => {
+                for (key, node) in entries {
+                    node.walk(&if path.is_empty() { key.clone() } else { format!("{path}.{key}") }, visit);
+                }
+            }
+            Value::Seq(items) => {
+                for (index, node) in items.iter().enumerate() {
+                    node.walk(&format!("{path}[{index}]"), visit);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The dotted key path and node whose key or value starts at `line:column`.
     pub fn find_at(&self, line: u32, column: u32) -> Option<(String, &Node)> {
         let Value::Map(entries) = &self.value else { return None };
@@ -104,23 +182,23 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::Scalar(s.to_owned()))
+        Ok(Value::String(s.to_owned()))
     }
 
     fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Scalar(b.to_string()))
+        Ok(Value::Number(b.to_string()))
     }
 
     fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Scalar(n.to_string()))
+        Ok(Value::Number(n.to_string()))
     }
 
     fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Scalar(n.to_string()))
+        Ok(Value::Number(n.to_string()))
     }
 
     fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::Scalar(n.to_string()))
+        Ok(Value::Number(n.to_string()))
     }
 
     fn visit_unit<E>(self) -> Result<Value, E> {
@@ -141,7 +219,8 @@ mod tests {
         let root = Node::parse("ray:\n  image: foo:1\n  head:\n    cpu: 8\n").unwrap();
         let image = root.get(&["ray", "image"]).unwrap();
         assert_eq!((image.line, image.column), (2, 10));
-        assert!(matches!(&image.value, Value::Scalar(s) if s == "foo:1"));
+        assert!(matches!(&image.value, Value::String(s) if s == "foo:1"));
+        assert!(matches!(&root.get(&["ray", "head", "cpu"]).unwrap().value, Value::Number(n) if n == "8"));
         let cpu = root.get(&["ray", "head", "cpu"]).unwrap();
         assert_eq!((cpu.line, cpu.column), (4, 10));
         assert!(root.get(&["ray", "nope"]).is_none());

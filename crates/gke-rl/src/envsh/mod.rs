@@ -223,6 +223,20 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     Ok(Imported { deployment, warnings })
 }
 
+/// Each assignment with its value given the ones before it; `None` where the value depends on
+/// the environment or on a variable the file does not set.
+pub(crate) fn evaluate_all(assignments: Vec<Assignment>) -> Vec<(Assignment, Option<String>)> {
+    let mut shell = BTreeMap::new();
+    assignments
+        .into_iter()
+        .map(|assignment| {
+            let value = evaluate(&assignment, &shell).ok().flatten();
+            shell.insert(assignment.name.clone(), value.clone());
+            (assignment, value)
+        })
+        .collect()
+}
+
 /// The value of an assignment given the variables set before it; `None` when it depends on
 /// a variable that must come from the environment (`${NAME:?…}`).
 fn evaluate(assignment: &Assignment, shell: &BTreeMap<String, Option<String>>) -> Result<Option<String>, Diagnostic> {

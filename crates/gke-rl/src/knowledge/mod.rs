@@ -1,0 +1,218 @@
+//! Facts that change with upstream releases, as data. Each row cites its source in
+//! `../shared/research/`; a new image, machine type or release is a table edit.
+
+mod nemo_rl_v0_4_0;
+
+pub use nemo_rl_v0_4_0::RECIPE_KEYS as GRPO_MATH_70B_MEGATRON_KEYS;
+
+/// Container images whose Ray version is known, and that version.
+///
+/// NeMo-RL images run the Ray their `pyproject.toml` pins, whatever the RayCluster's
+/// `rayVersion` says (`kuberay-ray-jobs.md` §5, `nemo-rl.md` §6).
+pub const KNOWN_IMAGES: &[(&str, &str)] = &[
+    ("nvcr.io/nvidia/nemo-rl:v0.3.1", "2.46.0"),
+    ("nvcr.io/nvidia/nemo-rl:v0.4.0", "2.46.0"),
+    ("nvcr.io/nvidia/nemo-rl:v0.5.0", "2.49.2"),
+    ("nvcr.io/nvidia/nemo-rl:v0.6.0", "2.54.0"),
+];
+
+/// Repositories whose tags are the Ray version (`rayproject/ray:2.46.0-py312-gpu`).
+const RAY_IMAGE_REPOSITORIES: &[&str] = &["rayproject/ray", "docker.io/rayproject/ray"];
+
+/// The Ray version inside `image`, when gke-rl knows it.
+pub fn ray_version_of_image(image: &str) -> Option<&str> {
+    if let Some(&(_, version)) = KNOWN_IMAGES.iter().find(|(known, _)| *known == image) {
+        return Some(version);
+    }
+    let (repository, tag) = image.rsplit_once(':')?;
+    if !RAY_IMAGE_REPOSITORIES.contains(&repository) {
+        return None;
+    }
+    let version = tag.split('-').next()?;
+    let is_release = version.split('.').count() == 3 && version.split('.').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    is_release.then_some(version)
+}
+
+/// A GPU machine type and what a pod on it can request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Machine {
+    /// Compute Engine machine type.
+    pub name: &'static str,
+    /// GPUs per node.
+    pub gpus: u32,
+    /// GKE accelerator label value.
+    pub accelerator: &'static str,
+    /// Allocatable CPU in millicores after GKE's reservation.
+    pub allocatable_millicpu: u64,
+    /// Allocatable memory in bytes after GKE's reservation (the lower of the two readings of
+    /// the published 3,968 "GB").
+    pub allocatable_memory_bytes: u64,
+}
+
+/// `cluster-toolkit.md` §4: 8 × B200, 224 vCPU, 3,968 GB; allocatable ≈ 223.37 CPU and
+/// 3,615–3,882 GiB.
+pub const MACHINES: &[Machine] = &[Machine {
+    name: "a4-highgpu-8g",
+    gpus: 8,
+    accelerator: "nvidia-b200",
+    allocatable_millicpu: 223_370,
+    allocatable_memory_bytes: 3_615 * GIB,
+}];
+
+/// Bytes in a GiB.
+pub const GIB: u64 = 1 << 30;
+
+/// The machine type `name`, when gke-rl knows it.
+pub fn machine(name: &str) -> Option<&'static Machine> {
+    MACHINES.iter().find(|m| m.name == name)
+}
+
+/// A Managed Lustre throughput tier and its capacity rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LustreTier {
+    /// `per_unit_storage_throughput`, MB/s per TiB.
+    pub throughput: u32,
+    /// Smallest capacity, GiB.
+    pub min_gib: u64,
+    /// Largest capacity, GiB.
+    pub max_gib: u64,
+    /// Capacity step up to `threshold_gib`.
+    pub small_step_gib: u64,
+    /// Above this capacity the step is `large_step_gib`.
+    pub threshold_gib: u64,
+    /// Capacity step above the threshold.
+    pub large_step_gib: u64,
+}
+
+/// `cluster-toolkit.md` §3.1 (Managed Lustre "Performance tiers" and "Increase capacity").
+pub const LUSTRE_TIERS: &[LustreTier] = &[
+    LustreTier {
+        throughput: 1000,
+        min_gib: 9_000,
+        max_gib: 10_008_000,
+        small_step_gib: 9_000,
+        threshold_gib: 1_530_000,
+        large_step_gib: 72_000,
+    },
+    LustreTier {
+        throughput: 500,
+        min_gib: 18_000,
+        max_gib: 20_016_000,
+        small_step_gib: 18_000,
+        threshold_gib: 3_060_000,
+        large_step_gib: 144_000,
+    },
+    LustreTier {
+        throughput: 250,
+        min_gib: 36_000,
+        max_gib: 40_032_000,
+        small_step_gib: 36_000,
+        threshold_gib: 6_120_000,
+        large_step_gib: 288_000,
+    },
+    LustreTier {
+        throughput: 125,
+        min_gib: 72_000,
+        max_gib: 12_240_000,
+        small_step_gib: 72_000,
+        threshold_gib: 12_240_000,
+        large_step_gib: 72_000,
+    },
+];
+
+/// The tier with this throughput, when it exists.
+pub fn lustre_tier(throughput: u64) -> Option<&'static LustreTier> {
+    LUSTRE_TIERS.iter().find(|t| u64::from(t.throughput) == throughput)
+}
+
+impl LustreTier {
+    /// The step `capacity_gib` must be a multiple of.
+    pub fn step_for(&self, capacity_gib: u64) -> u64 {
+        if capacity_gib <= self.threshold_gib { self.small_step_gib } else { self.large_step_gib }
+    }
+}
+
+/// Parameter counts of models gke-rl can size storage for (`nemo-rl.md` §5.1).
+pub const MODEL_PARAMETERS: &[(&str, u64)] = &[("Qwen/Qwen2.5-72B-Instruct", 72_706_203_648)];
+
+/// Bytes per parameter of a NeMo-RL v0.4.0 Megatron checkpoint with Adam: bf16 weights plus
+/// fp32 master weights and two moments (`nemo-rl.md` §5.2).
+pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
+/// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
+pub const BF16_BYTES_PER_PARAMETER: u64 = 2;
+
+/// `data.dataset_name` values NeMo-RL v0.4.0's GRPO math launcher accepts (`nemo-rl.md` §4.1),
+/// with the extra keys each needs.
+pub const GRPO_DATASETS: &[(&str, &[&str])] =
+    &[("OpenMathInstruct-2", &[]), ("DeepScaler", &[]), ("DAPOMath17K", &[]), ("ResponseDataset", &["data.train_data_path"])];
+
+/// Recipes whose merged keys gke-rl knows, by path relative to `/opt/nemo-rl`.
+pub fn recipe_keys(recipe: &str) -> Option<&'static [(&'static str, ValueType, &'static str)]> {
+    (recipe == "examples/configs/grpo_math_70B_megatron.yaml").then_some(GRPO_MATH_70B_MEGATRON_KEYS)
+}
+
+/// Override keys NeMo-RL v0.4.0 accepts but never reads (`nemo-rl.md` §4.2).
+pub const NO_OP_OVERRIDES: &[&str] = &["policy.megatron_cfg.converter_type"];
+
+/// The type of a key's value in a merged NeMo-RL config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// A whole number.
+    Int,
+    /// A floating-point number.
+    Float,
+    /// `true` or `false`.
+    Bool,
+    /// Text.
+    Str,
+    /// `null` in the recipe: any type.
+    Null,
+    /// A list.
+    List,
+    /// A mapping (a subtree).
+    Map,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nemo_rl_v0_4_0_ships_ray_2_46_0_not_the_codelab_2_54_0() {
+        assert_eq!(ray_version_of_image("nvcr.io/nvidia/nemo-rl:v0.4.0"), Some("2.46.0"));
+    }
+
+    #[test]
+    fn every_known_image_row_resolves() {
+        for (image, version) in KNOWN_IMAGES {
+            assert_eq!(ray_version_of_image(image), Some(*version));
+        }
+    }
+
+    #[test]
+    fn lustre_steps_follow_the_tier_table() {
+        let tier = lustre_tier(1000).unwrap();
+        assert_eq!(tier.step_for(9_000), 9_000);
+        assert_eq!(tier.step_for(1_602_000), 72_000);
+        assert!(LUSTRE_TIERS.iter().all(|t| t.min_gib % t.small_step_gib == 0 && t.max_gib % t.large_step_gib == 0));
+    }
+
+    #[test]
+    fn the_codelab_recipe_keys_are_known() {
+        let keys = recipe_keys("examples/configs/grpo_math_70B_megatron.yaml").unwrap();
+        let find = |k: &str| keys.iter().find(|(key, _, _)| *key == k).map(|(_, t, v)| (*t, *v));
+        assert_eq!(find("grpo.max_num_steps"), Some((ValueType::Int, "1000000")));
+        assert_eq!(find("policy.megatron_cfg.tensor_model_parallel_size"), Some((ValueType::Int, "4")));
+        assert_eq!(find("checkpointing.metric_name"), Some((ValueType::Str, "val:accuracy")));
+        assert_eq!(find("policy.megatron_cfg").map(|(t, _)| t), Some(ValueType::Map));
+        assert_eq!(find("policy.megatron_cfg.foo"), None);
+    }
+
+    #[test]
+    fn ray_images_carry_their_version_in_the_tag() {
+        assert_eq!(ray_version_of_image("rayproject/ray:2.46.0-py312-gpu"), Some("2.46.0"));
+        assert_eq!(ray_version_of_image("rayproject/ray:2.54.0"), Some("2.54.0"));
+        assert_eq!(ray_version_of_image("rayproject/ray:nightly"), None);
+        assert_eq!(ray_version_of_image("example.com/my/image:1.0"), None);
+    }
+}

@@ -1,0 +1,115 @@
+//! Facts several files state (node count, zone, Lustre size…), each with where it was
+//! stated, so cross-file rules can say which file and line disagree.
+
+use super::{EnvShView, Tree, Views};
+use crate::knowledge::{self, Machine};
+use crate::yaml::Node;
+
+/// A value and the place that states it.
+#[derive(Clone, Debug)]
+pub struct Fact<T> {
+    pub value: T,
+    pub file: String,
+    pub at: (u32, u32),
+}
+
+impl<T> Fact<T> {
+    /// `file:line`, for messages.
+    pub fn cite(&self) -> String {
+        format!("{}:{}", self.file, self.at.0)
+    }
+}
+
+#[derive(Default)]
+pub struct Facts {
+    pub node_count: Option<Fact<u64>>,
+    pub gpus_per_node: Option<Fact<u64>>,
+    pub machine_type: Option<Fact<String>>,
+    pub region: Option<Fact<String>>,
+    pub zone: Option<Fact<String>>,
+    pub cluster_name: Option<Fact<String>>,
+    pub lustre_capacity_gib: Option<Fact<u64>>,
+    pub lustre_throughput: Option<Fact<u64>>,
+    pub pvc_name: Option<Fact<String>>,
+}
+
+impl Facts {
+    /// The machine of the GPU nodes: as stated, else the only one the gke-a4 blueprint uses.
+    pub fn machine(&self) -> Option<&'static Machine> {
+        knowledge::machine(self.machine_type.as_ref().map_or("a4-highgpu-8g", |f| f.value.as_str()))
+    }
+}
+
+fn env_fact(env: &EnvShView<'_>, name: &str) -> Option<Fact<String>> {
+    let (assignment, value) = env.get(name)?;
+    Some(Fact { value: value.clone()?, file: env.file.to_owned(), at: assignment.value_at })
+}
+
+fn tree_fact(tree: &Tree<'_>, path: &[&str]) -> Option<Fact<String>> {
+    node_fact(tree, tree.root.get(path)?)
+}
+
+fn node_fact(tree: &Tree<'_>, node: &Node) -> Option<Fact<String>> {
+    Some(Fact { value: node.text()?.to_owned(), file: tree.file.to_owned(), at: node.at() })
+}
+
+fn number(fact: Option<Fact<String>>) -> Option<Fact<u64>> {
+    let fact = fact?;
+    Some(Fact { value: fact.value.trim().parse().ok()?, file: fact.file, at: fact.at })
+}
+
+/// Every module of a blueprint, in file order.
+pub fn modules(blueprint: &Node) -> impl Iterator<Item = &Node> + Clone {
+    let groups = blueprint.get(&["deployment_groups"]).map(Node::items).unwrap_or_default();
+    groups.iter().flat_map(|group| group.get(&["modules"]).map(Node::items).unwrap_or_default())
+}
+
+fn source_is<'n>(source: &'n str) -> impl Fn(&&Node) -> bool + 'n {
+    move |m| m.get(&["source"]).and_then(Node::text) == Some(source)
+}
+
+/// The module of a blueprint whose `source` is `source`.
+pub fn module<'n>(blueprint: &'n Node, source: &str) -> Option<&'n Node> {
+    modules(blueprint).find(source_is(source))
+}
+
+/// The `gke-persistent-volume` module that uses `managed-lustre`.
+fn lustre_pv_module(blueprint: &Node) -> Option<&Node> {
+    let uses_lustre = |m: &&Node| m.get(&["use"]).is_some_and(|uses| uses.items().iter().any(|u| u.text() == Some("managed-lustre")));
+    modules(blueprint).filter(source_is("modules/file-system/gke-persistent-volume")).find(uses_lustre)
+}
+
+pub fn gather(views: &Views<'_>) -> Facts {
+    let env = views.env_sh.first();
+    let deployment = views.deployment_files.first();
+    let blueprint = views.blueprints.first();
+    let from = |name: &str, var: &str| -> Option<Fact<String>> {
+        env.and_then(|e| env_fact(e, name))
+            .or_else(|| deployment.and_then(|d| tree_fact(d, &["vars", var])))
+            .or_else(|| blueprint.and_then(|b| tree_fact(b, &["vars", var])))
+    };
+    // The Lustre PV module names its claim `pvc_name`, else `<instance id>-pvc`.
+    let pvc_name = blueprint
+        .and_then(|b| {
+            let pv = lustre_pv_module(&b.root)?;
+            match pv.get(&["settings", "pvc_name"]) {
+                Some(name) => node_fact(b, name),
+                None => {
+                    let instance = from("LUSTRE_INSTANCE_ID", "lustre_instance_id")?;
+                    Some(Fact { value: format!("{}-pvc", instance.value), file: b.file.to_owned(), at: pv.at() })
+                }
+            }
+        })
+        .or_else(|| env.and_then(|e| env_fact(e, "LUSTRE_PVC_NAME")));
+    Facts {
+        node_count: number(from("NUM_NODES", "static_node_count")),
+        gpus_per_node: number(env.and_then(|e| env_fact(e, "GPUS_PER_NODE"))),
+        machine_type: env.and_then(|e| env_fact(e, "MACHINE_TYPE")),
+        region: from("REGION", "region"),
+        zone: from("ZONE", "zone"),
+        cluster_name: from("CLUSTER_NAME", "deployment_name"),
+        lustre_capacity_gib: number(from("LUSTRE_CAPACITY", "lustre_size_gib")),
+        lustre_throughput: number(from("LUSTRE_THROUGHPUT", "per_unit_storage_throughput")),
+        pvc_name,
+    }
+}

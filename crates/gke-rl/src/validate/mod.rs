@@ -1,0 +1,288 @@
+//! `validate(files)`: every artifact parsed into a positioned view, every rule run on the
+//! views, one list of findings. Pure: the caller reads the files.
+
+mod facts;
+pub mod job_script;
+mod quantity;
+mod rules;
+#[cfg(feature = "crd-schema")]
+mod schema;
+
+use serde::Serialize;
+
+pub use rules::{RULES, Rule};
+#[cfg(feature = "crd-schema")]
+pub use schema::CrdSchema;
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::envsh;
+use crate::yaml::Node;
+
+/// Files larger than this are refused rather than parsed.
+pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+
+/// A file to validate: its name (for messages and kind detection) and its text.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceFile<'a> {
+    /// Path or name, as it should appear in findings.
+    pub name: &'a str,
+    /// Contents.
+    pub text: &'a str,
+}
+
+/// What a file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// `env.sh`.
+    EnvSh,
+    /// A KubeRay `RayCluster` manifest.
+    RayCluster,
+    /// A Ray runtime-env JSON.
+    RuntimeEnv,
+    /// `.rayignore`.
+    RayIgnore,
+    /// The NeMo-RL job script.
+    JobScript,
+    /// A gcluster deployment file (`vars:`).
+    DeploymentFile,
+    /// A Cluster Toolkit blueprint.
+    Blueprint,
+}
+
+/// What `name` and `text` are, by name first and content second.
+pub fn detect(name: &str, text: &str) -> Option<Kind> {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    if base == ".rayignore" {
+        return Some(Kind::RayIgnore);
+    }
+    if base.ends_with(".sh") {
+        let launches = text.lines().any(|l| !l.trim_start().starts_with('#') && l.contains(".py") && l.contains("python"));
+        return Some(if launches || base.starts_with("run_") { Kind::JobScript } else { Kind::EnvSh });
+    }
+    if base.ends_with(".json") {
+        return (base.contains("runtime_env") || text.contains("\"env_vars\"")).then_some(Kind::RuntimeEnv);
+    }
+    if base.ends_with(".yaml") || base.ends_with(".yml") {
+        let top_level = |key: &str| text.lines().any(|l| l.starts_with(key) && l[key.len()..].starts_with(':'));
+        if text.lines().any(|l| l.trim() == "kind: RayCluster") {
+            return Some(Kind::RayCluster);
+        }
+        if top_level("blueprint_name") || top_level("deployment_groups") {
+            return Some(Kind::Blueprint);
+        }
+        if top_level("vars") {
+            return Some(Kind::DeploymentFile);
+        }
+    }
+    None
+}
+
+/// A diagnostic about one file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The file, as named in [`SourceFile::name`].
+    pub file: String,
+    /// What is wrong where, and the fix.
+    #[serde(flatten)]
+    pub diagnostic: Diagnostic,
+}
+
+/// A YAML (or JSON) file with its positioned tree.
+pub(crate) struct Tree<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+    pub root: Node,
+}
+
+/// An env.sh with every assignment and the value it evaluates to (`None`: read from the
+/// environment at run time).
+pub(crate) struct EnvShView<'a> {
+    pub file: &'a str,
+    pub assignments: Vec<(envsh::Assignment, Option<String>)>,
+}
+
+impl EnvShView<'_> {
+    pub fn get(&self, name: &str) -> Option<&(envsh::Assignment, Option<String>)> {
+        self.assignments.iter().rev().find(|(a, _)| a.name == name)
+    }
+}
+
+pub(crate) struct RayIgnoreView<'a> {
+    pub file: &'a str,
+    pub rules: ignore::gitignore::Gitignore,
+}
+
+impl RayIgnoreView<'_> {
+    /// Whether the upload of a working dir leaves out `path` (relative to it).
+    pub fn excludes(&self, path: &str, is_dir: bool) -> bool {
+        self.rules.matched_path_or_any_parents(format!("/w/{path}"), is_dir).is_ignore()
+    }
+}
+
+pub(crate) struct JobView<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+    pub script: job_script::JobScript,
+}
+
+/// Every parsed file, by kind.
+#[derive(Default)]
+pub(crate) struct Views<'a> {
+    pub env_sh: Vec<EnvShView<'a>>,
+    pub ray_clusters: Vec<Tree<'a>>,
+    pub runtime_envs: Vec<Tree<'a>>,
+    pub ray_ignores: Vec<RayIgnoreView<'a>>,
+    pub jobs: Vec<JobView<'a>>,
+    pub deployment_files: Vec<Tree<'a>>,
+    pub blueprints: Vec<Tree<'a>>,
+}
+
+/// Collects findings; severities come from the rule registry.
+pub(crate) struct Sink {
+    findings: Vec<Finding>,
+}
+
+impl Sink {
+    pub fn emit(&mut self, rule: &Rule, file: &str, at: (u32, u32), message: impl Into<String>, help: impl Into<String>) {
+        let diagnostic = Diagnostic {
+            code: rule.code,
+            severity: rule.severity,
+            line: at.0.max(1),
+            column: at.1.max(1),
+            message: message.into(),
+            help: help.into(),
+        };
+        self.findings.push(Finding { file: file.to_owned(), diagnostic });
+    }
+}
+
+/// Validates `files` together: each file's own rules, then the rules across files.
+/// Files whose kind cannot be told are skipped; use [`detect`] to report them.
+pub fn validate(files: &[SourceFile<'_>]) -> Vec<Finding> {
+    validate_views(files, |_, _| {})
+}
+
+/// [`validate`], and each RayCluster against a CRD schema.
+#[cfg(feature = "crd-schema")]
+pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Finding> {
+    validate_views(files, |views, sink| crd.check(views, sink))
+}
+
+fn validate_views(files: &[SourceFile<'_>], extra: impl FnOnce(&Views<'_>, &mut Sink)) -> Vec<Finding> {
+    let mut sink = Sink { findings: Vec::new() };
+    let views = parse_all(files, &mut sink);
+    rules::run(&views, &mut sink);
+    extra(&views, &mut sink);
+    let mut findings = sink.findings;
+    findings.sort_by(|a, b| (&a.file, a.diagnostic.line, a.diagnostic.column).cmp(&(&b.file, b.diagnostic.line, b.diagnostic.column)));
+    findings.dedup();
+    findings
+}
+
+fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
+    let mut views = Views::default();
+    for file in files {
+        if file.text.len() > MAX_FILE_BYTES {
+            sink.emit(
+                &rules::FILE_TOO_LARGE,
+                file.name,
+                (1, 1),
+                format!("{} is larger than 10 MiB and was not read", file.name),
+                "check that this is the file you meant",
+            );
+            continue;
+        }
+        let Some(kind) = detect(file.name, file.text) else { continue };
+        match kind {
+            Kind::EnvSh => match envsh::parse(file.text) {
+                Ok(assignments) => views.env_sh.push(EnvShView { file: file.name, assignments: envsh::evaluate_all(assignments) }),
+                Err(d) => sink.findings.push(Finding { file: file.name.to_owned(), diagnostic: d }),
+            },
+            Kind::RayIgnore => {
+                let mut builder = ignore::gitignore::GitignoreBuilder::new("/w");
+                for (index, line) in file.text.lines().enumerate() {
+                    if let Err(e) = builder.add_line(None, line) {
+                        let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), 1);
+                        sink.emit(&rules::SYNTAX, file.name, at, format!("invalid pattern: {e}"), "fix the pattern (gitignore syntax)");
+                    }
+                }
+                match builder.build() {
+                    Ok(rules) => views.ray_ignores.push(RayIgnoreView { file: file.name, rules }),
+                    Err(e) => sink.emit(
+                        &rules::SYNTAX,
+                        file.name,
+                        (1, 1),
+                        format!("invalid patterns: {e}"),
+                        "fix the patterns (gitignore syntax)",
+                    ),
+                }
+            }
+            Kind::JobScript => views.jobs.push(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) }),
+            Kind::RuntimeEnv => {
+                if let Err(e) = serde_json::from_str::<serde_json::Value>(file.text) {
+                    let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
+                    sink.emit(&rules::SYNTAX, file.name, at, format!("invalid JSON: {e}"), "fix the JSON syntax");
+                } else if let Some(tree) = tree(file, sink) {
+                    views.runtime_envs.push(tree);
+                }
+            }
+            Kind::RayCluster => views.ray_clusters.extend(tree(file, sink)),
+            Kind::DeploymentFile => views.deployment_files.extend(tree(file, sink)),
+            Kind::Blueprint => views.blueprints.extend(tree(file, sink)),
+        }
+    }
+    views
+}
+
+fn tree<'a>(file: &SourceFile<'a>, sink: &mut Sink) -> Option<Tree<'a>> {
+    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(file.text) {
+        Ok(root) => Some(Tree { file: file.name, text: file.text, root: Node::from(root) }),
+        Err(e) => {
+            let at = e.location().map_or((1, 1), |l| (u32::try_from(l.line()).unwrap_or(1), u32::try_from(l.column()).unwrap_or(1)));
+            let message = e.without_snippet().to_string();
+            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
+            sink.emit(&rules::SYNTAX, file.name, at, format!("invalid YAML: {message}"), "fix the YAML syntax");
+            None
+        }
+    }
+}
+
+/// The findings as a SARIF 2.1.0 log, for code-scanning UIs.
+pub fn sarif(findings: &[Finding]) -> serde_json::Value {
+    let level = |severity| match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    };
+    let rules: Vec<serde_json::Value> = RULES
+        .iter()
+        .map(|r| serde_json::json!({ "id": r.code, "shortDescription": { "text": r.explanation }, "defaultConfiguration": { "level": level(r.severity) } }))
+        .collect();
+    let results: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let d = &f.diagnostic;
+            serde_json::json!({
+                "ruleId": d.code,
+                "ruleIndex": RULES.iter().position(|r| r.code == d.code),
+                "level": level(d.severity),
+                "message": { "text": format!("{} (help: {})", d.message, d.help) },
+                "locations": [{ "physicalLocation": {
+                    "artifactLocation": { "uri": f.file },
+                    "region": { "startLine": d.line, "startColumn": d.column }
+                } }]
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{ "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } }, "results": results }]
+    })
+}
+
+/// Counts of findings by severity.
+pub fn count(findings: &[Finding], severity: Severity) -> usize {
+    findings.iter().filter(|f| f.diagnostic.severity == severity).count()
+}

@@ -1,0 +1,284 @@
+//! The NeMo-RL launch: override keys and value types against the recipe, parallelism and
+//! batch arithmetic, the cluster size, checkpointing settings and the dataset.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::knowledge::{self, ValueType};
+use crate::validate::JobView;
+use crate::validate::job_script::{HydraValue, Launch, Override};
+use crate::yaml::Node;
+
+/// A job script with a launch line, and the effective value of each key: the override if
+/// any, else the recipe's.
+pub(super) struct Job<'a> {
+    pub view: &'a JobView<'a>,
+    launch: &'a Launch,
+    keys: Option<&'static [(&'static str, ValueType, &'static str)]>,
+    overrides: BTreeMap<&'a str, &'a Override>,
+}
+
+impl<'a> Job<'a> {
+    pub fn new(view: &'a JobView<'a>) -> Option<Self> {
+        let launch = view.script.launch.as_ref()?;
+        let keys = launch.config.as_ref().and_then(|c| knowledge::recipe_keys(&c.text));
+        let overrides = launch.overrides.iter().filter(|o| o.prefix != "~").map(|o| (o.key.as_str(), o)).collect();
+        Some(Self { view, launch, keys, overrides })
+    }
+
+    pub fn launch_at(&self) -> (u32, u32) {
+        self.launch.at
+    }
+
+    fn recipe(&self, key: &str) -> Option<(ValueType, &'static str)> {
+        self.keys?.iter().find(|(k, _, _)| *k == key).map(|(_, t, v)| (*t, *v))
+    }
+
+    /// A whole-number setting and, when overridden, where.
+    pub fn int(&self, key: &str) -> Option<(i64, Option<(u32, u32)>)> {
+        match self.overrides.get(key) {
+            Some(o) => match o.value {
+                HydraValue::Int(n) => Some((n, Some(o.value_at))),
+                _ => None,
+            },
+            None => self.recipe(key).filter(|(t, _)| *t == ValueType::Int).and_then(|(_, v)| Some((v.parse().ok()?, None))),
+        }
+    }
+
+    /// A boolean setting.
+    pub fn boolean(&self, key: &str) -> Option<bool> {
+        match self.overrides.get(key) {
+            Some(o) => match o.value {
+                HydraValue::Bool(b) => Some(b),
+                _ => None,
+            },
+            None => self.recipe(key).filter(|(t, _)| *t == ValueType::Bool).map(|(_, v)| v == "true"),
+        }
+    }
+
+    /// A string setting (`None` for null) and, when overridden, where.
+    pub fn string(&self, key: &str) -> Option<(&str, Option<(u32, u32)>)> {
+        match self.overrides.get(key) {
+            Some(o) => match &o.value {
+                HydraValue::Str { text, .. } => Some((text.as_str(), Some(o.value_at))),
+                _ => None,
+            },
+            None => self.recipe(key).filter(|(t, _)| *t == ValueType::Str).map(|(_, v)| (v, None)),
+        }
+    }
+
+    fn at(&self, key: &str) -> (u32, u32) {
+        self.overrides.get(key).map_or(self.launch.at, |o| o.value_at)
+    }
+}
+
+pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
+    for view in &views.jobs {
+        let Some(job) = Job::new(view) else { continue };
+        overrides(&job, sink);
+        parallelism(&job, sink);
+        cluster_size(&job, views, facts, sink);
+        checkpointing(&job, sink);
+        dataset(&job, sink);
+    }
+}
+
+fn overrides(job: &Job<'_>, sink: &mut Sink) {
+    let file = job.view.file;
+    if job.keys.is_none()
+        && let Some(config) = &job.launch.config
+    {
+        sink.emit(
+            &RECIPE_UNKNOWN,
+            file,
+            config.at,
+            format!("gke-rl does not know the keys of `{}`; overrides are not checked", config.text),
+            "use examples/configs/grpo_math_70B_megatron.yaml for full checks",
+        );
+    }
+    for o in &job.launch.overrides {
+        if knowledge::NO_OP_OVERRIDES.contains(&o.key.as_str()) {
+            sink.emit(
+                &OVERRIDE_NO_OP,
+                file,
+                o.at,
+                format!("`{}` is never read by NeMo-RL v0.4.0; the model's config.json decides the architecture", o.key),
+                "remove this override",
+            );
+            continue;
+        }
+        let Some(keys) = job.keys else { continue };
+        let known = keys.iter().find(|(k, _, _)| *k == o.key);
+        match known {
+            None if o.prefix.is_empty() => {
+                let suggestion = crate::suggest::closest(&o.key, keys.iter().map(|(k, _, _)| *k));
+                let help = match suggestion {
+                    Some(key) => format!("did you mean `{key}`? If NeMo-RL reads a new key, add it with `+{}=…`", o.key),
+                    None => format!("add it with `+{}=…` if NeMo-RL reads it, or fix the key", o.key),
+                };
+                sink.emit(
+                    &OVERRIDE_UNKNOWN_KEY,
+                    file,
+                    o.at,
+                    format!("the recipe has no key `{}`: Hydra fails with \"Could not override '{}'\"", o.key, o.key),
+                    help,
+                );
+            }
+            Some((_, expected, _)) => {
+                let HydraValue::Str { text, quoted: true } = &o.value else { continue };
+                let would_be = match expected {
+                    ValueType::Int if text.parse::<i64>().is_ok() => "a number",
+                    ValueType::Float if text.parse::<f64>().is_ok() => "a number",
+                    ValueType::Bool if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") => "a boolean",
+                    _ => continue,
+                };
+                sink.emit(
+                    &OVERRIDE_QUOTED,
+                    file,
+                    o.value_at,
+                    format!("`{}` arrives as the string \"{text}\", not {would_be}: Hydra keeps the quotes' meaning", o.key),
+                    format!("write `{}={text}` without the inner quotes", o.key),
+                );
+            }
+            None => {}
+        }
+    }
+}
+
+fn parallelism(job: &Job<'_>, sink: &mut Sink) {
+    let file = job.view.file;
+    let Some(((nodes, _), (gpus, _))) = job.int("cluster.num_nodes").zip(job.int("cluster.gpus_per_node")) else { return };
+    let world = nodes * gpus;
+    let megatron = job.boolean("policy.megatron_cfg.enabled") == Some(true);
+    let size = |key: &str| job.int(&format!("policy.megatron_cfg.{key}")).map_or(1, |(n, _)| n.max(1));
+    let (tp, pp, cp) = if megatron {
+        (size("tensor_model_parallel_size"), size("pipeline_model_parallel_size"), size("context_parallel_size"))
+    } else {
+        (1, 1, 1)
+    };
+    let model_parallel = tp * pp * cp;
+    if world % model_parallel != 0 || world < model_parallel {
+        sink.emit(
+            &WORLD_SIZE_PARALLELISM,
+            file,
+            job.at("cluster.num_nodes"),
+            format!("world size {nodes} nodes × {gpus} GPUs = {world} is not a multiple of TP {tp} × PP {pp} × CP {cp} = {model_parallel}"),
+            format!("use a node count that makes nodes × GPUs a multiple of {model_parallel}"),
+        );
+        return;
+    }
+    let dp = world / model_parallel;
+    let (Some((prompts, _)), Some((generations, _)), Some((gbs, _))) =
+        (job.int("grpo.num_prompts_per_step"), job.int("grpo.num_generations_per_prompt"), job.int("policy.train_global_batch_size"))
+    else {
+        return;
+    };
+    let rollout = prompts * generations;
+    if gbs <= 0 || rollout % gbs != 0 {
+        sink.emit(
+            &ROLLOUT_BATCH,
+            file,
+            job.at("policy.train_global_batch_size"),
+            format!("{prompts} prompts × {generations} generations = {rollout} samples per step, not a multiple of train_global_batch_size {gbs}"),
+            format!("make train_global_batch_size a divisor of {rollout}"),
+        );
+    }
+    let packing = job.boolean("policy.sequence_packing.enabled") == Some(true);
+    let micro = if packing || megatron { 1 } else { job.int("policy.train_micro_batch_size").map_or(1, |(n, _)| n.max(1)) };
+    if gbs > 0 && gbs % (dp * micro) != 0 {
+        sink.emit(
+            &GLOBAL_BATCH_DATA_PARALLEL,
+            file,
+            job.at("policy.train_global_batch_size"),
+            format!("train_global_batch_size {gbs} is not divisible by data-parallel size {dp} × micro batch {micro}"),
+            format!("use a multiple of {}", dp * micro),
+        );
+    }
+}
+
+fn cluster_size(job: &Job<'_>, views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
+    let file = job.view.file;
+    let cluster = views.ray_clusters.first();
+    let worker = cluster.and_then(|c| {
+        let pods = super::ray::pods(&c.root);
+        pods.iter().find(|p| !p.is_head).map(|p| {
+            let replicas = p.group.get(&["replicas"]).and_then(Node::as_u64);
+            let gpus = p.containers().first().and_then(|c| c.get(&["resources", "limits", "nvidia.com/gpu"])).and_then(Node::as_u64);
+            (replicas, gpus, p.group.at())
+        })
+    });
+    if let Some((nodes, _)) = job.int("cluster.num_nodes") {
+        let expected = worker
+            .and_then(|(r, _, at)| Some((r?, format!("{}:{}", cluster?.file, at.0))))
+            .or_else(|| facts.node_count.as_ref().map(|f| (f.value, f.cite())));
+        if let Some((expected, source)) = expected.filter(|(n, _)| i64::try_from(*n).ok() != Some(nodes)) {
+            sink.emit(
+                &CLUSTER_SIZE_MISMATCH,
+                file,
+                job.at("cluster.num_nodes"),
+                format!("cluster.num_nodes is {nodes}, but the RayCluster has {expected} GPU workers ({source})"),
+                format!("set cluster.num_nodes={expected}"),
+            );
+        }
+    }
+    if let Some((gpus, _)) = job.int("cluster.gpus_per_node") {
+        let expected = worker.and_then(|(_, g, at)| Some((g?, format!("{}:{}", cluster?.file, at.0))));
+        if let Some((expected, source)) = expected.filter(|(g, _)| i64::try_from(*g).ok() != Some(gpus)) {
+            sink.emit(
+                &CLUSTER_SIZE_MISMATCH,
+                file,
+                job.at("cluster.gpus_per_node"),
+                format!("cluster.gpus_per_node is {gpus}, but each worker has {expected} GPUs ({source})"),
+                format!("set cluster.gpus_per_node={expected}"),
+            );
+        }
+    }
+}
+
+fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
+    let file = job.view.file;
+    if let Some((period, at)) = job.int("checkpointing.save_period")
+        && period <= 0
+    {
+        sink.emit(
+            &SAVE_PERIOD,
+            file,
+            at.unwrap_or(job.launch.at),
+            format!("checkpointing.save_period is {period}; NeMo-RL divides by it on every step"),
+            "set it to at least 1",
+        );
+    }
+    if let Some((metric, at)) = job.string("checkpointing.metric_name")
+        && !(metric.starts_with("val:") || metric.starts_with("train:"))
+    {
+        sink.emit(
+            &METRIC_NAME,
+            file,
+            at.unwrap_or(job.launch.at),
+            format!("checkpointing.metric_name `{metric}` must start with `val:` or `train:`"),
+            "write e.g. `val:accuracy`, or `null` to keep the newest checkpoints",
+        );
+    }
+}
+
+fn dataset(job: &Job<'_>, sink: &mut Sink) {
+    let Some((name, at)) = job.string("data.dataset_name") else { return };
+    let at = at.unwrap_or(job.launch.at);
+    match knowledge::GRPO_DATASETS.iter().find(|(known, _)| *known == name) {
+        None => {
+            let names: Vec<&str> = knowledge::GRPO_DATASETS.iter().map(|(n, _)| *n).collect();
+            sink.emit(
+                &DATASET_UNKNOWN,
+                job.view.file,
+                at,
+                format!("`{name}` is not a dataset NeMo-RL's GRPO math launcher knows"),
+                format!("use one of {}", names.join(", ")),
+            );
+        }
+        Some((_, needs)) => {
+            for key in needs.iter().filter(|key| !job.overrides.contains_key(**key)) {
+                sink.emit(&DATASET_UNKNOWN, job.view.file, at, format!("`{name}` needs `{key}`"), format!("add `+{key}=…`"));
+            }
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The RayCluster: version, names, parameters, ports, replicas, resources, scheduling, volumes.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::knowledge;
+use crate::validate::{Tree, quantity};
+use crate::yaml::{Node, Value};
+
+const GPU: &str = "nvidia.com/gpu";
+const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+
+/// A pod template of the RayCluster: the head or a worker group.
+pub(crate) struct Pod<'n> {
+    pub group: &'n Node,
+    pub spec: &'n Node,
+    pub is_head: bool,
+}
+
+impl<'n> Pod<'n> {
+    pub fn containers(&self) -> &'n [Node] {
+        self.spec.get(&["containers"]).map(Node::items).unwrap_or_default()
+    }
+
+    fn name(&self) -> String {
+        if self.is_head {
+            "the head".to_owned()
+        } else {
+            format!("worker group `{}`", self.group.get(&["groupName"]).and_then(Node::text).unwrap_or("?"))
+        }
+    }
+
+    /// Sum of a resource over the containers: requests, or limits where no request is set.
+    fn request(&self, resource: &str) -> f64 {
+        self.containers()
+            .iter()
+            .filter_map(|c| c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource])))
+            .filter_map(|q| quantity::parse(q.text()?))
+            .sum()
+    }
+
+    fn gpu_limit(&self) -> Option<&'n Node> {
+        self.containers().first()?.get(&["resources", "limits", GPU])
+    }
+
+    fn replicas(&self) -> Option<u64> {
+        self.group.get(&["replicas"]).or_else(|| self.group.get(&["minReplicas"])).and_then(Node::as_u64)
+    }
+}
+
+pub(crate) fn pods(cluster: &Node) -> Vec<Pod<'_>> {
+    let head =
+        cluster.get(&["spec", "headGroupSpec"]).and_then(|g| Some(Pod { group: g, spec: g.get(&["template", "spec"])?, is_head: true }));
+    let workers = cluster
+        .get(&["spec", "workerGroupSpecs"])
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|g| Some(Pod { group: g, spec: g.get(&["template", "spec"])?, is_head: false }));
+    head.into_iter().chain(workers).collect()
+}
+
+pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
+    for cluster in &views.ray_clusters {
+        version(cluster, sink);
+        name(cluster, sink);
+        let pods = pods(&cluster.root);
+        for pod in &pods {
+            start_params(cluster, pod, sink);
+            volumes(cluster, pod, sink);
+            toleration(cluster, pod, sink);
+        }
+        if let Some(head) = pods.iter().find(|p| p.is_head) {
+            dashboard_port(cluster, head, sink);
+        }
+        replicas(cluster, &pods, facts, sink);
+        gpus_and_resources(cluster, &pods, facts, sink);
+        pvc(cluster, &pods, facts, sink);
+    }
+}
+
+fn version(cluster: &Tree<'_>, sink: &mut Sink) {
+    let image = pods(&cluster.root).first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"]));
+    let Some((image, image_text)) = image.and_then(|n| Some((n, n.text()?))) else { return };
+    match knowledge::ray_version_of_image(image_text) {
+        Some(shipped) => {
+            let Some(declared) = cluster.root.get(&["spec", "rayVersion"]) else { return };
+            if declared.text() != Some(shipped) {
+                sink.emit(
+                    &RAY_VERSION_MISMATCH,
+                    cluster.file,
+                    declared.at(),
+                    format!("rayVersion is {}, but {image_text} ships Ray {shipped}", declared.text().unwrap_or("not a string")),
+                    format!("set `rayVersion: \"{shipped}\"`"),
+                );
+            }
+        }
+        None => sink.emit(
+            &RAY_UNKNOWN_IMAGE,
+            cluster.file,
+            image.at(),
+            format!("the Ray version inside `{image_text}` is unknown"),
+            "make sure rayVersion equals `ray --version` inside the image",
+        ),
+    }
+}
+
+fn name(cluster: &Tree<'_>, sink: &mut Sink) {
+    let Some(node) = cluster.root.get(&["metadata", "name"]) else { return };
+    let name = node.text().unwrap_or_default();
+    let dns_1035 = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if name.chars().count() > 53 || !dns_1035 {
+        sink.emit(
+            &RAYCLUSTER_NAME,
+            cluster.file,
+            node.at(),
+            format!("RayCluster name `{name}` is not a DNS-1035 label of at most 53 characters"),
+            "use lowercase letters, digits and `-`, start with a letter, at most 53 characters",
+        );
+    }
+}
+
+fn start_params(cluster: &Tree<'_>, pod: &Pod<'_>, sink: &mut Sink) {
+    for (key, value) in pod.group.get(&["rayStartParams"]).map(Node::entries).unwrap_or_default() {
+        if !matches!(value.value, Value::String(_)) {
+            let shown = value.text().unwrap_or("a non-scalar");
+            sink.emit(
+                &RAY_START_PARAM_NOT_STRING,
+                cluster.file,
+                value.at(),
+                format!("rayStartParams `{key}` of {} is {shown}, not a string", pod.name()),
+                format!("quote it: `{key}: \"{shown}\"`"),
+            );
+        }
+    }
+}
+
+fn dashboard_port(cluster: &Tree<'_>, head: &Pod<'_>, sink: &mut Sink) {
+    let Some(ports) = head.containers().first().and_then(|c| c.get(&["ports"])) else { return };
+    if !ports.items().iter().any(|p| p.get(&["containerPort"]).and_then(Node::as_u64) == Some(8265)) {
+        sink.emit(
+            &HEAD_DASHBOARD_PORT,
+            cluster.file,
+            ports.at(),
+            "the head container lists ports without 8265, so the head service has no dashboard or Jobs API",
+            "add `- name: dashboard` with `containerPort: 8265`, or list no ports to get KubeRay's defaults",
+        );
+    }
+}
+
+fn replicas(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    for pod in pods.iter().filter(|p| !p.is_head) {
+        let number = |key: &str| pod.group.get(&[key]).and_then(|n| Some((n.as_u64()?, n.at())));
+        let (min, max, replicas) = (number("minReplicas"), number("maxReplicas"), number("replicas"));
+        if let (Some((min, at)), Some((max, _))) = (min, max)
+            && min > max
+        {
+            sink.emit(
+                &WORKER_REPLICAS_RANGE,
+                cluster.file,
+                at,
+                format!("{}: minReplicas {min} exceeds maxReplicas {max}", pod.name()),
+                "make minReplicas ≤ maxReplicas",
+            );
+        }
+        if let Some((replicas, at)) = replicas {
+            let outside = min.is_some_and(|(min, _)| replicas < min) || max.is_some_and(|(max, _)| replicas > max);
+            if outside {
+                sink.emit(
+                    &WORKER_REPLICAS_RANGE,
+                    cluster.file,
+                    at,
+                    format!("{}: replicas {replicas} is outside [minReplicas, maxReplicas]", pod.name()),
+                    "set replicas = minReplicas = maxReplicas for a fixed-size cluster",
+                );
+            }
+        }
+        let Some(nodes) = &facts.node_count else { continue };
+        if pod.gpu_limit().is_some()
+            && let (Some(replicas), Some(at)) = (pod.replicas(), pod.group.get(&["replicas"]).map(Node::at))
+            && replicas != nodes.value
+        {
+            sink.emit(
+                &WORKER_REPLICAS_NODES,
+                cluster.file,
+                at,
+                format!("{} has {replicas} replicas, but there are {} GPU nodes ({})", pod.name(), nodes.value, nodes.cite()),
+                format!("set replicas, minReplicas and maxReplicas to {}", nodes.value),
+            );
+        }
+    }
+}
+
+fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    let Some(machine) = facts.machine() else { return };
+    let expected_gpus = facts.gpus_per_node.as_ref().map_or(u64::from(machine.gpus), |f| f.value);
+    for pod in pods {
+        if let Some(limit) = pod.gpu_limit()
+            && limit.as_u64() != Some(expected_gpus)
+        {
+            sink.emit(
+                &GPU_LIMIT,
+                cluster.file,
+                limit.at(),
+                format!("{} limits {GPU} to {}, but {} nodes have {expected_gpus}", pod.name(), limit.text().unwrap_or("?"), machine.name),
+                format!("set `{GPU}: \"{expected_gpus}\"` in limits and requests: one worker per node"),
+            );
+        }
+        exceeds(cluster, pod, None, machine, sink);
+    }
+    // With a worker on every node, the head (on a GPU node) shares one with a worker.
+    let (Some(head), Some(nodes)) = (pods.iter().find(|p| p.is_head), &facts.node_count) else { return };
+    let head_on_gpu_nodes = head.spec.get(&["nodeSelector", ACCELERATOR_LABEL]).is_some();
+    if let Some(worker) = pods.iter().find(|p| !p.is_head && p.gpu_limit().is_some() && p.replicas() >= Some(nodes.value))
+        && head_on_gpu_nodes
+    {
+        exceeds(cluster, head, Some(worker), machine, sink);
+    }
+}
+
+fn exceeds(cluster: &Tree<'_>, pod: &Pod<'_>, sharing: Option<&Pod<'_>>, machine: &knowledge::Machine, sink: &mut Sink) {
+    let allocatable =
+        [("cpu", machine.allocatable_millicpu as f64 / 1000.0, "CPUs"), ("memory", machine.allocatable_memory_bytes as f64, "bytes")];
+    for (resource, available, unit) in allocatable {
+        let asked = pod.request(resource) + sharing.map_or(0.0, |w| w.request(resource));
+        if asked <= available {
+            continue;
+        }
+        let at = pod
+            .containers()
+            .first()
+            .and_then(|c| c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource])));
+        let Some(at) = at.map(Node::at) else { continue };
+        let (asked, available) = if unit == "bytes" {
+            (format!("{:.0}Gi", asked / knowledge::GIB as f64), format!("{:.0}Gi", available / knowledge::GIB as f64))
+        } else {
+            (format!("{asked}"), format!("{available:.2}"))
+        };
+        let message = match sharing {
+            None => format!("{} requests {asked} {resource}; an {} node can allocate about {available}", pod.name(), machine.name),
+            Some(worker) => format!(
+                "{} and {} share a node and request {asked} {resource} together; it can allocate about {available}",
+                pod.name(),
+                worker.name()
+            ),
+        };
+        sink.emit(&RESOURCES_EXCEED_NODE, cluster.file, at, message, format!("lower the {resource} requests so they fit the node"));
+    }
+}
+
+fn toleration(cluster: &Tree<'_>, pod: &Pod<'_>, sink: &mut Sink) {
+    let Some(selector) = pod.spec.get(&["nodeSelector", ACCELERATOR_LABEL]) else { return };
+    let tolerates = pod.spec.get(&["tolerations"]).map(Node::items).unwrap_or_default().iter().any(|t| {
+        let key = t.get(&["key"]).and_then(Node::text);
+        key == Some(GPU) || (key.is_none() && t.get(&["operator"]).and_then(Node::text) == Some("Exists"))
+    });
+    if !tolerates && pod.gpu_limit().is_none() {
+        sink.emit(
+            &GPU_TOLERATION,
+            cluster.file,
+            selector.at(),
+            format!("{} selects GPU nodes but neither requests a GPU nor tolerates the `{GPU}` taint", pod.name()),
+            format!("add a toleration: `- key: {GPU}`, `operator: Exists`, `effect: NoSchedule`"),
+        );
+    }
+}
+
+fn volumes(cluster: &Tree<'_>, pod: &Pod<'_>, sink: &mut Sink) {
+    let volumes = pod.spec.get(&["volumes"]).map(Node::items).unwrap_or_default();
+    let mut names: BTreeMap<&str, &Node> = BTreeMap::new();
+    for volume in volumes {
+        let Some(name) = volume.get(&["name"]) else { continue };
+        let text = name.text().unwrap_or_default();
+        if let Some(first) = names.insert(text, name) {
+            sink.emit(
+                &VOLUME_DUPLICATE_NAME,
+                cluster.file,
+                name.at(),
+                format!("{} defines volume `{text}` twice (first on line {})", pod.name(), first.line),
+                "rename or remove one of them",
+            );
+        }
+    }
+    for container in pod.containers() {
+        let mut paths: BTreeMap<&str, &Node> = BTreeMap::new();
+        for mount in container.get(&["volumeMounts"]).map(Node::items).unwrap_or_default() {
+            if let Some(name) = mount.get(&["name"]) {
+                let text = name.text().unwrap_or_default();
+                if !names.contains_key(text) {
+                    sink.emit(
+                        &MOUNT_UNKNOWN_VOLUME,
+                        cluster.file,
+                        name.at(),
+                        format!("{} mounts volume `{text}`, which it does not define", pod.name()),
+                        format!("add `{text}` under volumes, or fix the name"),
+                    );
+                }
+            }
+            let Some(path) = mount.get(&["mountPath"]) else { continue };
+            let text = path.text().unwrap_or_default();
+            if let Some(first) = paths.insert(text, path) {
+                let rule = if text == "/dev/shm" { &DEV_SHM_TWICE } else { &MOUNT_DUPLICATE_PATH };
+                sink.emit(
+                    rule,
+                    cluster.file,
+                    path.at(),
+                    format!("{} mounts `{text}` twice (first on line {})", pod.name(), first.line),
+                    "remove one of the mounts",
+                );
+            }
+        }
+    }
+}
+
+/// The RayCluster's PVC claims against the PVC the blueprint creates.
+fn pvc(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    let Some(expected) = &facts.pvc_name else { return };
+    for pod in pods {
+        for volume in pod.spec.get(&["volumes"]).map(Node::items).unwrap_or_default() {
+            let Some(claim) = volume.get(&["persistentVolumeClaim", "claimName"]) else { continue };
+            if claim.text() != Some(expected.value.as_str()) {
+                sink.emit(
+                    &PVC_NAME_MISMATCH,
+                    cluster.file,
+                    claim.at(),
+                    format!(
+                        "{} claims PVC `{}`, but the Lustre PVC is `{}` ({})",
+                        pod.name(),
+                        claim.text().unwrap_or("?"),
+                        expected.value,
+                        expected.cite()
+                    ),
+                    format!("set `claimName: {}`", expected.value),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Tokens written into files, files with tokens uploaded with the working dir, and the
+//! runtime env's shape.
+
+use super::*;
+use crate::validate::{EnvShView, RayIgnoreView};
+use crate::yaml::{Node, Value};
+
+/// Variables that hold secrets.
+const SECRET_NAMES: &[&str] = &["HF_TOKEN", "WANDB_API_KEY", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN"];
+
+/// A Hugging Face token: `hf_` and at least 20 letters and digits.
+fn token_at(text: &str) -> Option<usize> {
+    text.match_indices("hf_").find_map(|(i, _)| {
+        let run = text[i + 3..].chars().take_while(char::is_ascii_alphanumeric).count();
+        (run >= 20).then_some(i)
+    })
+}
+
+pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
+    for env in &views.env_sh {
+        for (assignment, value) in &env.assignments {
+            let Some(value) = value.as_deref().filter(|v| !v.is_empty()) else { continue };
+            if SECRET_NAMES.contains(&assignment.name.as_str()) || token_at(value).is_some() {
+                sink.emit(
+                    &SECRET_LITERAL,
+                    env.file,
+                    assignment.value_at,
+                    format!("{} holds a secret value in a file", assignment.name),
+                    format!("delete the value; export {} in your shell or from a secret manager, and give it to the pods through a Kubernetes Secret", assignment.name),
+                );
+            }
+        }
+    }
+    for env in &views.runtime_envs {
+        runtime_env(env, sink);
+    }
+    ray_override(views, sink);
+    for job in &views.jobs {
+        for (index, line) in job.text.lines().enumerate() {
+            if let Some(column) = token_at(line) {
+                let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), u32::try_from(line[..column].chars().count() + 1).unwrap_or(1));
+                sink.emit(
+                    &SECRET_LITERAL,
+                    job.file,
+                    at,
+                    "the job script holds a Hugging Face token",
+                    "delete it; the pods get HF_TOKEN from a Kubernetes Secret",
+                );
+            }
+        }
+        for export in job.script.exports.iter().filter(|e| SECRET_NAMES.contains(&e.name.as_str())) {
+            let literal = export.value.iter().any(|p| matches!(p, crate::envsh::Part::Text(t) if !t.is_empty()));
+            if literal {
+                sink.emit(
+                    &SECRET_LITERAL,
+                    job.file,
+                    export.value_at,
+                    format!("the job script sets {} to a literal value", export.name),
+                    "delete it; the pods get it from a Kubernetes Secret",
+                );
+            }
+        }
+    }
+    for ignore in &views.ray_ignores {
+        uploads(ignore, views, sink);
+    }
+}
+
+fn runtime_env(env: &crate::validate::Tree<'_>, sink: &mut Sink) {
+    let Some(vars) = env.root.get(&["env_vars"]) else { return };
+    if !matches!(vars.value, Value::Map(_)) {
+        sink.emit(&RUNTIME_ENV_TYPES, env.file, vars.at(), "`env_vars` is not an object", "write `\"env_vars\": {\"NAME\": \"value\"}`");
+        return;
+    }
+    for (name, value) in vars.entries() {
+        let Value::String(text) = &value.value else {
+            let shown = value.text().map_or_else(|| "not a string".to_owned(), |t| format!("{t}, not a string"));
+            sink.emit(
+                &RUNTIME_ENV_TYPES,
+                env.file,
+                value.at(),
+                format!("env_vars `{name}` is {shown}"),
+                format!("quote it: `\"{name}\": \"{}\"`", value.text().unwrap_or("…")),
+            );
+            continue;
+        };
+        if !text.is_empty() && (SECRET_NAMES.contains(&name.as_str()) || token_at(text).is_some()) {
+            sink.emit(
+                &SECRET_LITERAL,
+                env.file,
+                value.at(),
+                format!("env_vars `{name}` holds a secret: the Jobs API stores it and returns it to anyone who lists jobs"),
+                format!("remove `{name}` here; the pods get it from a Kubernetes Secret (secretKeyRef)"),
+            );
+        }
+    }
+}
+
+/// What the working_dir upload would carry, given `.rayignore`.
+fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
+    let file_name = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_owned();
+    let secret_in = |env: &EnvShView<'_>| {
+        env.assignments
+            .iter()
+            .find(|(a, v)| SECRET_NAMES.contains(&a.name.as_str()) && v.as_deref().is_some_and(|v| !v.is_empty()))
+            .map(|(a, _)| format!(" (it holds {} on line {})", a.name, a.value_at.0))
+    };
+    // Paths the upload must leave out, and why each matters: the files given, else the
+    // names gke-rl and the codelab use.
+    let mut exposed: std::collections::BTreeMap<String, (bool, String)> = std::collections::BTreeMap::new();
+    exposed.insert(".git".to_owned(), (true, String::new()));
+    for env in &views.env_sh {
+        exposed.insert(file_name(env.file), (false, secret_in(env).unwrap_or_default()));
+    }
+    for env in &views.runtime_envs {
+        exposed.insert(file_name(env.file), (false, String::new()));
+    }
+    if views.env_sh.is_empty() {
+        exposed.insert("env.sh".to_owned(), (false, String::new()));
+    }
+    if views.runtime_envs.is_empty() {
+        exposed.insert("ray_runtime_env.json".to_owned(), (false, String::new()));
+    }
+    for (path, (is_dir, why)) in exposed {
+        if !ignore.excludes(&path, is_dir) {
+            let shown = if is_dir { format!("{path}/") } else { path.clone() };
+            sink.emit(
+                &UPLOAD_INCLUDES_SECRETS,
+                ignore.file,
+                (1, 1),
+                format!("the working_dir upload includes {shown}{why}: .rayignore does not exclude it"),
+                format!("add a line `{shown}` to .rayignore"),
+            );
+        }
+    }
+}
+
+fn ray_override(views: &Views<'_>, sink: &mut Sink) {
+    let in_runtime_env =
+        views.runtime_envs.iter().any(|e| e.root.get(&["env_vars", "RAY_OVERRIDE_JOB_RUNTIME_ENV"]).and_then(Node::text) == Some("1"));
+    for job in &views.jobs {
+        let Some(launch) = &job.script.launch else { continue };
+        let exported = job
+            .script
+            .exports
+            .iter()
+            .any(|e| e.name == "RAY_OVERRIDE_JOB_RUNTIME_ENV" && e.value == [crate::envsh::Part::Text("1".into())]);
+        if !exported && !in_runtime_env {
+            sink.emit(
+                &RAY_OVERRIDE_MISSING,
+                job.file,
+                launch.at,
+                "NeMo-RL runs without RAY_OVERRIDE_JOB_RUNTIME_ENV=1, so ray.init fails with a runtime env conflict",
+                "add `export RAY_OVERRIDE_JOB_RUNTIME_ENV=1` before the launch line",
+            );
+        }
+    }
+}

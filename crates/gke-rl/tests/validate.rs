@@ -1,0 +1,263 @@
+//! The validation engine: silent on every render, loud on the codelab's own files, and each
+//! rule proven to fire on a fixture made bad in exactly one way.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{configs, project_root, render, upstream};
+use gke_rl::Severity;
+use gke_rl::validate::{Finding, RULES, SourceFile, validate};
+
+type Files = BTreeMap<String, String>;
+
+fn rendered(deployment: &gke_rl::Deployment) -> Files {
+    render(deployment).into_iter().map(|a| (a.name.to_owned(), a.contents)).collect()
+}
+
+fn check(files: &Files) -> Vec<Finding> {
+    let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+    validate(&sources)
+}
+
+fn codes(findings: &[Finding]) -> Vec<&'static str> {
+    findings.iter().map(|f| f.diagnostic.code).collect()
+}
+
+#[test]
+fn every_render_is_free_of_errors_and_warnings() {
+    for (config, deployment) in configs() {
+        let findings = check(&rendered(&deployment));
+        let loud: Vec<_> = findings.iter().filter(|f| f.diagnostic.severity != Severity::Info).collect();
+        assert!(loud.is_empty(), "{config}: {loud:#?}");
+    }
+}
+
+#[test]
+fn the_codelab_files_show_their_defects_at_the_right_lines() {
+    let dir = project_root().join("tests/fixtures/codelab");
+    let files: Files = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "README.md")
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    let findings = check(&files);
+    let at = |code: &str, file: &str| {
+        findings
+            .iter()
+            .filter(|f| f.diagnostic.code == code && f.file == file)
+            .map(|f| (f.diagnostic.line, f.diagnostic.column))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(at("ray-version-mismatch", "ray-cluster.yaml"), [(7, 15)], "the Ray version skew");
+    assert_eq!(at("secret-literal", "ray_runtime_env_nemo.json"), [(3, 17)], "the token in the runtime env");
+    assert_eq!(at("secret-literal", "env.sh"), [(9, 17)], "the token in env.sh");
+    assert_eq!(at("override-no-op", "run_nemo_rl.sh"), [(8, 5)], "converter_type");
+    assert_eq!(at("placeholder", "env.sh"), [(2, 19)], "placeholder debris");
+    let uploads: Vec<&str> =
+        findings.iter().filter(|f| f.diagnostic.code == "upload-includes-secrets").map(|f| f.diagnostic.message.as_str()).collect();
+    assert!(
+        uploads.iter().any(|m| m.contains("includes env.sh (it holds HF_TOKEN on line 9)")),
+        "the secrets uploaded with the working dir: {uploads:?}"
+    );
+    assert!(uploads.iter().any(|m| m.contains("ray_runtime_env_nemo.json")), "{uploads:?}");
+}
+
+#[test]
+fn the_upstream_blueprint_needs_the_codelab_edits() {
+    let Some(path) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let mut files = rendered(&gke_rl::Deployment::default());
+    files.insert("gke-a4.yaml".into(), std::fs::read_to_string(path).unwrap());
+    files.insert("gke-a4-deployment.yaml".into(), files["gke-a4-deployment.yaml"].replace("vars:\n", "vars:\n  spot: true\n"));
+    let found = codes(&check(&files));
+    for code in ["blueprint-lustre-commented-out", "blueprint-ray-operator-missing", "blueprint-spot-with-reservation"] {
+        assert!(found.contains(&code), "{code} missing from {found:?}");
+    }
+}
+
+/// One defect, made by replacing `from` with `to` in `file` of the default render (or by
+/// adding `file` when `from` is empty), reported in `reported_in`: the file whose value to
+/// change, which for a cross-file rule may be another one.
+struct Case {
+    code: &'static str,
+    file: &'static str,
+    from: &'static str,
+    to: &'static str,
+    reported_in: &'static str,
+}
+
+const fn case(code: &'static str, file: &'static str, from: &'static str, to: &'static str) -> Case {
+    Case { code, file, from, to, reported_in: file }
+}
+
+const fn case_in(code: &'static str, file: &'static str, from: &'static str, to: &'static str, reported_in: &'static str) -> Case {
+    Case { code, file, from, to, reported_in }
+}
+
+const MINIMAL_BLUEPRINT: &str = "tests/fixtures/blueprints/minimal.yaml";
+
+const CASES: &[Case] = &[
+    case("syntax", "ray-cluster.yaml", "spec:\n", "spec: [\n"),
+    case("placeholder", "env.sh", "export REGION=us-east1", "export REGION='<REGION>'"),
+    case("ray-version-mismatch", "ray-cluster.yaml", "rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\""),
+    case("ray-unknown-image", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: example.com/trainer:1"),
+    case("raycluster-name", "ray-cluster.yaml", "  name: ray-a4-gpu-spot\n", "  name: Ray_A4\n"),
+    case("ray-start-param-not-string", "ray-cluster.yaml", "rayStartParams: {}", "rayStartParams: {num-cpus: 100}"),
+    case("head-dashboard-port-missing", "ray-cluster.yaml", "containerPort: 8265", "containerPort: 8266"),
+    case("worker-replicas-out-of-range", "ray-cluster.yaml", "minReplicas: 8", "minReplicas: 9"),
+    case(
+        "worker-replicas-node-count",
+        "ray-cluster.yaml",
+        "      replicas: 8\n      minReplicas: 8\n      maxReplicas: 8",
+        "      replicas: 4\n      minReplicas: 4\n      maxReplicas: 4",
+    ),
+    case("gpu-limit-mismatch", "ray-cluster.yaml", "nvidia.com/gpu: \"8\"", "nvidia.com/gpu: \"4\""),
+    case(
+        "resources-exceed-node",
+        "ray-cluster.yaml",
+        "memory: \"1000Gi\"\n                  nvidia",
+        "memory: \"4000Gi\"\n                  nvidia",
+    ),
+    case(
+        "gpu-toleration-missing",
+        "ray-cluster.yaml",
+        "        tolerations:\n          - key: nvidia.com/gpu\n            operator: Exists\n            effect: NoSchedule\n",
+        "",
+    ),
+    case(
+        "volume-duplicate-name",
+        "ray-cluster.yaml",
+        "            - name: dshm\n              emptyDir:",
+        "            - name: lustre\n              emptyDir: {}\n            - name: dshm\n              emptyDir:",
+    ),
+    case("mount-duplicate-path", "ray-cluster.yaml", "mountPath: /dev/shm", "mountPath: /lustre"),
+    case("mount-unknown-volume", "ray-cluster.yaml", "                - name: dshm\n", "                - name: shm\n"),
+    case(
+        "dev-shm-mounted-twice",
+        "ray-cluster.yaml",
+        "                - name: lustre\n                  mountPath: /lustre",
+        "                - name: lustre\n                  mountPath: /dev/shm",
+    ),
+    case("pvc-name-mismatch", "ray-cluster.yaml", "claimName: lustre-pvc", "claimName: rl-demo-gpu-lustre-pvc"),
+    case("lustre-tier-unknown", "env.sh", "LUSTRE_THROUGHPUT=1000", "LUSTRE_THROUGHPUT=300"),
+    case("lustre-capacity-step", "env.sh", "LUSTRE_CAPACITY=9000", "LUSTRE_CAPACITY=10000"),
+    case("lustre-capacity-range", "env.sh", "LUSTRE_CAPACITY=9000", "LUSTRE_CAPACITY=4500"),
+    case_in("lustre-too-small", "run_nemo_rl.sh", "checkpointing.keep_top_k=2", "checkpointing.keep_top_k=null", "env.sh"),
+    case("checkpoint-save-time", "run_nemo_rl.sh", "", ""),
+    case("path-outside-lustre", "run_nemo_rl.sh", "checkpointing.checkpoint_dir=/lustre/", "checkpointing.checkpoint_dir=/tmp/"),
+    case("world-size-parallelism", "run_nemo_rl.sh", "cluster.num_nodes=8", "cluster.num_nodes=3"),
+    case("rollout-batch-multiple", "run_nemo_rl.sh", "policy.train_global_batch_size=256", "policy.train_global_batch_size=96"),
+    case("global-batch-data-parallel", "run_nemo_rl.sh", "policy.train_global_batch_size=256", "policy.train_global_batch_size=2"),
+    case("cluster-size-mismatch", "run_nemo_rl.sh", "cluster.gpus_per_node=8", "cluster.gpus_per_node=4"),
+    case("save-period-invalid", "run_nemo_rl.sh", "checkpointing.save_period=2", "checkpointing.save_period=0"),
+    case("metric-name-invalid", "run_nemo_rl.sh", "checkpointing.metric_name=null", "checkpointing.metric_name=accuracy"),
+    case("dataset-unknown", "run_nemo_rl.sh", "data.dataset_name=DeepScaler", "data.dataset_name=DeepScalar"),
+    case(
+        "override-no-op",
+        "run_nemo_rl.sh",
+        "  data.dataset_name",
+        "  policy.megatron_cfg.converter_type=Qwen2ForCausalLM \\\n  data.dataset_name",
+    ),
+    case("override-unknown-key", "run_nemo_rl.sh", "grpo.max_num_steps=20", "grpo.max_steps=20"),
+    case("override-quoted-value", "run_nemo_rl.sh", "grpo.max_num_steps=20", "\"grpo.max_num_steps='20'\""),
+    case("recipe-unknown", "run_nemo_rl.sh", "--config examples/configs/grpo_math_70B_megatron.yaml", "--config my/recipe.yaml"),
+    case("secret-literal", "env.sh", "export REGION=us-east1", "export REGION=us-east1\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123"),
+    case("upload-includes-secrets", ".rayignore", "\nenv.sh\n", "\n"),
+    case("runtime-env-env-vars-not-strings", "ray_runtime_env.json", "\"GLOO_SOCKET_IFNAME\": \"eth0\"", "\"GLOO_SOCKET_IFNAME\": 0"),
+    case("ray-override-runtime-env-missing", "run_nemo_rl.sh", "export RAY_OVERRIDE_JOB_RUNTIME_ENV=1\n", ""),
+    case("zone-not-in-region", "env.sh", "export ZONE=us-east1-b", "export ZONE=us-west1-a"),
+    case("count-not-positive", "env.sh", "export NUM_NODES=8", "export NUM_NODES=0"),
+    case("gpus-per-node-mismatch", "env.sh", "export GPUS_PER_NODE=8", "export GPUS_PER_NODE=4"),
+    case("deployment-name-too-long", "env.sh", "export CLUSTER_NAME=ray-a4-gpu-spot", "export CLUSTER_NAME=ray-a4-gpu-spot-cluster-1"),
+    case("project-id-empty", "gke-a4-deployment.yaml", "vars:\n", "vars:\n  project_id: \"\"\n"),
+    case("blueprint-spot-with-reservation", MINIMAL_BLUEPRINT, "", ""),
+    case("blueprint-lustre-commented-out", MINIMAL_BLUEPRINT, "", ""),
+    case("blueprint-ray-operator-missing", MINIMAL_BLUEPRINT, "", ""),
+    case("blueprint-var-and-setting", MINIMAL_BLUEPRINT, "", ""),
+];
+
+fn apply(case: &Case) -> Files {
+    let mut files = rendered(&gke_rl::Deployment::default());
+    if case.from.is_empty() {
+        if case.file.starts_with("tests/") {
+            files.insert(case.file.to_owned(), std::fs::read_to_string(project_root().join(case.file)).unwrap());
+        }
+        return files;
+    }
+    let text = files.get_mut(case.file).unwrap_or_else(|| panic!("no {}", case.file));
+    assert!(text.contains(case.from), "{}: `{}` is not in {}", case.code, case.from, case.file);
+    *text = text.replace(case.from, case.to);
+    files
+}
+
+#[test]
+fn each_rule_fires_on_its_defect_and_only_there() {
+    let clean = codes(&check(&rendered(&gke_rl::Deployment::default())));
+    for case in CASES {
+        let findings = check(&apply(case));
+        let hits: Vec<&Finding> = findings.iter().filter(|f| f.diagnostic.code == case.code).collect();
+        assert!(!hits.is_empty(), "{} did not fire: {:#?}", case.code, codes(&findings));
+        let file = case.reported_in.rsplit('/').next().unwrap();
+        assert!(
+            hits.iter().any(|f| f.file.ends_with(file)),
+            "{} fired on {:?}, not {file}",
+            case.code,
+            hits.iter().map(|f| &f.file).collect::<Vec<_>>()
+        );
+        let rule = RULES.iter().find(|r| r.code == case.code).expect("registered");
+        let silent_on_default = rule.severity == Severity::Info || !clean.contains(&case.code);
+        assert!(silent_on_default, "{} fires on the default render", case.code);
+    }
+}
+
+#[test]
+fn every_rule_has_a_case() {
+    let special = ["file-too-large", "crd-schema"];
+    for rule in RULES {
+        assert!(CASES.iter().any(|c| c.code == rule.code) || special.contains(&rule.code), "rule {} has no test case", rule.code);
+    }
+}
+
+#[test]
+fn huge_files_are_refused_not_parsed() {
+    let huge = "#".repeat(gke_rl::validate::MAX_FILE_BYTES + 1);
+    let findings = validate(&[SourceFile { name: "env.sh", text: &huge }]);
+    assert_eq!(codes(&findings), ["file-too-large"]);
+}
+
+#[test]
+fn findings_serialize_with_exactly_the_documented_fields() {
+    let findings = check(&apply(&CASES[2]));
+    let json = serde_json::to_value(&findings).unwrap();
+    for finding in json.as_array().unwrap() {
+        let mut keys: Vec<&str> = finding.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, ["code", "column", "file", "help", "line", "message", "severity"]);
+    }
+    let sarif = gke_rl::validate::sarif(&findings);
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), findings.len());
+    assert_eq!(sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], findings[0].diagnostic.line);
+}
+
+#[cfg(feature = "crd-schema")]
+#[test]
+fn crd_schema_errors_point_at_the_field() {
+    let Some(path) = upstream("kuberay/ray.io_rayclusters.yaml") else { return };
+    let crd = gke_rl::validate::CrdSchema::from_crd(&std::fs::read_to_string(path).unwrap(), true).unwrap();
+    let mut files = rendered(&gke_rl::Deployment::default());
+    let sources = |files: &Files| files.iter().map(|(name, text)| (name.clone(), text.clone())).collect::<Vec<_>>();
+    let run = |files: &Files| {
+        let owned = sources(files);
+        let sources: Vec<SourceFile<'_>> = owned.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        gke_rl::validate::validate_with_crd(&sources, &crd)
+    };
+    assert!(!codes(&run(&files)).contains(&"crd-schema"));
+    let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replace("        tolerations:\n", "        toleration:\n");
+    let findings = run(&files);
+    let schema: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "crd-schema").collect();
+    assert!(!schema.is_empty(), "{findings:#?}");
+    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (21, 9), "{:?}", schema[0]);
+}

@@ -1,0 +1,125 @@
+//! `cargo xtask validate`: check artifacts — rendered, hand-written or the codelab's — in one
+//! pass. Exit 0 without errors, 1 with errors, 2 for usage or I/O problems.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use gke_rl::Severity;
+use gke_rl::validate::{self, Finding, SourceFile};
+
+use crate::config;
+use crate::report::Report;
+
+/// Check artifacts for every known defect, alone and across files
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files or directories to check [default: the render of the current config]
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Config whose render fills in the kinds of file PATH lacks (or is checked alone)
+    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
+    config: Option<PathBuf>,
+    /// Import a codelab env.sh as the config
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// Also check each RayCluster against this CRD's openAPIV3Schema
+    #[arg(long, value_name = "FILE")]
+    crd: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// rustc-style, with the source line and a caret
+    Human,
+    /// An array of {code, severity, file, line, column, message, help}
+    Json,
+    /// SARIF 2.1.0, for code-scanning UIs
+    Sarif,
+}
+
+impl Args {
+    /// Returns whether any finding is an error.
+    pub fn run(self) -> anyhow::Result<bool> {
+        let mut files = self.read_paths()?;
+        if self.paths.is_empty() || self.config.is_some() || self.env_file.is_some() {
+            let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+            let rendered = gke_rl::render(&loaded.deployment, &loaded.source)?;
+            let given: Vec<_> = files.keys().filter_map(|name| validate::detect(name, &files[name])).collect();
+            for artifact in rendered {
+                if validate::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {
+                    files.insert(artifact.name.to_owned(), artifact.contents);
+                }
+            }
+        }
+        let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        let findings = match &self.crd {
+            Some(path) => {
+                let crd = validate::CrdSchema::from_crd(&config::read_input(path)?, true)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                validate::validate_with_crd(&sources, &crd)
+            }
+            None => validate::validate(&sources),
+        };
+        match self.format {
+            Format::Human => print_human(&findings, &files),
+            Format::Json => println!("{}", serde_json::to_string_pretty(&findings)?),
+            Format::Sarif => println!("{}", serde_json::to_string_pretty(&validate::sarif(&findings))?),
+        }
+        Ok(validate::count(&findings, Severity::Error) > 0)
+    }
+
+    /// Every file named, and the files of every directory named whose kind gke-rl knows.
+    fn read_paths(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        let mut files = BTreeMap::new();
+        for path in &self.paths {
+            if path.is_dir() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?
+                    .map(|e| e.map(|e| e.path()))
+                    .collect::<Result<_, _>>()?;
+                entries.sort();
+                for entry in entries.into_iter().filter(|p| p.is_file()) {
+                    let name = display(&entry);
+                    let text = config::read_input(&entry)?;
+                    if validate::detect(&name, &text).is_some() {
+                        files.insert(name, text);
+                    }
+                }
+            } else {
+                let name = display(path);
+                let text = config::read_input(path)?;
+                if validate::detect(&name, &text).is_none() {
+                    bail!(
+                        "cannot tell what {name} is\nhelp: gke-rl checks env.sh, *.sh job scripts, RayCluster YAML, runtime-env JSON, .rayignore, gcluster deployment files and blueprints"
+                    );
+                }
+                files.insert(name, text);
+            }
+        }
+        Ok(files)
+    }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn print_human(findings: &[Finding], files: &BTreeMap<String, String>) {
+    for finding in findings {
+        let source = files.get(&finding.file).map_or("", String::as_str);
+        println!("{}\n", Report { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
+    }
+    let count = |severity| validate::count(findings, severity);
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    println!(
+        "{}, {}, {} info in {}",
+        plural(count(Severity::Error), "error"),
+        plural(count(Severity::Warning), "warning"),
+        count(Severity::Info),
+        plural(files.len(), "file")
+    );
+}
