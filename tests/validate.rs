@@ -39,7 +39,13 @@ fn the_codelab_files_fail_with_json_and_sarif_output() {
     let json = xtask(&root(), &["validate", codelab, "--format", "json"]);
     assert_eq!(json.status.code(), Some(1));
     let findings: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
-    assert!(findings.as_array().unwrap().iter().any(|f| f["code"] == "secret-literal" && f["file"].as_str().unwrap().ends_with("ray_runtime_env_nemo.json")));
+    assert!(
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "secret-literal" && f["file"].as_str().unwrap().ends_with("ray_runtime_env_nemo.json"))
+    );
 
     let sarif = xtask(&root(), &["validate", codelab, "--format", "sarif"]);
     let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF on stdout");
@@ -50,7 +56,11 @@ fn the_codelab_files_fail_with_json_and_sarif_output() {
 #[test]
 fn a_config_fills_in_what_the_paths_lack() {
     let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(cwd.path().join("ray-cluster.yaml"), std::fs::read_to_string(root().join("manifests/ray-cluster.yaml")).unwrap().replace("replicas: 8\n", "replicas: 2\n")).unwrap();
+    std::fs::write(
+        cwd.path().join("ray-cluster.yaml"),
+        std::fs::read_to_string(root().join("manifests/ray-cluster.yaml")).unwrap().replace("replicas: 8\n", "replicas: 2\n"),
+    )
+    .unwrap();
     std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 8\n").unwrap();
     let out = xtask(cwd.path(), &["validate", "ray-cluster.yaml", "--config", "gke-rl.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -65,7 +75,9 @@ fn crd_schema_checks_run_with_crd() {
         return;
     }
     let cwd = tempfile::tempdir().unwrap();
-    let cluster = std::fs::read_to_string(root().join("manifests/ray-cluster.yaml")).unwrap().replace("        tolerations:\n", "        toleration:\n");
+    let cluster = std::fs::read_to_string(root().join("manifests/ray-cluster.yaml"))
+        .unwrap()
+        .replace("        tolerations:\n", "        toleration:\n");
     std::fs::write(cwd.path().join("ray-cluster.yaml"), cluster).unwrap();
     let out = xtask(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));

@@ -1,6 +1,12 @@
-//! `cargo xtask bench <target>`: criterion benchmarks, reported against their targets.
+//! `cargo xtask bench <target>`: benchmarks, each reported against its target, and against
+//! the peer tool when the issue names one, measured side by side in the same run.
 
-use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use gke_rl::Deployment;
+use gke_rl::model::{Name, Quantity, Word};
 use xshell::{Shell, cmd};
 
 use crate::project_root;
@@ -9,19 +15,159 @@ use crate::project_root;
 pub enum Target {
     /// Render the full default artifact set in process (target: under 200 µs)
     Render,
+    /// Validate 100 RayClusters with the CRD schema, against check-jsonschema 0.39 (target: 50× faster)
+    Validate,
 }
+
+/// The peer the validation benchmark runs against, pinned.
+const CHECK_JSONSCHEMA: &str = "check-jsonschema==0.39.0";
+/// Timed runs of each command line; the median is reported.
+const RUNS: usize = 10;
 
 pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let (bench, id, target_ns) = match target {
-        Target::Render => ("render", "render the default artifact set", 200_000.0),
-    };
-    cmd!(sh, "{cargo} bench --package gke-rl --bench {bench}").run()?;
-    let estimates = project_root().join("target/criterion").join(id).join("new/estimates.json");
-    let json: serde_json::Value =
-        serde_json::from_str(&sh.read_file(&estimates)?).with_context(|| format!("cannot parse {}", estimates.display()))?;
-    let median = json["median"]["point_estimate"].as_f64().context("no median in criterion's estimates")?;
-    eprintln!("{id}: median {:.1} µs; target {:.0} µs; {:.1}x under the target", median / 1000.0, target_ns / 1000.0, target_ns / median);
+    match target {
+        Target::Render => {
+            criterion(sh, "render", &[])?;
+            report_criterion("render the default artifact set", Some(200_000.0))
+        }
+        Target::Validate => validate(sh),
+    }
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn criterion(sh: &Shell, bench: &str, env: &[(&str, &str)]) -> anyhow::Result<()> {
+    let cargo = cargo();
+    let mut command = cmd!(sh, "{cargo} bench --package gke-rl --bench {bench}");
+    for (key, value) in env {
+        command = command.env(key, value);
+    }
+    Ok(command.run()?)
+}
+
+/// Median of a criterion benchmark, in nanoseconds; with a target, how far under it.
+fn report_criterion(id: &str, target_ns: Option<f64>) -> anyhow::Result<()> {
+    let median = criterion_median(id)?;
+    match target_ns {
+        Some(target) => {
+            eprintln!("{id}: median {:.1} µs; target {:.0} µs; {:.1}x under the target", median / 1e3, target / 1e3, target / median)
+        }
+        None => eprintln!("{id}: median {:.2} ms", median / 1e6),
+    }
     Ok(())
+}
+
+fn criterion_median(id: &str) -> anyhow::Result<f64> {
+    let path = project_root().join("target/criterion").join(id).join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("cannot parse {}", path.display()))?;
+    json["median"]["point_estimate"].as_f64().context("no median in criterion's estimates")
+}
+
+/// 100 RayClusters (names, images and resources varied), plus the default env.sh, job script,
+/// runtime env and .rayignore, so cross-file rules run too. Returns the directory.
+fn write_validation_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::create_dir_all(dir)?;
+    let images = ["nvcr.io/nvidia/nemo-rl:v0.4.0", "nvcr.io/nvidia/nemo-rl:v0.5.0", "nvcr.io/nvidia/nemo-rl:v0.6.0"];
+    let mut manifests = Vec::new();
+    for i in 0..100 {
+        let mut d = Deployment::default();
+        d.project.cluster_name = Name::new(format!("ray-a4-{i:03}")).map_err(anyhow::Error::msg)?;
+        d.ray.image = Word::new(images[i % images.len()]).map_err(anyhow::Error::msg)?;
+        d.ray.worker.cpu = Quantity::new((90 + i % 10).to_string()).map_err(anyhow::Error::msg)?;
+        d.ray.head.memory_request = Quantity::new(format!("{}Gi", 32 + i % 64)).map_err(anyhow::Error::msg)?;
+        let artifacts = gke_rl::render(&d, "the validation benchmark")?;
+        let cluster = artifacts.iter().find(|a| a.name == "ray-cluster.yaml").context("a RayCluster is rendered")?;
+        let path = dir.join(format!("raycluster-{i:03}.yaml"));
+        std::fs::write(&path, &cluster.contents)?;
+        manifests.push(path);
+    }
+    for artifact in gke_rl::render(&Deployment::default(), "the validation benchmark")? {
+        if matches!(artifact.name, "env.sh" | "run_nemo_rl.sh" | "ray_runtime_env.json" | ".rayignore") {
+            std::fs::write(dir.join(artifact.name), &artifact.contents)?;
+        }
+    }
+    Ok(manifests)
+}
+
+/// A Python venv under target/ with the pinned peer, created once.
+fn check_jsonschema(sh: &Shell) -> anyhow::Result<PathBuf> {
+    let venv = project_root().join("target/venv");
+    let tool = venv.join("bin/check-jsonschema");
+    let installed = cmd!(sh, "{tool} --version").quiet().ignore_stderr().read().unwrap_or_default();
+    if !installed.contains("0.39.0") {
+        cmd!(sh, "python3 -m venv {venv}").run()?;
+        let pip = venv.join("bin/pip");
+        cmd!(sh, "{pip} install --quiet --disable-pip-version-check {CHECK_JSONSCHEMA}").run()?;
+    }
+    Ok(tool)
+}
+
+fn median_wall_time(mut run: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Duration> {
+    run()?; // warm the page cache and the interpreters
+    let mut times = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        run()?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(times[RUNS / 2])
+}
+
+fn validate(sh: &Shell) -> anyhow::Result<()> {
+    let root = project_root();
+    let crd = root.join("../shared/upstream/kuberay/ray.io_rayclusters.yaml");
+    let crd_text = std::fs::read_to_string(&crd).with_context(|| format!("the benchmark needs {}", crd.display()))?;
+    let work = root.join("target/bench-validate");
+    let files_dir = work.join("files");
+    let manifests = write_validation_files(&files_dir)?;
+    // The peer gets exactly the schema gke-rl checks against: the CRD's v1 schema, made strict.
+    let schema_path = work.join("raycluster.strict.schema.json");
+    let schema = gke_rl::validate::openapi_schema(&crd_text, true).map_err(anyhow::Error::msg)?;
+    std::fs::write(&schema_path, serde_json::to_string(&schema)?)?;
+
+    let cargo = cargo();
+    cmd!(sh, "{cargo} build --quiet --release --package xtask").run()?;
+    let gke_rl_cli = root.join("target/release/xtask");
+    let peer = check_jsonschema(sh)?;
+
+    let ours = || -> anyhow::Result<()> {
+        let out = cmd!(sh, "{gke_rl_cli} validate {files_dir} --crd {crd}").quiet().ignore_status().output()?;
+        if !out.status.success() {
+            bail!("gke-rl found errors in the benchmark files:\n{}", String::from_utf8_lossy(&out.stdout));
+        }
+        Ok(())
+    };
+    let theirs = || -> anyhow::Result<()> {
+        let manifests = &manifests;
+        let out = cmd!(sh, "{peer} --schemafile {schema_path} {manifests...}").quiet().ignore_status().output()?;
+        if !out.status.success() {
+            bail!("check-jsonschema rejected the benchmark files:\n{}", String::from_utf8_lossy(&out.stdout));
+        }
+        Ok(())
+    };
+    let gke_rl_time = median_wall_time(ours)?;
+    let peer_time = median_wall_time(theirs)?;
+
+    let files = files_dir.display().to_string();
+    criterion(sh, "validate", &[("GKE_RL_BENCH_FILES", &files)])?;
+    eprintln!("\n100 RayCluster manifests against the strict KubeRay v1.7.0 RayCluster schema, median of {RUNS} runs each:");
+    eprintln!(
+        "  gke-rl validate --crd (parse, typed rules, cross-file rules, CRD schema; 104 files): {:.1} ms",
+        gke_rl_time.as_secs_f64() * 1e3
+    );
+    eprintln!(
+        "  {CHECK_JSONSCHEMA} --schemafile (schema only; 100 files):                          {:.1} ms",
+        peer_time.as_secs_f64() * 1e3
+    );
+    eprintln!("  ratio: gke-rl is {:.1}x faster (target: 50x)", peer_time.as_secs_f64() / gke_rl_time.as_secs_f64());
+    report_criterion("compile the strict RayCluster CRD schema", None)?;
+    report_criterion("validate 100 RayClusters with the CRD schema", None)
 }

@@ -20,6 +20,9 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
+    // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
+    // 10-minute runs are `cargo xtask fuzz`.
+    step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))?;
     Ok(())
 }
 

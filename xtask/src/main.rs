@@ -7,6 +7,7 @@ mod bench;
 mod ci;
 mod codegen;
 mod config;
+mod fuzz;
 mod render;
 mod report;
 #[cfg(test)]
@@ -39,6 +40,8 @@ enum Command {
     },
     /// Run every check CI runs, installing what is missing first
     Ci,
+    /// Fuzz the parsers (cargo-fuzz, nightly)
+    Fuzz(fuzz::Args),
     /// Run a benchmark and compare it with its target
     Bench {
         #[arg(value_enum)]
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => args.run().map(|has_errors| !has_errors),
         Command::Codegen { check } => codegen::run(check).map(|()| true),
         Command::Ci => ci::run(&sh).map(|()| true),
+        Command::Fuzz(args) => args.run(&sh).map(|()| true),
         Command::Bench { target } => bench::run(&sh, target).map(|()| true),
     });
     match result {

@@ -144,24 +144,8 @@ fn runtime_env_is_json_with_string_env_vars_and_no_secret() {
 /// The RayCluster schema of the real KubeRay CRD, made strict: an object schema that lists
 /// its properties rejects others, where the API server would silently drop a misspelt field.
 fn raycluster_schema() -> Option<jsonschema::Validator> {
-    fn strict(schema: &mut Value) {
-        match schema {
-            Value::Object(map) => {
-                let open = map.contains_key("additionalProperties") || map.contains_key("x-kubernetes-preserve-unknown-fields");
-                if map.contains_key("properties") && !open {
-                    map.insert("additionalProperties".into(), Value::Bool(false));
-                }
-                map.values_mut().for_each(strict);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strict),
-            _ => {}
-        }
-    }
     let path = upstream("kuberay/ray.io_rayclusters.yaml")?;
-    let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).expect("the CRD parses");
-    let v1 = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == "v1").expect("a v1 version");
-    let mut schema = v1["schema"]["openAPIV3Schema"].clone();
-    strict(&mut schema);
+    let schema = gke_rl::validate::openapi_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
     Some(jsonschema::validator_for(&schema).expect("the CRD schema compiles"))
 }
 

@@ -220,6 +220,21 @@ fn every_rule_has_a_case() {
 }
 
 #[test]
+fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
+    let mut files = rendered(&gke_rl::Deployment::default());
+    let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replace("claimName: lustre-pvc", "claimName: {{'<pvc-name>'}}");
+    let findings = check(&files);
+    let placeholder: Vec<_> = findings
+        .iter()
+        .filter(|f| f.diagnostic.code == "placeholder")
+        .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
+        .collect();
+    assert_eq!(placeholder, [("ray-cluster.yaml", 60, 26), ("ray-cluster.yaml", 107, 28)]);
+    assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
+}
+
+#[test]
 fn huge_files_are_refused_not_parsed() {
     let huge = "#".repeat(gke_rl::validate::MAX_FILE_BYTES + 1);
     let findings = validate(&[SourceFile { name: "env.sh", text: &huge }]);
@@ -241,7 +256,6 @@ fn findings_serialize_with_exactly_the_documented_fields() {
     assert_eq!(sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], findings[0].diagnostic.line);
 }
 
-#[cfg(feature = "crd-schema")]
 #[test]
 fn crd_schema_errors_point_at_the_field() {
     let Some(path) = upstream("kuberay/ray.io_rayclusters.yaml") else { return };

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 pub use rules::{RULES, Rule};
 #[cfg(feature = "crd-schema")]
-pub use schema::CrdSchema;
+pub use schema::{CrdSchema, openapi_schema};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::envsh;
@@ -235,8 +235,35 @@ fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
     views
 }
 
+/// `text` with each `{{…}}` outside comments replaced by as many `_`, so template debris
+/// parses as a plain scalar at the same columns; and where each was.
+fn mask_placeholders(text: &str) -> (std::borrow::Cow<'_, str>, Vec<(u32, u32)>) {
+    if !text.contains("{{") {
+        return (std::borrow::Cow::Borrowed(text), Vec::new());
+    }
+    let mut masked = String::with_capacity(text.len());
+    let mut found = Vec::new();
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let mut rest = line;
+        while let Some(start) = rest.find("{{").filter(|&i| !rest[..i].contains('#')) {
+            let Some(len) = rest[start..].find("}}").map(|end| end + 2) else { break };
+            let column = line.len() - rest.len() + start;
+            found.push((u32::try_from(index + 1).unwrap_or(u32::MAX), u32::try_from(line[..column].chars().count() + 1).unwrap_or(1)));
+            masked.push_str(&rest[..start]);
+            masked.extend(std::iter::repeat_n('_', rest[start..start + len].chars().count()));
+            rest = &rest[start + len..];
+        }
+        masked.push_str(rest);
+    }
+    (std::borrow::Cow::Owned(masked), found)
+}
+
 fn tree<'a>(file: &SourceFile<'a>, sink: &mut Sink) -> Option<Tree<'a>> {
-    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(file.text) {
+    let (text, placeholders) = mask_placeholders(file.text);
+    for at in placeholders {
+        sink.emit(&rules::PLACEHOLDER, file.name, at, "a template placeholder was left in", "replace the placeholder with the real value");
+    }
+    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(&text) {
         Ok(root) => Some(Tree { file: file.name, text: file.text, root: Node::from(root) }),
         Err(e) => {
             let at = e.location().map_or((1, 1), |l| (u32::try_from(l.line()).unwrap_or(1), u32::try_from(l.column()).unwrap_or(1)));

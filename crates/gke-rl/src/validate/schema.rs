@@ -14,14 +14,7 @@ impl CrdSchema {
     /// `strict` also rejects fields the schema does not list, which the API server would
     /// silently drop.
     pub fn from_crd(crd_yaml: &str, strict: bool) -> Result<Self, String> {
-        let crd: serde_json::Value = serde_saphyr::from_str(crd_yaml).map_err(|e| format!("the CRD is not YAML: {e}"))?;
-        let versions =
-            crd.pointer("/spec/versions").and_then(serde_json::Value::as_array).ok_or("the file is not a CRD: no spec.versions")?;
-        let v1 = versions.iter().find(|v| v["name"] == "v1").ok_or("the CRD has no v1 version")?;
-        let mut schema = v1.pointer("/schema/openAPIV3Schema").cloned().ok_or("the CRD's v1 version has no openAPIV3Schema")?;
-        if strict {
-            close_objects(&mut schema);
-        }
+        let schema = openapi_schema(crd_yaml, strict)?;
         let validator = jsonschema::validator_for(&schema).map_err(|e| format!("the CRD's schema does not compile: {e}"))?;
         Ok(Self { validator })
     }
@@ -49,6 +42,19 @@ impl CrdSchema {
             }
         }
     }
+}
+
+/// The JSON Schema of a RayCluster CRD's `v1` version; `strict` closes every object schema
+/// that lists its properties.
+pub fn openapi_schema(crd_yaml: &str, strict: bool) -> Result<serde_json::Value, String> {
+    let crd: serde_json::Value = serde_saphyr::from_str(crd_yaml).map_err(|e| format!("the CRD is not YAML: {e}"))?;
+    let versions = crd.pointer("/spec/versions").and_then(serde_json::Value::as_array).ok_or("the file is not a CRD: no spec.versions")?;
+    let v1 = versions.iter().find(|v| v["name"] == "v1").ok_or("the CRD has no v1 version")?;
+    let mut schema = v1.pointer("/schema/openAPIV3Schema").cloned().ok_or("the CRD's v1 version has no openAPIV3Schema")?;
+    if strict {
+        close_objects(&mut schema);
+    }
+    Ok(schema)
 }
 
 /// Object schemas that list their properties accept no others.

@@ -1,0 +1,90 @@
+//! `cargo xtask fuzz [TARGET…] [--seconds N]`: libFuzzer on every parser (cargo-fuzz, nightly),
+//! each corpus seeded with the repository's own artifacts and fixtures. A crash, a panic, or
+//! an input taking over 5 s (a hang) fails the run.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use xshell::{Shell, cmd};
+
+use crate::project_root;
+
+/// Every fuzz target, with the files that seed its corpus (relative to the project root).
+const TARGETS: &[(&str, &[&str])] = &[
+    ("env_sh", &["manifests/env.sh", "tests/fixtures/codelab/env.sh"]),
+    ("config_yaml", &["examples/gke-rl.yaml", "tests/fixtures/configs"]),
+    ("job_script", &["manifests/run_nemo_rl.sh", "tests/fixtures/codelab/run_nemo_rl.sh"]),
+    ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
+    ("runtime_env", &["manifests/ray_runtime_env.json", "tests/fixtures/codelab/ray_runtime_env_nemo.json"]),
+    ("rayignore", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
+    ("blueprint", &["tests/fixtures/blueprints", "manifests/gke-a4-deployment.yaml", "../shared/upstream/cluster-toolkit"]),
+];
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Targets to run [default: all]
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(TARGETS.iter().map(|(name, _)| *name)))]
+    targets: Vec<String>,
+    /// How long to fuzz each target
+    #[arg(long, default_value_t = 600)]
+    seconds: u64,
+}
+
+impl Args {
+    /// Every target for a few seconds.
+    pub fn smoke() -> Self {
+        Self { targets: Vec::new(), seconds: 3 }
+    }
+
+    pub fn run(self, sh: &Shell) -> anyhow::Result<()> {
+        let root = project_root();
+        let _root = sh.push_dir(&root);
+        if cmd!(sh, "cargo fuzz --version").quiet().ignore_stderr().read().is_err() {
+            cmd!(sh, "cargo install cargo-fuzz --locked").run()?;
+        }
+        let selected: Vec<&(&str, &[&str])> =
+            TARGETS.iter().filter(|(name, _)| self.targets.is_empty() || self.targets.iter().any(|t| t == name)).collect();
+        let seconds = self.seconds.to_string();
+        for (target, seeds) in selected {
+            let corpus = seed_corpus(&root, target, seeds)?;
+            let corpus = corpus.to_str().context("corpus path is not UTF-8")?;
+            let start = Instant::now();
+            let result = cmd!(
+                sh,
+                "cargo +nightly fuzz run {target} {corpus} -- -max_total_time={seconds} -timeout=5 -max_len=65536 -print_final_stats=1"
+            )
+            .ignore_stdout()
+            .output();
+            match result {
+                Ok(output) => {
+                    let stats = String::from_utf8_lossy(&output.stderr);
+                    let runs =
+                        stats.lines().find_map(|l| l.strip_prefix("stat::number_of_executed_units:")).map_or("?", str::trim).to_owned();
+                    eprintln!("fuzz {target}: {runs} inputs in {:.0} s, no findings", start.elapsed().as_secs_f64());
+                }
+                Err(e) => bail!("fuzz {target} found a crash or hang ({e}); the input is under fuzz/artifacts/{target}/"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `target/fuzz-corpus/<target>`, holding every seed file (directories contribute their files).
+fn seed_corpus(root: &Path, target: &str, seeds: &[&str]) -> anyhow::Result<PathBuf> {
+    let corpus = root.join("target/fuzz-corpus").join(target);
+    std::fs::create_dir_all(&corpus)?;
+    for seed in seeds {
+        let path = root.join(seed);
+        let files: Vec<PathBuf> = if path.is_dir() {
+            std::fs::read_dir(&path)?.filter_map(|e| Some(e.ok()?.path())).filter(|p| p.is_file()).collect()
+        } else {
+            vec![path]
+        };
+        for file in files.into_iter().filter(|f| f.is_file()) {
+            let name = format!("seed-{}", file.file_name().context("seed without a name")?.to_string_lossy());
+            std::fs::copy(&file, corpus.join(name)).with_context(|| format!("cannot copy {}", file.display()))?;
+        }
+    }
+    Ok(corpus)
+}
