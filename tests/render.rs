@@ -1,7 +1,10 @@
 //! End to end: `cargo xtask render` as a user runs it, in a scratch working directory.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+
+use common::{project_root, stderr, xtask};
 
 const ARTIFACTS: [&str; 7] = [
     "env.sh",
@@ -12,18 +15,6 @@ const ARTIFACTS: [&str; 7] = [
     "ray_runtime_env.json",
     "run_nemo_rl.sh",
 ];
-
-fn xtask(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask")).current_dir(cwd).args(args).output().expect("xtask runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

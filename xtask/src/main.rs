@@ -4,6 +4,7 @@
 //! place that runs external programs. Generated files are checked by `cargo test -p xtask`.
 
 mod bench;
+mod blueprint;
 mod ci;
 mod codegen;
 mod config;
@@ -32,6 +33,7 @@ struct Cli {
 enum Command {
     Render(render::Args),
     Validate(validate::Args),
+    Blueprint(blueprint::Args),
     /// Regenerate the committed files: manifests/, schemas/, examples/
     Codegen {
         /// Fail instead of writing when a file is stale
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
     let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
         Command::Render(args) => args.run().map(|()| true),
         Command::Validate(args) => args.run().map(|has_errors| !has_errors),
+        Command::Blueprint(args) => args.run().map(|()| true),
         Command::Codegen { check } => codegen::run(check).map(|()| true),
         Command::Ci => ci::run(&sh).map(|()| true),
         Command::Fuzz(args) => args.run(&sh).map(|()| true),

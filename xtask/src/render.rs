@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub enum Outcome {
     Created,
     Updated,
     Unchanged,
@@ -39,24 +39,29 @@ impl Args {
     pub fn run(self) -> anyhow::Result<()> {
         let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
         let artifacts = gke_rl::render(&loaded.deployment, &loaded.source)?;
-        let outcomes = write_all(&self.out, &artifacts, self.force)?;
-        for (artifact, outcome) in artifacts.iter().zip(outcomes) {
-            let verb = match outcome {
-                Outcome::Created => "created",
-                Outcome::Updated => "updated",
-                Outcome::Unchanged => "unchanged",
-            };
-            let path = self.out.join(artifact.name);
-            eprintln!("{verb:>9}  {:<32} {:>3} lines", path.display(), artifact.contents.lines().count());
-        }
+        let outcomes = write_all(&self.out, &artifacts, self.force, |_, existing| is_generated(existing))?;
+        summarize(&self.out, &artifacts, &outcomes);
         eprintln!("{}", next_steps(&self.out, &loaded.deployment));
         Ok(())
     }
 }
 
+/// One line per file on stderr: what happened to it.
+pub fn summarize(out: &Path, artifacts: &[Artifact], outcomes: &[Outcome]) {
+    for (artifact, outcome) in artifacts.iter().zip(outcomes) {
+        let verb = match outcome {
+            Outcome::Created => "created",
+            Outcome::Updated => "updated",
+            Outcome::Unchanged => "unchanged",
+        };
+        eprintln!("{verb:>9}  {:<32} {:>3} lines", out.join(artifact.name).display(), artifact.contents.lines().count());
+    }
+}
+
 /// Writes each artifact atomically (temp file, then rename), after checking that none would
-/// overwrite a file gke-rl did not generate; on refusal nothing is written.
-fn write_all(out: &Path, artifacts: &[Artifact], force: bool) -> anyhow::Result<Vec<Outcome>> {
+/// overwrite a file gke-rl did not make (`ours(name, existing contents)`); on refusal nothing
+/// is written.
+pub fn write_all(out: &Path, artifacts: &[Artifact], force: bool, ours: impl Fn(&str, &str) -> bool) -> anyhow::Result<Vec<Outcome>> {
     let mut outcomes = Vec::with_capacity(artifacts.len());
     let mut foreign = Vec::new();
     for artifact in artifacts {
@@ -64,7 +69,7 @@ fn write_all(out: &Path, artifacts: &[Artifact], force: bool) -> anyhow::Result<
         let outcome = match fs::read(&path) {
             Ok(existing) if existing == artifact.contents.as_bytes() => Outcome::Unchanged,
             Ok(existing) => {
-                if !force && !is_generated(&String::from_utf8_lossy(&existing)) {
+                if !force && !ours(artifact.name, &String::from_utf8_lossy(&existing)) {
                     foreign.push(path.display().to_string());
                 }
                 Outcome::Updated

@@ -11,6 +11,7 @@
 //! The crate does no I/O: it reads text and returns text, so it builds for
 //! `wasm32-unknown-unknown` and every front end (CLI, browser, other tools) shares it.
 
+pub mod blueprint;
 pub mod config;
 pub mod diagnostic;
 pub mod envsh;

@@ -1,0 +1,310 @@
+//! Patching Cluster Toolkit's `gke-a4` blueprint into a deployable Lustre + Ray + Spot
+//! blueprint by editing its text, so every comment and every line that needs no change stays
+//! and the diff is the review surface (`cluster-toolkit.md` §1.5–1.6).
+//!
+//! Things are found by meaning — modules by `source:` and `# - id:`, vars by key — never by
+//! line number. An input of an unexpected shape stops the patch with what was expected and
+//! where; patching a patched blueprint changes nothing.
+
+use std::collections::BTreeSet;
+
+use crate::diagnostic::Diagnostic;
+use crate::model::{Deployment, Provisioning};
+use crate::yaml::Node;
+
+const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
+const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
+/// The commented modules Managed Lustre needs, in file order; all four together.
+const LUSTRE_MODULES: [&str; 4] = ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"];
+/// The commented Lustre vars.
+const LUSTRE_VARS: [&str; 3] = ["lustre_instance_id", "lustre_size_gib", "per_unit_storage_throughput"];
+
+fn shape_error(line: usize, message: impl Into<String>, help: impl Into<String>) -> Diagnostic {
+    Diagnostic::error("blueprint-shape", (u32::try_from(line + 1).unwrap_or(u32::MAX), 1), message, help)
+}
+
+const UPSTREAM_HELP: &str = "start from Cluster Toolkit's examples/gke-a4/gke-a4.yaml, or make the edit by hand";
+
+/// Returns the patched blueprint for `deployment`, or where the input differs from the shape
+/// the patch expects.
+pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> {
+    let crlf = text.contains("\r\n");
+    let mut lines: Vec<String> = text.lines().map(|l| l.trim_end_matches('\r').to_owned()).collect();
+    if let Some(index) = lines.iter().position(|l| l.trim_start_matches(' ').starts_with('\t')) {
+        return Err(shape_error(index, "the blueprint is indented with tabs", "indent with spaces (YAML does not allow tabs)"));
+    }
+    for id in LUSTRE_MODULES {
+        uncomment_module(&mut lines, id)?;
+    }
+    for key in LUSTRE_VARS {
+        uncomment_var(&mut lines, key)?;
+    }
+    let lustre = &deployment.lustre;
+    set_var(&mut lines, "lustre_instance_id", lustre.instance_id.as_str())?;
+    set_var(&mut lines, "lustre_size_gib", &lustre.capacity_gib.to_string())?;
+    set_var(&mut lines, "per_unit_storage_throughput", &lustre.throughput_mbps_per_tib.to_string())?;
+
+    // Settings edits need positions: parse once, then edit bottom-up so earlier lines keep theirs.
+    let root = parse(&lines)?;
+    let mut edits = vec![
+        set_setting(module_by_id(&root, "lustre-pv"), "lustre-pv", "pvc_name", lustre.pvc_name.as_str())?,
+        set_setting(module_by_source(&root, CLUSTER_SOURCE), CLUSTER_SOURCE, "enable_ray_operator", "true")?,
+    ];
+    let pool = module_by_source(&root, NODE_POOL_SOURCE).ok_or_else(|| missing_source(NODE_POOL_SOURCE))?;
+    match deployment.topology.provisioning {
+        Provisioning::Spot => {
+            edits.push(spot(&lines, pool)?);
+            edits.push(drop_var_with_comments(&root, &lines, "reservation"));
+        }
+        Provisioning::Reservation(_) if pool.get(&["settings", "reservation_affinity"]).is_none() => {
+            return Err(shape_error(
+                pool.line as usize - 1,
+                "the node pool has no `reservation_affinity`, but the config names a reservation",
+                "restore the node pool's reservation_affinity block from upstream",
+            ));
+        }
+        Provisioning::Reservation(_) => {}
+    }
+    let mut edits: Vec<Edit> = edits.into_iter().flatten().collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.start));
+    for edit in edits {
+        lines.splice(edit.start..edit.end, edit.replacement);
+    }
+
+    let patched = parse(&lines)?;
+    check_references(&patched, &lines)?;
+    let newline = if crlf { "\r\n" } else { "\n" };
+    let mut out = lines.join(newline);
+    if text.ends_with('\n') {
+        out.push_str(newline);
+    }
+    Ok(out)
+}
+
+/// A unified diff from `original` to `patched`, with `name` on both sides (`patch -p0`).
+pub fn unified_diff(original: &str, patched: &str, name: &str) -> String {
+    similar::TextDiff::from_lines(original, patched).unified_diff().context_radius(3).header(name, name).to_string()
+}
+
+/// Replace lines `start..end` with `replacement`.
+struct Edit {
+    start: usize,
+    end: usize,
+    replacement: Vec<String>,
+}
+
+fn parse(lines: &[String]) -> Result<Node, Diagnostic> {
+    let text = lines.join("\n");
+    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(&text) {
+        Ok(root) => Ok(Node::from(root)),
+        Err(e) => {
+            let line = e.location().map_or(0, |l| usize::try_from(l.line()).unwrap_or(1).saturating_sub(1));
+            Err(shape_error(line, format!("the blueprint is not valid YAML here: {}", e.without_snippet()), UPSTREAM_HELP))
+        }
+    }
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+fn is_live_module(line: &str, id: &str) -> bool {
+    line.trim_start().strip_prefix("- id:").is_some_and(|rest| rest.trim() == id)
+}
+
+/// `# - id: <id>` and the commented lines that follow it lose their `# `.
+fn uncomment_module(lines: &mut [String], id: &str) -> Result<(), Diagnostic> {
+    if lines.iter().any(|l| is_live_module(l, id)) {
+        return Ok(());
+    }
+    let commented = |l: &String| l.trim_start().strip_prefix("# - id:").is_some_and(|rest| rest.trim() == id);
+    let Some(start) = lines.iter().position(commented) else {
+        return Err(shape_error(
+            0,
+            format!("the blueprint has no module `{id}`, live or commented out (`# - id: {id}`)"),
+            format!("Managed Lustre needs the modules {}; {UPSTREAM_HELP}", LUSTRE_MODULES.join(", ")),
+        ));
+    };
+    let indent = indent_of(&lines[start]);
+    let prefix = format!("{}# ", " ".repeat(indent));
+    for line in lines[start..].iter_mut() {
+        if let Some(rest) = line.strip_prefix(&prefix) {
+            *line = format!("{}{rest}", " ".repeat(indent));
+        } else {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// `  # key: value` in the vars block becomes `  key: value`.
+fn uncomment_var(lines: &mut [String], key: &str) -> Result<(), Diagnostic> {
+    let live = |l: &String| l.strip_prefix("  ").and_then(|r| r.strip_prefix(key)).is_some_and(|r| r.starts_with(':'));
+    if lines.iter().any(live) {
+        return Ok(());
+    }
+    let commented = format!("  # {key}:");
+    let Some(index) = lines.iter().position(|l| l.starts_with(&commented)) else {
+        return Err(shape_error(
+            0,
+            format!("the blueprint has no var `{key}`, live or commented out (`  # {key}: …`)"),
+            format!("add `{key}:` under vars; {UPSTREAM_HELP}"),
+        ));
+    };
+    lines[index] = format!("  {}", &lines[index][4..]);
+    Ok(())
+}
+
+fn set_var(lines: &mut [String], key: &str, value: &str) -> Result<(), Diagnostic> {
+    let vars_start = lines
+        .iter()
+        .position(|l| l.trim_end() == "vars:")
+        .ok_or_else(|| shape_error(0, "the blueprint has no top-level `vars:`", UPSTREAM_HELP))?;
+    let vars_end =
+        lines[vars_start + 1..].iter().position(|l| !l.is_empty() && !l.starts_with(' ')).map_or(lines.len(), |i| vars_start + 1 + i);
+    let prefix = format!("  {key}:");
+    let line = lines[vars_start..vars_end]
+        .iter_mut()
+        .find(|l| l.starts_with(&prefix))
+        .ok_or_else(|| shape_error(vars_start, format!("`{key}` is not under vars"), UPSTREAM_HELP))?;
+    *line = format!("  {key}: {value}");
+    Ok(())
+}
+
+fn modules(root: &Node) -> impl Iterator<Item = &Node> {
+    root.get(&["deployment_groups"])
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|g| g.get(&["modules"]).map(Node::items).unwrap_or_default())
+}
+
+fn module_by_id<'n>(root: &'n Node, id: &str) -> Option<&'n Node> {
+    modules(root).find(|m| m.get(&["id"]).and_then(Node::text) == Some(id))
+}
+
+fn module_by_source<'n>(root: &'n Node, source: &str) -> Option<&'n Node> {
+    modules(root).find(|m| m.get(&["source"]).and_then(Node::text) == Some(source))
+}
+
+fn missing_source(source: &str) -> Diagnostic {
+    shape_error(0, format!("the blueprint has no module with `source: {source}`"), UPSTREAM_HELP)
+}
+
+/// `key: value` in a module's settings: changed in place, or added as the first setting.
+/// `what` names the module (an id, or a source path) for errors.
+fn set_setting(module: Option<&Node>, what: &str, key: &str, value: &str) -> Result<Option<Edit>, Diagnostic> {
+    let missing = || {
+        if what.contains('/') {
+            missing_source(what)
+        } else {
+            shape_error(0, format!("the blueprint has no module `{what}`"), UPSTREAM_HELP)
+        }
+    };
+    let module = module.ok_or_else(missing)?;
+    let settings = module
+        .get(&["settings"])
+        .ok_or_else(|| shape_error(module.line as usize - 1, format!("module `{what}` has no settings"), UPSTREAM_HELP))?;
+    let line_of = |node: &Node| node.key_at.map_or(node.line, |(line, _)| line) as usize - 1;
+    let indent_of_key = |node: &Node| node.key_at.map_or(0, |(_, column)| column as usize - 1);
+    let (start, end, indent) = match settings.get(&[key]) {
+        Some(existing) if existing.text() == Some(value) => return Ok(None),
+        Some(existing) => (line_of(existing), line_of(existing) + 1, indent_of_key(existing)),
+        None => {
+            let (_, first) = settings
+                .entries()
+                .first()
+                .ok_or_else(|| shape_error(settings.line as usize - 1, format!("module `{what}` has empty settings"), UPSTREAM_HELP))?;
+            (line_of(first), line_of(first), indent_of_key(first))
+        }
+    };
+    Ok(Some(Edit { start, end, replacement: vec![format!("{}{key}: {value}", " ".repeat(indent))] }))
+}
+
+/// Spot VMs cannot consume a reservation: replace the node pool's `reservation_affinity`
+/// with compact placement and `spot: true`, as upstream's own Spot test does.
+fn spot(lines: &[String], pool: &Node) -> Result<Option<Edit>, Diagnostic> {
+    let settings =
+        pool.get(&["settings"]).ok_or_else(|| shape_error(pool.line as usize - 1, "the node pool has no settings", UPSTREAM_HELP))?;
+    let spot_set = settings.get(&["spot"]).and_then(Node::text) == Some("true");
+    let Some(affinity) = settings.get(&["reservation_affinity"]) else {
+        return if spot_set {
+            Ok(None)
+        } else {
+            Err(shape_error(settings.line as usize - 1, "the node pool has neither `reservation_affinity` nor `spot: true`", UPSTREAM_HELP))
+        };
+    };
+    let (key_line, key_column) = affinity.key_at.map_or((affinity.line, 1), |at| at);
+    let start = key_line as usize - 1;
+    let indent = key_column as usize - 1;
+    let end = start + 1 + lines[start + 1..].iter().take_while(|l| l.trim().is_empty() || indent_of(l) > indent).count();
+    let end = (start + 1..end).rev().find(|&i| !lines[i].trim().is_empty()).map_or(start + 1, |i| i + 1);
+    let pad = " ".repeat(indent);
+    let mut replacement = Vec::new();
+    if settings.get(&["placement_policy"]).is_none() {
+        replacement.push(format!("{pad}placement_policy:"));
+        replacement.push(format!("{pad}  type: COMPACT"));
+    }
+    if !spot_set {
+        replacement.push(format!("{pad}spot: true"));
+    }
+    Ok(Some(Edit { start, end, replacement }))
+}
+
+/// Removes a top-level var and the comment lines directly above it.
+fn drop_var_with_comments(root: &Node, lines: &[String], key: &str) -> Option<Edit> {
+    let var = root.get(&["vars"])?.entries().iter().find(|(k, _)| k == key)?.1.key_at?;
+    let line = var.0 as usize - 1;
+    let first = (0..line)
+        .rev()
+        .take_while(|&i| lines[i].trim_start().starts_with('#') && indent_of(&lines[i]) == indent_of(&lines[line]))
+        .last()
+        .unwrap_or(line);
+    // Take the blank line above too when one follows, so no double blank line is left.
+    let (start, end) = if first > 0 && lines[first - 1].trim().is_empty() && lines.get(line + 1).is_some_and(|l| l.trim().is_empty()) {
+        (first - 1, line + 1)
+    } else {
+        (first, line + 1)
+    };
+    Some(Edit { start, end, replacement: Vec::new() })
+}
+
+/// Every `$(vars.X)`, `$(module.output)` and `use:` must name something the blueprint has.
+fn check_references(root: &Node, lines: &[String]) -> Result<(), Diagnostic> {
+    let vars: BTreeSet<&str> = root.get(&["vars"]).map(Node::entries).unwrap_or_default().iter().map(|(k, _)| k.as_str()).collect();
+    let ids: BTreeSet<&str> = modules(root).filter_map(|m| m.get(&["id"]).and_then(Node::text)).collect();
+    for module in modules(root) {
+        for used in module.get(&["use"]).map(Node::items).unwrap_or_default() {
+            let name = used.text().unwrap_or_default();
+            if !ids.contains(name) {
+                return Err(shape_error(
+                    used.line as usize - 1,
+                    format!("`use: {name}` names no module of the blueprint"),
+                    "uncomment that module too, or remove it from `use`",
+                ));
+            }
+        }
+    }
+    for (index, line) in lines.iter().enumerate() {
+        let code = line.split(" #").next().unwrap_or(line);
+        if code.trim_start().starts_with('#') {
+            continue;
+        }
+        for reference in code.split("$(").skip(1).filter_map(|r| r.split_once(')').map(|(inside, _)| inside)) {
+            let Some((scope, name)) = reference.split_once('.') else { continue };
+            let known = match scope {
+                "vars" => vars.contains(name),
+                _ if scope.starts_with("ghpc_") => true,
+                _ => ids.contains(scope),
+            };
+            if !known && !reference.starts_with("ghpc_stage") {
+                return Err(shape_error(
+                    index,
+                    format!("`$({reference})` refers to something the blueprint does not define"),
+                    "define the var or module it names, or remove the reference",
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! The blueprint patcher on the real upstream gke-a4 blueprint and on mutated copies of it.
+
+mod common;
+
+use common::{render, upstream};
+use gke_rl::Deployment;
+use gke_rl::blueprint::{patch, unified_diff};
+use gke_rl::yaml::Node;
+
+fn upstream_blueprint() -> Option<String> {
+    Some(std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")?).unwrap())
+}
+
+fn reservation() -> Deployment {
+    gke_rl::config::from_yaml("topology:\n  provisioning:\n    reservation: a4-res\n").unwrap()
+}
+
+fn module<'n>(root: &'n Node, id: &str) -> &'n Node {
+    let groups = root.get(&["deployment_groups"]).unwrap().items();
+    groups
+        .iter()
+        .flat_map(|g| g.get(&["modules"]).unwrap().items())
+        .find(|m| m.get(&["id"]).and_then(Node::text) == Some(id))
+        .unwrap_or_else(|| panic!("no module {id}"))
+}
+
+#[test]
+fn spot_patch_makes_the_upstream_blueprint_deployable() {
+    let Some(original) = upstream_blueprint() else { return };
+    let patched = patch(&original, &Deployment::default()).unwrap();
+    let root = Node::parse(&patched).expect("the patched blueprint is YAML");
+    for id in ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"] {
+        assert!(module(&root, id).get(&["source"]).is_some(), "{id} is live");
+    }
+    assert_eq!(module(&root, "lustre-pv").get(&["settings", "pvc_name"]).and_then(Node::text), Some("lustre-pvc"));
+    assert_eq!(module(&root, "a4-cluster").get(&["settings", "enable_ray_operator"]).and_then(Node::text), Some("true"));
+    let pool = module(&root, "a4-pool");
+    assert!(pool.get(&["settings", "reservation_affinity"]).is_none());
+    assert_eq!(pool.get(&["settings", "spot"]).and_then(Node::text), Some("true"));
+    assert!(root.get(&["vars", "reservation"]).is_none(), "the unused reservation var is dropped");
+    assert_eq!(root.get(&["vars", "lustre_size_gib"]).and_then(Node::text), Some("9000"));
+    assert_eq!(root.get(&["vars", "per_unit_storage_throughput"]).and_then(Node::text), Some("1000"));
+    assert_eq!(root.get(&["vars", "lustre_instance_id"]).and_then(Node::text), Some("rl-demo-gpu-lustre"));
+    assert!(patched.starts_with(&original[..original.find("blueprint_name").unwrap()]), "the licence header is kept");
+}
+
+#[test]
+fn every_unrelated_comment_is_kept() {
+    let Some(original) = upstream_blueprint() else { return };
+    let patched = patch(&original, &Deployment::default()).unwrap();
+    let kept: std::collections::BTreeSet<&str> = patched.lines().collect();
+    let patched_away = |line: &str| {
+        let t = line.trim_start();
+        t.starts_with("# -")
+            || t.starts_with("#   ")
+            || t.starts_with("# lustre_")
+            || t.starts_with("# per_unit")
+            || t.starts_with("# size")
+            || line.contains("reservation")
+    };
+    for line in original.lines().filter(|l| l.trim_start().starts_with('#') && !patched_away(l)) {
+        assert!(kept.contains(line), "comment lost: {line:?}");
+    }
+}
+
+#[test]
+fn patching_is_idempotent() {
+    let Some(original) = upstream_blueprint() else { return };
+    for deployment in [Deployment::default(), reservation()] {
+        let once = patch(&original, &deployment).unwrap();
+        assert_eq!(patch(&once, &deployment).unwrap(), once);
+    }
+}
+
+#[test]
+fn the_patch_applies_to_the_original_and_reproduces_the_output() {
+    let Some(original) = upstream_blueprint() else { return };
+    for deployment in [Deployment::default(), reservation()] {
+        let patched = patch(&original, &deployment).unwrap();
+        let diff = unified_diff(&original, &patched, "gke-a4.yaml");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("gke-a4.yaml"), &original).unwrap();
+        std::fs::write(dir.path().join("gke-a4.yaml.patch"), &diff).unwrap();
+        let status =
+            std::process::Command::new("git").args(["apply", "-p0", "gke-a4.yaml.patch"]).current_dir(dir.path()).status().unwrap();
+        assert!(status.success(), "git apply -p0 failed");
+        assert_eq!(std::fs::read_to_string(dir.path().join("gke-a4.yaml")).unwrap(), patched);
+    }
+}
+
+#[test]
+fn diffs_for_spot_and_reservation() {
+    let Some(original) = upstream_blueprint() else { return };
+    insta::assert_snapshot!("spot", unified_diff(&original, &patch(&original, &Deployment::default()).unwrap(), "gke-a4.yaml"));
+    insta::assert_snapshot!("reservation", unified_diff(&original, &patch(&original, &reservation()).unwrap(), "gke-a4.yaml"));
+}
+
+#[test]
+fn the_patched_blueprint_passes_the_blueprint_rules() {
+    let Some(original) = upstream_blueprint() else { return };
+    for deployment in [Deployment::default(), reservation()] {
+        let patched = patch(&original, &deployment).unwrap();
+        let artifacts = render(&deployment);
+        let mut files: Vec<gke_rl::validate::SourceFile<'_>> =
+            artifacts.iter().map(|a| gke_rl::validate::SourceFile { name: a.name, text: &a.contents }).collect();
+        files.push(gke_rl::validate::SourceFile { name: "gke-a4.yaml", text: &patched });
+        let loud: Vec<_> =
+            gke_rl::validate::validate(&files).into_iter().filter(|f| f.diagnostic.severity != gke_rl::Severity::Info).collect();
+        assert!(loud.is_empty(), "{loud:#?}");
+    }
+}
+
+#[test]
+fn an_already_uncommented_blueprint_gives_the_same_result() {
+    let Some(original) = upstream_blueprint() else { return };
+    let by_hand: String = original
+        .lines()
+        .map(|l| l.strip_prefix("  # - id: ").map_or_else(|| l.to_owned(), |rest| format!("  - id: {rest}")) + "\n")
+        .collect();
+    let by_hand = by_hand
+        .lines()
+        .scan(false, |in_block, l| {
+            if l.starts_with("  - id: ") {
+                *in_block =
+                    ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"].iter().any(|id| l.ends_with(id));
+            }
+            let line = match l.strip_prefix("  #   ") {
+                Some(rest) if *in_block => format!("    {rest}"),
+                _ => l.to_owned(),
+            };
+            Some(line + "\n")
+        })
+        .collect::<String>();
+    let expected = patch(&original, &Deployment::default()).unwrap();
+    assert_eq!(patch(&by_hand, &Deployment::default()).unwrap(), expected);
+}
+
+fn refused(input: &str, expected: &str) {
+    let e = patch(input, &Deployment::default()).unwrap_err();
+    assert_eq!(e.code, "blueprint-shape");
+    assert!(e.message.contains(expected), "{expected:?} not in {:?}", e.message);
+}
+
+#[test]
+fn a_renamed_module_is_refused_by_name() {
+    let Some(original) = upstream_blueprint() else { return };
+    refused(&original.replace("# - id: managed-lustre", "# - id: managed_lustre"), "no module `managed-lustre`");
+    refused(
+        &original.replace("source: modules/scheduler/gke-cluster", "source: modules/scheduler/gke-autopilot"),
+        "no module with `source: modules/scheduler/gke-cluster`",
+    );
+}
+
+#[test]
+fn a_deleted_lustre_block_is_refused() {
+    let Some(original) = upstream_blueprint() else { return };
+    let start = original.find("  # - id: lustre-pv").unwrap();
+    let end = start + original[start..].find("\n\n").unwrap();
+    refused(&format!("{}{}", &original[..start], &original[end..]), "no module `lustre-pv`");
+    let vars = original.replace("  # lustre_size_gib: 36000\n", "");
+    refused(&vars, "no var `lustre_size_gib`");
+}
+
+#[test]
+fn tabs_are_refused_at_their_line() {
+    let Some(original) = upstream_blueprint() else { return };
+    let e = patch(&original.replace("  - id: a4-pool", "\t- id: a4-pool"), &Deployment::default()).unwrap_err();
+    assert_eq!(e.line as usize, original.lines().position(|l| l == "  - id: a4-pool").unwrap() + 1);
+    assert!(e.message.contains("tabs"));
+}
+
+#[test]
+fn crlf_line_endings_are_kept() {
+    let Some(original) = upstream_blueprint() else { return };
+    let crlf = original.replace('\n', "\r\n");
+    let patched = patch(&crlf, &Deployment::default()).unwrap();
+    assert_eq!(patched, patch(&original, &Deployment::default()).unwrap().replace('\n', "\r\n"));
+}

@@ -1,0 +1,104 @@
+//! `cargo xtask blueprint`: patch Cluster Toolkit's gke-a4 blueprint for Lustre, the Ray
+//! operator and Spot (or a reservation), with a reviewable diff and the deployment file.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use gke_rl::validate::{self, SourceFile};
+use gke_rl::{Artifact, Severity};
+
+use crate::config;
+use crate::render::{summarize, write_all};
+use crate::report::{Report, Reported};
+
+/// Where the blueprint lives in a Cluster Toolkit checkout.
+const TOOLKIT_BLUEPRINT: &str = "examples/gke-a4/gke-a4.yaml";
+
+/// Patch the upstream gke-a4 blueprint into a deployable Lustre + Ray + Spot blueprint
+#[derive(clap::Args)]
+pub struct Args {
+    /// Cluster Toolkit checkout (reads examples/gke-a4/gke-a4.yaml)
+    #[arg(long, value_name = "DIR", required_unless_present = "blueprint", conflicts_with = "blueprint")]
+    toolkit: Option<PathBuf>,
+    /// The blueprint file to patch
+    #[arg(long, value_name = "FILE")]
+    blueprint: Option<PathBuf>,
+    /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
+    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
+    config: Option<PathBuf>,
+    /// Import an existing codelab env.sh instead of a config file
+    #[arg(long, value_name = "FILE")]
+    env_file: Option<PathBuf>,
+    /// Output directory
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Overwrite files in DIR that gke-rl did not generate
+    #[arg(long)]
+    force: bool,
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<()> {
+        let input = match (&self.blueprint, &self.toolkit) {
+            (Some(file), _) => file.clone(),
+            (None, Some(dir)) => dir.join(TOOLKIT_BLUEPRINT),
+            (None, None) => bail!("pass --toolkit DIR or --blueprint FILE"),
+        };
+        let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+        let original = config::read_input(&input)?;
+        let patched = gke_rl::blueprint::patch(&original, &loaded.deployment)
+            .map_err(|d| Reported(Report { file: &input, source: &original, diagnostic: &d }.to_string()))?;
+
+        // The result must pass the blueprint rules beside the artifacts it goes with.
+        let rendered = gke_rl::render(&loaded.deployment, &loaded.source)?;
+        let mut files: Vec<SourceFile<'_>> = rendered.iter().map(|a| SourceFile { name: a.name, text: &a.contents }).collect();
+        files.push(SourceFile { name: "gke-a4.yaml", text: &patched });
+        let errors: Vec<String> = validate::validate(&files)
+            .into_iter()
+            .filter(|f| f.diagnostic.severity == Severity::Error)
+            .map(|f| format!("{}:{}: {}", f.file, f.diagnostic.line, f.diagnostic.message))
+            .collect();
+        if !errors.is_empty() {
+            bail!("the patched blueprint still fails validation; nothing was written:\n  {}", errors.join("\n  "));
+        }
+
+        let name = "gke-a4.yaml";
+        let diff = gke_rl::blueprint::unified_diff(&original, &patched, name);
+        let header = format!(
+            "# {} {} from {}: apply with `patch -p0 < gke-a4.yaml.patch`.\n",
+            gke_rl::render::GENERATED_MARKER,
+            env!("CARGO_PKG_VERSION"),
+            input.display()
+        );
+        let deployment_file = rendered.into_iter().find(|a| a.name == "gke-a4-deployment.yaml").expect("render makes the deployment file");
+        let artifacts = [
+            Artifact { name, contents: patched, executable: false },
+            Artifact { name: "gke-a4.yaml.patch", contents: header + &diff, executable: false },
+            deployment_file,
+        ];
+        // A patched blueprint carries no header (it would pollute the diff): it is ours when
+        // patching it again changes nothing.
+        let ours = |file: &str, existing: &str| {
+            gke_rl::render::is_generated(existing)
+                || (file == name && gke_rl::blueprint::patch(existing, &loaded.deployment).is_ok_and(|again| again == existing))
+        };
+        let outcomes = write_all(&self.out, &artifacts, self.force, ours)?;
+        summarize(&self.out, &artifacts, &outcomes);
+        let changed =
+            diff.lines().filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++") && !l.starts_with("---")).count();
+        let project = &loaded.deployment;
+        let unknown: Vec<&str> = [
+            ("project_id=$PROJECT_ID", project.project.project_id.is_none()),
+            ("authorized_cidr=$AUTHORIZED_CIDR", project.network.authorized_cidr.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(var, missing)| missing.then_some(var))
+        .collect();
+        let vars = if unknown.is_empty() { String::new() } else { format!(" --vars {}", unknown.join(",")) };
+        let out = self.out.display();
+        eprintln!(
+            "{changed} lines changed; review {out}/gke-a4.yaml.patch, then:\n  gcluster deploy {out}/gke-a4.yaml -d {out}/gke-a4-deployment.yaml{vars} --auto-approve"
+        );
+        Ok(())
+    }
+}
