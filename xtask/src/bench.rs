@@ -128,7 +128,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let work = root.join("target/bench-validate");
     let files_dir = work.join("files");
     let manifests = write_validation_files(&files_dir)?;
-    // The peer gets exactly the schema gke-rl checks against: the CRD's v1 schema, made strict.
+    // Both tools read the same file: the CRD's v1 schema, made strict, as JSON.
     let schema_path = work.join("raycluster.strict.schema.json");
     let schema = gke_rl::validate::openapi_schema(&crd_text, true).map_err(anyhow::Error::msg)?;
     std::fs::write(&schema_path, serde_json::to_string(&schema)?)?;
@@ -139,7 +139,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let peer = check_jsonschema(sh)?;
 
     let ours = || -> anyhow::Result<()> {
-        let out = cmd!(sh, "{gke_rl_cli} validate {files_dir} --crd {crd}").quiet().ignore_status().output()?;
+        let out = cmd!(sh, "{gke_rl_cli} validate {files_dir} --crd {schema_path}").quiet().ignore_status().output()?;
         if !out.status.success() {
             bail!("gke-rl found errors in the benchmark files:\n{}", String::from_utf8_lossy(&out.stdout));
         }

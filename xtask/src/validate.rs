@@ -23,7 +23,7 @@ pub struct Args {
     /// Import a codelab env.sh as the config
     #[arg(long, value_name = "FILE")]
     env_file: Option<PathBuf>,
-    /// Also check each RayCluster against this CRD's openAPIV3Schema
+    /// Also check each RayCluster against this CRD's openAPIV3Schema (a CRD in YAML or JSON, or the schema as JSON)
     #[arg(long, value_name = "FILE")]
     crd: Option<PathBuf>,
     /// Output format

@@ -235,6 +235,20 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
 }
 
 #[test]
+fn many_files_are_checked_in_parallel_with_the_same_findings() {
+    let bad = apply(&CASES[2]);
+    let mut files = rendered(&gke_rl::Deployment::default());
+    for i in 0..24 {
+        files.insert(format!("cluster-{i:02}.yaml"), bad["ray-cluster.yaml"].clone());
+    }
+    let findings = check(&files);
+    let skew: Vec<&str> = findings.iter().filter(|f| f.diagnostic.code == "ray-version-mismatch").map(|f| f.file.as_str()).collect();
+    let expected: Vec<String> = (0..24).map(|i| format!("cluster-{i:02}.yaml")).collect();
+    assert_eq!(skew, expected, "one finding per copy, in file order");
+    assert_eq!(findings, check(&files), "deterministic");
+}
+
+#[test]
 fn huge_files_are_refused_not_parsed() {
     let huge = "#".repeat(gke_rl::validate::MAX_FILE_BYTES + 1);
     let findings = validate(&[SourceFile { name: "env.sh", text: &huge }]);
@@ -274,4 +288,13 @@ fn crd_schema_errors_point_at_the_field() {
     let schema: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "crd-schema").collect();
     assert!(!schema.is_empty(), "{findings:#?}");
     assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (21, 9), "{:?}", schema[0]);
+
+    // The same schema given as JSON, or as a bare JSON Schema, checks the same.
+    let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml").unwrap()).unwrap();
+    let crd_json: serde_json::Value = serde_saphyr::from_str(&crd_yaml).unwrap();
+    let bare = gke_rl::validate::openapi_schema(&crd_yaml, false).unwrap();
+    for text in [crd_json.to_string(), bare.to_string()] {
+        assert_eq!(gke_rl::validate::openapi_schema(&text, true).unwrap(), gke_rl::validate::openapi_schema(&crd_yaml, true).unwrap());
+    }
+    assert!(gke_rl::validate::openapi_schema("{\"kind\": \"Pod\"}", true).is_err());
 }

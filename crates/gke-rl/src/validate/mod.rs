@@ -180,59 +180,94 @@ fn validate_views(files: &[SourceFile<'_>], extra: impl FnOnce(&Views<'_>, &mut 
     findings
 }
 
+/// One file, parsed into its view.
+enum View<'a> {
+    EnvSh(EnvShView<'a>),
+    RayIgnore(RayIgnoreView<'a>),
+    Job(JobView<'a>),
+    RuntimeEnv(Tree<'a>),
+    RayCluster(Tree<'a>),
+    DeploymentFile(Tree<'a>),
+    Blueprint(Tree<'a>),
+}
+
+/// Parses every file into its view. Files are independent, so on a platform with threads
+/// they are parsed in parallel; views and findings keep the input order either way.
 fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len().div_ceil(8)).max(1);
+    let parsed: Vec<(Option<View<'a>>, Sink)> = if threads == 1 {
+        files.iter().map(parse_file).collect()
+    } else {
+        let chunk = files.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> =
+                files.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(parse_file).collect::<Vec<_>>())).collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        })
+    };
     let mut views = Views::default();
-    for file in files {
-        if file.text.len() > MAX_FILE_BYTES {
-            sink.emit(
-                &rules::FILE_TOO_LARGE,
-                file.name,
-                (1, 1),
-                format!("{} is larger than 10 MiB and was not read", file.name),
-                "check that this is the file you meant",
-            );
-            continue;
-        }
-        let Some(kind) = detect(file.name, file.text) else { continue };
-        match kind {
-            Kind::EnvSh => match envsh::parse(file.text) {
-                Ok(assignments) => views.env_sh.push(EnvShView { file: file.name, assignments: envsh::evaluate_all(assignments) }),
-                Err(d) => sink.findings.push(Finding { file: file.name.to_owned(), diagnostic: d }),
-            },
-            Kind::RayIgnore => {
-                let mut builder = ignore::gitignore::GitignoreBuilder::new("/w");
-                for (index, line) in file.text.lines().enumerate() {
-                    if let Err(e) = builder.add_line(None, line) {
-                        let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), 1);
-                        sink.emit(&rules::SYNTAX, file.name, at, format!("invalid pattern: {e}"), "fix the pattern (gitignore syntax)");
-                    }
-                }
-                match builder.build() {
-                    Ok(rules) => views.ray_ignores.push(RayIgnoreView { file: file.name, rules }),
-                    Err(e) => sink.emit(
-                        &rules::SYNTAX,
-                        file.name,
-                        (1, 1),
-                        format!("invalid patterns: {e}"),
-                        "fix the patterns (gitignore syntax)",
-                    ),
-                }
-            }
-            Kind::JobScript => views.jobs.push(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) }),
-            Kind::RuntimeEnv => {
-                if let Err(e) = serde_json::from_str::<serde_json::Value>(file.text) {
-                    let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
-                    sink.emit(&rules::SYNTAX, file.name, at, format!("invalid JSON: {e}"), "fix the JSON syntax");
-                } else if let Some(tree) = tree(file, sink) {
-                    views.runtime_envs.push(tree);
-                }
-            }
-            Kind::RayCluster => views.ray_clusters.extend(tree(file, sink)),
-            Kind::DeploymentFile => views.deployment_files.extend(tree(file, sink)),
-            Kind::Blueprint => views.blueprints.extend(tree(file, sink)),
+    for (view, findings) in parsed {
+        sink.findings.extend(findings.findings);
+        match view {
+            Some(View::EnvSh(v)) => views.env_sh.push(v),
+            Some(View::RayIgnore(v)) => views.ray_ignores.push(v),
+            Some(View::Job(v)) => views.jobs.push(v),
+            Some(View::RuntimeEnv(v)) => views.runtime_envs.push(v),
+            Some(View::RayCluster(v)) => views.ray_clusters.push(v),
+            Some(View::DeploymentFile(v)) => views.deployment_files.push(v),
+            Some(View::Blueprint(v)) => views.blueprints.push(v),
+            None => {}
         }
     }
     views
+}
+
+fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
+    let mut sink = Sink { findings: Vec::new() };
+    if file.text.len() > MAX_FILE_BYTES {
+        let message = format!("{} is larger than 10 MiB and was not read", file.name);
+        sink.emit(&rules::FILE_TOO_LARGE, file.name, (1, 1), message, "check that this is the file you meant");
+        return (None, sink);
+    }
+    let Some(kind) = detect(file.name, file.text) else { return (None, sink) };
+    let view = match kind {
+        Kind::EnvSh => match envsh::parse(file.text) {
+            Ok(assignments) => Some(View::EnvSh(EnvShView { file: file.name, assignments: envsh::evaluate_all(assignments) })),
+            Err(d) => {
+                sink.findings.push(Finding { file: file.name.to_owned(), diagnostic: d });
+                None
+            }
+        },
+        Kind::RayIgnore => {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new("/w");
+            for (index, line) in file.text.lines().enumerate() {
+                if let Err(e) = builder.add_line(None, line) {
+                    let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), 1);
+                    sink.emit(&rules::SYNTAX, file.name, at, format!("invalid pattern: {e}"), "fix the pattern (gitignore syntax)");
+                }
+            }
+            match builder.build() {
+                Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, rules })),
+                Err(e) => {
+                    sink.emit(&rules::SYNTAX, file.name, (1, 1), format!("invalid patterns: {e}"), "fix the patterns (gitignore syntax)");
+                    None
+                }
+            }
+        }
+        Kind::JobScript => Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) })),
+        Kind::RuntimeEnv => match serde_json::from_str::<serde_json::Value>(file.text) {
+            Err(e) => {
+                let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
+                sink.emit(&rules::SYNTAX, file.name, at, format!("invalid JSON: {e}"), "fix the JSON syntax");
+                None
+            }
+            Ok(_) => tree(file, &mut sink).map(View::RuntimeEnv),
+        },
+        Kind::RayCluster => tree(file, &mut sink).map(View::RayCluster),
+        Kind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
+        Kind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
+    };
+    (view, sink)
 }
 
 /// `text` with each `{{…}}` outside comments replaced by as many `_`, so template debris
