@@ -1,8 +1,10 @@
-//! env.sh: the sh-subset parser and the import into a model must never panic or hang.
+//! env.sh: the sh-subset parser, the import into a model, and the rules (see companions.rs).
 #![no_main]
 
+#[path = "companions.rs"]
+mod companions;
+
 libfuzzer_sys::fuzz_target!(|text: &str| {
-    let _ = gke_rl::envsh::parse(text);
     let _ = gke_rl::envsh::import(text);
-    let _ = gke_rl::validate::validate(&[gke_rl::validate::SourceFile { name: "env.sh", text }]);
+    companions::check("env.sh", text);
 });

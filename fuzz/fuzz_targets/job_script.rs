@@ -1,7 +1,10 @@
-//! run_nemo_rl.sh: the launch-line parser and the NeMo-RL rules.
+//! run_nemo_rl.sh: the launch-line parser and the NeMo-RL rules (see companions.rs).
 #![no_main]
+
+#[path = "companions.rs"]
+mod companions;
 
 libfuzzer_sys::fuzz_target!(|text: &str| {
     let _ = gke_rl::validate::job_script::parse(text);
-    let _ = gke_rl::validate::validate(&[gke_rl::validate::SourceFile { name: "run_nemo_rl.sh", text }]);
+    companions::check("run_nemo_rl.sh", text);
 });

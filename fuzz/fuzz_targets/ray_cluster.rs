@@ -1,12 +1,7 @@
-//! ray-cluster.yaml: its view and every rule that reads it, alone and beside the default render.
+//! ray-cluster.yaml: its view and every rule that reads it (see companions.rs).
 #![no_main]
 
-use gke_rl::validate::{SourceFile, validate};
+#[path = "companions.rs"]
+mod companions;
 
-libfuzzer_sys::fuzz_target!(|text: &str| {
-    let _ = validate(&[SourceFile { name: "ray-cluster.yaml", text }]);
-    let rendered = gke_rl::render(&gke_rl::Deployment::default(), "fuzz").expect("the default renders");
-    let mut files: Vec<SourceFile<'_>> = rendered.iter().filter(|a| a.name != "ray-cluster.yaml").map(|a| SourceFile { name: a.name, text: &a.contents }).collect();
-    files.push(SourceFile { name: "ray-cluster.yaml", text });
-    let _ = validate(&files);
-});
+libfuzzer_sys::fuzz_target!(|text: &str| companions::check("ray-cluster.yaml", text));

@@ -1,12 +1,7 @@
-//! ray_runtime_env.json: its view and every rule that reads it, alone and beside the default render.
+//! ray_runtime_env.json: its view and every rule that reads it (see companions.rs).
 #![no_main]
 
-use gke_rl::validate::{SourceFile, validate};
+#[path = "companions.rs"]
+mod companions;
 
-libfuzzer_sys::fuzz_target!(|text: &str| {
-    let _ = validate(&[SourceFile { name: "ray_runtime_env.json", text }]);
-    let rendered = gke_rl::render(&gke_rl::Deployment::default(), "fuzz").expect("the default renders");
-    let mut files: Vec<SourceFile<'_>> = rendered.iter().filter(|a| a.name != "ray_runtime_env.json").map(|a| SourceFile { name: a.name, text: &a.contents }).collect();
-    files.push(SourceFile { name: "ray_runtime_env.json", text });
-    let _ = validate(&files);
-});
+libfuzzer_sys::fuzz_target!(|text: &str| companions::check("ray_runtime_env.json", text));

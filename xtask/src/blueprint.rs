@@ -23,18 +23,10 @@ pub struct Args {
     /// The blueprint file to patch
     #[arg(long, value_name = "FILE")]
     blueprint: Option<PathBuf>,
-    /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
-    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
-    config: Option<PathBuf>,
-    /// Import an existing codelab env.sh instead of a config file
-    #[arg(long, value_name = "FILE")]
-    env_file: Option<PathBuf>,
-    /// Output directory
-    #[arg(long, value_name = "DIR", default_value = "out")]
-    out: PathBuf,
-    /// Overwrite files in DIR that gke-rl did not generate
-    #[arg(long)]
-    force: bool,
+    #[command(flatten)]
+    source: config::Source,
+    #[command(flatten)]
+    output: config::Output,
 }
 
 impl Args {
@@ -44,7 +36,7 @@ impl Args {
             (None, Some(dir)) => dir.join(TOOLKIT_BLUEPRINT),
             (None, None) => bail!("pass --toolkit DIR or --blueprint FILE"),
         };
-        let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+        let loaded = self.source.load()?;
         let original = config::read_input(&input)?;
         let patched = gke_rl::blueprint::patch(&original, &loaded.deployment)
             .map_err(|d| Reported(Report { file: &input, source: &original, diagnostic: &d }.to_string()))?;
@@ -82,8 +74,8 @@ impl Args {
             gke_rl::render::is_generated(existing)
                 || (file == name && gke_rl::blueprint::patch(existing, &loaded.deployment).is_ok_and(|again| again == existing))
         };
-        let outcomes = write_all(&self.out, &artifacts, self.force, ours)?;
-        summarize(&self.out, &artifacts, &outcomes);
+        let outcomes = write_all(&self.output.out, &artifacts, self.output.force, ours)?;
+        summarize(&self.output.out, &artifacts, &outcomes);
         let changed =
             diff.lines().filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++") && !l.starts_with("---")).count();
         let project = &loaded.deployment;
@@ -95,7 +87,7 @@ impl Args {
         .filter_map(|(var, missing)| missing.then_some(var))
         .collect();
         let vars = if unknown.is_empty() { String::new() } else { format!(" --vars {}", unknown.join(",")) };
-        let out = self.out.display();
+        let out = self.output.out.display();
         eprintln!(
             "{changed} lines changed; review {out}/gke-a4.yaml.patch, then:\n  gcluster deploy {out}/gke-a4.yaml -d {out}/gke-a4-deployment.yaml{vars} --auto-approve"
         );

@@ -1,6 +1,6 @@
 //! Finding and loading the deployment model for a command.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use gke_rl::{Deployment, Diagnostic, envsh};
@@ -12,6 +12,39 @@ pub const DEFAULT_CONFIG: &str = "gke-rl.yaml";
 /// Inputs larger than this are refused rather than parsed.
 pub const MAX_INPUT_BYTES: u64 = 10 * 1024 * 1024;
 
+/// Where the model comes from, as flags shared by every command that needs one.
+#[derive(clap::Args)]
+pub struct Source {
+    /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
+    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
+    pub config: Option<PathBuf>,
+    /// Import an existing codelab env.sh instead of a config file
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+}
+
+impl Source {
+    pub fn load(&self) -> anyhow::Result<Loaded> {
+        load(self.config.as_deref(), self.env_file.as_deref())
+    }
+
+    /// Whether a flag names the model's source (rather than the default lookup).
+    pub fn is_explicit(&self) -> bool {
+        self.config.is_some() || self.env_file.is_some()
+    }
+}
+
+/// Where generated files go, as flags shared by every command that writes them.
+#[derive(clap::Args)]
+pub struct Output {
+    /// Output directory
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub out: PathBuf,
+    /// Overwrite files in DIR that gke-rl did not generate
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// A loaded model and where it came from.
 pub struct Loaded {
     pub deployment: Deployment,
@@ -21,7 +54,7 @@ pub struct Loaded {
 
 /// `--config FILE`, else `--env-file FILE`, else `./gke-rl.yaml` if present, else the
 /// embedded default. Warnings go to stderr; errors come back already rendered.
-pub fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded> {
+fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded> {
     let implicit = Path::new(DEFAULT_CONFIG);
     let (path, from_env_sh) = match (config, env_file) {
         (Some(path), _) => (path, false),

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use gke_rl::Artifact;
@@ -14,18 +14,10 @@ use crate::config;
 /// .rayignore, runtime env, job script) from the current config.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
-    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
-    config: Option<PathBuf>,
-    /// Import an existing codelab env.sh instead of a config file
-    #[arg(long, value_name = "FILE")]
-    env_file: Option<PathBuf>,
-    /// Output directory
-    #[arg(long, value_name = "DIR", default_value = "out")]
-    out: PathBuf,
-    /// Overwrite files in DIR that gke-rl did not generate
-    #[arg(long)]
-    force: bool,
+    #[command(flatten)]
+    source: config::Source,
+    #[command(flatten)]
+    output: config::Output,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,11 +29,12 @@ pub enum Outcome {
 
 impl Args {
     pub fn run(self) -> anyhow::Result<()> {
-        let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+        let loaded = self.source.load()?;
         let artifacts = gke_rl::render(&loaded.deployment, &loaded.source)?;
-        let outcomes = write_all(&self.out, &artifacts, self.force, |_, existing| is_generated(existing))?;
-        summarize(&self.out, &artifacts, &outcomes);
-        eprintln!("{}", next_steps(&self.out, &loaded.deployment));
+        let out = &self.output.out;
+        let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
+        summarize(out, &artifacts, &outcomes);
+        eprintln!("{}", next_steps(out, &loaded.deployment));
         Ok(())
     }
 }

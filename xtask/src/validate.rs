@@ -17,12 +17,9 @@ pub struct Args {
     /// Files or directories to check [default: the render of the current config]
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// Config whose render fills in the kinds of file PATH lacks (or is checked alone)
-    #[arg(long, value_name = "FILE", conflicts_with = "env_file")]
-    config: Option<PathBuf>,
-    /// Import a codelab env.sh as the config
-    #[arg(long, value_name = "FILE")]
-    env_file: Option<PathBuf>,
+    /// The config whose render fills in the kinds of file PATH lacks (or is checked alone)
+    #[command(flatten)]
+    source: config::Source,
     /// Also check each RayCluster against this CRD's openAPIV3Schema (a CRD in YAML or JSON, or the schema as JSON)
     #[arg(long, value_name = "FILE")]
     crd: Option<PathBuf>,
@@ -45,8 +42,8 @@ impl Args {
     /// Returns whether any finding is an error.
     pub fn run(self) -> anyhow::Result<bool> {
         let mut files = self.read_paths()?;
-        if self.paths.is_empty() || self.config.is_some() || self.env_file.is_some() {
-            let loaded = config::load(self.config.as_deref(), self.env_file.as_deref())?;
+        if self.paths.is_empty() || self.source.is_explicit() {
+            let loaded = self.source.load()?;
             let rendered = gke_rl::render(&loaded.deployment, &loaded.source)?;
             let given: Vec<_> = files.keys().filter_map(|name| validate::detect(name, &files[name])).collect();
             for artifact in rendered {
