@@ -34,7 +34,7 @@ enum Command {
     Render(render::Args),
     Validate(validate::Args),
     Blueprint(blueprint::Args),
-    /// Regenerate the committed files: manifests/, schemas/, examples/
+    /// Regenerate the committed files: manifests/, schemas/, examples/, docs/rules.md, the NeMo-RL key table
     Codegen {
         /// Fail instead of writing when a file is stale
         #[arg(long)]
