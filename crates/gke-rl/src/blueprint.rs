@@ -33,6 +33,10 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
     if let Some(index) = lines.iter().position(|l| l.trim_start_matches(' ').starts_with('\t')) {
         return Err(shape_error(index, "the blueprint is indented with tabs", "indent with spaces (YAML does not allow tabs)"));
     }
+    // YAML reads a lone carriage return as a line break; the edits count lines by `\n`.
+    if let Some(index) = lines.iter().position(|l| l.contains('\r')) {
+        return Err(shape_error(index, "the blueprint has a carriage return inside a line", "remove it (line endings may be LF or CRLF)"));
+    }
     for id in LUSTRE_MODULES {
         uncomment_module(&mut lines, id)?;
     }

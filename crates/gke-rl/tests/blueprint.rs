@@ -169,6 +169,20 @@ fn tabs_are_refused_at_their_line() {
     assert!(e.message.contains("tabs"));
 }
 
+/// Found by the blueprint_patch fuzz target: YAML counts a lone CR as a line break, the
+/// edits count lines by LF, so an edit could land on the wrong line.
+#[test]
+fn a_lone_carriage_return_is_refused_at_its_line() {
+    let Some(original) = upstream_blueprint() else { return };
+    let e = patch(
+        &original.replace("use: [gke-a4-net-0, private_service_access]", "use: [gke-a4-net-0, \rprivate_service_access]"),
+        &Deployment::default(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("carriage return"), "{e:?}");
+    assert_eq!(e.line as usize, original.lines().position(|l| l.contains("#   use: [gke-a4-net-0, private_service_access]")).unwrap() + 1);
+}
+
 #[test]
 fn crlf_line_endings_are_kept() {
     let Some(original) = upstream_blueprint() else { return };
