@@ -55,9 +55,15 @@ impl Args {
         let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
         let findings = match &self.crd {
             Some(path) => {
-                let crd = validate::CrdSchema::from_crd(&config::read_input(path)?, true)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                validate::validate_with_crd(&sources, &crd)
+                let crd_text = config::read_input(path)?;
+                // The schema compiles on its own thread while the files are parsed and checked.
+                std::thread::scope(|scope| {
+                    let compiling = scope.spawn(|| validate::CrdSchema::from_crd(&crd_text, true));
+                    let checked = validate::check(&sources);
+                    let crd = compiling.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))?;
+                    let crd = crd.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    anyhow::Ok(checked.crd(&crd).findings())
+                })?
             }
             None => validate::validate(&sources),
         };

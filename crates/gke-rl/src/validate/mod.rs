@@ -160,24 +160,45 @@ impl Sink {
 /// Validates `files` together: each file's own rules, then the rules across files.
 /// Files whose kind cannot be told are skipped; use [`detect`] to report them.
 pub fn validate(files: &[SourceFile<'_>]) -> Vec<Finding> {
-    validate_views(files, |_, _| {})
+    check(files).findings()
 }
 
 /// [`validate`], and each RayCluster against a CRD schema.
 #[cfg(feature = "crd-schema")]
 pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Finding> {
-    validate_views(files, |views, sink| crd.check(views, sink))
+    check(files).crd(crd).findings()
 }
 
-fn validate_views(files: &[SourceFile<'_>], extra: impl FnOnce(&Views<'_>, &mut Sink)) -> Vec<Finding> {
+/// Files parsed and checked by every rule, before their findings are taken: a caller can
+/// compile a CRD schema meanwhile and add its checks without parsing the files again.
+pub struct Checked<'a> {
+    views: Views<'a>,
+    sink: Sink,
+}
+
+/// Parses `files` and runs every rule on them.
+pub fn check<'a>(files: &[SourceFile<'a>]) -> Checked<'a> {
     let mut sink = Sink { findings: Vec::new() };
     let views = parse_all(files, &mut sink);
     rules::run(&views, &mut sink);
-    extra(&views, &mut sink);
-    let mut findings = sink.findings;
-    findings.sort_by(|a, b| (&a.file, a.diagnostic.line, a.diagnostic.column).cmp(&(&b.file, b.diagnostic.line, b.diagnostic.column)));
-    findings.dedup();
-    findings
+    Checked { views, sink }
+}
+
+impl Checked<'_> {
+    /// Adds the check of each RayCluster against `crd`.
+    #[cfg(feature = "crd-schema")]
+    pub fn crd(mut self, crd: &CrdSchema) -> Self {
+        crd.check(&self.views, &mut self.sink);
+        self
+    }
+
+    /// The findings, by file, line and column.
+    pub fn findings(self) -> Vec<Finding> {
+        let mut findings = self.sink.findings;
+        findings.sort_by(|a, b| (&a.file, a.diagnostic.line, a.diagnostic.column).cmp(&(&b.file, b.diagnostic.line, b.diagnostic.column)));
+        findings.dedup();
+        findings
+    }
 }
 
 /// One file, parsed into its view.
