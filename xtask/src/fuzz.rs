@@ -47,6 +47,11 @@ impl Args {
         let selected: Vec<&(&str, &[&str])> =
             TARGETS.iter().filter(|(name, _)| self.targets.is_empty() || self.targets.iter().any(|t| t == name)).collect();
         let seconds = self.seconds.to_string();
+        // Build every target first, so each run's time is fuzzing time.
+        let names: Vec<&str> = selected.iter().map(|(name, _)| *name).collect();
+        for name in &names {
+            cmd!(sh, "cargo +nightly fuzz build {name}").run()?;
+        }
         for (target, seeds) in selected {
             let corpus = seed_corpus(&root, target, seeds)?;
             let corpus = corpus.to_str().context("corpus path is not UTF-8")?;
