@@ -65,9 +65,10 @@ impl Args {
             match result {
                 Ok(output) => {
                     let stats = String::from_utf8_lossy(&output.stderr);
-                    let runs =
-                        stats.lines().find_map(|l| l.strip_prefix("stat::number_of_executed_units:")).map_or("?", str::trim).to_owned();
-                    eprintln!("fuzz {target}: {runs} inputs in {:.0} s, no findings", start.elapsed().as_secs_f64());
+                    // libFuzzer's own summary: "Done N runs in S second(s)".
+                    let done = stats.lines().find_map(|l| l.split_once("Done ")).map(|(_, rest)| rest.trim().to_owned());
+                    let summary = done.unwrap_or_else(|| format!("ran for {:.0} s", start.elapsed().as_secs_f64()));
+                    eprintln!("fuzz {target}: {summary}, no findings");
                 }
                 Err(e) => bail!("fuzz {target} found a crash or hang ({e}); the input is under fuzz/artifacts/{target}/"),
             }
