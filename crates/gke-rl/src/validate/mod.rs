@@ -31,8 +31,7 @@ pub struct SourceFile<'a> {
 }
 
 /// What a file is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `env.sh`.
     EnvSh,
