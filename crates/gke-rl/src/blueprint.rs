@@ -98,14 +98,9 @@ struct Edit {
 }
 
 fn parse(lines: &[String]) -> Result<Node, Diagnostic> {
-    let text = lines.join("\n");
-    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(&text) {
-        Ok(root) => Ok(Node::from(root)),
-        Err(e) => {
-            let line = e.location().map_or(0, |l| usize::try_from(l.line()).unwrap_or(1).saturating_sub(1));
-            Err(shape_error(line, format!("the blueprint is not valid YAML here: {}", e.without_snippet()), UPSTREAM_HELP))
-        }
-    }
+    Node::try_parse(&lines.join("\n")).map_err(|(message, (line, _))| {
+        shape_error(line as usize - 1, format!("the blueprint is not valid YAML here: {message}"), UPSTREAM_HELP)
+    })
 }
 
 fn indent_of(line: &str) -> usize {
@@ -175,20 +170,20 @@ fn set_var(lines: &mut [String], key: &str, value: &str) -> Result<(), Diagnosti
     Ok(())
 }
 
-fn modules(root: &Node) -> impl Iterator<Item = &Node> {
-    root.get(&["deployment_groups"])
-        .map(Node::items)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|g| g.get(&["modules"]).map(Node::items).unwrap_or_default())
+/// Every module of a blueprint, in file order.
+pub(crate) fn modules(blueprint: &Node) -> impl Iterator<Item = &Node> + Clone {
+    let groups = blueprint.get(&["deployment_groups"]).map(Node::items).unwrap_or_default();
+    groups.iter().flat_map(|group| group.get(&["modules"]).map(Node::items).unwrap_or_default())
 }
 
-fn module_by_id<'n>(root: &'n Node, id: &str) -> Option<&'n Node> {
-    modules(root).find(|m| m.get(&["id"]).and_then(Node::text) == Some(id))
+/// The module with this `id`.
+pub(crate) fn module_by_id<'n>(blueprint: &'n Node, id: &str) -> Option<&'n Node> {
+    modules(blueprint).find(|m| m.get(&["id"]).and_then(Node::text) == Some(id))
 }
 
-fn module_by_source<'n>(root: &'n Node, source: &str) -> Option<&'n Node> {
-    modules(root).find(|m| m.get(&["source"]).and_then(Node::text) == Some(source))
+/// The first module whose `source` is `source`.
+pub(crate) fn module_by_source<'n>(blueprint: &'n Node, source: &str) -> Option<&'n Node> {
+    modules(blueprint).find(|m| m.get(&["source"]).and_then(Node::text) == Some(source))
 }
 
 fn missing_source(source: &str) -> Diagnostic {

@@ -26,9 +26,8 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
 }
 
 fn to_diagnostic(error: &serde_saphyr::Error, text: &str) -> Diagnostic {
-    let at = error.location().map_or((1, 1), |l| (clamp(l.line()), clamp(l.column())));
-    let rendered = error.without_snippet().to_string();
-    let message = strip_location_suffix(&rendered);
+    let (message, at) = crate::yaml::error_parts(error);
+    let message = message.as_str();
     if let Some(rest) = message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
         return Diagnostic::error("config-unknown-key", at, message, unknown_key_help(rest));
     }
@@ -52,18 +51,6 @@ fn to_diagnostic(error: &serde_saphyr::Error, text: &str) -> Diagnostic {
         );
     }
     Diagnostic::error("config-invalid-value", value_at, format!("`{path}`: {message}"), format!("fix the value of `{path}`; {SCHEMA_HINT}"))
-}
-
-fn clamp(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX).max(1)
-}
-
-/// serde-saphyr appends " at line L, column C" to plain messages; the diagnostic carries both.
-fn strip_location_suffix(text: &str) -> &str {
-    match text.rfind(" at line ") {
-        Some(i) if text[i..].contains(", column ") => &text[..i],
-        _ => text,
-    }
 }
 
 /// `rest` is serde's "`key`, expected one of `a`, `b`" (or "expected `a`", or "there are no fields").

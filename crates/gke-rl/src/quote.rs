@@ -1,8 +1,9 @@
 //! Quoting for the three languages the artifacts are written in: YAML, POSIX sh and Hydra
 //! override values. Each function returns text that its reader parses back to exactly `s`.
 
-/// Characters that need no quoting in any of the three languages.
-fn is_plain_char(c: char) -> bool {
+/// Characters that need no quoting in any of the three languages. Validated words
+/// (`model::Word`, `model::AbsPath`) are made of these only.
+pub(crate) fn is_plain_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '+')
 }
 

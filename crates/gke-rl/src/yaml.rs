@@ -35,7 +35,12 @@ pub enum Value {
 impl Node {
     /// Parses `text`; `None` when it is not YAML.
     pub fn parse(text: &str) -> Option<Node> {
-        serde_saphyr::from_str::<Spanned<Value>>(text).ok().map(Node::from)
+        Self::try_parse(text).ok()
+    }
+
+    /// Parses `text`, or says why not and where.
+    pub fn try_parse(text: &str) -> Result<Node, (String, (u32, u32))> {
+        serde_saphyr::from_str::<Spanned<Value>>(text).map(Node::from).map_err(|e| error_parts(&e))
     }
 
     /// The node at `path` (mapping keys from the root).
@@ -134,6 +139,21 @@ impl Node {
             nested.or_else(|| here.then(|| (key.clone(), node)))
         })
     }
+}
+
+/// The message and 1-based position of a serde-saphyr error, without the " at line L, column
+/// C" suffix its text carries (the position is returned separately).
+pub fn error_parts(error: &serde_saphyr::Error) -> (String, (u32, u32)) {
+    let at = error.location().map_or((1, 1), |l| {
+        let (line, column) = position(&l);
+        (line.max(1), column.max(1))
+    });
+    let text = error.without_snippet().to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) if text[i..].contains(", column ") => text[..i].to_owned(),
+        _ => text,
+    };
+    (message, at)
 }
 
 fn position(location: &serde_saphyr::Location) -> (u32, u32) {

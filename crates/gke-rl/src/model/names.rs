@@ -4,10 +4,8 @@
 
 use std::fmt;
 
-/// Characters allowed in every free-form word: safe unquoted in YAML, sh and Hydra.
-fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '+')
-}
+// Free-form words use only characters that need no quoting in YAML, sh or Hydra.
+use crate::quote::is_plain_char;
 
 fn lower_alnum_or_dash(s: &str) -> bool {
     s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
@@ -76,7 +74,7 @@ fn check_env_name(s: &str) -> Result<(), String> {
 }
 
 fn check_word(s: &str) -> Result<(), String> {
-    if !s.is_empty() && s.chars().all(is_word_char) {
+    if !s.is_empty() && s.chars().all(is_plain_char) {
         Ok(())
     } else if s.contains("{{") || s.contains('<') {
         Err(format!("`{s}` is a placeholder, not a value"))
@@ -86,7 +84,7 @@ fn check_word(s: &str) -> Result<(), String> {
 }
 
 fn check_path(s: &str) -> Result<(), String> {
-    let ok = s.starts_with('/') && s.chars().all(is_word_char);
+    let ok = s.starts_with('/') && s.chars().all(is_plain_char);
     if ok { Ok(()) } else { Err(format!("`{s}` is not an absolute path of letters, digits and `_ - . / : @ +`")) }
 }
 

@@ -2,6 +2,7 @@
 //! stated, so cross-file rules can say which file and line disagree.
 
 use super::{EnvShView, Tree, Views};
+use crate::blueprint::modules;
 use crate::knowledge::{self, Machine};
 use crate::yaml::Node;
 
@@ -58,25 +59,12 @@ fn number(fact: Option<Fact<String>>) -> Option<Fact<u64>> {
     Some(Fact { value: fact.value.trim().parse().ok()?, file: fact.file, at: fact.at })
 }
 
-/// Every module of a blueprint, in file order.
-pub fn modules(blueprint: &Node) -> impl Iterator<Item = &Node> + Clone {
-    let groups = blueprint.get(&["deployment_groups"]).map(Node::items).unwrap_or_default();
-    groups.iter().flat_map(|group| group.get(&["modules"]).map(Node::items).unwrap_or_default())
-}
-
-fn source_is<'n>(source: &'n str) -> impl Fn(&&Node) -> bool + 'n {
-    move |m| m.get(&["source"]).and_then(Node::text) == Some(source)
-}
-
-/// The module of a blueprint whose `source` is `source`.
-pub fn module<'n>(blueprint: &'n Node, source: &str) -> Option<&'n Node> {
-    modules(blueprint).find(source_is(source))
-}
-
 /// The `gke-persistent-volume` module that uses `managed-lustre`.
 fn lustre_pv_module(blueprint: &Node) -> Option<&Node> {
-    let uses_lustre = |m: &&Node| m.get(&["use"]).is_some_and(|uses| uses.items().iter().any(|u| u.text() == Some("managed-lustre")));
-    modules(blueprint).filter(source_is("modules/file-system/gke-persistent-volume")).find(uses_lustre)
+    modules(blueprint).find(|m| {
+        m.get(&["source"]).and_then(Node::text) == Some("modules/file-system/gke-persistent-volume")
+            && m.get(&["use"]).is_some_and(|uses| uses.items().iter().any(|u| u.text() == Some("managed-lustre")))
+    })
 }
 
 pub fn gather(views: &Views<'_>) -> Facts {

@@ -171,6 +171,7 @@ pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Findi
 /// Files parsed and checked by every rule, before their findings are taken: a caller can
 /// compile a CRD schema meanwhile and add its checks without parsing the files again.
 pub struct Checked<'a> {
+    #[cfg_attr(not(feature = "crd-schema"), expect(dead_code, reason = "only the CRD check reads the views again"))]
     views: Views<'a>,
     sink: Sink,
 }
@@ -318,12 +319,9 @@ fn tree<'a>(file: &SourceFile<'a>, sink: &mut Sink) -> Option<Tree<'a>> {
     for at in placeholders {
         sink.emit(&rules::PLACEHOLDER, file.name, at, "a template placeholder was left in", "replace the placeholder with the real value");
     }
-    match serde_saphyr::from_str::<serde_saphyr::Spanned<crate::yaml::Value>>(&text) {
-        Ok(root) => Some(Tree { file: file.name, text: file.text, root: Node::from(root) }),
-        Err(e) => {
-            let at = e.location().map_or((1, 1), |l| (u32::try_from(l.line()).unwrap_or(1), u32::try_from(l.column()).unwrap_or(1)));
-            let message = e.without_snippet().to_string();
-            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
+    match Node::try_parse(&text) {
+        Ok(root) => Some(Tree { file: file.name, text: file.text, root }),
+        Err((message, at)) => {
             sink.emit(&rules::SYNTAX, file.name, at, format!("invalid YAML: {message}"), "fix the YAML syntax");
             None
         }

@@ -2,7 +2,7 @@
 //! names, and the blueprint edits the codelab needs.
 
 use super::*;
-use crate::validate::facts::{module, modules};
+use crate::blueprint::{module_by_source as module, modules};
 use crate::yaml::{Node, Value};
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {

@@ -62,9 +62,9 @@ pub(crate) fn pods(cluster: &Node) -> Vec<Pod<'_>> {
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     for cluster in &views.ray_clusters {
-        version(cluster, sink);
-        name(cluster, sink);
         let pods = pods(&cluster.root);
+        version(cluster, &pods, sink);
+        name(cluster, sink);
         for pod in &pods {
             start_params(cluster, pod, sink);
             volumes(cluster, pod, sink);
@@ -79,8 +79,8 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     }
 }
 
-fn version(cluster: &Tree<'_>, sink: &mut Sink) {
-    let image = pods(&cluster.root).first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"]));
+fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
+    let image = pods.first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"]));
     let Some((image, image_text)) = image.and_then(|n| Some((n, n.text()?))) else { return };
     match knowledge::ray_version_of_image(image_text) {
         Some(shipped) => {
