@@ -13,7 +13,7 @@ pub const DEFAULT_CONFIG: &str = "gke-rl.yaml";
 pub const MAX_INPUT_BYTES: u64 = 10 * 1024 * 1024;
 
 /// Where the model comes from, as flags shared by every command that needs one.
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 pub struct Source {
     /// Config file [default: ./gke-rl.yaml if present, else the embedded default]
     #[arg(long, value_name = "FILE", conflicts_with = "env_file")]

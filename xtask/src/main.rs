@@ -9,6 +9,7 @@ mod ci;
 mod codegen;
 mod config;
 mod fuzz;
+mod jobs;
 mod render;
 mod report;
 #[cfg(test)]
@@ -34,6 +35,11 @@ enum Command {
     Render(render::Args),
     Validate(validate::Args),
     Blueprint(blueprint::Args),
+    Submit(jobs::SubmitArgs),
+    Status(jobs::StatusArgs),
+    Logs(jobs::LogsArgs),
+    Stop(jobs::StopArgs),
+    Jobs(jobs::JobsArgs),
     /// Regenerate the committed files: manifests/, schemas/, examples/, docs/rules.md, the NeMo-RL key table
     Codegen {
         /// Fail instead of writing when a file is stale
@@ -53,18 +59,23 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Exit codes: 0 success, 1 findings or a failed job, 2 errors, 130 detached by Ctrl-C.
     let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
-        Command::Render(args) => args.run().map(|()| true),
-        Command::Validate(args) => args.run().map(|has_errors| !has_errors),
-        Command::Blueprint(args) => args.run().map(|()| true),
-        Command::Codegen { check } => codegen::run(check).map(|()| true),
-        Command::Ci => ci::run(&sh).map(|()| true),
-        Command::Fuzz(args) => args.run(&sh).map(|()| true),
-        Command::Bench { target } => bench::run(&sh, target).map(|()| true),
+        Command::Render(args) => args.run().map(|()| 0),
+        Command::Validate(args) => args.run().map(u8::from),
+        Command::Blueprint(args) => args.run().map(|()| 0),
+        Command::Submit(args) => args.run(),
+        Command::Status(args) => args.run(),
+        Command::Logs(args) => args.run(),
+        Command::Stop(args) => args.run(),
+        Command::Jobs(args) => args.run(),
+        Command::Codegen { check } => codegen::run(check).map(|()| 0),
+        Command::Ci => ci::run(&sh).map(|()| 0),
+        Command::Fuzz(args) => args.run(&sh).map(|()| 0),
+        Command::Bench { target } => bench::run(&sh, target).map(|()| 0),
     });
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             match e.downcast_ref::<report::Reported>() {
                 Some(reported) => eprintln!("{reported}"),

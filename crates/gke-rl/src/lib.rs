@@ -12,9 +12,11 @@
 //! `wasm32-unknown-unknown` and every front end (CLI, browser, other tools) shares it.
 
 pub mod blueprint;
+pub mod checkpoints;
 pub mod config;
 pub mod diagnostic;
 pub mod envsh;
+pub mod gitwildmatch;
 pub mod knowledge;
 pub mod model;
 mod quote;

@@ -109,13 +109,14 @@ impl EnvShView<'_> {
 
 pub(crate) struct RayIgnoreView<'a> {
     pub file: &'a str,
-    pub rules: ignore::gitignore::Gitignore,
+    pub rules: crate::gitwildmatch::PatternSet,
 }
 
 impl RayIgnoreView<'_> {
-    /// Whether the upload of a working dir leaves out `path` (relative to it).
+    /// Whether Ray's packager leaves out `path` (relative to the working dir); for a
+    /// directory, whether it leaves out what is inside (`data/` keeps the empty `data`).
     pub fn excludes(&self, path: &str, is_dir: bool) -> bool {
-        self.rules.matched_path_or_any_parents(format!("/w/{path}"), is_dir).is_ignore()
+        if is_dir { self.rules.excludes(&format!("{path}/file")) } else { self.rules.excludes(path) }
     }
 }
 
@@ -259,22 +260,15 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
                 None
             }
         },
-        Kind::RayIgnore => {
-            let mut builder = ignore::gitignore::GitignoreBuilder::new("/w");
-            for (index, line) in file.text.lines().enumerate() {
-                if let Err(e) = builder.add_line(None, line) {
-                    let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), 1);
-                    sink.emit(&rules::SYNTAX, file.name, at, format!("invalid pattern: {e}"), "fix the pattern (gitignore syntax)");
-                }
+        Kind::RayIgnore => match crate::gitwildmatch::PatternSet::parse(file.text) {
+            Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, rules })),
+            Err(e) => {
+                let at = (u32::try_from(e.line).unwrap_or(u32::MAX), 1);
+                let message = format!("invalid pattern `{}`: {}; Ray's packager would fail on it", e.pattern, e.reason);
+                sink.emit(&rules::SYNTAX, file.name, at, message, "fix the pattern (gitignore syntax)");
+                None
             }
-            match builder.build() {
-                Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, rules })),
-                Err(e) => {
-                    sink.emit(&rules::SYNTAX, file.name, (1, 1), format!("invalid patterns: {e}"), "fix the patterns (gitignore syntax)");
-                    None
-                }
-            }
-        }
+        },
         Kind::JobScript => Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) })),
         Kind::RuntimeEnv => match serde_json::from_str::<serde_json::Value>(file.text) {
             Err(e) => {

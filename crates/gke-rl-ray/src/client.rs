@@ -1,0 +1,520 @@
+//! The Ray Jobs REST API (version "4", Ray 2.46 to 2.54), typed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use reqwest::StatusCode;
+use serde::{Deserialize, Serialize};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Sent on every request: Ray 2.46's dashboard answers 500 to requests without one.
+const USER_AGENT: &str = concat!("gke-rl/", env!("CARGO_PKG_VERSION"));
+
+/// Everything a call can fail with; the server's own words are kept.
+#[allow(missing_docs)] // each variant's message is its documentation
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0} is not a Ray dashboard address: expected http://HOST:PORT or https://HOST:PORT")]
+    Address(String),
+    #[error("cannot reach the Ray dashboard at {address}: {reason}")]
+    Unreachable { address: String, reason: String },
+    #[error("the Ray dashboard at {address} did not answer {what} within {seconds} s")]
+    Timeout { address: String, what: String, seconds: u64 },
+    #[error("{address} answered /api/version with 404: it is not a Ray dashboard (or Ray is older than 1.9)")]
+    NotADashboard { address: String },
+    #[error("job {id} does not exist")]
+    JobNotFound { id: String },
+    #[error("a job with submission id {id} already exists: choose another --submission-id")]
+    AlreadyExists { id: String },
+    #[error("{field} needs Ray {needs} or newer; the cluster runs Ray {server}")]
+    Unsupported { field: &'static str, needs: &'static str, server: String },
+    #[error("the Ray dashboard refused {what} ({status}): {message}")]
+    Server { what: String, status: u16, message: String },
+    #[error("the dashboard refused the {size}-byte package as too large (HTTP 413): exclude large files in .rayignore")]
+    PayloadTooLarge { size: usize },
+    #[error("unexpected answer to {what}: {reason}")]
+    Protocol { what: String, reason: String },
+}
+
+/// `GET /api/version`.
+#[allow(missing_docs)] // fields as Ray's `VersionResponse` names them
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Version {
+    pub version: String,
+    pub ray_version: String,
+    #[serde(default)]
+    pub ray_commit: String,
+    #[serde(default)]
+    pub session_name: String,
+}
+
+impl Version {
+    /// Whether the server's Ray is at least `major.minor.patch` (a dev build counts as new).
+    pub fn at_least(&self, needs: &str) -> bool {
+        let parse = |v: &str| -> Vec<u64> {
+            v.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0)).collect()
+        };
+        self.ray_version.contains("dev") || parse(&self.ray_version) >= parse(needs)
+    }
+}
+
+/// `POST /api/jobs/`. Absent fields are not sent: the server rejects keys it does not know.
+#[allow(missing_docs)] // fields as Ray's `JobSubmitRequest` names them
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SubmitRequest {
+    pub entrypoint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_env: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint_num_cpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint_num_gpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint_memory: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint_resources: Option<BTreeMap<String, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrypoint_label_selector: Option<BTreeMap<String, String>>,
+}
+
+impl SubmitRequest {
+    /// The first field set here that `server` does not know, with the Ray version that added it.
+    fn unsupported_by(&self, server: &Version) -> Option<(&'static str, &'static str)> {
+        [
+            ("entrypoint_num_cpus", "2.2.0", self.entrypoint_num_cpus.is_some()),
+            ("entrypoint_num_gpus", "2.2.0", self.entrypoint_num_gpus.is_some()),
+            ("entrypoint_resources", "2.2.0", self.entrypoint_resources.is_some()),
+            ("entrypoint_memory", "2.8.0", self.entrypoint_memory.is_some()),
+            // Absent in 2.46.0, present in 2.54.0 (the versions checked against real heads).
+            ("entrypoint_label_selector", "2.54.0", self.entrypoint_label_selector.is_some()),
+        ]
+        .into_iter()
+        .find(|(_, needs, set)| *set && !server.at_least(needs))
+        .map(|(field, needs, _)| (field, needs))
+    }
+}
+
+/// `JobStatus`; the last three are terminal.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobStatus {
+    Pending,
+    Running,
+    Stopped,
+    Succeeded,
+    Failed,
+}
+
+impl JobStatus {
+    /// STOPPED, SUCCEEDED or FAILED: the job will not change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobStatus::Stopped | JobStatus::Succeeded | JobStatus::Failed)
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            JobStatus::Pending => "PENDING",
+            JobStatus::Running => "RUNNING",
+            JobStatus::Stopped => "STOPPED",
+            JobStatus::Succeeded => "SUCCEEDED",
+            JobStatus::Failed => "FAILED",
+        };
+        f.write_str(name)
+    }
+}
+
+/// `JobDetails`, as `GET /api/jobs/{id}` and `GET /api/jobs/` return it.
+#[allow(missing_docs)] // fields as Ray's `JobDetails` names them
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct JobDetails {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub job_id: Option<String>,
+    pub submission_id: Option<String>,
+    pub status: JobStatus,
+    pub entrypoint: String,
+    pub message: Option<String>,
+    pub error_type: Option<String>,
+    /// Unix milliseconds.
+    pub start_time: Option<u64>,
+    pub end_time: Option<u64>,
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// The full runtime env, env_vars included: anyone who can reach the API can read it.
+    #[serde(default)]
+    pub runtime_env: Option<serde_json::Value>,
+    #[serde(default)]
+    pub driver_exit_code: Option<i32>,
+}
+
+impl JobDetails {
+    /// The id to use in further calls: the submission id, else the Ray job id.
+    pub fn id(&self) -> &str {
+        self.submission_id.as_deref().or(self.job_id.as_deref()).unwrap_or("?")
+    }
+}
+
+/// Timeouts and headers; the defaults suit a port-forwarded or local dashboard.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Establishing a TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Every call but the upload.
+    pub request_timeout: Duration,
+    /// The package upload (up to 100 MiB).
+    pub upload_timeout: Duration,
+    /// Extra headers on every request (`RAY_JOB_HEADERS`, a bearer token).
+    pub headers: BTreeMap<String, String>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            upload_timeout: Duration::from_secs(600),
+            headers: BTreeMap::new(),
+        }
+    }
+}
+
+/// A Ray Jobs API client for one dashboard address.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    address: String,
+    options: ClientOptions,
+}
+
+/// A live log stream of one job (`/api/jobs/{id}/logs/tail`).
+pub struct LogTail {
+    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+}
+
+/// How a log stream ended.
+#[derive(Debug)]
+pub enum TailEnd {
+    /// The server closed it normally: the job is terminal and its log was read to the end.
+    Finished,
+    /// The connection dropped; the job may still be running.
+    Dropped(String),
+}
+
+impl LogTail {
+    /// The next chunk of log text (one or more whole lines), or how the stream ended.
+    pub async fn next(&mut self) -> Result<String, TailEnd> {
+        loop {
+            match self.socket.next().await {
+                Some(Ok(Message::Text(text))) => return Ok(text.as_str().to_owned()),
+                Some(Ok(Message::Binary(bytes))) => return Ok(String::from_utf8_lossy(&bytes).into_owned()),
+                Some(Ok(Message::Close(frame))) => {
+                    return match frame {
+                        Some(f) if f.code != tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Normal => {
+                            Err(TailEnd::Dropped(format!("closed with code {}", u16::from(f.code))))
+                        }
+                        _ => Err(TailEnd::Finished),
+                    };
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(TailEnd::Dropped(e.to_string())),
+                None => return Err(TailEnd::Dropped("the connection closed without a close frame".into())),
+            }
+        }
+    }
+}
+
+impl Client {
+    /// `address` as Ray takes it: `host:port` means `http://host:port`; a trailing `/` is dropped.
+    pub fn new(address: &str, options: ClientOptions) -> Result<Client, Error> {
+        let trimmed = address.trim().trim_end_matches('/');
+        let address = if trimmed.contains("://") { trimmed.to_owned() } else { format!("http://{trimmed}") };
+        let url = reqwest::Url::parse(&address).map_err(|_| Error::Address(address.clone()))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(Error::Address(address));
+        }
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &options.headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| Error::Address(format!("header {name}")))?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| Error::Address(format!("a value of header {name}")))?;
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(options.connect_timeout)
+            .default_headers(headers)
+            .build()
+            .map_err(|e| Error::Unreachable { address: address.clone(), reason: e.to_string() })?;
+        Ok(Client { http, address, options })
+    }
+
+    /// The normalised dashboard address, e.g. `http://localhost:8265`.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// Sends a request and returns the status and body, mapping transport failures.
+    async fn send(&self, what: &str, request: reqwest::RequestBuilder, timeout: Duration) -> Result<(StatusCode, String), Error> {
+        let response = request.timeout(timeout).send().await.map_err(|e| self.transport(what, &e, timeout))?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| self.transport(what, &e, timeout))?;
+        Ok((status, body))
+    }
+
+    fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
+        if e.is_timeout() {
+            Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() }
+        } else {
+            Error::Unreachable { address: self.address.clone(), reason: root_cause(e) }
+        }
+    }
+
+    fn refused(what: &str, status: StatusCode, body: &str) -> Error {
+        Error::Server { what: what.to_owned(), status: status.as_u16(), message: server_message(body) }
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, what: &str, path: &str, id: Option<&str>) -> Result<T, Error> {
+        let (status, body) = self.send(what, self.http.get(self.url(path)), self.options.request_timeout).await?;
+        match status {
+            StatusCode::OK => parse(what, &body),
+            StatusCode::NOT_FOUND if id.is_some() => Err(Error::JobNotFound { id: id.unwrap_or_default().to_owned() }),
+            _ => Err(Self::refused(what, status, &body)),
+        }
+    }
+
+    /// `GET /api/version`: the first call, which also checks that this is a Ray dashboard.
+    pub async fn version(&self) -> Result<Version, Error> {
+        let what = "GET /api/version";
+        let (status, body) = self.send(what, self.http.get(self.url("/api/version")), self.options.request_timeout).await?;
+        match status {
+            StatusCode::OK => parse(what, &body),
+            StatusCode::NOT_FOUND => Err(Error::NotADashboard { address: self.address.clone() }),
+            _ => Err(Self::refused(what, status, &body)),
+        }
+    }
+
+    /// `GET /api/packages/gcs/{name}`: whether the cluster has the package. A hit also pins it
+    /// for 10 minutes, so submit soon after.
+    pub async fn package_exists(&self, uri: &str) -> Result<bool, Error> {
+        let path = package_path(uri)?;
+        let what = format!("GET {path}");
+        let (status, body) = self.send(&what, self.http.get(self.url(&path)), self.options.request_timeout).await?;
+        match status {
+            StatusCode::OK => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(Self::refused(&what, status, &body)),
+        }
+    }
+
+    /// `PUT /api/packages/gcs/{name}` with the zip as the body.
+    pub async fn upload_package(&self, uri: &str, zip: Vec<u8>) -> Result<(), Error> {
+        let path = package_path(uri)?;
+        let what = format!("PUT {path}");
+        let size = zip.len();
+        let (status, body) = self.send(&what, self.http.put(self.url(&path)).body(zip), self.options.upload_timeout).await?;
+        match status {
+            StatusCode::OK => Ok(()),
+            StatusCode::PAYLOAD_TOO_LARGE => Err(Error::PayloadTooLarge { size }),
+            _ => Err(Self::refused(&what, status, &body)),
+        }
+    }
+
+    /// `POST /api/jobs/`; returns the submission id. Fields `server` does not know are refused
+    /// here rather than by the server.
+    pub async fn submit(&self, request: &SubmitRequest, server: &Version) -> Result<String, Error> {
+        if let Some((field, needs)) = request.unsupported_by(server) {
+            return Err(Error::Unsupported { field, needs, server: server.ray_version.clone() });
+        }
+        let what = "POST /api/jobs/";
+        let (status, body) = self.send(what, self.http.post(self.url("/api/jobs/")).json(request), self.options.request_timeout).await?;
+        if status == StatusCode::OK {
+            #[derive(Deserialize)]
+            struct Submitted {
+                submission_id: String,
+            }
+            return parse::<Submitted>(what, &body).map(|s| s.submission_id);
+        }
+        // The head relays the agent's 400 as a 500 with a traceback: the text is what counts.
+        if body.contains("already exists") {
+            return Err(Error::AlreadyExists { id: request.submission_id.clone().unwrap_or_default() });
+        }
+        Err(Self::refused(what, status, &body))
+    }
+
+    /// `GET /api/jobs/{id}`.
+    pub async fn job(&self, id: &str) -> Result<JobDetails, Error> {
+        self.get_json(&format!("GET /api/jobs/{id}"), &format!("/api/jobs/{}", segment(id)), Some(id)).await
+    }
+
+    /// `GET /api/jobs/`: submission jobs first, then driver jobs.
+    pub async fn jobs(&self) -> Result<Vec<JobDetails>, Error> {
+        self.get_json("GET /api/jobs/", "/api/jobs/", None).await
+    }
+
+    /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
+    pub async fn logs(&self, id: &str) -> Result<String, Error> {
+        #[derive(Deserialize)]
+        struct Logs {
+            logs: String,
+        }
+        let logs: Logs = self.get_json(&format!("GET /api/jobs/{id}/logs"), &format!("/api/jobs/{}/logs", segment(id)), Some(id)).await?;
+        Ok(logs.logs)
+    }
+
+    /// `POST /api/jobs/{id}/stop`; `false` when the job was no longer running.
+    pub async fn stop(&self, id: &str) -> Result<bool, Error> {
+        #[derive(Deserialize)]
+        struct Stopped {
+            stopped: bool,
+        }
+        let what = format!("POST /api/jobs/{id}/stop");
+        let (status, body) =
+            self.send(&what, self.http.post(self.url(&format!("/api/jobs/{}/stop", segment(id)))), self.options.request_timeout).await?;
+        match status {
+            StatusCode::OK => parse::<Stopped>(&what, &body).map(|s| s.stopped),
+            StatusCode::NOT_FOUND => Err(Error::JobNotFound { id: id.to_owned() }),
+            _ => Err(Self::refused(&what, status, &body)),
+        }
+    }
+
+    /// `DELETE /api/jobs/{id}`: only for a terminal job.
+    pub async fn delete(&self, id: &str) -> Result<bool, Error> {
+        #[derive(Deserialize)]
+        struct Deleted {
+            deleted: bool,
+        }
+        let what = format!("DELETE /api/jobs/{id}");
+        let (status, body) =
+            self.send(&what, self.http.delete(self.url(&format!("/api/jobs/{}", segment(id)))), self.options.request_timeout).await?;
+        match status {
+            StatusCode::OK => parse::<Deleted>(&what, &body).map(|d| d.deleted),
+            StatusCode::NOT_FOUND => Err(Error::JobNotFound { id: id.to_owned() }),
+            _ => Err(Self::refused(&what, status, &body)),
+        }
+    }
+
+    /// Opens `/api/jobs/{id}/logs/tail`. The server replays the log from its start, then
+    /// streams new lines until the job is terminal.
+    pub async fn tail(&self, id: &str) -> Result<LogTail, Error> {
+        let what = format!("the log stream of {id}");
+        let url = format!("{}/api/jobs/{}/logs/tail", self.address.replacen("http", "ws", 1), segment(id));
+        let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
+            .map_err(|e| Error::Protocol { what: what.clone(), reason: e.to_string() })?;
+        request.headers_mut().insert(reqwest::header::USER_AGENT, reqwest::header::HeaderValue::from_static(USER_AGENT));
+        for (name, value) in &self.options.headers {
+            if let (Ok(name), Ok(value)) =
+                (reqwest::header::HeaderName::from_bytes(name.as_bytes()), reqwest::header::HeaderValue::from_str(value))
+            {
+                request.headers_mut().insert(name, value);
+            }
+        }
+        let connect = tokio_tungstenite::connect_async(request);
+        let timeout = self.options.connect_timeout + self.options.request_timeout;
+        match tokio::time::timeout(timeout, connect).await {
+            Err(_) => Err(Error::Timeout { address: self.address.clone(), what, seconds: timeout.as_secs() }),
+            Ok(Ok((socket, _))) => Ok(LogTail { socket }),
+            Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
+                let status = response.status();
+                let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+                if status == StatusCode::NOT_FOUND {
+                    Err(Error::JobNotFound { id: id.to_owned() })
+                } else {
+                    Err(Error::Server { what, status: status.as_u16(), message: server_message(&body) })
+                }
+            }
+            Ok(Err(e)) => Err(Error::Unreachable { address: self.address.clone(), reason: e.to_string() }),
+        }
+    }
+}
+
+/// The API path of a `gcs://` package URI.
+fn package_path(uri: &str) -> Result<String, Error> {
+    let name = uri.strip_prefix("gcs://").filter(|n| !n.is_empty() && !n.contains('/'));
+    name.map(|n| format!("/api/packages/gcs/{n}"))
+        .ok_or_else(|| Error::Protocol { what: "a package upload".into(), reason: format!("{uri} is not a gcs:// package URI") })
+}
+
+/// A job id as one URL path segment.
+fn segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T, Error> {
+    serde_json::from_str(body).map_err(|e| Error::Protocol { what: what.to_owned(), reason: format!("{e}: {}", first_line(body)) })
+}
+
+fn first_line(body: &str) -> &str {
+    let line = body.lines().next().unwrap_or_default();
+    &line[..line.floor_char_boundary(200)]
+}
+
+/// The useful part of an error body: the last line of a Python traceback (the exception),
+/// else the first line.
+fn server_message(body: &str) -> String {
+    let lines: Vec<&str> = body.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let exception = lines.iter().rev().find(|l| l.contains("Error: ") || l.contains("Exception: "));
+    exception.or(lines.first()).map_or_else(|| "(empty response)".to_owned(), |l| (*l).to_owned())
+}
+
+/// The innermost error's text: "Connection refused (os error 111)" rather than reqwest's
+/// generic wrapper.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(v: &str) -> Version {
+        Version { version: "4".into(), ray_version: v.into(), ray_commit: String::new(), session_name: String::new() }
+    }
+
+    #[test]
+    fn addresses_are_normalised_like_ray() {
+        assert_eq!(Client::new("localhost:8265/", ClientOptions::default()).unwrap().address(), "http://localhost:8265");
+        assert!(matches!(Client::new("ray://x:10001", ClientOptions::default()), Err(Error::Address(_))));
+    }
+
+    #[test]
+    fn fields_are_gated_by_server_version() {
+        let request = SubmitRequest { entrypoint_label_selector: Some(BTreeMap::new()), ..SubmitRequest::default() };
+        assert_eq!(request.unsupported_by(&version("2.46.0")), Some(("entrypoint_label_selector", "2.54.0")));
+        assert_eq!(request.unsupported_by(&version("2.54.0")), None);
+        assert!(version("3.0.0.dev0").at_least("2.54.0") && !version("2.9.3").at_least("2.10.0"));
+    }
+
+    #[test]
+    fn absent_fields_are_not_serialized() {
+        let request = SubmitRequest { entrypoint: "echo".into(), ..SubmitRequest::default() };
+        assert_eq!(serde_json::to_string(&request).unwrap(), r#"{"entrypoint":"echo"}"#);
+    }
+
+    #[test]
+    fn traceback_bodies_give_their_exception() {
+        let body = "Traceback (most recent call last):\n  File \"x\", line 1\nRuntimeError: Request failed with status code 400: boom.\n";
+        assert_eq!(server_message(body), "RuntimeError: Request failed with status code 400: boom.");
+        assert_eq!(segment("raysubmit_a b"), "raysubmit_a%20b");
+        assert!(package_path("gcs://_ray_pkg_0123.zip").unwrap().ends_with("/gcs/_ray_pkg_0123.zip"));
+    }
+}

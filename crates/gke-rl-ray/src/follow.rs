@@ -1,0 +1,82 @@
+//! Following a job's log to the end, across dropped connections.
+
+use std::time::Duration;
+
+use crate::client::{Client, Error, JobDetails, TailEnd};
+
+/// How long to keep reconnecting before giving up, and the pause between attempts.
+#[derive(Debug, Clone)]
+pub struct FollowOptions {
+    /// Give up after failing to reconnect for this long.
+    pub retry_for: Duration,
+    /// The pause between reconnection attempts.
+    pub retry_every: Duration,
+}
+
+impl Default for FollowOptions {
+    fn default() -> Self {
+        FollowOptions { retry_for: Duration::from_secs(60), retry_every: Duration::from_secs(1) }
+    }
+}
+
+/// What the follower reports besides log text.
+pub enum Event<'a> {
+    /// Log text, in order, each byte once.
+    Log(&'a str),
+    /// The stream dropped; a reconnect follows.
+    Reconnecting(&'a str),
+}
+
+/// Streams the log of job `id` into `on_event` until the job is terminal and returns its
+/// final details. The server replays a log from its start on every connection, so after a
+/// reconnect the bytes already delivered are skipped: nothing repeats and nothing is lost.
+pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_event: impl FnMut(Event<'_>)) -> Result<JobDetails, Error> {
+    let mut delivered = 0usize;
+    let mut failing_since: Option<tokio::time::Instant> = None;
+    loop {
+        let reason = match client.tail(id).await {
+            Ok(mut tail) => {
+                let mut offset = 0usize;
+                loop {
+                    match tail.next().await {
+                        Ok(chunk) => {
+                            failing_since = None;
+                            let end = offset + chunk.len();
+                            if end > delivered {
+                                let fresh = chunk.get(delivered.saturating_sub(offset)..).unwrap_or(&chunk);
+                                on_event(Event::Log(fresh));
+                                delivered = end;
+                            }
+                            offset = end;
+                        }
+                        Err(TailEnd::Finished) => {
+                            let job = client.job(id).await?;
+                            if job.status.is_terminal() {
+                                if delivered == 0 {
+                                    // The job ended before its supervisor started: the stream was empty.
+                                    let logs = client.logs(id).await?;
+                                    if !logs.is_empty() {
+                                        on_event(Event::Log(&logs));
+                                    }
+                                }
+                                return Ok(job);
+                            }
+                            break "the log stream ended before the job did".to_owned();
+                        }
+                        Err(TailEnd::Dropped(reason)) => break reason,
+                    }
+                }
+            }
+            Err(e @ (Error::Unreachable { .. } | Error::Timeout { .. })) => {
+                let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= options.retry_for {
+                    return Err(e);
+                }
+                e.to_string()
+            }
+            Err(e) => return Err(e),
+        };
+        on_event(Event::Reconnecting(&reason));
+        tokio::time::sleep(options.retry_every).await;
+    }
+}

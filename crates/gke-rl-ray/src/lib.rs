@@ -1,0 +1,27 @@
+//! Ray job submission without Python: a typed client for the Ray Jobs REST API and a
+//! working-dir packager whose package URIs equal Ray's own.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use gke_rl_ray::{Client, ClientOptions, SubmitRequest, package::Plan};
+//! let client = Client::new("http://localhost:8265", ClientOptions::default())?;
+//! let server = client.version().await?;
+//! let package = Plan::for_files(vec![("run.sh".into(), b"echo hello\n".to_vec(), false)]).build(&[])?;
+//! if !client.package_exists(&package.uri).await? {
+//!     client.upload_package(&package.uri, package.zip).await?;
+//! }
+//! let mut runtime_env = serde_json::Map::new();
+//! runtime_env.insert("working_dir".into(), package.uri.into());
+//! let request = SubmitRequest { entrypoint: "bash run.sh".into(), runtime_env: Some(runtime_env), ..Default::default() };
+//! let id = client.submit(&request, &server).await?;
+//! let job = gke_rl_ray::follow(&client, &id, &Default::default(), |_| {}).await?;
+//! println!("{id}: {}", job.status);
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod follow;
+pub mod package;
+
+pub use client::{Client, ClientOptions, Error, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version};
+pub use follow::{Event, FollowOptions, follow};

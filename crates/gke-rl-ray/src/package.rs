@@ -1,0 +1,379 @@
+//! Ray's working-dir packaging: which paths go in, the stored zip, and the package URI,
+//! computed as `ray._private.runtime_env.packaging` computes them (Ray 2.54), so a package
+//! uploaded here is found by Python clients and the other way round.
+//!
+//! Walk: depth first from the root; at every directory its `.gitignore` (unless disabled)
+//! and `.rayignore` apply to its subtree, relative to it; a matched path is skipped with
+//! everything under it; symlinks are followed. Hash: eight ASCII `0` bytes, XORed with the
+//! first 8 bytes of `sha1(relative path + file bytes)` for every visited path, the root `.`
+//! and directories included. Zip: stored, files and empty directories only.
+
+use std::fs;
+use std::io::{Cursor, Write as _};
+use std::path::{Path, PathBuf};
+
+use gke_rl::gitwildmatch::PatternSet;
+use sha1::{Digest, Sha1};
+use zip::write::SimpleFileOptions;
+
+/// The dashboard refuses request bodies over 100 MiB (aiohttp `client_max_size`).
+pub const MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
+/// Ray warns about every file at least this large.
+pub const LARGE_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// `RAY_RUNTIME_ENV_DEFAULT_EXCLUDES` (Ray 2.54; 2.46 has none).
+pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".venv", "venv", "__pycache__"];
+
+/// How a directory is walked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Patterns applied from the root before `excludes`.
+    pub default_excludes: Vec<String>,
+    /// The runtime env's `excludes`.
+    pub excludes: Vec<String>,
+    /// Read `.gitignore` files (Ray does unless `RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1`).
+    pub gitignore: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { default_excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(), excludes: Vec::new(), gitignore: true }
+    }
+}
+
+/// What can go wrong while packaging; every message names the path and what to do.
+#[allow(missing_docs)] // each variant's message is its documentation
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{file}:{}: invalid pattern `{}`: {}; Ray's packager would fail on it too", .error.line, .error.pattern, .error.reason)]
+    Pattern { file: String, error: gke_rl::gitwildmatch::PatternError },
+    #[error("{path}: the file name is not UTF-8, which Ray cannot package; rename it or exclude it in .rayignore")]
+    NonUtf8Name { path: PathBuf },
+    #[error("{path}: a symlink loops back to {target}; exclude it in .rayignore")]
+    SymlinkLoop { path: PathBuf, target: PathBuf },
+    #[error("{}", too_large_message(*.total, .largest))]
+    TooLarge { total: u64, largest: Vec<(String, u64)> },
+    #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
+    SecretInFile { path: String, name: String },
+    #[error("cannot write the zip: {0}")]
+    Zip(#[from] zip::result::ZipError),
+}
+
+fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
+    let mut message = format!(
+        "the working dir holds {} of files, over the {} the Ray dashboard accepts; nothing was uploaded. Largest files:",
+        mib(total),
+        mib(MAX_UPLOAD_BYTES)
+    );
+    for (path, size) in largest {
+        message.push_str(&format!("\n  {:>10}  {path}", mib(*size)));
+    }
+    message.push_str("\nhelp: add lines like these to .rayignore:");
+    for (path, _) in largest {
+        message.push_str(&format!("\n  /{}", gitwildmatch_escape(path)));
+    }
+    message
+}
+
+/// `GitWildMatchPattern.escape`: a path as a pattern that matches only itself.
+fn gitwildmatch_escape(path: &str) -> String {
+    path.chars().fold(String::new(), |mut out, c| {
+        if "[]!*#?".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
+}
+
+/// Sizes for people: `12.3 MiB`.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+}
+
+/// A value that must not appear in any packaged file, with the name to report.
+pub struct Secret<'a> {
+    /// The environment variable it came from.
+    pub name: &'a str,
+    /// The value to look for.
+    pub value: &'a str,
+}
+
+#[derive(Debug)]
+enum Content {
+    Disk(PathBuf),
+    Memory(Vec<u8>),
+    /// A broken symlink or an unreadable special file: Ray hashes its path and zips nothing.
+    Unreadable,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Dir { empty: bool },
+    File { content: Content, size: u64, executable: bool },
+}
+
+/// The paths a package will hold, before any file is read: sizes are known, so an
+/// over-limit folder is refused before reading or uploading anything.
+#[derive(Debug)]
+pub struct Plan {
+    /// Relative, `/`-separated paths in walk order; the root is `.`.
+    entries: Vec<(String, Entry)>,
+    /// The `.gitignore` and `.rayignore` files that applied, relative to the root.
+    pub ignore_files: Vec<String>,
+}
+
+/// A built package: its URI and zip bytes.
+#[derive(Debug)]
+pub struct Package {
+    /// `gcs://_ray_pkg_<16 hex>.zip`.
+    pub uri: String,
+    /// The stored (uncompressed) zip.
+    pub zip: Vec<u8>,
+    /// Files (not directories) in the zip.
+    pub file_count: usize,
+}
+
+impl Plan {
+    /// Walks `dir` with Ray's exclusion rules.
+    pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, PackageError> {
+        let root_patterns = options.default_excludes.iter().chain(&options.excludes).map(String::as_str);
+        let root_set = PatternSet::from_lines(root_patterns).map_err(|error| PackageError::Pattern { file: "excludes".into(), error })?;
+        let mut walk =
+            Walk { plan: Plan { entries: Vec::new(), ignore_files: Vec::new() }, gitignore: options.gitignore, ancestors: Vec::new() };
+        let mut active = vec![(".".to_owned(), root_set)];
+        walk.travel(dir, ".", &mut active)?;
+        Ok(walk.plan)
+    }
+
+    /// A job folder made of the given files (name, contents, executable), nothing else.
+    pub fn for_files(files: Vec<(String, Vec<u8>, bool)>) -> Plan {
+        let mut entries = vec![(".".to_owned(), Entry::Dir { empty: files.is_empty() })];
+        for (name, bytes, executable) in files {
+            let size = bytes.len() as u64;
+            entries.push((name, Entry::File { content: Content::Memory(bytes), size, executable }));
+        }
+        Plan { entries, ignore_files: Vec::new() }
+    }
+
+    /// Total bytes of file contents.
+    pub fn total_size(&self) -> u64 {
+        self.files().map(|(_, size)| size).sum()
+    }
+
+    /// Files at least [`LARGE_FILE_BYTES`] large, largest first.
+    pub fn large_files(&self) -> Vec<(String, u64)> {
+        let mut large: Vec<_> = self.files().filter(|(_, size)| *size >= LARGE_FILE_BYTES).map(|(p, s)| (p.to_owned(), s)).collect();
+        large.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        large
+    }
+
+    fn files(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.entries.iter().filter_map(|(path, entry)| match entry {
+            Entry::File { size, .. } => Some((path.as_str(), *size)),
+            Entry::Dir { .. } => None,
+        })
+    }
+
+    /// Refuses a plan whose files exceed the upload limit, naming the largest five.
+    pub fn check_size(&self) -> Result<(), PackageError> {
+        let total = self.total_size();
+        if total <= MAX_UPLOAD_BYTES {
+            return Ok(());
+        }
+        let mut largest: Vec<_> = self.files().map(|(p, s)| (p.to_owned(), s)).collect();
+        largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        largest.truncate(5);
+        Err(PackageError::TooLarge { total, largest })
+    }
+
+    /// Reads every file once (in parallel), hashes and zips it, and refuses the package if
+    /// a file holds one of `secrets`.
+    pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, PackageError> {
+        self.check_size()?;
+        let contents = read_and_hash(&self.entries, secrets)?;
+        let mut acc = *b"00000000";
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::with_capacity(self.total_size() as usize + 64 * self.entries.len())));
+        let mut file_count = 0;
+        for ((path, entry), (digest, bytes)) in self.entries.iter().zip(contents) {
+            for (a, d) in acc.iter_mut().zip(digest) {
+                *a ^= d;
+            }
+            match entry {
+                Entry::Dir { empty: true } if path != "." => {
+                    zip.add_directory(path.as_str(), SimpleFileOptions::default().unix_permissions(0o755))?
+                }
+                Entry::Dir { .. } | Entry::File { content: Content::Unreadable, .. } => {}
+                Entry::File { executable, .. } => {
+                    let mode = if *executable { 0o755 } else { 0o644 };
+                    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).unix_permissions(mode);
+                    zip.start_file(path.as_str(), options.large_file(bytes.len() as u64 >= u32::MAX as u64))?;
+                    zip.write_all(&bytes).map_err(|source| PackageError::Io { path: PathBuf::from(path), source })?;
+                    file_count += 1;
+                }
+            }
+        }
+        let zip = zip.finish()?.into_inner();
+        let hex: String = acc.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Package { uri: format!("gcs://_ray_pkg_{hex}.zip"), zip, file_count })
+    }
+}
+
+/// An entry's share of the hash (the first 8 bytes of its digest) and its file bytes.
+type Read = ([u8; 8], Vec<u8>);
+
+/// Every entry read and hashed, in entry order.
+fn read_and_hash(entries: &[(String, Entry)], secrets: &[Secret<'_>]) -> Result<Vec<Read>, PackageError> {
+    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(entries.len().max(1));
+    let chunk = entries.len().div_ceil(workers).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|(path, entry)| read_one(path, entry, secrets)).collect::<Result<Vec<_>, _>>()))
+            .collect();
+        let mut all = Vec::with_capacity(entries.len());
+        for handle in handles {
+            all.extend(handle.join().expect("a packaging thread panicked")?);
+        }
+        Ok(all)
+    })
+}
+
+fn read_one(path: &str, entry: &Entry, secrets: &[Secret<'_>]) -> Result<Read, PackageError> {
+    let mut sha = Sha1::new();
+    sha.update(path.as_bytes());
+    let bytes = match entry {
+        Entry::File { content: Content::Disk(fs_path), .. } => {
+            fs::read(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?
+        }
+        Entry::File { content: Content::Memory(bytes), .. } => bytes.clone(),
+        Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => Vec::new(),
+    };
+    if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(&bytes, s.value.as_bytes()).is_some()) {
+        return Err(PackageError::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
+    }
+    sha.update(&bytes);
+    let digest = sha.finalize();
+    let mut first = [0; 8];
+    first.copy_from_slice(&digest[..8]);
+    Ok((first, bytes))
+}
+
+struct Walk {
+    plan: Plan,
+    gitignore: bool,
+    /// Canonical paths of the directories being walked, to stop at a symlink loop.
+    ancestors: Vec<PathBuf>,
+}
+
+impl Walk {
+    /// `_dir_travel`: a directory's ignore files are read before the directory itself is
+    /// matched, so its own patterns can exclude it (`*` in a `.rayignore`).
+    fn travel(&mut self, fs_path: &Path, rel: &str, active: &mut Vec<(String, PatternSet)>) -> Result<(), PackageError> {
+        let io = |source| PackageError::Io { path: fs_path.to_owned(), source };
+        let meta = fs::metadata(fs_path).ok();
+        let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
+        let before = active.len();
+        if is_dir {
+            for name in [".gitignore", ".rayignore"] {
+                if name == ".gitignore" && !self.gitignore {
+                    continue;
+                }
+                let file = fs_path.join(name);
+                if file.is_file() {
+                    let shown = if rel == "." { name.to_owned() } else { format!("{rel}/{name}") };
+                    let bytes = fs::read(&file).map_err(|source| PackageError::Io { path: file.clone(), source })?;
+                    let text = String::from_utf8(bytes).map_err(|e| PackageError::Io {
+                        path: file.clone(),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+                    })?;
+                    let set = PatternSet::parse(&text).map_err(|error| PackageError::Pattern { file: shown.clone(), error })?;
+                    active.push((rel.to_owned(), set));
+                    self.plan.ignore_files.push(shown);
+                }
+            }
+        }
+        let skip = active.iter().any(|(base, set)| set.is_match(relative_to(rel, base)));
+        if !skip {
+            if is_dir {
+                let canonical = fs::canonicalize(fs_path).map_err(io)?;
+                if let Some(target) = self.ancestors.iter().find(|a| **a == canonical) {
+                    return Err(PackageError::SymlinkLoop { path: fs_path.to_owned(), target: target.clone() });
+                }
+                let mut children = Vec::new();
+                for child in fs::read_dir(fs_path).map_err(io)? {
+                    let child = child.map_err(io)?;
+                    let name = child.file_name().into_string().map_err(|_| PackageError::NonUtf8Name { path: child.path() })?;
+                    children.push(name);
+                }
+                children.sort();
+                self.plan.entries.push((rel.to_owned(), Entry::Dir { empty: children.is_empty() }));
+                self.ancestors.push(canonical);
+                for name in children {
+                    let child_rel = if rel == "." { name.clone() } else { format!("{rel}/{name}") };
+                    self.travel(&fs_path.join(&name), &child_rel, active)?;
+                }
+                self.ancestors.pop();
+            } else {
+                let entry = match &meta {
+                    Some(m) if m.is_file() => {
+                        use std::os::unix::fs::PermissionsExt as _;
+                        let content = Content::Disk(fs_path.to_owned());
+                        Entry::File { content, size: m.len(), executable: m.permissions().mode() & 0o111 != 0 }
+                    }
+                    _ => Entry::File { content: Content::Unreadable, size: 0, executable: false },
+                };
+                self.plan.entries.push((rel.to_owned(), entry));
+            }
+        }
+        active.truncate(before);
+        Ok(())
+    }
+}
+
+/// `rel` relative to `base` (both relative to the root; `.` is the root), as Ray computes
+/// `path.relative_to(ignore_file_dir)`.
+fn relative_to<'a>(rel: &'a str, base: &str) -> &'a str {
+    if base == "." {
+        rel
+    } else if rel == base {
+        "."
+    } else {
+        rel.strip_prefix(base).and_then(|r| r.strip_prefix('/')).unwrap_or(rel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_follow_pathlib() {
+        assert_eq!(relative_to("a/b", "."), "a/b");
+        assert_eq!(relative_to("a", "a"), ".");
+        assert_eq!(relative_to("a/b/c", "a"), "b/c");
+    }
+
+    #[test]
+    fn escape_makes_a_path_match_only_itself() {
+        assert_eq!(gitwildmatch_escape("data/big[1]*.bin"), "data/big\\[1\\]\\*.bin");
+    }
+
+    #[test]
+    fn in_memory_job_folder_hashes_root_and_files() {
+        let package = Plan::for_files(vec![("run.sh".into(), b"echo hi\n".to_vec(), true)]).build(&[]).unwrap();
+        assert!(package.uri.starts_with("gcs://_ray_pkg_") && package.uri.len() == "gcs://_ray_pkg_.zip".len() + 16);
+        assert_eq!(package.file_count, 1);
+    }
+
+    #[test]
+    fn secrets_are_refused_with_the_file_named() {
+        let files = vec![("env.sh".into(), b"export HF_TOKEN=hf_abcdefgh\n".to_vec(), false)];
+        let error = Plan::for_files(files).build(&[Secret { name: "HF_TOKEN", value: "hf_abcdefgh" }]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "env.sh contains the value of HF_TOKEN; a secret must never be uploaded: exclude the file in .rayignore"
+        );
+    }
+}
