@@ -36,6 +36,9 @@ pub struct Connection {
     /// Extra HTTP headers for every request, as a JSON object
     #[arg(long, value_name = "JSON", env = "RAY_JOB_HEADERS", hide_env_values = true)]
     headers: Option<String>,
+    /// Give up on a request the dashboard does not answer within this many seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    request_timeout: u64,
 }
 
 impl Connection {
@@ -55,7 +58,8 @@ impl Connection {
             Some(json) => serde_json::from_str(json).context("--headers / RAY_JOB_HEADERS must be a JSON object of strings")?,
             None => BTreeMap::new(),
         };
-        Ok(Client::new(&address, ClientOptions { headers, ..ClientOptions::default() })?)
+        let request_timeout = Duration::from_secs(self.request_timeout);
+        Ok(Client::new(&address, ClientOptions { headers, request_timeout, ..ClientOptions::default() })?)
     }
 }
 
@@ -75,7 +79,7 @@ pub struct SubmitArgs {
     /// Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]
     #[arg(long, value_name = "FILE")]
     runtime_env: Option<PathBuf>,
-    /// Submission id [default: chosen by Ray]
+    /// Submission id [default: raysubmit_ and 16 random characters, as Ray makes them]
     #[arg(long, value_name = "ID")]
     submission_id: Option<String>,
     /// Return once the job is accepted
@@ -197,7 +201,7 @@ impl SubmitArgs {
             }
             let request = SubmitRequest {
                 entrypoint,
-                submission_id: self.submission_id.clone(),
+                submission_id: Some(self.submission_id.clone().unwrap_or_else(gke_rl_ray::new_submission_id)),
                 runtime_env: Some(runtime_env),
                 metadata: (!self.metadata.is_empty()).then(|| self.metadata.iter().cloned().collect()),
                 entrypoint_num_cpus: self.entrypoint_num_cpus,

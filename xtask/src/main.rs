@@ -35,7 +35,7 @@ enum Command {
     Render(render::Args),
     Validate(validate::Args),
     Blueprint(blueprint::Args),
-    Submit(jobs::SubmitArgs),
+    Submit(Box<jobs::SubmitArgs>),
     Status(jobs::StatusArgs),
     Logs(jobs::LogsArgs),
     Stop(jobs::StopArgs),

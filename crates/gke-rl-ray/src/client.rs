@@ -331,11 +331,30 @@ impl Client {
     }
 
     /// `POST /api/jobs/`; returns the submission id. Fields `server` does not know are refused
-    /// here rather than by the server.
+    /// here rather than by the server. The head answers 500 while its job agent is not ready
+    /// (just after start-up); with a submission id a retry is safe, since a second copy is
+    /// refused as a duplicate, so such failures are retried for up to a minute.
     pub async fn submit(&self, request: &SubmitRequest, server: &Version) -> Result<String, Error> {
         if let Some((field, needs)) = request.unsupported_by(server) {
             return Err(Error::Unsupported { field, needs, server: server.ray_version.clone() });
         }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut retried = false;
+        loop {
+            match self.submit_once(request).await {
+                Err(Error::AlreadyExists { id }) if retried => return Ok(id),
+                Err(Error::Server { message, .. })
+                    if request.submission_id.is_some() && agent_not_ready(&message) && tokio::time::Instant::now() < deadline =>
+                {
+                    retried = true;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn submit_once(&self, request: &SubmitRequest) -> Result<String, Error> {
         let what = "POST /api/jobs/";
         let (status, body) = self.send(what, self.http.post(self.url("/api/jobs/")).json(request), self.options.request_timeout).await?;
         if status == StatusCode::OK {
@@ -438,6 +457,31 @@ impl Client {
     }
 }
 
+/// Whether a 500 says the head's job agent is missing or restarting rather than that the
+/// job was refused.
+fn agent_not_ready(message: &str) -> bool {
+    ["No available agent", "ServerDisconnectedError", "ClientConnectorError", "Connection reset"].iter().any(|m| message.contains(m))
+}
+
+/// A submission id in Ray's own format: `raysubmit_` and 16 characters from letters and
+/// digits without the look-alikes `I l O 0 o`. Chosen by the client so a submit can be retried.
+pub fn new_submission_id() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz123456789";
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    let (mut a, mut b) =
+        (hasher.finish(), u64::from(std::process::id()).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hasher.finish().rotate_left(29));
+    let mut id = String::from("raysubmit_");
+    for i in 0..16 {
+        let word = if i < 8 { &mut a } else { &mut b };
+        id.push(char::from(ALPHABET[(*word % ALPHABET.len() as u64) as usize]));
+        *word /= ALPHABET.len() as u64;
+    }
+    id
+}
+
 /// The API path of a `gcs://` package URI.
 fn package_path(uri: &str) -> Result<String, Error> {
     let name = uri.strip_prefix("gcs://").filter(|n| !n.is_empty() && !n.contains('/'));
@@ -508,6 +552,13 @@ mod tests {
     fn absent_fields_are_not_serialized() {
         let request = SubmitRequest { entrypoint: "echo".into(), ..SubmitRequest::default() };
         assert_eq!(serde_json::to_string(&request).unwrap(), r#"{"entrypoint":"echo"}"#);
+    }
+
+    #[test]
+    fn submission_ids_look_like_rays() {
+        let (a, b) = (new_submission_id(), new_submission_id());
+        assert!(a.starts_with("raysubmit_") && a.len() == 26 && a != b, "{a} {b}");
+        assert!(!a[10..].contains(['I', 'l', 'O', '0', 'o']));
     }
 
     #[test]

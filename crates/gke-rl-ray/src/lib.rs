@@ -23,5 +23,5 @@ mod client;
 mod follow;
 pub mod package;
 
-pub use client::{Client, ClientOptions, Error, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version};
+pub use client::{Client, ClientOptions, Error, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, new_submission_id};
 pub use follow::{Event, FollowOptions, follow};

@@ -142,6 +142,10 @@ impl Pattern {
             None => true,
         };
         pattern = pattern.strip_prefix('\\').unwrap_or(pattern);
+        if pattern.is_empty() {
+            // pathspec indexes the segments of what is left and raises IndexError.
+            return Err("nothing left after `!` or `\\`".to_owned());
+        }
         let mut segments: Vec<&str> = pattern.split('/').collect();
         if segments[0].is_empty() {
             segments.remove(0);

@@ -1,0 +1,613 @@
+//! The job commands and the packager against real Ray heads: Ray 2.46.0 (what the NeMo-RL
+//! image runs) and 2.54.0, from PyPI in `target/ray/<version>/` (`cargo xtask ci` installs
+//! them), each started here with `ray start --head` on free ports and stopped at the end.
+//! Ray's own Python packaging code is the reference for package URIs and pattern matching.
+//!
+//! A custom harness (libtest-mimic) so that each head starts once for all its tests.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{project_root, stderr, stdout};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+const VERSIONS: [&str; 2] = ["2.46.0", "2.54.0"];
+const TOKEN: &str = "hf_gkerlTestSecretValue42";
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut heads = Vec::new();
+    let mut trials = packaging_trials();
+    // Both heads start at once: most of their start-up is waiting.
+    let starting: Vec<_> = VERSIONS
+        .into_iter()
+        .map(|version| (version, venv(version).map(|bin| std::thread::spawn(move || Head::start(version, &bin)))))
+        .collect();
+    for (version, start) in starting {
+        let Some(start) = start else {
+            trials.push(Trial::test(format!("ray_{version}"), || Ok(())).with_ignored_flag(true));
+            continue;
+        };
+        match start.join().unwrap_or_else(|_| Err("the start-up thread panicked".into())) {
+            Ok(head) => {
+                let head = Arc::new(head);
+                trials.extend(head_trials(&head));
+                heads.push(head);
+            }
+            Err(e) => trials.push(Trial::test(format!("ray_{version}::head_starts"), move || Err(e.clone().into()))),
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    drop(heads);
+    conclusion.exit();
+}
+
+/// The venv's bin directory; missing fails under `CI` and skips elsewhere.
+fn venv(version: &str) -> Option<PathBuf> {
+    let bin = project_root().join("target/ray").join(version).join("bin");
+    if bin.join("ray").is_file() {
+        return Some(bin);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{} is missing: `cargo xtask ci` installs ray[default]=={version} there", bin.display());
+    eprintln!("skipping Ray {version}: {} is missing (run `cargo xtask ci` once)", bin.display());
+    None
+}
+
+/// `N` distinct free ports (held open together while chosen, so none repeats).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("0.0.0.0:0").expect("a free port")).collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
+}
+
+/// A Ray head in its own process group; dropping it stops every process of the group.
+struct Head {
+    version: &'static str,
+    address: String,
+    child: Mutex<Child>,
+    temp_dir: PathBuf,
+}
+
+impl Head {
+    fn start(version: &'static str, bin: &Path) -> Result<Head, String> {
+        use std::os::unix::process::CommandExt as _;
+        // Unix socket paths must stay short, so not under target/.
+        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
+        let [dashboard, gcs, client_server, agent] = free_ports();
+        let index = VERSIONS.iter().position(|v| *v == version).unwrap_or(0) as u16;
+        let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("gkerl-head-{version}.log"))).map_err(|e| e.to_string())?;
+        let child = Command::new(bin.join("ray"))
+            .args(["start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true", "--num-cpus=4"])
+            .arg("--dashboard-host=127.0.0.1")
+            .arg(format!("--dashboard-port={dashboard}"))
+            .arg(format!("--port={gcs}"))
+            .arg(format!("--ray-client-server-port={client_server}"))
+            .arg(format!("--dashboard-agent-listen-port={agent}"))
+            .arg(format!("--temp-dir={}", temp_dir.display()))
+            // Both heads run at once: give each its own worker ports (Ray's default range
+            // starts at 10002 for every head, and the 2.54 agent binds there too).
+            .arg(format!("--min-worker-port={}", worker_ports.start))
+            .arg(format!("--max-worker-port={}", worker_ports.end))
+            .env("RAY_USAGE_STATS_ENABLED", "0")
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start ray {version}: {e}"))?;
+        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), child: Mutex::new(child), temp_dir };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if http_get(&head.address, "/api/version").is_some_and(|body| body.contains(version)) {
+                return Ok(head);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(format!("ray {version} did not answer /api/version within 120 s"))
+    }
+}
+
+impl Drop for Head {
+    fn drop(&mut self) {
+        let Ok(mut child) = self.child.lock() else { return };
+        let group = format!("-{}", child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&self.temp_dir);
+    }
+}
+
+/// A plain HTTP/1.0 GET, to wait for the head without the code under test.
+fn http_get(address: &str, path: &str) -> Option<String> {
+    let host = address.strip_prefix("http://")?;
+    let mut stream = TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: test\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.lines().next()?;
+    status.split_whitespace().nth(1).is_some_and(|code| code == "200").then_some(response)
+}
+
+/// Runs the xtask binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.
+fn xtask(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(cwd)
+        .args(args)
+        .env("HF_TOKEN", TOKEN)
+        .env_remove("RAY_ADDRESS")
+        .output()
+        .expect("xtask runs")
+}
+
+fn check(condition: bool, what: &str, out: &Output) -> Result<(), Failed> {
+    if condition {
+        return Ok(());
+    }
+    Err(format!("{what}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}", out.status.code(), stdout(out), stderr(out)).into())
+}
+
+/// The submission id printed by `submit`.
+fn submitted_id(out: &Output) -> Option<String> {
+    let err = stderr(out);
+    let line = err.lines().find(|l| l.starts_with("job ") && l.ends_with(" submitted"))?;
+    line.split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// A working dir with a job script, a runtime env, files to leave out and a .rayignore.
+fn job_dir(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("write");
+    write("job.sh", script);
+    write(".rayignore", "secret.env\n");
+    write("secret.env", "export NOT_UPLOADED=1\n");
+    write("skip.txt", "left out by the runtime env's excludes\n");
+    write("runtime_env.json", "{\"env_vars\": {\"GREETING\": \"hello-from-runtime-env\"}, \"excludes\": [\"skip.txt\"]}\n");
+    dir
+}
+
+fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
+    type Case = fn(&Head) -> Result<(), Failed>;
+    let cases: [(&str, Case); 10] = [
+        ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
+        ("submit_working_dir_and_runtime_env_then_logs_and_status", submit_and_inspect),
+        ("failed_job_exits_1", failed_job),
+        ("duplicate_submission_id_is_reported", duplicate_id),
+        ("stop_a_running_job", stop_job),
+        ("unchanged_package_is_not_uploaded_again", package_reuse),
+        ("over_limit_folder_is_refused_before_upload", over_limit),
+        ("follow_survives_a_dropped_stream", dropped_stream),
+        ("secrets_stay_out_of_package_request_and_processes", secrets),
+        ("label_selector_is_gated_by_version", label_selector),
+    ];
+    cases
+        .into_iter()
+        .map(|(name, case)| {
+            let head = Arc::clone(head);
+            Trial::test(format!("ray_{}::{name}", head.version), move || case(&head))
+        })
+        .collect()
+}
+
+fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
+    let script = "echo \"$GREETING\"\n\
+                  test ! -e skip.txt && test ! -e secret.env && echo excluded-files-absent\n\
+                  echo 'Saving checkpoint for step 2...'\nsleep 1\necho 'Saved checkpoint to /lustre/ckpt/step_2'\n\
+                  echo '  • checkpointing: 1.25s (10.0%)'\n";
+    let dir = job_dir(script);
+    let out = xtask(
+        dir.path(),
+        &["submit", "--address", &head.address, "--working-dir", ".", "--runtime-env", "runtime_env.json", "--", "bash", "job.sh"],
+    );
+    let log = stdout(&out);
+    check(out.status.success(), "submit exits 0 on SUCCEEDED", &out)?;
+    check(log.contains("hello-from-runtime-env") && log.contains("excluded-files-absent"), "the runtime env and excludes apply", &out)?;
+    check(stderr(&out).contains("checkpoints: 1 saves, 1.2 s in total"), "the checkpoint report", &out)?;
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let logs = xtask(dir.path(), &["logs", &id, "--address", &head.address]);
+    check(logs.status.success() && stdout(&logs).contains("excluded-files-absent"), "logs prints the driver log", &logs)?;
+    let status = xtask(dir.path(), &["status", &id, "--json", "--address", &head.address]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&status)).map_err(|e| format!("status --json: {e}"))?;
+    check(
+        json["status"] == "SUCCEEDED" && json["runtime_env"]["env_vars"]["GREETING"] == "hello-from-runtime-env",
+        "status --json",
+        &status,
+    )?;
+    let jobs = xtask(dir.path(), &["jobs", "--address", &head.address]);
+    check(jobs.status.success() && stdout(&jobs).contains(&id), "jobs lists it", &jobs)
+}
+
+fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(dir.path())
+        .args(["submit", "--address", &head.address, "--", "sleep", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    std::thread::sleep(Duration::from_secs(4));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
+    let out = child.wait_with_output()?;
+    check(out.status.code() == Some(130), "Ctrl-C exits 130", &out)?;
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    check(
+        stderr(&out).contains(&format!("cargo xtask logs {id} --follow --address {}", head.address)),
+        "with the re-attach command",
+        &out,
+    )?;
+    wait_for_status(head, &id, "RUNNING")?;
+    let stop = xtask(dir.path(), &["stop", &id, "--address", &head.address]);
+    check(stop.status.success(), "the job was still running", &stop)
+}
+
+fn failed_job(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--", "sh", "-c", "echo about-to-fail; exit 3"]);
+    check(out.status.code() == Some(1), "a FAILED job exits 1", &out)?;
+    check(stdout(&out).contains("about-to-fail") && stderr(&out).contains("FAILED"), "its log and state are shown", &out)
+}
+
+fn duplicate_id(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let id = format!("gkerl-dup-{}", std::process::id());
+    let args = ["submit", "--address", &head.address, "--submission-id", &id, "--no-wait", "--", "true"];
+    let first = xtask(dir.path(), &args);
+    check(first.status.success(), "the first submission is accepted", &first)?;
+    let second = xtask(dir.path(), &args);
+    check(second.status.code() == Some(2), "the second fails", &second)?;
+    check(stderr(&second).contains(&format!("a job with submission id {id} already exists")), "and says why", &second)
+}
+
+fn stop_job(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--", "sleep", "300"]);
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    wait_for_status(head, &id, "RUNNING")?;
+    let stop = xtask(dir.path(), &["stop", &id, "--address", &head.address]);
+    check(stop.status.success() && stderr(&stop).contains(&format!("job {id} STOPPED")), "stop waits for STOPPED", &stop)?;
+    let follow = xtask(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
+    check(follow.status.code() == Some(1), "following a STOPPED job exits 1", &follow)
+}
+
+fn wait_for_status(head: &Head, id: &str, wanted: &str) -> Result<(), Failed> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if http_get(&head.address, &format!("/api/jobs/{id}")).is_some_and(|r| r.contains(&format!("\"status\": \"{wanted}\""))) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    Err(format!("job {id} did not reach {wanted} within 60 s").into())
+}
+
+fn package_reuse(head: &Head) -> Result<(), Failed> {
+    let dir = job_dir(&format!("echo reuse-{}-{}\n", head.version, std::process::id()));
+    let args = ["submit", "--address", &head.address, "--working-dir", ".", "--no-wait", "--", "bash", "job.sh"];
+    let first = xtask(dir.path(), &args);
+    check(first.status.success() && stderr(&first).contains("uploading gcs://_ray_pkg_"), "the first submit uploads", &first)?;
+    let second = xtask(dir.path(), &args);
+    check(second.status.success() && stderr(&second).contains("is already on the cluster: not uploading"), "the second does not", &second)
+}
+
+fn over_limit(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("job.sh"), "true\n")?;
+    let big = std::fs::File::create(dir.path().join("weights.bin"))?;
+    big.set_len(101 * 1024 * 1024)?; // sparse: no disk used
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
+    let err = stderr(&out);
+    check(out.status.code() == Some(2), "an over-limit folder is an error", &out)?;
+    check(err.contains("101.0 MiB  weights.bin") && err.contains("/weights.bin"), "naming the file and the .rayignore line", &out)?;
+    check(!err.contains("Ray 2.") && !err.contains("uploading"), "before connecting or uploading", &out)
+}
+
+fn label_selector(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let out =
+        xtask(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--entrypoint-label-selector", "pool=a4", "--", "true"]);
+    if head.version == "2.46.0" {
+        check(out.status.code() == Some(2), "2.46 does not know entrypoint_label_selector", &out)?;
+        check(stderr(&out).contains("entrypoint_label_selector needs Ray 2.54.0 or newer; the cluster runs Ray 2.46.0"), "said so", &out)
+    } else {
+        check(out.status.success(), "2.54 accepts it", &out)
+    }
+}
+
+/// A TCP proxy to the head that records what clients send and can cut every connection.
+struct Proxy {
+    address: String,
+    connections: Arc<Mutex<Vec<TcpStream>>>,
+    sent: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Proxy {
+    fn start(target: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = format!("http://{}", listener.local_addr().expect("address"));
+        let target = target.strip_prefix("http://").expect("http address").to_owned();
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (conns, record) = (Arc::clone(&connections), Arc::clone(&sent));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&target) else { continue };
+                let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else { continue };
+                conns.lock().expect("lock").extend([client.try_clone().expect("clone"), server.try_clone().expect("clone")]);
+                let record = Arc::clone(&record);
+                std::thread::spawn(move || pump(client, server, Some(&record)));
+                std::thread::spawn(move || pump(s2, c2, None));
+            }
+        });
+        Proxy { address, connections, sent }
+    }
+
+    fn cut(&self) {
+        for stream in self.connections.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, record: Option<&Mutex<Vec<u8>>>) {
+    let mut buffer = [0u8; 16384];
+    while let Ok(n) = from.read(&mut buffer) {
+        if n == 0 || to.write_all(&buffer[..n]).is_err() {
+            break;
+        }
+        if let Some(record) = record {
+            record.lock().expect("lock").extend_from_slice(&buffer[..n]);
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+fn dropped_stream(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("count.sh"), "for i in $(seq 1 24); do echo numbered-line-$i; sleep 0.25; done\n")?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    wait_for_status(head, &id, "RUNNING")?;
+    let proxy = Proxy::start(&head.address);
+    let follower = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["logs", &id, "--follow", "--address", &proxy.address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    std::thread::sleep(Duration::from_secs(3));
+    proxy.cut();
+    let out = follower.wait_with_output()?;
+    check(out.status.success(), "the follower sees the job succeed", &out)?;
+    check(stderr(&out).contains("reconnecting"), "after a reconnect", &out)?;
+    let lines: Vec<String> = stdout(&out).lines().filter(|l| l.starts_with("numbered-line-")).map(str::to_owned).collect();
+    let expected: Vec<String> = (1..=24).map(|i| format!("numbered-line-{i}")).collect();
+    check(lines == expected, "every line exactly once, in order", &out)
+}
+
+fn secrets(head: &Head) -> Result<(), Failed> {
+    // A working dir holding the token is refused before anything is sent.
+    let dir = job_dir("true\n");
+    std::fs::write(dir.path().join("notes.txt"), format!("token: {TOKEN}\n"))?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
+    check(
+        out.status.code() == Some(2) && stderr(&out).contains("notes.txt contains the value of HF_TOKEN"),
+        "a secret in a file is refused",
+        &out,
+    )?;
+    // The default job folder: record every byte sent (upload and submit) while the job runs,
+    // and look at every process's arguments on the machine meanwhile.
+    let proxy = Proxy::start(&head.address);
+    let unique = dir.path().join("unique.txt"); // a package no other test uploaded
+    std::fs::write(&unique, format!("{} {:?}", head.version, Instant::now()))?;
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(dir.path())
+        .args(["submit", "--address", &proxy.address, "--include", "unique.txt", "--", "sleep", "3"])
+        .env("HF_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut seen_in_ps = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < deadline {
+        for entry in std::fs::read_dir("/proc")?.flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+                && memchr_find(&cmdline, TOKEN.as_bytes())
+            {
+                seen_in_ps.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output()?;
+    check(out.status.success(), "the job runs", &out)?;
+    let sent = proxy.sent.lock().map_err(|_| "lock")?.clone();
+    check(memchr_find(&sent, b"PUT /api/packages/gcs/_ray_pkg_"), "the recording saw the upload", &out)?;
+    check(!memchr_find(&sent, TOKEN.as_bytes()), "the token is in no request", &out)?;
+    check(seen_in_ps.is_empty(), &format!("the token is in no process's arguments: {seen_in_ps:?}"), &out)
+}
+
+fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+// ---- Packaging against Ray's Python code (no head needed) ----
+
+fn packaging_trials() -> Vec<Trial> {
+    let python = venv("2.54.0").map(|bin| bin.join("python"));
+    let Some(python) = python else {
+        return vec![
+            Trial::test("client::a_server_that_is_down_is_a_clear_error_without_a_hang", server_down),
+            Trial::test("packaging::against_python", || Ok(())).with_ignored_flag(true),
+        ];
+    };
+    let p = python.clone();
+    vec![
+        Trial::test("client::a_server_that_is_down_is_a_clear_error_without_a_hang", server_down),
+        Trial::test("packaging::uri_and_zip_match_python_on_generated_trees", move || uri_matches_python(&python)),
+        Trial::test("packaging::gitwildmatch_matches_pathspec", move || patterns_match_python(&p)),
+    ]
+}
+
+fn server_down() -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let [closed] = free_ports();
+    let started = Instant::now();
+    let out = xtask(dir.path(), &["status", "some-id", "--address", &format!("127.0.0.1:{closed}")]);
+    check(out.status.code() == Some(2), "a closed port is an error", &out)?;
+    check(stderr(&out).contains(&format!("cannot reach the Ray dashboard at http://127.0.0.1:{closed}")), "that names the address", &out)?;
+    check(started.elapsed() < Duration::from_secs(5), "at once", &out)?;
+    // A server that accepts connections and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0")?;
+    let address = format!("127.0.0.1:{}", silent.local_addr()?.port());
+    let started = Instant::now();
+    let out = xtask(dir.path(), &["jobs", "--address", &address, "--request-timeout", "2"]);
+    check(
+        out.status.code() == Some(2) && stderr(&out).contains("did not answer GET /api/jobs/ within 2 s"),
+        "a silent server times out",
+        &out,
+    )?;
+    check(started.elapsed() < Duration::from_secs(10), "without hanging", &out)
+}
+
+fn oracle(python: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
+    let mut child = Command::new(python)
+        .arg(project_root().join("tests/ray/oracle.py"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(stdin.unwrap_or_default().as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(format!("oracle {args:?} failed: {}", stderr(&out)).into());
+    }
+    Ok(stdout(&out).trim().to_owned())
+}
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+fn uri_matches_python(python: &Path) -> Result<(), Failed> {
+    use std::os::unix::fs::symlink;
+    let names = ["a", "b.txt", "data", "ünï", "日本.md", "x.log", "venv", "__pycache__", ".git", "keep.log", "sp ace", "#h"];
+    let ignores = ["*.log", "data/", "!keep.log", "/b.txt", "sub*/", "**/deep", "[a-c]", "# c", "ünï", "*", "\\#h"];
+    for seed in 1..=12u64 {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut dirs = vec![root.to_path_buf()];
+        for i in 0..30 {
+            let parent = dirs[rng.below(dirs.len())].clone();
+            let name = format!("{}{}", rng.pick(&names), if rng.below(3) == 0 { i.to_string() } else { String::new() });
+            let path = parent.join(&name);
+            if path.exists() {
+                continue;
+            }
+            match rng.below(6) {
+                0 | 1 => {
+                    std::fs::create_dir(&path)?;
+                    dirs.push(path);
+                }
+                2 if seed % 3 != 0 => {
+                    let file = if rng.below(2) == 0 { ".rayignore" } else { ".gitignore" };
+                    let lines: Vec<&str> = (0..1 + rng.below(3)).map(|_| rng.pick(&ignores)).collect();
+                    std::fs::write(parent.join(file), lines.join("\n") + "\n")?;
+                }
+                _ => std::fs::write(&path, format!("contents {seed} {i}\n"))?,
+            }
+        }
+        // Symlinks are followed: one to a file, one to a directory.
+        symlink(root.join("target-file"), root.join("link-to-file"))?;
+        std::fs::write(root.join("target-file"), "linked\n")?;
+        std::fs::create_dir(root.join("target-dir"))?;
+        std::fs::write(root.join("target-dir/inside"), "in\n")?;
+        symlink(root.join("target-dir"), root.join("link-to-dir"))?;
+        std::fs::create_dir(root.join("empty-dir"))?;
+        let excludes: Vec<String> = if seed % 2 == 0 { vec!["a*".into(), "data".into()] } else { Vec::new() };
+        let options = gke_rl_ray::package::Options { excludes: excludes.clone(), ..Default::default() };
+        let plan = gke_rl_ray::package::Plan::for_dir(root, &options).map_err(|e| e.to_string())?;
+        let package = plan.build(&[]).map_err(|e| e.to_string())?;
+        let root_str = root.to_str().ok_or("utf-8 temp dir")?;
+        let mut args = vec!["uri", root_str];
+        args.extend(excludes.iter().map(String::as_str));
+        let expected = oracle(python, &args, None)?;
+        if package.uri != expected {
+            return Err(format!("seed {seed}: gke-rl {} but Ray {expected}; tree:\n{}", package.uri, tree(root)).into());
+        }
+        if excludes.is_empty() {
+            let ours = root.join("../ours.zip");
+            std::fs::write(&ours, &package.zip)?;
+            let theirs = root.join("../theirs.zip");
+            oracle(python, &["package", root_str, theirs.to_str().ok_or("utf-8")?], None)?;
+            let (a, b) = (
+                oracle(python, &["zipnames", ours.to_str().ok_or("utf-8")?], None)?,
+                oracle(python, &["zipnames", theirs.to_str().ok_or("utf-8")?], None)?,
+            );
+            let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&theirs));
+            if a != b {
+                return Err(format!("seed {seed}: zip entries differ\nours:\n{a}\nRay's:\n{b}").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tree(root: &Path) -> String {
+    let out = Command::new("find").arg(root).output().map(|o| stdout(&o)).unwrap_or_default();
+    out.replace(root.to_str().unwrap_or_default(), ".")
+}
+
+fn patterns_match_python(python: &Path) -> Result<(), Failed> {
+    const CASES: usize = 2000;
+    let pieces = ["a", "b", "*", "**", "?", "/", "[", "]", "!", "\\", "-", ".", "#", " ", "z", "é"];
+    let path_pieces = ["a", "b", "/", ".", "z", "é", "-", "]", "[", "!", "#", " ", "ab", "a/b"];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut cases = Vec::new();
+    for _ in 0..CASES {
+        let patterns: Vec<String> = (0..1 + rng.below(3)).map(|_| (0..1 + rng.below(6)).map(|_| rng.pick(&pieces)).collect()).collect();
+        let paths: Vec<String> = (0..8).map(|_| (0..1 + rng.below(5)).map(|_| rng.pick(&path_pieces)).collect()).collect();
+        cases.push(serde_json::json!({ "patterns": patterns, "paths": paths }));
+    }
+    let input = serde_json::to_string(&cases)?;
+    let expected: Vec<serde_json::Value> = serde_json::from_str(&oracle(python, &["match"], Some(&input))?)?;
+    let mut failures = Vec::new();
+    for (case, expected) in cases.iter().zip(expected) {
+        let patterns: Vec<&str> = case["patterns"].as_array().ok_or("array")?.iter().filter_map(|p| p.as_str()).collect();
+        let ours = match gke_rl::gitwildmatch::PatternSet::from_lines(patterns.iter().copied()) {
+            Ok(set) => serde_json::json!(
+                case["paths"].as_array().ok_or("array")?.iter().map(|p| set.is_match(p.as_str().unwrap_or_default())).collect::<Vec<_>>()
+            ),
+            Err(_) => serde_json::json!("error"),
+        };
+        let same = match (&ours, &expected) {
+            (serde_json::Value::String(_), serde_json::Value::String(_)) => true,
+            _ => ours == expected,
+        };
+        if !same {
+            failures.push(format!("patterns {patterns:?} paths {}: gke-rl {ours} pathspec {expected}", case["paths"]));
+        }
+    }
+    if failures.is_empty() { Ok(()) } else { Err(format!("{} of {CASES} cases differ:\n{}", failures.len(), failures.join("\n")).into()) }
+}
