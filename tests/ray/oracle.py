@@ -4,9 +4,13 @@ usage: oracle.py uri DIR [EXCLUDE...]       print get_uri_for_directory(DIR), Ra
        oracle.py match < cases.json         print, per case, which paths PathSpec matches
        oracle.py package DIR OUT.zip        create_package(DIR) with the default excludes
        oracle.py zipnames ZIP               print the zip's entry names, sorted
+       oracle.py time-package DIR RUNS      median seconds of hash + zip of DIR, in process
 """
 import json
+import statistics
 import sys
+import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -32,8 +36,21 @@ def main(argv):
     elif command == "package":
         packaging.create_package(argv[2], Path(argv[3]), include_gitignore=True, excludes=DEFAULT_EXCLUDES)
         print(packaging.get_uri_for_directory(argv[2], include_gitignore=True, excludes=DEFAULT_EXCLUDES))
+    elif command == "time-package":
+        times = []
+        for _ in range(int(argv[3])):
+            with tempfile.TemporaryDirectory() as out:
+                start = time.perf_counter()
+                packaging.get_uri_for_directory(argv[2], include_gitignore=True, excludes=DEFAULT_EXCLUDES)
+                packaging.create_package(argv[2], Path(out) / "p.zip", include_gitignore=True, excludes=DEFAULT_EXCLUDES)
+                times.append(time.perf_counter() - start)
+        print(statistics.median(times))
     elif command == "zipnames":
-        print("\n".join(sorted(zipfile.ZipFile(argv[2]).namelist())))
+        archive = zipfile.ZipFile(argv[2])
+        bad = archive.testzip()  # reads every entry and checks its CRC
+        if bad is not None:
+            sys.exit(f"bad CRC in {bad}")
+        print("\n".join(sorted(archive.namelist())))
     else:
         sys.exit(__doc__)
 

@@ -17,6 +17,9 @@ pub enum Target {
     Render,
     /// Validate 100 RayClusters with the CRD schema, against check-jsonschema 0.39 (target: 50× faster)
     Validate,
+    /// Submit to a local Ray 2.54 head against `ray job submit` (target: 10× faster), and
+    /// package a 3000-file, 50 MB tree against Ray's packager (target: 5× faster)
+    Submit,
 }
 
 /// The peer the validation benchmark runs against, pinned.
@@ -28,10 +31,11 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
     match target {
         Target::Render => {
-            criterion(sh, "render", &[])?;
+            criterion(sh, "gke-rl", "render", &[])?;
             report_criterion("render the default artifact set", Some(200_000.0))
         }
         Target::Validate => validate(sh),
+        Target::Submit => submit(sh),
     }
 }
 
@@ -39,9 +43,9 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-fn criterion(sh: &Shell, bench: &str, env: &[(&str, &str)]) -> anyhow::Result<()> {
+fn criterion(sh: &Shell, package: &str, bench: &str, env: &[(&str, &str)]) -> anyhow::Result<()> {
     let cargo = cargo();
-    let mut command = cmd!(sh, "{cargo} bench --package gke-rl --bench {bench}");
+    let mut command = cmd!(sh, "{cargo} bench --package {package} --bench {bench}");
     for (key, value) in env {
         command = command.env(key, value);
     }
@@ -157,7 +161,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let peer_time = median_wall_time(theirs)?;
 
     let files = files_dir.display().to_string();
-    criterion(sh, "validate", &[("GKE_RL_BENCH_FILES", &files)])?;
+    criterion(sh, "gke-rl", "validate", &[("GKE_RL_BENCH_FILES", &files)])?;
     eprintln!("\n100 RayCluster manifests against the strict KubeRay v1.7.0 RayCluster schema, median of {RUNS} runs each:");
     eprintln!(
         "  gke-rl validate --crd (parse, typed rules, cross-file rules, CRD schema; 104 files): {:.1} ms",
@@ -170,4 +174,78 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     eprintln!("  ratio: gke-rl is {:.1}x faster (target: 50x)", peer_time.as_secs_f64() / gke_rl_time.as_secs_f64());
     report_criterion("compile the strict RayCluster CRD schema", None)?;
     report_criterion("validate 100 RayClusters with the CRD schema", None)
+}
+
+/// A deterministic tree of 3000 files and 50 MB in 30 directories: mostly small files and a
+/// few of several MB, as a job folder with data and checkpoints might hold.
+fn write_package_tree(dir: &Path) -> anyhow::Result<()> {
+    const FILES: usize = 3000;
+    const TOTAL: usize = 50 * 1024 * 1024;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let large = [8, 6, 5, 4, 3, 2, 2].map(|mib: usize| mib * 1024 * 1024);
+    let small_each = (TOTAL - large.iter().sum::<usize>()) / (FILES - large.len());
+    for i in 0..FILES {
+        let sub = dir.join(format!("d{:02}", i % 30));
+        std::fs::create_dir_all(&sub)?;
+        let size = large.get(i).copied().unwrap_or(small_each);
+        let bytes: Vec<u8> = (0..size.div_ceil(8)).flat_map(|_| next().to_le_bytes()).take(size).collect();
+        std::fs::write(sub.join(format!("f{i:04}.bin")), bytes)?;
+    }
+    std::fs::write(dir.join("job.sh"), "true\n")?;
+    Ok(())
+}
+
+fn submit(sh: &Shell) -> anyhow::Result<()> {
+    let root = project_root();
+    let tree = root.join("target/bench-submit/tree");
+    write_package_tree(&tree)?;
+    let bin = crate::ci::ray_venv(sh, "2.54.0")?;
+    let cargo = cargo();
+    cmd!(sh, "{cargo} build --quiet --release --package xtask").run()?;
+    let gke_rl_cli = root.join("target/release/xtask");
+
+    // (b) hash + zip, in process on both sides.
+    let python = bin.join("python");
+    let oracle = root.join("tests/ray/oracle.py");
+    let python_seconds: f64 = cmd!(sh, "{python} {oracle} time-package {tree} 5").quiet().ignore_stderr().read()?.trim().parse()?;
+    let tree_env = tree.display().to_string();
+    criterion(sh, "gke-rl-ray", "package", &[("GKE_RL_BENCH_TREE", &tree_env)])?;
+    let ours_ns = criterion_median("package/hash and zip the benchmark tree")?;
+
+    // (a) process start to "job accepted", same head, same folder (packages are reused, as
+    // both compute the same URI, so neither uploads after the first run).
+    let head = crate::ray_head::Head::start("2.54.0", &bin, &["2.54.0"]).map_err(anyhow::Error::msg)?;
+    let (address, version) = (head.address.clone(), head.version);
+    let ours = || -> anyhow::Result<()> {
+        cmd!(sh, "{gke_rl_cli} submit --address {address} --working-dir {tree} --no-wait -- bash job.sh").quiet().ignore_stderr().run()?;
+        Ok(())
+    };
+    let ray = bin.join("ray");
+    let theirs = || -> anyhow::Result<()> {
+        cmd!(sh, "{ray} job submit --address {address} --working-dir {tree} --no-wait -- bash job.sh").quiet().ignore_stderr().read()?;
+        Ok(())
+    };
+    let ours_time = median_wall_time(ours)?;
+    let ray_time = median_wall_time(theirs)?;
+    drop(head);
+
+    eprintln!("\nSame local Ray {version} head, same 3000-file, 50 MB folder; median of {RUNS} runs each:");
+    eprintln!("  (a) process start to job accepted:");
+    eprintln!("      gke-rl submit --no-wait:      {:>8.1} ms", ours_time.as_secs_f64() * 1e3);
+    eprintln!("      ray job submit --no-wait:     {:>8.1} ms", ray_time.as_secs_f64() * 1e3);
+    eprintln!("      ratio: gke-rl is {:.1}x faster (target: 10x)", ray_time.as_secs_f64() / ours_time.as_secs_f64());
+    eprintln!("  (b) hash + zip of the folder, in process:");
+    eprintln!("      gke-rl (criterion median):    {:>8.1} ms", ours_ns / 1e6);
+    eprintln!("      Ray's packager (median of 5): {:>8.1} ms", python_seconds * 1e3);
+    eprintln!("      ratio: gke-rl is {:.1}x faster (target: 5x)", python_seconds * 1e9 / ours_ns);
+    Ok(())
 }

@@ -19,6 +19,12 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("the SDK builds for wasm32 (so it does no I/O)", || {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
+    step("Ray 2.46.0 and 2.54.0 from PyPI, for the job tests", || {
+        for version in crate::ray_head::RAY_VERSIONS {
+            ray_venv(sh, version)?;
+        }
+        Ok(())
+    })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
     // 10-minute runs are `cargo xtask fuzz`.
@@ -46,4 +52,19 @@ fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `target/ray/<version>/bin`: a venv with `ray[default]==<version>`, created once.
+pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf> {
+    let venv = project_root().join("target/ray").join(version);
+    let bin = venv.join("bin");
+    let ray = bin.join("ray");
+    let installed = cmd!(sh, "{ray} --version").quiet().ignore_stderr().read().unwrap_or_default();
+    if !installed.contains(version) {
+        cmd!(sh, "python3 -m venv {venv}").run()?;
+        let pip = bin.join("pip");
+        let requirement = format!("ray[default]=={version}");
+        cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement}").run()?;
+    }
+    Ok(bin)
 }

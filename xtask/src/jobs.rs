@@ -182,15 +182,17 @@ impl SubmitArgs {
         runtime()?.block_on(async {
             let server = client.version().await?;
             eprintln!("Ray {} at {}", server.ray_version, client.address());
-            if let Some(package) = upload {
-                let size = package::mib(package.zip.len() as u64);
-                if client.package_exists(&package.uri).await? {
-                    eprintln!("package {} ({} files, {size}) is already on the cluster: not uploading", package.uri, package.file_count);
+            if let Some(hashed) = upload {
+                let uri = hashed.uri.clone();
+                let files = hashed.file_count();
+                if client.package_exists(&uri).await? {
+                    eprintln!("package {uri} ({files} files) is already on the cluster: not uploading");
                 } else {
-                    eprintln!("uploading {} ({} files, {size})", package.uri, package.file_count);
-                    client.upload_package(&package.uri, package.zip).await?;
+                    let package = hashed.zip()?;
+                    eprintln!("uploading {uri} ({files} files, {})", package::mib(package.zip.len() as u64));
+                    client.upload_package(&uri, package.zip).await?;
                 }
-                runtime_env.insert("working_dir".into(), package.uri.into());
+                runtime_env.insert("working_dir".into(), uri.into());
             }
             if !env_from_local.is_empty() {
                 let env_vars = runtime_env.entry("env_vars").or_insert_with(|| serde_json::json!({}));
@@ -251,7 +253,7 @@ impl SubmitArgs {
         &self,
         artifacts: &[Artifact],
         runtime_env: &serde_json::Map<String, serde_json::Value>,
-    ) -> anyhow::Result<Option<package::Package>> {
+    ) -> anyhow::Result<Option<package::Hashed>> {
         let from_env = runtime_env.get("working_dir").and_then(|v| v.as_str());
         let plan = match (&self.working_dir, from_env) {
             (None, Some(uri)) if uri.contains("://") => return Ok(None),
@@ -282,7 +284,7 @@ impl SubmitArgs {
             .filter_map(|name| std::env::var(name).ok().filter(|v| v.len() >= 8).map(|v| (name, v)))
             .collect();
         let secrets: Vec<Secret<'_>> = values.iter().map(|(name, value)| Secret { name, value }).collect();
-        Ok(Some(plan.build(&secrets)?))
+        Ok(Some(plan.hash(&secrets)?))
     }
 
     /// The rendered job script plus each `--include` file, by file name.
@@ -593,7 +595,7 @@ mod tests {
             "runtime_env": {"env_vars": {"HF_TOKEN": "hf_x", "HF_HOME": "/lustre"}}
         }))
         .unwrap();
-        assert_eq!(started(&job), "2026-11-18 08:26:40");
+        assert_eq!(started(&job), "2026-11-18 11:06:40"); // Python: datetime.utcfromtimestamp(1795000000)
         let json = redacted(&job);
         assert_eq!(json["runtime_env"]["env_vars"]["HF_TOKEN"], "<redacted>");
         assert_eq!(json["runtime_env"]["env_vars"]["HF_HOME"], "/lustre");

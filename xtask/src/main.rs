@@ -10,6 +10,7 @@ mod codegen;
 mod config;
 mod fuzz;
 mod jobs;
+mod ray_head;
 mod render;
 mod report;
 #[cfg(test)]

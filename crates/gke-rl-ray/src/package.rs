@@ -9,12 +9,11 @@
 //! and directories included. Zip: stored, files and empty directories only.
 
 use std::fs;
-use std::io::{Cursor, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use gke_rl::gitwildmatch::PatternSet;
 use sha1::{Digest, Sha1};
-use zip::write::SimpleFileOptions;
 
 /// The dashboard refuses request bodies over 100 MiB (aiohttp `client_max_size`).
 pub const MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
@@ -56,8 +55,8 @@ pub enum PackageError {
     TooLarge { total: u64, largest: Vec<(String, u64)> },
     #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
     SecretInFile { path: String, name: String },
-    #[error("cannot write the zip: {0}")]
-    Zip(#[from] zip::result::ZipError),
+    #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
+    TooManyFiles,
 }
 
 fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
@@ -188,76 +187,188 @@ impl Plan {
         Err(PackageError::TooLarge { total, largest })
     }
 
-    /// Reads every file once (in parallel), hashes and zips it, and refuses the package if
-    /// a file holds one of `secrets`.
-    pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, PackageError> {
+    /// Reads every file once (in parallel) and hashes it, refusing the package if a file
+    /// holds one of `secrets`. The zip is only made if the cluster lacks the package.
+    pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, PackageError> {
         self.check_size()?;
-        let contents = read_and_hash(&self.entries, secrets)?;
+        let digests = read_and_hash(&self.entries, secrets)?;
         let mut acc = *b"00000000";
-        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::with_capacity(self.total_size() as usize + 64 * self.entries.len())));
-        let mut file_count = 0;
-        for ((path, entry), (digest, bytes)) in self.entries.iter().zip(contents) {
+        for digest in &digests {
             for (a, d) in acc.iter_mut().zip(digest) {
                 *a ^= d;
             }
-            match entry {
-                Entry::Dir { empty: true } if path != "." => {
-                    zip.add_directory(path.as_str(), SimpleFileOptions::default().unix_permissions(0o755))?
-                }
-                Entry::Dir { .. } | Entry::File { content: Content::Unreadable, .. } => {}
-                Entry::File { executable, .. } => {
-                    let mode = if *executable { 0o755 } else { 0o644 };
-                    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).unix_permissions(mode);
-                    zip.start_file(path.as_str(), options.large_file(bytes.len() as u64 >= u32::MAX as u64))?;
-                    zip.write_all(&bytes).map_err(|source| PackageError::Io { path: PathBuf::from(path), source })?;
-                    file_count += 1;
-                }
-            }
         }
-        let zip = zip.finish()?.into_inner();
         let hex: String = acc.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(Package { uri: format!("gcs://_ray_pkg_{hex}.zip"), zip, file_count })
+        Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), entries: self.entries })
+    }
+
+    /// [`Plan::hash`], then [`Hashed::zip`].
+    pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, PackageError> {
+        self.hash(secrets)?.zip()
     }
 }
 
-/// An entry's share of the hash (the first 8 bytes of its digest) and its file bytes.
-type Read = ([u8; 8], Vec<u8>);
+/// A package whose URI is known; its files are read again only if it is zipped.
+#[derive(Debug)]
+pub struct Hashed {
+    /// `gcs://_ray_pkg_<16 hex>.zip`, as Ray computes it.
+    pub uri: String,
+    entries: Vec<(String, Entry)>,
+}
 
-/// Every entry read and hashed, in entry order.
+impl Hashed {
+    /// Files (not directories) the zip will hold.
+    pub fn file_count(&self) -> usize {
+        self.entries.iter().filter(|(_, e)| matches!(e, Entry::File { content: Content::Disk(_) | Content::Memory(_), .. })).count()
+    }
+
+    /// The stored zip: files and empty directories, with their modes. Written here rather
+    /// than with a zip library so that each file is read straight into the output: half the
+    /// time of writing it through the `zip` crate, which copies and buffers every file.
+    pub fn zip(self) -> Result<Package, PackageError> {
+        let file_count = self.file_count();
+        let size: u64 = self.entries.iter().map(|(path, entry)| entry_size(entry) + 2 * (path.len() as u64 + 64)).sum();
+        let mut out = Vec::with_capacity(size as usize + 64);
+        let mut central = Vec::new();
+        let mut count: u16 = 0;
+        for (path, entry) in &self.entries {
+            let (name, mode) = match entry {
+                Entry::Dir { empty: true } if path != "." => (format!("{path}/"), 0o040_755),
+                Entry::File { content: Content::Disk(_) | Content::Memory(_), executable, .. } => {
+                    (path.clone(), if *executable { 0o100_755 } else { 0o100_644 })
+                }
+                _ => continue,
+            };
+            count = count.checked_add(1).ok_or(PackageError::TooManyFiles)?;
+            let offset = out.len() as u32;
+            let start = out.len();
+            local_header(&mut out, &name, 0, 0);
+            let data_start = out.len();
+            match entry {
+                Entry::File { content: Content::Disk(fs_path), .. } => {
+                    let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+                    file.read_to_end(&mut out).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+                }
+                Entry::File { content: Content::Memory(bytes), .. } => out.extend_from_slice(bytes),
+                _ => {}
+            }
+            let length = (out.len() - data_start) as u32;
+            let crc = crc32fast::hash(&out[data_start..]);
+            // The sizes and CRC were unknown when the header was written: fill them in.
+            out[start + 14..start + 18].copy_from_slice(&crc.to_le_bytes());
+            out[start + 18..start + 22].copy_from_slice(&length.to_le_bytes());
+            out[start + 22..start + 26].copy_from_slice(&length.to_le_bytes());
+            central_header(&mut central, &name, crc, length, mode, offset);
+        }
+        let central_offset = out.len() as u32;
+        out.extend_from_slice(&central);
+        // End of central directory.
+        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+        out.extend_from_slice(&central_offset.to_le_bytes());
+        out.extend_from_slice(&[0; 2]);
+        Ok(Package { uri: self.uri, zip: out, file_count })
+    }
+}
+
+fn entry_size(entry: &Entry) -> u64 {
+    match entry {
+        Entry::File { size, .. } => *size,
+        Entry::Dir { .. } => 0,
+    }
+}
+
+/// Version 2.0 made by Unix (3), so readers restore the mode in the external attributes.
+const MADE_BY_UNIX: u16 = (3 << 8) | 20;
+/// General-purpose flag bit 11: the name is UTF-8.
+const UTF8_NAME: u16 = 1 << 11;
+/// 1980-01-01 00:00: fixed, so the same files always give the same zip.
+const DOS_DATE: u16 = (1 << 5) | 1;
+
+fn common_fields(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
+    let flags = if name.is_ascii() { 0 } else { UTF8_NAME };
+    for half in [20u16, flags, 0 /* stored */, 0 /* time */, DOS_DATE] {
+        out.extend_from_slice(&half.to_le_bytes());
+    }
+    for word in [crc, length, length] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(&[0; 2]); // extra field length
+}
+
+fn local_header(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
+    out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    common_fields(out, name, crc, length);
+    out.extend_from_slice(name.as_bytes());
+}
+
+fn central_header(out: &mut Vec<u8>, name: &str, crc: u32, length: u32, mode: u32, offset: u32) {
+    out.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+    out.extend_from_slice(&MADE_BY_UNIX.to_le_bytes());
+    common_fields(out, name, crc, length);
+    out.extend_from_slice(&[0; 6]); // comment length, disk number, internal attributes
+    out.extend_from_slice(&(mode << 16).to_le_bytes());
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+}
+
+/// An entry's share of the hash: the first 8 bytes of its digest.
+type Read = [u8; 8];
+
+/// Every entry read and hashed, in entry order. Workers take the next entry as they free
+/// up, so a few large files do not leave one core idle.
 fn read_and_hash(entries: &[(String, Entry)], secrets: &[Secret<'_>]) -> Result<Vec<Read>, PackageError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let workers = std::thread::available_parallelism().map_or(1, usize::from).min(entries.len().max(1));
-    let chunk = entries.len().div_ceil(workers).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = entries
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|(path, entry)| read_one(path, entry, secrets)).collect::<Result<Vec<_>, _>>()))
+    let next = AtomicUsize::new(0);
+    let mut indexed: Vec<(usize, Read)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> Result<Vec<(usize, Read)>, PackageError> {
+                    let (mut done, mut buffer) = (Vec::new(), Vec::new());
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((path, entry)) = entries.get(i) else { return Ok(done) };
+                        done.push((i, read_one(path, entry, secrets, &mut buffer)?));
+                    }
+                })
+            })
             .collect();
         let mut all = Vec::with_capacity(entries.len());
         for handle in handles {
             all.extend(handle.join().expect("a packaging thread panicked")?);
         }
-        Ok(all)
-    })
+        Ok::<_, PackageError>(all)
+    })?;
+    indexed.sort_unstable_by_key(|(i, _)| *i);
+    Ok(indexed.into_iter().map(|(_, read)| read).collect())
 }
 
-fn read_one(path: &str, entry: &Entry, secrets: &[Secret<'_>]) -> Result<Read, PackageError> {
+/// Hashes one entry, reading into a reused buffer, and looks for secrets in it.
+fn read_one(path: &str, entry: &Entry, secrets: &[Secret<'_>], buffer: &mut Vec<u8>) -> Result<Read, PackageError> {
     let mut sha = Sha1::new();
     sha.update(path.as_bytes());
-    let bytes = match entry {
+    buffer.clear();
+    match entry {
         Entry::File { content: Content::Disk(fs_path), .. } => {
-            fs::read(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?
+            let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+            file.read_to_end(buffer).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
         }
-        Entry::File { content: Content::Memory(bytes), .. } => bytes.clone(),
-        Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => Vec::new(),
-    };
-    if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(&bytes, s.value.as_bytes()).is_some()) {
+        Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
+        Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => {}
+    }
+    if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(buffer, s.value.as_bytes()).is_some()) {
         return Err(PackageError::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
     }
-    sha.update(&bytes);
+    sha.update(&buffer[..]);
     let digest = sha.finalize();
     let mut first = [0; 8];
     first.copy_from_slice(&digest[..8]);
-    Ok((first, bytes))
+    Ok(first)
 }
 
 struct Walk {

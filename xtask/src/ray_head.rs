@@ -1,0 +1,95 @@
+//! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
+//! free ports, in its own process group so that dropping it stops every Ray process it made.
+//! Shared by `cargo xtask bench submit` and `tests/ray_jobs.rs` (included by path).
+
+/// The Ray in the NeMo-RL v0.4.0 image, and the codelab's: the job tests run against both.
+pub const RAY_VERSIONS: [&str; 2] = ["2.46.0", "2.54.0"];
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// `N` distinct free ports (held open together while chosen, so none repeats).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("0.0.0.0:0").expect("a free port")).collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
+}
+
+/// A Ray head in its own process group; dropping it stops every process of the group.
+pub struct Head {
+    pub version: &'static str,
+    pub address: String,
+    child: Mutex<Child>,
+    temp_dir: PathBuf,
+}
+
+impl Head {
+    /// Starts `ray start --head --block` from the venv `bin`; `versions` are the heads that
+    /// may run at once, each given its own worker ports.
+    pub fn start(version: &'static str, bin: &Path, versions: &[&str]) -> Result<Head, String> {
+        use std::os::unix::process::CommandExt as _;
+        // Unix socket paths must stay short, so not under target/.
+        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
+        let [dashboard, gcs, client_server, agent] = free_ports();
+        let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
+        let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("gkerl-head-{version}.log"))).map_err(|e| e.to_string())?;
+        let child = Command::new(bin.join("ray"))
+            .args(["start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true", "--num-cpus=4"])
+            .arg("--dashboard-host=127.0.0.1")
+            .arg(format!("--dashboard-port={dashboard}"))
+            .arg(format!("--port={gcs}"))
+            .arg(format!("--ray-client-server-port={client_server}"))
+            .arg(format!("--dashboard-agent-listen-port={agent}"))
+            .arg(format!("--temp-dir={}", temp_dir.display()))
+            // Both heads run at once: give each its own worker ports (Ray's default range
+            // starts at 10002 for every head, and the 2.54 agent binds there too).
+            .arg(format!("--min-worker-port={}", worker_ports.start))
+            .arg(format!("--max-worker-port={}", worker_ports.end))
+            .env("RAY_USAGE_STATS_ENABLED", "0")
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start ray {version}: {e}"))?;
+        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), child: Mutex::new(child), temp_dir };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if http_get(&head.address, "/api/version").is_some_and(|body| body.contains(version)) {
+                return Ok(head);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(format!("ray {version} did not answer /api/version within 120 s"))
+    }
+}
+
+impl Drop for Head {
+    fn drop(&mut self) {
+        let Ok(mut child) = self.child.lock() else { return };
+        let group = format!("-{}", child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&self.temp_dir);
+    }
+}
+
+/// A plain HTTP/1.0 GET, to wait for the head without the code under test.
+pub fn http_get(address: &str, path: &str) -> Option<String> {
+    let host = address.strip_prefix("http://")?;
+    let mut stream = TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: test\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.lines().next()?;
+    status.split_whitespace().nth(1).is_some_and(|code| code == "200").then_some(response)
+}
