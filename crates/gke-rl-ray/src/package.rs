@@ -55,6 +55,8 @@ pub enum PackageError {
     TooLarge { total: u64, largest: Vec<(String, u64)> },
     #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
     SecretInFile { path: String, name: String },
+    #[error("{path} changed while it was being packaged; submit again")]
+    Changed { path: PathBuf },
     #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
     TooManyFiles,
 }
@@ -187,24 +189,32 @@ impl Plan {
         Err(PackageError::TooLarge { total, largest })
     }
 
-    /// Reads every file once (in parallel) and hashes it, refusing the package if a file
-    /// holds one of `secrets`. The zip is only made if the cluster lacks the package.
+    /// Reads and hashes every file on all cores, refusing the package if a file holds one of
+    /// `secrets`. `submit` zips (reading the files again) only if the cluster lacks the package.
     pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, PackageError> {
         self.check_size()?;
-        let digests = read_and_hash(&self.entries, secrets)?;
-        let mut acc = *b"00000000";
-        for digest in &digests {
-            for (a, d) in acc.iter_mut().zip(digest) {
-                *a ^= d;
+        let digests = parallel_map(self.entries.iter().collect(), Vec::new, |buffer: &mut Vec<u8>, (path, entry)| {
+            buffer.clear();
+            match entry {
+                Entry::File { content: Content::Disk(fs_path), .. } => {
+                    let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+                    file.read_to_end(buffer).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+                }
+                Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
+                Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => {}
             }
-        }
-        let hex: String = acc.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), entries: self.entries })
+            digest(path, buffer, secrets)
+        })?;
+        Ok(Hashed { uri: uri(&digests), entries: self.entries })
     }
 
-    /// [`Plan::hash`], then [`Hashed::zip`].
+    /// Hash and zip in one pass: each file is read straight into its place in the zip and
+    /// hashed there.
     pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, PackageError> {
-        self.hash(secrets)?.zip()
+        self.check_size()?;
+        let (zip, digests) = write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets))?;
+        let file_count = file_count(&self.entries);
+        Ok(Package { uri: uri(&digests), zip, file_count })
     }
 }
 
@@ -219,66 +229,77 @@ pub struct Hashed {
 impl Hashed {
     /// Files (not directories) the zip will hold.
     pub fn file_count(&self) -> usize {
-        self.entries.iter().filter(|(_, e)| matches!(e, Entry::File { content: Content::Disk(_) | Content::Memory(_), .. })).count()
+        file_count(&self.entries)
     }
 
-    /// The stored zip: files and empty directories, with their modes. Written here rather
-    /// than with a zip library so that each file is read straight into the output: half the
-    /// time of writing it through the `zip` crate, which copies and buffers every file.
+    /// The stored zip: files and empty directories, with their modes.
     pub fn zip(self) -> Result<Package, PackageError> {
+        let (zip, _) = write_zip(&self.entries, |_, _| Ok([0; 8]))?;
         let file_count = self.file_count();
-        let size: u64 = self.entries.iter().map(|(path, entry)| entry_size(entry) + 2 * (path.len() as u64 + 64)).sum();
-        let mut out = Vec::with_capacity(size as usize + 64);
-        let mut central = Vec::new();
-        let mut count: u16 = 0;
-        for (path, entry) in &self.entries {
-            let (name, mode) = match entry {
-                Entry::Dir { empty: true } if path != "." => (format!("{path}/"), 0o040_755),
-                Entry::File { content: Content::Disk(_) | Content::Memory(_), executable, .. } => {
-                    (path.clone(), if *executable { 0o100_755 } else { 0o100_644 })
-                }
-                _ => continue,
-            };
-            count = count.checked_add(1).ok_or(PackageError::TooManyFiles)?;
-            let offset = out.len() as u32;
-            let start = out.len();
-            local_header(&mut out, &name, 0, 0);
-            let data_start = out.len();
-            match entry {
-                Entry::File { content: Content::Disk(fs_path), .. } => {
-                    let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
-                    file.read_to_end(&mut out).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
-                }
-                Entry::File { content: Content::Memory(bytes), .. } => out.extend_from_slice(bytes),
-                _ => {}
-            }
-            let length = (out.len() - data_start) as u32;
-            let crc = crc32fast::hash(&out[data_start..]);
-            // The sizes and CRC were unknown when the header was written: fill them in.
-            out[start + 14..start + 18].copy_from_slice(&crc.to_le_bytes());
-            out[start + 18..start + 22].copy_from_slice(&length.to_le_bytes());
-            out[start + 22..start + 26].copy_from_slice(&length.to_le_bytes());
-            central_header(&mut central, &name, crc, length, mode, offset);
-        }
-        let central_offset = out.len() as u32;
-        out.extend_from_slice(&central);
-        // End of central directory.
-        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(&(central.len() as u32).to_le_bytes());
-        out.extend_from_slice(&central_offset.to_le_bytes());
-        out.extend_from_slice(&[0; 2]);
-        Ok(Package { uri: self.uri, zip: out, file_count })
+        Ok(Package { uri: self.uri, zip, file_count })
     }
 }
 
-fn entry_size(entry: &Entry) -> u64 {
-    match entry {
-        Entry::File { size, .. } => *size,
-        Entry::Dir { .. } => 0,
+fn file_count(entries: &[(String, Entry)]) -> usize {
+    entries.iter().filter(|(_, e)| matches!(e, Entry::File { content: Content::Disk(_) | Content::Memory(_), .. })).count()
+}
+
+/// An entry's share of the package hash: the first 8 bytes of `sha1(path + bytes)`. Refuses
+/// bytes holding a secret's value.
+fn digest(path: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<[u8; 8], PackageError> {
+    if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(bytes, s.value.as_bytes()).is_some()) {
+        return Err(PackageError::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
     }
+    let mut sha = Sha1::new();
+    sha.update(path.as_bytes());
+    sha.update(bytes);
+    let digest = sha.finalize();
+    let mut first = [0; 8];
+    first.copy_from_slice(&digest[..8]);
+    Ok(first)
+}
+
+/// `gcs://_ray_pkg_<hex>.zip` from eight ASCII `0` bytes XORed with every entry's digest.
+fn uri(digests: &[[u8; 8]]) -> String {
+    let mut acc = *b"00000000";
+    for digest in digests {
+        for (a, d) in acc.iter_mut().zip(digest) {
+            *a ^= d;
+        }
+    }
+    let hex: String = acc.iter().map(|b| format!("{b:02x}")).collect();
+    format!("gcs://_ray_pkg_{hex}.zip")
+}
+
+/// Runs `f` over `items` on all cores, each worker with its own `init()` state, taking the
+/// next item as it frees up (a few large files do not leave a core idle); results in order.
+fn parallel_map<T: Send, S, R: Send>(
+    items: Vec<T>,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, T) -> Result<R, PackageError> + Sync,
+) -> Result<Vec<R>, PackageError> {
+    let count = items.len();
+    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(count.max(1));
+    let queue = std::sync::Mutex::new(items.into_iter().enumerate());
+    let mut indexed = std::thread::scope(|scope| {
+        let worker = || -> Result<Vec<(usize, R)>, PackageError> {
+            let mut state = init();
+            let mut done = Vec::new();
+            loop {
+                let next = queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next();
+                let Some((i, item)) = next else { return Ok(done) };
+                done.push((i, f(&mut state, item)?));
+            }
+        };
+        let handles: Vec<_> = (0..workers).map(|_| scope.spawn(worker)).collect();
+        let mut all = Vec::with_capacity(count);
+        for handle in handles {
+            all.extend(handle.join().expect("a packaging thread panicked")?);
+        }
+        Ok::<_, PackageError>(all)
+    })?;
+    indexed.sort_unstable_by_key(|(i, _)| *i);
+    Ok(indexed.into_iter().map(|(_, r)| r).collect())
 }
 
 /// Version 2.0 made by Unix (3), so readers restore the mode in the external attributes.
@@ -287,7 +308,23 @@ const MADE_BY_UNIX: u16 = (3 << 8) | 20;
 const UTF8_NAME: u16 = 1 << 11;
 /// 1980-01-01 00:00: fixed, so the same files always give the same zip.
 const DOS_DATE: u16 = (1 << 5) | 1;
+const LOCAL_HEADER: usize = 30;
+const CENTRAL_HEADER: usize = 46;
+const END_OF_CENTRAL_DIRECTORY: usize = 22;
 
+/// What a zip entry is called and its Unix mode; `None` for what Ray leaves out of the zip
+/// (the root, non-empty directories, unreadable paths).
+fn zip_name(path: &str, entry: &Entry) -> Option<(String, u32)> {
+    match entry {
+        Entry::Dir { empty: true } if path != "." => Some((format!("{path}/"), 0o040_755)),
+        Entry::File { content: Content::Disk(_) | Content::Memory(_), executable, .. } => {
+            Some((path.to_owned(), if *executable { 0o100_755 } else { 0o100_644 }))
+        }
+        _ => None,
+    }
+}
+
+/// The fields local and central headers share, from "version needed" to "extra length".
 fn common_fields(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
     let flags = if name.is_ascii() { 0 } else { UTF8_NAME };
     for half in [20u16, flags, 0 /* stored */, 0 /* time */, DOS_DATE] {
@@ -297,78 +334,93 @@ fn common_fields(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
         out.extend_from_slice(&word.to_le_bytes());
     }
     out.extend_from_slice(&(name.len() as u16).to_le_bytes());
-    out.extend_from_slice(&[0; 2]); // extra field length
+    out.extend_from_slice(&[0; 2]);
 }
 
-fn local_header(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
-    out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-    common_fields(out, name, crc, length);
-    out.extend_from_slice(name.as_bytes());
-}
-
-fn central_header(out: &mut Vec<u8>, name: &str, crc: u32, length: u32, mode: u32, offset: u32) {
-    out.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
-    out.extend_from_slice(&MADE_BY_UNIX.to_le_bytes());
-    common_fields(out, name, crc, length);
-    out.extend_from_slice(&[0; 6]); // comment length, disk number, internal attributes
-    out.extend_from_slice(&(mode << 16).to_le_bytes());
-    out.extend_from_slice(&offset.to_le_bytes());
-    out.extend_from_slice(name.as_bytes());
-}
-
-/// An entry's share of the hash: the first 8 bytes of its digest.
-type Read = [u8; 8];
-
-/// Every entry read and hashed, in entry order. Workers take the next entry as they free
-/// up, so a few large files do not leave one core idle.
-fn read_and_hash(entries: &[(String, Entry)], secrets: &[Secret<'_>]) -> Result<Vec<Read>, PackageError> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(entries.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut indexed: Vec<(usize, Read)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| -> Result<Vec<(usize, Read)>, PackageError> {
-                    let (mut done, mut buffer) = (Vec::new(), Vec::new());
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((path, entry)) = entries.get(i) else { return Ok(done) };
-                        done.push((i, read_one(path, entry, secrets, &mut buffer)?));
-                    }
-                })
-            })
-            .collect();
-        let mut all = Vec::with_capacity(entries.len());
-        for handle in handles {
-            all.extend(handle.join().expect("a packaging thread panicked")?);
+/// A stored (uncompressed) zip written on all cores: sizes are known from the walk, so every
+/// entry's place in the output is computed first and each file is read straight into it, then
+/// CRC'd and passed to `visit` there. Written by hand because a zip library copies and buffers
+/// every file; Python's `zipfile.testzip` checks the result in the tests. Returns the zip and
+/// `visit`'s result for every entry (zipped or not), in order.
+fn write_zip(
+    entries: &[(String, Entry)],
+    visit: impl Fn(&str, &[u8]) -> Result<[u8; 8], PackageError> + Sync,
+) -> Result<(Vec<u8>, Vec<[u8; 8]>), PackageError> {
+    let names: Vec<Option<(String, u32)>> = entries.iter().map(|(path, entry)| zip_name(path, entry)).collect();
+    let count = u16::try_from(names.iter().flatten().count()).map_err(|_| PackageError::TooManyFiles)?;
+    let mut local_size = 0usize;
+    let mut central_size = END_OF_CENTRAL_DIRECTORY;
+    for ((_, entry), name) in entries.iter().zip(&names) {
+        if let Some((name, _)) = name {
+            let data = if let Entry::File { size, .. } = entry { *size as usize } else { 0 };
+            local_size += LOCAL_HEADER + name.len() + data;
+            central_size += CENTRAL_HEADER + name.len();
         }
-        Ok::<_, PackageError>(all)
+    }
+    // Zeroed pages come from the kernel on first touch, so the workers fault them in in parallel.
+    let mut out = vec![0u8; local_size + central_size];
+    let (mut rest, central) = out.split_at_mut(local_size);
+    let mut tasks = Vec::with_capacity(entries.len());
+    let mut offset = 0usize;
+    for ((path, entry), name) in entries.iter().zip(&names) {
+        let slot = match name {
+            Some((name, _)) => {
+                let data = if let Entry::File { size, .. } = entry { *size as usize } else { 0 };
+                let (slot, tail) = std::mem::take(&mut rest).split_at_mut(LOCAL_HEADER + name.len() + data);
+                rest = tail;
+                let start = offset;
+                offset += slot.len();
+                Some((slot, name.as_str(), start))
+            }
+            None => None,
+        };
+        tasks.push((path.as_str(), entry, slot));
+    }
+    let results = parallel_map(tasks, || (), |(), (path, entry, slot)| {
+        let Some((slot, name, offset)) = slot else { return Ok((visit(path, &[])?, 0, 0, 0)) };
+        let (header, data) = slot.split_at_mut(LOCAL_HEADER + name.len());
+        match entry {
+            Entry::File { content: Content::Disk(fs_path), .. } => {
+                let io = |source| PackageError::Io { path: fs_path.clone(), source };
+                let mut file = fs::File::open(fs_path).map_err(io)?;
+                file.read_exact(data).map_err(io)?;
+                if file.read(&mut [0u8]).map_err(io)? != 0 {
+                    return Err(PackageError::Changed { path: fs_path.clone() });
+                }
+            }
+            Entry::File { content: Content::Memory(bytes), .. } => data.copy_from_slice(bytes),
+            _ => {}
+        }
+        let crc = crc32fast::hash(data);
+        let length = data.len() as u32;
+        let mut fields = Vec::with_capacity(LOCAL_HEADER + name.len());
+        fields.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        common_fields(&mut fields, name, crc, length);
+        fields.extend_from_slice(name.as_bytes());
+        header.copy_from_slice(&fields);
+        Ok((visit(path, data)?, crc, length, offset as u32))
     })?;
-    indexed.sort_unstable_by_key(|(i, _)| *i);
-    Ok(indexed.into_iter().map(|(_, read)| read).collect())
-}
-
-/// Hashes one entry, reading into a reused buffer, and looks for secrets in it.
-fn read_one(path: &str, entry: &Entry, secrets: &[Secret<'_>], buffer: &mut Vec<u8>) -> Result<Read, PackageError> {
-    let mut sha = Sha1::new();
-    sha.update(path.as_bytes());
-    buffer.clear();
-    match entry {
-        Entry::File { content: Content::Disk(fs_path), .. } => {
-            let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
-            file.read_to_end(buffer).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
-        }
-        Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
-        Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => {}
+    let mut directory = Vec::with_capacity(central.len());
+    for ((name, (_, crc, length, offset)), _) in names.iter().zip(&results).zip(entries) {
+        let Some((name, mode)) = name else { continue };
+        directory.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        directory.extend_from_slice(&MADE_BY_UNIX.to_le_bytes());
+        common_fields(&mut directory, name, *crc, *length);
+        directory.extend_from_slice(&[0; 6]); // comment length, disk number, internal attributes
+        directory.extend_from_slice(&(mode << 16).to_le_bytes());
+        directory.extend_from_slice(&offset.to_le_bytes());
+        directory.extend_from_slice(name.as_bytes());
     }
-    if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(buffer, s.value.as_bytes()).is_some()) {
-        return Err(PackageError::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
-    }
-    sha.update(&buffer[..]);
-    let digest = sha.finalize();
-    let mut first = [0; 8];
-    first.copy_from_slice(&digest[..8]);
-    Ok(first)
+    let directory_size = directory.len() as u32;
+    directory.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    directory.extend_from_slice(&[0; 4]);
+    directory.extend_from_slice(&count.to_le_bytes());
+    directory.extend_from_slice(&count.to_le_bytes());
+    directory.extend_from_slice(&directory_size.to_le_bytes());
+    directory.extend_from_slice(&(local_size as u32).to_le_bytes());
+    directory.extend_from_slice(&[0; 2]);
+    central.copy_from_slice(&directory);
+    Ok((out, results.into_iter().map(|(digest, ..)| digest).collect()))
 }
 
 struct Walk {
