@@ -100,7 +100,8 @@ fn job_dir(script: &str) -> tempfile::TempDir {
 
 fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, Case); 10] = [
+    let cases: [(&str, Case); 11] = [
+        ("a_zip_file_is_uploaded_as_it_is", zip_file_working_dir),
         ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
         ("submit_working_dir_and_runtime_env_then_logs_and_status", submit_and_inspect),
         ("failed_job_exits_1", failed_job),
@@ -210,6 +211,17 @@ fn wait_for_status(head: &Head, id: &str, wanted: &str) -> Result<(), Failed> {
         std::thread::sleep(Duration::from_millis(300));
     }
     Err(format!("job {id} did not reach {wanted} within 60 s").into())
+}
+
+fn zip_file_working_dir(head: &Head) -> Result<(), Failed> {
+    // A zip made by our packager, then given as the working dir: uploaded as it is.
+    let dir = job_dir(&format!("echo from-a-zip-{}\n", head.version));
+    let package = gke_rl_ray::package::Plan::for_files(vec![("job.sh".into(), std::fs::read(dir.path().join("job.sh"))?, false)])
+        .build(&[])
+        .map_err(|e| e.to_string())?;
+    std::fs::write(dir.path().join("job.zip"), &package.zip)?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", "job.zip", "--", "bash", "job.sh"]);
+    check(out.status.success() && stdout(&out).contains(&format!("from-a-zip-{}", head.version)), "a .zip working dir runs", &out)
 }
 
 fn package_reuse(head: &Head) -> Result<(), Failed> {
@@ -368,12 +380,14 @@ fn packaging_trials() -> Vec<Trial> {
     let Some(python) = python else {
         return vec![
             Trial::test("client::a_server_that_is_down_is_a_clear_error_without_a_hang", server_down),
+            Trial::test("client::refusals_before_connecting", refusals_before_connecting),
             Trial::test("packaging::against_python", || Ok(())).with_ignored_flag(true),
         ];
     };
     let p = python.clone();
     vec![
         Trial::test("client::a_server_that_is_down_is_a_clear_error_without_a_hang", server_down),
+        Trial::test("client::refusals_before_connecting", refusals_before_connecting),
         Trial::test("packaging::uri_and_zip_match_python_on_generated_trees", move || uri_matches_python(&python)),
         Trial::test("packaging::gitwildmatch_matches_pathspec", move || patterns_match_python(&p)),
     ]
@@ -398,6 +412,22 @@ fn server_down() -> Result<(), Failed> {
         &out,
     )?;
     check(started.elapsed() < Duration::from_secs(10), "without hanging", &out)
+}
+
+/// Each of these fails before any connection: the address is a closed port, so reaching the
+/// network would show up as "cannot reach".
+fn refusals_before_connecting() -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let out = xtask(dir.path(), &["jobs"]);
+    check(out.status.code() == Some(2), "no address is an error", &out)?;
+    check(stderr(&out).contains("kubectl port-forward service/ray-a4-gpu-spot-head-svc 8265:8265"), "that says how to get one", &out)?;
+    let codelab = project_root().join("tests/fixtures/codelab/ray_runtime_env_nemo.json");
+    let [closed] = free_ports();
+    let address = format!("127.0.0.1:{closed}");
+    let out = xtask(dir.path(), &["submit", "--address", &address, "--runtime-env", codelab.to_str().ok_or("utf-8")?]);
+    let err = stderr(&out);
+    check(out.status.code() == Some(2) && err.contains("error[secret-literal]"), "a runtime env holding a token is refused", &out)?;
+    check(!err.contains("cannot reach"), "before connecting", &out)
 }
 
 fn oracle(python: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {

@@ -70,7 +70,7 @@ pub struct SubmitArgs {
     source: config::Source,
     #[command(flatten)]
     connection: Connection,
-    /// Upload this folder (its .gitignore/.rayignore apply) instead of the job folder
+    /// Upload this folder (its .gitignore/.rayignore apply), or this .zip as it is, instead of the job folder
     #[arg(long, value_name = "DIR")]
     working_dir: Option<PathBuf>,
     /// Add a file to the job folder (repeatable)
@@ -262,6 +262,9 @@ impl SubmitArgs {
             (None, None) => None,
         };
         let plan = match plan {
+            Some(zip) if zip.is_file() && zip.extension().is_some_and(|e| e == "zip") => {
+                return Ok(Some(package::Hashed::for_zip_file(&zip)?));
+            }
             Some(dir) => {
                 if self.working_dir.is_some() && from_env.is_some() {
                     eprintln!("warning: --working-dir overrides the runtime env's working_dir");

@@ -205,7 +205,7 @@ impl Plan {
             }
             digest(path, buffer, secrets)
         })?;
-        Ok(Hashed { uri: uri(&digests), entries: self.entries })
+        Ok(Hashed { uri: uri(&digests), contents: Contents::Entries(self.entries) })
     }
 
     /// Hash and zip in one pass: each file is read straight into its place in the zip and
@@ -221,21 +221,54 @@ impl Plan {
 /// A package whose URI is known; its files are read again only if it is zipped.
 #[derive(Debug)]
 pub struct Hashed {
-    /// `gcs://_ray_pkg_<16 hex>.zip`, as Ray computes it.
+    /// `gcs://_ray_pkg_<16 hex>.zip` as Ray computes it for a directory, or
+    /// `gcs://_ray_pkg_<sha1 of the file>.zip` for a ready-made zip.
     pub uri: String,
-    entries: Vec<(String, Entry)>,
+    contents: Contents,
+}
+
+#[derive(Debug)]
+enum Contents {
+    Entries(Vec<(String, Entry)>),
+    /// A local `.zip` given as the working dir: Ray uploads it as it is.
+    Zip {
+        bytes: Vec<u8>,
+        file_count: usize,
+    },
 }
 
 impl Hashed {
+    /// A local `.zip` file as the working dir, named by the SHA-1 of its bytes, as Ray does.
+    pub fn for_zip_file(path: &Path) -> Result<Hashed, PackageError> {
+        let bytes = fs::read(path).map_err(|source| PackageError::Io { path: path.to_owned(), source })?;
+        if bytes.len() as u64 > MAX_UPLOAD_BYTES {
+            let name = path.display().to_string();
+            return Err(PackageError::TooLarge { total: bytes.len() as u64, largest: vec![(name, bytes.len() as u64)] });
+        }
+        let hex: String = Sha1::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        // Entries in the central directory, from its end record (0 when unreadable).
+        let file_count = bytes.len().checked_sub(END_OF_CENTRAL_DIRECTORY).map_or(0, |end| {
+            let count = &bytes[end + 10..end + 12];
+            usize::from(u16::from_le_bytes([count[0], count[1]]))
+        });
+        Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), contents: Contents::Zip { bytes, file_count } })
+    }
+
     /// Files (not directories) the zip will hold.
     pub fn file_count(&self) -> usize {
-        file_count(&self.entries)
+        match &self.contents {
+            Contents::Entries(entries) => file_count(entries),
+            Contents::Zip { file_count, .. } => *file_count,
+        }
     }
 
     /// The stored zip: files and empty directories, with their modes.
     pub fn zip(self) -> Result<Package, PackageError> {
-        let (zip, _) = write_zip(&self.entries, |_, _| Ok([0; 8]))?;
         let file_count = self.file_count();
+        let zip = match self.contents {
+            Contents::Entries(entries) => write_zip(&entries, |_, _| Ok([0; 8]))?.0,
+            Contents::Zip { bytes, .. } => bytes,
+        };
         Ok(Package { uri: self.uri, zip, file_count })
     }
 }
@@ -376,30 +409,34 @@ fn write_zip(
         };
         tasks.push((path.as_str(), entry, slot));
     }
-    let results = parallel_map(tasks, || (), |(), (path, entry, slot)| {
-        let Some((slot, name, offset)) = slot else { return Ok((visit(path, &[])?, 0, 0, 0)) };
-        let (header, data) = slot.split_at_mut(LOCAL_HEADER + name.len());
-        match entry {
-            Entry::File { content: Content::Disk(fs_path), .. } => {
-                let io = |source| PackageError::Io { path: fs_path.clone(), source };
-                let mut file = fs::File::open(fs_path).map_err(io)?;
-                file.read_exact(data).map_err(io)?;
-                if file.read(&mut [0u8]).map_err(io)? != 0 {
-                    return Err(PackageError::Changed { path: fs_path.clone() });
+    let results = parallel_map(
+        tasks,
+        || (),
+        |(), (path, entry, slot)| {
+            let Some((slot, name, offset)) = slot else { return Ok((visit(path, &[])?, 0, 0, 0)) };
+            let (header, data) = slot.split_at_mut(LOCAL_HEADER + name.len());
+            match entry {
+                Entry::File { content: Content::Disk(fs_path), .. } => {
+                    let io = |source| PackageError::Io { path: fs_path.clone(), source };
+                    let mut file = fs::File::open(fs_path).map_err(io)?;
+                    file.read_exact(data).map_err(io)?;
+                    if file.read(&mut [0u8]).map_err(io)? != 0 {
+                        return Err(PackageError::Changed { path: fs_path.clone() });
+                    }
                 }
+                Entry::File { content: Content::Memory(bytes), .. } => data.copy_from_slice(bytes),
+                _ => {}
             }
-            Entry::File { content: Content::Memory(bytes), .. } => data.copy_from_slice(bytes),
-            _ => {}
-        }
-        let crc = crc32fast::hash(data);
-        let length = data.len() as u32;
-        let mut fields = Vec::with_capacity(LOCAL_HEADER + name.len());
-        fields.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-        common_fields(&mut fields, name, crc, length);
-        fields.extend_from_slice(name.as_bytes());
-        header.copy_from_slice(&fields);
-        Ok((visit(path, data)?, crc, length, offset as u32))
-    })?;
+            let crc = crc32fast::hash(data);
+            let length = data.len() as u32;
+            let mut fields = Vec::with_capacity(LOCAL_HEADER + name.len());
+            fields.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+            common_fields(&mut fields, name, crc, length);
+            fields.extend_from_slice(name.as_bytes());
+            header.copy_from_slice(&fields);
+            Ok((visit(path, data)?, crc, length, offset as u32))
+        },
+    )?;
     let mut directory = Vec::with_capacity(central.len());
     for ((name, (_, crc, length, offset)), _) in names.iter().zip(&results).zip(entries) {
         let Some((name, mode)) = name else { continue };
