@@ -152,15 +152,25 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
 
 fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
-    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .current_dir(dir.path())
         .args(["submit", "--address", &head.address, "--", "sleep", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    std::thread::sleep(Duration::from_secs(4));
+    // Interrupt once the job is submitted and being followed, as a person would.
+    let mut stderr_pipe = std::io::BufReader::new(child.stderr.take().ok_or("stderr")?);
+    let mut seen = String::new();
+    while !seen.contains(" submitted\n") {
+        if std::io::BufRead::read_line(&mut stderr_pipe, &mut seen)? == 0 {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
     Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
-    let out = child.wait_with_output()?;
+    let mut out = child.wait_with_output()?;
+    std::io::Read::read_to_string(&mut stderr_pipe, &mut seen)?;
+    out.stderr = seen.into_bytes();
     check(out.status.code() == Some(130), "Ctrl-C exits 130", &out)?;
     let id = submitted_id(&out).ok_or("no submission id printed")?;
     check(
@@ -242,6 +252,7 @@ fn over_limit(head: &Head) -> Result<(), Failed> {
     let err = stderr(&out);
     check(out.status.code() == Some(2), "an over-limit folder is an error", &out)?;
     check(err.contains("101.0 MiB  weights.bin") && err.contains("/weights.bin"), "naming the file and the .rayignore line", &out)?;
+    check(err.contains("warning: weights.bin is large (101.0 MiB)"), "after the per-file warning", &out)?;
     check(!err.contains("Ray 2.") && !err.contains("uploading"), "before connecting or uploading", &out)
 }
 

@@ -379,6 +379,8 @@ fn list2cmdline(words: &[String]) -> String {
 
 /// Streams the job's log with state changes until it ends; Ctrl-C detaches.
 async fn watch(client: &Client, id: &str) -> anyhow::Result<u8> {
+    // Registered before anything else, so no Ctrl-C from here on kills the process.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let started = Instant::now();
     let mut checkpoints = CheckpointLog::default();
     let mut stdout = std::io::stdout();
@@ -407,7 +409,7 @@ async fn watch(client: &Client, id: &str) -> anyhow::Result<u8> {
                         last_status = Some(job.status);
                     }
                 }
-                _ = tokio::signal::ctrl_c() => {
+                _ = interrupt.recv() => {
                     eprintln!("\ndetached from job {id}; it keeps running. Re-attach with:\n  cargo xtask logs {id} --follow --address {}", client.address());
                     return Ok(DETACHED);
                 }
