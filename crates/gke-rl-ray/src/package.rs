@@ -55,6 +55,8 @@ pub enum PackageError {
     TooLarge { total: u64, largest: Vec<(String, u64)> },
     #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
     SecretInFile { path: String, name: String },
+    #[error("{path} is not a directory (nor a .zip file): pass the folder to upload")]
+    NotADirectory { path: PathBuf },
     #[error("{path} changed while it was being packaged; submit again")]
     Changed { path: PathBuf },
     #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
@@ -139,6 +141,9 @@ pub struct Package {
 impl Plan {
     /// Walks `dir` with Ray's exclusion rules.
     pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, PackageError> {
+        if !dir.is_dir() {
+            return Err(PackageError::NotADirectory { path: dir.to_owned() });
+        }
         let root_patterns = options.default_excludes.iter().chain(&options.excludes).map(String::as_str);
         let root_set = PatternSet::from_lines(root_patterns).map_err(|error| PackageError::Pattern { file: "excludes".into(), error })?;
         let mut walk =
@@ -565,6 +570,12 @@ mod tests {
         let package = Plan::for_files(vec![("run.sh".into(), b"echo hi\n".to_vec(), true)]).build(&[]).unwrap();
         assert!(package.uri.starts_with("gcs://_ray_pkg_") && package.uri.len() == "gcs://_ray_pkg_.zip".len() + 16);
         assert_eq!(package.file_count, 1);
+    }
+
+    #[test]
+    fn a_missing_working_dir_is_an_error() {
+        let error = Plan::for_dir(Path::new("/nonexistent/gke-rl"), &Options::default()).unwrap_err();
+        assert_eq!(error.to_string(), "/nonexistent/gke-rl is not a directory (nor a .zip file): pass the folder to upload");
     }
 
     #[test]
