@@ -209,7 +209,19 @@ fn stop_job(head: &Head) -> Result<(), Failed> {
     let stop = xtask(dir.path(), &["stop", &id, "--address", &head.address]);
     check(stop.status.success() && stderr(&stop).contains(&format!("job {id} STOPPED")), "stop waits for STOPPED", &stop)?;
     let follow = xtask(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
-    check(follow.status.code() == Some(1), "following a STOPPED job exits 1", &follow)
+    check(follow.status.code() == Some(1), "following a STOPPED job exits 1", &follow)?;
+    // The library's delete, which the CLI does not expose: a terminal job goes, then 404s.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let client = gke_rl_ray::Client::new(&head.address, gke_rl_ray::ClientOptions::default())?;
+        if !client.delete(&id).await? {
+            return Err(Failed::from("delete answered false"));
+        }
+        match client.job(&id).await {
+            Err(gke_rl_ray::Error::JobNotFound { id: gone }) if gone == id => Ok(()),
+            other => Err(format!("after delete: {other:?}").into()),
+        }
+    })
 }
 
 fn wait_for_status(head: &Head, id: &str, wanted: &str) -> Result<(), Failed> {

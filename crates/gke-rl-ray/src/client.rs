@@ -284,12 +284,15 @@ impl Client {
         Error::Server { what: what.to_owned(), status: status.as_u16(), message: server_message(body) }
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, what: &str, path: &str, id: Option<&str>) -> Result<T, Error> {
-        let (status, body) = self.send(what, self.http.get(self.url(path)), self.options.request_timeout).await?;
-        match status {
-            StatusCode::OK => parse(what, &body),
-            StatusCode::NOT_FOUND if id.is_some() => Err(Error::JobNotFound { id: id.unwrap_or_default().to_owned() }),
-            _ => Err(Self::refused(what, status, &body)),
+    /// A JSON call; with a job `id`, a 404 means that job does not exist.
+    async fn call<T: serde::de::DeserializeOwned>(&self, method: reqwest::Method, path: &str, id: Option<&str>) -> Result<T, Error> {
+        let what = format!("{method} {path}");
+        let request = self.http.request(method, self.url(path));
+        let (status, body) = self.send(&what, request, self.options.request_timeout).await?;
+        match (status, id) {
+            (StatusCode::OK, _) => parse(&what, &body),
+            (StatusCode::NOT_FOUND, Some(id)) => Err(Error::JobNotFound { id: id.to_owned() }),
+            _ => Err(Self::refused(&what, status, &body)),
         }
     }
 
@@ -373,12 +376,12 @@ impl Client {
 
     /// `GET /api/jobs/{id}`.
     pub async fn job(&self, id: &str) -> Result<JobDetails, Error> {
-        self.get_json(&format!("GET /api/jobs/{id}"), &format!("/api/jobs/{}", segment(id)), Some(id)).await
+        self.call(reqwest::Method::GET, &format!("/api/jobs/{}", segment(id)), Some(id)).await
     }
 
     /// `GET /api/jobs/`: submission jobs first, then driver jobs.
     pub async fn jobs(&self) -> Result<Vec<JobDetails>, Error> {
-        self.get_json("GET /api/jobs/", "/api/jobs/", None).await
+        self.call(reqwest::Method::GET, "/api/jobs/", None).await
     }
 
     /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
@@ -387,7 +390,7 @@ impl Client {
         struct Logs {
             logs: String,
         }
-        let logs: Logs = self.get_json(&format!("GET /api/jobs/{id}/logs"), &format!("/api/jobs/{}/logs", segment(id)), Some(id)).await?;
+        let logs: Logs = self.call(reqwest::Method::GET, &format!("/api/jobs/{}/logs", segment(id)), Some(id)).await?;
         Ok(logs.logs)
     }
 
@@ -397,14 +400,8 @@ impl Client {
         struct Stopped {
             stopped: bool,
         }
-        let what = format!("POST /api/jobs/{id}/stop");
-        let (status, body) =
-            self.send(&what, self.http.post(self.url(&format!("/api/jobs/{}/stop", segment(id)))), self.options.request_timeout).await?;
-        match status {
-            StatusCode::OK => parse::<Stopped>(&what, &body).map(|s| s.stopped),
-            StatusCode::NOT_FOUND => Err(Error::JobNotFound { id: id.to_owned() }),
-            _ => Err(Self::refused(&what, status, &body)),
-        }
+        let stopped: Stopped = self.call(reqwest::Method::POST, &format!("/api/jobs/{}/stop", segment(id)), Some(id)).await?;
+        Ok(stopped.stopped)
     }
 
     /// `DELETE /api/jobs/{id}`: only for a terminal job.
@@ -413,14 +410,8 @@ impl Client {
         struct Deleted {
             deleted: bool,
         }
-        let what = format!("DELETE /api/jobs/{id}");
-        let (status, body) =
-            self.send(&what, self.http.delete(self.url(&format!("/api/jobs/{}", segment(id)))), self.options.request_timeout).await?;
-        match status {
-            StatusCode::OK => parse::<Deleted>(&what, &body).map(|d| d.deleted),
-            StatusCode::NOT_FOUND => Err(Error::JobNotFound { id: id.to_owned() }),
-            _ => Err(Self::refused(&what, status, &body)),
-        }
+        let deleted: Deleted = self.call(reqwest::Method::DELETE, &format!("/api/jobs/{}", segment(id)), Some(id)).await?;
+        Ok(deleted.deleted)
     }
 
     /// Opens `/api/jobs/{id}/logs/tail`. The server replays the log from its start, then
