@@ -18,6 +18,7 @@ const TARGETS: &[(&str, &[&str])] = &[
     ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
     ("runtime_env", &["manifests/ray_runtime_env.json", "tests/fixtures/codelab/ray_runtime_env_nemo.json"]),
     ("rayignore", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
+    ("gitwildmatch", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
     ("blueprint", &["tests/fixtures/blueprints", "manifests/gke-a4-deployment.yaml", "../shared/upstream/cluster-toolkit"]),
     ("blueprint_patch", &["../shared/upstream/cluster-toolkit/gke-a4.yaml", "tests/fixtures/blueprints"]),
 ];

@@ -32,6 +32,10 @@ pub struct PatternError {
     pub reason: String,
 }
 
+/// Linux's PATH_MAX: no longer path exists to match, and the matcher recurses once per
+/// character at most, so this also bounds its stack.
+const MAX_PATH_CHARS: usize = 4096;
+
 #[derive(Debug, Clone)]
 struct Pattern {
     /// `false` for a `!` pattern: a match re-includes the path.
@@ -188,13 +192,22 @@ impl Pattern {
                 need_slash = true;
             }
         }
+        // Runs of `[^/]*` or of `(?:/.+)?` match what one of them matches: keep one, so the
+        // matcher's recursion is bounded by the path, not by the pattern.
+        tokens.dedup_by(|next, previous| *next == *previous && matches!(next, Token::Star | Token::OptionalInnerDirs));
         Ok(Some(Pattern { exclude, tokens }))
     }
 
     /// `re.match(regex, path)`: anchored at the start; `$` also matches before a final `\n`.
     fn matches(&self, path: &[char]) -> bool {
-        let mut memo = vec![None; (self.tokens.len() + 1) * (path.len() + 1)];
-        Matcher { tokens: &self.tokens, path, memo: &mut memo }.at(0, 0)
+        if path.len() > MAX_PATH_CHARS {
+            return false;
+        }
+        let cells = (self.tokens.len() + 1) * (path.len() + 1);
+        // A dense table for everyday sizes; past a million cells (a huge pattern line against
+        // a long path) only the states actually reached are stored.
+        let memo = if cells <= 1 << 20 { Memo::Dense(vec![None; cells]) } else { Memo::Sparse(Default::default()) };
+        Matcher { tokens: &self.tokens, path, memo }.at(0, 0)
     }
 }
 
@@ -266,22 +279,37 @@ fn python_set_items(body: &[char]) -> Result<Vec<(char, char)>, String> {
     Ok(items)
 }
 
+/// Results by (token, position), `token × (path length + 1) + position`.
+enum Memo {
+    Dense(Vec<Option<bool>>),
+    Sparse(std::collections::HashMap<usize, bool>),
+}
+
 /// Backtracking over the tokens with memoisation on (token, position): linear in
 /// tokens × path length whatever the pattern.
 struct Matcher<'a> {
     tokens: &'a [Token],
     path: &'a [char],
-    memo: &'a mut [Option<bool>],
+    memo: Memo,
 }
 
 impl Matcher<'_> {
     fn at(&mut self, t: usize, i: usize) -> bool {
         let key = t * (self.path.len() + 1) + i;
-        if let Some(known) = self.memo[key] {
+        let known = match &self.memo {
+            Memo::Dense(table) => table[key],
+            Memo::Sparse(map) => map.get(&key).copied(),
+        };
+        if let Some(known) = known {
             return known;
         }
         let result = self.compute(t, i);
-        self.memo[key] = Some(result);
+        match &mut self.memo {
+            Memo::Dense(table) => table[key] = Some(result),
+            Memo::Sparse(map) => {
+                map.insert(key, result);
+            }
+        }
         result
     }
 
@@ -375,6 +403,15 @@ mod tests {
         assert!(s.is_match("env.sh") && s.is_match("#hash") && !s.is_match("# comment"));
         let error = PatternSet::parse("a\r\nb\r[z-a]").unwrap_err();
         assert_eq!(error.line, 3, "CRLF and lone CR both end a line");
+    }
+
+    #[test]
+    fn huge_patterns_against_long_paths_stay_small() {
+        let pattern = format!("{}*x", "a*".repeat(200_000));
+        let path = "a/".repeat(2000) + "b";
+        assert!(!set(&pattern).is_match(&path));
+        let stars = format!("a{}b/{}c", "*".repeat(200_000), "**/".repeat(100_000));
+        assert!(set(&stars).is_match("axyzb/d/e/c") && !set(&stars).is_match("ab"));
     }
 
     #[test]
