@@ -40,11 +40,17 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     Ok(())
 }
 
-fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
+/// `rustup target add wasm32-unknown-unknown` unless it is there.
+pub fn install_wasm_target(sh: &Shell) -> anyhow::Result<()> {
     let installed = cmd!(sh, "rustup target list --installed").read()?;
     if !installed.lines().any(|t| t.trim() == WASM_TARGET) {
         cmd!(sh, "rustup target add {WASM_TARGET}").run()?;
     }
+    Ok(())
+}
+
+fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
+    install_wasm_target(sh)?;
     let components = cmd!(sh, "rustup component list --installed").read()?;
     for component in ["rustfmt", "clippy"] {
         if !components.lines().any(|c| c.starts_with(component)) {

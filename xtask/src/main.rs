@@ -16,6 +16,7 @@ mod report;
 #[cfg(test)]
 mod tidy;
 mod validate;
+mod wasm;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,6 +48,8 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Build the browser validator into web-validator/pkg/ and report its size
+    Wasm,
     /// Run every check CI runs, installing what is missing first
     Ci,
     /// Fuzz the parsers (cargo-fuzz, nightly)
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Stop(args) => args.run(),
         Command::Jobs(args) => args.run(),
         Command::Codegen { check } => codegen::run(check).map(|()| 0),
+        Command::Wasm => wasm::run(&sh).map(|()| 0),
         Command::Ci => ci::run(&sh).map(|()| 0),
         Command::Fuzz(args) => args.run(&sh).map(|()| 0),
         Command::Bench { target } => bench::run(&sh, target).map(|()| 0),

@@ -1,0 +1,86 @@
+//! The SDK in the browser: the same validation and rendering as `cargo xtask validate` and
+//! `cargo xtask render`, behind three functions. Every result is a value; bad input gives
+//! `{"error": …}`, never an exception.
+//!
+//! The JSON shapes are computed by [`validate_json`] and [`render_json`], which native tests
+//! call directly, so the browser and the CLI cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use wasm_bindgen::prelude::*;
+
+/// `validate({"env.sh": "…", "ray-cluster.yaml": "…"})`: the findings array of
+/// `cargo xtask validate --format json`.
+#[wasm_bindgen]
+pub fn validate(files: JsValue) -> JsValue {
+    to_js(&js_sys::JSON::stringify(&files).ok().and_then(|s| s.as_string()).map_or_else(
+        || serde_json::json!({ "error": "validate takes an object mapping file names to their text" }),
+        |json| validate_json(&json),
+    ))
+}
+
+/// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}]}`, or
+/// `{"error": diagnostic}` with the line and column in the config.
+#[wasm_bindgen]
+pub fn render(config: &str) -> JsValue {
+    to_js(&render_json(config))
+}
+
+/// The SDK's version.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_owned()
+}
+
+/// [`validate`] on JSON text: `{name: text}` in, the findings array out.
+pub fn validate_json(files: &str) -> serde_json::Value {
+    let files: BTreeMap<String, String> = match serde_json::from_str(files) {
+        Ok(files) => files,
+        Err(e) => return serde_json::json!({ "error": format!("validate takes an object mapping file names to their text: {e}") }),
+    };
+    let sources: Vec<gke_rl::validate::SourceFile<'_>> =
+        files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
+    serde_json::to_value(gke_rl::validate::validate(&sources)).unwrap_or_default()
+}
+
+/// [`render`]'s value for a config's text.
+pub fn render_json(config: &str) -> serde_json::Value {
+    let deployment = match gke_rl::config::from_yaml(config) {
+        Ok(deployment) => deployment,
+        Err(diagnostic) => return serde_json::json!({ "error": diagnostic }),
+    };
+    match gke_rl::render(&deployment, "the web validator") {
+        Ok(artifacts) => {
+            let artifacts: Vec<_> = artifacts
+                .iter()
+                .map(|a| serde_json::json!({ "name": a.name, "contents": a.contents, "executable": a.executable }))
+                .collect();
+            serde_json::json!({ "artifacts": artifacts })
+        }
+        Err(e) => serde_json::json!({ "error": { "message": e.to_string() } }),
+    }
+}
+
+fn to_js(value: &serde_json::Value) -> JsValue {
+    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_json_matches_the_sdk() {
+        let files = serde_json::json!({ ".rayignore": "[z-a]\n" }).to_string();
+        let findings = validate_json(&files);
+        assert_eq!(findings[0]["code"], "syntax", "{findings}");
+        assert!(validate_json("[1]")["error"].as_str().is_some_and(|e| e.starts_with("validate takes an object")));
+    }
+
+    #[test]
+    fn render_json_gives_artifacts_or_a_positioned_error() {
+        assert_eq!(render_json("")["artifacts"].as_array().map(Vec::len), Some(7));
+        let error = &render_json("project:\n  nope: 1\n")["error"];
+        assert_eq!((error["line"].as_u64(), error["code"].as_str()), (Some(2), Some("config-unknown-key")), "{error}");
+    }
+}

@@ -1,0 +1,53 @@
+//! `cargo xtask wasm`: the browser build of the validator into `web-validator/pkg/`, with its
+//! size against the budget. Installs what it needs (the wasm32 target, `wasm-bindgen-cli` at
+//! exactly the version of the `wasm-bindgen` crate in Cargo.lock) when missing.
+
+use anyhow::{Context, bail};
+use xshell::{Shell, cmd};
+
+use crate::project_root;
+
+/// The `.wasm`, gzipped, must stay under this (issue: "≤ 250 KB gzip").
+pub const BUDGET_GZIP_BYTES: u64 = 250 * 1000;
+
+/// Builds the wasm package and reports its size.
+pub fn run(sh: &Shell) -> anyhow::Result<()> {
+    let root = project_root();
+    let _root = sh.push_dir(&root);
+    crate::ci::install_wasm_target(sh)?;
+    let wanted = locked_version("wasm-bindgen")?;
+    let installed = cmd!(sh, "wasm-bindgen --version").quiet().ignore_stderr().read().unwrap_or_default();
+    if installed.split_whitespace().nth(1) != Some(wanted.as_str()) {
+        cmd!(sh, "cargo install --quiet wasm-bindgen-cli --version {wanted}").run()?;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    cmd!(sh, "{cargo} build --quiet --package gke-rl-wasm --target wasm32-unknown-unknown --profile wasm-release").run()?;
+    let built = root.join("target/wasm32-unknown-unknown/wasm-release/gke_rl_wasm.wasm");
+    let out = root.join("web-validator/pkg");
+    cmd!(sh, "wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir {out} {built}").run()?;
+    let wasm = out.join("gke_rl_wasm_bg.wasm");
+    // wasm-opt (binaryen), when present, takes off a few more percent.
+    if cmd!(sh, "wasm-opt --version").quiet().ignore_stderr().read().is_ok() {
+        let features = ["--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals"];
+        cmd!(sh, "wasm-opt -Oz {features...} {wasm} -o {wasm}").run()?;
+    }
+    let raw = std::fs::metadata(&wasm)?.len();
+    let gzip = cmd!(sh, "gzip -9 -c {wasm}").quiet().output()?.stdout.len() as u64;
+    eprintln!(
+        "{}: {:.1} KB raw, {:.1} KB gzip (budget {:.0} KB gzip: {})",
+        wasm.strip_prefix(&root).unwrap_or(&wasm).display(),
+        raw as f64 / 1000.0,
+        gzip as f64 / 1000.0,
+        BUDGET_GZIP_BYTES as f64 / 1000.0,
+        if gzip <= BUDGET_GZIP_BYTES { "within" } else { "OVER" }
+    );
+    Ok(())
+}
+
+/// A package's version as Cargo.lock pins it.
+fn locked_version(package: &str) -> anyhow::Result<String> {
+    let lock = std::fs::read_to_string(project_root().join("Cargo.lock")).context("cannot read Cargo.lock")?;
+    let marker = format!("name = \"{package}\"\nversion = \"");
+    let Some(start) = lock.find(&marker).map(|i| i + marker.len()) else { bail!("{package} is not in Cargo.lock") };
+    Ok(lock[start..].split('"').next().unwrap_or_default().to_owned())
+}
