@@ -17,6 +17,8 @@ pub enum Target {
     Render,
     /// Validate 100 RayClusters with the CRD schema, against check-jsonschema 0.39 (target: 50× faster)
     Validate,
+    /// Validate the default artifact set in Chromium (the web page's wasm) and natively
+    Wasm,
     /// Submit to a local Ray 2.54 head against `ray job submit` (target: 10× faster), and
     /// package a 3000-file, 50 MB tree against Ray's packager (target: 5× faster)
     Submit,
@@ -36,6 +38,16 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
         }
         Target::Validate => validate(sh),
         Target::Submit => submit(sh),
+        Target::Wasm => {
+            criterion(sh, "gke-rl", "render", &[])?;
+            let in_browser_ms = crate::web::browser_test(sh)?;
+            let native_ms = criterion_median("validate the default artifact set")? / 1e6;
+            eprintln!("\nvalidate the default artifact set (7 files):");
+            eprintln!("  in Chromium (wasm, median of 200 runs in the page): {in_browser_ms:.3} ms");
+            eprintln!("  native (criterion median):                          {native_ms:.3} ms");
+            eprintln!("  the browser takes {:.1}x the native time", in_browser_ms / native_ms);
+            Ok(())
+        }
     }
 }
 

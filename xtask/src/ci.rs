@@ -26,6 +26,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         Ok(())
     })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
+    step("the web validator in Chromium (wasm build, page, native comparison)", || crate::web::browser_test(sh).map(drop))?;
     // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
     // 10-minute runs are `cargo xtask fuzz`.
     step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))?;

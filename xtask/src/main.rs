@@ -17,6 +17,7 @@ mod report;
 mod tidy;
 mod validate;
 mod wasm;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +51,14 @@ enum Command {
     },
     /// Build the browser validator into web-validator/pkg/ and report its size
     Wasm,
+    /// Run the web validator's test in Chromium (part of ci)
+    BrowserTest,
+    /// Serve the web validator on localhost
+    ServeWeb {
+        /// Port on 127.0.0.1
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+    },
     /// Run every check CI runs, installing what is missing first
     Ci,
     /// Fuzz the parsers (cargo-fuzz, nightly)
@@ -75,6 +84,8 @@ fn main() -> ExitCode {
         Command::Jobs(args) => args.run(),
         Command::Codegen { check } => codegen::run(check).map(|()| 0),
         Command::Wasm => wasm::run(&sh).map(|()| 0),
+        Command::BrowserTest => web::browser_test(&sh).map(|_| 0),
+        Command::ServeWeb { port } => web::serve(&sh, port).map(|()| 0),
         Command::Ci => ci::run(&sh).map(|()| 0),
         Command::Fuzz(args) => args.run(&sh).map(|()| 0),
         Command::Bench { target } => bench::run(&sh, target).map(|()| 0),

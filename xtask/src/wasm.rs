@@ -25,12 +25,8 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let built = root.join("target/wasm32-unknown-unknown/wasm-release/gke_rl_wasm.wasm");
     let out = root.join("web-validator/pkg");
     cmd!(sh, "wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir {out} {built}").run()?;
+    write_examples(&out)?;
     let wasm = out.join("gke_rl_wasm_bg.wasm");
-    // wasm-opt (binaryen), when present, takes off a few more percent.
-    if cmd!(sh, "wasm-opt --version").quiet().ignore_stderr().read().is_ok() {
-        let features = ["--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals"];
-        cmd!(sh, "wasm-opt -Oz {features...} {wasm} -o {wasm}").run()?;
-    }
     let raw = std::fs::metadata(&wasm)?.len();
     let gzip = cmd!(sh, "gzip -9 -c {wasm}").quiet().output()?.stdout.len() as u64;
     eprintln!(
@@ -50,4 +46,16 @@ fn locked_version(package: &str) -> anyhow::Result<String> {
     let marker = format!("name = \"{package}\"\nversion = \"");
     let Some(start) = lock.find(&marker).map(|i| i + marker.len()) else { bail!("{package} is not in Cargo.lock") };
     Ok(lock[start..].split('"').next().unwrap_or_default().to_owned())
+}
+
+/// `pkg/examples.js`: the codelab's files (the test fixtures), so the page can load them
+/// without a request.
+fn write_examples(out: &std::path::Path) -> anyhow::Result<()> {
+    let files = crate::web::codelab_files(&project_root())?;
+    let js = format!(
+        "// The codelab's files as it writes them (tests/fixtures/codelab/), defects included.\nexport const codelab = {};\n",
+        serde_json::Value::Object(files)
+    );
+    std::fs::write(out.join("examples.js"), js)?;
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask bench render`: rendering every artifact of the embedded default, in process.
-//! Target: under 200 µs.
+//! Target: under 200 µs. Also the native half of `cargo xtask bench wasm`: validating that
+//! artifact set, as the web page does in the browser.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -10,5 +11,12 @@ fn render_default(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, render_default);
+fn validate_default(c: &mut Criterion) {
+    let artifacts = gke_rl::render(&gke_rl::Deployment::default(), "the embedded default").expect("renders");
+    let sources: Vec<gke_rl::validate::SourceFile<'_>> =
+        artifacts.iter().map(|a| gke_rl::validate::SourceFile { name: a.name, text: &a.contents }).collect();
+    c.bench_function("validate the default artifact set", |b| b.iter(|| gke_rl::validate::validate(std::hint::black_box(&sources))));
+}
+
+criterion_group!(benches, render_default, validate_default);
 criterion_main!(benches);

@@ -1,0 +1,77 @@
+// The web validator in Debian's Chromium, driven by playwright-core.
+// usage: node browser.mjs URL OUT_DIR VALID_FILES_JSON
+// Prints one JSON object: the codelab findings as the page computed them, and timings.
+import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+
+const [url, outDir, validFilesPath] = process.argv.slice(2);
+const origin = new URL(url).origin;
+const fail = (message) => { console.error(`browser test: ${message}`); process.exit(1); };
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+const requests = [];
+page.on("request", (r) => requests.push(r.url()));
+const errors = [];
+page.on("pageerror", (e) => errors.push(String(e)));
+await page.goto(url);
+await page.waitForSelector("body[data-ready=true]", { timeout: 15000 });
+
+// The codelab example: the Ray version mismatch is reported on the right line.
+await page.click("#load-codelab");
+const mismatch = page.locator('.diag[data-code="ray-version-mismatch"][data-file="ray-cluster.yaml"]');
+await mismatch.first().waitFor({ timeout: 5000 });
+const where = await mismatch.first().evaluate((el) => [el.dataset.line, el.dataset.column]);
+if (where.join(":") !== "7:15") fail(`ray-version-mismatch at ${where.join(":")}, expected 7:15`);
+// Clicking it selects that line in the editor.
+await mismatch.first().click();
+const selected = await page.evaluate(() => {
+  const e = document.getElementById("editor");
+  return { file: document.getElementById("file-name").value, text: e.value.slice(e.selectionStart, e.selectionEnd) };
+});
+if (selected.file !== "ray-cluster.yaml" || !selected.text.includes("rayVersion")) fail(`jump selected ${JSON.stringify(selected)}`);
+await page.screenshot({ path: `${outDir}/codelab.png`, fullPage: true });
+
+// By keyboard: focus a diagnostic and press Enter.
+await page.locator('.diag[data-code="override-no-op"]').first().focus();
+await page.keyboard.press("Enter");
+if ((await page.inputValue("#file-name")) !== "run_nemo_rl.sh") fail("Enter on a diagnostic does not open its file");
+
+// Rendering a config: the artifacts to download, or the config error with its line.
+await page.click("#render");
+const links = await page.locator("#render-result a[download]").count();
+if (links !== 7) fail(`rendering the default gave ${links} download links, expected 7`);
+await page.fill("#config", "project:\n  nope: 1\n");
+await page.click("#render");
+const renderError = await page.textContent("#render-result");
+if (!renderError.includes("gke-rl.yaml:2:3")) fail(`a bad config shows ${renderError}`);
+
+// A valid render: no errors.
+const valid = JSON.parse(readFileSync(validFilesPath, "utf8"));
+const validFindings = await page.evaluate((files) => window.gkeRl.validate(files), valid);
+const validErrors = validFindings.filter((f) => f.severity === "error");
+if (validErrors.length) fail(`the valid render has errors: ${JSON.stringify(validErrors)}`);
+
+// The same inputs, for the native comparison, and the time validate takes here.
+const codelab = await page.evaluate(async () => (await import("./pkg/examples.js")).codelab);
+const inBrowser = await page.evaluate((files) => window.gkeRl.validate(files), codelab);
+const timing = await page.evaluate((files) => {
+  const runs = [];
+  for (let i = 0; i < 200; i++) {
+    const start = performance.now();
+    window.gkeRl.validate(files);
+    runs.push(performance.now() - start);
+  }
+  runs.sort((a, b) => a - b);
+  return runs[runs.length >> 1];
+}, valid);
+
+const foreign = requests.filter((r) => !r.startsWith(origin) && !r.startsWith("blob:") && !r.startsWith("data:"));
+if (foreign.length) fail(`requests left the page: ${foreign.join(", ")}`);
+if (errors.length) fail(`page errors: ${errors.join("; ")}`);
+await browser.close();
+console.log(JSON.stringify({ codelab: inBrowser, valid: validFindings, validate_median_ms: timing, requests: requests.length }));

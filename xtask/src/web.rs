@@ -1,0 +1,129 @@
+//! The web validator's local server (`cargo xtask serve-web`) and its browser test, which
+//! `cargo xtask ci` runs: Debian's Chromium driven by playwright-core against the page served
+//! on localhost, and the page's findings compared with the native SDK's on the same files.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use xshell::{Shell, cmd};
+
+use crate::project_root;
+
+/// Serves `web-validator/` on 127.0.0.1:`port` until interrupted.
+pub fn serve(sh: &Shell, port: u16) -> anyhow::Result<()> {
+    crate::wasm::run(sh)?;
+    let listener = TcpListener::bind(("127.0.0.1", port)).with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    eprintln!("serving the web validator at http://{}/ (Ctrl-C stops)", listener.local_addr()?);
+    serve_on(&listener, &project_root().join("web-validator"));
+    Ok(())
+}
+
+/// Answers GETs for files under `root`, one thread per connection.
+fn serve_on(listener: &TcpListener, root: &Path) {
+    for stream in listener.incoming().flatten() {
+        let root = root.to_owned();
+        std::thread::spawn(move || {
+            let _ = answer(stream, &root);
+        });
+    }
+}
+
+fn answer(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+    let mut request_line = String::new();
+    let mut reader = BufReader::new(stream.try_clone()?);
+    reader.read_line(&mut request_line)?;
+    // Drain the headers.
+    let mut line = String::new();
+    while reader.read_line(&mut line)? > 2 {
+        line.clear();
+    }
+    let path = request_line.split_whitespace().nth(1).unwrap_or("/").split('?').next().unwrap_or("/");
+    let relative = if path == "/" { "index.html" } else { path.trim_start_matches('/') };
+    let file = (!relative.split('/').any(|part| part == ".." || part.is_empty())).then(|| root.join(relative));
+    let (status, body, kind) = match file.as_deref().map(std::fs::read) {
+        Some(Ok(body)) => ("200 OK", body, content_type(relative)),
+        _ => ("404 Not Found", b"not found\n".to_vec(), "text/plain"),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(&body)
+}
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("wasm") => "application/wasm",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Builds the wasm, installs Chromium and playwright-core when missing, runs the browser
+/// test against the page on a free port, and compares its findings with the native ones.
+/// Returns the median time the page's `validate` took on the default artifact set, in ms.
+pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
+    let root = project_root();
+    crate::wasm::run(sh)?;
+    if !Path::new("/usr/bin/chromium").exists() {
+        cmd!(sh, "apt-get install -y -q chromium").run()?;
+    }
+    let web = root.join("web-validator");
+    if !web.join("node_modules/playwright-core").is_dir() {
+        let _dir = sh.push_dir(&web);
+        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
+    }
+    let out = root.join("target/web-test");
+    std::fs::create_dir_all(&out)?;
+    // A valid set: the render of the embedded default.
+    let valid: serde_json::Map<String, serde_json::Value> = gke_rl::render(&gke_rl::Deployment::default(), "the browser test")?
+        .into_iter()
+        .map(|a| (a.name.to_owned(), a.contents.into()))
+        .collect();
+    let valid_path = out.join("valid-files.json");
+    std::fs::write(&valid_path, serde_json::Value::Object(valid.clone()).to_string())?;
+
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let served = web.clone();
+    std::thread::spawn(move || serve_on(&listener, &served));
+    let script = web.join("test/browser.mjs");
+    let report = cmd!(sh, "node {script} {url} {out} {valid_path}").read()?;
+    let report: serde_json::Value = serde_json::from_str(&report).context("the browser test's report is not JSON")?;
+
+    // The page and the native SDK must agree exactly on the same files.
+    let codelab = codelab_files(&root)?;
+    let native_codelab = gke_rl_wasm::validate_json(&serde_json::Value::Object(codelab).to_string());
+    let native_valid = gke_rl_wasm::validate_json(&serde_json::Value::Object(valid).to_string());
+    if report["codelab"] != native_codelab || report["valid"] != native_valid {
+        bail!("the browser's findings differ from the native ones:\nbrowser: {}\nnative:  {native_codelab}", report["codelab"]);
+    }
+    let median_ms = report["validate_median_ms"].as_f64().context("the report has the validate time")?;
+    eprintln!(
+        "browser test: {} codelab findings identical to native; valid render clean; validate in Chromium: median {median_ms:.2} ms; screenshot {}",
+        native_codelab.as_array().map_or(0, Vec::len),
+        out.join("codelab.png").display()
+    );
+    Ok(median_ms)
+}
+
+/// The codelab fixtures as the page's example holds them.
+pub fn codelab_files(root: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let dir = root.join("tests/fixtures/codelab");
+    let mut files = serde_json::Map::new();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect::<Result<_, _>>()?;
+    names.sort();
+    for name in names {
+        if name != "README.md" {
+            files.insert(name.clone(), std::fs::read_to_string(dir.join(&name))?.into());
+        }
+    }
+    Ok(files)
+}
