@@ -43,8 +43,8 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
             let in_browser_ms = crate::web::browser_test(sh)?;
             let native_ms = criterion_median("validate the default artifact set")? / 1e6;
             eprintln!("\nvalidate the default artifact set (7 files):");
-            eprintln!("  in Chromium (wasm, median of 200 runs in the page): {in_browser_ms:.3} ms");
-            eprintln!("  native (criterion median):                          {native_ms:.3} ms");
+            eprintln!("  in Chromium (wasm; median of 25 batches of 20 runs in the page): {in_browser_ms:.3} ms");
+            eprintln!("  native (criterion median):                                      {native_ms:.3} ms");
             eprintln!("  the browser takes {:.1}x the native time", in_browser_ms / native_ms);
             Ok(())
         }
