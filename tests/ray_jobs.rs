@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, RAY_VERSIONS as VERSIONS, free_ports, http_get};
+use ray_head::{Head, RAY_VERSIONS as VERSIONS, http_get};
 
 const TOKEN: &str = "hf_gkerlTestSecretValue42";
 
@@ -59,6 +59,12 @@ fn venv(version: &str) -> Option<PathBuf> {
     assert!(std::env::var_os("CI").is_none(), "{} is missing: `cargo xtask ci` installs ray[default]=={version} there", bin.display());
     eprintln!("skipping Ray {version}: {} is missing (run `cargo xtask ci` once)", bin.display());
     None
+}
+
+/// `N` distinct free ports (held open together while chosen, so none repeats).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("0.0.0.0:0").expect("a free port")).collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
 }
 
 /// Runs the xtask binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.

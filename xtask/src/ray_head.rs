@@ -12,10 +12,17 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// `N` distinct free ports (held open together while chosen, so none repeats).
-pub fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("0.0.0.0:0").expect("a free port")).collect();
-    std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
+/// The head's fixed ports (dashboard, GCS, client server, agent), below the kernel's
+/// ephemeral range (32768 and up) so that no port another process picks at random — another
+/// head starting at the same time, say — can take one between this check and Ray's bind.
+fn fixed_ports(index: u16) -> Result<[u16; 4], String> {
+    for base in (25_000 + index * 1_000..26_000 + index * 1_000).step_by(10) {
+        let ports = [base, base + 1, base + 2, base + 3];
+        if ports.iter().all(|p| TcpListener::bind(("0.0.0.0", *p)).is_ok()) {
+            return Ok(ports);
+        }
+    }
+    Err(format!("no 4 free ports between {} and {}", 25_000 + index * 1_000, 26_000 + index * 1_000))
 }
 
 /// A Ray head in its own process group; dropping it stops every process of the group.
@@ -33,8 +40,8 @@ impl Head {
         use std::os::unix::process::CommandExt as _;
         // Unix socket paths must stay short, so not under target/.
         let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
-        let [dashboard, gcs, client_server, agent] = free_ports();
         let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
+        let [dashboard, gcs, client_server, agent] = fixed_ports(index)?;
         let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
         let log = std::fs::File::create(std::env::temp_dir().join(format!("gkerl-head-{version}.log"))).map_err(|e| e.to_string())?;
         let child = Command::new(bin.join("ray"))
@@ -58,12 +65,15 @@ impl Head {
         let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), child: Mutex::new(child), temp_dir };
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
-            if http_get(&head.address, "/api/version").is_some_and(|body| body.contains(version)) {
+            // The dashboard answers before its agent (which runs the jobs) listens: wait for both.
+            if http_get(&head.address, "/api/version").is_some_and(|body| body.contains(version))
+                && TcpStream::connect(("127.0.0.1", agent)).is_ok()
+            {
                 return Ok(head);
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        Err(format!("ray {version} did not answer /api/version within 120 s"))
+        Err(format!("ray {version} did not answer /api/version, or its agent did not listen on {agent}, within 120 s"))
     }
 }
 
