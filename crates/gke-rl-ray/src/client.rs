@@ -191,6 +191,9 @@ impl Default for ClientOptions {
 pub struct Client {
     http: reqwest::Client,
     address: String,
+    /// User-Agent and the caller's headers, parsed once: on every HTTP request and on the
+    /// log WebSocket's handshake.
+    headers: reqwest::header::HeaderMap,
     options: ClientOptions,
 }
 
@@ -241,18 +244,18 @@ impl Client {
             return Err(Error::Address(address));
         }
         let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::USER_AGENT, reqwest::header::HeaderValue::from_static(USER_AGENT));
         for (name, value) in &options.headers {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| Error::Address(format!("header {name}")))?;
             let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| Error::Address(format!("a value of header {name}")))?;
             headers.insert(name, value);
         }
         let http = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
             .connect_timeout(options.connect_timeout)
-            .default_headers(headers)
+            .default_headers(headers.clone())
             .build()
             .map_err(|e| Error::Unreachable { address: address.clone(), reason: e.to_string() })?;
-        Ok(Client { http, address, options })
+        Ok(Client { http, address, headers, options })
     }
 
     /// The normalised dashboard address, e.g. `http://localhost:8265`.
@@ -421,14 +424,7 @@ impl Client {
         let url = format!("{}/api/jobs/{}/logs/tail", self.address.replacen("http", "ws", 1), segment(id));
         let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
             .map_err(|e| Error::Protocol { what: what.clone(), reason: e.to_string() })?;
-        request.headers_mut().insert(reqwest::header::USER_AGENT, reqwest::header::HeaderValue::from_static(USER_AGENT));
-        for (name, value) in &self.options.headers {
-            if let (Ok(name), Ok(value)) =
-                (reqwest::header::HeaderName::from_bytes(name.as_bytes()), reqwest::header::HeaderValue::from_str(value))
-            {
-                request.headers_mut().insert(name, value);
-            }
-        }
+        request.headers_mut().extend(self.headers.clone());
         let connect = tokio_tungstenite::connect_async(request);
         let timeout = self.options.connect_timeout + self.options.request_timeout;
         match tokio::time::timeout(timeout, connect).await {

@@ -170,9 +170,7 @@ impl Plan {
 
     /// Files at least [`LARGE_FILE_BYTES`] large, largest first.
     pub fn large_files(&self) -> Vec<(String, u64)> {
-        let mut large: Vec<_> = self.files().filter(|(_, size)| *size >= LARGE_FILE_BYTES).map(|(p, s)| (p.to_owned(), s)).collect();
-        large.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        large
+        self.largest_first().into_iter().take_while(|(_, size)| *size >= LARGE_FILE_BYTES).collect()
     }
 
     fn files(&self) -> impl Iterator<Item = (&str, u64)> {
@@ -182,14 +180,20 @@ impl Plan {
         })
     }
 
+    /// Every file with its size, largest first (ties by path).
+    fn largest_first(&self) -> Vec<(String, u64)> {
+        let mut files: Vec<_> = self.files().map(|(p, s)| (p.to_owned(), s)).collect();
+        files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        files
+    }
+
     /// Refuses a plan whose files exceed the upload limit, naming the largest five.
     pub fn check_size(&self) -> Result<(), PackageError> {
         let total = self.total_size();
         if total <= MAX_UPLOAD_BYTES {
             return Ok(());
         }
-        let mut largest: Vec<_> = self.files().map(|(p, s)| (p.to_owned(), s)).collect();
-        largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut largest = self.largest_first();
         largest.truncate(5);
         Err(PackageError::TooLarge { total, largest })
     }
