@@ -2,7 +2,7 @@
 
 use crate::diagnostic::Diagnostic;
 use crate::model::Deployment;
-use crate::yaml::{Node, Value};
+use crate::yaml::{self, Node};
 
 /// Where to look up every key and its type.
 const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its type and default";
@@ -11,10 +11,14 @@ const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its t
 /// types and invalid values are errors pointing at the offending key or value.
 pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     let is_empty = text.lines().all(|line| line.trim().is_empty() || line.trim_start().starts_with('#'));
-    let deployment =
-        if is_empty { Deployment::default() } else { serde_saphyr::from_str::<Deployment>(text).map_err(|e| to_diagnostic(&e, text))? };
+    if is_empty {
+        return Ok(Deployment::default());
+    }
+    let root = Node::try_parse(text)
+        .map_err(|(message, at)| Diagnostic::error("config-invalid-value", at, message, format!("fix the YAML; {SCHEMA_HINT}")))?;
+    let deployment: Deployment = yaml::from_node(&root).map_err(|e| to_diagnostic(&e))?;
     if let Err(unknown) = deployment.ray.resolved_version() {
-        let at = Node::parse(text).and_then(|root| root.get(&["ray", "image"]).map(|n| (n.line, n.column))).unwrap_or((1, 1));
+        let at = root.get(&["ray", "image"]).map_or((1, 1), Node::at);
         return Err(Diagnostic::error(
             "config-unknown-image",
             at,
@@ -25,32 +29,23 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     Ok(deployment)
 }
 
-fn to_diagnostic(error: &serde_saphyr::Error, text: &str) -> Diagnostic {
-    let (message, at) = crate::yaml::error_parts(error);
-    let message = message.as_str();
+fn to_diagnostic(error: &yaml::DeError) -> Diagnostic {
+    let (message, at, path) = (error.message(), error.at(), error.path());
     if let Some(rest) = message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
         return Diagnostic::error("config-unknown-key", at, message, unknown_key_help(rest));
     }
-    let root = Node::parse(text);
-    let Some((path, node)) = root.as_ref().and_then(|root| root.find_at(at.0, at.1)) else {
+    if path.is_empty() {
         return Diagnostic::error("config-invalid-value", at, message, format!("fix the value; {SCHEMA_HINT}"));
-    };
-    let found = match &node.value {
-        Value::String(s) | Value::Number(s) => format!("`{s}`"),
-        Value::Null => "nothing".to_owned(),
-        Value::Map(_) => "a mapping".to_owned(),
-        Value::Seq(_) => "a list".to_owned(),
-    };
-    let value_at = (node.line, node.column);
-    if message.starts_with("invalid u32") || message.contains("nonzero u32") {
+    }
+    if message.contains("u32") {
         return Diagnostic::error(
             "config-invalid-value",
-            value_at,
-            format!("`{path}` must be a whole number of at least 1, found {found}"),
+            at,
+            format!("`{path}` must be a whole number of at least 1, found {}", error.found()),
             format!("set `{path}` to a positive whole number, e.g. `{path}: 8`"),
         );
     }
-    Diagnostic::error("config-invalid-value", value_at, format!("`{path}`: {message}"), format!("fix the value of `{path}`; {SCHEMA_HINT}"))
+    Diagnostic::error("config-invalid-value", at, format!("`{path}`: {message}"), format!("fix the value of `{path}`; {SCHEMA_HINT}"))
 }
 
 /// `rest` is serde's "`key`, expected one of `a`, `b`" (or "expected `a`", or "there are no fields").

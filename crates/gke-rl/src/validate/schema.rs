@@ -51,7 +51,9 @@ pub fn openapi_schema(text: &str, strict: bool) -> Result<serde_json::Value, Str
     // JSON first: it is also YAML, but serde_json reads it an order of magnitude faster.
     let document: serde_json::Value = match serde_json::from_str(text) {
         Ok(json) => json,
-        Err(_) => serde_saphyr::from_str(text).map_err(|e| format!("the CRD is neither JSON nor YAML: {e}"))?,
+        Err(_) => crate::yaml::Node::try_parse(text)
+            .map_err(|(message, (line, column))| format!("the CRD is neither JSON nor YAML: {message} at line {line}, column {column}"))?
+            .to_json(),
     };
     let mut schema = match document.pointer("/spec/versions").and_then(serde_json::Value::as_array) {
         Some(versions) => {

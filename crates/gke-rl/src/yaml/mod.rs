@@ -1,11 +1,13 @@
 //! A YAML document as a tree of positioned nodes, for pointing at values that typed
 //! deserialization accepted but a later check rejects.
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::Spanned;
+mod de;
+mod parse;
+
+pub use de::{Error as DeError, from_node};
 
 /// A YAML node with the 1-based line and column where its value starts.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     /// 1-based line.
     pub line: u32,
@@ -18,7 +20,7 @@ pub struct Node {
 }
 
 /// The value of a [`Node`].
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A mapping, in document order.
     Map(Vec<(String, Node)>),
@@ -40,7 +42,7 @@ impl Node {
 
     /// Parses `text`, or says why not and where.
     pub fn try_parse(text: &str) -> Result<Node, (String, (u32, u32))> {
-        serde_saphyr::from_str::<Spanned<Value>>(text).map(Node::from).map_err(|e| error_parts(&e))
+        parse::parse(text)
     }
 
     /// The node at `path` (mapping keys from the root).
@@ -138,95 +140,6 @@ impl Node {
             let here = (node.line, node.column) == (line, column) || node.key_at == Some((line, column));
             nested.or_else(|| here.then(|| (key.clone(), node)))
         })
-    }
-}
-
-/// The message and 1-based position of a serde-saphyr error, without the " at line L, column
-/// C" suffix its text carries (the position is returned separately).
-pub fn error_parts(error: &serde_saphyr::Error) -> (String, (u32, u32)) {
-    let at = error.location().map_or((1, 1), |l| {
-        let (line, column) = position(&l);
-        (line.max(1), column.max(1))
-    });
-    let text = error.without_snippet().to_string();
-    let message = match text.rfind(" at line ") {
-        Some(i) if text[i..].contains(", column ") => text[..i].to_owned(),
-        _ => text,
-    };
-    (message, at)
-}
-
-fn position(location: &serde_saphyr::Location) -> (u32, u32) {
-    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    (clamp(location.line()), clamp(location.column()))
-}
-
-impl From<Spanned<Value>> for Node {
-    fn from(spanned: Spanned<Value>) -> Self {
-        let (line, column) = position(&spanned.referenced);
-        Node { line, column, key_at: None, value: spanned.value }
-    }
-}
-
-impl<'de> Deserialize<'de> for Value {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
-    }
-}
-
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any YAML value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<Spanned<String>>()? {
-            let mut node = Node::from(map.next_value::<Spanned<Value>>()?);
-            node.key_at = Some(position(&key.referenced));
-            entries.push((key.value, node));
-        }
-        Ok(Value::Map(entries))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<Value>>()? {
-            items.push(Node::from(item));
-        }
-        Ok(Value::Seq(items))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
-    }
-
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Number(b.to_string()))
-    }
-
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n.to_string()))
-    }
-
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n.to_string()))
-    }
-
-    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::Number(n.to_string()))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
     }
 }
 

@@ -1,0 +1,315 @@
+//! Building a [`Node`] tree from granit-parser's events (the YAML parser under serde-saphyr).
+//!
+//! Scalars resolve as serde-saphyr's defaults do (YAML 1.1 booleans, YAML 1.2 numbers), and so do
+//! its guards: duplicate keys are errors, `<<` merges, nesting and alias expansion are bounded.
+//! `tests/yaml_oracle.rs` checks the trees against serde-saphyr on every YAML file the project
+//! reads and on edge cases.
+
+use std::collections::HashMap;
+
+use granit_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
+
+use super::{Node, Value};
+
+/// Deeper nesting is refused: it protects the stack (serde-saphyr's default budget).
+const MAX_DEPTH: usize = 64;
+/// More nodes, counting each alias expansion, are refused ("billion laughs").
+const MAX_NODES: usize = 250_000;
+
+/// A message and its 1-based line and column.
+pub type Error = (String, (u32, u32));
+
+pub(super) fn parse(text: &str) -> Result<Node, Error> {
+    let mut builder = Builder { events: Parser::new_from_str(text), anchors: HashMap::new(), nodes: 0 };
+    let mut root = None;
+    loop {
+        let (event, span) = builder.next()?;
+        match event {
+            Event::StreamEnd => {
+                let (line, column) = at(&span);
+                return Ok(root.unwrap_or(Node { line, column, key_at: None, value: Value::Null }));
+            }
+            Event::DocumentStart(..) if root.is_some() => {
+                return Err(("this file holds more than one YAML document; keep one".to_owned(), at(&span)));
+            }
+            Event::DocumentStart(..) => {
+                let (event, span) = builder.next()?;
+                root = Some(builder.node(event, &span, 0)?);
+            }
+            _ => {}
+        }
+    }
+}
+
+struct Builder<'input> {
+    events: Parser<'input, granit_parser::StrInput<'input>>,
+    anchors: HashMap<usize, Node>,
+    nodes: usize,
+}
+
+impl<'input> Builder<'input> {
+    fn next(&mut self) -> Result<(Event<'input>, Span), Error> {
+        match self.events.next_event() {
+            Some(Ok(event)) => Ok(event),
+            Some(Err(error)) => Err(scan_error(&error)),
+            None => Err(("unexpected end of the YAML stream".to_owned(), (1, 1))),
+        }
+    }
+
+    /// The next event that is part of the data (comments and anchor names are presentation).
+    fn next_data(&mut self) -> Result<(Event<'input>, Span), Error> {
+        loop {
+            let (event, span) = self.next()?;
+            if matches!(
+                event,
+                Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::SequenceEnd
+                    | Event::MappingStart(..)
+                    | Event::MappingEnd
+                    | Event::Alias(_)
+            ) {
+                return Ok((event, span));
+            }
+        }
+    }
+
+    fn count(&mut self, added: usize, span: &Span) -> Result<(), Error> {
+        self.nodes += added;
+        if self.nodes > MAX_NODES {
+            return Err((format!("the document expands to more than {MAX_NODES} nodes (through aliases?)"), at(span)));
+        }
+        Ok(())
+    }
+
+    fn node(&mut self, event: Event<'input>, span: &Span, depth: usize) -> Result<Node, Error> {
+        if depth > MAX_DEPTH {
+            return Err((format!("nesting deeper than {MAX_DEPTH} levels"), at(span)));
+        }
+        let (line, column) = at(span);
+        let (value, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                self.count(1, span)?;
+                (resolve(&text, style, tag.as_deref()), anchor)
+            }
+            Event::Alias(id) => {
+                let Some(target) = self.anchors.get(&id) else {
+                    return Err(("an alias to an anchor that is not defined before it".to_owned(), (line, column)));
+                };
+                let mut value = target.value.clone();
+                self.count(size(&value), span)?;
+                relocate(&mut value, (line, column));
+                (value, 0)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.count(1, span)?;
+                let mut items = Vec::new();
+                loop {
+                    let (event, span) = self.next_data()?;
+                    if matches!(event, Event::SequenceEnd) {
+                        break;
+                    }
+                    items.push(self.node(event, &span, depth + 1)?);
+                }
+                (Value::Seq(items), anchor)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.count(1, span)?;
+                (Value::Map(self.entries(depth)?), anchor)
+            }
+            _ => return Err(("unexpected YAML event".to_owned(), (line, column))),
+        };
+        let node = Node { line, column, key_at: None, value };
+        if anchor != 0 {
+            self.anchors.insert(anchor, Node { line, column, key_at: None, value: node.value.clone() });
+        }
+        Ok(node)
+    }
+
+    /// A mapping's entries, then the entries of its `<<` merges whose keys it does not have
+    /// (the first merged mapping wins), placed where each merged mapping is written.
+    fn entries(&mut self, depth: usize) -> Result<Vec<(String, Node)>, Error> {
+        let mut entries: Vec<(String, Node)> = Vec::new();
+        let mut merged: Vec<(String, Node)> = Vec::new();
+        loop {
+            let (event, key_span) = self.next_data()?;
+            let key_at = at(&key_span);
+            let (key, is_merge) = match event {
+                Event::MappingEnd => break,
+                Event::Scalar(text, style, ..) => (text.into_owned(), style == ScalarStyle::Plain),
+                Event::Alias(id) => match self.anchors.get(&id).map(|node| &node.value) {
+                    Some(Value::String(text) | Value::Number(text)) => (text.clone(), false),
+                    _ => return Err(("a mapping key must be a scalar".to_owned(), key_at)),
+                },
+                _ => return Err(("a mapping key must be a scalar, not a list or mapping".to_owned(), key_at)),
+            };
+            let (event, span) = self.next_data()?;
+            let mut value = self.node(event, &span, depth + 1)?;
+            if is_merge && key == "<<" {
+                let sources = match value.value {
+                    Value::Map(_) => vec![value],
+                    Value::Seq(items) if items.iter().all(|item| matches!(item.value, Value::Map(_))) => items,
+                    _ => return Err(("`<<` merges a mapping or a list of mappings".to_owned(), value.at())),
+                };
+                for source in sources {
+                    let source_at = source.at();
+                    let Value::Map(source_entries) = source.value else { continue };
+                    for (key, mut node) in source_entries {
+                        relocate(&mut node.value, source_at);
+                        (node.line, node.column, node.key_at) = (source_at.0, source_at.1, Some(source_at));
+                        merged.push((key, node));
+                    }
+                }
+                continue;
+            }
+            if entries.iter().any(|(existing, _)| *existing == key) {
+                return Err((format!("duplicate mapping key `{key}`"), key_at));
+            }
+            value.key_at = Some(key_at);
+            entries.push((key, value));
+        }
+        for (key, node) in merged {
+            if !entries.iter().any(|(existing, _)| *existing == key) {
+                entries.push((key, node));
+            }
+        }
+        Ok(entries)
+    }
+}
+
+/// Moves every node of a replayed value (an alias, a merge) to where it is replayed, as
+/// serde-saphyr reports them.
+fn relocate(value: &mut Value, to: (u32, u32)) {
+    let children: Box<dyn Iterator<Item = &mut Node>> = match value {
+        Value::Map(entries) => Box::new(entries.iter_mut().map(|(_, node)| node)),
+        Value::Seq(items) => Box::new(items.iter_mut()),
+        _ => return,
+    };
+    for node in children {
+        (node.line, node.column) = to;
+        if node.key_at.is_some() {
+            node.key_at = Some(to);
+        }
+        relocate(&mut node.value, to);
+    }
+}
+
+/// How many nodes a value holds (for the alias budget).
+fn size(value: &Value) -> usize {
+    1 + match value {
+        Value::Map(entries) => entries.iter().map(|(_, node)| size(&node.value)).sum(),
+        Value::Seq(items) => items.iter().map(|node| size(&node.value)).sum(),
+        _ => 0,
+    }
+}
+
+fn at(span: &Span) -> (u32, u32) {
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (clamp(span.start.line()).max(1), clamp(span.start.col()).saturating_add(1))
+}
+
+fn scan_error(error: &ScanError) -> Error {
+    let marker = error.marker();
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (error.info(), (clamp(marker.line()).max(1), clamp(marker.col()).saturating_add(1)))
+}
+
+/// A scalar's value: quoted and block scalars and `!!str` are text; plain ones may be null,
+/// a boolean or a number.
+fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
+    let is_core = |suffix| tag.is_some_and(|tag| tag.is_yaml_core_schema_tag(suffix));
+    if is_core("null") {
+        return Value::Null;
+    }
+    let typed = is_core("bool") || is_core("int") || is_core("float");
+    if (style != ScalarStyle::Plain || is_core("str")) && !typed {
+        return Value::String(text.to_owned());
+    }
+    if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
+        return Value::Null;
+    }
+    if let Some(b) = yaml11_bool(text) {
+        return Value::Number(b.to_string());
+    }
+    if let Some(n) = integer(text) {
+        return Value::Number(n.to_string());
+    }
+    match float(text) {
+        Some(f) => Value::Number(f.to_string()),
+        None => Value::String(text.to_owned()),
+    }
+}
+
+fn yaml11_bool(text: &str) -> Option<bool> {
+    let is = |words: &[&str]| words.iter().any(|word| text.eq_ignore_ascii_case(word));
+    if is(&["true", "yes", "y", "on"]) {
+        Some(true)
+    } else if is(&["false", "no", "n", "off"]) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// YAML 1.2 integers: decimal without leading zeros, `0x`, `0o`, `0b`; `_` between digits.
+fn integer(text: &str) -> Option<i128> {
+    let (negative, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (radix, digits) = match unsigned.get(..2) {
+        Some("0x") => (16, &unsigned[2..]),
+        Some("0o") => (8, &unsigned[2..]),
+        Some("0b") => (2, &unsigned[2..]),
+        _ if unsigned.len() > 1 && unsigned.starts_with('0') => return None,
+        _ => (10, unsigned),
+    };
+    let well_formed = digits.split('_').all(|group| !group.is_empty() && group.chars().all(|c| c.is_digit(radix)));
+    if !well_formed {
+        return None;
+    }
+    let magnitude = i128::from_str_radix(&digits.replace('_', ""), radix).ok()?;
+    let value = if negative { -magnitude } else { magnitude };
+    (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&value).then_some(value)
+}
+
+/// YAML 1.2 floats, including `.inf` and `.nan`.
+fn float(text: &str) -> Option<f64> {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let negative = text.starts_with('-');
+    match unsigned {
+        ".inf" | ".Inf" | ".INF" => return Some(if negative { f64::NEG_INFINITY } else { f64::INFINITY }),
+        ".nan" | ".NaN" | ".NAN" if unsigned.len() == text.len() => return Some(f64::NAN),
+        _ => {}
+    }
+    let numeral = unsigned.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.')
+        && unsigned.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    numeral.then(|| text.parse().ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde-saphyr refuses non-finite floats by default; a validator should read them.
+    #[test]
+    fn non_finite_floats_are_numbers() {
+        let root = parse("a: .inf\nb: -.Inf\nc: .nan\n").unwrap();
+        let texts: Vec<_> = root.entries().iter().map(|(_, node)| node.value.clone()).collect();
+        assert_eq!(texts, ["inf", "-inf", "NaN"].map(|n| Value::Number(n.to_owned())));
+    }
+
+    #[test]
+    fn bombs_and_deep_nesting_are_refused() {
+        let mut bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n".to_owned();
+        for level in 1..8 {
+            let previous = (b'a' + level - 1) as char;
+            let name = (b'a' + level) as char;
+            bomb.push_str(&format!("{name}: &{name} [*{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}]\n"));
+        }
+        assert!(parse(&bomb).unwrap_err().0.contains("more than 250000 nodes"));
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(parse(&deep).unwrap_err().0, "nesting deeper than 64 levels");
+    }
+}

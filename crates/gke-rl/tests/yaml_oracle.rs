@@ -1,0 +1,173 @@
+//! The SDK's YAML trees (built on granit-parser's events) against serde-saphyr's reading of the
+//! same text: every YAML file the project reads or writes, the upstream files, and edge cases.
+//! Values, positions and the accept/refuse decision must agree.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{project_root, upstream};
+use gke_rl::yaml::{Node, Value};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+/// The tree serde-saphyr gives, in the SDK's node type.
+fn oracle(text: &str) -> Result<Node, String> {
+    serde_saphyr::from_str::<Spanned<Oracle>>(text).map(node).map_err(|e| e.to_string())
+}
+
+struct Oracle(Value);
+
+fn node(spanned: Spanned<Oracle>) -> Node {
+    let clamp = |n: u64| u32::try_from(n).unwrap();
+    Node { line: clamp(spanned.referenced.line()), column: clamp(spanned.referenced.column()), key_at: None, value: spanned.value.0 }
+}
+
+impl<'de> Deserialize<'de> for Oracle {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(OracleVisitor).map(Oracle)
+    }
+}
+
+struct OracleVisitor;
+
+impl<'de> Visitor<'de> for OracleVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            let mut value = node(map.next_value::<Spanned<Oracle>>()?);
+            let clamp = |n: u64| u32::try_from(n).unwrap();
+            value.key_at = Some((clamp(key.referenced.line()), clamp(key.referenced.column())));
+            entries.push((key.value, value));
+        }
+        Ok(Value::Map(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Oracle>>()? {
+            items.push(node(item));
+        }
+        Ok(Value::Seq(items))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Number(b.to_string()))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.to_string()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.to_string()))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::Number(n.to_string()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
+/// Agreement on one text; returns a description of the difference.
+fn compare(name: &str, text: &str) -> Option<String> {
+    match (Node::try_parse(text), oracle(text)) {
+        (Ok(ours), Ok(theirs)) if ours == theirs => None,
+        (Ok(ours), Ok(theirs)) => Some(format!("{name}: trees differ\n  ours:   {ours:?}\n  theirs: {theirs:?}")),
+        (Err(_), Err(_)) => None,
+        (Ok(ours), Err(theirs)) => Some(format!("{name}: serde-saphyr refuses ({theirs}), we accept {ours:?}")),
+        (Err(ours), Ok(_)) => Some(format!("{name}: we refuse ({ours:?}), serde-saphyr accepts")),
+    }
+}
+
+const EDGE_CASES: &[&str] = &[
+    "",
+    "# only a comment\n",
+    "a: 1\nb: -2\nc: +3\nd: 0x1F\ne: 0o17\nf: 0b101\ng: 1_000\nh: 012\ni: 0\n",
+    "a: 1.5\nb: -.5\nc: 1e3\ng: 1.\nh: 6.02e+23\n",
+    "a: true\nb: False\nc: yes\nd: NO\ne: on\nf: Off\ng: y\nh: n\ni: TRUE\n",
+    "a: ~\nb: null\nc: Null\nd:\ne: NULL\nf: nil\n",
+    "a: '1'\nb: \"true\"\nc: !!str 3\nd: !!int 3\ne: |\n  text\nf: >-\n  folded\n  text\n",
+    "a: 18446744073709551615\nb: 18446744073709551616\nc: -9223372036854775808\nd: -9223372036854775809\n",
+    "a: inf\nb: NaN\nc: 1.2.3\nd: 0xZZ\ne: 0X1F\nf: -0\ng: 00\nh: 1__0\ni: _1\n",
+    "list:\n  - a\n  - [b, {c: d}]\n  -\n  - - nested\nmap: {x: 1, y: [2, 3]}\n",
+    "base: &base\n  a: 1\n  b: 2\nderived:\n  <<: *base\n  b: 3\nalias: *base\n",
+    "a: &x 1\nb: *x\nc: &y [1, 2]\nd: *y\n",
+    "m:\n  <<: [{a: 1}, {a: 2, b: 2}]\n  c: 3\n",
+    "a: 1\na: 2\n",
+    "a: b: c\n",
+    "a: [1\n",
+    "a: 'unterminated\n",
+    "- 1\n- 2\n",
+    "plain scalar\n",
+    "---\na: 1\n...\n",
+    "---\na: 1\n---\nb: 2\n",
+    "? [a]\n: 1\n",
+    "8: eight\ntrue: yes\n",
+    "a: *undefined\n",
+    "a:\n\tb: 1\n",
+    "key: value # comment\n# trailing\n",
+    "a: \"tab\\tnewline\\n\"\nb: 'it''s'\n",
+    "spec:\n  containers:\n  - name: x\n    args: [\"--flag\", 'v']\n",
+    "a: !custom tagged\nb: !!float 1\n",
+];
+
+#[test]
+fn edge_cases_agree() {
+    let differences: Vec<String> =
+        EDGE_CASES.iter().enumerate().filter_map(|(i, text)| compare(&format!("case {i} {text:?}"), text)).collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+/// Every YAML file under the project's fixtures, manifests and examples, and the upstream ones.
+#[test]
+fn project_and_upstream_files_agree() {
+    let root = project_root();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["tests/fixtures", "manifests", "examples", "crates/gke-rl/tests/snapshots"] {
+        collect(&root.join(dir), &mut files);
+    }
+    let upstream_files = [
+        "cluster-toolkit/gke-a4.yaml",
+        "cluster-toolkit/gke-a4-deployment.yaml",
+        "kuberay/ray.io_rayclusters.yaml",
+        "kuberay/ray.io_rayjobs.yaml",
+        "nemo-rl/grpo_math_1B.yaml",
+        "nemo-rl/grpo_math_70B_megatron.yaml",
+    ];
+    for name in upstream_files {
+        files.extend(upstream(name));
+    }
+    assert!(files.len() >= 8, "found only {} YAML files", files.len());
+    let differences: Vec<String> =
+        files.iter().filter_map(|path| compare(&path.display().to_string(), &std::fs::read_to_string(path).unwrap())).collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+fn collect(dir: &std::path::Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            files.push(path);
+        }
+    }
+}
