@@ -1,0 +1,201 @@
+//! An in-memory API server behind kube's mock service (tower-test), for tests of the
+//! Kubernetes flows here and in `xtask deploy`/`destroy`: it stores what is applied, makes the
+//! RayCluster's pods as a script says, and records every request.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use http::{Method, Request, Response, StatusCode};
+use kube::Client;
+use kube::client::Body;
+use serde_json::{Value, json};
+
+/// What the RayCluster's pods do once it is applied.
+#[derive(Clone, Debug)]
+pub enum Pods {
+    /// Running and Ready after this many pod listings.
+    ReadyAfter(usize),
+    /// Pending forever: no node can take them (a Spot stock-out), with the scheduler's message.
+    Unschedulable(String),
+}
+
+/// One request as the API server saw it.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub uri: String,
+    /// The body, as text.
+    pub body: String,
+}
+
+#[derive(Default)]
+struct State {
+    /// (plural, name) → object.
+    objects: BTreeMap<(String, String), Value>,
+    requests: Vec<Recorded>,
+    pods: Option<Pods>,
+    pod_listings: usize,
+    /// Pod listings left before the pods of a deleted RayCluster are gone.
+    terminating: Option<usize>,
+    uids: usize,
+}
+
+/// The fake API server; clones share it.
+#[derive(Clone, Default)]
+pub struct FakeApiServer {
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeApiServer {
+    /// A server whose RayCluster pods behave as `pods` says, and a client talking to it in
+    /// `namespace`. Must be called inside a tokio runtime.
+    pub fn start(pods: Pods) -> (Self, Client) {
+        let server = FakeApiServer::default();
+        server.lock().pods = Some(pods);
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let serving = server.clone();
+        tokio::spawn(async move {
+            while let Some((request, respond)) = handle.next_request().await {
+                let (parts, body) = request.into_parts();
+                let body = body.collect_bytes().await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+                let (status, answer) = serving.answer(&parts.method, &parts.uri, &body);
+                let response = Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Body::from(answer.to_string().into_bytes()));
+                respond.send_response(response.expect("a valid response"));
+            }
+        });
+        (server, Client::new(service, "default"))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.lock().requests.clone()
+    }
+
+    /// The stored object of that kind (plural) and name.
+    pub fn object(&self, plural: &str, name: &str) -> Option<Value> {
+        self.lock().objects.get(&(plural.to_owned(), name.to_owned())).cloned()
+    }
+
+    /// Changes what the pods do from now on.
+    pub fn set_pods(&self, pods: Pods) {
+        let mut state = self.lock();
+        state.pods = Some(pods);
+        state.pod_listings = 0;
+    }
+
+    fn answer(&self, method: &Method, uri: &http::Uri, body: &str) -> (StatusCode, Value) {
+        let mut state = self.lock();
+        state.requests.push(Recorded { method: method.to_string(), uri: uri.to_string(), body: body.to_owned() });
+        let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+        let query = uri.query().unwrap_or_default();
+        // /api/v1/namespaces/NS/PLURAL[/NAME] or /apis/GROUP/VERSION/namespaces/NS/PLURAL[/NAME]
+        let rest = match segments.as_slice() {
+            ["api", "v1", "namespaces", _, rest @ ..] | ["apis", _, _, "namespaces", _, rest @ ..] => rest,
+            _ => return not_found("path"),
+        };
+        match (method.as_str(), rest) {
+            ("PATCH", [plural, name]) => {
+                let Ok(mut object) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
+                state.uids += 1;
+                let key = ((*plural).to_owned(), (*name).to_owned());
+                let uid = state
+                    .objects
+                    .get(&key)
+                    .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| format!("uid-{}", state.uids));
+                object["metadata"]["uid"] = json!(uid);
+                if *plural == "rayclusters" {
+                    state.pod_listings = 0;
+                    state.terminating = None;
+                }
+                state.objects.insert(key, object.clone());
+                (StatusCode::OK, object)
+            }
+            ("GET", [plural, name]) => match state.objects.get(&((*plural).to_owned(), (*name).to_owned())) {
+                Some(object) => (StatusCode::OK, object.clone()),
+                None => not_found(name),
+            },
+            ("DELETE", [plural, name]) => match state.objects.remove(&((*plural).to_owned(), (*name).to_owned())) {
+                Some(_) => {
+                    if *plural == "rayclusters" {
+                        state.terminating = Some(2);
+                    }
+                    (StatusCode::OK, status(200, "deleted"))
+                }
+                None => not_found(name),
+            },
+            ("GET", ["pods"]) => {
+                let items = state.list_pods(query);
+                (StatusCode::OK, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
+            }
+            ("GET", ["events"]) => (StatusCode::OK, json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": []})),
+            _ => not_found("route"),
+        }
+    }
+}
+
+impl State {
+    /// The RayCluster's pods as the script has them now, filtered by the label selector.
+    fn list_pods(&mut self, query: &str) -> Vec<Value> {
+        self.pod_listings += 1;
+        let Some(cluster) = self.objects.iter().find(|((plural, _), _)| plural == "rayclusters").map(|(_, o)| o.clone()).or_else(|| {
+            // A deleted cluster's pods linger for a few listings.
+            let left = self.terminating?;
+            self.terminating = left.checked_sub(1).filter(|l| *l > 0);
+            Some(json!({"metadata": {"name": "terminating"}, "spec": {"workerGroupSpecs": [{"replicas": 1}]}}))
+        }) else {
+            return Vec::new();
+        };
+        let name = cluster["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let workers: u64 =
+            cluster["spec"]["workerGroupSpecs"].as_array().into_iter().flatten().filter_map(|g| g["replicas"].as_u64()).sum();
+        let selector: Vec<(String, String)> = query
+            .split('&')
+            .filter_map(|kv| kv.strip_prefix("labelSelector="))
+            .flat_map(|s| {
+                percent_decode(s)
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let status = match &self.pods {
+            Some(Pods::ReadyAfter(n)) if self.pod_listings > *n => {
+                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+            }
+            Some(Pods::Unschedulable(message)) => {
+                json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]})
+            }
+            _ => json!({"phase": "Pending"}),
+        };
+        let pod = |pod_name: String, node_type: &str| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "status": status});
+        std::iter::once(pod(format!("{name}-head"), "head"))
+            .chain((0..workers).map(|i| pod(format!("{name}-worker-{i}"), "worker")))
+            .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
+            .collect()
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    text.replace("%3D", "=").replace("%2C", ",").replace("%2F", "/").replace('+', " ")
+}
+
+fn status(code: u16, message: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": if code < 400 { "Success" } else { "Failure" }, "message": message, "code": code})
+}
+
+fn not_found(what: &str) -> (StatusCode, Value) {
+    (
+        StatusCode::NOT_FOUND,
+        json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure", "message": format!("{what} not found"), "reason": "NotFound", "code": 404}),
+    )
+}

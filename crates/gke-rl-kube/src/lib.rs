@@ -1,0 +1,305 @@
+//! Kubernetes operations for gke-rl, on kube-rs: the token Secret, the RayCluster (server-side
+//! apply), waiting for its pods with the reasons they are not Ready, deleting it, and a
+//! port-forward to the head's dashboard.
+//!
+//! Every call goes through a [`kube::Client`], so tests hand in kube's mock service.
+
+#[cfg(feature = "fake")]
+pub mod fake;
+pub mod portforward;
+mod readiness;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+
+pub use readiness::{Readiness, assess};
+
+/// The field manager of every object gke-rl applies.
+pub const FIELD_MANAGER: &str = "gke-rl";
+
+/// Why a Kubernetes operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused or could not be reached.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was being done, e.g. "apply RayCluster ray-a4-gpu-spot".
+        action: String,
+        /// kube's error.
+        source: kube::Error,
+    },
+    /// The rendered RayCluster is not a manifest this crate can apply.
+    #[error("the RayCluster manifest {0}")]
+    Manifest(String),
+    /// The pods did not become Ready in time.
+    #[error("not Ready after {}s: {}/{} pods Ready{}", .waited.as_secs(), .readiness.progress().0, .readiness.progress().1, problems(.readiness))]
+    NotReady {
+        /// How long it waited.
+        waited: Duration,
+        /// The last state seen.
+        readiness: Readiness,
+    },
+    /// Pods were still there when the wait for them to go ran out.
+    #[error("{remaining} pods of RayCluster {cluster} are still there after {}s", .waited.as_secs())]
+    PodsRemain {
+        /// The RayCluster.
+        cluster: String,
+        /// Pods left.
+        remaining: usize,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// No running head pod to forward to.
+    #[error("RayCluster {0} has no running head pod (is it deployed? `cargo xtask deploy`)")]
+    NoHeadPod(String),
+}
+
+fn problems(readiness: &Readiness) -> String {
+    readiness.problems.iter().map(|p| format!("\n  {p}")).collect()
+}
+
+/// How long to wait and how often to look.
+#[derive(Clone, Copy, Debug)]
+pub struct Wait {
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// Look this often.
+    pub poll: Duration,
+}
+
+/// The RayClusters and Secrets of one namespace.
+#[derive(Clone)]
+pub struct RayClusters {
+    client: Client,
+    namespace: String,
+}
+
+impl RayClusters {
+    /// Operations in `namespace` through `client`.
+    pub fn new(client: Client, namespace: &str) -> Self {
+        RayClusters { client, namespace: namespace.to_owned() }
+    }
+
+    fn api(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("ray.io", "v1", "RayCluster"));
+        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Creates or updates an Opaque Secret holding exactly `entries` (server-side apply, so
+    /// keys this manager set before and that are gone now are removed). Values go to the API
+    /// server in the request body only.
+    pub async fn apply_secret(&self, name: &str, entries: &[(&str, &str)]) -> Result<(), Error> {
+        let data: BTreeMap<String, ByteString> =
+            entries.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect();
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(self.namespace.clone()),
+                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned())])),
+                ..ObjectMeta::default()
+            },
+            type_: Some("Opaque".to_owned()),
+            data: Some(data),
+            ..Secret::default()
+        };
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&secret))
+            .await
+            .map_err(|source| Error::Api { action: format!("apply Secret {name}"), source })?;
+        Ok(())
+    }
+
+    /// Server-side applies the rendered `ray-cluster.yaml`; returns the RayCluster's name and uid.
+    pub async fn apply(&self, manifest: &str) -> Result<(String, String), Error> {
+        let root = gke_rl::yaml::Node::try_parse(manifest)
+            .map_err(|(message, (line, column))| Error::Manifest(format!("is not YAML: {message} at {line}:{column}")))?;
+        let object: DynamicObject =
+            serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
+        let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
+        let applied = self
+            .api()
+            .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
+            .await
+            .map_err(|source| Error::Api { action: format!("apply RayCluster {name}"), source })?;
+        Ok((name, applied.metadata.uid.unwrap_or_default()))
+    }
+
+    /// The uid of the RayCluster `name`, if it exists.
+    pub async fn uid(&self, name: &str) -> Result<Option<String>, Error> {
+        let found = self.api().get_opt(name).await.map_err(|source| Error::Api { action: format!("read RayCluster {name}"), source })?;
+        Ok(found.map(|o| o.metadata.uid.unwrap_or_default()))
+    }
+
+    /// The state of the RayCluster's pods now.
+    pub async fn readiness(&self, name: &str, workers_expected: u32) -> Result<Readiness, Error> {
+        let selector = format!("ray.io/cluster={name}");
+        let pods = self
+            .pods()
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|source| Error::Api { action: format!("list the pods of {name}"), source })?;
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let events = events
+            .list(&ListParams::default().fields("involvedObject.kind=Pod"))
+            .await
+            .map_err(|source| Error::Api { action: "list pod events".to_owned(), source })?;
+        Ok(assess(&pods.items, &events.items, workers_expected))
+    }
+
+    /// Waits until the head and `workers_expected` workers are Running and Ready, calling
+    /// `seen` with every state looked at.
+    pub async fn wait_ready(
+        &self,
+        name: &str,
+        workers_expected: u32,
+        wait: Wait,
+        mut seen: impl FnMut(&Readiness),
+    ) -> Result<Readiness, Error> {
+        let start = tokio::time::Instant::now();
+        loop {
+            let readiness = self.readiness(name, workers_expected).await?;
+            seen(&readiness);
+            if readiness.is_ready() {
+                return Ok(readiness);
+            }
+            if start.elapsed() >= wait.timeout {
+                return Err(Error::NotReady { waited: start.elapsed(), readiness });
+            }
+            tokio::time::sleep(wait.poll).await;
+        }
+    }
+
+    /// Deletes the RayCluster (its pods go with it); `false` when there was none.
+    pub async fn delete(&self, name: &str) -> Result<bool, Error> {
+        match self.api().delete(name, &DeleteParams::foreground()).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(source) => Err(Error::Api { action: format!("delete RayCluster {name}"), source }),
+        }
+    }
+
+    /// Deletes the Secret; `false` when there was none.
+    pub async fn delete_secret(&self, name: &str) -> Result<bool, Error> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(source) => Err(Error::Api { action: format!("delete Secret {name}"), source }),
+        }
+    }
+
+    /// Waits until no pod of the RayCluster is left.
+    pub async fn wait_pods_gone(&self, name: &str, wait: Wait) -> Result<(), Error> {
+        let start = tokio::time::Instant::now();
+        let selector = format!("ray.io/cluster={name}");
+        loop {
+            let pods = self
+                .pods()
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .map_err(|source| Error::Api { action: format!("list the pods of {name}"), source })?;
+            if pods.items.is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() >= wait.timeout {
+                return Err(Error::PodsRemain { cluster: name.to_owned(), remaining: pods.items.len(), waited: start.elapsed() });
+            }
+            tokio::time::sleep(wait.poll).await;
+        }
+    }
+
+    /// The name of the RayCluster's running head pod.
+    pub async fn head_pod(&self, name: &str) -> Result<String, Error> {
+        let selector = format!("ray.io/cluster={name},ray.io/node-type=head");
+        let pods = self
+            .pods()
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|source| Error::Api { action: format!("find the head pod of {name}"), source })?;
+        pods.items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .and_then(|p| p.metadata.name)
+            .ok_or_else(|| Error::NoHeadPod(name.to_owned()))
+    }
+
+    /// A port-forward target: `port` on the RayCluster's head pod, found again on every
+    /// connection (so a restarted head is picked up).
+    pub fn head_port(&self, cluster: &str, port: u16) -> portforward::HeadPort {
+        portforward::HeadPort { clusters: self.clone(), cluster: cluster.to_owned(), port }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeApiServer, Pods};
+
+    const QUICK: Wait = Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
+
+    fn manifest() -> String {
+        let artifacts = gke_rl::render(&gke_rl::Deployment::default(), "a test").unwrap();
+        artifacts.into_iter().find(|a| a.name == "ray-cluster.yaml").unwrap().contents
+    }
+
+    #[tokio::test]
+    async fn applies_the_secret_and_the_cluster_then_waits_for_every_pod() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(2));
+        let clusters = RayClusters::new(client, "default");
+        clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "hf_value")]).await.unwrap();
+        let secret = server.object("secrets", "gke-rl-secrets").unwrap();
+        assert_eq!(secret["data"]["HF_TOKEN"], "aGZfdmFsdWU=", "base64 of the value, in the body only");
+        let apply = server.requests().into_iter().find(|r| r.uri.contains("/secrets/")).unwrap();
+        assert!(apply.uri.contains("fieldManager=gke-rl") && !apply.uri.contains("hf_value"), "{}", apply.uri);
+
+        let (name, uid) = clusters.apply(&manifest()).await.unwrap();
+        assert_eq!((name.as_str(), uid.is_empty()), ("ray-a4-gpu-spot", false));
+        assert_eq!(clusters.uid(&name).await.unwrap(), Some(uid));
+        let mut seen = Vec::new();
+        let readiness = clusters.wait_ready(&name, 8, QUICK, |r| seen.push(r.progress())).await.unwrap();
+        assert_eq!(readiness.progress(), (9, 9));
+        assert_eq!(seen, [(0, 9), (0, 9), (9, 9)]);
+        assert_eq!(clusters.head_pod(&name).await.unwrap(), "ray-a4-gpu-spot-head");
+    }
+
+    #[tokio::test]
+    async fn a_stock_out_times_out_naming_the_scheduler_message() {
+        let (_server, client) = FakeApiServer::start(Pods::Unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into()));
+        let clusters = RayClusters::new(client, "default");
+        let (name, _) = clusters.apply(&manifest()).await.unwrap();
+        let wait = Wait { timeout: Duration::from_millis(20), poll: Duration::from_millis(5) };
+        let error = clusters.wait_ready(&name, 8, wait, |_| {}).await.unwrap_err();
+        let text = error.to_string();
+        assert!(text.starts_with("not Ready after 0s: 0/9 pods Ready"), "{text}");
+        assert!(
+            text.contains("ray-a4-gpu-spot-worker-7: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."),
+            "{text}"
+        );
+        assert!(matches!(error, Error::NotReady { readiness, .. } if readiness.waits_for_capacity()));
+    }
+
+    #[tokio::test]
+    async fn delete_removes_the_cluster_and_waits_for_its_pods() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        let clusters = RayClusters::new(client, "default");
+        let (name, _) = clusters.apply(&manifest()).await.unwrap();
+        clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "x")]).await.unwrap();
+        assert!(clusters.delete(&name).await.unwrap());
+        assert!(!clusters.delete(&name).await.unwrap(), "a second delete finds nothing");
+        assert!(clusters.delete_secret("gke-rl-secrets").await.unwrap());
+        clusters.wait_pods_gone(&name, QUICK).await.unwrap();
+        assert!(server.object("rayclusters", &name).is_none());
+        assert!(matches!(clusters.head_pod(&name).await, Err(Error::NoHeadPod(_))));
+    }
+}

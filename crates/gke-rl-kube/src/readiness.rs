@@ -1,0 +1,164 @@
+//! How far a RayCluster's pods are from Ready, and why: read from the pods and their events.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+
+/// The state of a RayCluster's pods at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Whether the head pod is Running and Ready.
+    pub head_ready: bool,
+    /// Worker pods Running and Ready.
+    pub workers_ready: u32,
+    /// Worker pods the RayCluster asks for.
+    pub workers_expected: u32,
+    /// Pods that exist (head and workers).
+    pub pods: u32,
+    /// What keeps pods from Ready, one line each, e.g. "ray-a4-worker-x: Unschedulable: 0/3 nodes
+    /// are available: 3 Insufficient nvidia.com/gpu".
+    pub problems: Vec<String>,
+}
+
+impl Readiness {
+    /// The head and every expected worker are Running and Ready.
+    pub fn is_ready(&self) -> bool {
+        self.head_ready && self.workers_ready >= self.workers_expected
+    }
+
+    /// Pods Ready out of pods wanted, counting the head.
+    pub fn progress(&self) -> (u32, u32) {
+        (u32::from(self.head_ready) + self.workers_ready, 1 + self.workers_expected)
+    }
+
+    /// Whether a problem looks like missing GPU capacity (Spot stock-out, no reservation
+    /// capacity, quota): the pods wait for nodes that do not come.
+    pub fn waits_for_capacity(&self) -> bool {
+        self.problems.iter().any(|p| p.contains("Unschedulable") || p.contains("NotTriggerScaleUp") || p.contains("FailedScaleUp"))
+    }
+}
+
+/// Event reasons that explain a pod that is not Ready.
+const TELLING_EVENTS: &[&str] = &[
+    "FailedScheduling",
+    "NotTriggerScaleUp",
+    "FailedScaleUp",
+    "FailedMount",
+    "FailedAttachVolume",
+    "Unhealthy",
+    "Failed",
+    "BackOff",
+    "Evicted",
+    "Preempting",
+    "FailedCreatePodSandBox",
+];
+
+/// Container waiting reasons that are problems (not the normal `ContainerCreating`).
+const TELLING_WAITS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+];
+
+/// Reads the pods of one RayCluster (label `ray.io/cluster`) and the events about them.
+pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32) -> Readiness {
+    let mut readiness = Readiness { workers_expected, pods: u32::try_from(pods.len()).unwrap_or(u32::MAX), ..Readiness::default() };
+    let mut problems = BTreeSet::new();
+    for pod in pods {
+        let name = pod.metadata.name.as_deref().unwrap_or("?");
+        let is_head = pod.metadata.labels.as_ref().and_then(|l| l.get("ray.io/node-type")).is_some_and(|t| t == "head");
+        let status = pod.status.as_ref();
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+        let ready = status.and_then(|s| s.phase.as_deref()) == Some("Running")
+            && conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+            && pod.metadata.deletion_timestamp.is_none();
+        if ready {
+            if is_head {
+                readiness.head_ready = true;
+            } else {
+                readiness.workers_ready += 1;
+            }
+            continue;
+        }
+        if let Some(unschedulable) = conditions.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False") {
+            let reason = unschedulable.reason.as_deref().unwrap_or("Unschedulable");
+            problems.insert(format!("{name}: {reason}: {}", unschedulable.message.as_deref().unwrap_or_default()));
+        }
+        if status.and_then(|s| s.phase.as_deref()) == Some("Failed") {
+            let why = status.and_then(|s| s.message.as_deref().or(s.reason.as_deref())).unwrap_or("the pod failed");
+            problems.insert(format!("{name}: Failed: {why}"));
+        }
+        let containers = status.into_iter().flat_map(|s| s.init_container_statuses.iter().chain(&s.container_statuses)).flatten();
+        for container in containers {
+            let waiting = container.state.as_ref().and_then(|s| s.waiting.as_ref());
+            if let Some(waiting) = waiting.filter(|w| w.reason.as_deref().is_some_and(|r| TELLING_WAITS.contains(&r))) {
+                let reason = waiting.reason.as_deref().unwrap_or_default();
+                problems.insert(format!("{name} ({}): {reason}: {}", container.name, waiting.message.as_deref().unwrap_or_default()));
+            }
+        }
+        for event in events.iter().filter(|e| e.involved_object.name.as_deref() == Some(name)) {
+            let reason = event.reason.as_deref().unwrap_or_default();
+            if TELLING_EVENTS.contains(&reason) && event.type_.as_deref() != Some("Normal") {
+                problems.insert(format!("{name}: {reason}: {}", event.message.as_deref().unwrap_or_default().trim()));
+            }
+        }
+    }
+    readiness.problems = problems.into_iter().map(|p| p.trim_end_matches([' ', ':']).to_owned()).collect();
+    readiness
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, node_type: &str, status: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"ray.io/cluster": "c", "ray.io/node-type": node_type}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn ready() -> serde_json::Value {
+        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    }
+
+    #[test]
+    fn counts_ready_head_and_workers() {
+        let pods = [pod("h", "head", ready()), pod("w1", "worker", ready()), pod("w2", "worker", json!({"phase": "Pending"}))];
+        let r = assess(&pods, &[], 2);
+        assert_eq!((r.head_ready, r.workers_ready, r.progress(), r.is_ready()), (true, 1, (2, 3), false));
+        assert!(assess(&pods[..2], &[], 1).is_ready());
+    }
+
+    #[test]
+    fn names_unschedulable_pods_image_pulls_and_mount_failures() {
+        let unschedulable = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]});
+        let pulling = json!({"phase": "Pending", "containerStatuses": [{"name": "ray-worker", "image": "i", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"i\""}}}]});
+        let mount: Event =
+            serde_json::from_value(json!({"metadata": {"name": "e"}, "involvedObject": {"name": "w2"}, "reason": "FailedMount",
+            "type": "Warning", "message": "MountVolume.SetUp failed for volume \"lustre-pv\": rpc error"}))
+            .unwrap();
+        let r = assess(
+            &[pod("h", "head", unschedulable), pod("w1", "worker", pulling), pod("w2", "worker", json!({"phase": "Pending"}))],
+            &[mount],
+            2,
+        );
+        assert_eq!(
+            r.problems,
+            [
+                "h: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+                "w1 (ray-worker): ImagePullBackOff: Back-off pulling image \"i\"",
+                "w2: FailedMount: MountVolume.SetUp failed for volume \"lustre-pv\": rpc error",
+            ]
+        );
+        assert!(r.waits_for_capacity());
+    }
+}
