@@ -18,6 +18,7 @@ pub mod diagnostic;
 pub mod envsh;
 pub mod gitwildmatch;
 pub mod knowledge;
+pub mod lifecycle;
 pub mod model;
 mod quote;
 pub mod render;

@@ -87,6 +87,7 @@ const UPLOAD_EXCLUDES: &[(&str, &[&str])] = &[
             ".config/gcloud/",
             ".huggingface/",
             ".cache/",
+            ".gke-rl/",
         ],
     ),
     ("version control and local tooling", &[".git/", "cluster-toolkit/", ".venv/", "venv/", "__pycache__/", "out/"]),

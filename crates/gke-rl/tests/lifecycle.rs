@@ -1,0 +1,80 @@
+//! The deploy and destroy plans (what `--dry-run` prints) and the state file's rules.
+
+mod common;
+
+use common::{artifact, configs, render};
+use gke_rl::Deployment;
+use gke_rl::lifecycle::{self, Site, State, Step};
+
+fn site(deployment: &Deployment) -> Site {
+    Site {
+        project_id: "my-project".into(),
+        authorized_cidr: "203.0.113.7/32".into(),
+        toolkit: "/opt/cluster-toolkit".into(),
+        gcluster: "./gcluster".into(),
+        folder: format!("/home/me/run/.gke-rl/{}", deployment.project.cluster_name),
+        download_dependencies: false,
+        skip_gcsfuse_validator: true,
+    }
+}
+
+fn config(name: &str) -> Deployment {
+    configs().into_iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no config {name}")).1
+}
+
+fn plan(deployment: &Deployment) -> String {
+    let artifacts = render(deployment);
+    lifecycle::deploy_plan(deployment, &site(deployment), artifact(&artifacts, "ray-cluster.yaml"), 30)
+}
+
+#[test]
+fn deploy_plan_default() {
+    insta::assert_snapshot!(plan(&Deployment::default()));
+}
+
+#[test]
+fn deploy_plan_reservation() {
+    insta::assert_snapshot!(plan(&config("reservation-2-nodes")));
+}
+
+#[test]
+fn destroy_plan_after_a_complete_deploy() {
+    let deployment = Deployment::default();
+    let mut state = State::new(&deployment, "my-project", "d");
+    Step::ALL.into_iter().for_each(|s| state.complete(s));
+    insta::assert_snapshot!(lifecycle::destroy_plan(&deployment, &site(&deployment), &state));
+}
+
+#[test]
+fn the_plan_never_holds_a_secret_value_and_names_its_source() {
+    let text = plan(&Deployment::default());
+    assert!(text.contains("HF_TOKEN: <the value of $HF_TOKEN>"), "{text}");
+    assert!(text.contains("--auto-approve") && text.contains("--vars project_id=my-project,authorized_cidr=203.0.113.7/32"), "{text}");
+}
+
+#[test]
+fn state_round_trips_and_refuses_another_deployment() {
+    let deployment = Deployment::default();
+    let mut state = State::new(&deployment, "my-project", "abc");
+    state.complete(Step::Provision);
+    state.complete(Step::Preflight);
+    assert_eq!(state.completed, [Step::Preflight, Step::Provision], "kept in step order");
+    assert_eq!(State::from_json(&state.to_json()).unwrap(), state);
+    assert!(state.to_json().contains("\"provision\""));
+    assert_eq!(state.mismatch(&deployment, "my-project"), None);
+    let other = state.mismatch(&deployment, "other-project").unwrap();
+    assert!(other.contains("belongs to deployment ray-a4-gpu-spot in project my-project"), "{other}");
+    let renamed = gke_rl::config::from_yaml("project:\n  cluster_name: another\n").unwrap();
+    assert!(state.mismatch(&renamed, "my-project").is_some());
+    state.redo_from(Step::Render);
+    assert_eq!(state.completed, [Step::Preflight]);
+    assert!(State::from_json("{\"version\": \"x\"}").unwrap_err().starts_with("not a gke-rl state file"));
+}
+
+#[test]
+fn digest_changes_with_any_part() {
+    let a = lifecycle::digest(&["x", "y"]);
+    assert_eq!(a, lifecycle::digest(&["x", "y"]));
+    assert_ne!(a, lifecycle::digest(&["xy", ""]), "parts are separated");
+    assert_ne!(a, lifecycle::digest(&["x", "z"]));
+}
