@@ -74,6 +74,8 @@ fn xtask(cwd: &Path, args: &[&str]) -> Output {
         .args(args)
         .env("HF_TOKEN", TOKEN)
         .env_remove("RAY_ADDRESS")
+        // No cluster to port-forward to unless a test says so.
+        .env("KUBECONFIG", cwd.join("no-kubeconfig"))
         .output()
         .expect("xtask runs")
 }
@@ -106,7 +108,7 @@ fn job_dir(script: &str) -> tempfile::TempDir {
 
 fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, Case); 11] = [
+    let cases: [(&str, Case); 12] = [
         ("a_zip_file_is_uploaded_as_it_is", zip_file_working_dir),
         ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
         ("submit_working_dir_and_runtime_env_then_logs_and_status", submit_and_inspect),
@@ -116,6 +118,7 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
         ("unchanged_package_is_not_uploaded_again", package_reuse),
         ("over_limit_folder_is_refused_before_upload", over_limit),
         ("follow_survives_a_dropped_stream", dropped_stream),
+        ("port_forward_carries_a_followed_job_across_a_cut", port_forward_across_a_cut),
         ("secrets_stay_out_of_package_request_and_processes", secrets),
         ("label_selector_is_gated_by_version", label_selector),
     ];
@@ -354,6 +357,53 @@ fn dropped_stream(head: &Head) -> Result<(), Failed> {
     let lines: Vec<String> = stdout(&out).lines().filter(|l| l.starts_with("numbered-line-")).map(str::to_owned).collect();
     let expected: Vec<String> = (1..=24).map(|i| format!("numbered-line-{i}")).collect();
     check(lines == expected, "every line exactly once, in order", &out)
+}
+
+/// The port-forward the job commands use when no address is given, with the Kubernetes
+/// upgrade replaced by a TCP connection to a proxy in front of the head: cutting the proxy's
+/// connections is the API server dropping the forward's stream.
+struct ThroughProxy(String);
+
+impl gke_rl_kube::portforward::Upstream for ThroughProxy {
+    type Stream = tokio::net::TcpStream;
+
+    async fn connect(&self) -> std::io::Result<tokio::net::TcpStream> {
+        tokio::net::TcpStream::connect(&self.0).await
+    }
+}
+
+fn port_forward_across_a_cut(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("count.sh"), "for i in $(seq 1 24); do echo numbered-line-$i; sleep 0.25; done\n")?;
+    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let proxy = Proxy::start(&head.address);
+    let upstream = ThroughProxy(proxy.address.trim_start_matches("http://").to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (lines, reconnects) = runtime.block_on(async {
+        let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let forwarding = gke_rl_kube::portforward::forward(local, upstream, Duration::from_secs(5), Arc::new(|_| {})).await?;
+        let client = gke_rl_ray::Client::new(&format!("http://{}", forwarding.local), gke_rl_ray::ClientOptions::default())?;
+        let cutter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            proxy.cut();
+        });
+        let (mut text, mut reconnects) = (String::new(), 0);
+        let options = gke_rl_ray::FollowOptions { retry_every: Duration::from_millis(200), ..Default::default() };
+        gke_rl_ray::follow(&client, &id, &options, |event| match event {
+            gke_rl_ray::Event::Log(chunk) => text.push_str(chunk),
+            gke_rl_ray::Event::Reconnecting(_) => reconnects += 1,
+        })
+        .await?;
+        cutter.join().map_err(|_| "the cutter panicked")?;
+        Ok::<_, Failed>((text, reconnects))
+    })?;
+    let lines: Vec<&str> = lines.lines().filter(|l| l.starts_with("numbered-line-")).collect();
+    let expected: Vec<String> = (1..=24).map(|i| format!("numbered-line-{i}")).collect();
+    if lines != expected || reconnects == 0 {
+        return Err(format!("through the port-forward: {reconnects} reconnects, lines {lines:?}").into());
+    }
+    Ok(())
 }
 
 fn secrets(head: &Head) -> Result<(), Failed> {

@@ -8,12 +8,14 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use gke_rl::checkpoints::CheckpointLog;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{Severity, render::Artifact};
+use gke_rl_kube::portforward::Forwarding;
 use gke_rl_ray::package::{self, Plan, Secret};
 use gke_rl_ray::{Client, ClientOptions, Event, FollowOptions, JobDetails, JobStatus, SubmitRequest};
 
@@ -42,25 +44,49 @@ pub struct Connection {
 }
 
 impl Connection {
-    fn client(&self) -> anyhow::Result<Client> {
+    /// A client for `--address` (or RAY_ADDRESS); without one, a port-forward to the head pod
+    /// of the config's RayCluster, through the current kubeconfig context (which `deploy`
+    /// sets). The forward lives as long as the returned guard.
+    async fn connect(&self) -> anyhow::Result<(Client, Option<Forwarding>)> {
         let from_env = || ["RAY_API_SERVER_ADDRESS", "RAY_ADDRESS"].iter().find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
-        let Some(address) = self.address.clone().or_else(from_env) else {
-            let cluster = config::Source::default().load().map(|l| l.deployment.project.cluster_name.to_string());
-            let cluster = cluster.unwrap_or_else(|_| "CLUSTER".into());
-            bail!(
-                "no Ray address: pass --address or set RAY_ADDRESS\n\
-                 help: the built-in port-forward comes with `cargo xtask deploy`; until then run\n  \
-                 kubectl port-forward service/{cluster}-head-svc 8265:8265\n\
-                 and pass --address http://localhost:8265"
-            );
+        let (address, forwarding) = match self.address.clone().or_else(from_env) {
+            Some(address) => (address, None),
+            None => {
+                let forwarding = forward_to_head().await?;
+                (format!("http://{}", forwarding.local), Some(forwarding))
+            }
         };
         let headers: BTreeMap<String, String> = match &self.headers {
             Some(json) => serde_json::from_str(json).context("--headers / RAY_JOB_HEADERS must be a JSON object of strings")?,
             None => BTreeMap::new(),
         };
         let request_timeout = Duration::from_secs(self.request_timeout);
-        Ok(Client::new(&address, ClientOptions { headers, request_timeout, ..ClientOptions::default() })?)
+        Ok((Client::new(&address, ClientOptions { headers, request_timeout, ..ClientOptions::default() })?, forwarding))
     }
+}
+
+/// The Ray dashboard's port on the head pod (the Jobs API).
+const DASHBOARD_PORT: u16 = 8265;
+
+/// Forwards a free local port to port 8265 of the RayCluster's head pod.
+async fn forward_to_head() -> anyhow::Result<Forwarding> {
+    let deployment = config::Source::default().load()?.deployment;
+    let (cluster, namespace) = (deployment.project.cluster_name.to_string(), deployment.ray.namespace.to_string());
+    let manual = format!(
+        "help: pass --address or set RAY_ADDRESS, or run\n  kubectl port-forward service/{cluster}-head-svc 8265:8265\nand pass --address http://localhost:8265"
+    );
+    let client = kube::Client::try_default().await.map_err(|e| {
+        anyhow::anyhow!("no Ray address, and no Kubernetes cluster to port-forward to ({e}); `cargo xtask deploy` sets one up\n{manual}")
+    })?;
+    let clusters = gke_rl_kube::RayClusters::new(client, &namespace);
+    // Fail now, with the reason, rather than on the first request.
+    let head = clusters.head_pod(&cluster).await.map_err(|e| anyhow::anyhow!("{e}\n{manual}"))?;
+    let on_error: gke_rl_kube::portforward::OnError = Arc::new(|e| eprintln!("warning: port-forward: {e}"));
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let forwarding =
+        gke_rl_kube::portforward::forward(local, clusters.head_port(&cluster, DASHBOARD_PORT), Duration::from_secs(30), on_error).await?;
+    eprintln!("port-forward {} -> {namespace}/{head}:{DASHBOARD_PORT}", forwarding.local);
+    Ok(forwarding)
 }
 
 /// Submit the training job to the Ray cluster and follow it to the end
@@ -178,8 +204,8 @@ impl SubmitArgs {
             Some(json) => Some(serde_json::from_str(json).context("--entrypoint-resources must be a JSON object of numbers")?),
             None => None,
         };
-        let client = self.connection.client()?;
         runtime()?.block_on(async {
+            let (client, _forwarding) = self.connection.connect().await?;
             let server = client.version().await?;
             eprintln!("Ray {} at {}", server.ray_version, client.address());
             if let Some(hashed) = upload {
@@ -442,8 +468,8 @@ async fn job_id(client: &Client, id: Option<String>) -> anyhow::Result<String> {
 
 impl StatusArgs {
     pub fn run(self) -> anyhow::Result<u8> {
-        let client = self.connection.client()?;
         runtime()?.block_on(async {
+            let (client, _forwarding) = self.connection.connect().await?;
             let id = job_id(&client, self.id).await?;
             let job = client.job(&id).await?;
             if self.json {
@@ -458,8 +484,8 @@ impl StatusArgs {
 
 impl LogsArgs {
     pub fn run(self) -> anyhow::Result<u8> {
-        let client = self.connection.client()?;
         runtime()?.block_on(async {
+            let (client, _forwarding) = self.connection.connect().await?;
             let id = job_id(&client, self.id).await?;
             if self.follow {
                 return watch(&client, &id).await;
@@ -472,8 +498,8 @@ impl LogsArgs {
 
 impl StopArgs {
     pub fn run(self) -> anyhow::Result<u8> {
-        let client = self.connection.client()?;
         runtime()?.block_on(async {
+            let (client, _forwarding) = self.connection.connect().await?;
             if !client.stop(&self.id).await? {
                 let job = client.job(&self.id).await?;
                 eprintln!("job {} was not running: {}", self.id, job.status);
@@ -501,8 +527,8 @@ impl StopArgs {
 
 impl JobsArgs {
     pub fn run(self) -> anyhow::Result<u8> {
-        let client = self.connection.client()?;
         runtime()?.block_on(async {
+            let (client, _forwarding) = self.connection.connect().await?;
             let jobs = client.jobs().await?;
             if self.json {
                 let jobs: Vec<_> = jobs.iter().map(redacted).collect();

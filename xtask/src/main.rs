@@ -6,6 +6,7 @@
 mod bench;
 mod blueprint;
 mod ci;
+mod cluster;
 mod codegen;
 mod config;
 mod fuzz;
@@ -38,6 +39,8 @@ enum Command {
     Render(render::Args),
     Validate(validate::Args),
     Blueprint(blueprint::Args),
+    Deploy(Box<cluster::DeployArgs>),
+    Destroy(cluster::DestroyArgs),
     Submit(Box<jobs::SubmitArgs>),
     Status(jobs::StatusArgs),
     Logs(jobs::LogsArgs),
@@ -77,6 +80,8 @@ fn main() -> ExitCode {
         Command::Render(args) => args.run().map(|()| 0),
         Command::Validate(args) => args.run().map(u8::from),
         Command::Blueprint(args) => args.run().map(|()| 0),
+        Command::Deploy(args) => args.run(),
+        Command::Destroy(args) => args.run(),
         Command::Submit(args) => args.run(),
         Command::Status(args) => args.run(),
         Command::Logs(args) => args.run(),

@@ -39,6 +39,8 @@ struct State {
     pod_listings: usize,
     /// Pod listings left before the pods of a deleted RayCluster are gone.
     terminating: Option<usize>,
+    /// Kinds (plural) whose applies are forbidden.
+    refused: Vec<String>,
     uids: usize,
 }
 
@@ -85,6 +87,15 @@ impl FakeApiServer {
         self.lock().objects.get(&(plural.to_owned(), name.to_owned())).cloned()
     }
 
+    /// Forbids applying objects of this kind (plural), or allows it again.
+    pub fn refuse(&self, plural: &str, refused: bool) {
+        let mut state = self.lock();
+        state.refused.retain(|p| p != plural);
+        if refused {
+            state.refused.push(plural.to_owned());
+        }
+    }
+
     /// Changes what the pods do from now on.
     pub fn set_pods(&self, pods: Pods) {
         let mut state = self.lock();
@@ -103,6 +114,9 @@ impl FakeApiServer {
             _ => return not_found("path"),
         };
         match (method.as_str(), rest) {
+            ("PATCH", [plural, _]) if state.refused.iter().any(|p| p == plural) => {
+                (StatusCode::FORBIDDEN, status(403, &format!("{plural} is forbidden: the fake refuses it")))
+            }
             ("PATCH", [plural, name]) => {
                 let Ok(mut object) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
                 state.uids += 1;

@@ -59,7 +59,7 @@ pub struct Command {
 }
 
 impl Command {
-    fn new(program: &str, args: &[&str]) -> Self {
+    fn of(program: &str, args: &[&str]) -> Self {
         Command { program: program.to_owned(), args: args.iter().map(|a| (*a).to_owned()).collect(), dir: None }
     }
 
@@ -165,33 +165,81 @@ pub fn secret_entries(deployment: &Deployment) -> Vec<(&'static str, &str, bool)
     entries
 }
 
-/// Read-only checks, with what each answers.
-pub fn preflight_checks(site: &Site) -> Vec<(&'static str, Command)> {
-    let project = site.project_id.as_str();
-    let mut checks = vec![
-        ("an active gcloud account", Command::new("gcloud", &["auth", "list", "--filter=status:ACTIVE", "--format=value(account)"])),
-        (
-            "the enabled APIs",
-            Command::new("gcloud", &["services", "list", "--enabled", "--project", project, "--format=value(config.name)"]),
-        ),
-        (
-            "the GCS-Fuse profile role",
-            Command::new("gcloud", &["iam", "roles", "describe", GCSFUSE_ROLE, "--project", project, "--format=value(name)"]),
-        ),
-        ("gcluster", Command::new(&site.gcluster, &["--version"]).in_dir(&site.toolkit)),
-    ];
-    if !site.download_dependencies {
-        checks.push(("terraform", Command::new("terraform", &["version"])));
-        checks.push(("packer", Command::new("packer", &["version"])));
+/// The read-only checks `deploy` starts with.
+pub struct Preflight {
+    /// An active gcloud account.
+    pub account: Command,
+    /// The project's enabled APIs.
+    pub apis: Command,
+    /// The custom role gcluster's GCS-Fuse validator needs.
+    pub gcsfuse_role: Command,
+    /// gcluster.
+    pub gcluster: Command,
+    /// Terraform and Packer, which gcluster needs (unless it downloads them).
+    pub tools: Vec<Command>,
+}
+
+impl Preflight {
+    /// The checks for `site`.
+    pub fn new(site: &Site) -> Self {
+        let project = site.project_id.as_str();
+        let tools = if site.download_dependencies {
+            Vec::new()
+        } else {
+            vec![Command::of("terraform", &["version"]), Command::of("packer", &["version"])]
+        };
+        Preflight {
+            account: Command::of("gcloud", &["auth", "list", "--filter=status:ACTIVE", "--format=value(account)"]),
+            apis: Command::of("gcloud", &["services", "list", "--enabled", "--project", project, "--format=value(config.name)"]),
+            gcsfuse_role: Command::of("gcloud", &["iam", "roles", "describe", GCSFUSE_ROLE, "--project", project, "--format=value(name)"]),
+            gcluster: Command::of(&site.gcluster, &["--version"]).in_dir(&site.toolkit),
+            tools,
+        }
     }
-    checks
+
+    /// Every check, with what it answers.
+    pub fn all(&self) -> Vec<(&'static str, &Command)> {
+        let mut all = vec![
+            ("an active gcloud account", &self.account),
+            ("the enabled APIs", &self.apis),
+            ("the GCS-Fuse profile role (missing: gcluster's validator is skipped)", &self.gcsfuse_role),
+            ("gcluster", &self.gcluster),
+        ];
+        all.extend(self.tools.iter().map(|tool| ("gcluster needs it", tool)));
+        all
+    }
+}
+
+/// The exact command that enables `missing` APIs.
+pub fn enable_apis(missing: &[&str], site: &Site) -> Command {
+    let mut command = Command::of("gcloud", &["services", "enable"]);
+    command.args.extend(missing.iter().map(|api| (*api).to_owned()));
+    command.arg("--project").arg(site.project_id.clone())
+}
+
+/// The commands that create the GCS-Fuse role gcluster's validator looks for, and bind it to
+/// the GKE service agent (`modules/file-system/gke-persistent-volume/README.md`).
+pub fn create_gcsfuse_role(site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "iam",
+            "roles",
+            "create",
+            GCSFUSE_ROLE,
+            "--project",
+            &site.project_id,
+            "--title=GKE GCSFuse Profile User",
+            "--permissions=storage.objects.list,storage.buckets.get,storage.anywhereCaches.create,storage.anywhereCaches.get,storage.anywhereCaches.list,storage.anywhereCaches.update",
+        ],
+    )
 }
 
 /// `gcluster deploy` of the patched blueprint, non-interactive (its prompt's "(S)top" exits 0).
 pub fn provision(site: &Site) -> Command {
     let folder = Folder(&site.folder);
     let vars = format!("project_id={},authorized_cidr={}", site.project_id, site.authorized_cidr);
-    let mut command = Command::new(&site.gcluster, &["deploy", &folder.blueprint(), "-d", &folder.deployment_file(), "--vars", &vars])
+    let mut command = Command::of(&site.gcluster, &["deploy", &folder.blueprint(), "-d", &folder.deployment_file(), "--vars", &vars])
         .arg("-o")
         .arg(site.folder.clone())
         .arg("-w")
@@ -208,7 +256,7 @@ pub fn provision(site: &Site) -> Command {
 /// kubeconfig credentials for the cluster.
 pub fn credentials(deployment: &Deployment, site: &Site) -> Command {
     let p = &deployment.project;
-    Command::new(
+    Command::of(
         "gcloud",
         &[
             "container",
@@ -226,22 +274,22 @@ pub fn credentials(deployment: &Deployment, site: &Site) -> Command {
 /// The blueprint's buckets (Cluster Toolkit labels every resource with its deployment).
 pub fn list_buckets(deployment: &Deployment, site: &Site) -> Command {
     let filter = format!("labels.ghpc_deployment={}", deployment.project.cluster_name);
-    Command::new("gcloud", &["storage", "buckets", "list", "--project", &site.project_id, "--filter", &filter, "--format=value(name)"])
+    Command::of("gcloud", &["storage", "buckets", "list", "--project", &site.project_id, "--filter", &filter, "--format=value(name)"])
 }
 
 /// The objects of a bucket (`force_destroy: false`: a non-empty bucket fails the destroy).
 pub fn list_objects(bucket: &str) -> Command {
-    Command::new("gcloud", &["storage", "ls", "--recursive", &format!("gs://{bucket}/**")])
+    Command::of("gcloud", &["storage", "ls", "--recursive", &format!("gs://{bucket}/**")])
 }
 
 /// Deletes every object of a bucket, keeping the bucket for Terraform to delete.
 pub fn empty_bucket(bucket: &str) -> Command {
-    Command::new("gcloud", &["storage", "rm", "--recursive", "--all-versions", &format!("gs://{bucket}/**")])
+    Command::of("gcloud", &["storage", "rm", "--recursive", "--all-versions", &format!("gs://{bucket}/**")])
 }
 
 /// `gcluster destroy` of gcluster's folder, non-interactive.
 pub fn teardown(deployment: &Deployment, site: &Site) -> Command {
-    Command::new(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
+    Command::of(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
 }
 
 /// Commands that succeed while a billable resource still exists: (what, command).
@@ -252,7 +300,7 @@ pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)>
     vec![
         (
             format!("GKE cluster {cluster}"),
-            Command::new(
+            Command::of(
                 "gcloud",
                 &[
                     "container",
@@ -269,7 +317,7 @@ pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)>
         ),
         (
             format!("Managed Lustre instance {lustre}"),
-            Command::new(
+            Command::of(
                 "gcloud",
                 &[
                     "lustre",
@@ -394,7 +442,7 @@ pub fn digest(parts: &[&str]) -> String {
 
 /// The whole `deploy` plan as text: every command with its arguments and every object, with
 /// secret values shown as the variable they come from.
-pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait_minutes: u64) -> String {
+pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait: &str) -> String {
     let p = &deployment.project;
     let folder = Folder(&site.folder);
     let mut out = format!(
@@ -409,7 +457,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             }
         }
     };
-    let mut checks: Vec<String> = preflight_checks(site).into_iter().map(|(what, c)| format!("$ {c}    # {what}")).collect();
+    let mut checks: Vec<String> = Preflight::new(site).all().into_iter().map(|(what, c)| format!("$ {c}    # {what}")).collect();
     checks.push(format!("check that {} are enabled", REQUIRED_APIS.join(", ")));
     for (_, variable, required) in secret_entries(deployment) {
         checks.push(format!("check that ${variable} is set{}", if required { "" } else { " (optional)" }));
@@ -445,7 +493,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     step(
         Step::Ready,
         &[format!(
-            "wait up to {wait_minutes} min for the head and {workers} workers of RayCluster {} to be Running and Ready{}",
+            "wait up to {wait} for the head and {workers} workers of RayCluster {} to be Running and Ready{}",
             p.cluster_name,
             match deployment.topology.provisioning {
                 Provisioning::Spot => " (Spot: capacity may be short)",

@@ -24,7 +24,7 @@ fn config(name: &str) -> Deployment {
 
 fn plan(deployment: &Deployment) -> String {
     let artifacts = render(deployment);
-    lifecycle::deploy_plan(deployment, &site(deployment), artifact(&artifacts, "ray-cluster.yaml"), 30)
+    lifecycle::deploy_plan(deployment, &site(deployment), artifact(&artifacts, "ray-cluster.yaml"), "30m00s")
 }
 
 #[test]

@@ -1,0 +1,193 @@
+//! `cargo xtask destroy`: remove every billable resource a deploy created, and prove it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use gke_rl::lifecycle::{self, Folder, State, Step};
+use gke_rl_kube::{RayClusters, Wait};
+use xshell::Shell;
+
+use super::{Console, Env, INTERRUPTED, Interrupt, Kube, Resolved, Target, confirm, read, stream, took};
+
+/// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
+/// gcloud that the cluster and the Lustre instance are gone
+#[derive(clap::Args)]
+pub struct DestroyArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Print what would be deleted and every command, change nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Do not ask before deleting
+    #[arg(long)]
+    yes: bool,
+}
+
+impl DestroyArgs {
+    pub fn run(self) -> anyhow::Result<u8> {
+        let sh = Shell::new()?;
+        super::runtime()?.block_on(async {
+            let env = Env {
+                sh: &sh,
+                console: Console::stderr(),
+                kube: Kube::FromKubeconfig,
+                interrupt: Interrupt::on_ctrl_c(),
+                poll: Duration::from_secs(2),
+                hidden: Vec::new(),
+            };
+            self.execute(env).await
+        })
+    }
+
+    pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {
+        let resolved = self.target.resolve(&mut env, String::new(), false)?;
+        let d = &resolved.deployment;
+        let Some(state) = resolved.load_state()? else {
+            env.console.say(format_args!(
+                "nothing to destroy: no deployment state in {}\n  (gke-rl destroys only what its deploy recorded; pass --folder if the deployment lives elsewhere)",
+                resolved.folder.display()
+            ));
+            return Ok(0);
+        };
+        if self.dry_run {
+            env.console.say(lifecycle::destroy_plan(d, &resolved.site, &state));
+            return Ok(0);
+        }
+        let provisioned = state.done(Step::Render);
+        let buckets = if provisioned { self.buckets(&env, &resolved)? } else { Vec::new() };
+        env.console.say(preview(&resolved, &state, &buckets));
+        if !confirm("delete all of this?", self.yes)? {
+            env.console.say("nothing was deleted");
+            return Ok(1);
+        }
+
+        let started = Instant::now();
+        if state.done(Step::Credentials) {
+            self.delete_ray_cluster(&mut env, &resolved).await?;
+            if env.interrupt.is_set() {
+                return Ok(interrupted(&env));
+            }
+        }
+        if provisioned {
+            for (bucket, objects) in buckets.iter().filter(|(_, objects)| *objects > 0) {
+                if !stream(&env, &lifecycle::empty_bucket(bucket)) {
+                    bail!(
+                        "could not empty bucket {bucket} ({objects} objects); gcluster destroy would fail on it. Nothing else was deleted"
+                    );
+                }
+            }
+            let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
+            if std::path::Path::new(&gcluster_folder).is_dir() && !stream(&env, &lifecycle::teardown(d, &resolved.site)) {
+                if env.interrupt.is_set() {
+                    return Ok(interrupted(&env));
+                }
+                env.console.say("gcluster destroy failed; its output is above. Checking what remains:");
+            }
+        }
+
+        let remains = self.leftovers(&env, &resolved);
+        if !remains.is_empty() {
+            env.console.say(format_args!(
+                "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `cargo xtask destroy`, or delete them in the console; the state stays in {}",
+                remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+                resolved.state_path().display()
+            ));
+            return Ok(1);
+        }
+        std::fs::remove_file(resolved.state_path())?;
+        env.console.say(format_args!(
+            "destroyed in {}: no cluster, Lustre instance or bucket of {} remains",
+            took(started.elapsed()),
+            d.project.cluster_name
+        ));
+        Ok(0)
+    }
+
+    /// The blueprint's buckets and how many objects each holds.
+    fn buckets(&self, env: &Env<'_>, resolved: &Resolved) -> anyhow::Result<Vec<(String, usize)>> {
+        let listed = read(env, &lifecycle::list_buckets(&resolved.deployment, &resolved.site))
+            .map_err(|e| anyhow::anyhow!("cannot list the buckets: {e}"))?;
+        listed
+            .lines()
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(|name| {
+                let name = name.trim_start_matches("gs://").trim_end_matches('/').to_owned();
+                // `gcloud storage ls` fails on a bucket with no objects.
+                let objects =
+                    read(env, &lifecycle::list_objects(&name)).map(|l| l.lines().filter(|l| !l.trim().is_empty()).count()).unwrap_or(0);
+                Ok((name, objects))
+            })
+            .collect()
+    }
+
+    async fn delete_ray_cluster(&self, env: &mut Env<'_>, resolved: &Resolved) -> anyhow::Result<()> {
+        let d = &resolved.deployment;
+        if !stream(env, &lifecycle::credentials(d, &resolved.site)) {
+            env.console.say("  the cluster has no credentials to give (already gone?): skipping the Kubernetes objects");
+            return Ok(());
+        }
+        let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+        let name = d.project.cluster_name.as_str();
+        if clusters.delete(name).await? {
+            env.console.say(format_args!("  deleted RayCluster {}/{name}", d.ray.namespace));
+        }
+        if clusters.delete_secret(d.secrets.kubernetes_secret.as_str()).await? {
+            env.console.say(format_args!("  deleted Secret {}/{}", d.ray.namespace, d.secrets.kubernetes_secret));
+        }
+        let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
+        tokio::select! {
+            gone = clusters.wait_pods_gone(name, wait) => gone?,
+            () = env.interrupt.wait() => return Ok(()),
+        }
+        env.console.say("  the Ray pods are gone");
+        Ok(())
+    }
+
+    /// What still exists, by asking gcloud.
+    fn leftovers(&self, env: &Env<'_>, resolved: &Resolved) -> Vec<String> {
+        let mut remains: Vec<String> = lifecycle::leftovers(&resolved.deployment, &resolved.site)
+            .into_iter()
+            .filter(|(_, command)| read(env, command).is_ok_and(|out| !out.trim().is_empty()))
+            .map(|(what, _)| what)
+            .collect();
+        if let Ok(buckets) = read(env, &lifecycle::list_buckets(&resolved.deployment, &resolved.site)) {
+            remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}")));
+        }
+        remains
+    }
+}
+
+fn interrupted(env: &Env<'_>) -> u8 {
+    env.console.say("interrupted; nothing is lost: re-run `cargo xtask destroy` to finish");
+    INTERRUPTED
+}
+
+/// What will be deleted, from the state and the buckets found.
+fn preview(resolved: &Resolved, state: &State, buckets: &[(String, usize)]) -> String {
+    let d = &resolved.deployment;
+    let p = &d.project;
+    let mut lines =
+        vec![format!("destroy deployment {} in project {} ({} / {}):", p.cluster_name, resolved.site.project_id, p.region, p.zone)];
+    if state.done(Step::Credentials) {
+        lines.push(format!(
+            "  RayCluster {}/{} and Secret {}/{}",
+            d.ray.namespace, p.cluster_name, d.ray.namespace, d.secrets.kubernetes_secret
+        ));
+    }
+    if state.done(Step::Render) {
+        lines.push(format!(
+            "  GKE cluster {} ({}) with its node pools ({} × {})",
+            p.cluster_name, p.region, d.topology.node_count, d.topology.machine_type
+        ));
+        lines.push(format!(
+            "  Managed Lustre instance {} ({} GiB in {}): everything under {}, checkpoints included, is lost",
+            d.lustre.instance_id, d.lustre.capacity_gib, p.zone, d.lustre.mount_path
+        ));
+        lines.push(format!("  networks {0}-net-0, {0}-net-1, {0}-rdma-net, their firewall rules and the service accounts", p.cluster_name));
+        for (bucket, objects) in buckets {
+            lines.push(format!("  bucket {bucket} ({objects} objects, emptied first)"));
+        }
+    }
+    lines.join("\n")
+}

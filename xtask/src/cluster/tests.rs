@@ -1,0 +1,334 @@
+//! deploy and destroy end to end: fake gcloud, gcluster, terraform and packer on PATH
+//! (`tests/fixtures/fakes/fake.sh`, which keeps a pretend cloud and records every call), and
+//! an in-memory API server on kube's mock service for the Kubernetes steps.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::{Args as _, FromArgMatches as _};
+use gke_rl::lifecycle::{State, Step};
+use gke_rl_kube::fake::{FakeApiServer, Pods};
+use xshell::Shell;
+
+use super::{Console, DeployArgs, DestroyArgs, Env, INTERRUPTED, Interrupt, Kube};
+
+const TOKEN: &str = "hf_fake_token_value_0123456789";
+
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    sh: Shell,
+    server: FakeApiServer,
+    client: kube::Client,
+    log: Arc<Mutex<Vec<u8>>>,
+}
+
+/// The upstream blueprint: required in CI, skipped (None) on a machine without `../shared`.
+fn upstream_blueprint() -> Option<PathBuf> {
+    let path = crate::project_root().join("../shared/upstream/cluster-toolkit/gke-a4.yaml");
+    if !path.is_file() {
+        assert!(std::env::var_os("CI").is_none(), "{} is missing; CI needs ../shared/upstream", path.display());
+        return None;
+    }
+    Some(path)
+}
+
+fn world(pods: Pods) -> Option<World> {
+    let blueprint = upstream_blueprint()?;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let bin = root.join("bin");
+    let example = root.join("toolkit/examples/gke-a4");
+    for path in [&bin, &example, &root.join("cloud")] {
+        std::fs::create_dir_all(path).unwrap();
+    }
+    let fake = crate::project_root().join("tests/fixtures/fakes/fake.sh");
+    for program in ["gcloud", "gcluster", "terraform", "packer"] {
+        std::os::unix::fs::symlink(&fake, bin.join(program)).unwrap();
+    }
+    std::fs::copy(blueprint, example.join("gke-a4.yaml")).unwrap();
+    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+        std::fs::write(example.join(template), format!("# {template}\n")).unwrap();
+    }
+    let sh = Shell::new().unwrap();
+    sh.set_var("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()));
+    sh.set_var("FAKE_CLOUD", root.join("cloud"));
+    sh.set_var("HF_TOKEN", TOKEN);
+    let (server, client) = FakeApiServer::start(pods);
+    Some(World { _dir: dir, root, sh, server, client, log: Arc::default() })
+}
+
+impl World {
+    fn env(&self, interrupt: Interrupt) -> Env<'_> {
+        Env {
+            sh: &self.sh,
+            console: Console::captured(self.log.clone()),
+            kube: Kube::Given(self.client.clone()),
+            interrupt,
+            poll: Duration::from_millis(1),
+            hidden: Vec::new(),
+        }
+    }
+
+    fn flags(&self, extra: &[&str]) -> Vec<String> {
+        let mut flags = vec!["cmd".to_owned(), "--yes".into(), "--folder".into(), self.folder().display().to_string()];
+        flags.extend(["--toolkit".to_owned(), self.root.join("toolkit").display().to_string()]);
+        flags.extend(extra.iter().map(|f| (*f).to_owned()));
+        flags
+    }
+
+    async fn deploy(&self, extra: &[&str]) -> u8 {
+        let mut flags = self.flags(extra);
+        flags.extend(["--authorized-cidr".into(), "203.0.113.7/32".into(), "--timeout".into(), "2s".into()]);
+        let matches = DeployArgs::augment_args(clap::Command::new("deploy")).try_get_matches_from(flags).unwrap();
+        let args = DeployArgs::from_arg_matches(&matches).unwrap();
+        args.execute(self.env(Interrupt::manual().1)).await.unwrap()
+    }
+
+    async fn destroy(&self, extra: &[&str]) -> anyhow::Result<u8> {
+        let matches = DestroyArgs::augment_args(clap::Command::new("destroy")).try_get_matches_from(self.flags(extra)).unwrap();
+        DestroyArgs::from_arg_matches(&matches).unwrap().execute(self.env(Interrupt::manual().1)).await
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.root.join("deployments/ray-a4-gpu-spot")
+    }
+
+    fn state(&self) -> Option<State> {
+        std::fs::read_to_string(self.folder().join("state.json")).ok().map(|t| State::from_json(&t).unwrap())
+    }
+
+    fn calls(&self) -> String {
+        std::fs::read_to_string(self.root.join("cloud/calls")).unwrap_or_default()
+    }
+
+    fn count(&self, call: &str) -> usize {
+        self.calls().lines().filter(|l| l.starts_with(call)).count()
+    }
+
+    fn log(&self) -> String {
+        String::from_utf8_lossy(&self.log.lock().unwrap()).into_owned()
+    }
+
+    fn applies(&self, plural: &str) -> usize {
+        self.server.requests().iter().filter(|r| r.method == "PATCH" && r.uri.contains(&format!("/{plural}/"))).count()
+    }
+
+    /// The token is in the Secret's body and nowhere else: not in any call, child environment,
+    /// file of the folder, or line of the log.
+    fn assert_token_stays_secret(&self) {
+        assert!(!self.calls().contains(TOKEN), "a call or a child's environment holds the token:\n{}", self.calls());
+        assert!(self.calls().lines().all(|l| l.contains("HF_TOKEN=<unset>")), "children must not inherit the token:\n{}", self.calls());
+        assert!(!self.log().contains(TOKEN), "the log holds the token");
+        for entry in walk(&self.folder()) {
+            assert!(!std::fs::read_to_string(&entry).unwrap_or_default().contains(TOKEN), "{} holds the token", entry.display());
+        }
+        for request in self.server.requests() {
+            assert!(!request.uri.contains(TOKEN), "{} holds the token", request.uri);
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn deploy_from_scratch_then_a_rerun_changes_nothing() {
+    let Some(w) = world(Pods::ReadyAfter(2)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let state = w.state().unwrap();
+    assert_eq!(state.completed, Step::ALL);
+    assert_eq!(state.project_id, "fake-project", "read from gcloud's configuration");
+    assert_eq!(state.created.cluster.as_deref(), Some("ray-a4-gpu-spot"));
+    assert_eq!(state.created.lustre_instance.as_deref(), Some("rl-demo-gpu-lustre"));
+    assert!(state.created.ray_cluster_uid.is_some());
+
+    let deploy = w.calls().lines().find(|l| l.starts_with("gcluster deploy")).unwrap().to_owned();
+    let folder = w.folder().display().to_string();
+    assert!(deploy.starts_with(&format!("gcluster deploy {folder}/gke-a4.yaml -d {folder}/gke-a4-deployment.yaml")), "{deploy}");
+    assert!(deploy.contains("--vars project_id=fake-project\\,authorized_cidr=203.0.113.7/32 -o"), "{deploy}");
+    assert!(deploy.contains("-w --auto-approve") && deploy.contains(&format!("[cwd={}/toolkit", w.root.display())), "{deploy}");
+    assert!(w.folder().join("kueue-configuration.yaml.tftpl").is_file() && w.folder().join("ray-cluster.yaml").is_file());
+    let secret = w.server.object("secrets", "gke-rl-secrets").unwrap();
+    assert_eq!(secret["data"].as_object().unwrap().keys().collect::<Vec<_>>(), ["HF_TOKEN"], "W&B is optional and unset");
+    let log = w.log();
+    assert!(
+        log.contains("✓ provision with gcluster") && log.contains("9/9 pods Ready") && log.contains("RayCluster ray-a4-gpu-spot is Ready"),
+        "{log}"
+    );
+    w.assert_token_stays_secret();
+
+    let calls_before = w.calls();
+    let patches_before = w.applies("rayclusters") + w.applies("secrets");
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let new_calls = &w.calls()[calls_before.len()..];
+    assert!(!new_calls.contains("gcluster deploy") && !new_calls.contains("get-credentials"), "{new_calls}");
+    assert_eq!(w.applies("rayclusters") + w.applies("secrets"), patches_before, "nothing applied again");
+    assert!(w.log().contains("nothing to do: RayCluster ray-a4-gpu-spot is Ready (9/9 pods)"), "{}", w.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn dry_run_prints_every_command_and_changes_nothing() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&["--dry-run"]).await, 0);
+    let log = w.log();
+    for expected in [
+        "$ gcloud services list",
+        "gcluster deploy",
+        "--auto-approve",
+        "get-credentials",
+        "HF_TOKEN: <the value of $HF_TOKEN>",
+        "kind: RayCluster",
+    ] {
+        assert!(log.contains(expected), "{expected} missing from\n{log}");
+    }
+    assert!(w.calls().lines().all(|l| l.starts_with("gcloud config get-value")), "only the project was read:\n{}", w.calls());
+    assert!(!w.folder().exists() && w.server.requests().is_empty());
+}
+
+/// A failure at each step stops there with exit 1, and the next run resumes at that step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_failure_at_any_step_resumes_at_that_step() {
+    type Break = fn(&World);
+    type Mend = fn(&World);
+    let cases: [(&str, Step, Break, Mend); 6] = [
+        ("preflight", Step::Preflight, |w| w.sh.set_var("FAKE_DISABLED_APIS", "lustre"), |w| w.sh.set_var("FAKE_DISABLED_APIS", "")),
+        ("provision", Step::Provision, |w| w.sh.set_var("FAKE_FAIL", "gcluster deploy"), |w| w.sh.set_var("FAKE_FAIL", "")),
+        (
+            "credentials",
+            Step::Credentials,
+            |w| w.sh.set_var("FAKE_FAIL", "gcloud container clusters get-credentials"),
+            |w| w.sh.set_var("FAKE_FAIL", ""),
+        ),
+        ("secret", Step::Secret, |w| w.server.refuse("secrets", true), |w| w.server.refuse("secrets", false)),
+        ("raycluster", Step::RayCluster, |w| w.server.refuse("rayclusters", true), |w| w.server.refuse("rayclusters", false)),
+        (
+            "ready",
+            Step::Ready,
+            |w| w.server.set_pods(Pods::Unschedulable("0/3 nodes are available".into())),
+            |w| w.server.set_pods(Pods::ReadyAfter(0)),
+        ),
+    ];
+    for (name, failing, break_it, mend) in cases {
+        let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+        break_it(&w);
+        assert_eq!(w.deploy(&[]).await, 1, "{name}: {}", w.log());
+        let completed = w.state().map(|s| s.completed).unwrap_or_default();
+        let before: Vec<Step> = Step::ALL.into_iter().filter(|s| *s < failing).collect();
+        if failing == Step::Preflight {
+            assert!(w.log().contains("gcloud services enable lustre.googleapis.com --project fake-project"), "{}", w.log());
+            assert!(completed.is_empty() && w.count("gcluster deploy") == 0, "{name}: nothing is created before preflight passes");
+        } else {
+            assert_eq!(completed, before, "{name}");
+            assert!(w.log().contains("re-run `cargo xtask deploy` to resume from this step"), "{name}: {}", w.log());
+        }
+        mend(&w);
+        assert_eq!(w.deploy(&[]).await, 0, "{name}: {}", w.log());
+        assert_eq!(w.state().unwrap().completed, Step::ALL, "{name}");
+        let provisions = if failing == Step::Provision { 2 } else { 1 };
+        assert_eq!(w.count("gcluster deploy"), provisions, "{name}: gcluster runs again only when it failed");
+        assert_eq!(w.applies("secrets"), usize::from(failing == Step::Secret) + 1, "{name}");
+        assert_eq!(w.applies("rayclusters"), usize::from(failing == Step::RayCluster) + 1, "{name}");
+        w.assert_token_stays_secret();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_spot_stock_out_is_named_while_waiting() {
+    let message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
+    let Some(w) = world(Pods::Unschedulable(message.into())) else { return };
+    assert_eq!(w.deploy(&[]).await, 1);
+    let log = w.log();
+    assert!(log.contains(&format!("! ray-a4-gpu-spot-head: Unschedulable: {message}")), "{log}");
+    assert!(log.contains("Spot capacity for a4-highgpu-8g in us-east1-b is likely exhausted"), "{log}");
+    assert!(log.contains("gcloud container node-pools describe a4-highgpu-8g-a4-pool --cluster ray-a4-gpu-spot"), "{log}");
+    assert_eq!(
+        log.lines().filter(|l| l.starts_with("  ! ray-a4-gpu-spot-head:")).count(),
+        1,
+        "each reason is told once while waiting:\n{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
+    let Some(w) = world(Pods::ReadyAfter(usize::MAX)) else { return };
+    let (press, interrupt) = Interrupt::manual();
+    let server = w.server.clone();
+    tokio::spawn(async move {
+        // Ctrl-C once the wait for the pods has looked a few times.
+        while server.requests().iter().filter(|r| r.uri.contains("/pods")).count() < 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let _ = press.send(true);
+    });
+    let matches = DeployArgs::augment_args(clap::Command::new("deploy"))
+        .try_get_matches_from(w.flags(&["--authorized-cidr", "203.0.113.7/32", "--timeout", "1h"]))
+        .unwrap();
+    let code = DeployArgs::from_arg_matches(&matches).unwrap().execute(w.env(interrupt)).await.unwrap();
+    assert_eq!(code, INTERRUPTED, "{}", w.log());
+    assert!(w.log().contains("cargo xtask deploy    resumes from there"), "{}", w.log());
+    let state = w.state().unwrap();
+    assert!(state.done(Step::RayCluster) && !state.done(Step::Ready), "{state:?}");
+
+    w.server.set_pods(Pods::ReadyAfter(0));
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    assert_eq!((w.count("gcluster deploy"), w.applies("rayclusters")), (1, 1), "resumed at the wait");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0, "{}", w.log());
+    w.assert_token_stays_secret();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn destroy_empties_the_buckets_tears_down_and_verifies() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let checkpoints = w.root.join("cloud/buckets/checkpoint-ray-a4-gpu-spot-3c4d");
+    for object in ["step_2.pt", "step_4.pt"] {
+        std::fs::write(checkpoints.join(object), "weights").unwrap();
+    }
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0, "{}", w.log());
+    let log = w.log();
+    assert!(log.contains("bucket checkpoint-ray-a4-gpu-spot-3c4d (2 objects, emptied first)"), "{log}");
+    assert!(log.contains("everything under /lustre, checkpoints included, is lost"), "{log}");
+    let calls = w.calls();
+    let emptied = calls.find("gcloud storage rm --recursive --all-versions gs://checkpoint-ray-a4-gpu-spot-3c4d/\\*\\*").expect("emptied");
+    assert!(emptied < calls.find("gcluster destroy").unwrap(), "buckets are emptied before gcluster destroy");
+    assert!(calls.contains("gcluster destroy ") && calls.contains(" --auto-approve"), "{calls}");
+    assert!(calls.contains("gcloud lustre instances describe rl-demo-gpu-lustre --location us-east1-b"), "verified with gcloud");
+    assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_none() && w.server.object("secrets", "gke-rl-secrets").is_none());
+    assert!(w.state().is_none(), "a verified destroy removes the state");
+    assert!(log.contains("no cluster, Lustre instance or bucket of ray-a4-gpu-spot remains"), "{log}");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0);
+    assert!(w.log().contains("nothing to destroy"));
+    w.assert_token_stays_secret();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn destroy_says_loudly_what_remains() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    w.sh.set_var("FAKE_DESTROY_LEAVES", "lustre");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 1);
+    assert!(
+        w.log().contains("NOT DESTROYED — these still exist and may still bill:\n  - Managed Lustre instance rl-demo-gpu-lustre"),
+        "{}",
+        w.log()
+    );
+    assert!(w.state().is_some(), "the state stays for the next attempt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn another_projects_state_is_refused() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let error = w.destroy(&["--project", "someone-elses"]).await.unwrap_err().to_string();
+    assert!(error.starts_with("refusing to act: the state file belongs to deployment ray-a4-gpu-spot in project fake-project"), "{error}");
+    assert_eq!(w.count("gcluster destroy"), 0);
+    assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some(), "nothing was deleted");
+}
