@@ -140,20 +140,21 @@ impl RayClusters {
         Ok(found.map(|o| o.metadata.uid.unwrap_or_default()))
     }
 
+    /// The pods matching `selector`.
+    async fn list_pods(&self, selector: &str) -> Result<Vec<Pod>, Error> {
+        let pods = self.pods().list(&ListParams::default().labels(selector)).await;
+        pods.map(|list| list.items).map_err(|source| Error::Api { action: format!("list the pods with {selector}"), source })
+    }
+
     /// The state of the RayCluster's pods now.
     pub async fn readiness(&self, name: &str, workers_expected: u32) -> Result<Readiness, Error> {
-        let selector = format!("ray.io/cluster={name}");
-        let pods = self
-            .pods()
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|source| Error::Api { action: format!("list the pods of {name}"), source })?;
+        let pods = self.list_pods(&format!("ray.io/cluster={name}")).await?;
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
         let events = events
             .list(&ListParams::default().fields("involvedObject.kind=Pod"))
             .await
             .map_err(|source| Error::Api { action: "list pod events".to_owned(), source })?;
-        Ok(assess(&pods.items, &events.items, workers_expected))
+        Ok(assess(&pods, &events.items, workers_expected))
     }
 
     /// Waits until the head and `workers_expected` workers are Running and Ready, calling
@@ -203,16 +204,12 @@ impl RayClusters {
         let start = tokio::time::Instant::now();
         let selector = format!("ray.io/cluster={name}");
         loop {
-            let pods = self
-                .pods()
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|source| Error::Api { action: format!("list the pods of {name}"), source })?;
-            if pods.items.is_empty() {
+            let pods = self.list_pods(&selector).await?;
+            if pods.is_empty() {
                 return Ok(());
             }
             if start.elapsed() >= wait.timeout {
-                return Err(Error::PodsRemain { cluster: name.to_owned(), remaining: pods.items.len(), waited: start.elapsed() });
+                return Err(Error::PodsRemain { cluster: name.to_owned(), remaining: pods.len(), waited: start.elapsed() });
             }
             tokio::time::sleep(wait.poll).await;
         }
@@ -220,14 +217,8 @@ impl RayClusters {
 
     /// The name of the RayCluster's running head pod.
     pub async fn head_pod(&self, name: &str) -> Result<String, Error> {
-        let selector = format!("ray.io/cluster={name},ray.io/node-type=head");
-        let pods = self
-            .pods()
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|source| Error::Api { action: format!("find the head pod of {name}"), source })?;
-        pods.items
-            .into_iter()
+        let pods = self.list_pods(&format!("ray.io/cluster={name},ray.io/node-type=head")).await?;
+        pods.into_iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
             .and_then(|p| p.metadata.name)

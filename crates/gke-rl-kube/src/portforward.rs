@@ -168,21 +168,20 @@ mod tests {
         Ok(answer)
     }
 
+    /// A forward to `upstream` on a free port, and the count of connections it gave up on.
+    async fn start(upstream: Tcp, retry: Duration) -> (Forwarding, Arc<AtomicUsize>) {
+        let errors = Arc::new(AtomicUsize::new(0));
+        let counted = errors.clone();
+        let on_error: OnError = Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        (forward("127.0.0.1:0".parse().unwrap(), upstream, retry, on_error).await.unwrap(), errors)
+    }
+
     #[tokio::test]
     async fn forwards_bytes_and_survives_a_dropped_stream() {
         let upstream = Tcp { server: server().await, refusals_left: AtomicUsize::new(2) };
-        let errors = Arc::new(AtomicUsize::new(0));
-        let counted = errors.clone();
-        let forwarding = forward(
-            "127.0.0.1:0".parse().unwrap(),
-            upstream,
-            Duration::from_secs(5),
-            Arc::new(move |_| {
-                counted.fetch_add(1, Ordering::SeqCst);
-            }),
-        )
-        .await
-        .unwrap();
+        let (forwarding, errors) = start(upstream, Duration::from_secs(5)).await;
 
         // Two refused upstream connects are retried within one local connection.
         let mut first = BufReader::new(TcpStream::connect(forwarding.local).await.unwrap());
@@ -200,18 +199,7 @@ mod tests {
     #[tokio::test]
     async fn gives_up_on_an_upstream_that_stays_down() {
         let upstream = Tcp { server: "127.0.0.1:1".parse().unwrap(), refusals_left: AtomicUsize::new(usize::MAX) };
-        let errors = Arc::new(AtomicUsize::new(0));
-        let counted = errors.clone();
-        let forwarding = forward(
-            "127.0.0.1:0".parse().unwrap(),
-            upstream,
-            Duration::from_millis(300),
-            Arc::new(move |_| {
-                counted.fetch_add(1, Ordering::SeqCst);
-            }),
-        )
-        .await
-        .unwrap();
+        let (forwarding, errors) = start(upstream, Duration::from_millis(300)).await;
         let mut local = BufReader::new(TcpStream::connect(forwarding.local).await.unwrap());
         assert_eq!(ask(&mut local, "anyone?").await.unwrap_or_default(), "");
         assert_eq!(errors.load(Ordering::SeqCst), 1);

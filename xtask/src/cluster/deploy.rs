@@ -10,7 +10,7 @@ use gke_rl::{Artifact, Deployment};
 use gke_rl_kube::{RayClusters, Readiness, Wait};
 use xshell::Shell;
 
-use super::{Console, Env, INTERRUPTED, Interrupt, Kube, Resolved, Target, confirm, read, stream, took};
+use super::{Console, Env, INTERRUPTED, Resolved, Target, confirm, read, stream, took};
 
 /// Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until
 /// every Ray pod is Ready; re-running resumes after the last completed step
@@ -41,17 +41,7 @@ const ADDRESS_ECHO: &str = "https://api.ipify.org";
 impl DeployArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         let sh = Shell::new()?;
-        super::runtime()?.block_on(async {
-            let env = Env {
-                sh: &sh,
-                console: Console::stderr(),
-                kube: Kube::FromKubeconfig,
-                interrupt: Interrupt::on_ctrl_c(),
-                poll: Duration::from_secs(2),
-                hidden: Vec::new(),
-            };
-            self.execute(env).await
-        })
+        super::runtime()?.block_on(async { self.execute(Env::real(&sh)).await })
     }
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {

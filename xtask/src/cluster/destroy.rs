@@ -7,7 +7,7 @@ use gke_rl::lifecycle::{self, Folder, State, Step};
 use gke_rl_kube::{RayClusters, Wait};
 use xshell::Shell;
 
-use super::{Console, Env, INTERRUPTED, Interrupt, Kube, Resolved, Target, confirm, read, stream, took};
+use super::{Env, INTERRUPTED, Resolved, Target, confirm, read, stream, took};
 
 /// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
 /// gcloud that the cluster and the Lustre instance are gone
@@ -26,17 +26,7 @@ pub struct DestroyArgs {
 impl DestroyArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         let sh = Shell::new()?;
-        super::runtime()?.block_on(async {
-            let env = Env {
-                sh: &sh,
-                console: Console::stderr(),
-                kube: Kube::FromKubeconfig,
-                interrupt: Interrupt::on_ctrl_c(),
-                poll: Duration::from_secs(2),
-                hidden: Vec::new(),
-            };
-            self.execute(env).await
-        })
+        super::runtime()?.block_on(async { self.execute(Env::real(&sh)).await })
     }
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {

@@ -54,6 +54,20 @@ pub struct Env<'a> {
     pub hidden: Vec<String>,
 }
 
+impl<'a> Env<'a> {
+    /// The real effects: `sh`'s PATH, the kubeconfig, stderr, Ctrl-C. Call inside [`runtime`].
+    fn real(sh: &'a Shell) -> Self {
+        Env {
+            sh,
+            console: Console::stderr(),
+            kube: Kube::FromKubeconfig,
+            interrupt: Interrupt::on_ctrl_c(),
+            poll: Duration::from_secs(2),
+            hidden: Vec::new(),
+        }
+    }
+}
+
 /// How to reach the cluster's API server.
 pub enum Kube {
     /// The kubeconfig `gcloud container clusters get-credentials` wrote.
