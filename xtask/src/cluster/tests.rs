@@ -332,3 +332,17 @@ async fn another_projects_state_is_refused() {
     assert_eq!(w.count("gcluster destroy"), 0);
     assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some(), "nothing was deleted");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    w.sh.set_var("FAKE_FAIL", "gcluster deploy");
+    assert_eq!(w.deploy(&[]).await, 1);
+    assert_eq!(w.destroy(&["--dry-run"]).await.unwrap(), 0);
+    assert!(w.log().contains("verify that Managed Lustre instance rl-demo-gpu-lustre is gone"), "{}", w.log());
+    assert!(w.state().is_some(), "a dry run changes nothing");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0, "{}", w.log());
+    assert_eq!(w.count("gcloud container clusters get-credentials"), 0, "no cluster credentials were ever recorded");
+    assert!(w.calls().contains("gcloud lustre instances describe"), "still verified with gcloud");
+    assert!(w.state().is_none());
+}
