@@ -45,8 +45,8 @@ impl DeployArgs {
     }
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {
-        let cidr = self.authorized_cidr(&env).await?;
-        let mut resolved = self.target.resolve(&mut env, cidr, self.download_dependencies)?;
+        let mut resolved = self.target.resolve(&mut env, self.download_dependencies)?;
+        resolved.site.authorized_cidr = self.authorized_cidr(&env, &resolved.deployment).await?;
         let artifacts = gke_rl::render(&resolved.deployment, &resolved.source)?;
         let ray_cluster = artifact(&artifacts, "ray-cluster.yaml").contents.clone();
         if self.dry_run {
@@ -133,12 +133,12 @@ impl DeployArgs {
     }
 
     /// The CIDR from the flag, the config, or this machine's public address.
-    async fn authorized_cidr(&self, env: &Env<'_>) -> anyhow::Result<String> {
+    async fn authorized_cidr(&self, env: &Env<'_>, deployment: &Deployment) -> anyhow::Result<String> {
         if let Some(cidr) = &self.authorized_cidr {
             gke_rl::model::Cidr::new(cidr).map_err(|e| anyhow::anyhow!("--authorized-cidr: {e}"))?;
             return Ok(cidr.clone());
         }
-        if let Some(cidr) = &self.target.source.load()?.deployment.network.authorized_cidr {
+        if let Some(cidr) = &deployment.network.authorized_cidr {
             return Ok(cidr.to_string());
         }
         if self.dry_run {

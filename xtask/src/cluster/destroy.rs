@@ -30,7 +30,7 @@ impl DestroyArgs {
     }
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {
-        let resolved = self.target.resolve(&mut env, String::new(), false)?;
+        let resolved = self.target.resolve(&mut env, false)?;
         let d = &resolved.deployment;
         let Some(state) = resolved.load_state()? else {
             env.console.say(format_args!(
@@ -52,6 +52,7 @@ impl DestroyArgs {
         }
 
         let started = Instant::now();
+        let mut teardown_failed = false;
         if state.done(Step::Credentials) {
             self.delete_ray_cluster(&mut env, &resolved).await?;
             if env.interrupt.is_set() {
@@ -72,10 +73,18 @@ impl DestroyArgs {
                     return Ok(interrupted(&env));
                 }
                 env.console.say("gcluster destroy failed; its output is above. Checking what remains:");
+                teardown_failed = true;
             }
         }
 
-        let remains = self.leftovers(&env, &resolved);
+        let mut remains = self.leftovers(&env, &resolved);
+        if teardown_failed {
+            // What gcloud is not asked about (networks, service accounts) may remain too.
+            remains.push(format!(
+                "whatever else gcluster did not destroy (networks, firewall rules, service accounts of {})",
+                d.project.cluster_name
+            ));
+        }
         if !remains.is_empty() {
             env.console.say(format_args!(
                 "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `cargo xtask destroy`, or delete them in the console; the state stays in {}",

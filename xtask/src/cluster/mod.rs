@@ -165,7 +165,8 @@ struct Resolved {
 impl Target {
     /// Loads the config and resolves the project (flag, config, gcloud) and the folders.
     /// Also hides the config's secret variables from every child process of `env`.
-    fn resolve(&self, env: &mut Env<'_>, authorized_cidr: String, download_dependencies: bool) -> anyhow::Result<Resolved> {
+    /// The site's authorized CIDR is left empty: only deploy needs one.
+    fn resolve(&self, env: &mut Env<'_>, download_dependencies: bool) -> anyhow::Result<Resolved> {
         let loaded = self.source.load()?;
         let deployment = loaded.deployment;
         env.hidden = lifecycle::secret_entries(&deployment).into_iter().map(|(_, variable, _)| variable.to_owned()).collect();
@@ -195,7 +196,7 @@ impl Target {
         let gcluster = if checkout_gcluster.is_file() { checkout_gcluster.display().to_string() } else { "gcluster".to_owned() };
         let site = lifecycle::Site {
             project_id,
-            authorized_cidr,
+            authorized_cidr: String::new(),
             toolkit: toolkit.display().to_string(),
             gcluster,
             folder: folder.display().to_string(),

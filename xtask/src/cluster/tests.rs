@@ -346,3 +346,19 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
     assert!(w.calls().contains("gcloud lustre instances describe"), "still verified with gcloud");
     assert!(w.state().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    w.sh.set_var("FAKE_FAIL", "gcluster destroy");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 1);
+    let log = w.log();
+    assert!(
+        log.contains("NOT DESTROYED") && log.contains("GKE cluster ray-a4-gpu-spot") && log.contains("networks, firewall rules"),
+        "{log}"
+    );
+    assert!(w.state().is_some());
+    w.sh.set_var("FAKE_FAIL", "");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0, "a second destroy finishes the job: {}", w.log());
+}
