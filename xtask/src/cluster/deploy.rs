@@ -79,16 +79,21 @@ impl DeployArgs {
             state.rendered = digest;
         }
         if Step::ALL.iter().all(|s| state.done(*s)) {
-            match self.health(&env, &resolved, &state).await? {
-                Some(readiness) => {
-                    let (ready, wanted) = readiness.progress();
-                    env.console.say(format_args!(
-                        "nothing to do: RayCluster {} is Ready ({ready}/{wanted} pods)",
-                        resolved.deployment.project.cluster_name
-                    ));
+            let d = &resolved.deployment;
+            let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+            let name = d.project.cluster_name.as_str();
+            if clusters.uid(name).await?.is_none() {
+                env.console.say(format_args!("RayCluster {name} is gone: applying it again"));
+                state.redo_from(Step::Secret);
+            } else {
+                let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
+                let (ready, wanted) = readiness.progress();
+                if readiness.is_ready() {
+                    env.console.say(format_args!("nothing to do: RayCluster {name} is Ready ({ready}/{wanted} pods)"));
                     return Ok(0);
                 }
-                None => env.console.say("the deployment is not healthy any more: checking the RayCluster again"),
+                env.console.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready: waiting for them again"));
+                state.redo_from(Step::Ready);
             }
         }
         if !state.done(Step::Provision) && !confirm(&cost_question(&resolved.deployment), self.yes)? {
@@ -316,18 +321,6 @@ impl DeployArgs {
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// For a deployment whose steps all completed: the pods' state if they are all Ready.
-    async fn health(&self, env: &Env<'_>, resolved: &Resolved, state: &State) -> anyhow::Result<Option<Readiness>> {
-        let d = &resolved.deployment;
-        let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
-        let name = d.project.cluster_name.as_str();
-        if clusters.uid(name).await?.is_none() || state.created.ray_cluster_uid.is_none() {
-            return Ok(None);
-        }
-        let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
-        Ok(readiness.is_ready().then_some(readiness))
     }
 }
 

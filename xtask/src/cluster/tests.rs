@@ -362,3 +362,15 @@ async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
     w.sh.set_var("FAKE_FAIL", "");
     assert_eq!(w.destroy(&[]).await.unwrap(), 0, "a second destroy finishes the job: {}", w.log());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
+    assert!(clusters.delete("ray-a4-gpu-spot").await.unwrap());
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    assert!(w.log().contains("RayCluster ray-a4-gpu-spot is gone: applying it again"), "{}", w.log());
+    assert_eq!((w.count("gcluster deploy"), w.applies("secrets"), w.applies("rayclusters")), (1, 2, 2));
+    assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some());
+}
