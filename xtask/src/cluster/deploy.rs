@@ -168,26 +168,31 @@ impl DeployArgs {
         let site = &resolved.site;
         let checks = Preflight::new(site);
         let mut problems = Vec::new();
-        match read(env, &checks.account) {
-            Ok(account) if !account.trim().is_empty() => env.console.say(format_args!("  gcloud account: {}", account.trim())),
-            _ => problems.push(
+        let account = read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
+        let signed_in = account.is_some();
+        match account {
+            Some(account) => env.console.say(format_args!("  gcloud account: {account}")),
+            None => problems.push(
                 "no active gcloud account: run `gcloud auth login` and `gcloud auth application-default login` (gcluster's validators and Terraform use the application-default credentials)".to_owned(),
             ),
         }
-        match read(env, &checks.apis) {
-            Ok(enabled) => {
-                let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
-                let missing: Vec<&str> = REQUIRED_APIS.iter().copied().filter(|api| !enabled.contains(api)).collect();
-                if !missing.is_empty() {
-                    problems.push(format!(
-                        "APIs not enabled in {}: {}\n  enable them: {}",
-                        site.project_id,
-                        missing.join(", "),
-                        lifecycle::enable_apis(&missing, site)
-                    ));
+        // Without an account gcloud can answer nothing else about the project.
+        if signed_in {
+            match read(env, &checks.apis) {
+                Ok(enabled) => {
+                    let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
+                    let missing: Vec<&str> = REQUIRED_APIS.iter().copied().filter(|api| !enabled.contains(api)).collect();
+                    if !missing.is_empty() {
+                        problems.push(format!(
+                            "APIs not enabled in {}: {}\n  enable them: {}",
+                            site.project_id,
+                            missing.join(", "),
+                            lifecycle::enable_apis(&missing, site)
+                        ));
+                    }
                 }
+                Err(e) => problems.push(format!("cannot list the enabled APIs of {}: {e}", site.project_id)),
             }
-            Err(e) => problems.push(format!("cannot list the enabled APIs of {}: {e}", site.project_id)),
         }
         if let Err(e) = read(env, &checks.gcluster) {
             problems.push(format!(
@@ -216,7 +221,7 @@ impl DeployArgs {
             }
         }
         let skip = read(env, &checks.gcsfuse_role).is_err();
-        if skip {
+        if skip && signed_in {
             env.console.say(format_args!(
                 "  the custom role {} does not exist in {}: gcluster's {} validator is skipped, and the blueprint's GCS Fuse\n  \
                  volumes (training and checkpoint buckets; not Lustre) may fail to mount. To create the role:\n    {}\n  \
@@ -229,7 +234,8 @@ impl DeployArgs {
         }
         resolved.site.skip_gcsfuse_validator = skip;
         if !problems.is_empty() {
-            bail!("{}", problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"));
+            let listed: Vec<String> = problems.iter().map(|p| format!("  - {}", p.trim().replace('\n', "\n    "))).collect();
+            bail!("{}", listed.join("\n"));
         }
         env.console.say(format_args!("  authorized CIDR: {}", resolved.site.authorized_cidr));
         Ok(())

@@ -374,3 +374,26 @@ async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
     assert_eq!((w.count("gcluster deploy"), w.applies("secrets"), w.applies("rayclusters")), (1, 2, 2));
     assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    w.sh.set_var("FAKE_NO_ACCOUNT", "1");
+    w.sh.set_var("HF_TOKEN", "");
+    std::fs::remove_file(w.root.join("bin/packer")).unwrap();
+    assert_eq!(w.deploy(&[]).await, 1);
+    let log = w.log();
+    for expected in ["no active gcloud account: run `gcloud auth login`", "packer is not on PATH", "$HF_TOKEN is not set"] {
+        assert!(log.contains(expected), "{expected} missing from\n{log}");
+    }
+    assert!(!log.contains("gke.gcsfuse.profileUser does not exist"), "no role verdict without an account:\n{log}");
+    assert!(w.state().is_none() && w.count("gcluster deploy") == 0);
+
+    w.sh.set_var("FAKE_NO_ACCOUNT", "");
+    w.sh.set_var("FAKE_NO_GCSFUSE_ROLE", "1");
+    w.sh.set_var("HF_TOKEN", TOKEN);
+    assert_eq!(w.deploy(&["--download-dependencies"]).await, 0, "{}", w.log());
+    assert!(w.log().contains("gcluster's test_gcsfuse_iam_role_exists validator is skipped"), "{}", w.log());
+    let deploy = w.calls().lines().find(|l| l.starts_with("gcluster deploy")).unwrap().to_owned();
+    assert!(deploy.contains("--download-dependencies --skip-validators test_gcsfuse_iam_role_exists"), "{deploy}");
+}
