@@ -17,6 +17,9 @@ pub enum Pods {
     ReadyAfter(usize),
     /// Pending forever: no node can take them (a Spot stock-out), with the scheduler's message.
     Unschedulable(String),
+    /// Scheduled, but their volume does not mount (a Lustre problem): Warning FailedMount events
+    /// with this message.
+    MountFails(String),
 }
 
 /// One request as the API server saw it.
@@ -151,27 +154,49 @@ impl FakeApiServer {
                 let items = state.list_pods(query);
                 (StatusCode::OK, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
             }
-            ("GET", ["events"]) => (StatusCode::OK, json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": []})),
+            ("GET", ["events"]) => {
+                let items = state.events();
+                (StatusCode::OK, json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items}))
+            }
             _ => not_found("route"),
         }
     }
 }
 
 impl State {
+    /// The applied RayCluster's name and worker count.
+    fn cluster(&self) -> Option<(String, u64)> {
+        let cluster = self.objects.iter().find(|((plural, _), _)| plural == "rayclusters").map(|(_, o)| o)?;
+        let workers = cluster["spec"]["workerGroupSpecs"].as_array().into_iter().flatten().filter_map(|g| g["replicas"].as_u64()).sum();
+        Some((cluster["metadata"]["name"].as_str().unwrap_or_default().to_owned(), workers))
+    }
+
+    fn pod_names(name: &str, workers: u64) -> impl Iterator<Item = (String, &'static str)> + '_ {
+        std::iter::once((format!("{name}-head"), "head")).chain((0..workers).map(move |i| (format!("{name}-worker-{i}"), "worker")))
+    }
+
+    /// Warning events about the pods, as the script has them.
+    fn events(&self) -> Vec<Value> {
+        let (Some(Pods::MountFails(message)), Some((name, workers))) = (&self.pods, self.cluster()) else { return Vec::new() };
+        State::pod_names(&name, workers)
+            .map(|(pod, _)| {
+                json!({"metadata": {"name": format!("{pod}.mount"), "namespace": "default"}, "involvedObject": {"kind": "Pod", "name": pod},
+                       "reason": "FailedMount", "type": "Warning", "message": message})
+            })
+            .collect()
+    }
+
     /// The RayCluster's pods as the script has them now, filtered by the label selector.
     fn list_pods(&mut self, query: &str) -> Vec<Value> {
         self.pod_listings += 1;
-        let Some(cluster) = self.objects.iter().find(|((plural, _), _)| plural == "rayclusters").map(|(_, o)| o.clone()).or_else(|| {
+        let Some((name, workers)) = self.cluster().or_else(|| {
             // A deleted cluster's pods linger for a few listings.
             let left = self.terminating?;
             self.terminating = left.checked_sub(1).filter(|l| *l > 0);
-            Some(json!({"metadata": {"name": "terminating"}, "spec": {"workerGroupSpecs": [{"replicas": 1}]}}))
+            Some(("terminating".to_owned(), 1))
         }) else {
             return Vec::new();
         };
-        let name = cluster["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let workers: u64 =
-            cluster["spec"]["workerGroupSpecs"].as_array().into_iter().flatten().filter_map(|g| g["replicas"].as_u64()).sum();
         let selector: Vec<(String, String)> = query
             .split('&')
             .filter_map(|kv| kv.strip_prefix("labelSelector="))
@@ -192,8 +217,8 @@ impl State {
             _ => json!({"phase": "Pending"}),
         };
         let pod = |pod_name: String, node_type: &str| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "status": status});
-        std::iter::once(pod(format!("{name}-head"), "head"))
-            .chain((0..workers).map(|i| pod(format!("{name}-worker-{i}"), "worker")))
+        State::pod_names(&name, workers)
+            .map(|(pod_name, node_type)| pod(pod_name, node_type))
             .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
             .collect()
     }

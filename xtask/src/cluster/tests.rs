@@ -397,3 +397,27 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     let deploy = w.calls().lines().find(|l| l.starts_with("gcluster deploy")).unwrap().to_owned();
     assert!(deploy.contains("--download-dependencies --skip-validators test_gcsfuse_iam_role_exists"), "{deploy}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_lustre_mount_failure_is_named_while_waiting() {
+    let message = "MountVolume.MountDevice failed for volume \"lustre-pv\": rpc error: mount failed: exit status 110";
+    let Some(w) = world(Pods::MountFails(message.into())) else { return };
+    assert_eq!(w.deploy(&[]).await, 1);
+    let log = w.log();
+    assert!(log.contains(&format!("! ray-a4-gpu-spot-worker-0: FailedMount: {message}")), "{log}");
+    assert!(!log.contains("Spot capacity"), "a mount failure is not a capacity problem:\n{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_changed_config_runs_again_from_render() {
+    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let config = w.root.join("gke-rl.yaml");
+    std::fs::write(&config, "topology:\n  node_count: 2\n").unwrap();
+    assert_eq!(w.deploy(&["--config", config.to_str().unwrap()]).await, 0, "{}", w.log());
+    assert!(w.log().contains("the config or the blueprint changed since the last deploy"), "{}", w.log());
+    assert_eq!((w.count("gcluster deploy"), w.applies("rayclusters")), (2, 2));
+    let deployment_file = std::fs::read_to_string(w.folder().join("gke-a4-deployment.yaml")).unwrap();
+    assert!(deployment_file.contains("static_node_count: 2"), "{deployment_file}");
+    assert!(w.log().contains("3/3 pods Ready"), "{}", w.log());
+}
