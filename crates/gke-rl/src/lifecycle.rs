@@ -149,6 +149,11 @@ impl Folder<'_> {
         format!("{}/ray-cluster.yaml", self.0)
     }
 
+    /// A template the blueprint stages, copied beside it.
+    pub fn template(&self, name: &str) -> String {
+        format!("{}/{name}", self.0)
+    }
+
     /// gcluster's deployment folder (`-o FOLDER` makes `FOLDER/<deployment_name>`).
     pub fn gcluster(&self, deployment: &Deployment) -> String {
         format!("{}/{}", self.0, deployment.project.cluster_name)
@@ -470,7 +475,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         format!("write {}", folder.deployment_file()),
         format!("write {}", folder.ray_cluster()),
     ];
-    render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}/{t}", site.folder)));
+    render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}", folder.template(t))));
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site))]);
     step(Step::Credentials, &[format!("$ {}", credentials(deployment, site))]);

@@ -340,7 +340,7 @@ struct Files<'a> {
 impl Files<'_> {
     fn write(&self, resolved: &Resolved) -> anyhow::Result<()> {
         let folder = Folder(&resolved.site.folder);
-        std::fs::create_dir_all(&resolved.folder).with_context(|| format!("cannot create {}", resolved.folder.display()))?;
+        std::fs::create_dir_all(resolved.folder()).with_context(|| format!("cannot create {}", resolved.site.folder))?;
         let write = |path: String, contents: &str| crate::render::write_atomically(Path::new(&path), contents.as_bytes(), false);
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &artifact(self.artifacts, "gke-a4-deployment.yaml").contents)?;
@@ -348,7 +348,7 @@ impl Files<'_> {
         let example = Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE);
         for template in STAGED_TEMPLATES {
             let text = crate::config::read_input(&example.join(template))?;
-            write(format!("{}/{template}", resolved.site.folder), &text)?;
+            write(folder.template(template), &text)?;
         }
         Ok(())
     }

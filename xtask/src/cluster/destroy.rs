@@ -35,7 +35,7 @@ impl DestroyArgs {
         let Some(state) = resolved.load_state()? else {
             env.console.say(format_args!(
                 "nothing to destroy: no deployment state in {}\n  (gke-rl destroys only what its deploy recorded; pass --folder if the deployment lives elsewhere)",
-                resolved.folder.display()
+                resolved.site.folder
             ));
             return Ok(0);
         };

@@ -159,7 +159,6 @@ struct Resolved {
     deployment: Deployment,
     source: String,
     site: lifecycle::Site,
-    folder: PathBuf,
 }
 
 impl Target {
@@ -203,13 +202,18 @@ impl Target {
             download_dependencies,
             skip_gcsfuse_validator: false,
         };
-        Ok(Resolved { deployment, source: loaded.source, site, folder })
+        Ok(Resolved { deployment, source: loaded.source, site })
     }
 }
 
 impl Resolved {
+    /// The deployment folder (`Site::folder`, absolute).
+    fn folder(&self) -> &Path {
+        Path::new(&self.site.folder)
+    }
+
     fn state_path(&self) -> PathBuf {
-        self.folder.join("state.json")
+        PathBuf::from(lifecycle::Folder(&self.site.folder).state())
     }
 
     /// The state file, if there is one; refused when it is another deployment's.
@@ -231,7 +235,7 @@ impl Resolved {
     }
 
     fn save_state(&self, state: &State) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&self.folder).with_context(|| format!("cannot create {}", self.folder.display()))?;
+        std::fs::create_dir_all(self.folder()).with_context(|| format!("cannot create {}", self.site.folder))?;
         crate::render::write_atomically(&self.state_path(), state.to_json().as_bytes(), false)
     }
 }
