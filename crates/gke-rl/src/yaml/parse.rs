@@ -43,7 +43,8 @@ pub(super) fn parse(text: &str) -> Result<Node, Error> {
 
 struct Builder<'input> {
     events: Parser<'input, granit_parser::StrInput<'input>>,
-    anchors: HashMap<usize, Node>,
+    /// Anchored values by anchor id (an alias replays the value where it is written).
+    anchors: HashMap<usize, Value>,
     nodes: usize,
 }
 
@@ -96,7 +97,7 @@ impl<'input> Builder<'input> {
                 let Some(target) = self.anchors.get(&id) else {
                     return Err(("an alias to an anchor that is not defined before it".to_owned(), (line, column)));
                 };
-                let mut value = target.value.clone();
+                let mut value = target.clone();
                 self.count(size(&value), span)?;
                 relocate(&mut value, (line, column));
                 (value, 0)
@@ -121,7 +122,7 @@ impl<'input> Builder<'input> {
         };
         let node = Node { line, column, key_at: None, value };
         if anchor != 0 {
-            self.anchors.insert(anchor, Node { line, column, key_at: None, value: node.value.clone() });
+            self.anchors.insert(anchor, node.value.clone());
         }
         Ok(node)
     }
@@ -137,7 +138,7 @@ impl<'input> Builder<'input> {
             let (key, is_merge) = match event {
                 Event::MappingEnd => break,
                 Event::Scalar(text, style, ..) => (text.into_owned(), style == ScalarStyle::Plain),
-                Event::Alias(id) => match self.anchors.get(&id).map(|node| &node.value) {
+                Event::Alias(id) => match self.anchors.get(&id) {
                     Some(Value::String(text) | Value::Number(text)) => (text.clone(), false),
                     _ => return Err(("a mapping key must be a scalar".to_owned(), key_at)),
                 },
