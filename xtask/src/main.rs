@@ -75,6 +75,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One TLS crypto provider for kube, reqwest and the WebSocket client, chosen before any is built.
+    gke_rl_ray::ensure_crypto_provider();
     // Exit codes: 0 success, 1 findings or a failed job, 2 errors, 130 detached by Ctrl-C.
     let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
         Command::Render(args) => args.run().map(|()| 0),

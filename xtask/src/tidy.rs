@@ -121,3 +121,17 @@ fn no_bare_unwrap_in_library_code() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// One rustls crypto provider in the whole build, ring: with two compiled in, rustls cannot pick
+/// one and every TLS client (kube, reqwest, the WebSocket) panics on its first `https://` peer.
+#[test]
+fn one_tls_crypto_provider() {
+    let lock = fs::read_to_string(project_root().join("Cargo.lock")).unwrap();
+    let packages: Vec<&str> = lock.lines().filter_map(|l| l.strip_prefix("name = \"")).map(|n| n.trim_end_matches('"')).collect();
+    let second = packages.iter().filter(|p| p.starts_with("aws-lc")).collect::<Vec<_>>();
+    assert!(
+        second.is_empty(),
+        "Cargo.lock has {second:?}: a crate enabled rustls's aws-lc-rs provider; keep ring only (`cargo tree -i aws-lc-rs`)"
+    );
+    assert!(packages.contains(&"ring"), "Cargo.lock lost ring, the one provider");
+}

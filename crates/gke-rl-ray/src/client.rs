@@ -250,6 +250,7 @@ impl Client {
             let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| Error::Address(format!("a value of header {name}")))?;
             headers.insert(name, value);
         }
+        crate::ensure_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .default_headers(headers.clone())

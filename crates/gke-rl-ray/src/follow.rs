@@ -30,7 +30,10 @@ pub enum Event<'a> {
 /// Streams the log of job `id` into `on_event` until the job is terminal and returns its
 /// final details. The server replays a log from its start on every connection, so after a
 /// reconnect the bytes already delivered are skipped: nothing repeats and nothing is lost.
+/// A dashboard out of reach, or a job it does not know, is an error at once: only a stream
+/// that worked is reconnected.
 pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_event: impl FnMut(Event<'_>)) -> Result<JobDetails, Error> {
+    client.job(id).await?;
     let mut delivered = 0usize;
     let mut failing_since: Option<tokio::time::Instant> = None;
     loop {

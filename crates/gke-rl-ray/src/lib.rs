@@ -25,3 +25,14 @@ pub mod package;
 
 pub use client::{Client, ClientOptions, Error, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, new_submission_id};
 pub use follow::{Event, FollowOptions, follow};
+
+/// Makes ring the process's rustls crypto provider unless one was chosen already, so that
+/// every TLS client of the process (reqwest here, kube-rs, the log WebSocket) uses the same
+/// one. The workspace compiles no other provider; a binary calls this first thing, and
+/// [`Client::new`] calls it for tools that embed this crate without choosing.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race to another thread that installed one is fine: one was chosen.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
