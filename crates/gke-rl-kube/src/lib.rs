@@ -2,14 +2,18 @@
 //! apply), waiting for its pods with the reasons they are not Ready, deleting it, and a
 //! port-forward to the head's dashboard.
 //!
-//! Every call goes through a [`kube::Client`], so tests hand in kube's mock service.
+//! Every call goes through a [`kube::Client`], so tests hand in kube's mock service, and
+//! every call is bounded in time: an API server out of reach is an [`Error::Unreachable`]
+//! naming the cause, never a hang.
 
 #[cfg(feature = "fake")]
 pub mod fake;
 pub mod portforward;
+mod reach;
 mod readiness;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
@@ -18,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
+pub use reach::{Connected, Options, Unreachable, connect};
 pub use readiness::{Readiness, assess};
 
 /// The field manager of every object gke-rl applies.
@@ -58,6 +63,33 @@ pub enum Error {
     /// No running head pod to forward to.
     #[error("RayCluster {0} has no running head pod (is it deployed? `cargo xtask deploy`)")]
     NoHeadPod(String),
+    /// The kubeconfig could not be read, or has no usable context.
+    #[error("cannot load the kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// The API server could not be used at all: not reached, not in time, or it refused the
+    /// credentials.
+    #[error("{action}: {cause}")]
+    Unreachable {
+        /// What was being done.
+        action: String,
+        /// Why the API server could not be used.
+        cause: Unreachable,
+    },
+}
+
+impl Error {
+    /// kube's error for `action`, classified: out of reach, or refused by the API.
+    fn from_kube(action: String, source: kube::Error) -> Self {
+        match reach::classify(&source) {
+            Some(cause) => Error::Unreachable { action, cause },
+            None => Error::Api { action, source },
+        }
+    }
+
+    /// Whether the API answered 404.
+    fn is_not_found(&self) -> bool {
+        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+    }
 }
 
 fn problems(readiness: &Readiness) -> String {
@@ -78,12 +110,27 @@ pub struct Wait {
 pub struct RayClusters {
     client: Client,
     namespace: String,
+    /// The longest one call may take.
+    call_timeout: Duration,
 }
 
 impl RayClusters {
-    /// Operations in `namespace` through `client`.
+    /// Operations in `namespace` through `client`, each bounded by [`Options::default`]'s call timeout.
     pub fn new(client: Client, namespace: &str) -> Self {
-        RayClusters { client, namespace: namespace.to_owned() }
+        RayClusters { client, namespace: namespace.to_owned(), call_timeout: Options::default().call_timeout }
+    }
+
+    /// The same, with every call bounded by `call_timeout`.
+    pub fn with_call_timeout(self, call_timeout: Duration) -> Self {
+        RayClusters { call_timeout, ..self }
+    }
+
+    /// Runs one API call within the call timeout.
+    async fn call<T>(&self, action: impl FnOnce() -> String, call: impl Future<Output = Result<T, kube::Error>>) -> Result<T, Error> {
+        match tokio::time::timeout(self.call_timeout, call).await {
+            Ok(result) => result.map_err(|source| Error::from_kube(action(), source)),
+            Err(_) => Err(Error::Unreachable { action: action(), cause: Unreachable::NoAnswer(self.call_timeout) }),
+        }
     }
 
     fn api(&self) -> Api<DynamicObject> {
@@ -113,9 +160,8 @@ impl RayClusters {
             ..Secret::default()
         };
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
-        api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&secret))
-            .await
-            .map_err(|source| Error::Api { action: format!("apply Secret {name}"), source })?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        self.call(|| format!("apply Secret {name}"), api.patch(name, &params, &Patch::Apply(&secret))).await?;
         Ok(())
     }
 
@@ -126,34 +172,30 @@ impl RayClusters {
         let object: DynamicObject =
             serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
         let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
-        let applied = self
-            .api()
-            .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
-            .await
-            .map_err(|source| Error::Api { action: format!("apply RayCluster {name}"), source })?;
+        let (api, params) = (self.api(), PatchParams::apply(FIELD_MANAGER).force());
+        let applied = self.call(|| format!("apply RayCluster {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
         Ok((name, applied.metadata.uid.unwrap_or_default()))
     }
 
     /// The uid of the RayCluster `name`, if it exists.
     pub async fn uid(&self, name: &str) -> Result<Option<String>, Error> {
-        let found = self.api().get_opt(name).await.map_err(|source| Error::Api { action: format!("read RayCluster {name}"), source })?;
+        let api = self.api();
+        let found = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
         Ok(found.map(|o| o.metadata.uid.unwrap_or_default()))
     }
 
     /// The pods matching `selector`.
     async fn list_pods(&self, selector: &str) -> Result<Vec<Pod>, Error> {
-        let pods = self.pods().list(&ListParams::default().labels(selector)).await;
-        pods.map(|list| list.items).map_err(|source| Error::Api { action: format!("list the pods with {selector}"), source })
+        let (pods, params) = (self.pods(), ListParams::default().labels(selector));
+        Ok(self.call(|| format!("list the pods with {selector}"), pods.list(&params)).await?.items)
     }
 
     /// The state of the RayCluster's pods now.
     pub async fn readiness(&self, name: &str, workers_expected: u32) -> Result<Readiness, Error> {
         let pods = self.list_pods(&format!("ray.io/cluster={name}")).await?;
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
-        let events = events
-            .list(&ListParams::default().fields("involvedObject.kind=Pod"))
-            .await
-            .map_err(|source| Error::Api { action: "list pod events".to_owned(), source })?;
+        let params = ListParams::default().fields("involvedObject.kind=Pod");
+        let events = self.call(|| "list pod events".to_owned(), events.list(&params)).await?;
         Ok(assess(&pods, &events.items, workers_expected))
     }
 
@@ -182,20 +224,21 @@ impl RayClusters {
 
     /// Deletes the RayCluster (its pods go with it); `false` when there was none.
     pub async fn delete(&self, name: &str) -> Result<bool, Error> {
-        match self.api().delete(name, &DeleteParams::foreground()).await {
+        let api = self.api();
+        match self.call(|| format!("delete RayCluster {name}"), api.delete(name, &DeleteParams::foreground())).await {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-            Err(source) => Err(Error::Api { action: format!("delete RayCluster {name}"), source }),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
     /// Deletes the Secret; `false` when there was none.
     pub async fn delete_secret(&self, name: &str) -> Result<bool, Error> {
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
-        match api.delete(name, &DeleteParams::default()).await {
+        match self.call(|| format!("delete Secret {name}"), api.delete(name, &DeleteParams::default())).await {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-            Err(source) => Err(Error::Api { action: format!("delete Secret {name}"), source }),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

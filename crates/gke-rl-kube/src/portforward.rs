@@ -41,7 +41,8 @@ impl Upstream for HeadPort {
     async fn connect(&self) -> io::Result<Self::Stream> {
         let pod = self.clusters.head_pod(&self.cluster).await.map_err(io::Error::other)?;
         let pods: Api<Pod> = Api::namespaced(self.clusters.client.clone(), &self.clusters.namespace);
-        let mut forwarder = pods.portforward(&pod, &[self.port]).await.map_err(io::Error::other)?;
+        let action = || format!("port-forward to {}/{pod}:{}", self.clusters.namespace, self.port);
+        let mut forwarder = self.clusters.call(action, pods.portforward(&pod, &[self.port])).await.map_err(io::Error::other)?;
         let stream = forwarder.take_stream(self.port).ok_or_else(|| io::Error::other("the port-forward has no stream for the port"))?;
         // The forwarder's task pumps the WebSocket; it ends when the stream is closed.
         tokio::spawn(forwarder.join());

@@ -27,9 +27,10 @@ fn manifest() -> String {
     )
 }
 
+/// Through the same connection the CLI makes: the kubeconfig's current context, bounded calls.
 async fn clusters() -> RayClusters {
-    let client = kube::Client::try_default().await.expect("a cluster from KUBECONFIG");
-    RayClusters::new(client, NAMESPACE)
+    let connected = gke_rl_kube::connect(None, None, &gke_rl_kube::Options::default()).await.expect("a cluster from KUBECONFIG");
+    RayClusters::new(connected.client, NAMESPACE)
 }
 
 #[tokio::test]

@@ -1,6 +1,12 @@
-//! An in-memory API server behind kube's mock service (tower-test), for tests of the
-//! Kubernetes flows here and in `xtask deploy`/`destroy`: it stores what is applied, makes the
-//! RayCluster's pods as a script says, and records every request.
+//! A fake API server for tests of the Kubernetes flows here and in `xtask deploy`/`destroy`:
+//! it stores what is applied, makes the RayCluster's pods as a script says, and records every
+//! request. In process it sits behind kube's mock service (tower-test); [`FakeApiServer::serve_https`]
+//! serves the same API over TLS on loopback, so that a client built from a kubeconfig runs
+//! kube-rs's real code: TLS, exec credentials, the port-forward upgrade.
+
+mod https;
+
+pub use https::Https;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,6 +37,8 @@ pub struct Recorded {
     pub uri: String,
     /// The body, as text.
     pub body: String,
+    /// The `Authorization` header (HTTPS only).
+    pub authorization: Option<String>,
 }
 
 #[derive(Default)]
@@ -45,6 +53,10 @@ struct State {
     /// Kinds (plural) whose applies are forbidden.
     refused: Vec<String>,
     uids: usize,
+    /// Every request answered with this status (401, 403), as an API server that refuses us.
+    denied: Option<u16>,
+    /// Where a port-forward to the head pod goes (HTTPS only).
+    head_forward: Option<std::net::SocketAddr>,
 }
 
 /// The fake API server; clones share it.
@@ -57,15 +69,14 @@ impl FakeApiServer {
     /// A server whose RayCluster pods behave as `pods` says, and a client talking to it in
     /// `namespace`. Must be called inside a tokio runtime.
     pub fn start(pods: Pods) -> (Self, Client) {
-        let server = FakeApiServer::default();
-        server.lock().pods = Some(pods);
+        let server = FakeApiServer::new(pods);
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let serving = server.clone();
         tokio::spawn(async move {
             while let Some((request, respond)) = handle.next_request().await {
                 let (parts, body) = request.into_parts();
                 let body = body.collect_bytes().await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-                let (status, answer) = serving.answer(&parts.method, &parts.uri, &body);
+                let (status, answer) = serving.answer(&parts.method, &parts.uri, &body, None);
                 let response = Response::builder()
                     .status(status)
                     .header("content-type", "application/json")
@@ -74,6 +85,14 @@ impl FakeApiServer {
             }
         });
         (server, Client::new(service, "default"))
+    }
+
+    /// A server whose RayCluster pods behave as `pods` says, with no client yet: serve it with
+    /// [`FakeApiServer::serve_https`].
+    pub fn new(pods: Pods) -> Self {
+        let server = FakeApiServer::default();
+        server.lock().pods = Some(pods);
+        server
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -106,9 +125,28 @@ impl FakeApiServer {
         state.pod_listings = 0;
     }
 
-    fn answer(&self, method: &Method, uri: &http::Uri, body: &str) -> (StatusCode, Value) {
+    /// Answers every request with `status` from now on (401, 403), or normally again (`None`).
+    pub fn deny(&self, status: Option<u16>) {
+        self.lock().denied = status;
+    }
+
+    /// Sends port-forwards to the head pod to `address` (a real Ray head's dashboard, say).
+    pub fn forward_head_to(&self, address: std::net::SocketAddr) {
+        self.lock().head_forward = Some(address);
+    }
+
+    fn answer(&self, method: &Method, uri: &http::Uri, body: &str, authorization: Option<&str>) -> (StatusCode, Value) {
         let mut state = self.lock();
-        state.requests.push(Recorded { method: method.to_string(), uri: uri.to_string(), body: body.to_owned() });
+        state.requests.push(Recorded {
+            method: method.to_string(),
+            uri: uri.to_string(),
+            body: body.to_owned(),
+            authorization: authorization.map(str::to_owned),
+        });
+        if let Some(code) = state.denied {
+            let reason = if code == 401 { "Unauthorized" } else { "Forbidden" };
+            return (StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN), status(code, reason));
+        }
         let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
         let query = uri.query().unwrap_or_default();
         // /api/v1/namespaces/NS/PLURAL[/NAME] or /apis/GROUP/VERSION/namespaces/NS/PLURAL[/NAME]
