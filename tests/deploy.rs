@@ -1,7 +1,8 @@
-//! `cargo xtask deploy` as a user runs it: the binary, fake gcloud and gcluster on PATH
-//! (`tests/fixtures/fakes/fake.sh`), and a real SIGINT to its process group while gcluster
-//! runs, as Ctrl-C in a terminal sends it. The Kubernetes steps are tested in process
-//! (`xtask/src/cluster/tests.rs`).
+//! `cargo xtask deploy` and `destroy` as a user runs them: the binary, fake gcloud and
+//! gcluster on PATH (`tests/fixtures/fakes/fake.sh`), the fake API server over HTTPS behind a
+//! GKE-style kubeconfig (so kube-rs's real TLS, exec credentials and error paths run), and a
+//! real SIGINT to the process group while gcluster runs, as Ctrl-C in a terminal sends it.
+//! The step logic is tested in process (`xtask/src/cluster/tests.rs`).
 
 mod common;
 
@@ -9,7 +10,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{project_root, stderr, upstream};
+use common::{Cloud, HF_TOKEN, project_root, stderr, upstream};
+use gke_rl_kube::fake::Pods;
 
 #[test]
 fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
@@ -20,7 +22,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
     for path in [&bin, &example, &cloud] {
         std::fs::create_dir_all(path).unwrap();
     }
-    for program in ["gcloud", "gcluster", "terraform", "packer"] {
+    for program in ["gcloud", "gcluster", "terraform", "packer", "gke-gcloud-auth-plugin"] {
         std::os::unix::fs::symlink(project_root().join("tests/fixtures/fakes/fake.sh"), bin.join(program)).unwrap();
     }
     std::fs::copy(blueprint, example.join("gke-a4.yaml")).unwrap();
@@ -52,7 +54,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
     std::thread::sleep(Duration::from_millis(300));
     let group = format!("-{}", child.id());
     assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
-    let out = child.wait_with_output().unwrap();
+    let out = common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
     assert!(stderr(&out).contains("interrupted during \"provision with gcluster"), "{}", stderr(&out));
@@ -62,4 +64,143 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
 
 fn calls(cloud: &Path) -> String {
     std::fs::read_to_string(cloud.join("calls")).unwrap_or_default()
+}
+
+/// A cloud with a completed deploy (CIDR 203.0.113.7/32); `None` without the upstream blueprint.
+fn deployed() -> Option<Cloud> {
+    let cloud = Cloud::new(Pods::ReadyAfter(0))?;
+    let out = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = cloud.api.requests();
+    assert!(requests.iter().any(|r| r.method == "PATCH" && r.uri.contains("/rayclusters/")), "the RayCluster was applied over HTTPS");
+    let bearer = format!("Bearer {}", common::KUBE_TOKEN);
+    assert!(requests.iter().all(|r| r.authorization.as_deref() == Some(bearer.as_str())), "with the plugin's token, every time");
+    let calls = cloud.calls();
+    let plugin_runs = calls.lines().filter(|l| l.starts_with("gke-gcloud-auth-plugin ") && !l.contains("--version")).count();
+    assert!(plugin_runs > 0, "the kubeconfig's exec plugin ran:\n{calls}");
+    cloud.assert_token_stays_secret(&[&out]);
+    Some(cloud)
+}
+
+#[test]
+fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
+    let Some(cloud) = deployed() else { return };
+    // The API refuses connections now (the address left the authorized networks, say).
+    let out = cloud.destroy(&[("FAKE_KUBE_SERVER", "https://127.0.0.1:1")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cannot use the cluster's Kubernetes API") && err.contains("Connection refused"), "{err}");
+    assert!(err.contains("skipping the RayCluster and the Secret: deleting the cluster removes them"), "{err}");
+    assert!(cloud.calls().contains("gcluster destroy") && err.contains("destroyed in"), "{err}");
+    assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(), "nothing reached the API");
+}
+
+#[test]
+fn refused_credentials_and_denied_access_name_their_fix() {
+    let Some(cloud) = deployed() else { return };
+    cloud.api.deny(Some(401));
+    let out = cloud.deploy(&[], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the API server refused the credentials (401"), "{err}");
+    assert!(
+        err.contains("help: refresh the cluster's credentials: gcloud container clusters get-credentials ray-a4-gpu-spot --region us-east1 --project fake-project"),
+        "{err}"
+    );
+    cloud.api.deny(Some(403));
+    let err = stderr(&cloud.deploy(&[], &[]));
+    assert!(err.contains("denied access (403)") && err.contains("roles/container.developer"), "{err}");
+    cloud.api.deny(None);
+    let out = cloud.deploy(&[], &[]);
+    assert!(stderr(&out).contains("nothing to do: RayCluster ray-a4-gpu-spot is Ready"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_or_failing_credential_plugin_is_named_with_its_fix() {
+    let Some(cloud) = deployed() else { return };
+    let status = cloud.xtask(&["status"], &[("FAKE_PLUGIN_FAILS", "1")]);
+    let err = stderr(&status);
+    assert_eq!(status.status.code(), Some(2), "{err}");
+    assert!(err.contains("the kubeconfig's credential plugin failed") && err.contains("run `gcloud auth login`"), "{err}");
+
+    std::fs::remove_file(cloud.root.join("bin/gke-gcloud-auth-plugin")).unwrap();
+    let err = stderr(&cloud.xtask(&["jobs"], &[]));
+    assert!(err.contains("credential plugin could not be started"), "{err}");
+    assert!(err.contains("install it with gcloud components install gke-gcloud-auth-plugin"), "{err}");
+    // deploy says so before anything else, with every other problem.
+    let out = cloud.deploy(&[], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("gke-gcloud-auth-plugin is not on PATH") && err.contains("gcloud components install gke-gcloud-auth-plugin"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_silent_api_server_is_a_bounded_wait_with_the_cause() {
+    let Some(cloud) = deployed() else { return };
+    // Accepts connections and never answers: packets dropped by the authorized networks.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let kubeconfig = std::fs::read_to_string(cloud.root.join("kubeconfig")).unwrap();
+    let silent_config = kubeconfig.replace(&cloud.https.url, &format!("https://{}", silent.local_addr().unwrap()));
+    std::fs::write(cloud.root.join("kubeconfig"), silent_config).unwrap();
+    let started = Instant::now();
+    let out = cloud.xtask(&["jobs"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the connection timed out") && err.contains("authorized networks"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(40), "bounded: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_changed_public_address_is_noticed_on_resume_and_fixed_with_the_flag() {
+    let Some(cloud) = Cloud::new(Pods::ReadyAfter(0)) else { return };
+    let first = cloud.deploy(&[], &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(stderr(&first).contains("authorized CIDR: 203.0.113.7/32 (this machine's public address"), "{}", stderr(&first));
+
+    cloud.set_public_address("198.51.100.9");
+    let moved = cloud.deploy(&[], &[]);
+    let err = stderr(&moved);
+    assert_eq!(moved.status.code(), Some(1), "{err}");
+    assert!(err.contains("public address 198.51.100.9 is outside the authorized CIDR 203.0.113.7/32"), "{err}");
+    assert!(err.contains("cargo xtask deploy --authorized-cidr 198.51.100.9/32"), "{err}");
+
+    let fixed = cloud.deploy(&["--authorized-cidr", "198.51.100.9/32"], &[]);
+    let err = stderr(&fixed);
+    assert_eq!(fixed.status.code(), Some(0), "{err}");
+    assert!(err.contains("the authorized CIDR changes from 203.0.113.7/32 to 198.51.100.9/32"), "{err}");
+    let calls = cloud.calls();
+    let deploys: Vec<&str> = calls.lines().filter(|l| l.starts_with("gcluster deploy")).collect();
+    assert_eq!(deploys.len(), 2, "gcluster ran again");
+    assert!(deploys[1].contains("authorized_cidr=198.51.100.9/32"), "{}", deploys[1]);
+}
+
+/// Every TLS client the binary builds (kube-rs, reqwest for the Jobs API and the address
+/// echo, the log WebSocket) reaches an `https://` peer without a panic: one crypto provider.
+#[test]
+fn every_client_the_binary_builds_speaks_tls() {
+    let Some(cloud) = Cloud::new(Pods::ReadyAfter(0)) else { return };
+    // An HTTPS peer whose CA none of them trusts: each must fail with words, not a panic.
+    let https = cloud.https.url.clone();
+    for args in [
+        vec!["status", "raysubmit_x", "--address", &https],
+        vec!["logs", "raysubmit_x", "--follow", "--address", &https], // the log WebSocket's client is covered in gke-rl-ray's tests/tls.rs
+        vec!["submit", "--no-wait", "--address", &https, "--", "true"],
+    ] {
+        let out = cloud.xtask(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("certificate"), "{args:?}: {}", stderr(&out));
+    }
+    let out = cloud.deploy(&[], &[("GKE_RL_ADDRESS_ECHO", &https)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot detect this machine's public address"), "{}", stderr(&out));
+    // kube-rs from a kubeconfig (the panic of issue 19 was here); the trusted path is in the
+    // deploy tests above.
+    let kubeconfig = cloud.root.join("refusing-kubeconfig");
+    std::fs::write(&kubeconfig, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:1'}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{token: {HF_TOKEN}-not-this}}\n")).unwrap();
+    let jobs = cloud.xtask(&["jobs"], &[("KUBECONFIG", kubeconfig.to_str().unwrap())]);
+    assert_eq!(jobs.status.code(), Some(2), "{}", stderr(&jobs));
+    assert!(stderr(&jobs).contains("Connection refused"), "{}", stderr(&jobs));
 }

@@ -69,18 +69,22 @@ fn free_ports<const N: usize>() -> [u16; N] {
 
 /// Runs the xtask binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.
 fn xtask(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .current_dir(cwd)
-        .args(args)
-        .env("HF_TOKEN", TOKEN)
-        .env_remove("RAY_ADDRESS")
-        // No cluster to port-forward to unless a test says so.
-        .env("KUBECONFIG", cwd.join("no-kubeconfig"))
-        .output()
-        .expect("xtask runs")
+    common::exited_cleanly(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .current_dir(cwd)
+            .args(args)
+            .env("HF_TOKEN", TOKEN)
+            .env_remove("RAY_ADDRESS")
+            // No cluster to port-forward to unless a test says so.
+            .env("KUBECONFIG", cwd.join("no-kubeconfig"))
+            .output()
+            .expect("xtask runs"),
+    )
 }
 
+/// `condition`, for a run that also ended cleanly (a documented exit code, no panic).
 fn check(condition: bool, what: &str, out: &Output) -> Result<(), Failed> {
+    common::clean_exit(out)?;
     if condition {
         return Ok(());
     }
@@ -108,7 +112,8 @@ fn job_dir(script: &str) -> tempfile::TempDir {
 
 fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, Case); 12] = [
+    let cases: [(&str, Case); 13] = [
+        ("deploy_submit_status_destroy_through_a_tls_api_server", through_a_tls_api_server),
         ("a_zip_file_is_uploaded_as_it_is", zip_file_working_dir),
         ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
         ("submit_working_dir_and_runtime_env_then_logs_and_status", submit_and_inspect),
@@ -129,6 +134,42 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
             Trial::test(format!("ray_{}::{name}", head.version), move || case(&head))
         })
         .collect()
+}
+
+/// The whole path as a user takes it, with only Google Cloud faked: deploy against the fake
+/// API server over HTTPS (a GKE-style kubeconfig, exec credentials), submit without an
+/// address through kube-rs's port-forward upgrade to this real head behind the fake head pod,
+/// status the same way, then destroy.
+fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
+    let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(0)).ok_or("the upstream blueprint is missing")?;
+    let dashboard: std::net::SocketAddr = head.address.trim_start_matches("http://").parse()?;
+    cloud.api.forward_head_to(dashboard);
+    let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    check(deploy.status.success(), "deploy over TLS", &deploy)?;
+
+    std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 6); do echo tls-line-$i; sleep 0.2; done\n")?;
+    let submit = cloud.xtask(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+    check(submit.status.success(), "submit through the port-forward exits 0", &submit)?;
+    let log: Vec<String> = stdout(&submit).lines().filter(|l| l.starts_with("tls-line-")).map(str::to_owned).collect();
+    check(log == (1..=6).map(|i| format!("tls-line-{i}")).collect::<Vec<_>>(), "the followed log, whole", &submit)?;
+    check(
+        stderr(&submit).contains(" -> default/ray-a4-gpu-spot-head:8265") && stderr(&submit).contains(&format!("Ray {}", head.version)),
+        "it forwarded to the head pod and reached this head",
+        &submit,
+    )?;
+    let id = submitted_id(&submit).ok_or("no submission id printed")?;
+    let status = cloud.xtask(&["status", &id], &[]);
+    check(status.status.success() && stdout(&status).contains("SUCCEEDED"), "status through the port-forward", &status)?;
+    let forwards = cloud.api.requests().iter().filter(|r| r.uri.contains("/pods/ray-a4-gpu-spot-head/portforward")).count();
+    if forwards < 2 {
+        return Err(format!("{forwards} port-forward upgrades reached the API server").into());
+    }
+
+    let destroy = cloud.destroy(&[]);
+    check(destroy.status.success() && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot"), "destroy", &destroy)?;
+    check(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the RayCluster is gone", &destroy)?;
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &destroy]);
+    Ok(())
 }
 
 fn submit_and_inspect(head: &Head) -> Result<(), Failed> {

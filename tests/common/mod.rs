@@ -1,13 +1,36 @@
-//! Helpers shared by the end-to-end tests: run the real `xtask` binary, find upstream files.
+//! Helpers shared by the end-to-end tests: run the real `xtask` binary, find upstream files,
+//! and a pretend Google Cloud with a real TLS API server behind it.
 
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use gke_rl_kube::fake::{FakeApiServer, Https, Pods};
+
 /// Runs `cargo xtask ARGS…` (the built binary) in `cwd`.
 pub fn xtask(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask")).current_dir(cwd).args(args).output().expect("xtask runs")
+    exited_cleanly(Command::new(env!("CARGO_BIN_EXE_xtask")).current_dir(cwd).args(args).output().expect("xtask runs"))
+}
+
+/// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), 130 (Ctrl-C).
+pub const EXIT_CODES: [i32; 4] = [0, 1, 2, 130];
+
+/// Whether the run ended as gke-rl promises: a documented exit code, and no panic.
+pub fn clean_exit(out: &Output) -> Result<(), String> {
+    let code = out.status.code();
+    if stderr(out).contains("panicked") || !code.is_some_and(|c| EXIT_CODES.contains(&c)) {
+        return Err(format!("xtask panicked or exited with {code:?}\nstdout:\n{}\nstderr:\n{}", stdout(out), stderr(out)));
+    }
+    Ok(())
+}
+
+/// `out`, after asserting [`clean_exit`].
+pub fn exited_cleanly(out: Output) -> Output {
+    if let Err(e) = clean_exit(&out) {
+        panic!("{e}");
+    }
+    out
 }
 
 pub fn stdout(out: &Output) -> String {
@@ -31,4 +54,146 @@ pub fn upstream(relative: &str) -> Option<PathBuf> {
     assert!(std::env::var_os("CI").is_none(), "{} is missing: CI needs ../shared/upstream beside the checkout", path.display());
     eprintln!("skipping: {} is missing", path.display());
     None
+}
+
+/// What `tests/fixtures/fakes/fake.sh` runs.
+const FAKE_TOOLS: [&str; 12] = ["bash", "base64", "basename", "cat", "dirname", "ls", "mkdir", "rm", "sed", "sleep", "touch", "kill"];
+
+/// The token the fake gke-gcloud-auth-plugin hands out, and the API server accepts.
+pub const KUBE_TOKEN: &str = "ya29.fake-gke-access-token";
+/// A token the tests put in `HF_TOKEN`.
+pub const HF_TOKEN: &str = "hf_fake_token_value_0123456789";
+
+/// A pretend Google Cloud for the binary: fake gcloud, gcluster, terraform, packer and
+/// gke-gcloud-auth-plugin on PATH (`tests/fixtures/fakes/fake.sh`), a Cluster Toolkit checkout
+/// with the upstream blueprint, and the fake API server over HTTPS, which `get-credentials`
+/// writes into a GKE-style kubeconfig. The binary then runs kube-rs's real code: the
+/// kubeconfig, exec credentials, TLS and the port-forward upgrade.
+pub struct Cloud {
+    _dir: tempfile::TempDir,
+    /// The scratch folder the binary runs in.
+    pub root: PathBuf,
+    /// The API server.
+    pub api: FakeApiServer,
+    /// Where it listens.
+    pub https: Https,
+    /// The address-echo service `deploy` asks for this machine's public address: it answers
+    /// what [`Cloud::set_public_address`] set.
+    echo: String,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Cloud {
+    /// A cloud whose RayCluster pods behave as `pods` says; `None` where the upstream
+    /// blueprint is missing (see [`upstream`]).
+    pub fn new(pods: Pods) -> Option<Cloud> {
+        let blueprint = upstream("cluster-toolkit/gke-a4.yaml")?;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = dir.path().to_path_buf();
+        let example = root.join("toolkit/examples/gke-a4");
+        for path in [&root.join("bin"), &example, &root.join("cloud")] {
+            std::fs::create_dir_all(path).expect("a folder");
+        }
+        for program in ["gcloud", "gcluster", "terraform", "packer", "gke-gcloud-auth-plugin"] {
+            std::os::unix::fs::symlink(project_root().join("tests/fixtures/fakes/fake.sh"), root.join("bin").join(program))
+                .expect("a link");
+        }
+        // The fakes' own tools, and nothing else: this machine may have the real gcloud,
+        // gke-gcloud-auth-plugin or kubectl on its PATH.
+        std::fs::create_dir_all(root.join("tools")).expect("a folder");
+        for tool in FAKE_TOOLS {
+            let found =
+                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|dir| dir.join(tool)).find(|p| p.is_file());
+            let found = found.unwrap_or_else(|| panic!("{tool} is not on PATH; the fakes need it"));
+            std::os::unix::fs::symlink(found, root.join("tools").join(tool)).expect("a link");
+        }
+        std::fs::copy(blueprint, example.join("gke-a4.yaml")).expect("the blueprint");
+        for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+            std::fs::write(example.join(template), format!("# {template}\n")).expect("a template");
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
+        let api = FakeApiServer::new(pods);
+        let https = runtime.block_on(api.serve_https(KUBE_TOKEN)).expect("the HTTPS API server");
+        std::fs::write(root.join("ca.pem"), &https.ca_pem).expect("the CA");
+        let echo = runtime.block_on(address_echo(root.join("public-address"))).expect("the address echo");
+        let cloud = Cloud { _dir: dir, root, api, https, echo, _runtime: runtime };
+        cloud.set_public_address("203.0.113.7");
+        Some(cloud)
+    }
+
+    /// What the address-echo service answers from now on.
+    pub fn set_public_address(&self, address: &str) {
+        std::fs::write(self.root.join("public-address"), address).expect("the address");
+    }
+
+    /// The binary in the scratch folder, with the fakes first on PATH, `HF_TOKEN` set and the
+    /// kubeconfig in the folder; `env` adds or overrides variables. Asserts [`clean_exit`].
+    pub fn xtask(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        command
+            .current_dir(&self.root)
+            .args(args)
+            .env("PATH", format!("{}:{}", self.root.join("bin").display(), self.root.join("tools").display()))
+            .env("FAKE_CLOUD", self.root.join("cloud"))
+            .env("FAKE_KUBE_SERVER", &self.https.url)
+            .env("FAKE_KUBE_CA", self.root.join("ca.pem"))
+            .env("FAKE_KUBE_TOKEN", KUBE_TOKEN)
+            .env("KUBECONFIG", self.root.join("kubeconfig"))
+            .env("HF_TOKEN", HF_TOKEN)
+            .env("GKE_RL_ADDRESS_ECHO", &self.echo)
+            .env_remove("RAY_ADDRESS")
+            .env_remove("RAY_API_SERVER_ADDRESS");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        exited_cleanly(command.output().expect("xtask runs"))
+    }
+
+    /// `deploy` of the default config into `./deployment`, with the toolkit checkout and a CIDR.
+    pub fn deploy(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut args = vec!["deploy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--timeout", "20s"];
+        args.extend_from_slice(extra);
+        self.xtask(&args, env)
+    }
+
+    /// `destroy --yes` of that deployment.
+    pub fn destroy(&self, env: &[(&str, &str)]) -> Output {
+        self.xtask(&["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment"], env)
+    }
+
+    /// Every call the fakes recorded, one per line.
+    pub fn calls(&self) -> String {
+        std::fs::read_to_string(self.root.join("cloud/calls")).unwrap_or_default()
+    }
+
+    /// The token is in the Secret's body only: not in a call, a child's environment (the
+    /// credential plugin's included), or a request's URI.
+    pub fn assert_token_stays_secret(&self, outputs: &[&Output]) {
+        let calls = self.calls();
+        assert!(!calls.contains(HF_TOKEN) && calls.lines().all(|l| l.contains("HF_TOKEN=<unset>")), "a child saw the token:\n{calls}");
+        for request in self.api.requests() {
+            assert!(!request.uri.contains(HF_TOKEN), "{} holds the token", request.uri);
+        }
+        for out in outputs {
+            assert!(!stdout(out).contains(HF_TOKEN) && !stderr(out).contains(HF_TOKEN), "the token was printed");
+        }
+    }
+}
+
+/// A plain-HTTP service that answers every request with the contents of `file`, as
+/// api.ipify.org answers with the caller's address.
+async fn address_echo(file: PathBuf) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request).await;
+            let body = std::fs::read_to_string(&file).unwrap_or_default();
+            let response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    Ok(url)
 }

@@ -73,14 +73,21 @@ async fn forward_to_head() -> anyhow::Result<Forwarding> {
     let deployment = config::Source::default().load()?.deployment;
     let (cluster, namespace) = (deployment.project.cluster_name.to_string(), deployment.ray.namespace.to_string());
     let manual = format!(
-        "help: pass --address or set RAY_ADDRESS, or run\n  kubectl port-forward service/{cluster}-head-svc 8265:8265\nand pass --address http://localhost:8265"
+        "help: or reach the dashboard yourself: `kubectl port-forward service/{cluster}-head-svc 8265:8265`, then pass --address http://localhost:8265 (or set RAY_ADDRESS)"
     );
-    let client = kube::Client::try_default().await.map_err(|e| {
-        anyhow::anyhow!("no Ray address, and no Kubernetes cluster to port-forward to ({e}); `cargo xtask deploy` sets one up\n{manual}")
-    })?;
+    let project = deployment.project.project_id.as_ref().map_or("PROJECT_ID", |p| p.as_str());
+    let get_credentials = gke_rl::lifecycle::credentials(&deployment, project).to_string();
+    let explain = |e: gke_rl_kube::Error| {
+        let e = anyhow::Error::from(e);
+        let help = crate::cluster::kube_help(&e, &get_credentials).map(|h| format!("\n{h}")).unwrap_or_default();
+        anyhow::anyhow!("no Ray address, and the port-forward to the head failed: {e}{help}\n{manual}")
+    };
+    let hidden = gke_rl::lifecycle::secret_entries(&deployment).into_iter().map(|(_, variable, _)| variable.to_owned()).collect();
+    let options = gke_rl_kube::Options { hidden_env: hidden, ..gke_rl_kube::Options::default() };
+    let client = gke_rl_kube::connect(None, None, &options).await.map_err(explain)?.client;
     let clusters = gke_rl_kube::RayClusters::new(client, &namespace);
     // Fail now, with the reason, rather than on the first request.
-    let head = clusters.head_pod(&cluster).await.map_err(|e| anyhow::anyhow!("{e}\n{manual}"))?;
+    let head = clusters.head_pod(&cluster).await.map_err(explain)?;
     let on_error: gke_rl_kube::portforward::OnError = Arc::new(|e| eprintln!("warning: port-forward: {e}"));
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let forwarding =

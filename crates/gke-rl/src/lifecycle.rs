@@ -23,6 +23,10 @@ pub const REQUIRED_APIS: &[&str] = &[
     "servicenetworking.googleapis.com",
     "storage.googleapis.com",
 ];
+/// The credential plugin every GKE kubeconfig runs (`gcloud container clusters get-credentials`).
+pub const AUTH_PLUGIN: &str = "gke-gcloud-auth-plugin";
+/// How to install [`AUTH_PLUGIN`].
+pub const INSTALL_AUTH_PLUGIN: &str = "gcloud components install gke-gcloud-auth-plugin (where gcloud came from apt: sudo apt-get install google-cloud-cli-gke-gcloud-auth-plugin)";
 /// Where a Cluster Toolkit checkout keeps the blueprint and the templates it stages.
 pub const TOOLKIT_EXAMPLE: &str = "examples/gke-a4";
 /// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
@@ -182,6 +186,8 @@ pub struct Preflight {
     pub gcluster: Command,
     /// Terraform and Packer, which gcluster needs (unless it downloads them).
     pub tools: Vec<Command>,
+    /// The credential plugin the kubeconfig of a GKE cluster runs.
+    pub auth_plugin: Command,
 }
 
 impl Preflight {
@@ -199,6 +205,7 @@ impl Preflight {
             gcsfuse_role: Command::of("gcloud", &["iam", "roles", "describe", GCSFUSE_ROLE, "--project", project, "--format=value(name)"]),
             gcluster: Command::of(&site.gcluster, &["--version"]).in_dir(&site.toolkit),
             tools,
+            auth_plugin: Command::of(AUTH_PLUGIN, &["--version"]),
         }
     }
 
@@ -211,6 +218,7 @@ impl Preflight {
             ("gcluster", &self.gcluster),
         ];
         all.extend(self.tools.iter().map(|tool| ("gcluster needs it", tool)));
+        all.push(("the kubeconfig of a GKE cluster runs it", &self.auth_plugin));
         all
     }
 }
@@ -258,22 +266,20 @@ pub fn provision(site: &Site) -> Command {
     command.in_dir(&site.toolkit)
 }
 
-/// kubeconfig credentials for the cluster.
-pub fn credentials(deployment: &Deployment, site: &Site) -> Command {
+/// kubeconfig credentials for the cluster in `project_id`.
+pub fn credentials(deployment: &Deployment, project_id: &str) -> Command {
     let p = &deployment.project;
     Command::of(
         "gcloud",
-        &[
-            "container",
-            "clusters",
-            "get-credentials",
-            p.cluster_name.as_str(),
-            "--region",
-            p.region.as_str(),
-            "--project",
-            &site.project_id,
-        ],
+        &["container", "clusters", "get-credentials", p.cluster_name.as_str(), "--region", p.region.as_str(), "--project", project_id],
     )
+}
+
+/// The kubeconfig context `get-credentials` writes for the cluster: deploy and destroy use it
+/// whatever the current context is.
+pub fn kube_context(deployment: &Deployment, site: &Site) -> String {
+    let p = &deployment.project;
+    format!("gke_{}_{}_{}", site.project_id, p.region, p.cluster_name)
 }
 
 /// The blueprint's buckets (Cluster Toolkit labels every resource with its deployment).
@@ -357,6 +363,9 @@ pub struct State {
     pub rendered: String,
     /// Completed steps.
     pub completed: Vec<Step>,
+    /// The CIDR the control plane accepts, as the last completed provision set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorized_cidr: Option<String>,
     /// What exists because of this deployment.
     pub created: Created,
 }
@@ -478,7 +487,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}", folder.template(t))));
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site))]);
-    step(Step::Credentials, &[format!("$ {}", credentials(deployment, site))]);
+    step(Step::Credentials, &[format!("$ {}", credentials(deployment, &site.project_id))]);
     let secret: Vec<String> = secret_entries(deployment)
         .into_iter()
         .map(|(key, variable, required)| format!("{key}: <the value of ${variable}{}>", if required { "" } else { ", if set" }))
@@ -515,7 +524,7 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State) -> Stri
     let mut out = format!("destroy {} in project {} ({} / {})\n", p.cluster_name, site.project_id, p.region, p.zone);
     let mut lines = Vec::new();
     if state.done(Step::Credentials) {
-        lines.push(format!("$ {}", credentials(deployment, site)));
+        lines.push(format!("$ {}", credentials(deployment, &site.project_id)));
         lines.push(format!(
             "delete RayCluster {ns}/{} and Secret {ns}/{}; wait for the pods to go",
             p.cluster_name,

@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step, TOOLKIT_EXAMPLE};
 use gke_rl::model::Provisioning;
 use gke_rl::{Artifact, Deployment};
-use gke_rl_kube::{RayClusters, Readiness, Wait};
+use gke_rl_kube::{Readiness, Wait};
 use xshell::Shell;
 
 use super::{Console, Env, INTERRUPTED, Resolved, Target, confirm, read, stream, took};
@@ -46,10 +46,10 @@ impl DeployArgs {
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {
         let mut resolved = self.target.resolve(&mut env, self.download_dependencies)?;
-        resolved.site.authorized_cidr = self.authorized_cidr(&env, &resolved.deployment).await?;
         let artifacts = gke_rl::render(&resolved.deployment, &resolved.source)?;
         let ray_cluster = artifact(&artifacts, "ray-cluster.yaml").contents.clone();
         if self.dry_run {
+            resolved.site.authorized_cidr = self.authorized_cidr(&env, &resolved.deployment, None).await?;
             env.console.say(lifecycle::deploy_plan(&resolved.deployment, &resolved.site, &ray_cluster, &took(self.timeout)));
             return Ok(0);
         }
@@ -57,10 +57,20 @@ impl DeployArgs {
             Some(state) => state,
             None => State::new(&resolved.deployment, &resolved.site.project_id, ""),
         };
+        let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
+        resolved.site.authorized_cidr = self.authorized_cidr(&env, &resolved.deployment, provisioned.as_deref()).await?;
+        if provisioned.as_ref().is_some_and(|before| *before != resolved.site.authorized_cidr) {
+            env.console.say(format_args!(
+                "the authorized CIDR changes from {} to {}: gcluster runs again to update the control plane's authorized networks",
+                provisioned.unwrap_or_default(),
+                resolved.site.authorized_cidr
+            ));
+            state.redo_from(Step::Provision);
+        }
 
         let started = Instant::now();
         env.console.say(format_args!("→ {}", Step::Preflight.title()));
-        if let Err(e) = self.preflight(&env, &mut resolved) {
+        if let Err(e) = self.preflight(&env, &mut resolved, &state).await {
             env.console.say(format_args!("✗ {} failed\n{e:#}", Step::Preflight.title()));
             return Ok(1);
         }
@@ -79,21 +89,24 @@ impl DeployArgs {
             state.rendered = digest;
         }
         if Step::ALL.iter().all(|s| state.done(*s)) {
-            let d = &resolved.deployment;
-            let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
-            let name = d.project.cluster_name.as_str();
-            if clusters.uid(name).await?.is_none() {
-                env.console.say(format_args!("RayCluster {name} is gone: applying it again"));
-                state.redo_from(Step::Secret);
-            } else {
-                let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
-                let (ready, wanted) = readiness.progress();
-                if readiness.is_ready() {
+            let name = resolved.deployment.project.cluster_name.as_str();
+            match healthy(&env, &resolved).await {
+                Err(e) => {
+                    env.console.say(format_args!("✗ cannot check RayCluster {name}\n{:#}", resolved.explain(e)));
+                    return Ok(1);
+                }
+                Ok(Health::Gone) => {
+                    env.console.say(format_args!("RayCluster {name} is gone: applying it again"));
+                    state.redo_from(Step::Secret);
+                }
+                Ok(Health::Ready(ready, wanted)) => {
                     env.console.say(format_args!("nothing to do: RayCluster {name} is Ready ({ready}/{wanted} pods)"));
                     return Ok(0);
                 }
-                env.console.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready: waiting for them again"));
-                state.redo_from(Step::Ready);
+                Ok(Health::Waiting(ready, wanted)) => {
+                    env.console.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready: waiting for them again"));
+                    state.redo_from(Step::Ready);
+                }
             }
         }
         if !state.done(Step::Provision) && !confirm(&cost_question(&resolved.deployment), self.yes)? {
@@ -121,7 +134,7 @@ impl DeployArgs {
             }
             if let Err(e) = result {
                 resolved.save_state(&state)?;
-                env.console.say(format_args!("✗ {} failed after {}\n{e:#}", step.title(), took(started.elapsed())));
+                env.console.say(format_args!("✗ {} failed after {}\n{:#}", step.title(), took(started.elapsed()), resolved.explain(e)));
                 env.console
                     .say(format_args!("re-run `cargo xtask deploy` to resume from this step (state: {})", resolved.state_path().display()));
                 return Ok(1);
@@ -137,8 +150,9 @@ impl DeployArgs {
         Ok(0)
     }
 
-    /// The CIDR from the flag, the config, or this machine's public address.
-    async fn authorized_cidr(&self, env: &Env<'_>, deployment: &Deployment) -> anyhow::Result<String> {
+    /// The CIDR from the flag, the config, the one the cluster was provisioned with, or this
+    /// machine's public address.
+    async fn authorized_cidr(&self, env: &Env<'_>, deployment: &Deployment, provisioned: Option<&str>) -> anyhow::Result<String> {
         if let Some(cidr) = &self.authorized_cidr {
             gke_rl::model::Cidr::new(cidr).map_err(|e| anyhow::anyhow!("--authorized-cidr: {e}"))?;
             return Ok(cidr.clone());
@@ -146,16 +160,13 @@ impl DeployArgs {
         if let Some(cidr) = &deployment.network.authorized_cidr {
             return Ok(cidr.to_string());
         }
+        if let Some(cidr) = provisioned {
+            return Ok(cidr.to_owned());
+        }
         if self.dry_run {
             return Ok("<this machine's public address>/32".to_owned());
         }
-        let url = env.sh.var("GKE_RL_ADDRESS_ECHO").unwrap_or_else(|_| ADDRESS_ECHO.to_owned());
-        let answer =
-            async { reqwest::Client::new().get(&url).timeout(Duration::from_secs(10)).send().await?.error_for_status()?.text().await };
-        let text =
-            answer.await.with_context(|| format!("cannot detect this machine's public address from {url}; pass --authorized-cidr"))?;
-        let address: std::net::IpAddr =
-            text.trim().parse().with_context(|| format!("{url} answered {:?}, not an IP address; pass --authorized-cidr", text.trim()))?;
+        let (address, url) = public_address(env).await?;
         let cidr = if address.is_ipv4() { format!("{address}/32") } else { format!("{address}/128") };
         env.console.say(format_args!(
             "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
@@ -164,7 +175,7 @@ impl DeployArgs {
     }
 
     /// Checks everything it can before anything is created, and reports all problems at once.
-    fn preflight(&self, env: &Env<'_>, resolved: &mut Resolved) -> anyhow::Result<()> {
+    async fn preflight(&self, env: &Env<'_>, resolved: &mut Resolved, state: &State) -> anyhow::Result<()> {
         let site = &resolved.site;
         let checks = Preflight::new(site);
         let mut problems = Vec::new();
@@ -206,6 +217,19 @@ impl DeployArgs {
                     "{} is not on PATH: install it (gcluster needs Terraform and Packer) or pass --download-dependencies",
                     tool.program
                 ));
+            }
+        }
+        if read(env, &checks.auth_plugin).is_err() {
+            problems.push(format!(
+                "{} is not on PATH: the cluster's kubeconfig runs it to authenticate; install it with {}",
+                lifecycle::AUTH_PLUGIN,
+                lifecycle::INSTALL_AUTH_PLUGIN
+            ));
+        }
+        if state.done(Step::Provision) {
+            // The Kubernetes steps need the control plane, which answers only the authorized CIDR.
+            if let Some(problem) = outside_authorized_cidr(env, &site.authorized_cidr, &resolved.deployment).await {
+                problems.push(problem);
             }
         }
         let blueprint = Path::new(&site.toolkit).join(TOOLKIT_EXAMPLE);
@@ -253,10 +277,11 @@ impl DeployArgs {
                 }
                 state.created.cluster = Some(d.project.cluster_name.to_string());
                 state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
+                state.authorized_cidr = Some(site.authorized_cidr.clone());
                 Ok(())
             }
             Step::Credentials => {
-                if !stream(env, &lifecycle::credentials(d, site)) {
+                if !stream(env, &lifecycle::credentials(d, &site.project_id)) {
                     bail!("gcloud could not get the cluster's credentials");
                 }
                 Ok(())
@@ -271,7 +296,7 @@ impl DeployArgs {
                     }
                 }
                 let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+                let clusters = resolved.clusters(env).await?;
                 clusters.apply_secret(d.secrets.kubernetes_secret.as_str(), &entries).await?;
                 env.console.say(format_args!(
                     "  Secret {}/{} holds {}",
@@ -284,19 +309,20 @@ impl DeployArgs {
                 Ok(())
             }
             Step::RayCluster => {
-                let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+                let clusters = resolved.clusters(env).await?;
                 let (name, uid) = clusters.apply(files.ray_cluster).await?;
                 env.console.say(format_args!("  RayCluster {}/{name} applied (uid {uid})", d.ray.namespace));
                 state.created.ray_cluster_uid = Some(uid);
                 Ok(())
             }
-            Step::Ready => self.wait_ready(env, d).await,
+            Step::Ready => self.wait_ready(env, resolved).await,
         }
     }
 
     /// Waits for the pods, showing progress and every new reason a pod is not Ready.
-    async fn wait_ready(&self, env: &mut Env<'_>, d: &Deployment) -> anyhow::Result<()> {
-        let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+    async fn wait_ready(&self, env: &mut Env<'_>, resolved: &Resolved) -> anyhow::Result<()> {
+        let d = &resolved.deployment;
+        let clusters = resolved.clusters(env).await?;
         let wait = Wait { timeout: self.timeout, poll: env.poll };
         let workers = d.topology.node_count.get();
         let console = env.console.clone();
@@ -328,6 +354,61 @@ impl DeployArgs {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// How a deployment whose every step completed is doing.
+enum Health {
+    /// Its RayCluster was deleted behind gke-rl's back.
+    Gone,
+    /// Ready and wanted pods: all there.
+    Ready(u32, u32),
+    /// Ready and wanted pods: some are not Ready.
+    Waiting(u32, u32),
+}
+
+async fn healthy(env: &Env<'_>, resolved: &Resolved) -> anyhow::Result<Health> {
+    let d = &resolved.deployment;
+    let clusters = resolved.clusters(env).await?;
+    let name = d.project.cluster_name.as_str();
+    if clusters.uid(name).await?.is_none() {
+        return Ok(Health::Gone);
+    }
+    let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
+    let (ready, wanted) = readiness.progress();
+    Ok(if readiness.is_ready() { Health::Ready(ready, wanted) } else { Health::Waiting(ready, wanted) })
+}
+
+/// This machine's public address and where it came from (plain text, one address).
+async fn public_address(env: &Env<'_>) -> anyhow::Result<(std::net::IpAddr, String)> {
+    let url = env.sh.var("GKE_RL_ADDRESS_ECHO").unwrap_or_else(|_| ADDRESS_ECHO.to_owned());
+    gke_rl_ray::ensure_crypto_provider();
+    let answer = async { reqwest::Client::new().get(&url).timeout(Duration::from_secs(10)).send().await?.error_for_status()?.text().await };
+    let text = answer.await.with_context(|| format!("cannot detect this machine's public address from {url}; pass --authorized-cidr"))?;
+    let address =
+        text.trim().parse().with_context(|| format!("{url} answered {:?}, not an IP address; pass --authorized-cidr", text.trim()))?;
+    Ok((address, url))
+}
+
+/// The problem when this machine's public address is outside `cidr`, which the control plane
+/// accepts; `None` when it is inside or cannot be told.
+async fn outside_authorized_cidr(env: &Env<'_>, cidr: &str, d: &Deployment) -> Option<String> {
+    let cidr = gke_rl::model::Cidr::new(cidr).ok()?;
+    let (address, _) = match public_address(env).await {
+        Ok(found) => found,
+        Err(e) => {
+            env.console.say(format_args!("  cannot tell whether this machine is inside the authorized CIDR {cidr}: {e:#}"));
+            return None;
+        }
+    };
+    let std::net::IpAddr::V4(v4) = address else { return None };
+    (!cidr.contains(v4)).then(|| {
+        format!(
+            "this machine's public address {address} is outside the authorized CIDR {cidr} of cluster {}: its Kubernetes API will not \
+             answer. Run `cargo xtask deploy --authorized-cidr {address}/32` (gcluster updates the authorized networks in place), \
+             or deploy from an address inside {cidr}",
+            d.project.cluster_name
+        )
+    })
 }
 
 /// The rendered files a deploy writes into its folder.

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use gke_rl::lifecycle::{self, Folder, State, Step};
-use gke_rl_kube::{RayClusters, Wait};
+use gke_rl_kube::Wait;
 use xshell::Shell;
 
 use super::{Env, INTERRUPTED, Resolved, Target, confirm, read, stream, took};
@@ -54,7 +54,7 @@ impl DestroyArgs {
         let started = Instant::now();
         let mut teardown_failed = false;
         if state.done(Step::Credentials) {
-            self.delete_ray_cluster(&mut env, &resolved).await?;
+            self.delete_ray_cluster(&mut env, &resolved).await;
             if env.interrupt.is_set() {
                 return Ok(interrupted(&env));
             }
@@ -120,13 +120,23 @@ impl DestroyArgs {
             .collect()
     }
 
-    async fn delete_ray_cluster(&self, env: &mut Env<'_>, resolved: &Resolved) -> anyhow::Result<()> {
-        let d = &resolved.deployment;
-        if !stream(env, &lifecycle::credentials(d, &resolved.site)) {
+    /// Deletes the RayCluster and the Secret and waits for the pods to go; when the cluster's
+    /// API cannot be used, says so and leaves them to go with the cluster.
+    async fn delete_ray_cluster(&self, env: &mut Env<'_>, resolved: &Resolved) {
+        if !stream(env, &lifecycle::credentials(&resolved.deployment, &resolved.site.project_id)) {
             env.console.say("  the cluster has no credentials to give (already gone?): skipping the Kubernetes objects");
-            return Ok(());
+            return;
         }
-        let clusters = RayClusters::new(env.kube.client().await?, d.ray.namespace.as_str());
+        if let Err(e) = self.delete_objects(env, resolved).await {
+            env.console.say(format_args!(
+                "  cannot use the cluster's Kubernetes API: {e:#}\n  skipping the RayCluster and the Secret: deleting the cluster removes them"
+            ));
+        }
+    }
+
+    async fn delete_objects(&self, env: &mut Env<'_>, resolved: &Resolved) -> anyhow::Result<()> {
+        let d = &resolved.deployment;
+        let clusters = resolved.clusters(env).await?;
         let name = d.project.cluster_name.as_str();
         if clusters.delete(name).await? {
             env.console.say(format_args!("  deleted RayCluster {}/{name}", d.ray.namespace));

@@ -78,12 +78,55 @@ pub enum Kube {
 }
 
 impl Kube {
-    async fn client(&self) -> anyhow::Result<kube::Client> {
+    /// A client for `context` of the kubeconfig (the one get-credentials wrote for the cluster,
+    /// whatever the current context is).
+    /// The credential plugin it runs does not inherit `hidden` (the secret variables).
+    async fn client(&self, context: &str, hidden: &[String]) -> Result<kube::Client, gke_rl_kube::Error> {
         match self {
-            Kube::FromKubeconfig => kube::Client::try_default().await.context("cannot load the kubeconfig that get-credentials wrote"),
+            Kube::FromKubeconfig => {
+                let options = gke_rl_kube::Options { hidden_env: hidden.to_vec(), ..gke_rl_kube::Options::default() };
+                Ok(gke_rl_kube::connect(None, Some(context), &options).await?.client)
+            }
             Kube::Given(client) => Ok(client.clone()),
         }
     }
+}
+
+/// The fix for a Kubernetes failure that is about reaching the API at all, if it is one.
+/// `get_credentials` is the command that writes the cluster's kubeconfig entry.
+pub fn kube_help(error: &anyhow::Error, get_credentials: &str) -> Option<String> {
+    use gke_rl_kube::Unreachable;
+    let refresh = format!("refresh the cluster's credentials: {get_credentials}");
+    let help = match error.chain().find_map(|e| e.downcast_ref::<gke_rl_kube::Error>())? {
+        gke_rl_kube::Error::Kubeconfig(_) => format!("write the cluster's kubeconfig entry: {get_credentials}"),
+        gke_rl_kube::Error::Unreachable { cause, .. } => match cause {
+            Unreachable::Connect(detail) if detail.contains("certificate") => {
+                format!("the kubeconfig's CA is not the cluster's (was it re-created?): {refresh}")
+            }
+            Unreachable::Connect(_) | Unreachable::NoAnswer(_) => {
+                "the control plane answers only its authorized networks: if this machine's \
+                 public address changed since deploy, run `cargo xtask deploy --authorized-cidr <your address>/32`, which updates them \
+                 (`cargo xtask destroy` works without the API); if the cluster is gone, `cargo xtask destroy` cleans up the rest"
+                    .to_owned()
+            }
+            Unreachable::Unauthorized(_) => format!("{refresh}\n  (if gcloud's login expired, run `gcloud auth login` first)"),
+            Unreachable::Forbidden(_) => "the account gcloud uses may not do this in the cluster: grant it roles/container.developer \
+                 on the project, or switch to an account that has it (`gcloud config set account …`)"
+                .to_owned(),
+            Unreachable::CredentialPlugin { missing: true, .. } => {
+                format!(
+                    "GKE kubeconfigs authenticate through {}: install it with {}",
+                    lifecycle::AUTH_PLUGIN,
+                    lifecycle::INSTALL_AUTH_PLUGIN
+                )
+            }
+            Unreachable::CredentialPlugin { missing: false, .. } => {
+                format!("{} gets its token from gcloud: run `gcloud auth login`, then try again", lifecycle::AUTH_PLUGIN)
+            }
+        },
+        _ => return None,
+    };
+    Some(format!("help: {help}"))
 }
 
 /// Whether Ctrl-C was pressed. Child processes get the signal too (same process group), so a
@@ -207,6 +250,20 @@ impl Target {
 }
 
 impl Resolved {
+    /// The RayClusters of the deployment's namespace, through its kubeconfig context.
+    async fn clusters(&self, env: &Env<'_>) -> anyhow::Result<gke_rl_kube::RayClusters> {
+        let client = env.kube.client(&lifecycle::kube_context(&self.deployment, &self.site), &env.hidden).await?;
+        Ok(gke_rl_kube::RayClusters::new(client, self.deployment.ray.namespace.as_str()))
+    }
+
+    /// `error`, with the fix when it is about reaching the cluster's API.
+    fn explain(&self, error: anyhow::Error) -> anyhow::Error {
+        match kube_help(&error, &lifecycle::credentials(&self.deployment, &self.site.project_id).to_string()) {
+            Some(help) => anyhow::anyhow!("{error:#}\n{help}"),
+            None => error,
+        }
+    }
+
     /// The deployment folder (`Site::folder`, absolute).
     fn folder(&self) -> &Path {
         Path::new(&self.site.folder)

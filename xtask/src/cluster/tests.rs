@@ -44,7 +44,7 @@ fn world(pods: Pods) -> Option<World> {
         std::fs::create_dir_all(path).unwrap();
     }
     let fake = crate::project_root().join("tests/fixtures/fakes/fake.sh");
-    for program in ["gcloud", "gcluster", "terraform", "packer"] {
+    for program in ["gcloud", "gcluster", "terraform", "packer", "gke-gcloud-auth-plugin"] {
         std::os::unix::fs::symlink(&fake, bin.join(program)).unwrap();
     }
     std::fs::copy(blueprint, example.join("gke-a4.yaml")).unwrap();

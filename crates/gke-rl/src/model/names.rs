@@ -189,9 +189,31 @@ validated_string!(
     Quantity, check_quantity, "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 );
 
+impl Cidr {
+    /// Whether `address` lies in this block.
+    pub fn contains(&self, address: core::net::Ipv4Addr) -> bool {
+        let (network, bits) = self.0.split_once('/').expect("a validated CIDR has a `/`");
+        let network: core::net::Ipv4Addr = network.parse().expect("a validated CIDR has an IPv4 address");
+        let bits: u32 = bits.parse().expect("a validated CIDR has a prefix length");
+        let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+        u32::from(address) & mask == u32::from(network) & mask
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cidrs_contain_their_addresses_only() {
+        let contains = |cidr: &str, address: [u8; 4]| Cidr::new(cidr).unwrap().contains(address.into());
+        assert!(contains("203.0.113.7/32", [203, 0, 113, 7]));
+        assert!(!contains("203.0.113.7/32", [203, 0, 113, 8]));
+        assert!(contains("203.0.113.0/24", [203, 0, 113, 200]));
+        assert!(!contains("203.0.113.0/24", [203, 0, 114, 1]));
+        assert!(contains("0.0.0.0/0", [198, 51, 100, 9]));
+        assert!(contains("10.1.2.3/8", [10, 200, 0, 1]), "host bits of the block are ignored");
+    }
 
     #[test]
     fn names_follow_dns_1035() {
