@@ -7,7 +7,7 @@ use common::{stderr, upstream, xtask};
 
 #[test]
 fn a_toolkit_checkout_is_patched_into_out() {
-    let Some(blueprint) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let blueprint = upstream("cluster-toolkit/gke-a4.yaml");
     let cwd = tempfile::tempdir().unwrap();
     let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
     std::fs::create_dir_all(&example).unwrap();
@@ -28,7 +28,7 @@ fn a_toolkit_checkout_is_patched_into_out() {
 
 #[test]
 fn a_hand_written_gke_a4_yaml_in_out_is_kept_without_force() {
-    let Some(blueprint) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let blueprint = upstream("cluster-toolkit/gke-a4.yaml");
     let cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir(cwd.path().join("out")).unwrap();
     std::fs::write(cwd.path().join("out/gke-a4.yaml"), "# mine\n").unwrap();
@@ -40,7 +40,7 @@ fn a_hand_written_gke_a4_yaml_in_out_is_kept_without_force() {
 
 #[test]
 fn a_blueprint_of_the_wrong_shape_is_refused_with_its_line() {
-    let Some(blueprint) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let blueprint = upstream("cluster-toolkit/gke-a4.yaml");
     let cwd = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(blueprint).unwrap().replace("  - id: a4-pool", "\t- id: a4-pool");
     std::fs::write(cwd.path().join("gke-a4.yaml"), text).unwrap();

@@ -15,7 +15,7 @@ use gke_rl_kube::fake::Pods;
 
 #[test]
 fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
-    let Some(blueprint) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let blueprint = upstream("cluster-toolkit/gke-a4.yaml");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let (bin, example, cloud) = (root.join("bin"), root.join("toolkit/examples/gke-a4"), root.join("cloud"));
@@ -66,9 +66,9 @@ fn calls(cloud: &Path) -> String {
     std::fs::read_to_string(cloud.join("calls")).unwrap_or_default()
 }
 
-/// A cloud with a completed deploy (CIDR 203.0.113.7/32); `None` without the upstream blueprint.
-fn deployed() -> Option<Cloud> {
-    let cloud = Cloud::new(Pods::ReadyAfter(0))?;
+/// A cloud with a completed deploy (CIDR 203.0.113.7/32).
+fn deployed() -> Cloud {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
     let out = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let requests = cloud.api.requests();
@@ -79,12 +79,12 @@ fn deployed() -> Option<Cloud> {
     let plugin_runs = calls.lines().filter(|l| l.starts_with("gke-gcloud-auth-plugin ") && !l.contains("--version")).count();
     assert!(plugin_runs > 0, "the kubeconfig's exec plugin ran:\n{calls}");
     cloud.assert_token_stays_secret(&[&out]);
-    Some(cloud)
+    cloud
 }
 
 #[test]
 fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
-    let Some(cloud) = deployed() else { return };
+    let cloud = deployed();
     // The API refuses connections now (the address left the authorized networks, say).
     let out = cloud.destroy(&[("FAKE_KUBE_SERVER", "https://127.0.0.1:1")]);
     let err = stderr(&out);
@@ -97,7 +97,7 @@ fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
 
 #[test]
 fn refused_credentials_and_denied_access_name_their_fix() {
-    let Some(cloud) = deployed() else { return };
+    let cloud = deployed();
     cloud.api.deny(Some(401));
     let out = cloud.deploy(&[], &[]);
     let err = stderr(&out);
@@ -117,7 +117,7 @@ fn refused_credentials_and_denied_access_name_their_fix() {
 
 #[test]
 fn a_missing_or_failing_credential_plugin_is_named_with_its_fix() {
-    let Some(cloud) = deployed() else { return };
+    let cloud = deployed();
     let status = cloud.xtask(&["status"], &[("FAKE_PLUGIN_FAILS", "1")]);
     let err = stderr(&status);
     assert_eq!(status.status.code(), Some(2), "{err}");
@@ -139,7 +139,7 @@ fn a_missing_or_failing_credential_plugin_is_named_with_its_fix() {
 
 #[test]
 fn a_silent_api_server_is_a_bounded_wait_with_the_cause() {
-    let Some(cloud) = deployed() else { return };
+    let cloud = deployed();
     // Accepts connections and never answers: packets dropped by the authorized networks.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let kubeconfig = std::fs::read_to_string(cloud.root.join("kubeconfig")).unwrap();
@@ -155,7 +155,7 @@ fn a_silent_api_server_is_a_bounded_wait_with_the_cause() {
 
 #[test]
 fn a_changed_public_address_is_noticed_on_resume_and_fixed_with_the_flag() {
-    let Some(cloud) = Cloud::new(Pods::ReadyAfter(0)) else { return };
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
     let first = cloud.deploy(&[], &[]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     assert!(stderr(&first).contains("authorized CIDR: 203.0.113.7/32 (this machine's public address"), "{}", stderr(&first));
@@ -181,7 +181,7 @@ fn a_changed_public_address_is_noticed_on_resume_and_fixed_with_the_flag() {
 /// echo, the log WebSocket) reaches an `https://` peer without a panic: one crypto provider.
 #[test]
 fn every_client_the_binary_builds_speaks_tls() {
-    let Some(cloud) = Cloud::new(Pods::ReadyAfter(0)) else { return };
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
     // An HTTPS peer whose CA none of them trusts: each must fail with words, not a panic.
     let https = cloud.https.url.clone();
     for args in [

@@ -141,7 +141,7 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
 /// address through kube-rs's port-forward upgrade to this real head behind the fake head pod,
 /// status the same way, then destroy.
 fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
-    let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(0)).ok_or("the upstream blueprint is missing")?;
+    let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(0));
     let dashboard: std::net::SocketAddr = head.address.trim_start_matches("http://").parse()?;
     cloud.api.forward_head_to(dashboard);
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);

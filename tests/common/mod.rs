@@ -45,15 +45,12 @@ pub fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ has a parent").to_path_buf()
 }
 
-/// A file under `../shared/upstream`: missing fails under `CI`, and skips (`None`) elsewhere.
-pub fn upstream(relative: &str) -> Option<PathBuf> {
-    let path = project_root().join("../shared/upstream").join(relative);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} is missing: CI needs ../shared/upstream beside the checkout", path.display());
-    eprintln!("skipping: {} is missing", path.display());
-    None
+/// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
+/// `SOURCE.md`): a missing one fails the test.
+pub fn upstream(relative: &str) -> PathBuf {
+    let path = project_root().join("tests/fixtures/upstream").join(relative);
+    assert!(path.is_file(), "{} is missing: the upstream fixtures are part of the repository", path.display());
+    path
 }
 
 /// What `tests/fixtures/fakes/fake.sh` runs.
@@ -84,10 +81,9 @@ pub struct Cloud {
 }
 
 impl Cloud {
-    /// A cloud whose RayCluster pods behave as `pods` says; `None` where the upstream
-    /// blueprint is missing (see [`upstream`]).
-    pub fn new(pods: Pods) -> Option<Cloud> {
-        let blueprint = upstream("cluster-toolkit/gke-a4.yaml")?;
+    /// A cloud whose RayCluster pods behave as `pods` says.
+    pub fn new(pods: Pods) -> Cloud {
+        let blueprint = upstream("cluster-toolkit/gke-a4.yaml");
         let dir = tempfile::tempdir().expect("a temp dir");
         let root = dir.path().to_path_buf();
         let example = root.join("toolkit/examples/gke-a4");
@@ -118,7 +114,7 @@ impl Cloud {
         let echo = runtime.block_on(address_echo(root.join("public-address"))).expect("the address echo");
         let cloud = Cloud { _dir: dir, root, api, https, echo, _runtime: runtime };
         cloud.set_public_address("203.0.113.7");
-        Some(cloud)
+        cloud
     }
 
     /// What the address-echo service answers from now on.

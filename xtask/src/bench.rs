@@ -139,7 +139,7 @@ fn median_wall_time(mut run: impl FnMut() -> anyhow::Result<()>) -> anyhow::Resu
 
 fn validate(sh: &Shell) -> anyhow::Result<()> {
     let root = project_root();
-    let crd = root.join("../shared/upstream/kuberay/ray.io_rayclusters.yaml");
+    let crd = root.join(crate::codegen::UPSTREAM).join("kuberay/ray.io_rayclusters.yaml");
     let crd_text = std::fs::read_to_string(&crd).with_context(|| format!("the benchmark needs {}", crd.display()))?;
     let work = root.join("target/bench-validate");
     let files_dir = work.join("files");

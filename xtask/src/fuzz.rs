@@ -19,8 +19,8 @@ const TARGETS: &[(&str, &[&str])] = &[
     ("runtime_env", &["manifests/ray_runtime_env.json", "tests/fixtures/codelab/ray_runtime_env_nemo.json"]),
     ("rayignore", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
     ("gitwildmatch", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
-    ("blueprint", &["tests/fixtures/blueprints", "manifests/gke-a4-deployment.yaml", "../shared/upstream/cluster-toolkit"]),
-    ("blueprint_patch", &["../shared/upstream/cluster-toolkit/gke-a4.yaml", "tests/fixtures/blueprints"]),
+    ("blueprint", &["tests/fixtures/blueprints", "manifests/gke-a4-deployment.yaml", "tests/fixtures/upstream/cluster-toolkit"]),
+    ("blueprint_patch", &["tests/fixtures/upstream/cluster-toolkit/gke-a4.yaml", "tests/fixtures/blueprints"]),
 ];
 
 #[derive(clap::Args)]

@@ -42,9 +42,9 @@ fn no_trailing_whitespace_or_tabs_in_source() {
     let mut problems = Vec::new();
     // The codelab fixtures reproduce upstream text byte for byte, defects included, and a
     // unified diff writes a blank context line as a single space.
-    let verbatim = project_root().join("tests/fixtures/codelab");
+    let verbatim = [project_root().join("tests/fixtures/codelab"), project_root().join(crate::codegen::UPSTREAM)];
     let is_diff = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("blueprint__"));
-    for path in text_files().into_iter().filter(|p| !p.starts_with(&verbatim) && !is_diff(p)) {
+    for path in text_files().into_iter().filter(|p| !verbatim.iter().any(|v| p.starts_with(v)) && !is_diff(p)) {
         let text = fs::read_to_string(&path).unwrap();
         for (i, line) in text.lines().enumerate() {
             if line.ends_with(' ') || line.ends_with('\t') {
@@ -134,4 +134,59 @@ fn one_tls_crypto_provider() {
         "Cargo.lock has {second:?}: a crate enabled rustls's aws-lc-rs provider; keep ring only (`cargo tree -i aws-lc-rs`)"
     );
     assert!(packages.contains(&"ring"), "Cargo.lock lost ring, the one provider");
+}
+
+/// The upstream files under `tests/fixtures/upstream/` are what their `SOURCE.md` says: each
+/// listed with its git blob id, and byte for byte that blob (`git hash-object`), so tests read
+/// upstream's own text and no file there goes unaccounted for.
+#[test]
+fn upstream_fixtures_are_verbatim() {
+    use sha1::Digest as _;
+    let root = project_root().join(crate::codegen::UPSTREAM);
+    let mut listed = Vec::new();
+    let mut problems = Vec::new();
+    for source in text_files().into_iter().filter(|p| p.starts_with(&root) && p.ends_with("SOURCE.md")) {
+        let folder = source.parent().unwrap().to_path_buf();
+        for line in fs::read_to_string(&source).unwrap().lines() {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            let (Some(file), Some(blob)) = (cells.first(), cells.last()) else { continue };
+            if blob.len() != 40 || !blob.chars().all(|c| c.is_ascii_hexdigit()) {
+                continue;
+            }
+            let path = folder.join(file);
+            let Ok(bytes) = fs::read(&path) else {
+                problems.push(format!("{}: lists {file}, which is missing", relative(&source)));
+                continue;
+            };
+            let mut hasher = sha1::Sha1::new();
+            hasher.update(format!("blob {}\0", bytes.len()));
+            hasher.update(&bytes);
+            let actual: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            if actual != *blob {
+                problems.push(format!(
+                    "{}: blob {actual}, but {} says {blob}: copy it again, verbatim",
+                    relative(&path),
+                    relative(&source)
+                ));
+            }
+            listed.push(path);
+        }
+    }
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files(&path, out)
+            } else if !path.ends_with("SOURCE.md") {
+                out.push(path)
+            }
+        }
+    }
+    let mut present = Vec::new();
+    files(&root, &mut present);
+    for path in present.iter().filter(|p| !listed.contains(p)) {
+        problems.push(format!("{}: not listed in a SOURCE.md with its repository, commit and blob id", relative(path)));
+    }
+    assert!(listed.len() >= 8, "only {} upstream fixtures listed", listed.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

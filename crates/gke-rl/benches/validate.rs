@@ -7,8 +7,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use gke_rl::validate::{CrdSchema, SourceFile, validate_with_crd};
 
 fn validate_100(c: &mut Criterion) {
-    let crd_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/upstream/kuberay/ray.io_rayclusters.yaml");
-    let crd_text = std::fs::read_to_string(crd_path).expect("../shared/upstream/kuberay/ray.io_rayclusters.yaml");
+    let crd_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/upstream/kuberay/ray.io_rayclusters.yaml");
+    let crd_text = std::fs::read_to_string(crd_path).expect("tests/fixtures/upstream/kuberay/ray.io_rayclusters.yaml");
     c.bench_function("compile the strict RayCluster CRD schema", |b| b.iter(|| CrdSchema::from_crd(&crd_text, true).expect("compiles")));
 
     let crd = CrdSchema::from_crd(&crd_text, true).expect("compiles");

@@ -7,8 +7,8 @@ use gke_rl::Deployment;
 use gke_rl::blueprint::{patch, unified_diff};
 use gke_rl::yaml::Node;
 
-fn upstream_blueprint() -> Option<String> {
-    Some(std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")?).unwrap())
+fn upstream_blueprint() -> String {
+    std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap()
 }
 
 fn reservation() -> Deployment {
@@ -26,7 +26,7 @@ fn module<'n>(root: &'n Node, id: &str) -> &'n Node {
 
 #[test]
 fn spot_patch_makes_the_upstream_blueprint_deployable() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let patched = patch(&original, &Deployment::default()).unwrap();
     let root = Node::parse(&patched).expect("the patched blueprint is YAML");
     for id in ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"] {
@@ -46,7 +46,7 @@ fn spot_patch_makes_the_upstream_blueprint_deployable() {
 
 #[test]
 fn every_unrelated_comment_is_kept() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let patched = patch(&original, &Deployment::default()).unwrap();
     let kept: std::collections::BTreeSet<&str> = patched.lines().collect();
     let patched_away = |line: &str| {
@@ -65,7 +65,7 @@ fn every_unrelated_comment_is_kept() {
 
 #[test]
 fn patching_is_idempotent() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     for deployment in [Deployment::default(), reservation()] {
         let once = patch(&original, &deployment).unwrap();
         assert_eq!(patch(&once, &deployment).unwrap(), once);
@@ -74,7 +74,7 @@ fn patching_is_idempotent() {
 
 #[test]
 fn the_patch_applies_to_the_original_and_reproduces_the_output() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     for deployment in [Deployment::default(), reservation()] {
         let patched = patch(&original, &deployment).unwrap();
         let diff = unified_diff(&original, &patched, "gke-a4.yaml");
@@ -90,14 +90,14 @@ fn the_patch_applies_to_the_original_and_reproduces_the_output() {
 
 #[test]
 fn diffs_for_spot_and_reservation() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     insta::assert_snapshot!("spot", unified_diff(&original, &patch(&original, &Deployment::default()).unwrap(), "gke-a4.yaml"));
     insta::assert_snapshot!("reservation", unified_diff(&original, &patch(&original, &reservation()).unwrap(), "gke-a4.yaml"));
 }
 
 #[test]
 fn the_patched_blueprint_passes_the_blueprint_rules() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     for deployment in [Deployment::default(), reservation()] {
         let patched = patch(&original, &deployment).unwrap();
         let artifacts = render(&deployment);
@@ -112,7 +112,7 @@ fn the_patched_blueprint_passes_the_blueprint_rules() {
 
 #[test]
 fn an_already_uncommented_blueprint_gives_the_same_result() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let by_hand: String = original
         .lines()
         .map(|l| l.strip_prefix("  # - id: ").map_or_else(|| l.to_owned(), |rest| format!("  - id: {rest}")) + "\n")
@@ -143,7 +143,7 @@ fn refused(input: &str, expected: &str) {
 
 #[test]
 fn a_renamed_module_is_refused_by_name() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     refused(&original.replace("# - id: managed-lustre", "# - id: managed_lustre"), "no module `managed-lustre`");
     refused(
         &original.replace("source: modules/scheduler/gke-cluster", "source: modules/scheduler/gke-autopilot"),
@@ -153,7 +153,7 @@ fn a_renamed_module_is_refused_by_name() {
 
 #[test]
 fn a_deleted_lustre_block_is_refused() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let start = original.find("  # - id: lustre-pv").unwrap();
     let end = start + original[start..].find("\n\n").unwrap();
     refused(&format!("{}{}", &original[..start], &original[end..]), "no module `lustre-pv`");
@@ -163,7 +163,7 @@ fn a_deleted_lustre_block_is_refused() {
 
 #[test]
 fn tabs_are_refused_at_their_line() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let e = patch(&original.replace("  - id: a4-pool", "\t- id: a4-pool"), &Deployment::default()).unwrap_err();
     assert_eq!(e.line as usize, original.lines().position(|l| l == "  - id: a4-pool").unwrap() + 1);
     assert!(e.message.contains("tabs"));
@@ -173,7 +173,7 @@ fn tabs_are_refused_at_their_line() {
 /// edits count lines by LF, so an edit could land on the wrong line.
 #[test]
 fn a_lone_carriage_return_is_refused_at_its_line() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let e = patch(
         &original.replace("use: [gke-a4-net-0, private_service_access]", "use: [gke-a4-net-0, \rprivate_service_access]"),
         &Deployment::default(),
@@ -185,7 +185,7 @@ fn a_lone_carriage_return_is_refused_at_its_line() {
 
 #[test]
 fn crlf_line_endings_are_kept() {
-    let Some(original) = upstream_blueprint() else { return };
+    let original = upstream_blueprint();
     let crlf = original.replace('\n', "\r\n");
     let patched = patch(&crlf, &Deployment::default()).unwrap();
     assert_eq!(patched, patch(&original, &Deployment::default()).unwrap().replace('\n', "\r\n"));

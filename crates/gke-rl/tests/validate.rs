@@ -66,7 +66,7 @@ fn the_codelab_files_show_their_defects_at_the_right_lines() {
 
 #[test]
 fn the_upstream_blueprint_needs_the_codelab_edits() {
-    let Some(path) = upstream("cluster-toolkit/gke-a4.yaml") else { return };
+    let path = upstream("cluster-toolkit/gke-a4.yaml");
     let mut files = rendered(&gke_rl::Deployment::default());
     files.insert("gke-a4.yaml".into(), std::fs::read_to_string(path).unwrap());
     files.insert("gke-a4-deployment.yaml".into(), files["gke-a4-deployment.yaml"].replace("vars:\n", "vars:\n  spot: true\n"));
@@ -272,7 +272,7 @@ fn findings_serialize_with_exactly_the_documented_fields() {
 
 #[test]
 fn crd_schema_errors_point_at_the_field() {
-    let Some(path) = upstream("kuberay/ray.io_rayclusters.yaml") else { return };
+    let path = upstream("kuberay/ray.io_rayclusters.yaml");
     let crd = gke_rl::validate::CrdSchema::from_crd(&std::fs::read_to_string(path).unwrap(), true).unwrap();
     let mut files = rendered(&gke_rl::Deployment::default());
     let sources = |files: &Files| files.iter().map(|(name, text)| (name.clone(), text.clone())).collect::<Vec<_>>();
@@ -290,7 +290,7 @@ fn crd_schema_errors_point_at_the_field() {
     assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (21, 9), "{:?}", schema[0]);
 
     // The same schema given as JSON, or as a bare JSON Schema, checks the same.
-    let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml").unwrap()).unwrap();
+    let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap();
     let crd_json: serde_json::Value = serde_saphyr::from_str(&crd_yaml).unwrap();
     let bare = gke_rl::validate::openapi_schema(&crd_yaml, false).unwrap();
     for text in [crd_json.to_string(), bare.to_string()] {

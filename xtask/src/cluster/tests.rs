@@ -24,18 +24,8 @@ struct World {
     log: Arc<Mutex<Vec<u8>>>,
 }
 
-/// The upstream blueprint: required in CI, skipped (None) on a machine without `../shared`.
-fn upstream_blueprint() -> Option<PathBuf> {
-    let path = crate::project_root().join("../shared/upstream/cluster-toolkit/gke-a4.yaml");
-    if !path.is_file() {
-        assert!(std::env::var_os("CI").is_none(), "{} is missing; CI needs ../shared/upstream", path.display());
-        return None;
-    }
-    Some(path)
-}
-
-fn world(pods: Pods) -> Option<World> {
-    let blueprint = upstream_blueprint()?;
+fn world(pods: Pods) -> World {
+    let blueprint = crate::project_root().join("tests/fixtures/upstream/cluster-toolkit/gke-a4.yaml");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let bin = root.join("bin");
@@ -56,7 +46,7 @@ fn world(pods: Pods) -> Option<World> {
     sh.set_var("FAKE_CLOUD", root.join("cloud"));
     sh.set_var("HF_TOKEN", TOKEN);
     let (server, client) = FakeApiServer::start(pods);
-    Some(World { _dir: dir, root, sh, server, client, log: Arc::default() })
+    World { _dir: dir, root, sh, server, client, log: Arc::default() }
 }
 
 impl World {
@@ -141,7 +131,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn deploy_from_scratch_then_a_rerun_changes_nothing() {
-    let Some(w) = world(Pods::ReadyAfter(2)) else { return };
+    let w = world(Pods::ReadyAfter(2));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     let state = w.state().unwrap();
     assert_eq!(state.completed, Step::ALL);
@@ -176,7 +166,7 @@ async fn deploy_from_scratch_then_a_rerun_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn dry_run_prints_every_command_and_changes_nothing() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&["--dry-run"]).await, 0);
     let log = w.log();
     for expected in [
@@ -217,7 +207,7 @@ async fn a_failure_at_any_step_resumes_at_that_step() {
         ),
     ];
     for (name, failing, break_it, mend) in cases {
-        let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+        let w = world(Pods::ReadyAfter(0));
         break_it(&w);
         assert_eq!(w.deploy(&[]).await, 1, "{name}: {}", w.log());
         let completed = w.state().map(|s| s.completed).unwrap_or_default();
@@ -243,7 +233,7 @@ async fn a_failure_at_any_step_resumes_at_that_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_spot_stock_out_is_named_while_waiting() {
     let message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
-    let Some(w) = world(Pods::Unschedulable(message.into())) else { return };
+    let w = world(Pods::Unschedulable(message.into()));
     assert_eq!(w.deploy(&[]).await, 1);
     let log = w.log();
     assert!(log.contains(&format!("! ray-a4-gpu-spot-head: Unschedulable: {message}")), "{log}");
@@ -258,7 +248,7 @@ async fn a_spot_stock_out_is_named_while_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
-    let Some(w) = world(Pods::ReadyAfter(usize::MAX)) else { return };
+    let w = world(Pods::ReadyAfter(usize::MAX));
     let (press, interrupt) = Interrupt::manual();
     let server = w.server.clone();
     tokio::spawn(async move {
@@ -286,7 +276,7 @@ async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn destroy_empties_the_buckets_tears_down_and_verifies() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     let checkpoints = w.root.join("cloud/buckets/checkpoint-ray-a4-gpu-spot-3c4d");
     for object in ["step_2.pt", "step_4.pt"] {
@@ -311,7 +301,7 @@ async fn destroy_empties_the_buckets_tears_down_and_verifies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn destroy_says_loudly_what_remains() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     w.sh.set_var("FAKE_DESTROY_LEAVES", "lustre");
     assert_eq!(w.destroy(&[]).await.unwrap(), 1);
@@ -325,7 +315,7 @@ async fn destroy_says_loudly_what_remains() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn another_projects_state_is_refused() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     let error = w.destroy(&["--project", "someone-elses"]).await.unwrap_err().to_string();
     assert!(error.starts_with("refusing to act: the state file belongs to deployment ray-a4-gpu-spot in project fake-project"), "{error}");
@@ -335,7 +325,7 @@ async fn another_projects_state_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     w.sh.set_var("FAKE_FAIL", "gcluster deploy");
     assert_eq!(w.deploy(&[]).await, 1);
     assert_eq!(w.destroy(&["--dry-run"]).await.unwrap(), 0);
@@ -349,7 +339,7 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     w.sh.set_var("FAKE_FAIL", "gcluster destroy");
     assert_eq!(w.destroy(&[]).await.unwrap(), 1);
@@ -365,7 +355,7 @@ async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
     assert!(clusters.delete("ray-a4-gpu-spot").await.unwrap());
@@ -377,7 +367,7 @@ async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     w.sh.set_var("FAKE_NO_ACCOUNT", "1");
     w.sh.set_var("HF_TOKEN", "");
     std::fs::remove_file(w.root.join("bin/packer")).unwrap();
@@ -401,7 +391,7 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_lustre_mount_failure_is_named_while_waiting() {
     let message = "MountVolume.MountDevice failed for volume \"lustre-pv\": rpc error: mount failed: exit status 110";
-    let Some(w) = world(Pods::MountFails(message.into())) else { return };
+    let w = world(Pods::MountFails(message.into()));
     assert_eq!(w.deploy(&[]).await, 1);
     let log = w.log();
     assert!(log.contains(&format!("! ray-a4-gpu-spot-worker-0: FailedMount: {message}")), "{log}");
@@ -410,7 +400,7 @@ async fn a_lustre_mount_failure_is_named_while_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_changed_config_runs_again_from_render() {
-    let Some(w) = world(Pods::ReadyAfter(0)) else { return };
+    let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
     let config = w.root.join("gke-rl.yaml");
     std::fs::write(&config, "topology:\n  node_count: 2\n").unwrap();

@@ -1,5 +1,5 @@
 //! Shared test helpers: the configs every artifact test runs on, and access to the verbatim
-//! upstream files in `../shared/upstream`.
+//! upstream files in `tests/fixtures/upstream`.
 
 #![allow(dead_code)] // each test crate uses its own subset
 
@@ -34,18 +34,12 @@ pub fn artifact<'a>(artifacts: &'a [Artifact], name: &str) -> &'a str {
     &artifacts.iter().find(|a| a.name == name).unwrap_or_else(|| panic!("no artifact {name}")).contents
 }
 
-/// A file under `../shared/upstream`. Missing files fail the test when `CI` is set and skip
-/// it (returning `None`) on a developer machine without the shared folder.
-pub fn upstream(relative: &str) -> Option<PathBuf> {
-    let path = project_root().join("../shared/upstream").join(relative);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{} is missing: CI needs ../shared/upstream beside the checkout", path.display());
-    }
-    eprintln!("skipping: {} is missing", path.display());
-    None
+/// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
+/// `SOURCE.md`): a missing one fails the test.
+pub fn upstream(relative: &str) -> PathBuf {
+    let path = project_root().join("tests/fixtures/upstream").join(relative);
+    assert!(path.is_file(), "{} is missing: the upstream fixtures are part of the repository", path.display());
+    path
 }
 
 /// Writes `contents` into a fresh temporary directory as `name`.
