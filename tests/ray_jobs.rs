@@ -667,7 +667,7 @@ fn patterns_match_python(python: &Path) -> Result<(), Failed> {
     let mut failures = Vec::new();
     for (case, expected) in cases.iter().zip(expected) {
         let patterns: Vec<&str> = case["patterns"].as_array().ok_or("array")?.iter().filter_map(|p| p.as_str()).collect();
-        let ours = match gke_rl::gitwildmatch::PatternSet::from_lines(patterns.iter().copied()) {
+        let ours = match gke_rl_gitwildmatch::PatternSet::from_lines(patterns.iter().copied()) {
             Ok(set) => serde_json::json!(
                 case["paths"].as_array().ok_or("array")?.iter().map(|p| set.is_match(p.as_str().unwrap_or_default())).collect::<Vec<_>>()
             ),

@@ -5,10 +5,13 @@ use std::sync::OnceLock;
 
 use gke_rl::validate::{SourceFile, validate};
 
+/// How the fuzz targets render.
+pub const OPTIONS: gke_rl::RenderOptions<'static> = gke_rl::RenderOptions { source: "fuzz", regenerate: "fuzz" };
+
 fn companions() -> &'static [gke_rl::Artifact] {
     static RENDERED: OnceLock<Vec<gke_rl::Artifact>> = OnceLock::new();
     RENDERED.get_or_init(|| {
-        let all = gke_rl::render(&gke_rl::Deployment::default(), "fuzz").expect("the default renders");
+        let all = gke_rl::render(&gke_rl::Deployment::default(), &OPTIONS).expect("the default renders");
         all.into_iter().filter(|a| matches!(a.name, "env.sh" | "run_nemo_rl.sh" | ".rayignore")).collect()
     })
 }
@@ -17,7 +20,7 @@ fn companions() -> &'static [gke_rl::Artifact] {
 /// same name gives way to the input).
 pub fn check(name: &str, text: &str) {
     let _ = validate(&[SourceFile { name, text }]);
-    let mut files: Vec<SourceFile<'_>> = companions().iter().filter(|a| a.name != name).map(|a| SourceFile { name: a.name, text: &a.contents }).collect();
+    let mut files: Vec<SourceFile<'_>> = companions().iter().filter(|a| a.name != name).map(SourceFile::from).collect();
     files.push(SourceFile { name, text });
     let _ = validate(&files);
 }

@@ -4,6 +4,7 @@
 libfuzzer_sys::fuzz_target!(|text: &str| {
     if let Ok(deployment) = gke_rl::config::from_yaml(text) {
         // Whatever loads must render.
-        gke_rl::render(&deployment, "fuzz").expect("a loaded model renders");
+        let options = gke_rl::RenderOptions { source: "fuzz", regenerate: "fuzz" };
+        gke_rl::render(&deployment, &options).expect("a loaded model renders");
     }
 });

@@ -94,17 +94,16 @@ fn write_validation_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut manifests = Vec::new();
     for i in 0..100 {
         let mut d = Deployment::default();
-        d.project.cluster_name = Name::new(format!("ray-a4-{i:03}")).map_err(anyhow::Error::msg)?;
-        d.ray.image = Word::new(images[i % images.len()]).map_err(anyhow::Error::msg)?;
-        d.ray.worker.cpu = Quantity::new((90 + i % 10).to_string()).map_err(anyhow::Error::msg)?;
-        d.ray.head.memory_request = Quantity::new(format!("{}Gi", 32 + i % 64)).map_err(anyhow::Error::msg)?;
-        let artifacts = gke_rl::render(&d, "the validation benchmark")?;
-        let cluster = artifacts.iter().find(|a| a.name == "ray-cluster.yaml").context("a RayCluster is rendered")?;
+        d.project.cluster_name = Name::new(format!("ray-a4-{i:03}"))?;
+        d.ray.image = Word::new(images[i % images.len()])?;
+        d.ray.worker.cpu = Quantity::new((90 + i % 10).to_string())?;
+        d.ray.head.memory_request = Quantity::new(format!("{}Gi", 32 + i % 64))?;
+        let cluster = crate::config::render(&d, "the validation benchmark")?.ray_cluster;
         let path = dir.join(format!("raycluster-{i:03}.yaml"));
         std::fs::write(&path, &cluster.contents)?;
         manifests.push(path);
     }
-    for artifact in gke_rl::render(&Deployment::default(), "the validation benchmark")? {
+    for artifact in crate::config::render(&Deployment::default(), "the validation benchmark")? {
         if matches!(artifact.name, "env.sh" | "run_nemo_rl.sh" | "ray_runtime_env.json" | ".rayignore") {
             std::fs::write(dir.join(artifact.name), &artifact.contents)?;
         }
@@ -146,7 +145,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let manifests = write_validation_files(&files_dir)?;
     // Both tools read the same file: the CRD's v1 schema, made strict, as JSON.
     let schema_path = work.join("raycluster.strict.schema.json");
-    let schema = gke_rl::validate::openapi_schema(&crd_text, true).map_err(anyhow::Error::msg)?;
+    let schema = gke_rl::validate::openapi_schema(&crd_text, true)?;
     std::fs::write(&schema_path, serde_json::to_string(&schema)?)?;
 
     let cargo = cargo();

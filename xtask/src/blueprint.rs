@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use gke_rl::validate::{self, SourceFile};
-use gke_rl::{Artifact, Deployment, Severity};
+use gke_rl::{Artifact, Artifacts, Deployment, Severity};
 
 use crate::config;
 use crate::render::{summarize, write_all};
@@ -16,10 +16,10 @@ pub const TOOLKIT_BLUEPRINT: &str = "examples/gke-a4/gke-a4.yaml";
 
 /// Patches the blueprint read from `input` and validates it beside the artifacts it goes
 /// with; errors come back rendered, and nothing is written by this function.
-pub fn patch_checked(input: &Path, original: &str, deployment: &Deployment, rendered: &[Artifact]) -> anyhow::Result<String> {
+pub fn patch_checked(input: &Path, original: &str, deployment: &Deployment, rendered: &Artifacts) -> anyhow::Result<String> {
     let patched = gke_rl::blueprint::patch(original, deployment)
         .map_err(|d| Reported(Report { file: input, source: original, diagnostic: &d }.to_string()))?;
-    let mut files: Vec<SourceFile<'_>> = rendered.iter().map(|a| SourceFile { name: a.name, text: &a.contents }).collect();
+    let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
     files.push(SourceFile { name: "gke-a4.yaml", text: &patched });
     let errors: Vec<String> = validate::validate(&files)
         .into_iter()
@@ -56,7 +56,7 @@ impl Args {
         };
         let loaded = self.source.load()?;
         let original = config::read_input(&input)?;
-        let rendered = gke_rl::render(&loaded.deployment, &loaded.source)?;
+        let rendered = loaded.render()?;
         let patched = patch_checked(&input, &original, &loaded.deployment, &rendered)?;
 
         let name = "gke-a4.yaml";
@@ -67,12 +67,9 @@ impl Args {
             env!("CARGO_PKG_VERSION"),
             input.display()
         );
-        let deployment_file = rendered.into_iter().find(|a| a.name == "gke-a4-deployment.yaml").expect("render makes the deployment file");
-        let artifacts = [
-            Artifact { name, contents: patched, executable: false },
-            Artifact { name: "gke-a4.yaml.patch", contents: header + &diff, executable: false },
-            deployment_file,
-        ];
+        let blueprint = Artifact { name, contents: patched, executable: false };
+        let patch = Artifact { name: "gke-a4.yaml.patch", contents: header + &diff, executable: false };
+        let artifacts = [&blueprint, &patch, &rendered.deployment_file];
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
         // patching it again changes nothing.
         let ours = |file: &str, existing: &str| {

@@ -45,7 +45,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
         Ok(())
     };
 
-    let artifacts = gke_rl::render(&Deployment::default(), "the embedded default")?;
+    let artifacts = crate::config::render(&Deployment::default(), "the embedded default")?;
     for artifact in &artifacts {
         ensure(&format!("{MANIFESTS_DIR}/{}", artifact.name), &artifact.contents)?;
     }
@@ -53,11 +53,8 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     ensure(EXAMPLE_PATH, &example_config()?)?;
     ensure(RULES_DOC_PATH, &rules_doc())?;
     let resolved = root.join(UPSTREAM).join(RESOLVED_RECIPE);
-    match fs::read_to_string(&resolved) {
-        Ok(text) => ensure(RECIPE_KEYS_PATH, &recipe_keys(&text)?)?,
-        Err(_) if check && std::env::var_os("CI").is_none() => eprintln!("skipped {RECIPE_KEYS_PATH}: {} is missing", resolved.display()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {} (needed for {RECIPE_KEYS_PATH})", resolved.display())),
-    }
+    let recipe = fs::read_to_string(&resolved).with_context(|| format!("cannot read {} (needed for {RECIPE_KEYS_PATH})", resolved.display()))?;
+    ensure(RECIPE_KEYS_PATH, &recipe_keys(&recipe)?)?;
 
     let leftovers = leftover_manifests(&root.join(MANIFESTS_DIR), &artifacts)?;
     if check {
@@ -74,12 +71,12 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn leftover_manifests(dir: &Path, artifacts: &[gke_rl::Artifact]) -> anyhow::Result<Vec<String>> {
+fn leftover_manifests(dir: &Path, artifacts: &gke_rl::Artifacts) -> anyhow::Result<Vec<String>> {
     let Ok(entries) = fs::read_dir(dir) else { return Ok(Vec::new()) };
     let mut leftovers = Vec::new();
     for entry in entries {
         let name = entry.context("cannot list manifests/")?.file_name().to_string_lossy().into_owned();
-        if !artifacts.iter().any(|a| a.name == name) {
+        if artifacts.get(&name).is_none() {
             leftovers.push(name);
         }
     }
@@ -104,12 +101,7 @@ fn rules_doc() -> String {
          | code | severity | what it checks |\n| --- | --- | --- |\n",
     );
     for rule in gke_rl::validate::RULES {
-        let severity = match rule.severity {
-            gke_rl::Severity::Error => "error",
-            gke_rl::Severity::Warning => "warning",
-            gke_rl::Severity::Info => "info",
-        };
-        doc.push_str(&format!("| `{}` | {severity} | {} |\n", rule.code, rule.explanation.replace('|', "\\|")));
+        doc.push_str(&format!("| `{}` | {} | {} |\n", rule.code, rule.severity, rule.explanation.replace('|', "\\|")));
     }
     doc
 }

@@ -45,11 +45,26 @@ pub struct Output {
     pub force: bool,
 }
 
+/// The command that regenerates rendered files, named in their headers.
+pub const REGENERATE: &str = "cargo xtask render";
+
+/// Renders `deployment`, loaded from `source`, with xtask's headers.
+pub fn render(deployment: &Deployment, source: &str) -> anyhow::Result<gke_rl::Artifacts> {
+    Ok(gke_rl::render(deployment, &gke_rl::RenderOptions { source, regenerate: REGENERATE })?)
+}
+
 /// A loaded model and where it came from.
 pub struct Loaded {
     pub deployment: Deployment,
     /// For generated files' headers: a path as the user gave it, or "the embedded default".
     pub source: String,
+}
+
+impl Loaded {
+    /// Every artifact of the model.
+    pub fn render(&self) -> anyhow::Result<gke_rl::Artifacts> {
+        render(&self.deployment, &self.source)
+    }
 }
 
 /// `--config FILE`, else `--env-file FILE`, else `./gke-rl.yaml` if present, else the

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use gke_rl::checkpoints::CheckpointLog;
 use gke_rl::validate::{SourceFile, count};
-use gke_rl::{Severity, render::Artifact};
+use gke_rl::{Artifacts, Severity};
 use gke_rl_kube::portforward::Forwarding;
 use gke_rl_ray::package::{self, Plan, Secret};
 use gke_rl_ray::{Client, ClientOptions, Event, FollowOptions, JobDetails, JobStatus, SubmitRequest};
@@ -202,7 +202,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 impl SubmitArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         let loaded = self.source.load()?;
-        let artifacts = gke_rl::render(&loaded.deployment, &loaded.source)?;
+        let artifacts = loaded.render()?;
         let mut runtime_env = self.runtime_env(&artifacts)?;
         let upload = self.upload(&artifacts, &runtime_env)?;
         let env_from_local = self.env_from_local()?;
@@ -257,12 +257,11 @@ impl SubmitArgs {
     }
 
     /// The runtime env to submit: the file given, else the render's; checked like `validate`.
-    fn runtime_env(&self, artifacts: &[Artifact]) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    fn runtime_env(&self, artifacts: &Artifacts) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
         let (name, text) = match &self.runtime_env {
             Some(path) => (path.display().to_string(), read_input(path)?),
             None => {
-                let rendered = artifacts.iter().find(|a| a.name == "ray_runtime_env.json").context("the render has a runtime env")?;
-                (rendered.name.to_owned(), rendered.contents.clone())
+                (artifacts.runtime_env.name.to_owned(), artifacts.runtime_env.contents.clone())
             }
         };
         let findings = gke_rl::validate::validate(&[SourceFile { name: &name, text: &text }]);
@@ -284,7 +283,7 @@ impl SubmitArgs {
     /// names a remote `working_dir`.
     fn upload(
         &self,
-        artifacts: &[Artifact],
+        artifacts: &Artifacts,
         runtime_env: &serde_json::Map<String, serde_json::Value>,
     ) -> anyhow::Result<Option<package::Hashed>> {
         let from_env = runtime_env.get("working_dir").and_then(|v| v.as_str());
@@ -324,8 +323,8 @@ impl SubmitArgs {
     }
 
     /// The rendered job script plus each `--include` file, by file name.
-    fn job_folder(&self, artifacts: &[Artifact]) -> anyhow::Result<Vec<(String, Vec<u8>, bool)>> {
-        let script = artifacts.iter().find(|a| a.name == JOB_SCRIPT).context("the render has a job script")?;
+    fn job_folder(&self, artifacts: &Artifacts) -> anyhow::Result<Vec<(String, Vec<u8>, bool)>> {
+        let script = &artifacts.job_script;
         let mut files = vec![(JOB_SCRIPT.to_owned(), script.contents.clone().into_bytes(), true)];
         for path in &self.include {
             let name =

@@ -30,7 +30,8 @@ pub enum Outcome {
 impl Args {
     pub fn run(self) -> anyhow::Result<()> {
         let loaded = self.source.load()?;
-        let artifacts = gke_rl::render(&loaded.deployment, &loaded.source)?;
+        let artifacts = loaded.render()?;
+        let artifacts: Vec<&Artifact> = artifacts.iter().collect();
         let out = &self.output.out;
         let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
         summarize(out, &artifacts, &outcomes);
@@ -40,7 +41,7 @@ impl Args {
 }
 
 /// One line per file on stderr: what happened to it.
-pub fn summarize(out: &Path, artifacts: &[Artifact], outcomes: &[Outcome]) {
+pub fn summarize(out: &Path, artifacts: &[&Artifact], outcomes: &[Outcome]) {
     for (artifact, outcome) in artifacts.iter().zip(outcomes) {
         let verb = match outcome {
             Outcome::Created => "created",
@@ -54,7 +55,7 @@ pub fn summarize(out: &Path, artifacts: &[Artifact], outcomes: &[Outcome]) {
 /// Writes each artifact atomically (temp file, then rename), after checking that none would
 /// overwrite a file gke-rl did not make (`ours(name, existing contents)`); on refusal nothing
 /// is written.
-pub fn write_all(out: &Path, artifacts: &[Artifact], force: bool, ours: impl Fn(&str, &str) -> bool) -> anyhow::Result<Vec<Outcome>> {
+pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn(&str, &str) -> bool) -> anyhow::Result<Vec<Outcome>> {
     let mut outcomes = Vec::with_capacity(artifacts.len());
     let mut foreign = Vec::new();
     for artifact in artifacts {

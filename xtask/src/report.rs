@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::Path;
 
-use gke_rl::{Diagnostic, Severity};
+use gke_rl::Diagnostic;
 
 /// A diagnostic about a file, ready to print.
 pub struct Report<'a> {
@@ -16,12 +16,7 @@ pub struct Report<'a> {
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.diagnostic;
-        let severity = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        };
-        writeln!(f, "{severity}[{}]: {}", d.code, d.message)?;
+        writeln!(f, "{}[{}]: {}", d.severity, d.code, d.message)?;
         let number = d.line.to_string();
         let gutter = " ".repeat(number.len());
         writeln!(f, "{gutter}--> {}:{}:{}", self.file.display(), d.line, d.column)?;

@@ -44,7 +44,7 @@ impl Args {
         let mut files = self.read_paths()?;
         if self.paths.is_empty() || self.source.is_explicit() {
             let loaded = self.source.load()?;
-            let rendered = gke_rl::render(&loaded.deployment, &loaded.source)?;
+            let rendered = loaded.render()?;
             let given: Vec<_> = files.keys().filter_map(|name| validate::detect(name, &files[name])).collect();
             for artifact in rendered {
                 if validate::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {

@@ -167,8 +167,7 @@ impl RayClusters {
 
     /// Server-side applies the rendered `ray-cluster.yaml`; returns the RayCluster's name and uid.
     pub async fn apply(&self, manifest: &str) -> Result<(String, String), Error> {
-        let root = gke_rl::yaml::Node::try_parse(manifest)
-            .map_err(|(message, (line, column))| Error::Manifest(format!("is not YAML: {message} at {line}:{column}")))?;
+        let root = gke_rl_yaml::Node::try_parse(manifest).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
         let object: DynamicObject =
             serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
         let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
@@ -283,8 +282,8 @@ mod tests {
     const QUICK: Wait = Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
 
     fn manifest() -> String {
-        let artifacts = gke_rl::render(&gke_rl::Deployment::default(), "a test").unwrap();
-        artifacts.into_iter().find(|a| a.name == "ray-cluster.yaml").unwrap().contents
+        let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
+        gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.contents
     }
 
     #[tokio::test]

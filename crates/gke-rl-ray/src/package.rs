@@ -12,7 +12,7 @@ use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use gke_rl::gitwildmatch::PatternSet;
+use gke_rl_gitwildmatch::PatternSet;
 use sha1::{Digest, Sha1};
 
 /// The dashboard refuses request bodies over 100 MiB (aiohttp `client_max_size`).
@@ -46,7 +46,7 @@ pub enum PackageError {
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{file}:{}: invalid pattern `{}`: {}; Ray's packager would fail on it too", .error.line, .error.pattern, .error.reason)]
-    Pattern { file: String, error: gke_rl::gitwildmatch::PatternError },
+    Pattern { file: String, error: gke_rl_gitwildmatch::PatternError },
     #[error("{path}: the file name is not UTF-8, which Ray cannot package; rename it or exclude it in .rayignore")]
     NonUtf8Name { path: PathBuf },
     #[error("{path}: a symlink loops back to {target}; exclude it in .rayignore")]

@@ -49,7 +49,8 @@ pub fn render_json(config: &str) -> serde_json::Value {
         Ok(deployment) => deployment,
         Err(diagnostic) => return serde_json::json!({ "error": diagnostic }),
     };
-    match gke_rl::render(&deployment, "the web validator") {
+    let options = gke_rl::RenderOptions { source: "the web validator", regenerate: "cargo xtask render" };
+    match gke_rl::render(&deployment, &options) {
         Ok(artifacts) => {
             let artifacts: Vec<_> = artifacts
                 .iter()

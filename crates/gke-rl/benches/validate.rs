@@ -3,6 +3,8 @@
 //! (parse, typed rules, cross-file rules, CRD schema). The end-to-end comparison with
 //! check-jsonschema is in `xtask/src/bench.rs`.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests and benches read fixtures; the library does no I/O
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use gke_rl::validate::{CrdSchema, SourceFile, validate_with_crd};
 

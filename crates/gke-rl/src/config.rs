@@ -15,8 +15,11 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
         return Ok(Deployment::default());
     }
     let root = Node::try_parse(text)
-        .map_err(|(message, at)| Diagnostic::error("config-invalid-value", at, message, format!("fix the YAML; {SCHEMA_HINT}")))?;
-    let deployment: Deployment = yaml::from_node(&root).map_err(|e| to_diagnostic(&e))?;
+        .map_err(|e| Diagnostic::error("config-invalid-value", e.at(), e.message(), format!("fix the YAML; {SCHEMA_HINT}")))?;
+    let deployment: Deployment = yaml::from_node(&root).map_err(|e| match e {
+        yaml::Error::Type(e) => to_diagnostic(&e),
+        other => Diagnostic::error("config-invalid-value", other.at(), other.message(), format!("fix the YAML; {SCHEMA_HINT}")),
+    })?;
     if let Err(unknown) = deployment.ray.resolved_version() {
         let at = root.get(&["ray", "image"]).map_or((1, 1), Node::at);
         return Err(Diagnostic::error(
@@ -29,7 +32,7 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     Ok(deployment)
 }
 
-fn to_diagnostic(error: &yaml::DeError) -> Diagnostic {
+fn to_diagnostic(error: &yaml::TypeError) -> Diagnostic {
     let (message, at, path) = (error.message(), error.at(), error.path());
     if let Some(rest) = message.strip_prefix("unknown field ").or_else(|| message.strip_prefix("unknown variant ")) {
         return Diagnostic::error("config-unknown-key", at, message, unknown_key_help(rest));

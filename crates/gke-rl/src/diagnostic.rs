@@ -2,9 +2,8 @@
 
 use std::fmt;
 
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// How bad a finding is; it serializes as [`Severity::as_str`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     /// Informational: nothing to fix.
     Info,
@@ -12,6 +11,29 @@ pub enum Severity {
     Warning,
     /// The artifacts would not work; nothing is written or deployed.
     Error,
+}
+
+impl Severity {
+    /// `error`, `warning` or `info`: how the CLI, the JSON output and the browser name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl serde::Serialize for Severity {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One finding about an input, pointing at the value to change.

@@ -1,31 +1,55 @@
 //! gke-rl's SDK: a typed model of a NeMo-RL GRPO deployment on GKE with KubeRay and Managed
 //! Lustre, and pure functions that load, render and check it.
 //!
+//! A config file becomes a [`Deployment`] (keys left out take the codelab's reference setup,
+//! fixed); [`render()`] turns it into every artifact; [`validate::validate`] checks artifacts,
+//! rendered or hand-written, alone and across files:
+//!
 //! ```
-//! let deployment = gke_rl::Deployment::default(); // the codelab's reference setup, fixed
-//! let artifacts = gke_rl::render(&deployment, "the embedded default").unwrap();
-//! let cluster = artifacts.iter().find(|a| a.name == "ray-cluster.yaml").unwrap();
-//! assert!(cluster.contents.contains("rayVersion: \"2.46.0\""));
+//! use gke_rl::validate::{SourceFile, validate};
+//! use gke_rl::{RenderOptions, Severity, config};
+//!
+//! // A config: only what differs from the default.
+//! let deployment = config::from_yaml("topology:\n  node_count: 4\n").expect("a valid config");
+//! let options = RenderOptions { source: "my-config.yaml", regenerate: "my-tool render" };
+//! let artifacts = gke_rl::render(&deployment, &options).expect("a known image");
+//! assert!(artifacts.ray_cluster.contents.contains("replicas: 4"));
+//!
+//! // The render checks clean...
+//! let files: Vec<SourceFile> = artifacts.iter().map(SourceFile::from).collect();
+//! assert!(validate(&files).iter().all(|f| f.diagnostic.severity < Severity::Warning));
+//!
+//! // ...and a hand-edited RayCluster that disagrees with env.sh does not.
+//! let edited = artifacts.ray_cluster.contents.replace("replicas: 4", "replicas: 8");
+//! let files = [SourceFile::from(&artifacts.env_sh), SourceFile { name: "ray-cluster.yaml", text: &edited }];
+//! let findings = validate(&files);
+//! let finding = findings.iter().find(|f| f.diagnostic.severity == Severity::Error).expect("a mismatch");
+//! println!("{}:{}: {}", finding.file, finding.diagnostic, finding.diagnostic.help);
 //! ```
 //!
-//! The crate does no I/O: it reads text and returns text, so it builds for
-//! `wasm32-unknown-unknown` and every front end (CLI, browser, other tools) shares it.
+//! The crate does no I/O: it reads text and returns text, so every front end (the CLI, the
+//! browser build, other tools) shares it. Values a user wrote are refused with a positioned
+//! [`Diagnostic`]; anything else with an [`Error`].
 
 pub mod blueprint;
 pub mod checkpoints;
 pub mod config;
 pub mod diagnostic;
 pub mod envsh;
-pub mod gitwildmatch;
+mod error;
 pub mod knowledge;
 pub mod lifecycle;
 pub mod model;
 mod quote;
 pub mod render;
 mod suggest;
+
+// Crates of their own, used inside under their old names.
+use gke_rl_gitwildmatch as gitwildmatch;
+use gke_rl_yaml as yaml;
 pub mod validate;
-pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
+pub use error::Error;
 pub use model::Deployment;
-pub use render::{Artifact, render};
+pub use render::{Artifact, Artifacts, RenderOptions, render};

@@ -1,6 +1,8 @@
 //! Every artifact, for every test config: snapshotted, and proven to work with the tools
 //! that read it (bash, JSON readers, the KubeRay CRD schema, Ray's gitwildmatch matching).
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests and benches read fixtures; the library does no I/O
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -257,7 +259,7 @@ fn secret_command_reads_tokens_from_the_environment_never_from_argv() {
 fn rayignore_keeps_secrets_and_local_state_out_of_the_upload() {
     let text = artifact(&render(&gke_rl::Deployment::default()), ".rayignore").to_owned();
     // Ray's own matching (pathspec's gitwildmatch), differential-tested against Python.
-    let rules = gke_rl::gitwildmatch::PatternSet::parse(&text).unwrap();
+    let rules = gke_rl_gitwildmatch::PatternSet::parse(&text).unwrap();
     let ignored = |path: &str| rules.excludes(path);
     for secret in [
         "env.sh",

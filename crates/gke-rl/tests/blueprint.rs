@@ -1,11 +1,13 @@
 //! The blueprint patcher on the real upstream gke-a4 blueprint and on mutated copies of it.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests and benches read fixtures; the library does no I/O
+
 mod common;
 
 use common::{render, upstream};
 use gke_rl::Deployment;
 use gke_rl::blueprint::{patch, unified_diff};
-use gke_rl::yaml::Node;
+use gke_rl_yaml::Node;
 
 fn upstream_blueprint() -> String {
     std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap()

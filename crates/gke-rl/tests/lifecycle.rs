@@ -1,5 +1,7 @@
 //! The deploy and destroy plans (what `--dry-run` prints) and the state file's rules.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests and benches read fixtures; the library does no I/O
+
 mod common;
 
 use common::{artifact, configs, render};
@@ -42,7 +44,12 @@ fn destroy_plan_after_a_complete_deploy() {
     let deployment = Deployment::default();
     let mut state = State::new(&deployment, "my-project", "d");
     Step::ALL.into_iter().for_each(|s| state.complete(s));
-    insta::assert_snapshot!(lifecycle::destroy_plan(&deployment, &site(&deployment), &state));
+    let plan = lifecycle::destroy_plan(&deployment, &site(&deployment), &state, None);
+    insta::assert_snapshot!(plan.to_string());
+    let buckets = [("training-ray-a4-gpu-spot-1a2b".to_owned(), 2)];
+    let listed = lifecycle::destroy_plan(&deployment, &site(&deployment), &state, Some(&buckets));
+    assert!(listed.preview().ends_with("\n  bucket training-ray-a4-gpu-spot-1a2b (2 objects, emptied first)"), "{}", listed.preview());
+    assert_eq!(listed.steps, plan.steps, "the same commands either way");
 }
 
 #[test]
@@ -68,7 +75,7 @@ fn state_round_trips_and_refuses_another_deployment() {
     assert!(state.mismatch(&renamed, "my-project").is_some());
     state.redo_from(Step::Render);
     assert_eq!(state.completed, [Step::Preflight]);
-    assert!(State::from_json("{\"version\": \"x\"}").unwrap_err().starts_with("not a gke-rl state file"));
+    assert!(matches!(State::from_json("{\"version\": \"x\"}"), Err(gke_rl::Error::State(_))));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step, TOOLKIT_EXAMPLE};
 use gke_rl::model::Provisioning;
-use gke_rl::{Artifact, Deployment};
+use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Readiness, Wait};
 use xshell::Shell;
 
@@ -46,8 +46,8 @@ impl DeployArgs {
 
     pub(super) async fn execute(&self, mut env: Env<'_>) -> anyhow::Result<u8> {
         let mut resolved = self.target.resolve(&mut env, self.download_dependencies)?;
-        let artifacts = gke_rl::render(&resolved.deployment, &resolved.source)?;
-        let ray_cluster = artifact(&artifacts, "ray-cluster.yaml").contents.clone();
+        let artifacts = crate::config::render(&resolved.deployment, &resolved.source)?;
+        let ray_cluster = artifacts.ray_cluster.contents.clone();
         if self.dry_run {
             resolved.site.authorized_cidr = self.authorized_cidr(&env, &resolved.deployment, None).await?;
             env.console.say(lifecycle::deploy_plan(&resolved.deployment, &resolved.site, &ray_cluster, &took(self.timeout)));
@@ -80,7 +80,7 @@ impl DeployArgs {
         let blueprint_path = Path::new(&resolved.site.toolkit).join(crate::blueprint::TOOLKIT_BLUEPRINT);
         let original = crate::config::read_input(&blueprint_path)?;
         let blueprint = crate::blueprint::patch_checked(&blueprint_path, &original, &resolved.deployment, &artifacts)?;
-        let digest = lifecycle::digest(&[&blueprint, &artifact(&artifacts, "gke-a4-deployment.yaml").contents, &ray_cluster]);
+        let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, &ray_cluster]);
         if state.rendered != digest {
             if !state.rendered.is_empty() {
                 env.console.say("the config or the blueprint changed since the last deploy: running the steps from render again");
@@ -413,7 +413,7 @@ async fn outside_authorized_cidr(env: &Env<'_>, cidr: &str, d: &Deployment) -> O
 
 /// The rendered files a deploy writes into its folder.
 struct Files<'a> {
-    artifacts: &'a [Artifact],
+    artifacts: &'a Artifacts,
     blueprint: &'a str,
     ray_cluster: &'a str,
 }
@@ -424,7 +424,7 @@ impl Files<'_> {
         std::fs::create_dir_all(resolved.folder()).with_context(|| format!("cannot create {}", resolved.site.folder))?;
         let write = |path: String, contents: &str| crate::render::write_atomically(Path::new(&path), contents.as_bytes(), false);
         write(folder.blueprint(), self.blueprint)?;
-        write(folder.deployment_file(), &artifact(self.artifacts, "gke-a4-deployment.yaml").contents)?;
+        write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
         write(folder.ray_cluster(), self.ray_cluster)?;
         let example = Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE);
         for template in STAGED_TEMPLATES {
@@ -433,10 +433,6 @@ impl Files<'_> {
         }
         Ok(())
     }
-}
-
-fn artifact<'a>(artifacts: &'a [Artifact], name: &str) -> &'a Artifact {
-    artifacts.iter().find(|a| a.name == name).expect("render makes every artifact")
 }
 
 fn cost_question(d: &Deployment) -> String {

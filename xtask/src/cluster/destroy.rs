@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use gke_rl::lifecycle::{self, Folder, State, Step};
+use gke_rl::lifecycle::{self, Folder, Step};
 use gke_rl_kube::Wait;
 use xshell::Shell;
 
@@ -40,12 +40,12 @@ impl DestroyArgs {
             return Ok(0);
         };
         if self.dry_run {
-            env.console.say(lifecycle::destroy_plan(d, &resolved.site, &state));
+            env.console.say(lifecycle::destroy_plan(d, &resolved.site, &state, None));
             return Ok(0);
         }
         let provisioned = state.done(Step::Render);
         let buckets = if provisioned { self.buckets(&env, &resolved)? } else { Vec::new() };
-        env.console.say(preview(&resolved, &state, &buckets));
+        env.console.say(lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets)).preview());
         if !confirm("delete all of this?", self.yes)? {
             env.console.say("nothing was deleted");
             return Ok(1);
@@ -170,33 +170,4 @@ impl DestroyArgs {
 fn interrupted(env: &Env<'_>) -> u8 {
     env.console.say("interrupted; nothing is lost: re-run `cargo xtask destroy` to finish");
     INTERRUPTED
-}
-
-/// What will be deleted, from the state and the buckets found.
-fn preview(resolved: &Resolved, state: &State, buckets: &[(String, usize)]) -> String {
-    let d = &resolved.deployment;
-    let p = &d.project;
-    let mut lines =
-        vec![format!("destroy deployment {} in project {} ({} / {}):", p.cluster_name, resolved.site.project_id, p.region, p.zone)];
-    if state.done(Step::Credentials) {
-        lines.push(format!(
-            "  RayCluster {}/{} and Secret {}/{}",
-            d.ray.namespace, p.cluster_name, d.ray.namespace, d.secrets.kubernetes_secret
-        ));
-    }
-    if state.done(Step::Render) {
-        lines.push(format!(
-            "  GKE cluster {} ({}) with its node pools ({} × {})",
-            p.cluster_name, p.region, d.topology.node_count, d.topology.machine_type
-        ));
-        lines.push(format!(
-            "  Managed Lustre instance {} ({} GiB in {}): everything under {}, checkpoints included, is lost",
-            d.lustre.instance_id, d.lustre.capacity_gib, p.zone, d.lustre.mount_path
-        ));
-        lines.push(format!("  networks {0}-net-0, {0}-net-1, {0}-rdma-net, their firewall rules and the service accounts", p.cluster_name));
-        for (bucket, objects) in buckets {
-            lines.push(format!("  bucket {bucket} ({objects} objects, emptied first)"));
-        }
-    }
-    lines.join("\n")
 }

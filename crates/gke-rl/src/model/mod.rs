@@ -172,20 +172,14 @@ impl Default for Ray {
     }
 }
 
-/// The Ray version a cluster of this model runs, or why it is unknown.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the Ray version inside image `{image}` is unknown: set `ray.ray_version` to the version the image ships")]
-pub struct UnknownRayVersion {
-    /// The image that is not in the table.
-    pub image: String,
-}
-
 impl Ray {
-    /// `ray_version` if set, else the version shipped in a known image.
-    pub fn resolved_version(&self) -> Result<&str, UnknownRayVersion> {
+    /// `ray_version` if set, else the version shipped in a known image
+    /// ([`crate::Error::UnknownRayVersion`] otherwise).
+    pub fn resolved_version(&self) -> Result<&str, crate::Error> {
         match &self.ray_version {
             Some(version) => Ok(version.as_str()),
-            None => knowledge::ray_version_of_image(self.image.as_str()).ok_or_else(|| UnknownRayVersion { image: self.image.to_string() }),
+            None => knowledge::ray_version_of_image(self.image.as_str())
+                .ok_or_else(|| crate::Error::UnknownRayVersion { image: self.image.to_string() }),
         }
     }
 }

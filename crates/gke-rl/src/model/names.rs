@@ -5,38 +5,44 @@
 use std::fmt;
 
 // Free-form words use only characters that need no quoting in YAML, sh or Hydra.
+use crate::Error;
 use crate::quote::is_plain_char;
+
+fn invalid(value: &str, problem: impl Into<String>) -> Error {
+    Error::InvalidValue { value: value.to_owned(), problem: problem.into() }
+}
 
 fn lower_alnum_or_dash(s: &str) -> bool {
     s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// `[a-z]([-a-z0-9]*[a-z0-9])?` of at most `max` characters.
-fn check_label(s: &str, max: usize, what: &str) -> Result<(), String> {
+fn check_label(s: &str, max: usize, what: &str) -> Result<(), Error> {
     let ok =
         !s.is_empty() && s.len() <= max && s.starts_with(|c: char| c.is_ascii_lowercase()) && !s.ends_with('-') && lower_alnum_or_dash(s);
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{s}` is not a valid {what}: use 1 to {max} lowercase letters, digits and `-`, starting with a letter and not ending with `-`"
+        Err(invalid(
+            s,
+            format!("is not a valid {what}: use 1 to {max} lowercase letters, digits and `-`, starting with a letter and not ending with `-`"),
         ))
     }
 }
 
-fn check_name(s: &str) -> Result<(), String> {
+fn check_name(s: &str) -> Result<(), Error> {
     check_label(s, 63, "Kubernetes/GCP name")
 }
 
-fn check_project_id(s: &str) -> Result<(), String> {
+fn check_project_id(s: &str) -> Result<(), Error> {
     if s.len() < 6 {
-        return Err(format!("`{s}` is not a valid project id: it has fewer than 6 characters"));
+        return Err(invalid(s, "is not a valid project id: it has fewer than 6 characters"));
     }
     check_label(s, 30, "project id")
 }
 
 /// `us-east1`: a word, a dash, a word ending in digits.
-fn check_region(s: &str) -> Result<(), String> {
+fn check_region(s: &str) -> Result<(), Error> {
     let ok = s.split_once('-').is_some_and(|(area, rest)| {
         !area.is_empty()
             && area.chars().all(|c| c.is_ascii_lowercase())
@@ -44,19 +50,19 @@ fn check_region(s: &str) -> Result<(), String> {
             && rest.ends_with(|c: char| c.is_ascii_digit())
             && rest.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     });
-    if ok { Ok(()) } else { Err(format!("`{s}` is not a Google Cloud region such as `us-east1`")) }
+    if ok { Ok(()) } else { Err(invalid(s, "is not a Google Cloud region such as `us-east1`")) }
 }
 
 /// `us-east1-b`: a region, a dash, one letter.
-fn check_zone(s: &str) -> Result<(), String> {
+fn check_zone(s: &str) -> Result<(), Error> {
     let ok = s.rsplit_once('-').is_some_and(|(region, letter)| {
         check_region(region).is_ok() && letter.len() == 1 && letter.chars().all(|c| c.is_ascii_lowercase())
     });
-    if ok { Ok(()) } else { Err(format!("`{s}` is not a Google Cloud zone such as `us-east1-b`")) }
+    if ok { Ok(()) } else { Err(invalid(s, "is not a Google Cloud zone such as `us-east1-b`")) }
 }
 
-fn check_cidr(s: &str) -> Result<(), String> {
-    let err = || format!("`{s}` is not an IPv4 CIDR block such as `203.0.113.7/32`");
+fn check_cidr(s: &str) -> Result<(), Error> {
+    let err = || invalid(s, "is not an IPv4 CIDR block such as `203.0.113.7/32`");
     let (ip, bits) = s.split_once('/').ok_or_else(err)?;
     let octets: Vec<&str> = ip.split('.').collect();
     let octets_ok = octets.len() == 4 && octets.iter().all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u8>().is_ok());
@@ -64,37 +70,37 @@ fn check_cidr(s: &str) -> Result<(), String> {
     if octets_ok && bits_ok { Ok(()) } else { Err(err()) }
 }
 
-fn check_env_name(s: &str) -> Result<(), String> {
+fn check_env_name(s: &str) -> Result<(), Error> {
     let ok = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if ok {
         Ok(())
     } else {
-        Err(format!("`{s}` is not an environment variable name: use letters, digits and `_`, not starting with a digit"))
+        Err(invalid(s, "is not an environment variable name: use letters, digits and `_`, not starting with a digit"))
     }
 }
 
-fn check_word(s: &str) -> Result<(), String> {
+fn check_word(s: &str) -> Result<(), Error> {
     if !s.is_empty() && s.chars().all(is_plain_char) {
         Ok(())
     } else if s.contains("{{") || s.contains('<') {
-        Err(format!("`{s}` is a placeholder, not a value"))
+        Err(invalid(s, "is a placeholder, not a value"))
     } else {
-        Err(format!("`{s}` must be non-empty and use only letters, digits and `_ - . / : @ +`"))
+        Err(invalid(s, "must be non-empty and use only letters, digits and `_ - . / : @ +`"))
     }
 }
 
-fn check_path(s: &str) -> Result<(), String> {
+fn check_path(s: &str) -> Result<(), Error> {
     let ok = s.starts_with('/') && s.chars().all(is_plain_char);
-    if ok { Ok(()) } else { Err(format!("`{s}` is not an absolute path of letters, digits and `_ - . / : @ +`")) }
+    if ok { Ok(()) } else { Err(invalid(s, "is not an absolute path of letters, digits and `_ - . / : @ +`")) }
 }
 
 /// A Kubernetes quantity: a decimal number with an optional SI or binary suffix.
-fn check_quantity(s: &str) -> Result<(), String> {
+fn check_quantity(s: &str) -> Result<(), Error> {
     let number_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (number, suffix) = s.split_at(number_end);
     let number_ok = !number.is_empty() && number.split('.').count() <= 2 && number.split('.').all(|part| !part.is_empty());
     let suffix_ok = matches!(suffix, "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei");
-    if number_ok && suffix_ok { Ok(()) } else { Err(format!("`{s}` is not a Kubernetes quantity such as `8`, `500m` or `64Gi`")) }
+    if number_ok && suffix_ok { Ok(()) } else { Err(invalid(s, "is not a Kubernetes quantity such as `8`, `500m` or `64Gi`")) }
 }
 
 macro_rules! validated_string {
@@ -109,7 +115,7 @@ macro_rules! validated_string {
             pub const PATTERN: &'static str = $pattern;
 
             /// Validates `value`; the error says what is wrong and what is expected.
-            pub fn new(value: impl Into<String>) -> Result<Self, String> {
+            pub fn new(value: impl Into<String>) -> Result<Self, Error> {
                 let value = value.into();
                 $check(&value)?;
                 Ok(Self(value))
@@ -122,8 +128,8 @@ macro_rules! validated_string {
         }
 
         impl TryFrom<String> for $name {
-            type Error = String;
-            fn try_from(value: String) -> Result<Self, String> {
+            type Error = Error;
+            fn try_from(value: String) -> Result<Self, Error> {
                 Self::new(value)
             }
         }
@@ -237,7 +243,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_named_as_such() {
-        assert_eq!(Word::new("{{MODEL}}").unwrap_err(), "`{{MODEL}}` is a placeholder, not a value");
+        assert_eq!(Word::new("{{MODEL}}").unwrap_err().to_string(), "`{{MODEL}}` is a placeholder, not a value");
     }
 
     #[test]

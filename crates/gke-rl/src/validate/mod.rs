@@ -5,12 +5,14 @@ mod facts;
 pub mod job_script;
 mod quantity;
 mod rules;
+mod sarif;
 #[cfg(feature = "crd-schema")]
 mod schema;
 
 use serde::Serialize;
 
 pub use rules::{RULES, Rule};
+pub use sarif::sarif;
 #[cfg(feature = "crd-schema")]
 pub use schema::{CrdSchema, openapi_schema};
 
@@ -28,6 +30,12 @@ pub struct SourceFile<'a> {
     pub name: &'a str,
     /// Contents.
     pub text: &'a str,
+}
+
+impl<'a> From<&'a crate::Artifact> for SourceFile<'a> {
+    fn from(artifact: &'a crate::Artifact) -> Self {
+        SourceFile { name: artifact.name, text: &artifact.contents }
+    }
 }
 
 /// What a file is.
@@ -315,45 +323,11 @@ fn tree<'a>(file: &SourceFile<'a>, sink: &mut Sink) -> Option<Tree<'a>> {
     }
     match Node::try_parse(&text) {
         Ok(root) => Some(Tree { file: file.name, text: file.text, root }),
-        Err((message, at)) => {
-            sink.emit(&rules::SYNTAX, file.name, at, format!("invalid YAML: {message}"), "fix the YAML syntax");
+        Err(e) => {
+            sink.emit(&rules::SYNTAX, file.name, e.at(), format!("invalid YAML: {}", e.message()), "fix the YAML syntax");
             None
         }
     }
-}
-
-/// The findings as a SARIF 2.1.0 log, for code-scanning UIs.
-pub fn sarif(findings: &[Finding]) -> serde_json::Value {
-    let level = |severity| match severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Info => "note",
-    };
-    let rules: Vec<serde_json::Value> = RULES
-        .iter()
-        .map(|r| serde_json::json!({ "id": r.code, "shortDescription": { "text": r.explanation }, "defaultConfiguration": { "level": level(r.severity) } }))
-        .collect();
-    let results: Vec<serde_json::Value> = findings
-        .iter()
-        .map(|f| {
-            let d = &f.diagnostic;
-            serde_json::json!({
-                "ruleId": d.code,
-                "ruleIndex": RULES.iter().position(|r| r.code == d.code),
-                "level": level(d.severity),
-                "message": { "text": format!("{} (help: {})", d.message, d.help) },
-                "locations": [{ "physicalLocation": {
-                    "artifactLocation": { "uri": f.file },
-                    "region": { "startLine": d.line, "startColumn": d.column }
-                } }]
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{ "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } }, "results": results }]
-    })
 }
 
 /// Counts of findings by severity.

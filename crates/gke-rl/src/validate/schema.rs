@@ -3,6 +3,7 @@
 
 use super::rules::CRD_SCHEMA;
 use super::{Sink, Views};
+use crate::Error;
 
 /// A compiled RayCluster schema.
 pub struct CrdSchema {
@@ -14,9 +15,10 @@ impl CrdSchema {
     /// itself as JSON).
     /// `strict` also rejects fields the schema does not list, which the API server would
     /// silently drop.
-    pub fn from_crd(crd_yaml: &str, strict: bool) -> Result<Self, String> {
+    pub fn from_crd(crd_yaml: &str, strict: bool) -> Result<Self, Error> {
         let schema = openapi_schema(crd_yaml, strict)?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| format!("the CRD's schema does not compile: {e}"))?;
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| Error::Crd { problem: format!("has a schema that does not compile: {e}") })?;
         Ok(Self { validator })
     }
 
@@ -47,21 +49,20 @@ impl CrdSchema {
 
 /// The JSON Schema of a RayCluster CRD's `v1` version, from the CRD (YAML or JSON) or from
 /// the schema itself (JSON); `strict` closes every object schema that lists its properties.
-pub fn openapi_schema(text: &str, strict: bool) -> Result<serde_json::Value, String> {
+pub fn openapi_schema(text: &str, strict: bool) -> Result<serde_json::Value, Error> {
     // JSON first: it is also YAML, but serde_json reads it an order of magnitude faster.
     let document: serde_json::Value = match serde_json::from_str(text) {
         Ok(json) => json,
-        Err(_) => crate::yaml::Node::try_parse(text)
-            .map_err(|(message, (line, column))| format!("the CRD is neither JSON nor YAML: {message} at line {line}, column {column}"))?
-            .to_json(),
+        Err(_) => crate::yaml::Node::try_parse(text).map_err(Error::CrdSyntax)?.to_json(),
     };
+    let problem = |problem: &str| Error::Crd { problem: problem.to_owned() };
     let mut schema = match document.pointer("/spec/versions").and_then(serde_json::Value::as_array) {
         Some(versions) => {
-            let v1 = versions.iter().find(|v| v["name"] == "v1").ok_or("the CRD has no v1 version")?;
-            v1.pointer("/schema/openAPIV3Schema").cloned().ok_or("the CRD's v1 version has no openAPIV3Schema")?
+            let v1 = versions.iter().find(|v| v["name"] == "v1").ok_or_else(|| problem("has no v1 version"))?;
+            v1.pointer("/schema/openAPIV3Schema").cloned().ok_or_else(|| problem("has no openAPIV3Schema in its v1 version"))?
         }
         None if document.get("properties").is_some() => document,
-        None => return Err("the file is neither a CRD (spec.versions) nor a JSON Schema (properties)".into()),
+        None => return Err(problem("file is neither a CRD (spec.versions) nor a JSON Schema (properties)")),
     };
     if strict {
         close_objects(&mut schema);

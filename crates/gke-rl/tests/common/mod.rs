@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gke_rl::{Artifact, Deployment};
+use gke_rl::{Artifacts, Deployment, RenderOptions};
 
 pub fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("project root")
@@ -26,12 +26,15 @@ pub fn configs() -> Vec<(String, Deployment)> {
     configs
 }
 
-pub fn render(deployment: &Deployment) -> Vec<Artifact> {
-    gke_rl::render(deployment, "a test config").expect("renders")
+/// How the tests render: the header names the test and xtask's render command.
+pub const OPTIONS: RenderOptions<'static> = RenderOptions { source: "a test config", regenerate: "cargo xtask render" };
+
+pub fn render(deployment: &Deployment) -> Artifacts {
+    gke_rl::render(deployment, &OPTIONS).expect("renders")
 }
 
-pub fn artifact<'a>(artifacts: &'a [Artifact], name: &str) -> &'a str {
-    &artifacts.iter().find(|a| a.name == name).unwrap_or_else(|| panic!("no artifact {name}")).contents
+pub fn artifact<'a>(artifacts: &'a Artifacts, name: &str) -> &'a str {
+    &artifacts.get(name).unwrap_or_else(|| panic!("no artifact {name}")).contents
 }
 
 /// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its

@@ -1,13 +1,10 @@
-//! The SDK's YAML trees (built on granit-parser's events) against serde-saphyr's reading of the
-//! same text: every YAML file the project reads or writes, the upstream files, and edge cases.
-//! Values, positions and the accept/refuse decision must agree.
+//! The trees (built on granit-parser's events) against serde-saphyr's reading of the same text:
+//! every YAML file gke-rl reads or writes, the upstream files, and edge cases. Values,
+//! positions and the accept/refuse decision must agree.
 
-mod common;
+use std::path::{Path, PathBuf};
 
-use std::path::PathBuf;
-
-use common::project_root;
-use gke_rl::yaml::{Node, Value};
+use gke_rl_yaml::{Node, Value};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
@@ -152,7 +149,11 @@ fn project_and_upstream_files_agree() {
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
 }
 
-fn collect(dir: &std::path::Path, files: &mut Vec<PathBuf>) {
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.is_dir() {

@@ -8,7 +8,7 @@
 //! when Ray's packager excludes it. A differential test runs both on generated patterns.
 //!
 //! ```
-//! use gke_rl::gitwildmatch::PatternSet;
+//! use gke_rl_gitwildmatch::PatternSet;
 //! let set = PatternSet::parse("data/\n*.log\n!keep.log\n").unwrap();
 //! assert!(set.is_match("data/a.csv") && !set.is_match("data"));
 //! assert!(set.is_match("logs/run.log") && !set.is_match("keep.log"));

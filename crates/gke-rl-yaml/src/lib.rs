@@ -1,10 +1,65 @@
-//! A YAML document as a tree of positioned nodes, for pointing at values that typed
-//! deserialization accepted but a later check rejects.
+//! A YAML document as a tree of positioned nodes: every value knows the line and column where
+//! it starts, and whether it was written as a string or as a number (`8` is not `"8"`).
+//!
+//! The tree is built from the events of granit-parser (the parser under serde-saphyr) with
+//! serde-saphyr's scalar rules and guards: duplicate keys are errors, `<<` merges, nesting is
+//! limited to depth 64 and a document to 250 000 nodes counting alias expansions (a
+//! billion-laughs document is refused, not expanded). [`from_node`] runs serde derives over a
+//! tree, so an error names the key path, the position and the value found.
+//!
+//! ```
+//! use gke_rl_yaml::{Error, Node};
+//! let root = Node::try_parse("ray:\n  replicas: 8\n").unwrap();
+//! let replicas = root.get(&["ray", "replicas"]).unwrap();
+//! assert_eq!((replicas.at(), replicas.as_u64()), ((2, 13), Some(8)));
+//!
+//! #[derive(Debug, serde::Deserialize)]
+//! struct Ray { replicas: std::num::NonZeroU32 }
+//! let error = gke_rl_yaml::from_node::<Ray>(&Node::try_parse("replicas: 0\n").unwrap()).unwrap_err();
+//! assert!(matches!(&error, Error::Type(e) if e.path() == "replicas" && e.at() == (1, 11)));
+//! assert!(matches!(Node::try_parse("a: [1\n"), Err(Error::Syntax { line: 1, .. })));
+//! ```
 
 mod de;
 mod parse;
 
-pub use de::{Error as DeError, from_node};
+pub use de::{TypeError, from_node};
+
+/// Why text is not a YAML tree, or a tree does not fit a type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The text is not YAML, or breaks a guard (a duplicate key, too deep, too many nodes).
+    #[error("{message} at {line}:{column}")]
+    Syntax {
+        /// What is wrong, in the parser's words.
+        message: String,
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
+    /// A node does not fit the type [`from_node`] reads.
+    #[error(transparent)]
+    Type(#[from] TypeError),
+}
+
+impl Error {
+    /// What is wrong, without the position.
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Syntax { message, .. } => message,
+            Error::Type(e) => e.message(),
+        }
+    }
+
+    /// 1-based line and column of the problem.
+    pub fn at(&self) -> (u32, u32) {
+        match self {
+            Error::Syntax { line, column, .. } => (*line, *column),
+            Error::Type(e) => e.at(),
+        }
+    }
+}
 
 /// A YAML node with the 1-based line and column where its value starts.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,9 +95,9 @@ impl Node {
         Self::try_parse(text).ok()
     }
 
-    /// Parses `text`, or says why not and where.
-    pub fn try_parse(text: &str) -> Result<Node, (String, (u32, u32))> {
-        parse::parse(text)
+    /// Parses `text`, or says why not and where ([`Error::Syntax`]).
+    pub fn try_parse(text: &str) -> Result<Node, Error> {
+        parse::parse(text).map_err(|(message, (line, column))| Error::Syntax { message, line, column })
     }
 
     /// The node at `path` (mapping keys from the root).

@@ -13,14 +13,14 @@ use serde::de::{
 
 use super::{Node, Value};
 
-/// Reads a `T` from `node`.
-pub fn from_node<T: DeserializeOwned>(node: &Node) -> Result<T, Error> {
-    T::deserialize(NodeDeserializer(node)).map_err(|e| e.at_node(node))
+/// Reads a `T` from `node`; an error is [`crate::Error::Type`].
+pub fn from_node<T: DeserializeOwned>(node: &Node) -> Result<T, crate::Error> {
+    T::deserialize(NodeDeserializer(node)).map_err(|e| crate::Error::Type(e.at_node(node)))
 }
 
 /// Why a node did not fit the type, with the dotted path and position of the offending node.
-#[derive(Debug)]
-pub struct Error {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeError {
     message: String,
     at: Option<(u32, u32)>,
     found: Option<String>,
@@ -28,7 +28,7 @@ pub struct Error {
     path: Vec<String>,
 }
 
-impl Error {
+impl TypeError {
     /// The message, e.g. "unknown field `x`, expected one of a, b".
     pub fn message(&self) -> &str {
         &self.message
@@ -80,17 +80,17 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
+impl fmt::Display for TypeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for TypeError {}
 
-impl de::Error for Error {
+impl de::Error for TypeError {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        Error { message: message.to_string(), at: None, found: None, path: Vec::new() }
+        TypeError { message: message.to_string(), at: None, found: None, path: Vec::new() }
     }
 
     fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
@@ -114,7 +114,7 @@ struct NodeDeserializer<'a>(&'a Node);
 
 impl NodeDeserializer<'_> {
     /// An empty value where a value is required names itself, rather than serde's "unit value".
-    fn refuse_null<'de, V: Visitor<'de>>(&self, visitor: &V) -> Result<(), Error> {
+    fn refuse_null<'de, V: Visitor<'de>>(&self, visitor: &V) -> Result<(), TypeError> {
         match self.0.value {
             Value::Null => Err(de::Error::invalid_type(Unexpected::Other("an empty value"), visitor)),
             _ => Ok(()),
@@ -124,7 +124,7 @@ impl NodeDeserializer<'_> {
 
 macro_rules! typed {
     ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
             self.refuse_null(&visitor)?;
             self.deserialize_any(visitor)
         }
@@ -132,9 +132,9 @@ macro_rules! typed {
 }
 
 impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
-    type Error = Error;
+    type Error = TypeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         match &self.0.value {
             Value::Map(entries) => visitor.visit_map(Entries { entries: entries.iter(), value: None }),
             Value::Seq(items) => visitor.visit_seq(Items { items: items.iter().enumerate() }),
@@ -161,7 +161,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         deserialize_byte_buf deserialize_seq deserialize_map deserialize_identifier);
 
     /// A plain scalar such as `3` or `true` is text where the type wants text.
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         self.refuse_null(&visitor)?;
         match &self.0.value {
             Value::Number(n) => visitor.visit_str(n),
@@ -169,18 +169,18 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         }
     }
 
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         self.deserialize_str(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         match self.0.value {
             Value::Null => visitor.visit_none(),
             _ => visitor.visit_some(self),
         }
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, TypeError> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -189,27 +189,27 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         _name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, TypeError> {
         self.deserialize_map(visitor)
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, TypeError> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _name: &'static str, _len: usize, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _name: &'static str, _len: usize, visitor: V) -> Result<V::Value, TypeError> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, TypeError> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TypeError> {
         visitor.visit_unit()
     }
 
@@ -219,7 +219,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
         _name: &'static str,
         _variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, TypeError> {
         match &self.0.value {
             Value::String(name) | Value::Number(name) => visitor.visit_enum(Variant { name, key_at: None, value: None }),
             Value::Map(entries) if entries.len() == 1 => {
@@ -238,16 +238,16 @@ struct Entries<'a> {
 }
 
 impl<'de> MapAccess<'de> for Entries<'_> {
-    type Error = Error;
+    type Error = TypeError;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, TypeError> {
         let Some((key, value)) = self.entries.next() else { return Ok(None) };
         self.value = Some((key, value));
-        let key_deserializer: de::value::StrDeserializer<'_, Error> = key.as_str().into_deserializer();
+        let key_deserializer: de::value::StrDeserializer<'_, TypeError> = key.as_str().into_deserializer();
         seed.deserialize(key_deserializer).map(Some).map_err(|e| e.at_key(value.key_at))
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, TypeError> {
         let (key, value) = self.value.take().ok_or_else(|| de::Error::custom("a value was read before its key"))?;
         seed.deserialize(NodeDeserializer(value)).map_err(|e| e.at_node(value).within(key.to_owned()))
     }
@@ -258,9 +258,9 @@ struct Items<'a> {
 }
 
 impl<'de> SeqAccess<'de> for Items<'_> {
-    type Error = Error;
+    type Error = TypeError;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, TypeError> {
         let Some((index, item)) = self.items.next() else { return Ok(None) };
         seed.deserialize(NodeDeserializer(item)).map(Some).map_err(|e| e.at_node(item).within(format!("[{index}]")))
     }
@@ -273,44 +273,44 @@ struct Variant<'a> {
 }
 
 impl<'de, 'a> EnumAccess<'de> for Variant<'a> {
-    type Error = Error;
+    type Error = TypeError;
     type Variant = Self;
 
-    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self), Error> {
-        let name: de::value::StrDeserializer<'_, Error> = self.name.into_deserializer();
+    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self), TypeError> {
+        let name: de::value::StrDeserializer<'_, TypeError> = self.name.into_deserializer();
         let variant = seed.deserialize(name).map_err(|e| e.at_key(self.key_at))?;
         Ok((variant, self))
     }
 }
 
 impl<'de> VariantAccess<'de> for Variant<'_> {
-    type Error = Error;
+    type Error = TypeError;
 
-    fn unit_variant(self) -> Result<(), Error> {
+    fn unit_variant(self) -> Result<(), TypeError> {
         match self.value {
             None | Some(Node { value: Value::Null, .. }) => Ok(()),
-            Some(value) => Err(Error::custom_at("this variant takes no value", value).within(self.name.to_owned())),
+            Some(value) => Err(TypeError::custom_at("this variant takes no value", value).within(self.name.to_owned())),
         }
     }
 
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, TypeError> {
         let value = self.value.ok_or_else(|| de::Error::invalid_type(Unexpected::UnitVariant, &"a variant with a value"))?;
         seed.deserialize(NodeDeserializer(value)).map_err(|e| e.at_node(value).within(self.name.to_owned()))
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, TypeError> {
         self.struct_variant(&[], visitor)
     }
 
-    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, Error> {
+    fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, TypeError> {
         let value = self.value.ok_or_else(|| de::Error::invalid_type(Unexpected::UnitVariant, &visitor))?;
         de::Deserializer::deserialize_any(NodeDeserializer(value), visitor).map_err(|e| e.at_node(value).within(self.name.to_owned()))
     }
 }
 
-impl Error {
+impl TypeError {
     fn custom_at(message: &str, node: &Node) -> Self {
-        <Error as de::Error>::custom(message).at_node(node)
+        <TypeError as de::Error>::custom(message).at_node(node)
     }
 }
 
@@ -336,8 +336,12 @@ mod tests {
         Named(String),
     }
 
-    fn read(text: &str) -> Result<Outer, Error> {
-        from_node(&Node::parse(text).unwrap())
+    fn read(text: &str) -> Result<Outer, TypeError> {
+        match from_node(&Node::parse(text).unwrap()) {
+            Ok(outer) => Ok(outer),
+            Err(crate::Error::Type(e)) => Err(e),
+            Err(e) => panic!("not a type error: {e}"),
+        }
     }
 
     #[test]

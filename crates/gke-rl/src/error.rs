@@ -1,0 +1,34 @@
+//! The SDK's error type. Input a user wrote is refused with a positioned [`crate::Diagnostic`]
+//! (file, line, column, fix); everything else the SDK refuses is an [`Error`].
+
+/// Why the SDK refused a value, a file or a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A value that its type does not allow: a name, a zone, a CIDR, a quantity…
+    #[error("`{value}` {problem}")]
+    InvalidValue {
+        /// The value as given.
+        value: String,
+        /// What is wrong and what is expected, e.g. "is not a Google Cloud zone such as `us-east1-b`".
+        problem: String,
+    },
+    /// The image is not in the table of known images and the config gives no Ray version.
+    #[error("the Ray version inside image `{image}` is unknown: set `ray.ray_version` to the version the image ships")]
+    UnknownRayVersion {
+        /// The image.
+        image: String,
+    },
+    /// A state file that gke-rl did not write, or wrote in another format.
+    #[error("not a gke-rl state file")]
+    State(#[source] serde_json::Error),
+    /// A CRD (or JSON Schema) that cannot check a RayCluster.
+    #[error("the CRD {problem}")]
+    Crd {
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A CRD that is neither JSON nor YAML.
+    #[error("the CRD is neither JSON nor YAML")]
+    CrdSyntax(#[source] gke_rl_yaml::Error),
+}

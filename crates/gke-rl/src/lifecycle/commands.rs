@@ -1,0 +1,219 @@
+//! Every gcloud and gcluster command deploy and destroy run, built from the model and a [`Site`].
+
+use std::fmt;
+
+use super::{AUTH_PLUGIN, Folder, GCSFUSE_ROLE, GCSFUSE_VALIDATOR, Site};
+use crate::model::Deployment;
+use crate::quote;
+
+/// A program and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// Program name or path.
+    pub program: String,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Working directory, when it matters.
+    pub dir: Option<String>,
+}
+
+impl Command {
+    fn of(program: &str, args: &[&str]) -> Self {
+        Command { program: program.to_owned(), args: args.iter().map(|a| (*a).to_owned()).collect(), dir: None }
+    }
+
+    fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    fn in_dir(mut self, dir: &str) -> Self {
+        self.dir = Some(dir.to_owned());
+        self
+    }
+}
+
+impl fmt::Display for Command {
+    /// As a shell line to paste: `(cd DIR && program args…)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line =
+            std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).map(quote::sh).collect::<Vec<_>>().join(" ");
+        match &self.dir {
+            Some(dir) => write!(f, "(cd {} && {line})", quote::sh(dir)),
+            None => f.write_str(&line),
+        }
+    }
+}
+
+/// The read-only checks `deploy` starts with.
+pub struct Preflight {
+    /// An active gcloud account.
+    pub account: Command,
+    /// The project's enabled APIs.
+    pub apis: Command,
+    /// The custom role gcluster's GCS-Fuse validator needs.
+    pub gcsfuse_role: Command,
+    /// gcluster.
+    pub gcluster: Command,
+    /// Terraform and Packer, which gcluster needs (unless it downloads them).
+    pub tools: Vec<Command>,
+    /// The credential plugin the kubeconfig of a GKE cluster runs.
+    pub auth_plugin: Command,
+}
+
+impl Preflight {
+    /// The checks for `site`.
+    pub fn new(site: &Site) -> Self {
+        let project = site.project_id.as_str();
+        let tools = if site.download_dependencies {
+            Vec::new()
+        } else {
+            vec![Command::of("terraform", &["version"]), Command::of("packer", &["version"])]
+        };
+        Preflight {
+            account: Command::of("gcloud", &["auth", "list", "--filter=status:ACTIVE", "--format=value(account)"]),
+            apis: Command::of("gcloud", &["services", "list", "--enabled", "--project", project, "--format=value(config.name)"]),
+            gcsfuse_role: Command::of("gcloud", &["iam", "roles", "describe", GCSFUSE_ROLE, "--project", project, "--format=value(name)"]),
+            gcluster: Command::of(&site.gcluster, &["--version"]).in_dir(&site.toolkit),
+            tools,
+            auth_plugin: Command::of(AUTH_PLUGIN, &["--version"]),
+        }
+    }
+
+    /// Every check, with what it answers.
+    pub fn all(&self) -> Vec<(&'static str, &Command)> {
+        let mut all = vec![
+            ("an active gcloud account", &self.account),
+            ("the enabled APIs", &self.apis),
+            ("the GCS-Fuse profile role (missing: gcluster's validator is skipped)", &self.gcsfuse_role),
+            ("gcluster", &self.gcluster),
+        ];
+        all.extend(self.tools.iter().map(|tool| ("gcluster needs it", tool)));
+        all.push(("the kubeconfig of a GKE cluster runs it", &self.auth_plugin));
+        all
+    }
+}
+
+/// The exact command that enables `missing` APIs.
+pub fn enable_apis(missing: &[&str], site: &Site) -> Command {
+    let mut command = Command::of("gcloud", &["services", "enable"]);
+    command.args.extend(missing.iter().map(|api| (*api).to_owned()));
+    command.arg("--project").arg(site.project_id.clone())
+}
+
+/// The commands that create the GCS-Fuse role gcluster's validator looks for, and bind it to
+/// the GKE service agent (`modules/file-system/gke-persistent-volume/README.md`).
+pub fn create_gcsfuse_role(site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "iam",
+            "roles",
+            "create",
+            GCSFUSE_ROLE,
+            "--project",
+            &site.project_id,
+            "--title=GKE GCSFuse Profile User",
+            "--permissions=storage.objects.list,storage.buckets.get,storage.anywhereCaches.create,storage.anywhereCaches.get,storage.anywhereCaches.list,storage.anywhereCaches.update",
+        ],
+    )
+}
+
+/// `gcluster deploy` of the patched blueprint, non-interactive (its prompt's "(S)top" exits 0).
+pub fn provision(site: &Site) -> Command {
+    let folder = Folder(&site.folder);
+    let vars = format!("project_id={},authorized_cidr={}", site.project_id, site.authorized_cidr);
+    let mut command = Command::of(&site.gcluster, &["deploy", &folder.blueprint(), "-d", &folder.deployment_file(), "--vars", &vars])
+        .arg("-o")
+        .arg(site.folder.clone())
+        .arg("-w")
+        .arg("--auto-approve");
+    if site.download_dependencies {
+        command = command.arg("--download-dependencies");
+    }
+    if site.skip_gcsfuse_validator {
+        command = command.arg("--skip-validators").arg(GCSFUSE_VALIDATOR);
+    }
+    command.in_dir(&site.toolkit)
+}
+
+/// kubeconfig credentials for the cluster in `project_id`.
+pub fn credentials(deployment: &Deployment, project_id: &str) -> Command {
+    let p = &deployment.project;
+    Command::of(
+        "gcloud",
+        &["container", "clusters", "get-credentials", p.cluster_name.as_str(), "--region", p.region.as_str(), "--project", project_id],
+    )
+}
+
+/// The kubeconfig context `get-credentials` writes for the cluster: deploy and destroy use it
+/// whatever the current context is.
+pub fn kube_context(deployment: &Deployment, site: &Site) -> String {
+    let p = &deployment.project;
+    format!("gke_{}_{}_{}", site.project_id, p.region, p.cluster_name)
+}
+
+/// The blueprint's buckets (Cluster Toolkit labels every resource with its deployment).
+pub fn list_buckets(deployment: &Deployment, site: &Site) -> Command {
+    let filter = format!("labels.ghpc_deployment={}", deployment.project.cluster_name);
+    Command::of("gcloud", &["storage", "buckets", "list", "--project", &site.project_id, "--filter", &filter, "--format=value(name)"])
+}
+
+/// The objects of a bucket (`force_destroy: false`: a non-empty bucket fails the destroy).
+pub fn list_objects(bucket: &str) -> Command {
+    Command::of("gcloud", &["storage", "ls", "--recursive", &format!("gs://{bucket}/**")])
+}
+
+/// Deletes every object of a bucket, keeping the bucket for Terraform to delete.
+pub fn empty_bucket(bucket: &str) -> Command {
+    Command::of("gcloud", &["storage", "rm", "--recursive", "--all-versions", &format!("gs://{bucket}/**")])
+}
+
+/// `gcluster destroy` of gcluster's folder, non-interactive.
+pub fn teardown(deployment: &Deployment, site: &Site) -> Command {
+    Command::of(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
+}
+
+/// Commands that succeed while a billable resource still exists: (what, command).
+pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)> {
+    let p = &deployment.project;
+    let cluster = p.cluster_name.as_str();
+    let lustre = deployment.lustre.instance_id.as_str();
+    vec![
+        (
+            format!("GKE cluster {cluster}"),
+            Command::of(
+                "gcloud",
+                &[
+                    "container",
+                    "clusters",
+                    "describe",
+                    cluster,
+                    "--region",
+                    p.region.as_str(),
+                    "--project",
+                    &site.project_id,
+                    "--format=value(name)",
+                ],
+            ),
+        ),
+        (
+            format!("Managed Lustre instance {lustre}"),
+            Command::of(
+                "gcloud",
+                &[
+                    "lustre",
+                    "instances",
+                    "describe",
+                    lustre,
+                    "--location",
+                    p.zone.as_str(),
+                    "--project",
+                    &site.project_id,
+                    "--format=value(name)",
+                ],
+            ),
+        ),
+    ]
+}
+

@@ -1,0 +1,146 @@
+//! The cluster lifecycle as data: every command `deploy` and `destroy` run, every object they
+//! apply, in order, and the state file that lets an interrupted run resume. Pure, like the rest
+//! of the SDK: a front end runs the plan, `--dry-run` prints it, tests snapshot it.
+//!
+//! - [`commands`]: each gcloud and gcluster invocation, built from the model and a [`Site`];
+//! - [`state`]: the resumable record of a deployment (`state.json`);
+//! - [`plan`]: the deploy and destroy plans as text, from those same commands.
+
+mod commands;
+mod plan;
+mod state;
+
+pub use commands::*;
+pub use plan::{DestroyPlan, deploy_plan, destroy_plan};
+pub use state::{Created, State, digest};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Deployment;
+use crate::render::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
+
+/// The gcluster validator that needs a custom IAM role fresh projects lack.
+pub const GCSFUSE_VALIDATOR: &str = "test_gcsfuse_iam_role_exists";
+/// The custom role that validator looks for.
+pub const GCSFUSE_ROLE: &str = "gke.gcsfuse.profileUser";
+/// APIs the patched blueprint needs (gcluster's `test_apis_enabled` and the Lustre modules).
+pub const REQUIRED_APIS: &[&str] = &[
+    "compute.googleapis.com",
+    "container.googleapis.com",
+    "iam.googleapis.com",
+    "lustre.googleapis.com",
+    "servicenetworking.googleapis.com",
+    "storage.googleapis.com",
+];
+/// The credential plugin every GKE kubeconfig runs (`gcloud container clusters get-credentials`).
+pub const AUTH_PLUGIN: &str = "gke-gcloud-auth-plugin";
+/// How to install [`AUTH_PLUGIN`].
+pub const INSTALL_AUTH_PLUGIN: &str = "gcloud components install gke-gcloud-auth-plugin (where gcloud came from apt: sudo apt-get install google-cloud-cli-gke-gcloud-auth-plugin)";
+/// Where a Cluster Toolkit checkout keeps the blueprint and the templates it stages.
+pub const TOOLKIT_EXAMPLE: &str = "examples/gke-a4";
+/// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
+pub const STAGED_TEMPLATES: &[&str] = &["kueue-configuration.yaml.tftpl", "nccl-installer.yaml.tftpl"];
+
+/// What the plan needs to know about this machine and the project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// Google Cloud project id.
+    pub project_id: String,
+    /// CIDR allowed to reach the control plane.
+    pub authorized_cidr: String,
+    /// Cluster Toolkit checkout.
+    pub toolkit: String,
+    /// The gcluster program (the checkout's `./gcluster`, or `gcluster` on PATH).
+    pub gcluster: String,
+    /// gke-rl's deployment folder: the state file, the patched blueprint, and gcluster's folder.
+    pub folder: String,
+    /// Let gcluster download Terraform and Packer.
+    pub download_dependencies: bool,
+    /// Skip gcluster's GCS-Fuse role validator (the role does not exist in the project).
+    pub skip_gcsfuse_validator: bool,
+}
+
+/// The steps of `deploy`, in order; the state file records the completed ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// Checks that change nothing.
+    Preflight,
+    /// Render, validate, patch the blueprint into the folder.
+    Render,
+    /// `gcluster deploy`: network, cluster, node pool, Lustre, PVC.
+    Provision,
+    /// kubeconfig for the new cluster.
+    Credentials,
+    /// The token Secret.
+    Secret,
+    /// The RayCluster.
+    RayCluster,
+    /// Until every pod is Running and Ready.
+    Ready,
+}
+
+impl Step {
+    /// Every step, in order.
+    pub const ALL: [Step; 7] =
+        [Step::Preflight, Step::Render, Step::Provision, Step::Credentials, Step::Secret, Step::RayCluster, Step::Ready];
+
+    /// What the step does, for progress lines.
+    pub fn title(self) -> &'static str {
+        match self {
+            Step::Preflight => "preflight",
+            Step::Render => "render, validate and patch the blueprint",
+            Step::Provision => "provision with gcluster (network, GKE, A4 nodes, Managed Lustre; 30-60 min)",
+            Step::Credentials => "cluster credentials",
+            Step::Secret => "token Secret",
+            Step::RayCluster => "RayCluster",
+            Step::Ready => "wait for every Ray pod to be Ready",
+        }
+    }
+}
+
+/// Paths inside the deployment folder.
+pub struct Folder<'a>(pub &'a str);
+
+impl Folder<'_> {
+    /// The state file.
+    pub fn state(&self) -> String {
+        format!("{}/state.json", self.0)
+    }
+
+    /// The patched blueprint.
+    pub fn blueprint(&self) -> String {
+        format!("{}/gke-a4.yaml", self.0)
+    }
+
+    /// The gcluster deployment file.
+    pub fn deployment_file(&self) -> String {
+        format!("{}/gke-a4-deployment.yaml", self.0)
+    }
+
+    /// The RayCluster manifest.
+    pub fn ray_cluster(&self) -> String {
+        format!("{}/ray-cluster.yaml", self.0)
+    }
+
+    /// A template the blueprint stages, copied beside it.
+    pub fn template(&self, name: &str) -> String {
+        format!("{}/{name}", self.0)
+    }
+
+    /// gcluster's deployment folder (`-o FOLDER` makes `FOLDER/<deployment_name>`).
+    pub fn gcluster(&self, deployment: &Deployment) -> String {
+        format!("{}/{}", self.0, deployment.project.cluster_name)
+    }
+}
+
+/// The token Secret's entries: key in the Secret, local variable it is read from, required.
+pub fn secret_entries(deployment: &Deployment) -> Vec<(&'static str, &str, bool)> {
+    let secrets = &deployment.secrets;
+    let mut entries = vec![(HF_TOKEN_KEY, secrets.hf_token_env.as_str(), true)];
+    if let Some(wandb) = &secrets.wandb_api_key_env {
+        entries.push((WANDB_API_KEY_KEY, wandb.as_str(), false));
+    }
+    entries
+}
+

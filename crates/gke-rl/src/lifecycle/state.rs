@@ -1,0 +1,115 @@
+//! The record of a deployment, kept in its folder as `state.json`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Step;
+use crate::model::Deployment;
+
+/// The record of a deployment, kept in its folder as `state.json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Format version.
+    pub version: u32,
+    /// Project the resources live in.
+    pub project_id: String,
+    /// gcluster deployment, GKE cluster and RayCluster name.
+    pub deployment: String,
+    /// Region of the cluster.
+    pub region: String,
+    /// Zone of the nodes and the Lustre instance.
+    pub zone: String,
+    /// A digest of what was rendered; another digest re-runs the steps from `render`.
+    pub rendered: String,
+    /// Completed steps.
+    pub completed: Vec<Step>,
+    /// The CIDR the control plane accepts, as the last completed provision set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorized_cidr: Option<String>,
+    /// What exists because of this deployment.
+    pub created: Created,
+}
+
+/// Resources a deployment created, as far as gke-rl knows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Created {
+    /// GKE cluster (once `provision` completed).
+    pub cluster: Option<String>,
+    /// Managed Lustre instance (once `provision` completed).
+    pub lustre_instance: Option<String>,
+    /// Namespace of the RayCluster and the Secret.
+    pub namespace: Option<String>,
+    /// The token Secret.
+    pub secret: Option<String>,
+    /// The RayCluster's uid.
+    pub ray_cluster_uid: Option<String>,
+}
+
+impl State {
+    /// A fresh state for `deployment` in `project_id`.
+    pub fn new(deployment: &Deployment, project_id: &str, rendered: &str) -> Self {
+        let p = &deployment.project;
+        State {
+            version: 1,
+            project_id: project_id.to_owned(),
+            deployment: p.cluster_name.to_string(),
+            region: p.region.to_string(),
+            zone: p.zone.to_string(),
+            rendered: rendered.to_owned(),
+            ..State::default()
+        }
+    }
+
+    /// Whether `step` completed.
+    pub fn done(&self, step: Step) -> bool {
+        self.completed.contains(&step)
+    }
+
+    /// Records `step` as completed.
+    pub fn complete(&mut self, step: Step) {
+        if !self.done(step) {
+            self.completed.push(step);
+            self.completed.sort();
+        }
+    }
+
+    /// Forgets the steps from `step` on (their inputs changed).
+    pub fn redo_from(&mut self, step: Step) {
+        self.completed.retain(|s| *s < step);
+    }
+
+    /// Why this state cannot be acted on with `deployment` in `project_id`, if it cannot.
+    pub fn mismatch(&self, deployment: &Deployment, project_id: &str) -> Option<String> {
+        let p = &deployment.project;
+        let theirs = (self.project_id.as_str(), self.deployment.as_str(), self.region.as_str(), self.zone.as_str());
+        let ours = (project_id, p.cluster_name.as_str(), p.region.as_str(), p.zone.as_str());
+        (theirs != ours).then(|| {
+            format!(
+                "the state file belongs to deployment {} in project {} ({} / {}), but the config is for {} in {} ({} / {})",
+                theirs.1, theirs.0, theirs.2, theirs.3, ours.1, ours.0, ours.2, ours.3
+            )
+        })
+    }
+
+    /// Parses a state file ([`crate::Error::State`] when it is not one).
+    pub fn from_json(text: &str) -> Result<State, crate::Error> {
+        serde_json::from_str(text).map_err(crate::Error::State)
+    }
+
+    /// The state file's contents.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a state serializes") + "\n"
+    }
+}
+
+/// A digest of the rendered artifacts and the patched blueprint (FNV-1a: it detects change,
+/// it is not a security boundary).
+pub fn digest(parts: &[&str]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain([0]) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+

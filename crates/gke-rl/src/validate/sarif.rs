@@ -1,0 +1,39 @@
+//! Findings as a SARIF 2.1.0 log, for code-scanning UIs (GitHub, VS Code's SARIF viewer).
+
+use super::{Finding, RULES};
+use crate::diagnostic::Severity;
+
+/// The findings as a SARIF 2.1.0 log, for code-scanning UIs.
+pub fn sarif(findings: &[Finding]) -> serde_json::Value {
+    // SARIF calls an info finding a note.
+    let level = |severity: Severity| match severity {
+        Severity::Info => "note",
+        other => other.as_str(),
+    };
+    let rules: Vec<serde_json::Value> = RULES
+        .iter()
+        .map(|r| serde_json::json!({ "id": r.code, "shortDescription": { "text": r.explanation }, "defaultConfiguration": { "level": level(r.severity) } }))
+        .collect();
+    let results: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let d = &f.diagnostic;
+            serde_json::json!({
+                "ruleId": d.code,
+                "ruleIndex": RULES.iter().position(|r| r.code == d.code),
+                "level": level(d.severity),
+                "message": { "text": format!("{} (help: {})", d.message, d.help) },
+                "locations": [{ "physicalLocation": {
+                    "artifactLocation": { "uri": f.file },
+                    "region": { "startLine": d.line, "startColumn": d.column }
+                } }]
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{ "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } }, "results": results }]
+    })
+}
+
