@@ -204,3 +204,41 @@ fn every_client_the_binary_builds_speaks_tls() {
     assert_eq!(jobs.status.code(), Some(2), "{}", stderr(&jobs));
     assert!(stderr(&jobs).contains("Connection refused"), "{}", stderr(&jobs));
 }
+
+/// `--config` and `--env-file` choose the cluster the job commands reach: its head pod, through
+/// its own kubeconfig context, whatever the current context is.
+#[test]
+fn job_commands_connect_to_the_cluster_of_their_config() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let (other, other_https) = cloud.another_api_server("other");
+    let cluster = |name: &str, url: &str, ca: &str| {
+        format!(
+            "- name: gke_fake-project_us-east1_{name}\n  cluster: {{server: '{url}', certificate-authority: '{}'}}\n",
+            cloud.root.join(ca).display()
+        )
+    };
+    let context = |name: &str| {
+        format!("- name: gke_fake-project_us-east1_{name}\n  context: {{cluster: gke_fake-project_us-east1_{name}, user: gke}}\n")
+    };
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n{}{}contexts:\n{}{}current-context: gke_fake-project_us-east1_ray-a4-gpu-spot\n\
+         users:\n- name: gke\n  user:\n    exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin}}\n",
+        cluster("ray-a4-gpu-spot", &cloud.https.url, "ca.pem"),
+        cluster("other-cluster", &other_https.url, "other-ca.pem"),
+        context("ray-a4-gpu-spot"),
+        context("other-cluster"),
+    );
+    std::fs::write(cloud.root.join("kubeconfig"), kubeconfig).unwrap();
+    std::fs::write(cloud.root.join("other.yaml"), "project:\n  cluster_name: other-cluster\n").unwrap();
+    let rendered = cloud.xtask(&["render", "--config", "other.yaml", "--out", "other-out"], &[]);
+    assert_eq!(rendered.status.code(), Some(0), "{}", stderr(&rendered));
+
+    for args in [["jobs", "--config", "other.yaml"], ["status", "--env-file", "other-out/env.sh"]] {
+        let out = cloud.xtask(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: no head pod there yet: {}", stderr(&out));
+        assert!(stderr(&out).contains("RayCluster other-cluster has no running head pod"), "{args:?}: {}", stderr(&out));
+    }
+    let asked = other.requests();
+    assert!(asked.len() >= 2 && asked.iter().all(|r| r.uri.contains("ray.io%2Fcluster%3Dother-cluster")), "{asked:#?}");
+    assert!(cloud.api.requests().is_empty(), "the current context's cluster was not asked: {:#?}", cloud.api.requests());
+}

@@ -547,6 +547,20 @@ fn refusals_before_connecting() -> Result<(), Failed> {
     let out = xtask(dir.path(), &["submit", "--address", &address, "--runtime-env", codelab.to_str().ok_or("utf-8")?]);
     let err = stderr(&out);
     check(out.status.code() == Some(2) && err.contains("error[secret-literal]"), "a runtime env holding a token is refused", &out)?;
+    check(!err.contains("cannot reach"), "before connecting", &out)?;
+    // A config that renames the token's variable: the upload is scanned for that variable's value.
+    std::fs::write(dir.path().join("renamed.yaml"), "secrets:\n  hf_token_env: MY_HF\n")?;
+    std::fs::write(dir.path().join("notes.txt"), "token: hf_renamedTokenValue1234\n")?;
+    let out = common::exited_cleanly(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .current_dir(dir.path())
+            .args(["submit", "--config", "renamed.yaml", "--address", &address, "--include", "notes.txt"])
+            .env("MY_HF", "hf_renamedTokenValue1234")
+            .env_remove("HF_TOKEN")
+            .output()?,
+    );
+    let err = stderr(&out);
+    check(out.status.code() == Some(2) && err.contains("notes.txt contains the value of MY_HF"), "the renamed variable is scanned", &out)?;
     check(!err.contains("cannot reach"), "before connecting", &out)
 }
 

@@ -77,7 +77,7 @@ pub struct Cloud {
     /// The address-echo service `deploy` asks for this machine's public address: it answers
     /// what [`Cloud::set_public_address`] set.
     echo: String,
-    _runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Cloud {
@@ -112,9 +112,17 @@ impl Cloud {
         let https = runtime.block_on(api.serve_https(KUBE_TOKEN)).expect("the HTTPS API server");
         std::fs::write(root.join("ca.pem"), &https.ca_pem).expect("the CA");
         let echo = runtime.block_on(address_echo(root.join("public-address"))).expect("the address echo");
-        let cloud = Cloud { _dir: dir, root, api, https, echo, _runtime: runtime };
+        let cloud = Cloud { _dir: dir, root, api, https, echo, runtime };
         cloud.set_public_address("203.0.113.7");
         cloud
+    }
+
+    /// Another API server, for a second cluster, with its CA written beside the first's.
+    pub fn another_api_server(&self, name: &str) -> (FakeApiServer, Https) {
+        let api = FakeApiServer::new(Pods::ReadyAfter(0));
+        let https = self.runtime.block_on(api.serve_https(KUBE_TOKEN)).expect("the HTTPS API server");
+        std::fs::write(self.root.join(format!("{name}-ca.pem")), &https.ca_pem).expect("the CA");
+        (api, https)
     }
 
     /// What the address-echo service answers from now on.

@@ -1,36 +1,14 @@
 //! `cargo xtask blueprint`: patch Cluster Toolkit's gke-a4 blueprint for Lustre, the Ray
 //! operator and Spot (or a reservation), with a reviewable diff and the deployment file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::bail;
-use gke_rl::validate::{self, SourceFile};
-use gke_rl::{Artifact, Artifacts, Deployment, Severity};
+use gke_rl::Artifact;
+use gke_rl_ops::blueprint::{TOOLKIT_BLUEPRINT, patch_checked};
 
 use crate::config;
 use crate::render::{summarize, write_all};
-use crate::report::{Report, Reported};
-
-/// Where the blueprint lives in a Cluster Toolkit checkout.
-pub const TOOLKIT_BLUEPRINT: &str = "examples/gke-a4/gke-a4.yaml";
-
-/// Patches the blueprint read from `input` and validates it beside the artifacts it goes
-/// with; errors come back rendered, and nothing is written by this function.
-pub fn patch_checked(input: &Path, original: &str, deployment: &Deployment, rendered: &Artifacts) -> anyhow::Result<String> {
-    let patched = gke_rl::blueprint::patch(original, deployment)
-        .map_err(|d| Reported(Report { file: input, source: original, diagnostic: &d }.to_string()))?;
-    let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
-    files.push(SourceFile { name: "gke-a4.yaml", text: &patched });
-    let errors: Vec<String> = validate::validate(&files)
-        .into_iter()
-        .filter(|f| f.diagnostic.severity == Severity::Error)
-        .map(|f| format!("{}:{}: {}", f.file, f.diagnostic.line, f.diagnostic.message))
-        .collect();
-    if !errors.is_empty() {
-        bail!("the patched blueprint fails validation; nothing was written:\n  {}", errors.join("\n  "));
-    }
-    Ok(patched)
-}
 
 /// Patch the upstream gke-a4 blueprint into a deployable Lustre + Ray + Spot blueprint
 #[derive(clap::Args)]
@@ -57,7 +35,8 @@ impl Args {
         let loaded = self.source.load()?;
         let original = config::read_input(&input)?;
         let rendered = loaded.render()?;
-        let patched = patch_checked(&input, &original, &loaded.deployment, &rendered)?;
+        let patched =
+            patch_checked(&input, &original, &loaded.deployment, &rendered).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
 
         let name = "gke-a4.yaml";
         let diff = gke_rl::blueprint::unified_diff(&original, &patched, name);

@@ -10,7 +10,6 @@ use anyhow::{Context, bail};
 use gke_rl::Deployment;
 
 use crate::project_root;
-use crate::render::write_atomically;
 
 /// Where the committed render of the embedded default lives.
 pub const MANIFESTS_DIR: &str = "manifests";
@@ -40,7 +39,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
             return Ok(());
         }
         fs::create_dir_all(path.parent().expect("relative paths have a parent"))?;
-        write_atomically(&path, contents.as_bytes(), false)?;
+        gke_rl_ops::files::write_atomically(&path, contents.as_bytes(), false)?;
         eprintln!("updated {relative}");
         Ok(())
     };
@@ -53,7 +52,8 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     ensure(EXAMPLE_PATH, &example_config()?)?;
     ensure(RULES_DOC_PATH, &rules_doc())?;
     let resolved = root.join(UPSTREAM).join(RESOLVED_RECIPE);
-    let recipe = fs::read_to_string(&resolved).with_context(|| format!("cannot read {} (needed for {RECIPE_KEYS_PATH})", resolved.display()))?;
+    let recipe =
+        fs::read_to_string(&resolved).with_context(|| format!("cannot read {} (needed for {RECIPE_KEYS_PATH})", resolved.display()))?;
     ensure(RECIPE_KEYS_PATH, &recipe_keys(&recipe)?)?;
 
     let leftovers = leftover_manifests(&root.join(MANIFESTS_DIR), &artifacts)?;

@@ -2,15 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
 use gke_rl::{Deployment, Diagnostic, envsh};
 
 use crate::report::{Report, Reported};
 
 /// The config file picked up from the working directory when no flag names one.
 pub const DEFAULT_CONFIG: &str = "gke-rl.yaml";
-/// Inputs larger than this are refused rather than parsed.
-pub const MAX_INPUT_BYTES: u64 = 10 * 1024 * 1024;
 
 /// Where the model comes from, as flags shared by every command that needs one.
 #[derive(clap::Args, Default)]
@@ -93,10 +90,5 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
 
 /// Reads a user-supplied text file, refusing huge or non-UTF-8 ones.
 pub fn read_input(path: &Path) -> anyhow::Result<String> {
-    let size = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?.len();
-    if size > MAX_INPUT_BYTES {
-        bail!("{} is {:.1} MiB; gke-rl reads files of at most 10 MiB", path.display(), size as f64 / 1048576.0);
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))
+    Ok(gke_rl_ops::files::read_text(path)?)
 }

@@ -9,6 +9,7 @@ mod ci;
 mod cluster;
 mod codegen;
 mod config;
+mod console;
 mod fuzz;
 mod jobs;
 mod ray_head;
@@ -106,6 +107,41 @@ fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+/// The one runtime of the commands that talk to a cluster: multi-threaded, so the Ctrl-C
+/// listener runs while a child process (gcluster) blocks the main thread.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
+}
+
+/// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration such as 90s, 30m or 1h"))?;
+    match &text[digits.len()..] {
+        "ms" => Ok(Duration::from_millis(number)),
+        "s" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        "h" => Ok(Duration::from_secs(number * 3600)),
+        _ => Err(format!("`{text}` needs a unit: ms, s, m or h")),
+    }
+}
+
+/// An operations error for `main` to print: a positioned one rustc-style, a foreign state
+/// with what to do, the rest as `explain` words them.
+fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> String) -> anyhow::Error {
+    match &error {
+        gke_rl_ops::Error::Blueprint { path, text, diagnostic } => {
+            report::Reported(report::Report { file: path, source: text, diagnostic }.to_string()).into()
+        }
+        gke_rl_ops::Error::ForeignState { path, .. } => {
+            anyhow::anyhow!("{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder", path.display())
+        }
+        gke_rl_ops::Error::RuntimeEnv { .. } => anyhow::anyhow!("{error}"),
+        _ => anyhow::anyhow!("{}", explain(&error)),
     }
 }
 

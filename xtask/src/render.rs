@@ -1,7 +1,6 @@
 //! `cargo xtask render`: write every artifact of the current model into a directory.
 
 use std::fs;
-use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -82,32 +81,10 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     for (artifact, outcome) in artifacts.iter().zip(&outcomes) {
         if *outcome != Outcome::Unchanged {
-            write_atomically(&out.join(artifact.name), artifact.contents.as_bytes(), artifact.executable)?;
+            gke_rl_ops::files::write_atomically(&out.join(artifact.name), artifact.contents.as_bytes(), artifact.executable)?;
         }
     }
     Ok(outcomes)
-}
-
-/// Readers see the old file or the new one, never a partial one.
-pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().context("path has no file name")?.to_string_lossy();
-    let temp = dir.join(format!(".{name}.gke-rl-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        #[cfg(unix)]
-        if executable {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))?;
-        }
-        fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {

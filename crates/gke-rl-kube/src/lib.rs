@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
-pub use reach::{Connected, Options, Unreachable, connect};
+pub use reach::{Connected, Options, Unreachable, connect, contexts};
 pub use readiness::{Readiness, assess};
 
 /// The field manager of every object gke-rl applies.
@@ -61,7 +61,7 @@ pub enum Error {
         waited: Duration,
     },
     /// No running head pod to forward to.
-    #[error("RayCluster {0} has no running head pod (is it deployed? `cargo xtask deploy`)")]
+    #[error("RayCluster {0} has no running head pod (is it deployed?)")]
     NoHeadPod(String),
     /// The kubeconfig could not be read, or has no usable context.
     #[error("cannot load the kubeconfig: {0}")]

@@ -65,6 +65,16 @@ pub async fn connect(path: Option<&Path>, context: Option<&str>, options: &Optio
     Ok(Connected { client, server })
 }
 
+/// The context names of the kubeconfig at `path` (default: `KUBECONFIG`, else
+/// `~/.kube/config`); empty when it cannot be read.
+pub fn contexts(path: Option<&Path>) -> Vec<String> {
+    let kubeconfig = match path {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    kubeconfig.map(|k| k.contexts.into_iter().map(|c| c.name).collect()).unwrap_or_default()
+}
+
 /// A kubeconfig that cannot be used, named, in one line: a parser's snippet of the file could
 /// show a token or a client key it holds.
 fn kubeconfig_error(error: &(dyn std::error::Error + 'static), path: Option<&Path>) -> Error {

@@ -8,34 +8,10 @@ use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::Error;
+
 /// Sent on every request: Ray 2.46's dashboard answers 500 to requests without one.
 const USER_AGENT: &str = concat!("gke-rl/", env!("CARGO_PKG_VERSION"));
-
-/// Everything a call can fail with; the server's own words are kept.
-#[allow(missing_docs)] // each variant's message is its documentation
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{0} is not a Ray dashboard address: expected http://HOST:PORT or https://HOST:PORT")]
-    Address(String),
-    #[error("cannot reach the Ray dashboard at {address}: {reason}")]
-    Unreachable { address: String, reason: String },
-    #[error("the Ray dashboard at {address} did not answer {what} within {seconds} s")]
-    Timeout { address: String, what: String, seconds: u64 },
-    #[error("{address} answered /api/version with 404: it is not a Ray dashboard (or Ray is older than 1.9)")]
-    NotADashboard { address: String },
-    #[error("job {id} does not exist")]
-    JobNotFound { id: String },
-    #[error("a job with submission id {id} already exists: choose another --submission-id")]
-    AlreadyExists { id: String },
-    #[error("{field} needs Ray {needs} or newer; the cluster runs Ray {server}")]
-    Unsupported { field: &'static str, needs: &'static str, server: String },
-    #[error("the Ray dashboard refused {what} ({status}): {message}")]
-    Server { what: String, status: u16, message: String },
-    #[error("the dashboard refused the {size}-byte package as too large (HTTP 413): exclude large files in .rayignore")]
-    PayloadTooLarge { size: usize },
-    #[error("unexpected answer to {what}: {reason}")]
-    Protocol { what: String, reason: String },
-}
 
 /// `GET /api/version`.
 #[allow(missing_docs)] // fields as Ray's `VersionResponse` names them
@@ -57,6 +33,48 @@ impl Version {
         };
         self.ray_version.contains("dev") || parse(&self.ray_version) >= parse(needs)
     }
+}
+
+/// The most recently started submission (not a driver job) of `jobs`: what `status` and
+/// `logs` without an id mean.
+pub fn latest_submission(jobs: &[JobDetails]) -> Option<&JobDetails> {
+    jobs.iter().filter(|j| j.kind == "SUBMISSION").max_by_key(|j| j.start_time.unwrap_or(0))
+}
+
+/// The words of an entrypoint joined into one command line as `ray job submit` joins the
+/// words after `--` (Python's `subprocess.list2cmdline`).
+pub fn entrypoint(words: &[String]) -> String {
+    let mut out = String::new();
+    for word in words {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let quote = word.is_empty() || word.contains([' ', '\t']);
+        if quote {
+            out.push('"');
+        }
+        let mut backslashes = 0;
+        for c in word.chars() {
+            match c {
+                '\\' => backslashes += 1,
+                '"' => {
+                    out.push_str(&"\\".repeat(backslashes * 2 + 1));
+                    out.push('"');
+                    backslashes = 0;
+                }
+                _ => {
+                    out.push_str(&"\\".repeat(backslashes));
+                    out.push(c);
+                    backslashes = 0;
+                }
+            }
+        }
+        out.push_str(&"\\".repeat(if quote { backslashes * 2 } else { backslashes }));
+        if quote {
+            out.push('"');
+        }
+    }
+    out
 }
 
 /// `POST /api/jobs/`. Absent fields are not sent: the server rejects keys it does not know.
@@ -520,6 +538,25 @@ mod tests {
 
     fn version(v: &str) -> Version {
         Version { version: "4".into(), ray_version: v.into(), ray_commit: String::new(), session_name: String::new() }
+    }
+
+    #[test]
+    fn entrypoints_are_joined_like_ray_job_submit() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(entrypoint(&words(&["bash", "run_nemo_rl.sh", "arg with space"])), r#"bash run_nemo_rl.sh "arg with space""#);
+        assert_eq!(entrypoint(&words(&["a\"b", "", "c\\"])), r#"a\"b "" c\"#);
+    }
+
+    #[test]
+    fn the_latest_submission_is_the_last_started_submission() {
+        let job = |id: &str, kind: &str, start: u64| -> JobDetails {
+            serde_json::from_value(serde_json::json!({"type": kind, "submission_id": id, "job_id": null, "status": "RUNNING",
+                "entrypoint": "x", "start_time": start}))
+            .unwrap()
+        };
+        let jobs = [job("a", "SUBMISSION", 10), job("driver", "DRIVER", 30), job("b", "SUBMISSION", 20)];
+        assert_eq!(latest_submission(&jobs).map(JobDetails::id), Some("b"));
+        assert!(latest_submission(&jobs[1..2]).is_none());
     }
 
     #[test]

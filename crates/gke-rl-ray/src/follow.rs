@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::client::{Client, Error, JobDetails, TailEnd};
+use crate::Error;
+use crate::client::{Client, JobDetails, TailEnd};
 
 /// How long to keep reconnecting before giving up, and the pause between attempts.
 #[derive(Debug, Clone)]

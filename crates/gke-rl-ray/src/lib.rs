@@ -20,10 +20,15 @@
 //! ```
 
 mod client;
+mod error;
 mod follow;
 pub mod package;
 
-pub use client::{Client, ClientOptions, Error, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, new_submission_id};
+pub use client::{
+    Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, entrypoint, latest_submission,
+    new_submission_id,
+};
+pub use error::Error;
 pub use follow::{Event, FollowOptions, follow};
 
 /// Makes ring the process's rustls crypto provider unless one was chosen already, so that

@@ -13,6 +13,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use gke_rl_gitwildmatch::PatternSet;
+
+use crate::Error;
 use sha1::{Digest, Sha1};
 
 /// The dashboard refuses request bodies over 100 MiB (aiohttp `client_max_size`).
@@ -33,37 +35,36 @@ pub struct Options {
     pub gitignore: bool,
 }
 
+impl Options {
+    /// The options Ray's packager uses for `runtime_env`: its `excludes`, and the variables
+    /// Ray reads (`var` looks one up): `RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES` and
+    /// `RAY_RUNTIME_ENV_IGNORE_GITIGNORE`.
+    pub fn for_runtime_env(
+        runtime_env: &serde_json::Map<String, serde_json::Value>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Options, Error> {
+        let mut options = Options::default();
+        if let Some(defaults) = var("RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES") {
+            options.default_excludes = defaults.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        }
+        options.gitignore = var("RAY_RUNTIME_ENV_IGNORE_GITIGNORE").as_deref() != Some("1");
+        if let Some(excludes) = runtime_env.get("excludes") {
+            let not_strings = || Error::RuntimeEnv { field: "excludes", reason: "must be a list of strings" };
+            for item in excludes.as_array().ok_or_else(not_strings)? {
+                options.excludes.push(item.as_str().ok_or_else(not_strings)?.to_owned());
+            }
+        }
+        Ok(options)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options { default_excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(), excludes: Vec::new(), gitignore: true }
     }
 }
 
-/// What can go wrong while packaging; every message names the path and what to do.
-#[allow(missing_docs)] // each variant's message is its documentation
-#[derive(Debug, thiserror::Error)]
-pub enum PackageError {
-    #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{file}:{}: invalid pattern `{}`: {}; Ray's packager would fail on it too", .error.line, .error.pattern, .error.reason)]
-    Pattern { file: String, error: gke_rl_gitwildmatch::PatternError },
-    #[error("{path}: the file name is not UTF-8, which Ray cannot package; rename it or exclude it in .rayignore")]
-    NonUtf8Name { path: PathBuf },
-    #[error("{path}: a symlink loops back to {target}; exclude it in .rayignore")]
-    SymlinkLoop { path: PathBuf, target: PathBuf },
-    #[error("{}", too_large_message(*.total, .largest))]
-    TooLarge { total: u64, largest: Vec<(String, u64)> },
-    #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
-    SecretInFile { path: String, name: String },
-    #[error("{path} is not a directory (nor a .zip file): pass the folder to upload")]
-    NotADirectory { path: PathBuf },
-    #[error("{path} changed while it was being packaged; submit again")]
-    Changed { path: PathBuf },
-    #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
-    TooManyFiles,
-}
-
-fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
+pub(crate) fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
     let mut message = format!(
         "the working dir holds {} of files, over the {} the Ray dashboard accepts; nothing was uploaded. Largest files:",
         mib(total),
@@ -140,12 +141,12 @@ pub struct Package {
 
 impl Plan {
     /// Walks `dir` with Ray's exclusion rules.
-    pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, PackageError> {
+    pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, Error> {
         if !dir.is_dir() {
-            return Err(PackageError::NotADirectory { path: dir.to_owned() });
+            return Err(Error::NotADirectory { path: dir.to_owned() });
         }
         let root_patterns = options.default_excludes.iter().chain(&options.excludes).map(String::as_str);
-        let root_set = PatternSet::from_lines(root_patterns).map_err(|error| PackageError::Pattern { file: "excludes".into(), error })?;
+        let root_set = PatternSet::from_lines(root_patterns).map_err(|error| Error::Pattern { file: "excludes".into(), error })?;
         let mut walk =
             Walk { plan: Plan { entries: Vec::new(), ignore_files: Vec::new() }, gitignore: options.gitignore, ancestors: Vec::new() };
         let mut active = vec![(".".to_owned(), root_set)];
@@ -188,26 +189,26 @@ impl Plan {
     }
 
     /// Refuses a plan whose files exceed the upload limit, naming the largest five.
-    pub fn check_size(&self) -> Result<(), PackageError> {
+    pub fn check_size(&self) -> Result<(), Error> {
         let total = self.total_size();
         if total <= MAX_UPLOAD_BYTES {
             return Ok(());
         }
         let mut largest = self.largest_first();
         largest.truncate(5);
-        Err(PackageError::TooLarge { total, largest })
+        Err(Error::TooLarge { total, largest })
     }
 
     /// Reads and hashes every file on all cores, refusing the package if a file holds one of
     /// `secrets`. `submit` zips (reading the files again) only if the cluster lacks the package.
-    pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, PackageError> {
+    pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
         self.check_size()?;
         let digests = parallel_map(self.entries.iter().collect(), Vec::new, |buffer: &mut Vec<u8>, (path, entry)| {
             buffer.clear();
             match entry {
                 Entry::File { content: Content::Disk(fs_path), .. } => {
-                    let mut file = fs::File::open(fs_path).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
-                    file.read_to_end(buffer).map_err(|source| PackageError::Io { path: fs_path.clone(), source })?;
+                    let mut file = fs::File::open(fs_path).map_err(|source| Error::Io { path: fs_path.clone(), source })?;
+                    file.read_to_end(buffer).map_err(|source| Error::Io { path: fs_path.clone(), source })?;
                 }
                 Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
                 Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => {}
@@ -219,7 +220,7 @@ impl Plan {
 
     /// Hash and zip in one pass: each file is read straight into its place in the zip and
     /// hashed there.
-    pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, PackageError> {
+    pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, Error> {
         self.check_size()?;
         let (zip, digests) = write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets))?;
         let file_count = file_count(&self.entries);
@@ -248,11 +249,11 @@ enum Contents {
 
 impl Hashed {
     /// A local `.zip` file as the working dir, named by the SHA-1 of its bytes, as Ray does.
-    pub fn for_zip_file(path: &Path) -> Result<Hashed, PackageError> {
-        let bytes = fs::read(path).map_err(|source| PackageError::Io { path: path.to_owned(), source })?;
+    pub fn for_zip_file(path: &Path) -> Result<Hashed, Error> {
+        let bytes = fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
         if bytes.len() as u64 > MAX_UPLOAD_BYTES {
             let name = path.display().to_string();
-            return Err(PackageError::TooLarge { total: bytes.len() as u64, largest: vec![(name, bytes.len() as u64)] });
+            return Err(Error::TooLarge { total: bytes.len() as u64, largest: vec![(name, bytes.len() as u64)] });
         }
         let hex: String = Sha1::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
         // Entries in the central directory, from its end record (0 when unreadable).
@@ -272,7 +273,7 @@ impl Hashed {
     }
 
     /// The stored zip: files and empty directories, with their modes.
-    pub fn zip(self) -> Result<Package, PackageError> {
+    pub fn zip(self) -> Result<Package, Error> {
         let file_count = self.file_count();
         let zip = match self.contents {
             Contents::Entries(entries) => write_zip(&entries, |_, _| Ok([0; 8]))?.0,
@@ -288,9 +289,9 @@ fn file_count(entries: &[(String, Entry)]) -> usize {
 
 /// An entry's share of the package hash: the first 8 bytes of `sha1(path + bytes)`. Refuses
 /// bytes holding a secret's value.
-fn digest(path: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<[u8; 8], PackageError> {
+fn digest(path: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<[u8; 8], Error> {
     if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(bytes, s.value.as_bytes()).is_some()) {
-        return Err(PackageError::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
+        return Err(Error::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
     }
     let mut sha = Sha1::new();
     sha.update(path.as_bytes());
@@ -318,13 +319,13 @@ fn uri(digests: &[[u8; 8]]) -> String {
 fn parallel_map<T: Send, S, R: Send>(
     items: Vec<T>,
     init: impl Fn() -> S + Sync,
-    f: impl Fn(&mut S, T) -> Result<R, PackageError> + Sync,
-) -> Result<Vec<R>, PackageError> {
+    f: impl Fn(&mut S, T) -> Result<R, Error> + Sync,
+) -> Result<Vec<R>, Error> {
     let count = items.len();
     let workers = std::thread::available_parallelism().map_or(1, usize::from).min(count.max(1));
     let queue = std::sync::Mutex::new(items.into_iter().enumerate());
     let mut indexed = std::thread::scope(|scope| {
-        let worker = || -> Result<Vec<(usize, R)>, PackageError> {
+        let worker = || -> Result<Vec<(usize, R)>, Error> {
             let mut state = init();
             let mut done = Vec::new();
             loop {
@@ -338,7 +339,7 @@ fn parallel_map<T: Send, S, R: Send>(
         for handle in handles {
             all.extend(handle.join().expect("a packaging thread panicked")?);
         }
-        Ok::<_, PackageError>(all)
+        Ok::<_, Error>(all)
     })?;
     indexed.sort_unstable_by_key(|(i, _)| *i);
     Ok(indexed.into_iter().map(|(_, r)| r).collect())
@@ -386,10 +387,10 @@ fn common_fields(out: &mut Vec<u8>, name: &str, crc: u32, length: u32) {
 /// `visit`'s result for every entry (zipped or not), in order.
 fn write_zip(
     entries: &[(String, Entry)],
-    visit: impl Fn(&str, &[u8]) -> Result<[u8; 8], PackageError> + Sync,
-) -> Result<(Vec<u8>, Vec<[u8; 8]>), PackageError> {
+    visit: impl Fn(&str, &[u8]) -> Result<[u8; 8], Error> + Sync,
+) -> Result<(Vec<u8>, Vec<[u8; 8]>), Error> {
     let names: Vec<Option<(String, u32)>> = entries.iter().map(|(path, entry)| zip_name(path, entry)).collect();
-    let count = u16::try_from(names.iter().flatten().count()).map_err(|_| PackageError::TooManyFiles)?;
+    let count = u16::try_from(names.iter().flatten().count()).map_err(|_| Error::TooManyFiles)?;
     let mut local_size = 0usize;
     let mut central_size = END_OF_CENTRAL_DIRECTORY;
     for ((_, entry), name) in entries.iter().zip(&names) {
@@ -426,11 +427,11 @@ fn write_zip(
             let (header, data) = slot.split_at_mut(LOCAL_HEADER + name.len());
             match entry {
                 Entry::File { content: Content::Disk(fs_path), .. } => {
-                    let io = |source| PackageError::Io { path: fs_path.clone(), source };
+                    let io = |source| Error::Io { path: fs_path.clone(), source };
                     let mut file = fs::File::open(fs_path).map_err(io)?;
                     file.read_exact(data).map_err(io)?;
                     if file.read(&mut [0u8]).map_err(io)? != 0 {
-                        return Err(PackageError::Changed { path: fs_path.clone() });
+                        return Err(Error::Changed { path: fs_path.clone() });
                     }
                 }
                 Entry::File { content: Content::Memory(bytes), .. } => data.copy_from_slice(bytes),
@@ -479,8 +480,8 @@ struct Walk {
 impl Walk {
     /// `_dir_travel`: a directory's ignore files are read before the directory itself is
     /// matched, so its own patterns can exclude it (`*` in a `.rayignore`).
-    fn travel(&mut self, fs_path: &Path, rel: &str, active: &mut Vec<(String, PatternSet)>) -> Result<(), PackageError> {
-        let io = |source| PackageError::Io { path: fs_path.to_owned(), source };
+    fn travel(&mut self, fs_path: &Path, rel: &str, active: &mut Vec<(String, PatternSet)>) -> Result<(), Error> {
+        let io = |source| Error::Io { path: fs_path.to_owned(), source };
         let meta = fs::metadata(fs_path).ok();
         let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
         let before = active.len();
@@ -492,12 +493,12 @@ impl Walk {
                 let file = fs_path.join(name);
                 if file.is_file() {
                     let shown = if rel == "." { name.to_owned() } else { format!("{rel}/{name}") };
-                    let bytes = fs::read(&file).map_err(|source| PackageError::Io { path: file.clone(), source })?;
-                    let text = String::from_utf8(bytes).map_err(|e| PackageError::Io {
+                    let bytes = fs::read(&file).map_err(|source| Error::Io { path: file.clone(), source })?;
+                    let text = String::from_utf8(bytes).map_err(|e| Error::Io {
                         path: file.clone(),
                         source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
                     })?;
-                    let set = PatternSet::parse(&text).map_err(|error| PackageError::Pattern { file: shown.clone(), error })?;
+                    let set = PatternSet::parse(&text).map_err(|error| Error::Pattern { file: shown.clone(), error })?;
                     active.push((rel.to_owned(), set));
                     self.plan.ignore_files.push(shown);
                 }
@@ -508,12 +509,12 @@ impl Walk {
             if is_dir {
                 let canonical = fs::canonicalize(fs_path).map_err(io)?;
                 if let Some(target) = self.ancestors.iter().find(|a| **a == canonical) {
-                    return Err(PackageError::SymlinkLoop { path: fs_path.to_owned(), target: target.clone() });
+                    return Err(Error::SymlinkLoop { path: fs_path.to_owned(), target: target.clone() });
                 }
                 let mut children = Vec::new();
                 for child in fs::read_dir(fs_path).map_err(io)? {
                     let child = child.map_err(io)?;
-                    let name = child.file_name().into_string().map_err(|_| PackageError::NonUtf8Name { path: child.path() })?;
+                    let name = child.file_name().into_string().map_err(|_| Error::NonUtf8Name { path: child.path() })?;
                     children.push(name);
                 }
                 children.sort();

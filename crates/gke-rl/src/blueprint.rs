@@ -98,9 +98,8 @@ struct Edit {
 }
 
 fn parse(lines: &[String]) -> Result<Node, Diagnostic> {
-    Node::try_parse(&lines.join("\n")).map_err(|e| {
-        shape_error(e.at().0 as usize - 1, format!("the blueprint is not valid YAML here: {}", e.message()), UPSTREAM_HELP)
-    })
+    Node::try_parse(&lines.join("\n"))
+        .map_err(|e| shape_error(e.at().0 as usize - 1, format!("the blueprint is not valid YAML here: {}", e.message()), UPSTREAM_HELP))
 }
 
 fn indent_of(line: &str) -> usize {

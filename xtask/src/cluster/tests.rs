@@ -1,7 +1,9 @@
-//! deploy and destroy end to end: fake gcloud, gcluster, terraform and packer on PATH
+//! deploy and destroy end to end, in process: the arguments, `gke_rl_ops` and the console
+//! rendering, with fake gcloud, gcluster, terraform and packer on PATH
 //! (`tests/fixtures/fakes/fake.sh`, which keeps a pretend cloud and records every call), and
 //! an in-memory API server on kube's mock service for the Kubernetes steps.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,16 +11,18 @@ use std::time::Duration;
 use clap::{Args as _, FromArgMatches as _};
 use gke_rl::lifecycle::{State, Step};
 use gke_rl_kube::fake::{FakeApiServer, Pods};
-use xshell::Shell;
+use gke_rl_ops::{Env, Interrupt, Kube, Processes, SystemClock};
 
-use super::{Console, DeployArgs, DestroyArgs, Env, INTERRUPTED, Interrupt, Kube};
+use super::{DeployArgs, DestroyArgs, INTERRUPTED};
+use crate::console::Console;
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
 
 struct World {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    sh: Shell,
+    /// The variables the fakes see, on top of this process's.
+    vars: Mutex<BTreeMap<String, Option<String>>>,
     server: FakeApiServer,
     client: kube::Client,
     log: Arc<Mutex<Vec<u8>>>,
@@ -41,24 +45,29 @@ fn world(pods: Pods) -> World {
     for template in gke_rl::lifecycle::STAGED_TEMPLATES {
         std::fs::write(example.join(template), format!("# {template}\n")).unwrap();
     }
-    let sh = Shell::new().unwrap();
-    sh.set_var("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()));
-    sh.set_var("FAKE_CLOUD", root.join("cloud"));
-    sh.set_var("HF_TOKEN", TOKEN);
+    let vars = BTreeMap::from([
+        ("PATH".to_owned(), Some(format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))),
+        ("FAKE_CLOUD".to_owned(), Some(root.join("cloud").display().to_string())),
+        ("HF_TOKEN".to_owned(), Some(TOKEN.to_owned())),
+    ]);
     let (server, client) = FakeApiServer::start(pods);
-    World { _dir: dir, root, sh, server, client, log: Arc::default() }
+    World { _dir: dir, root, vars: Mutex::new(vars), server, client, log: Arc::default() }
 }
 
 impl World {
-    fn env(&self, interrupt: Interrupt) -> Env<'_> {
-        Env {
-            sh: &self.sh,
-            console: Console::captured(self.log.clone()),
+    fn set_var(&self, name: &str, value: &str) {
+        self.vars.lock().unwrap().insert(name.to_owned(), Some(value.to_owned()));
+    }
+
+    fn env(&self, interrupt: Interrupt) -> (Env, Console) {
+        let env = Env {
+            runner: Arc::new(Processes { vars: self.vars.lock().unwrap().clone() }),
             kube: Kube::Given(self.client.clone()),
+            clock: Arc::new(SystemClock),
             interrupt,
             poll: Duration::from_millis(1),
-            hidden: Vec::new(),
-        }
+        };
+        (env, Console::captured(self.log.clone()))
     }
 
     fn flags(&self, extra: &[&str]) -> Vec<String> {
@@ -73,12 +82,18 @@ impl World {
         flags.extend(["--authorized-cidr".into(), "203.0.113.7/32".into(), "--timeout".into(), "2s".into()]);
         let matches = DeployArgs::augment_args(clap::Command::new("deploy")).try_get_matches_from(flags).unwrap();
         let args = DeployArgs::from_arg_matches(&matches).unwrap();
-        args.execute(self.env(Interrupt::manual().1)).await.unwrap()
+        {
+            let (env, console) = self.env(Interrupt::manual().1);
+            args.execute(env, console).await.unwrap()
+        }
     }
 
     async fn destroy(&self, extra: &[&str]) -> anyhow::Result<u8> {
         let matches = DestroyArgs::augment_args(clap::Command::new("destroy")).try_get_matches_from(self.flags(extra)).unwrap();
-        DestroyArgs::from_arg_matches(&matches).unwrap().execute(self.env(Interrupt::manual().1)).await
+        {
+            let (env, console) = self.env(Interrupt::manual().1);
+            DestroyArgs::from_arg_matches(&matches).unwrap().execute(env, console).await
+        }
     }
 
     fn folder(&self) -> PathBuf {
@@ -189,13 +204,13 @@ async fn a_failure_at_any_step_resumes_at_that_step() {
     type Break = fn(&World);
     type Mend = fn(&World);
     let cases: [(&str, Step, Break, Mend); 6] = [
-        ("preflight", Step::Preflight, |w| w.sh.set_var("FAKE_DISABLED_APIS", "lustre"), |w| w.sh.set_var("FAKE_DISABLED_APIS", "")),
-        ("provision", Step::Provision, |w| w.sh.set_var("FAKE_FAIL", "gcluster deploy"), |w| w.sh.set_var("FAKE_FAIL", "")),
+        ("preflight", Step::Preflight, |w| w.set_var("FAKE_DISABLED_APIS", "lustre"), |w| w.set_var("FAKE_DISABLED_APIS", "")),
+        ("provision", Step::Provision, |w| w.set_var("FAKE_FAIL", "gcluster deploy"), |w| w.set_var("FAKE_FAIL", "")),
         (
             "credentials",
             Step::Credentials,
-            |w| w.sh.set_var("FAKE_FAIL", "gcloud container clusters get-credentials"),
-            |w| w.sh.set_var("FAKE_FAIL", ""),
+            |w| w.set_var("FAKE_FAIL", "gcloud container clusters get-credentials"),
+            |w| w.set_var("FAKE_FAIL", ""),
         ),
         ("secret", Step::Secret, |w| w.server.refuse("secrets", true), |w| w.server.refuse("secrets", false)),
         ("raycluster", Step::RayCluster, |w| w.server.refuse("rayclusters", true), |w| w.server.refuse("rayclusters", false)),
@@ -261,7 +276,8 @@ async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
     let matches = DeployArgs::augment_args(clap::Command::new("deploy"))
         .try_get_matches_from(w.flags(&["--authorized-cidr", "203.0.113.7/32", "--timeout", "1h"]))
         .unwrap();
-    let code = DeployArgs::from_arg_matches(&matches).unwrap().execute(w.env(interrupt)).await.unwrap();
+    let (env, console) = w.env(interrupt);
+    let code = DeployArgs::from_arg_matches(&matches).unwrap().execute(env, console).await.unwrap();
     assert_eq!(code, INTERRUPTED, "{}", w.log());
     assert!(w.log().contains("cargo xtask deploy    resumes from there"), "{}", w.log());
     let state = w.state().unwrap();
@@ -303,7 +319,7 @@ async fn destroy_empties_the_buckets_tears_down_and_verifies() {
 async fn destroy_says_loudly_what_remains() {
     let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
-    w.sh.set_var("FAKE_DESTROY_LEAVES", "lustre");
+    w.set_var("FAKE_DESTROY_LEAVES", "lustre");
     assert_eq!(w.destroy(&[]).await.unwrap(), 1);
     assert!(
         w.log().contains("NOT DESTROYED — these still exist and may still bill:\n  - Managed Lustre instance rl-demo-gpu-lustre"),
@@ -326,7 +342,7 @@ async fn another_projects_state_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
     let w = world(Pods::ReadyAfter(0));
-    w.sh.set_var("FAKE_FAIL", "gcluster deploy");
+    w.set_var("FAKE_FAIL", "gcluster deploy");
     assert_eq!(w.deploy(&[]).await, 1);
     assert_eq!(w.destroy(&["--dry-run"]).await.unwrap(), 0);
     assert!(w.log().contains("verify that Managed Lustre instance rl-demo-gpu-lustre is gone"), "{}", w.log());
@@ -341,7 +357,7 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
 async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
     let w = world(Pods::ReadyAfter(0));
     assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
-    w.sh.set_var("FAKE_FAIL", "gcluster destroy");
+    w.set_var("FAKE_FAIL", "gcluster destroy");
     assert_eq!(w.destroy(&[]).await.unwrap(), 1);
     let log = w.log();
     assert!(
@@ -349,7 +365,7 @@ async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
         "{log}"
     );
     assert!(w.state().is_some());
-    w.sh.set_var("FAKE_FAIL", "");
+    w.set_var("FAKE_FAIL", "");
     assert_eq!(w.destroy(&[]).await.unwrap(), 0, "a second destroy finishes the job: {}", w.log());
 }
 
@@ -368,8 +384,8 @@ async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     let w = world(Pods::ReadyAfter(0));
-    w.sh.set_var("FAKE_NO_ACCOUNT", "1");
-    w.sh.set_var("HF_TOKEN", "");
+    w.set_var("FAKE_NO_ACCOUNT", "1");
+    w.set_var("HF_TOKEN", "");
     std::fs::remove_file(w.root.join("bin/packer")).unwrap();
     assert_eq!(w.deploy(&[]).await, 1);
     let log = w.log();
@@ -379,9 +395,9 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     assert!(!log.contains("gke.gcsfuse.profileUser does not exist"), "no role verdict without an account:\n{log}");
     assert!(w.state().is_none() && w.count("gcluster deploy") == 0);
 
-    w.sh.set_var("FAKE_NO_ACCOUNT", "");
-    w.sh.set_var("FAKE_NO_GCSFUSE_ROLE", "1");
-    w.sh.set_var("HF_TOKEN", TOKEN);
+    w.set_var("FAKE_NO_ACCOUNT", "");
+    w.set_var("FAKE_NO_GCSFUSE_ROLE", "1");
+    w.set_var("HF_TOKEN", TOKEN);
     assert_eq!(w.deploy(&["--download-dependencies"]).await, 0, "{}", w.log());
     assert!(w.log().contains("gcluster's test_gcsfuse_iam_role_exists validator is skipped"), "{}", w.log());
     let deploy = w.calls().lines().find(|l| l.starts_with("gcluster deploy")).unwrap().to_owned();

@@ -94,6 +94,11 @@ impl Preflight {
     }
 }
 
+/// gcloud's configured project, when the config and the options name none.
+pub fn configured_project() -> Command {
+    Command::of("gcloud", &["config", "get-value", "project"])
+}
+
 /// The exact command that enables `missing` APIs.
 pub fn enable_apis(missing: &[&str], site: &Site) -> Command {
     let mut command = Command::of("gcloud", &["services", "enable"]);
@@ -151,6 +156,27 @@ pub fn credentials(deployment: &Deployment, project_id: &str) -> Command {
 pub fn kube_context(deployment: &Deployment, site: &Site) -> String {
     let p = &deployment.project;
     format!("gke_{}_{}_{}", site.project_id, p.region, p.cluster_name)
+}
+
+/// Describes the GPU node pool: why nodes do not come (a stock-out, a reservation without room).
+pub fn describe_node_pool(deployment: &Deployment, project_id: &str) -> Command {
+    let p = &deployment.project;
+    let pool = format!("{}-a4-pool", deployment.topology.machine_type);
+    Command::of(
+        "gcloud",
+        &[
+            "container",
+            "node-pools",
+            "describe",
+            &pool,
+            "--cluster",
+            p.cluster_name.as_str(),
+            "--region",
+            p.region.as_str(),
+            "--project",
+            project_id,
+        ],
+    )
 }
 
 /// The blueprint's buckets (Cluster Toolkit labels every resource with its deployment).
@@ -216,4 +242,3 @@ pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)>
         ),
     ]
 }
-

@@ -134,6 +134,12 @@ impl Folder<'_> {
     }
 }
 
+/// The environment variables that hold the deployment's secrets: no child process inherits
+/// them, no upload may contain their values, and job output redacts them.
+pub fn secret_variables(deployment: &Deployment) -> Vec<String> {
+    secret_entries(deployment).into_iter().map(|(_, variable, _)| variable.to_owned()).collect()
+}
+
 /// The token Secret's entries: key in the Secret, local variable it is read from, required.
 pub fn secret_entries(deployment: &Deployment) -> Vec<(&'static str, &str, bool)> {
     let secrets = &deployment.secrets;
@@ -143,4 +149,3 @@ pub fn secret_entries(deployment: &Deployment) -> Vec<(&'static str, &str, bool)
     }
     entries
 }
-

@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 
 use super::{
-    Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, Folder, credentials, empty_bucket, leftovers,
+    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, credentials, empty_bucket, leftovers,
     list_buckets, provision, secret_entries, teardown,
 };
 use crate::model::{Deployment, Provisioning};
@@ -131,7 +131,8 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State, buckets
             "Managed Lustre instance {} ({} GiB in {}): everything under {}, checkpoints included, is lost",
             deployment.lustre.instance_id, deployment.lustre.capacity_gib, p.zone, deployment.lustre.mount_path
         ));
-        resources.push(format!("networks {0}-net-0, {0}-net-1, {0}-rdma-net, their firewall rules and the service accounts", p.cluster_name));
+        resources
+            .push(format!("networks {0}-net-0, {0}-net-1, {0}-rdma-net, their firewall rules and the service accounts", p.cluster_name));
         match buckets {
             Some(buckets) => {
                 resources.extend(buckets.iter().map(|(bucket, objects)| format!("bucket {bucket} ({objects} objects, emptied first)")))

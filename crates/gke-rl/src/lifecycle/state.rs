@@ -112,4 +112,3 @@ pub fn digest(parts: &[&str]) -> String {
     }
     format!("{hash:016x}")
 }
-

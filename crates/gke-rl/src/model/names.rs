@@ -25,7 +25,9 @@ fn check_label(s: &str, max: usize, what: &str) -> Result<(), Error> {
     } else {
         Err(invalid(
             s,
-            format!("is not a valid {what}: use 1 to {max} lowercase letters, digits and `-`, starting with a letter and not ending with `-`"),
+            format!(
+                "is not a valid {what}: use 1 to {max} lowercase letters, digits and `-`, starting with a letter and not ending with `-`"
+            ),
         ))
     }
 }
@@ -72,11 +74,7 @@ fn check_cidr(s: &str) -> Result<(), Error> {
 
 fn check_env_name(s: &str) -> Result<(), Error> {
     let ok = s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(invalid(s, "is not an environment variable name: use letters, digits and `_`, not starting with a digit"))
-    }
+    if ok { Ok(()) } else { Err(invalid(s, "is not an environment variable name: use letters, digits and `_`, not starting with a digit")) }
 }
 
 fn check_word(s: &str) -> Result<(), Error> {

@@ -59,8 +59,16 @@ pub struct Artifacts {
 impl Artifacts {
     /// Every artifact, in a fixed order.
     pub fn iter(&self) -> std::array::IntoIter<&Artifact, 7> {
-        [&self.env_sh, &self.deployment_file, &self.ray_cluster, &self.secret_instructions, &self.rayignore, &self.runtime_env, &self.job_script]
-            .into_iter()
+        [
+            &self.env_sh,
+            &self.deployment_file,
+            &self.ray_cluster,
+            &self.secret_instructions,
+            &self.rayignore,
+            &self.runtime_env,
+            &self.job_script,
+        ]
+        .into_iter()
     }
 
     /// The artifact written as `name`.

@@ -36,4 +36,3 @@ pub fn sarif(findings: &[Finding]) -> serde_json::Value {
         "runs": [{ "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } }, "results": results }]
     })
 }
-

@@ -1,0 +1,35 @@
+//! This machine's public address, as an address-echo service sees it: the default authorized
+//! CIDR, and the check that a resumed deploy can still reach its control plane.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::Error;
+
+/// Where the public address comes from by default (plain text, one address).
+pub const ADDRESS_ECHO: &str = "https://api.ipify.org";
+
+/// Asks `url` for this machine's public address.
+pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
+    gke_rl_ray::ensure_crypto_provider();
+    let failed = |reason: String| Error::PublicAddress { url: url.to_owned(), reason };
+    let answer = async { reqwest::Client::new().get(url).timeout(Duration::from_secs(10)).send().await?.error_for_status()?.text().await };
+    let text = answer.await.map_err(|e| failed(root_cause(&e)))?;
+    text.trim().parse().map_err(|_| failed(format!("it answered {:?}, not an IP address", text.trim())))
+}
+
+/// The CIDR of just `address`.
+pub fn host_cidr(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(_) => format!("{address}/32"),
+        IpAddr::V6(_) => format!("{address}/128"),
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = error;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    root.to_string()
+}

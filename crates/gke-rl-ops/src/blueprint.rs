@@ -1,0 +1,32 @@
+//! The upstream blueprint, patched and checked beside the artifacts it deploys.
+
+use std::path::Path;
+
+use gke_rl::validate::{self, SourceFile};
+use gke_rl::{Artifacts, Deployment, Severity};
+
+use crate::Error;
+
+/// Where a Cluster Toolkit checkout keeps the gke-a4 blueprint.
+pub const TOOLKIT_BLUEPRINT: &str = "examples/gke-a4/gke-a4.yaml";
+
+/// Patches `original` (read from `path`) for `deployment` and validates it with `rendered`:
+/// the patched text, or why not; nothing is written.
+pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rendered: &Artifacts) -> Result<String, Error> {
+    let patched = gke_rl::blueprint::patch(original, deployment).map_err(|diagnostic| Error::Blueprint {
+        path: path.to_owned(),
+        text: original.to_owned(),
+        diagnostic: Box::new(diagnostic),
+    })?;
+    let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
+    files.push(SourceFile { name: "gke-a4.yaml", text: &patched });
+    let errors: Vec<String> = validate::validate(&files)
+        .into_iter()
+        .filter(|f| f.diagnostic.severity == Severity::Error)
+        .map(|f| format!("{}:{}: {}", f.file, f.diagnostic.line, f.diagnostic.message))
+        .collect();
+    if !errors.is_empty() {
+        return Err(Error::Invalid { errors });
+    }
+    Ok(patched)
+}

@@ -1,0 +1,483 @@
+//! Deploy: from a model to a Ready RayCluster with Lustre mounted, in resumable steps.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step, TOOLKIT_EXAMPLE};
+use gke_rl::model::{Cidr, Provisioning};
+use gke_rl::{Artifacts, Deployment};
+use gke_rl_kube::{Readiness, Wait};
+
+use crate::address::{ADDRESS_ECHO, host_cidr, public_address};
+use crate::blueprint::{TOOLKIT_BLUEPRINT, patch_checked};
+use crate::events::{Event, Progress, Question};
+use crate::site::{Resolved, Target};
+use crate::{Env, Error, Fix, Problem, files};
+
+/// How to deploy.
+#[derive(Clone, Debug)]
+pub struct DeployOptions {
+    /// Which deployment, where.
+    pub target: Target,
+    /// The CIDR allowed to reach the control plane [default: the config's, else the one the
+    /// cluster was provisioned with, else this machine's public address].
+    pub authorized_cidr: Option<String>,
+    /// Let gcluster download Terraform and Packer instead of requiring them on `PATH`.
+    pub download_dependencies: bool,
+    /// How long to wait for the Ray pods to be Ready.
+    pub timeout: Duration,
+    /// The service that tells this machine's public address (plain text, one address).
+    pub address_echo: String,
+}
+
+impl Default for DeployOptions {
+    fn default() -> Self {
+        DeployOptions {
+            target: Target::default(),
+            authorized_cidr: None,
+            download_dependencies: false,
+            timeout: Duration::from_secs(30 * 60),
+            address_echo: ADDRESS_ECHO.to_owned(),
+        }
+    }
+}
+
+/// How a deploy ended (an `Err` is a problem before any step: a bad state file, a blueprint
+/// of the wrong shape, no project).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Deployed {
+    /// Every Ray pod is Running and Ready.
+    Ready,
+    /// It was Ready already: nothing was done.
+    AlreadyReady {
+        /// Pods Ready.
+        ready: u32,
+        /// Pods wanted.
+        wanted: u32,
+    },
+    /// The question before creating billable resources was answered no: nothing was created.
+    Declined,
+    /// A step failed. The state is saved: the next deploy resumes at that step.
+    Failed {
+        /// The step.
+        step: Step,
+        /// How long it ran.
+        took: Duration,
+        /// Why.
+        error: Error,
+        /// What fixes it, when the cluster's API could not be used.
+        fix: Option<Fix>,
+        /// The state file.
+        state: PathBuf,
+    },
+    /// A completed deployment could not be checked.
+    Unchecked {
+        /// Why.
+        error: Error,
+        /// What fixes it, when the cluster's API could not be used.
+        fix: Option<Fix>,
+    },
+    /// Interrupted during `step`; the state is saved.
+    Interrupted {
+        /// The step.
+        step: Step,
+        /// The state file.
+        state: PathBuf,
+    },
+}
+
+/// The whole plan as text (`--dry-run`): every command and Kubernetes object, in order.
+/// Reads gcloud's configured project when neither the options nor the config name one.
+pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
+    let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
+    resolved.site.authorized_cidr = match (&options.authorized_cidr, &deployment.network.authorized_cidr) {
+        (Some(cidr), _) => checked_cidr(cidr)?,
+        (None, Some(cidr)) => cidr.to_string(),
+        (None, None) => "<this machine's public address>/32".to_owned(),
+    };
+    let wait = crate::took(options.timeout);
+    Ok(lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait))
+}
+
+/// Deploys `deployment`, whose render is `artifacts`, resuming after the last completed step.
+pub async fn deploy(
+    deployment: &Deployment,
+    artifacts: &Artifacts,
+    options: &DeployOptions,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Deployed, Error> {
+    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
+    let mut state = match resolved.load_state()? {
+        Some(state) => state,
+        None => State::new(deployment, &resolved.site.project_id, ""),
+    };
+    let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
+    resolved.site.authorized_cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
+    if let Some(before) = provisioned.as_deref().filter(|before| *before != resolved.site.authorized_cidr) {
+        progress.event(Event::AuthorizedCidrChanged { from: before, to: &resolved.site.authorized_cidr });
+        state.redo_from(Step::Provision);
+    }
+
+    let started = env.clock.now();
+    progress.event(Event::StepStarted(Step::Preflight));
+    if let Err(error) = preflight(options, env, &mut resolved, &state, progress).await {
+        let took = env.clock.now() - started;
+        return Ok(Deployed::Failed { step: Step::Preflight, took, error, fix: None, state: resolved.state_path() });
+    }
+    progress.event(Event::StepDone { step: Step::Preflight, took: env.clock.now() - started });
+    state.complete(Step::Preflight);
+
+    let blueprint_path = Path::new(&resolved.site.toolkit).join(TOOLKIT_BLUEPRINT);
+    let original = files::read_text(&blueprint_path)?;
+    let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
+    let ray_cluster = &artifacts.ray_cluster.contents;
+    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster]);
+    if state.rendered != digest {
+        if !state.rendered.is_empty() {
+            progress.event(Event::ConfigChanged);
+        }
+        state.redo_from(Step::Render);
+        state.rendered = digest;
+    }
+    if Step::ALL.iter().all(|s| state.done(*s)) {
+        let name = deployment.project.cluster_name.as_str();
+        match health(env, &resolved).await {
+            Err(error) => return Ok(Deployed::Unchecked { fix: resolved.fix(&error), error }),
+            Ok(Health::Gone) => {
+                progress.event(Event::RayClusterGone { name });
+                state.redo_from(Step::Secret);
+            }
+            Ok(Health::Ready(ready, wanted)) => return Ok(Deployed::AlreadyReady { ready, wanted }),
+            Ok(Health::Waiting(ready, wanted)) => {
+                progress.event(Event::PodsNotAllReady { name, ready, wanted });
+                state.redo_from(Step::Ready);
+            }
+        }
+    }
+    if !state.done(Step::Provision) {
+        let what = creates(deployment);
+        match progress.confirm(&Question::Create { what: &what }) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Deployed::Declined),
+            Err(reason) => return Err(Error::Unanswered { question: what, reason }),
+        }
+    }
+
+    let written = Written { artifacts, blueprint: &blueprint };
+    for step in Step::ALL.into_iter().skip(1) {
+        if state.done(step) {
+            progress.event(Event::StepDoneBefore(step));
+            continue;
+        }
+        let started = env.clock.now();
+        progress.event(Event::StepStarted(step));
+        let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, progress).await;
+        if interrupt.is_set() {
+            resolved.save_state(&state)?;
+            return Ok(Deployed::Interrupted { step, state: resolved.state_path() });
+        }
+        if let Err(error) = result {
+            resolved.save_state(&state)?;
+            let took = env.clock.now() - started;
+            return Ok(Deployed::Failed { step, took, fix: resolved.fix(&error), error, state: resolved.state_path() });
+        }
+        state.complete(step);
+        resolved.save_state(&state)?;
+        progress.event(Event::StepDone { step, took: env.clock.now() - started });
+    }
+    Ok(Deployed::Ready)
+}
+
+fn checked_cidr(cidr: &str) -> Result<String, Error> {
+    Cidr::new(cidr)?;
+    Ok(cidr.to_owned())
+}
+
+/// The CIDR from the options, the config, the one the cluster was provisioned with, or this
+/// machine's public address.
+async fn authorized_cidr(
+    options: &DeployOptions,
+    deployment: &Deployment,
+    provisioned: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<String, Error> {
+    if let Some(cidr) = &options.authorized_cidr {
+        return checked_cidr(cidr);
+    }
+    if let Some(cidr) = &deployment.network.authorized_cidr {
+        return Ok(cidr.to_string());
+    }
+    if let Some(cidr) = provisioned {
+        return Ok(cidr.to_owned());
+    }
+    let cidr = host_cidr(public_address(&options.address_echo).await?);
+    progress.event(Event::AuthorizedCidr { cidr: &cidr, detected_from: Some(&options.address_echo) });
+    Ok(cidr)
+}
+
+/// Checks everything it can before anything is created, and reports every problem at once.
+async fn preflight(
+    options: &DeployOptions,
+    env: &Env,
+    resolved: &mut Resolved<'_>,
+    state: &State,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let site = &resolved.site;
+    let checks = Preflight::new(site);
+    let mut problems = Vec::new();
+    let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
+    let signed_in = account.is_some();
+    match &account {
+        Some(account) => progress.event(Event::Account(account)),
+        None => problems.push(Problem::NoAccount),
+    }
+    // Without an account gcloud can answer nothing else about the project.
+    if signed_in {
+        match resolved.read(env, &checks.apis) {
+            Ok(enabled) => {
+                let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
+                let missing: Vec<&str> = REQUIRED_APIS.iter().copied().filter(|api| !enabled.contains(api)).collect();
+                if !missing.is_empty() {
+                    problems.push(Problem::ApisDisabled {
+                        project: site.project_id.clone(),
+                        missing: missing.iter().map(|m| (*m).to_owned()).collect(),
+                        enable: lifecycle::enable_apis(&missing, site),
+                    });
+                }
+            }
+            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.clone(), reason }),
+        }
+    }
+    if let Err(reason) = resolved.read(env, &checks.gcluster) {
+        problems.push(Problem::NoGcluster { toolkit: site.toolkit.clone(), reason });
+    }
+    for tool in &checks.tools {
+        if resolved.read(env, tool).is_err() {
+            problems.push(Problem::NoTool { tool: tool.program.clone() });
+        }
+    }
+    if resolved.read(env, &checks.auth_plugin).is_err() {
+        problems.push(Problem::NoAuthPlugin);
+    }
+    if state.done(Step::Provision)
+        && let Some(problem) = outside_authorized_cidr(options, &site.authorized_cidr, resolved.deployment, progress).await
+    {
+        // The Kubernetes steps need the control plane, which answers only the authorized CIDR.
+        problems.push(problem);
+    }
+    if !Path::new(&site.toolkit).join(TOOLKIT_EXAMPLE).join("gke-a4.yaml").is_file() {
+        problems.push(Problem::NoToolkit { toolkit: site.toolkit.clone() });
+    }
+    for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
+        if required && env.var(variable).is_none() {
+            problems.push(Problem::SecretUnset { variable: variable.to_owned() });
+        }
+    }
+    let skip = resolved.read(env, &checks.gcsfuse_role).is_err();
+    if skip && signed_in {
+        progress.event(Event::GcsfuseValidatorSkipped { project: &site.project_id, create_role: &lifecycle::create_gcsfuse_role(site) });
+    }
+    resolved.site.skip_gcsfuse_validator = skip;
+    if !problems.is_empty() {
+        return Err(Error::Preflight { problems });
+    }
+    progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr, detected_from: None });
+    Ok(())
+}
+
+/// The problem when this machine's public address is outside `cidr`; `None` when it is
+/// inside or cannot be told.
+async fn outside_authorized_cidr(options: &DeployOptions, cidr: &str, d: &Deployment, progress: &dyn Progress) -> Option<Problem> {
+    let cidr = Cidr::new(cidr).ok()?;
+    let address = match public_address(&options.address_echo).await {
+        Ok(address) => address,
+        Err(e) => {
+            progress.event(Event::AddressUnknown { cidr: cidr.as_str(), reason: &e.to_string() });
+            return None;
+        }
+    };
+    let std::net::IpAddr::V4(v4) = address else { return None };
+    (!cidr.contains(v4)).then(|| Problem::OutsideAuthorizedCidr {
+        address: address.to_string(),
+        cidr: cidr.to_string(),
+        cluster: d.project.cluster_name.to_string(),
+    })
+}
+
+/// What the question before creating says.
+fn creates(d: &Deployment) -> String {
+    let how = match &d.topology.provisioning {
+        Provisioning::Spot => "Spot".to_owned(),
+        Provisioning::Reservation(name) => format!("from reservation {name}"),
+    };
+    format!(
+        "create {} × {} ({how}) and a {} GiB Managed Lustre instance in {}? They bill until the deployment is destroyed.",
+        d.topology.node_count, d.topology.machine_type, d.lustre.capacity_gib, d.project.zone
+    )
+}
+
+/// How a deployment whose every step completed is doing.
+enum Health {
+    /// Its RayCluster was deleted behind gke-rl's back.
+    Gone,
+    /// Ready and wanted pods: all there.
+    Ready(u32, u32),
+    /// Ready and wanted pods: some are not Ready.
+    Waiting(u32, u32),
+}
+
+async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, Error> {
+    let d = resolved.deployment;
+    let clusters = resolved.clusters(env).await?;
+    let name = d.project.cluster_name.as_str();
+    if clusters.uid(name).await?.is_none() {
+        return Ok(Health::Gone);
+    }
+    let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
+    let (ready, wanted) = readiness.progress();
+    Ok(if readiness.is_ready() { Health::Ready(ready, wanted) } else { Health::Waiting(ready, wanted) })
+}
+
+/// The files the render step writes into the deployment folder.
+struct Written<'a> {
+    artifacts: &'a Artifacts,
+    blueprint: &'a str,
+}
+
+impl Written<'_> {
+    fn write(&self, resolved: &Resolved<'_>) -> Result<(), Error> {
+        let folder = Folder(&resolved.site.folder);
+        std::fs::create_dir_all(resolved.folder()).map_err(|source| Error::Write { path: resolved.folder().to_owned(), source })?;
+        let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
+        write(folder.blueprint(), self.blueprint)?;
+        write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
+        write(folder.ray_cluster(), &self.artifacts.ray_cluster.contents)?;
+        let example = Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE);
+        for template in STAGED_TEMPLATES {
+            write(folder.template(template), &files::read_text(&example.join(template))?)?;
+        }
+        Ok(())
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // one step's whole context
+async fn run_step(
+    step: Step,
+    options: &DeployOptions,
+    env: &Env,
+    resolved: &Resolved<'_>,
+    state: &mut State,
+    written: &Written<'_>,
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let d = resolved.deployment;
+    let site = &resolved.site;
+    match step {
+        Step::Preflight => Ok(()),
+        Step::Render => written.write(resolved),
+        Step::Provision => {
+            if !resolved.stream(env, progress, &lifecycle::provision(site)) {
+                return Err(Error::CommandFailed { what: "gcluster deploy".into() });
+            }
+            state.created.cluster = Some(d.project.cluster_name.to_string());
+            state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
+            state.authorized_cidr = Some(site.authorized_cidr.clone());
+            Ok(())
+        }
+        Step::Credentials => {
+            if !resolved.stream(env, progress, &lifecycle::credentials(d, &site.project_id)) {
+                return Err(Error::CommandFailed { what: "gcloud container clusters get-credentials".into() });
+            }
+            Ok(())
+        }
+        Step::Secret => {
+            let mut entries = Vec::new();
+            for (key, variable, required) in lifecycle::secret_entries(d) {
+                match env.var(variable) {
+                    Some(value) => entries.push((key, value)),
+                    None if required => return Err(Error::SecretUnset(variable.to_owned())),
+                    None => {}
+                }
+            }
+            let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let clusters = resolved.clusters(env).await?;
+            clusters.apply_secret(d.secrets.kubernetes_secret.as_str(), &entries).await?;
+            let keys: Vec<&str> = entries.iter().map(|(k, _)| *k).collect();
+            progress.event(Event::SecretApplied {
+                namespace: d.ray.namespace.as_str(),
+                name: d.secrets.kubernetes_secret.as_str(),
+                keys: &keys,
+            });
+            state.created.namespace = Some(d.ray.namespace.to_string());
+            state.created.secret = Some(d.secrets.kubernetes_secret.to_string());
+            Ok(())
+        }
+        Step::RayCluster => {
+            let clusters = resolved.clusters(env).await?;
+            let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
+            progress.event(Event::RayClusterApplied { namespace: d.ray.namespace.as_str(), name: &name, uid: &uid });
+            state.created.ray_cluster_uid = Some(uid);
+            Ok(())
+        }
+        Step::Ready => wait_ready(options, env, resolved, interrupt, progress).await,
+    }
+}
+
+/// Waits for the pods, reporting progress and every new reason a pod is not Ready.
+async fn wait_ready(
+    options: &DeployOptions,
+    env: &Env,
+    resolved: &Resolved<'_>,
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let d = resolved.deployment;
+    let clusters = resolved.clusters(env).await?;
+    let wait = Wait { timeout: options.timeout, poll: env.poll };
+    let workers = d.topology.node_count.get();
+    let mut told: Vec<String> = Vec::new();
+    let mut last = None;
+    let show = |readiness: &Readiness| {
+        let (ready, wanted) = readiness.progress();
+        if last != Some(ready) {
+            progress.event(Event::Pods { ready, wanted });
+            last = Some(ready);
+        }
+        for problem in &readiness.problems {
+            if !told.contains(problem) {
+                progress.event(Event::Waiting(problem));
+                told.push(problem.clone());
+            }
+        }
+    };
+    let waited = tokio::select! {
+        result = clusters.wait_ready(d.project.cluster_name.as_str(), workers, wait, show) => result,
+        () = interrupt.wait() => return Ok(()),
+    };
+    match waited {
+        Ok(_) => Ok(()),
+        Err(source @ gke_rl_kube::Error::NotReady { .. }) => match &source {
+            gke_rl_kube::Error::NotReady { readiness, .. } if readiness.waits_for_capacity() => {
+                let (cause, inspect) = no_capacity(d, &resolved.site.project_id);
+                Err(Error::NoCapacity { source: Box::new(source), cause, inspect })
+            }
+            _ => Err(source.into()),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Why GPU nodes do not come, and the command that shows their node pool.
+fn no_capacity(d: &Deployment, project_id: &str) -> (String, gke_rl::lifecycle::Command) {
+    let p = &d.project;
+    let cause = match &d.topology.provisioning {
+        Provisioning::Spot => format!("Spot capacity for {} in {} is likely exhausted (a stock-out)", d.topology.machine_type, p.zone),
+        Provisioning::Reservation(name) => format!("reservation {name} may have no free {} capacity", d.topology.machine_type),
+    };
+    (cause, lifecycle::describe_node_pool(d, project_id))
+}

@@ -1,0 +1,195 @@
+//! Destroy: remove every billable resource a deploy created, and prove it with gcloud.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use gke_rl::Deployment;
+use gke_rl::lifecycle::{self, Folder, Step};
+use gke_rl_kube::Wait;
+
+use crate::events::{Event, Progress, Question};
+use crate::site::{Resolved, Target};
+use crate::{Env, Error};
+
+/// How to destroy.
+#[derive(Clone, Debug, Default)]
+pub struct DestroyOptions {
+    /// Which deployment, where.
+    pub target: Target,
+}
+
+/// How a destroy ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Destroyed {
+    /// gcloud finds nothing left; the state file is removed.
+    Destroyed {
+        /// How long it took.
+        took: Duration,
+    },
+    /// There is no state in the deployment folder: gke-rl destroys only what its deploy recorded.
+    NothingRecorded {
+        /// The folder looked in.
+        folder: PathBuf,
+    },
+    /// The question before deleting was answered no: nothing was deleted.
+    Declined,
+    /// Something still exists (or gcluster destroy failed); the state stays.
+    NotDestroyed {
+        /// What remains, for people.
+        remains: Vec<String>,
+        /// The state file.
+        state: PathBuf,
+    },
+    /// Interrupted; nothing is lost: a second destroy finishes.
+    Interrupted,
+}
+
+/// What a dry run of destroy shows.
+#[derive(Debug)]
+pub enum Plan {
+    /// What goes and every command, as text.
+    Steps(String),
+    /// There is no state in the deployment folder.
+    NothingRecorded {
+        /// The folder looked in.
+        folder: PathBuf,
+    },
+}
+
+/// The plan (`--dry-run`): what would go, and every command.
+pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Result<Plan, Error> {
+    let resolved = options.target.resolve(deployment, env, false)?;
+    Ok(match resolved.load_state()? {
+        Some(state) => Plan::Steps(lifecycle::destroy_plan(deployment, &resolved.site, &state, None).to_string()),
+        None => Plan::NothingRecorded { folder: resolved.folder().to_owned() },
+    })
+}
+
+/// Deletes the RayCluster (when the cluster's API answers), empties the buckets, runs
+/// `gcluster destroy`, and asks gcloud what remains.
+pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: &dyn Progress) -> Result<Destroyed, Error> {
+    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let resolved = options.target.resolve(deployment, env, false)?;
+    let d = deployment;
+    let Some(state) = resolved.load_state()? else {
+        return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
+    };
+    let provisioned = state.done(Step::Render);
+    let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
+    let preview = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets)).preview();
+    match progress.confirm(&Question::Destroy { preview: &preview }) {
+        Ok(true) => {}
+        Ok(false) => return Ok(Destroyed::Declined),
+        Err(reason) => return Err(Error::Unanswered { question: preview, reason }),
+    }
+
+    let started = env.clock.now();
+    let mut teardown_failed = false;
+    if state.done(Step::Credentials) {
+        delete_ray_cluster(env, &resolved, &mut interrupt, progress).await;
+        if interrupt.is_set() {
+            return Ok(Destroyed::Interrupted);
+        }
+    }
+    if provisioned {
+        for (bucket, objects) in buckets.iter().filter(|(_, objects)| *objects > 0) {
+            if !resolved.stream(env, progress, &lifecycle::empty_bucket(bucket)) {
+                return Err(Error::BucketNotEmptied { bucket: bucket.clone(), objects: *objects });
+            }
+        }
+        let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
+        if std::path::Path::new(&gcluster_folder).is_dir() && !resolved.stream(env, progress, &lifecycle::teardown(d, &resolved.site)) {
+            if interrupt.is_set() {
+                return Ok(Destroyed::Interrupted);
+            }
+            progress.event(Event::TeardownFailed);
+            teardown_failed = true;
+        }
+    }
+
+    let mut remains = leftovers(env, &resolved);
+    if teardown_failed {
+        // What gcloud is not asked about (networks, service accounts) may remain too.
+        remains.push(format!(
+            "whatever else gcluster did not destroy (networks, firewall rules, service accounts of {})",
+            d.project.cluster_name
+        ));
+    }
+    if !remains.is_empty() {
+        return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
+    }
+    let state_path = resolved.state_path();
+    std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+}
+
+/// The blueprint's buckets and how many objects each holds.
+fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, Error> {
+    let listed = resolved
+        .read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site))
+        .map_err(|reason| Error::Query { what: "cannot list the buckets".into(), reason })?;
+    Ok(listed
+        .lines()
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            let name = name.trim_start_matches("gs://").trim_end_matches('/').to_owned();
+            // `gcloud storage ls` fails on a bucket with no objects.
+            let objects = resolved
+                .read(env, &lifecycle::list_objects(&name))
+                .map(|l| l.lines().filter(|l| !l.trim().is_empty()).count())
+                .unwrap_or(0);
+            (name, objects)
+        })
+        .collect())
+}
+
+/// Deletes the RayCluster and the Secret and waits for the pods to go; when the cluster's API
+/// cannot be used, says so and leaves them to go with the cluster.
+async fn delete_ray_cluster(env: &Env, resolved: &Resolved<'_>, interrupt: &mut crate::env::Armed, progress: &dyn Progress) {
+    if !resolved.stream(env, progress, &lifecycle::credentials(resolved.deployment, &resolved.site.project_id)) {
+        progress.event(Event::ClusterObjectsSkipped { reason: "the cluster has no credentials to give (already gone?)" });
+        return;
+    }
+    if let Err(e) = delete_objects(env, resolved, interrupt, progress).await {
+        progress.event(Event::ClusterObjectsSkipped { reason: &format!("cannot use the cluster's Kubernetes API: {}", crate::chain(&e)) });
+    }
+}
+
+async fn delete_objects(
+    env: &Env,
+    resolved: &Resolved<'_>,
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let d = resolved.deployment;
+    let clusters = resolved.clusters(env).await?;
+    let (namespace, name, secret) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str(), d.secrets.kubernetes_secret.as_str());
+    if clusters.delete(name).await? {
+        progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
+    }
+    if clusters.delete_secret(secret).await? {
+        progress.event(Event::Deleted { kind: "Secret", namespace, name: secret });
+    }
+    let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
+    tokio::select! {
+        gone = clusters.wait_pods_gone(name, wait) => gone?,
+        () = interrupt.wait() => return Ok(()),
+    }
+    progress.event(Event::PodsGone);
+    Ok(())
+}
+
+/// What still exists, by asking gcloud.
+fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
+    let mut remains: Vec<String> = lifecycle::leftovers(resolved.deployment, &resolved.site)
+        .into_iter()
+        .filter(|(_, command)| resolved.read(env, command).is_ok_and(|out| !out.trim().is_empty()))
+        .map(|(what, _)| what)
+        .collect();
+    if let Ok(buckets) = resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
+        remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}")));
+    }
+    remains
+}

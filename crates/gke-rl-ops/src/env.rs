@@ -1,0 +1,206 @@
+//! Where an operation gets its effects: programs (gcloud, gcluster) and the variables they
+//! see, the Kubernetes API, a clock and Ctrl-C. Tests and embedding tools swap each one.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gke_rl::lifecycle::Command;
+use tokio::sync::watch;
+
+/// Runs programs and reads the variables of the environment they run in.
+pub trait Runner: Send + Sync {
+    /// Runs a command that only reads, without the variables in `hidden`; its stdout, or why
+    /// it failed (its exit status and stderr).
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String>;
+    /// Runs a command with its output going to the user's terminal, without the variables in
+    /// `hidden`; whether it succeeded.
+    fn stream(&self, command: &Command, hidden: &[String]) -> bool;
+    /// A variable of that environment, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// Real processes, found on `PATH`, in this process's environment plus `vars`.
+#[derive(Clone, Debug, Default)]
+pub struct Processes {
+    /// Variables set (or, when `None`, removed) on top of this process's environment.
+    pub vars: BTreeMap<String, Option<String>>,
+}
+
+impl Processes {
+    fn command(&self, command: &Command, hidden: &[String]) -> std::process::Command {
+        let mut process = std::process::Command::new(&command.program);
+        process.args(&command.args);
+        if let Some(dir) = &command.dir {
+            process.current_dir(dir);
+        }
+        for (name, value) in &self.vars {
+            match value {
+                Some(value) => process.env(name, value),
+                None => process.env_remove(name),
+            };
+        }
+        for name in hidden {
+            process.env_remove(name);
+        }
+        process
+    }
+}
+
+impl Runner for Processes {
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String> {
+        let output = self.command(command, hidden).stdin(Stdio::null()).output();
+        match output {
+            Ok(output) if output.status.success() => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
+            Ok(output) => {
+                Err(format!("{} exited with {}: {}", command.program, output.status, String::from_utf8_lossy(&output.stderr).trim()))
+            }
+            Err(e) => Err(format!("cannot run {}: {e}", command.program)),
+        }
+    }
+
+    fn stream(&self, command: &Command, hidden: &[String]) -> bool {
+        self.command(command, hidden).status().is_ok_and(|status| status.success())
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        match self.vars.get(name) {
+            Some(value) => value.clone(),
+            None => std::env::var(name).ok(),
+        }
+    }
+}
+
+/// The time, for step durations and how long jobs have run.
+pub trait Clock: Send + Sync {
+    /// A monotonic instant.
+    fn now(&self) -> Instant;
+    /// Milliseconds since the Unix epoch, as Ray reports job times.
+    fn unix_millis(&self) -> u64;
+}
+
+/// The system's clocks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn unix_millis(&self) -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// How to reach the cluster's API server.
+#[derive(Clone)]
+pub enum Kube {
+    /// Through the kubeconfig (`KUBECONFIG`, else `~/.kube/config`) that
+    /// `gcloud container clusters get-credentials` writes.
+    FromKubeconfig,
+    /// A given client (tests: the fake API server).
+    Given(kube::Client),
+}
+
+impl Kube {
+    /// A client for `context` (the current one when `None`); the credential plugin it runs does
+    /// not inherit `hidden`.
+    pub async fn client(&self, context: Option<&str>, hidden: &[String]) -> Result<kube::Client, gke_rl_kube::Error> {
+        match self {
+            Kube::FromKubeconfig => {
+                let options = gke_rl_kube::Options { hidden_env: hidden.to_vec(), ..gke_rl_kube::Options::default() };
+                Ok(gke_rl_kube::connect(None, context, &options).await?.client)
+            }
+            Kube::Given(client) => Ok(client.clone()),
+        }
+    }
+}
+
+/// What stops a running operation early: Ctrl-C, or a signal a test or an embedding tool sends.
+#[derive(Clone)]
+pub enum Interrupt {
+    /// SIGINT. An operation listens only from the moment it can stop cleanly; before that
+    /// Ctrl-C ends the process as usual.
+    CtrlC,
+    /// Set by sending `true`.
+    Manual(watch::Receiver<bool>),
+}
+
+impl Interrupt {
+    /// An interrupt set by sending `true`.
+    pub fn manual() -> (watch::Sender<bool>, Interrupt) {
+        let (set, seen) = watch::channel(false);
+        (set, Interrupt::Manual(seen))
+    }
+
+    /// Starts listening. Ctrl-C (and the children in the process group, which get it too)
+    /// then ends the operation cleanly instead of the process. Call inside a tokio runtime.
+    pub(crate) fn arm(&self) -> std::io::Result<Armed> {
+        match self {
+            Interrupt::Manual(seen) => Ok(Armed(seen.clone())),
+            Interrupt::CtrlC => {
+                // Registered now, synchronously: a Ctrl-C from here on is ours.
+                let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+                let (set, seen) = watch::channel(false);
+                tokio::spawn(async move {
+                    if signal.recv().await.is_some() {
+                        let _ = set.send(true);
+                    }
+                });
+                Ok(Armed(seen))
+            }
+        }
+    }
+}
+
+/// An interrupt being listened for.
+#[derive(Clone)]
+pub(crate) struct Armed(watch::Receiver<bool>);
+
+impl Armed {
+    pub(crate) fn is_set(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves when the interrupt is set; never, when nothing can set it any more.
+    pub(crate) async fn wait(&mut self) {
+        if self.0.wait_for(|set| *set).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Every effect an operation may have.
+#[derive(Clone)]
+pub struct Env {
+    /// gcloud, gcluster and the variables they (and the Secret step) read.
+    pub runner: Arc<dyn Runner>,
+    /// The Kubernetes API.
+    pub kube: Kube,
+    /// Durations.
+    pub clock: Arc<dyn Clock>,
+    /// What stops a long operation early.
+    pub interrupt: Interrupt,
+    /// How often to look at pods and jobs.
+    pub poll: Duration,
+}
+
+impl Env {
+    /// The real effects: processes on `PATH`, the kubeconfig, the system clock, Ctrl-C.
+    pub fn real() -> Self {
+        Env {
+            runner: Arc::new(Processes::default()),
+            kube: Kube::FromKubeconfig,
+            clock: Arc::new(SystemClock),
+            interrupt: Interrupt::CtrlC,
+            poll: Duration::from_secs(2),
+        }
+    }
+
+    /// A variable of the environment the runner's programs see, if set and not empty.
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
+        self.runner.var(name).filter(|v| !v.is_empty())
+    }
+}

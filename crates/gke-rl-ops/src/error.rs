@@ -1,0 +1,322 @@
+//! Why an operation failed, typed, with what fixes it: a front end words the fix in its own
+//! commands.
+
+use std::path::PathBuf;
+
+use gke_rl::lifecycle::Command;
+use gke_rl::validate::Finding;
+
+/// Why an operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No project id anywhere: not in the options, the config, or gcloud's configuration.
+    #[error("no project: set project.project_id in the config, or run `gcloud config set project PROJECT_ID`")]
+    NoProject,
+    /// A file could not be read or is not text.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file that is larger than gke-rl reads.
+    #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl::validate::MAX_FILE_BYTES / 1_048_576)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A file that is not UTF-8 text.
+    #[error("{} is not UTF-8 text", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The state file is not gke-rl's.
+    #[error("{}: not a gke-rl state file", path.display())]
+    State {
+        /// The state file.
+        path: PathBuf,
+        /// Why it is not.
+        #[source]
+        source: gke_rl::Error,
+    },
+    /// The state file belongs to another deployment or project.
+    #[error("refusing to act: {mismatch}")]
+    ForeignState {
+        /// The state file.
+        path: PathBuf,
+        /// How it differs.
+        mismatch: String,
+    },
+    /// The SDK refused the model (an unknown image, a value).
+    #[error(transparent)]
+    Model(#[from] gke_rl::Error),
+    /// The upstream blueprint is not of the shape the patcher knows.
+    #[error("{}:{}:{}: {}", path.display(), diagnostic.line, diagnostic.column, diagnostic.message)]
+    Blueprint {
+        /// The blueprint file.
+        path: PathBuf,
+        /// Its text, for snippets.
+        text: String,
+        /// Where and what.
+        diagnostic: Box<gke_rl::Diagnostic>,
+    },
+    /// The patched blueprint and the artifacts disagree: nothing was written.
+    #[error("the patched blueprint fails validation; nothing was written:\n  {}", errors.join("\n  "))]
+    Invalid {
+        /// `file:line: message` of each error.
+        errors: Vec<String>,
+    },
+    /// A preflight check failed: every problem, at once.
+    #[error("{}", problems.iter().map(|p| format!("  - {}", p.to_string().replace('\n', "\n    "))).collect::<Vec<_>>().join("\n"))]
+    Preflight {
+        /// The problems.
+        problems: Vec<Problem>,
+    },
+    /// A program the plan runs failed (its output went to the terminal).
+    #[error("{what} failed; its output is above")]
+    CommandFailed {
+        /// The command, in words: "gcluster deploy".
+        what: String,
+    },
+    /// A read-only command failed.
+    #[error("{what}: {reason}")]
+    Query {
+        /// What was asked.
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A bucket could not be emptied: destroy stops before deleting anything else.
+    #[error("could not empty bucket {bucket} ({objects} objects); gcluster destroy would fail on it. Nothing else was deleted")]
+    BucketNotEmptied {
+        /// The bucket.
+        bucket: String,
+        /// Objects it held.
+        objects: usize,
+    },
+    /// A secret variable the Secret needs is not set.
+    #[error("${0} is not set")]
+    SecretUnset(String),
+    /// The Kubernetes API.
+    #[error(transparent)]
+    Kube(Box<gke_rl_kube::Error>),
+    /// The pods wait for GPU nodes that do not come.
+    #[error("{source}\nthe pods wait for GPU nodes that do not come: {cause}.\n  see the node pool: {inspect}")]
+    NoCapacity {
+        /// The wait's timeout, with the last state seen.
+        #[source]
+        source: Box<gke_rl_kube::Error>,
+        /// Why, as far as can be told.
+        cause: String,
+        /// The command that shows the node pool.
+        inspect: Command,
+    },
+    /// The Ray Jobs API or the packager.
+    #[error(transparent)]
+    Ray(#[from] gke_rl_ray::Error),
+    /// The runtime env has errors: nothing was submitted.
+    #[error("{name} has errors; nothing was submitted")]
+    RuntimeEnv {
+        /// The runtime env's name.
+        name: String,
+        /// Every finding (errors among them).
+        findings: Vec<Finding>,
+    },
+    /// The runtime env is not a mapping, or a field of it is not of the right type.
+    #[error("{name}: {problem}")]
+    RuntimeEnvShape {
+        /// The runtime env's name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file for the job folder is not usable.
+    #[error("{}: {problem}", path.display())]
+    Include {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A variable to pass from the local environment is not set.
+    #[error("{0} is not set in this environment")]
+    EnvFromLocalUnset(String),
+    /// No submission to act on.
+    #[error("the cluster has no submitted jobs yet")]
+    NoJobs,
+    /// A job did not stop in time.
+    #[error("job {id} is still {status} a minute after the stop request")]
+    StillRunning {
+        /// Submission id.
+        id: String,
+        /// Its state.
+        status: gke_rl_ray::JobStatus,
+    },
+    /// This machine's public address could not be told.
+    #[error("cannot detect this machine's public address from {url}: {reason}")]
+    PublicAddress {
+        /// The address-echo service.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Nobody could answer a question asked before acting.
+    #[error("{question}\nrefusing to go on without an answer: {reason}")]
+    Unanswered {
+        /// The question.
+        question: String,
+        /// Why no answer could be had.
+        reason: String,
+    },
+    /// Something of the process's own failed (a signal handler, a local port).
+    #[error("{what}")]
+    Local {
+        /// What failed.
+        what: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<gke_rl_kube::Error> for Error {
+    fn from(error: gke_rl_kube::Error) -> Self {
+        Error::Kube(Box::new(error))
+    }
+}
+
+/// One preflight problem, with what fixes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// No active gcloud account.
+    #[error(
+        "no active gcloud account: run `gcloud auth login` and `gcloud auth application-default login` (gcluster's validators and Terraform use the application-default credentials)"
+    )]
+    NoAccount,
+    /// APIs the blueprint needs are off.
+    #[error("APIs not enabled in {project}: {}\n  enable them: {enable}", missing.join(", "))]
+    ApisDisabled {
+        /// The project.
+        project: String,
+        /// The APIs.
+        missing: Vec<String>,
+        /// The command that enables them.
+        enable: Command,
+    },
+    /// The enabled APIs could not be listed.
+    #[error("cannot list the enabled APIs of {project}: {reason}")]
+    ApisUnknown {
+        /// The project.
+        project: String,
+        /// Why.
+        reason: String,
+    },
+    /// No gcluster to run.
+    #[error("gcluster not found in {toolkit} or on PATH ({reason}): run `make` in the Cluster Toolkit checkout, or put gcluster on PATH")]
+    NoGcluster {
+        /// The toolkit checkout.
+        toolkit: String,
+        /// Why.
+        reason: String,
+    },
+    /// Terraform or Packer, which gcluster needs, is missing.
+    #[error("{tool} is not on PATH: install it (gcluster needs Terraform and Packer), or let gcluster download them")]
+    NoTool {
+        /// The program.
+        tool: String,
+    },
+    /// The credential plugin GKE kubeconfigs run is missing.
+    #[error(
+        "{} is not on PATH: the cluster's kubeconfig runs it to authenticate; install it with {}",
+        gke_rl::lifecycle::AUTH_PLUGIN,
+        gke_rl::lifecycle::INSTALL_AUTH_PLUGIN
+    )]
+    NoAuthPlugin,
+    /// No Cluster Toolkit checkout.
+    #[error(
+        "no Cluster Toolkit checkout at {toolkit}: clone https://github.com/GoogleCloudPlatform/cluster-toolkit there, or name another checkout"
+    )]
+    NoToolkit {
+        /// Where it was looked for.
+        toolkit: String,
+    },
+    /// A secret variable is not set.
+    #[error("${variable} is not set: export it; its value goes into the Kubernetes Secret and nowhere else")]
+    SecretUnset {
+        /// The variable.
+        variable: String,
+    },
+    /// This machine cannot reach the control plane from where it is.
+    #[error(
+        "this machine's public address {address} is outside the authorized CIDR {cidr} of cluster {cluster}: its Kubernetes API will not answer"
+    )]
+    OutsideAuthorizedCidr {
+        /// This machine's public address.
+        address: String,
+        /// The CIDR the control plane accepts.
+        cidr: String,
+        /// The cluster.
+        cluster: String,
+    },
+}
+
+/// What fixes a failure to use the cluster's Kubernetes API; a front end words it with its
+/// own commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fix {
+    /// The control plane answers only its authorized networks: deploy again with this
+    /// machine's address as the authorized CIDR (or the cluster is gone).
+    AuthorizedNetworks,
+    /// The kubeconfig's CA or entry is not the cluster's: write it again with this command.
+    GetCredentials(Command),
+    /// The credentials were refused: refresh them with this command (after `gcloud auth login`
+    /// if gcloud's login expired).
+    RefreshCredentials(Command),
+    /// The account may not act in the cluster: grant it roles/container.developer.
+    GrantDeveloperRole,
+    /// Install gke-gcloud-auth-plugin.
+    InstallAuthPlugin,
+    /// gke-gcloud-auth-plugin failed: `gcloud auth login`.
+    GcloudLogin,
+}
+
+impl Error {
+    /// The fix when the error is about reaching the cluster's API; `get_credentials` is the
+    /// command that writes the cluster's kubeconfig entry.
+    pub fn fix(&self, get_credentials: &Command) -> Option<Fix> {
+        use gke_rl_kube::Unreachable;
+        let kube = match self {
+            Error::Kube(e) => &**e,
+            _ => return None,
+        };
+        Some(match kube {
+            gke_rl_kube::Error::Kubeconfig(_) => Fix::GetCredentials(get_credentials.clone()),
+            gke_rl_kube::Error::Unreachable { cause, .. } => match cause {
+                Unreachable::Connect(detail) if detail.contains("certificate") => Fix::GetCredentials(get_credentials.clone()),
+                Unreachable::Connect(_) | Unreachable::NoAnswer(_) => Fix::AuthorizedNetworks,
+                Unreachable::Unauthorized(_) => Fix::RefreshCredentials(get_credentials.clone()),
+                Unreachable::Forbidden(_) => Fix::GrantDeveloperRole,
+                Unreachable::CredentialPlugin { missing: true, .. } => Fix::InstallAuthPlugin,
+                Unreachable::CredentialPlugin { missing: false, .. } => Fix::GcloudLogin,
+            },
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! What an operation reports while it runs, and how it asks before acting. A front end
+//! implements [`Progress`]: the CLI prints lines and a progress bar, another tool may log or
+//! show them in a UI.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gke_rl::checkpoints::Save;
+use gke_rl::lifecycle::{Command, Step};
+use gke_rl::validate::Finding;
+use gke_rl_ray::JobStatus;
+
+/// Something that happened. Borrowed data lives only for the call.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    // ---- deploy and destroy ----
+    /// A deploy step began.
+    StepStarted(Step),
+    /// It completed.
+    StepDone {
+        /// The step.
+        step: Step,
+        /// How long it took.
+        took: Duration,
+    },
+    /// It had completed in an earlier run.
+    StepDoneBefore(Step),
+    /// A program whose output goes to the terminal is about to run.
+    Running(&'a Command),
+    /// The gcloud account preflight found.
+    Account(&'a str),
+    /// The CIDR the control plane will accept; `detected_from` names the service that told
+    /// this machine's public address, when that is where it came from.
+    AuthorizedCidr {
+        /// The CIDR.
+        cidr: &'a str,
+        /// The address-echo URL, when detected.
+        detected_from: Option<&'a str>,
+    },
+    /// The CIDR differs from the one the cluster was provisioned with: gcluster runs again.
+    AuthorizedCidrChanged {
+        /// The CIDR the cluster has.
+        from: &'a str,
+        /// The CIDR it gets.
+        to: &'a str,
+    },
+    /// Whether this machine is inside the authorized CIDR could not be told.
+    AddressUnknown {
+        /// The CIDR.
+        cidr: &'a str,
+        /// Why.
+        reason: &'a str,
+    },
+    /// The project lacks the custom role gcluster's GCS-Fuse validator wants: it is skipped.
+    GcsfuseValidatorSkipped {
+        /// The project.
+        project: &'a str,
+        /// The command that creates the role.
+        create_role: &'a Command,
+    },
+    /// The config or the blueprint changed since the last deploy: the steps run again from render.
+    ConfigChanged,
+    /// The RayCluster of a completed deploy was deleted: it is applied again.
+    RayClusterGone {
+        /// Its name.
+        name: &'a str,
+    },
+    /// A completed deploy has pods that are not Ready: the wait runs again.
+    PodsNotAllReady {
+        /// The RayCluster.
+        name: &'a str,
+        /// Pods Ready.
+        ready: u32,
+        /// Pods wanted.
+        wanted: u32,
+    },
+    /// The token Secret was applied with these keys.
+    SecretApplied {
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+        /// Its keys (never the values).
+        keys: &'a [&'a str],
+    },
+    /// The RayCluster was applied.
+    RayClusterApplied {
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+        /// Its uid.
+        uid: &'a str,
+    },
+    /// The wait for the pods looked: this many are Ready.
+    Pods {
+        /// Pods Ready.
+        ready: u32,
+        /// Pods wanted.
+        wanted: u32,
+    },
+    /// A new reason a pod is not Ready (told once while waiting).
+    Waiting(&'a str),
+    /// destroy leaves the in-cluster objects to go with the cluster.
+    ClusterObjectsSkipped {
+        /// Why.
+        reason: &'a str,
+    },
+    /// A Kubernetes object was deleted.
+    Deleted {
+        /// `RayCluster` or `Secret`.
+        kind: &'static str,
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+    },
+    /// The Ray pods are gone.
+    PodsGone,
+    /// `gcluster destroy` failed; what remains is checked next.
+    TeardownFailed,
+
+    // ---- the connection to the head ----
+    /// A local port forwards to the head pod.
+    PortForward {
+        /// The local address.
+        local: SocketAddr,
+        /// The head pod's namespace.
+        namespace: &'a str,
+        /// The head pod.
+        pod: &'a str,
+        /// Its port.
+        port: u16,
+    },
+    /// One forwarded connection failed (the forward goes on).
+    PortForwardFailed(&'a std::io::Error),
+    /// The dashboard answered.
+    Connected {
+        /// Its Ray version.
+        ray_version: &'a str,
+        /// Its address.
+        address: &'a str,
+    },
+
+    // ---- submit and follow ----
+    /// A finding about the runtime env being submitted.
+    RuntimeEnvFinding {
+        /// Its text, for snippets.
+        text: &'a str,
+        /// The finding.
+        finding: &'a Finding,
+    },
+    /// A working dir's ignore files were read.
+    IgnoreFiles {
+        /// The folder.
+        dir: &'a str,
+        /// How many `.gitignore`/`.rayignore` files apply.
+        count: usize,
+    },
+    /// A file Ray warns about for its size.
+    LargeFile {
+        /// Its path in the package.
+        path: &'a str,
+        /// Its size.
+        bytes: u64,
+    },
+    /// The working dir given replaces the runtime env's `working_dir`.
+    WorkingDirOverridden,
+    /// A local variable goes into the job's runtime env, readable through the Jobs API.
+    EnvFromLocal {
+        /// The variable.
+        name: &'a str,
+    },
+    /// The cluster has the package already.
+    PackageReused {
+        /// Its URI.
+        uri: &'a str,
+        /// Files in it.
+        files: usize,
+    },
+    /// The package is being uploaded.
+    Uploading {
+        /// Its URI.
+        uri: &'a str,
+        /// Files in it.
+        files: usize,
+        /// Its size.
+        bytes: u64,
+    },
+    /// The job was accepted.
+    Submitted {
+        /// Its submission id.
+        id: &'a str,
+    },
+    /// Log text, in order, each byte once.
+    Log(&'a str),
+    /// The log stream dropped; it reconnects.
+    Reconnecting(&'a str),
+    /// The job's state changed while it is followed.
+    JobState {
+        /// Submission id.
+        id: &'a str,
+        /// The new state.
+        status: JobStatus,
+        /// Ray's message, if any.
+        message: Option<&'a str>,
+    },
+    /// NeMo-RL saved a checkpoint (from its log).
+    CheckpointSaved(&'a Save),
+    /// A stop was requested.
+    StopRequested {
+        /// Submission id.
+        id: &'a str,
+    },
+}
+
+/// What an operation asks before a step that costs money or deletes data.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Question<'a> {
+    /// Create billable resources.
+    Create {
+        /// What is created, for people.
+        what: &'a str,
+    },
+    /// Delete what the preview lists.
+    Destroy {
+        /// The preview: what goes and what is lost.
+        preview: &'a str,
+    },
+}
+
+/// Where an operation's events and questions go.
+pub trait Progress: Send + Sync {
+    /// Reports an event.
+    fn event(&self, event: Event<'_>);
+
+    /// Asks before acting: `Ok(true)` goes on, `Ok(false)` stops with nothing done, `Err`
+    /// says why nobody can answer (stops too, as an error).
+    fn confirm(&self, question: &Question<'_>) -> Result<bool, String>;
+}
+
+/// A sink that drops events and answers every question with yes: for tools that have asked
+/// already.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn event(&self, _: Event<'_>) {}
+
+    fn confirm(&self, _: &Question<'_>) -> Result<bool, String> {
+        Ok(true)
+    }
+}

@@ -1,0 +1,108 @@
+//! The connection to a RayCluster's head: an address given, or a port-forward to the head pod
+//! of the deployment's RayCluster through the cluster's kubeconfig context.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gke_rl::Deployment;
+use gke_rl::lifecycle;
+use gke_rl_kube::portforward::{Forwarding, OnError};
+
+use crate::events::{Event, Progress};
+use crate::{Env, Error};
+
+/// The Ray dashboard's port on the head pod (the Jobs API).
+pub const DASHBOARD_PORT: u16 = 8265;
+
+/// How to reach the Ray dashboard.
+#[derive(Clone, Debug)]
+pub struct HeadOptions {
+    /// The dashboard's address; without one, a port-forward to the head pod.
+    pub address: Option<String>,
+    /// Extra HTTP headers for every request.
+    pub headers: BTreeMap<String, String>,
+    /// The longest one request may take.
+    pub request_timeout: Duration,
+}
+
+impl Default for HeadOptions {
+    fn default() -> Self {
+        HeadOptions { address: None, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// A client for the dashboard, and the port-forward it goes through.
+pub struct Head {
+    /// The Jobs API client.
+    pub client: gke_rl_ray::Client,
+    /// Alive as long as the head is used.
+    forwarding: Option<Forwarding>,
+}
+
+impl Head {
+    /// Whether requests go through a port-forward this process runs.
+    pub fn is_forwarded(&self) -> bool {
+        self.forwarding.is_some()
+    }
+}
+
+/// Connects to the dashboard of `deployment`'s RayCluster: `options.address`, or a free local
+/// port forwarded to the head pod's dashboard port. `progress` is kept to report the
+/// forward's failed connections for as long as it runs.
+pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
+    let (address, forwarding) = match &options.address {
+        Some(address) => (address.clone(), None),
+        None => {
+            let forwarding = forward(deployment, env, progress).await?;
+            (format!("http://{}", forwarding.local), Some(forwarding))
+        }
+    };
+    let client_options = gke_rl_ray::ClientOptions {
+        headers: options.headers.clone(),
+        request_timeout: options.request_timeout,
+        ..gke_rl_ray::ClientOptions::default()
+    };
+    Ok(Head { client: gke_rl_ray::Client::new(&address, client_options)?, forwarding })
+}
+
+/// The kubeconfig context of the deployment's cluster: the one get-credentials names
+/// `gke_<project>_<region>_<cluster>`, found by its region and cluster when the config gives no
+/// project; else the current context.
+pub fn kube_context(deployment: &Deployment) -> Option<String> {
+    let p = &deployment.project;
+    let suffix = format!("_{}_{}", p.region, p.cluster_name);
+    let contexts = gke_rl_kube::contexts(None);
+    let mut matching = contexts.iter().filter(|c| c.starts_with("gke_") && c.ends_with(&suffix));
+    match &p.project_id {
+        Some(project) => {
+            let exact = format!("gke_{project}{suffix}");
+            contexts.contains(&exact).then_some(exact)
+        }
+        None => match (matching.next(), matching.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        },
+    }
+}
+
+async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<Forwarding, Error> {
+    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
+    let context = match env.kube {
+        crate::Kube::FromKubeconfig => kube_context(deployment),
+        crate::Kube::Given(_) => None,
+    };
+    let client = env.kube.client(context.as_deref(), &lifecycle::secret_variables(deployment)).await?;
+    let clusters = gke_rl_kube::RayClusters::new(client, namespace);
+    // Fail now, with the reason, rather than on the first request.
+    let pod = clusters.head_pod(cluster).await?;
+    let reporter = progress.clone();
+    let on_error: OnError = Arc::new(move |e| reporter.event(Event::PortForwardFailed(e)));
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let forwarding =
+        gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), Duration::from_secs(30), on_error)
+            .await
+            .map_err(|source| Error::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
+    progress.event(Event::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
+    Ok(forwarding)
+}

@@ -1,0 +1,338 @@
+//! Jobs on the Ray cluster: submit (package, check, upload, submit), follow to the end, status,
+//! logs, stop and the list. Secrets are the model's: their values are scanned for in every
+//! upload and redacted from job details.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gke_rl::checkpoints::CheckpointLog;
+use gke_rl::validate::{SourceFile, count};
+use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
+use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
+use gke_rl_ray::{Client, FollowOptions, JobDetails, JobStatus, SubmitRequest};
+
+use crate::events::{Event, Progress};
+use crate::{Env, Error};
+
+/// What to submit. Without a working dir, the job folder holds the rendered job script and
+/// the `include` files.
+#[derive(Clone, Debug, Default)]
+pub struct SubmitOptions {
+    /// A folder to upload (its `.gitignore`/`.rayignore` apply), or a `.zip` uploaded as it is.
+    pub working_dir: Option<PathBuf>,
+    /// Files added to the job folder.
+    pub include: Vec<PathBuf>,
+    /// A runtime env to use instead of the rendered one: its name, for messages, and its text
+    /// (JSON or YAML).
+    pub runtime_env: Option<(String, String)>,
+    /// The submission id [default: one in Ray's format].
+    pub submission_id: Option<String>,
+    /// Variables passed from this environment into the job's runtime env.
+    pub env_from_local: Vec<String>,
+    /// Job metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// CPUs reserved for the entrypoint.
+    pub entrypoint_num_cpus: Option<f64>,
+    /// GPUs reserved for the entrypoint.
+    pub entrypoint_num_gpus: Option<f64>,
+    /// Memory reserved for the entrypoint, in bytes.
+    pub entrypoint_memory: Option<u64>,
+    /// Custom resources for the entrypoint.
+    pub entrypoint_resources: Option<BTreeMap<String, f64>>,
+    /// Node labels the entrypoint must run on (Ray 2.54+).
+    pub entrypoint_label_selector: BTreeMap<String, String>,
+    /// The command, as words [default: `bash run_nemo_rl.sh`].
+    pub entrypoint: Vec<String>,
+}
+
+/// The job script `submit` runs by default, from the render.
+pub const JOB_SCRIPT: &str = "run_nemo_rl.sh";
+
+/// A job checked and packaged, ready to go to a cluster.
+pub struct Prepared {
+    request: SubmitRequest,
+    package: Option<Hashed>,
+}
+
+/// Everything `submit` checks before it connects: the runtime env validated, the package
+/// built and scanned for the values of the model's secret variables (and the
+/// `env_from_local` ones). Refusals happen here, before anything is sent.
+pub fn prepare(
+    deployment: &Deployment,
+    artifacts: &Artifacts,
+    options: &SubmitOptions,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Prepared, Error> {
+    let mut runtime_env = runtime_env(artifacts, options, progress)?;
+    let package = package(deployment, artifacts, options, &runtime_env, env, progress)?;
+    let mut env_vars = Vec::new();
+    for name in &options.env_from_local {
+        let value = env.runner.var(name).ok_or_else(|| Error::EnvFromLocalUnset(name.clone()))?;
+        progress.event(Event::EnvFromLocal { name });
+        env_vars.push((name.clone(), value));
+    }
+    if !env_vars.is_empty() {
+        let name = options.runtime_env.as_ref().map_or(artifacts.runtime_env.name, |(name, _)| name.as_str());
+        let map = runtime_env.entry("env_vars").or_insert_with(|| serde_json::json!({}));
+        let map = map
+            .as_object_mut()
+            .ok_or_else(|| Error::RuntimeEnvShape { name: name.to_owned(), problem: "its env_vars must be a mapping".into() })?;
+        for (name, value) in env_vars {
+            map.insert(name, value.into());
+        }
+    }
+    let entrypoint = if options.entrypoint.is_empty() { format!("bash {JOB_SCRIPT}") } else { gke_rl_ray::entrypoint(&options.entrypoint) };
+    let request = SubmitRequest {
+        entrypoint,
+        submission_id: Some(options.submission_id.clone().unwrap_or_else(gke_rl_ray::new_submission_id)),
+        runtime_env: Some(runtime_env),
+        metadata: (!options.metadata.is_empty()).then(|| options.metadata.clone()),
+        entrypoint_num_cpus: options.entrypoint_num_cpus,
+        entrypoint_num_gpus: options.entrypoint_num_gpus,
+        entrypoint_memory: options.entrypoint_memory,
+        entrypoint_resources: options.entrypoint_resources.clone(),
+        entrypoint_label_selector: (!options.entrypoint_label_selector.is_empty()).then(|| options.entrypoint_label_selector.clone()),
+    };
+    Ok(Prepared { request, package })
+}
+
+/// Uploads the package unless the cluster has it, and submits; the submission id.
+pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
+    let server = client.version().await?;
+    progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address() });
+    let mut request = prepared.request;
+    if let Some(hashed) = prepared.package {
+        let uri = hashed.uri.clone();
+        let files = hashed.file_count();
+        if client.package_exists(&uri).await? {
+            progress.event(Event::PackageReused { uri: &uri, files });
+        } else {
+            let package = hashed.zip()?;
+            progress.event(Event::Uploading { uri: &uri, files, bytes: package.zip.len() as u64 });
+            client.upload_package(&uri, package.zip).await?;
+        }
+        request.runtime_env.get_or_insert_with(serde_json::Map::new).insert("working_dir".into(), uri.into());
+    }
+    let id = client.submit(&request, &server).await?;
+    progress.event(Event::Submitted { id: &id });
+    Ok(id)
+}
+
+/// The runtime env to submit: the one given, else the render's; checked like `validate`.
+fn runtime_env(
+    artifacts: &Artifacts,
+    options: &SubmitOptions,
+    progress: &dyn Progress,
+) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+    let (name, text) = match &options.runtime_env {
+        Some((name, text)) => (name.as_str(), text.as_str()),
+        None => (artifacts.runtime_env.name, artifacts.runtime_env.contents.as_str()),
+    };
+    let findings = gke_rl::validate::validate(&[SourceFile { name, text }]);
+    for finding in &findings {
+        progress.event(Event::RuntimeEnvFinding { text, finding });
+    }
+    if count(&findings, Severity::Error) > 0 {
+        return Err(Error::RuntimeEnv { name: name.to_owned(), findings });
+    }
+    let shape = |problem: &str| Error::RuntimeEnvShape { name: name.to_owned(), problem: problem.to_owned() };
+    let value = gke_rl_yaml::Node::try_parse(text).map_err(|e| shape(&e.to_string()))?.to_json();
+    match value {
+        serde_json::Value::Object(map) => Ok(map),
+        serde_json::Value::Null => Ok(serde_json::Map::new()),
+        _ => Err(shape("a runtime env must be a mapping")),
+    }
+}
+
+/// The package to upload, built and checked, or `None` when the runtime env names a remote
+/// `working_dir` already.
+fn package(
+    deployment: &Deployment,
+    artifacts: &Artifacts,
+    options: &SubmitOptions,
+    runtime_env: &serde_json::Map<String, serde_json::Value>,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Option<Hashed>, Error> {
+    let from_env = runtime_env.get("working_dir").and_then(|v| v.as_str());
+    let dir = match (&options.working_dir, from_env) {
+        (None, Some(uri)) if uri.contains("://") => return Ok(None),
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Some(dir)) => Some(PathBuf::from(dir)),
+        (None, None) => None,
+    };
+    let plan = match dir {
+        Some(zip) if zip.is_file() && zip.extension().is_some_and(|e| e == "zip") => return Ok(Some(Hashed::for_zip_file(&zip)?)),
+        Some(dir) => {
+            if options.working_dir.is_some() && from_env.is_some() {
+                progress.event(Event::WorkingDirOverridden);
+            }
+            let package_options = PackageOptions::for_runtime_env(runtime_env, |name| env.runner.var(name))?;
+            let plan = Plan::for_dir(&dir, &package_options)?;
+            progress.event(Event::IgnoreFiles { dir: &dir.display().to_string(), count: plan.ignore_files.len() });
+            plan
+        }
+        None => Plan::for_files(job_folder(artifacts, &options.include)?),
+    };
+    for (path, bytes) in plan.large_files() {
+        progress.event(Event::LargeFile { path: &path, bytes });
+    }
+    plan.check_size()?;
+    // The model's secret variables, whatever the config names them, and the ones passed in.
+    let names: Vec<String> = lifecycle::secret_variables(deployment).into_iter().chain(options.env_from_local.iter().cloned()).collect();
+    let values: Vec<(&str, String)> =
+        names.iter().filter_map(|name| env.runner.var(name).filter(|v| v.len() >= 8).map(|v| (name.as_str(), v))).collect();
+    let secrets: Vec<Secret<'_>> = values.iter().map(|(name, value)| Secret { name, value }).collect();
+    Ok(Some(plan.hash(&secrets)?))
+}
+
+/// The rendered job script plus each included file, by file name.
+fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>, Error> {
+    let script = &artifacts.job_script;
+    let mut files = vec![(JOB_SCRIPT.to_owned(), script.contents.clone().into_bytes(), true)];
+    for path in include {
+        let problem = |problem: String| Error::Include { path: path.clone(), problem };
+        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| problem("not a file name".into()))?;
+        if files.iter().any(|(n, _, _)| n == name) {
+            return Err(problem(format!("the job folder already has a file named {name}")));
+        }
+        let meta = std::fs::metadata(path).map_err(|source| Error::Read { path: path.clone(), source })?;
+        if meta.is_dir() {
+            return Err(problem("is a directory: upload a folder as the working dir".into()));
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        let bytes = read_bounded(path)?;
+        files.push((name.to_owned(), bytes, meta.permissions().mode() & 0o111 != 0));
+    }
+    Ok(files)
+}
+
+/// A file for the job folder, at most the upload limit.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read as _;
+    let read = |source| Error::Read { path: path.to_owned(), source };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(read)?.take(gke_rl_ray::package::MAX_UPLOAD_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
+    Ok(bytes)
+}
+
+/// How following a job ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Followed {
+    /// The job ended.
+    Finished {
+        /// Its final details.
+        job: Box<JobDetails>,
+        /// The checkpoint saves its log reported.
+        checkpoints: CheckpointLog,
+    },
+    /// Interrupted (Ctrl-C): the job keeps running.
+    Detached,
+}
+
+/// Streams the job's log and state changes until it ends; the interrupt detaches.
+pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
+    // Armed before anything else, so no interrupt from here on ends the process.
+    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let started = env.clock.now();
+    let mut checkpoints = CheckpointLog::default();
+    let mut complete = 0;
+    let options = FollowOptions::default();
+    let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
+        gke_rl_ray::Event::Log(text) => {
+            checkpoints.feed(text, (env.clock.now() - started).as_secs_f64());
+            progress.event(Event::Log(text));
+            let saved: Vec<_> = checkpoints.saves().iter().filter(|s| s.path.is_some()).collect();
+            for save in &saved[complete.min(saved.len())..] {
+                progress.event(Event::CheckpointSaved(save));
+            }
+            complete = saved.len();
+        }
+        gke_rl_ray::Event::Reconnecting(reason) => progress.event(Event::Reconnecting(reason)),
+    });
+    let job = {
+        tokio::pin!(follow);
+        let mut ticker = tokio::time::interval(Duration::from_secs(2).min(env.poll.max(Duration::from_millis(100))));
+        let mut last_status = None;
+        loop {
+            tokio::select! {
+                result = &mut follow => break result?,
+                _ = ticker.tick() => {
+                    if let Ok(job) = client.job(id).await
+                        && last_status != Some(job.status)
+                        && !job.status.is_terminal()
+                    {
+                        progress.event(Event::JobState { id, status: job.status, message: job.message.as_deref() });
+                        last_status = Some(job.status);
+                    }
+                }
+                () = interrupt.wait() => return Ok(Followed::Detached),
+            }
+        }
+    };
+    Ok(Followed::Finished { job: Box::new(job), checkpoints })
+}
+
+/// The id given, else the most recently started submission.
+pub async fn job_id(client: &Client, id: Option<&str>) -> Result<String, Error> {
+    if let Some(id) = id {
+        return Ok(id.to_owned());
+    }
+    let jobs = client.jobs().await?;
+    gke_rl_ray::latest_submission(&jobs).map(|j| j.id().to_owned()).ok_or(Error::NoJobs)
+}
+
+/// How a stop ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Stopped {
+    /// The job had ended already, in this state.
+    NotRunning(JobStatus),
+    /// The stop was requested and not waited for.
+    Requested,
+    /// The job ended, in this state.
+    Ended(JobStatus),
+}
+
+/// Stops a running job; with `wait`, until it has ended (a minute at most).
+pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &dyn Progress) -> Result<Stopped, Error> {
+    if !client.stop(id).await? {
+        return Ok(Stopped::NotRunning(client.job(id).await?.status));
+    }
+    progress.event(Event::StopRequested { id });
+    if !wait {
+        return Ok(Stopped::Requested);
+    }
+    let deadline = env.clock.now() + Duration::from_secs(60);
+    loop {
+        let job = client.job(id).await?;
+        if job.status.is_terminal() {
+            return Ok(Stopped::Ended(job.status));
+        }
+        if env.clock.now() > deadline {
+            return Err(Error::StillRunning { id: id.to_owned(), status: job.status });
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The job as JSON with secrets replaced: the values of `deployment`'s secret variables,
+/// wherever they appear, and env vars whose names say they hold one. The API returns every
+/// env var to anyone; gke-rl's output need not repeat them.
+pub fn redacted(job: &JobDetails, deployment: &Deployment) -> serde_json::Value {
+    let mut value = serde_json::to_value(job).unwrap_or_default();
+    let secret_names = lifecycle::secret_variables(deployment);
+    if let Some(env_vars) = value.pointer_mut("/runtime_env/env_vars").and_then(serde_json::Value::as_object_mut) {
+        for (name, value) in env_vars.iter_mut() {
+            let upper = name.to_ascii_uppercase();
+            let looks_secret = ["TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w));
+            if looks_secret || secret_names.contains(name) {
+                *value = "<redacted>".into();
+            }
+        }
+    }
+    value
+}

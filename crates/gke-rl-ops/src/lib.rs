@@ -1,0 +1,64 @@
+//! gke-rl's cluster operations as a library: [`deploy`](deploy::deploy), [`destroy`](destroy::destroy),
+//! [`connect`](head::connect) to a RayCluster's head, and the job operations in [`jobs`]
+//! (submit, follow, status, logs, stop, the list).
+//!
+//! Each takes a loaded [`gke_rl::Deployment`], typed options, an [`Env`] (the programs it runs,
+//! the Kubernetes API, a clock, what interrupts it) and a [`Progress`] sink that receives typed
+//! [`Event`]s and answers the questions asked before costly or destructive steps. Nothing
+//! here prints, parses arguments or picks exit codes: the `gke-rl` command line is one front
+//! end over this crate, and any Rust tool can be another.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), gke_rl_ops::Error> {
+//! use gke_rl_ops::{Env, Quiet, deploy};
+//! let deployment = gke_rl::Deployment::default();
+//! let options = gke_rl::RenderOptions { source: "the embedded default", regenerate: "my-tool render" };
+//! let artifacts = gke_rl::render(&deployment, &options)?;
+//! let env = Env::real();
+//! println!("{}", deploy::plan(&deployment, &artifacts, &deploy::DeployOptions::default(), &env)?);
+//! match deploy::deploy(&deployment, &artifacts, &deploy::DeployOptions::default(), &env, &Quiet).await? {
+//!     deploy::Deployed::Ready => println!("ready"),
+//!     other => println!("not ready: {other:?}"),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! `examples/` has runnable programs: the deploy plan of a config built in code, and a job
+//! submitted to an address and followed.
+
+pub mod address;
+pub mod blueprint;
+pub mod deploy;
+pub mod destroy;
+mod env;
+mod error;
+mod events;
+pub mod files;
+pub mod head;
+pub mod jobs;
+mod site;
+
+pub use env::{Clock, Env, Interrupt, Kube, Processes, Runner, SystemClock};
+pub use error::{Error, Fix, Problem};
+pub use events::{Event, Progress, Question, Quiet};
+pub use site::Target;
+
+/// A duration as people read it in progress lines: `4.2s`, `12m03s`.
+pub fn took(elapsed: std::time::Duration) -> String {
+    let seconds = elapsed.as_secs_f64();
+    if seconds < 60.0 { format!("{seconds:.1}s") } else { format!("{}m{:02}s", elapsed.as_secs() / 60, elapsed.as_secs() % 60) }
+}
+
+/// An error and its causes on one line, each said once.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
+}

@@ -1,0 +1,120 @@
+//! Which deployment, in which project and folders: the options deploy and destroy share,
+//! resolved into the SDK's [`Site`], and the deployment's state file.
+
+use std::path::{Path, PathBuf};
+
+use gke_rl::Deployment;
+use gke_rl::lifecycle::{self, Command, Site, State};
+
+use crate::events::{Event, Progress};
+use crate::{Env, Error, files};
+
+/// Which deployment, where.
+#[derive(Clone, Debug, Default)]
+pub struct Target {
+    /// The Google Cloud project [default: the config's `project_id`, else gcloud's configured project].
+    pub project: Option<String>,
+    /// The deployment folder: state file, patched blueprint, gcluster's files [default: `.gke-rl/<cluster_name>`].
+    pub folder: Option<PathBuf>,
+    /// The Cluster Toolkit checkout [default: `./cluster-toolkit`].
+    pub toolkit: Option<PathBuf>,
+}
+
+/// A deployment with its site and the variables that hold its secrets.
+pub(crate) struct Resolved<'a> {
+    pub deployment: &'a Deployment,
+    pub site: Site,
+    /// Removed from every child's environment.
+    pub hidden: Vec<String>,
+}
+
+impl Target {
+    /// Resolves the project (option, config, gcloud) and the folders. The site's authorized
+    /// CIDR is left empty: only deploy needs one.
+    pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {
+        let hidden = lifecycle::secret_variables(deployment);
+        let project_id = match (&self.project, &deployment.project.project_id) {
+            (Some(given), _) => given.clone(),
+            (None, Some(configured)) => configured.to_string(),
+            (None, None) => {
+                let configured = env.runner.read(&lifecycle::configured_project(), &hidden).map(|p| p.trim().to_owned());
+                match configured {
+                    Ok(p) if !p.is_empty() && p != "(unset)" => p,
+                    _ => return Err(Error::NoProject),
+                }
+            }
+        };
+        let folder = self.folder.clone().unwrap_or_else(|| Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()));
+        let absolute = |path: &Path| std::path::absolute(path).map_err(|source| Error::Read { path: path.to_owned(), source });
+        let folder = absolute(&folder)?;
+        let toolkit = absolute(&self.toolkit.clone().unwrap_or_else(|| PathBuf::from("cluster-toolkit")))?;
+        let checkout_gcluster = toolkit.join("gcluster");
+        let gcluster = if checkout_gcluster.is_file() { checkout_gcluster.display().to_string() } else { "gcluster".to_owned() };
+        let site = Site {
+            project_id,
+            authorized_cidr: String::new(),
+            toolkit: toolkit.display().to_string(),
+            gcluster,
+            folder: folder.display().to_string(),
+            download_dependencies,
+            skip_gcsfuse_validator: false,
+        };
+        Ok(Resolved { deployment, site, hidden })
+    }
+}
+
+impl Resolved<'_> {
+    /// The deployment folder (absolute).
+    pub fn folder(&self) -> &Path {
+        Path::new(&self.site.folder)
+    }
+
+    /// The state file.
+    pub fn state_path(&self) -> PathBuf {
+        PathBuf::from(lifecycle::Folder(&self.site.folder).state())
+    }
+
+    /// The state file, if there is one; refused when it is another deployment's.
+    pub fn load_state(&self) -> Result<Option<State>, Error> {
+        let path = self.state_path();
+        let text = match files::read_text(&path) {
+            Ok(text) => text,
+            Err(Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let state = State::from_json(&text).map_err(|source| Error::State { path: path.clone(), source })?;
+        if let Some(mismatch) = state.mismatch(self.deployment, &self.site.project_id) {
+            return Err(Error::ForeignState { path, mismatch });
+        }
+        Ok(Some(state))
+    }
+
+    pub fn save_state(&self, state: &State) -> Result<(), Error> {
+        std::fs::create_dir_all(self.folder()).map_err(|source| Error::Write { path: self.folder().to_owned(), source })?;
+        files::write_atomically(&self.state_path(), state.to_json().as_bytes(), false)
+    }
+
+    /// The RayClusters of the deployment's namespace, through the kubeconfig context
+    /// get-credentials wrote for the cluster (whatever the current context is).
+    pub async fn clusters(&self, env: &Env) -> Result<gke_rl_kube::RayClusters, Error> {
+        let context = lifecycle::kube_context(self.deployment, &self.site);
+        let client = env.kube.client(Some(&context), &self.hidden).await?;
+        Ok(gke_rl_kube::RayClusters::new(client, self.deployment.ray.namespace.as_str()))
+    }
+
+    /// What fixes `error` when it is about reaching the cluster's API.
+    pub fn fix(&self, error: &Error) -> Option<crate::Fix> {
+        error.fix(&lifecycle::credentials(self.deployment, &self.site.project_id))
+    }
+
+    /// Runs a read-only command without the secret variables.
+    pub fn read(&self, env: &Env, command: &Command) -> Result<String, String> {
+        env.runner.read(command, &self.hidden)
+    }
+
+    /// Runs a command whose output goes to the terminal, saying so first; whether it succeeded.
+    pub fn stream(&self, env: &Env, progress: &dyn Progress, command: &Command) -> bool {
+        progress.event(Event::Running(command));
+        env.runner.stream(command, &self.hidden)
+    }
+}

@@ -1,0 +1,56 @@
+//! The crate's one error type: a Jobs API call or a package that failed, in words that keep
+//! the server's and name the path and the fix.
+
+use std::path::PathBuf;
+
+use crate::package::too_large_message;
+
+/// Everything a call or the packager can fail with.
+#[allow(missing_docs)] // each variant's message is its documentation
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // The Jobs API.
+    #[error("{0} is not a Ray dashboard address: expected http://HOST:PORT or https://HOST:PORT")]
+    Address(String),
+    #[error("cannot reach the Ray dashboard at {address}: {reason}")]
+    Unreachable { address: String, reason: String },
+    #[error("the Ray dashboard at {address} did not answer {what} within {seconds} s")]
+    Timeout { address: String, what: String, seconds: u64 },
+    #[error("{address} answered /api/version with 404: it is not a Ray dashboard (or Ray is older than 1.9)")]
+    NotADashboard { address: String },
+    #[error("job {id} does not exist")]
+    JobNotFound { id: String },
+    #[error("a job with submission id {id} already exists: choose another submission id")]
+    AlreadyExists { id: String },
+    #[error("{field} needs Ray {needs} or newer; the cluster runs Ray {server}")]
+    Unsupported { field: &'static str, needs: &'static str, server: String },
+    #[error("the Ray dashboard refused {what} ({status}): {message}")]
+    Server { what: String, status: u16, message: String },
+    #[error("the dashboard refused the {size}-byte package as too large (HTTP 413): exclude large files in .rayignore")]
+    PayloadTooLarge { size: usize },
+    #[error("unexpected answer to {what}: {reason}")]
+    Protocol { what: String, reason: String },
+    #[error("the runtime env's {field} {reason}")]
+    RuntimeEnv { field: &'static str, reason: &'static str },
+
+    // The packager.
+    #[error("cannot read {path}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{file}:{}: invalid pattern `{}`: {}; Ray's packager would fail on it too", .error.line, .error.pattern, .error.reason)]
+    Pattern { file: String, error: gke_rl_gitwildmatch::PatternError },
+    #[error("{path}: the file name is not UTF-8, which Ray cannot package; rename it or exclude it in .rayignore")]
+    NonUtf8Name { path: PathBuf },
+    #[error("{path}: a symlink loops back to {target}; exclude it in .rayignore")]
+    SymlinkLoop { path: PathBuf, target: PathBuf },
+    #[error("{}", too_large_message(*.total, .largest))]
+    TooLarge { total: u64, largest: Vec<(String, u64)> },
+    #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
+    SecretInFile { path: String, name: String },
+    #[error("{path} is not a directory (nor a .zip file): pass the folder to upload")]
+    NotADirectory { path: PathBuf },
+    #[error("{path} changed while it was being packaged; submit again")]
+    Changed { path: PathBuf },
+    #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
+    TooManyFiles,
+}

@@ -1,0 +1,265 @@
+//! The terminal front end of the operations: each typed event as the line people read, a
+//! progress bar while pods come up, the questions asked before acting, and the fixes worded
+//! with this CLI's commands.
+
+use std::io::{IsTerminal as _, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use gke_rl::lifecycle::{self, Command};
+use gke_rl_ops::{Event, Fix, Problem, Progress, Question};
+
+use crate::report::Report;
+
+/// The command users type, in hints and next steps.
+pub const CLI: &str = "cargo xtask";
+
+/// Where progress goes: stderr (with a bar on a terminal), or a buffer in tests. Job logs go
+/// to stdout.
+#[derive(Clone)]
+pub struct Console {
+    sink: Arc<Mutex<Box<dyn Write + Send>>>,
+    terminal: bool,
+    /// Answers yes to every question (`--yes`).
+    yes: bool,
+    bar: Arc<Mutex<Option<indicatif::ProgressBar>>>,
+}
+
+impl Console {
+    /// stderr, with a progress bar when it is a terminal.
+    pub fn stderr(yes: bool) -> Self {
+        Console::new(Box::new(std::io::stderr()), std::io::stderr().is_terminal(), yes)
+    }
+
+    fn new(sink: Box<dyn Write + Send>, terminal: bool, yes: bool) -> Self {
+        Console { sink: Arc::new(Mutex::new(sink)), terminal, yes, bar: Arc::default() }
+    }
+
+    /// A console that writes into `buffer` and answers yes.
+    #[cfg(test)]
+    pub fn captured(buffer: Arc<Mutex<Vec<u8>>>) -> Self {
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        Console::new(Box::new(Shared(buffer)), false, true)
+    }
+
+    /// Writes a line (above the bar, when there is one).
+    pub fn say(&self, text: impl std::fmt::Display) {
+        let text = text.to_string();
+        if let Some(bar) = self.bar().as_ref() {
+            bar.println(&text);
+            return;
+        }
+        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writeln!(sink, "{text}");
+    }
+
+    fn bar(&self) -> MutexGuard<'_, Option<indicatif::ProgressBar>> {
+        self.bar.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn pods(&self, ready: u32, wanted: u32) {
+        if !self.terminal {
+            self.say(format_args!("  {ready}/{wanted} pods Ready"));
+            return;
+        }
+        let mut bar = self.bar();
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(u64::from(wanted));
+            let style =
+                indicatif::ProgressStyle::with_template("  [{bar:30}] {pos}/{len} pods Ready ({elapsed})").map(|s| s.progress_chars("=> "));
+            if let Ok(style) = style {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_secs(1));
+            bar
+        });
+        bar.set_position(u64::from(ready));
+    }
+
+    fn finish_bar(&self) {
+        if let Some(bar) = self.bar().take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Console {
+    fn event(&self, event: Event<'_>) {
+        match event {
+            Event::StepStarted(step) => self.say(format_args!("→ {}", step.title())),
+            Event::StepDone { step, took } => {
+                self.finish_bar();
+                self.say(format_args!("✓ {} ({})", step.title(), gke_rl_ops::took(took)));
+            }
+            Event::StepDoneBefore(step) => self.say(format_args!("✓ {} (done before)", step.title())),
+            Event::Running(command) => self.say(format_args!("  $ {command}")),
+            Event::Account(account) => self.say(format_args!("  gcloud account: {account}")),
+            Event::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
+                "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
+            )),
+            Event::AuthorizedCidr { cidr, detected_from: None } => self.say(format_args!("  authorized CIDR: {cidr}")),
+            Event::AuthorizedCidrChanged { from, to } => self.say(format_args!(
+                "the authorized CIDR changes from {from} to {to}: gcluster runs again to update the control plane's authorized networks"
+            )),
+            Event::AddressUnknown { cidr, reason } => {
+                self.say(format_args!("  cannot tell whether this machine is inside the authorized CIDR {cidr}: {reason}"))
+            }
+            Event::GcsfuseValidatorSkipped { project, create_role } => self.say(format_args!(
+                "  the custom role {} does not exist in {project}: gcluster's {} validator is skipped, and the blueprint's GCS Fuse\n  \
+                 volumes (training and checkpoint buckets; not Lustre) may fail to mount. To create the role:\n    {create_role}\n  \
+                 then grant it to service-PROJECT_NUMBER@container-engine-robot.iam.gserviceaccount.com",
+                lifecycle::GCSFUSE_ROLE,
+                lifecycle::GCSFUSE_VALIDATOR,
+            )),
+            Event::ConfigChanged => {
+                self.say("the config or the blueprint changed since the last deploy: running the steps from render again")
+            }
+            Event::RayClusterGone { name } => self.say(format_args!("RayCluster {name} is gone: applying it again")),
+            Event::PodsNotAllReady { name, ready, wanted } => {
+                self.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready: waiting for them again"))
+            }
+            Event::SecretApplied { namespace, name, keys } => {
+                self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
+            }
+            Event::RayClusterApplied { namespace, name, uid } => {
+                self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
+            }
+            Event::Pods { ready, wanted } => self.pods(ready, wanted),
+            Event::Waiting(problem) => self.say(format_args!("  ! {problem}")),
+            Event::ClusterObjectsSkipped { reason } => {
+                self.say(format_args!("  {reason}\n  skipping the RayCluster and the Secret: deleting the cluster removes them"))
+            }
+            Event::Deleted { kind, namespace, name } => self.say(format_args!("  deleted {kind} {namespace}/{name}")),
+            Event::PodsGone => self.say("  the Ray pods are gone"),
+            Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
+            Event::PortForward { local, namespace, pod, port } => {
+                self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))
+            }
+            Event::PortForwardFailed(e) => self.say(format_args!("warning: port-forward: {e}")),
+            Event::Connected { ray_version, address } => self.say(format_args!("Ray {ray_version} at {address}")),
+            Event::RuntimeEnvFinding { text, finding } => {
+                let report = Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
+                self.say(format_args!("{report}\n"));
+            }
+            Event::IgnoreFiles { dir, count } => self.say(format_args!("working dir {dir}: {count} ignore file(s) applied")),
+            Event::LargeFile { path, bytes } => self.say(format_args!(
+                "warning: {path} is large ({}); add it to .rayignore unless the job needs it",
+                gke_rl_ray::package::mib(bytes)
+            )),
+            Event::WorkingDirOverridden => self.say("warning: --working-dir overrides the runtime env's working_dir"),
+            Event::EnvFromLocal { name } => self.say(format_args!(
+                "warning: {name} goes into the job's runtime env: Ray stores it and returns it to anyone who can reach the Jobs API; \
+                 the Kubernetes Secret (see hf-token-secret.yaml) keeps it out"
+            )),
+            Event::PackageReused { uri, files } => {
+                self.say(format_args!("package {uri} ({files} files) is already on the cluster: not uploading"))
+            }
+            Event::Uploading { uri, files, bytes } => {
+                self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
+            }
+            Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
+            Event::Log(text) => {
+                let mut stdout = std::io::stdout();
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+            }
+            Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
+            Event::JobState { id, status, message } => {
+                self.say(format_args!("job {id}: {status}{}", message.map(|m| format!(" ({m})")).unwrap_or_default()))
+            }
+            Event::StopRequested { id } => self.say(format_args!("stop requested for job {id}")),
+            // The end-of-job report lists the saves.
+            Event::CheckpointSaved(_) => {}
+            _ => {}
+        }
+    }
+
+    fn confirm(&self, question: &Question<'_>) -> Result<bool, String> {
+        let asked = match question {
+            Question::Create { what } => (*what).to_owned(),
+            Question::Destroy { preview } => {
+                self.say(preview);
+                "delete all of this?".to_owned()
+            }
+            _ => return Err("a question this version cannot ask".into()),
+        };
+        if self.yes {
+            return Ok(true);
+        }
+        if !std::io::stdin().is_terminal() {
+            return Err("stdin is not a terminal; pass --yes".into());
+        }
+        eprint!("{asked} [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).map_err(|e| e.to_string())?;
+        Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    }
+}
+
+/// An operations error with its causes, and the fix when it is about reaching the cluster's
+/// API: `fix` when the operation found it, else worked out with `get_credentials` (the command
+/// that writes the cluster's kubeconfig entry).
+pub fn explain(error: &gke_rl_ops::Error, fix: Option<&Fix>, get_credentials: &Command) -> String {
+    let mut text = match error {
+        gke_rl_ops::Error::Preflight { problems } => {
+            problems.iter().map(|p| format!("  - {}", problem(p).replace('\n', "\n    "))).collect::<Vec<_>>().join("\n")
+        }
+        gke_rl_ops::Error::NoCapacity { .. } => format!(
+            "{}\n  then re-run `{CLI} deploy` later, or use another zone or a reservation (topology.provisioning.reservation)",
+            gke_rl_ops::chain(error)
+        ),
+        gke_rl_ops::Error::PublicAddress { .. } => format!("{}; pass --authorized-cidr", gke_rl_ops::chain(error)),
+        _ => gke_rl_ops::chain(error),
+    };
+    if let Some(fix) = fix.cloned().or_else(|| error.fix(get_credentials)) {
+        text.push_str("\nhelp: ");
+        text.push_str(&fix_text(&fix));
+    }
+    text
+}
+
+/// A preflight problem, with the flag that fixes it where there is one.
+fn problem(problem: &Problem) -> String {
+    match problem {
+        Problem::NoTool { .. } => format!("{problem} (--download-dependencies)"),
+        Problem::NoToolkit { .. } => format!("{problem} with --toolkit DIR"),
+        Problem::OutsideAuthorizedCidr { address, cidr, .. } => format!(
+            "{problem}. Run `{CLI} deploy --authorized-cidr {address}/32` (gcluster updates the authorized networks in place), \
+             or deploy from an address inside {cidr}"
+        ),
+        _ => problem.to_string(),
+    }
+}
+
+/// A fix in this CLI's words.
+pub fn fix_text(fix: &Fix) -> String {
+    match fix {
+        Fix::AuthorizedNetworks => format!(
+            "the control plane answers only its authorized networks: if this machine's public address changed since deploy, run \
+             `{CLI} deploy --authorized-cidr <your address>/32`, which updates them (`{CLI} destroy` works without the API); if the \
+             cluster is gone, `{CLI} destroy` cleans up the rest"
+        ),
+        Fix::GetCredentials(command) => format!("write the cluster's kubeconfig entry again: {command}"),
+        Fix::RefreshCredentials(command) => {
+            format!("refresh the cluster's credentials: {command}\n  (if gcloud's login expired, run `gcloud auth login` first)")
+        }
+        Fix::GrantDeveloperRole => "the account gcloud uses may not do this in the cluster: grant it roles/container.developer on the \
+             project, or switch to an account that has it (`gcloud config set account …`)"
+            .to_owned(),
+        Fix::InstallAuthPlugin => {
+            format!("GKE kubeconfigs authenticate through {}: install it with {}", lifecycle::AUTH_PLUGIN, lifecycle::INSTALL_AUTH_PLUGIN)
+        }
+        Fix::GcloudLogin => format!("{} gets its token from gcloud: run `gcloud auth login`, then try again", lifecycle::AUTH_PLUGIN),
+        _ => "see the error above".to_owned(),
+    }
+}
