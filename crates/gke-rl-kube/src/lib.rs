@@ -32,7 +32,7 @@ pub const FIELD_MANAGER: &str = "gke-rl";
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The API server refused or could not be reached.
-    #[error("{action}: {source}")]
+    #[error("{action}")]
     Api {
         /// What was being done, e.g. "apply RayCluster ray-a4-gpu-spot".
         action: String,
