@@ -1,9 +1,9 @@
-//! End to end: `cargo xtask blueprint` on the real upstream blueprint, as a Cluster Toolkit
+//! End to end: `gke-rl blueprint` on the real upstream blueprint, as a Cluster Toolkit
 //! checkout or a file.
 
 mod common;
 
-use common::{stderr, upstream, xtask};
+use common::{gke_rl, stderr, upstream};
 
 #[test]
 fn a_toolkit_checkout_is_patched_into_out() {
@@ -12,7 +12,7 @@ fn a_toolkit_checkout_is_patched_into_out() {
     let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
     std::fs::create_dir_all(&example).unwrap();
     std::fs::copy(&blueprint, example.join("gke-a4.yaml")).unwrap();
-    let out = xtask(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
+    let out = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
     assert!(out.status.success(), "{}", stderr(&out));
     for name in ["gke-a4.yaml", "gke-a4.yaml.patch", "gke-a4-deployment.yaml"] {
         assert!(cwd.path().join("out").join(name).is_file(), "{name}");
@@ -21,7 +21,7 @@ fn a_toolkit_checkout_is_patched_into_out() {
     let patched = std::fs::read_to_string(cwd.path().join("out/gke-a4.yaml")).unwrap();
     assert!(patched.contains("enable_ray_operator: true") && patched.contains("pvc_name: lustre-pvc"));
 
-    let again = xtask(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
+    let again = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(stderr(&again).matches("unchanged").count(), 3, "{}", stderr(&again));
 }
@@ -32,7 +32,7 @@ fn a_hand_written_gke_a4_yaml_in_out_is_kept_without_force() {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::create_dir(cwd.path().join("out")).unwrap();
     std::fs::write(cwd.path().join("out/gke-a4.yaml"), "# mine\n").unwrap();
-    let out = xtask(cwd.path(), &["blueprint", "--blueprint", blueprint.to_str().unwrap()]);
+    let out = gke_rl(cwd.path(), &["blueprint", "--blueprint", blueprint.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("refusing to overwrite"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(cwd.path().join("out/gke-a4.yaml")).unwrap(), "# mine\n");
@@ -44,7 +44,7 @@ fn a_blueprint_of_the_wrong_shape_is_refused_with_its_line() {
     let cwd = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(blueprint).unwrap().replace("  - id: a4-pool", "\t- id: a4-pool");
     std::fs::write(cwd.path().join("gke-a4.yaml"), text).unwrap();
-    let out = xtask(cwd.path(), &["blueprint", "--blueprint", "gke-a4.yaml"]);
+    let out = gke_rl(cwd.path(), &["blueprint", "--blueprint", "gke-a4.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("error[blueprint-shape]: the blueprint is indented with tabs") && stderr(&out).contains("gke-a4.yaml:261:1"),

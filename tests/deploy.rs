@@ -1,8 +1,8 @@
-//! `cargo xtask deploy` and `destroy` as a user runs them: the binary, fake gcloud and
+//! `gke-rl deploy` and `destroy` as a user runs them: the binary, fake gcloud and
 //! gcluster on PATH (`tests/fixtures/fakes/fake.sh`), the fake API server over HTTPS behind a
 //! GKE-style kubeconfig (so kube-rs's real TLS, exec credentials and error paths run), and a
 //! real SIGINT to the process group while gcluster runs, as Ctrl-C in a terminal sends it.
-//! The step logic is tested in process (`xtask/src/cluster/tests.rs`).
+//! The step logic is tested in process (`crates/gke-rl-cli/src/cluster/tests.rs`).
 
 mod common;
 
@@ -32,7 +32,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
     let folder = root.join("deployment");
     let child = {
         use std::os::unix::process::CommandExt as _;
-        Command::new(env!("CARGO_BIN_EXE_xtask"))
+        Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .current_dir(root)
             .args(["deploy", "--yes", "--project", "p", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit", "--folder"])
             .arg(&folder)
@@ -118,13 +118,13 @@ fn refused_credentials_and_denied_access_name_their_fix() {
 #[test]
 fn a_missing_or_failing_credential_plugin_is_named_with_its_fix() {
     let cloud = deployed();
-    let status = cloud.xtask(&["status"], &[("FAKE_PLUGIN_FAILS", "1")]);
+    let status = cloud.gke_rl(&["status"], &[("FAKE_PLUGIN_FAILS", "1")]);
     let err = stderr(&status);
     assert_eq!(status.status.code(), Some(2), "{err}");
     assert!(err.contains("the kubeconfig's credential plugin failed") && err.contains("run `gcloud auth login`"), "{err}");
 
     std::fs::remove_file(cloud.root.join("bin/gke-gcloud-auth-plugin")).unwrap();
-    let err = stderr(&cloud.xtask(&["jobs"], &[]));
+    let err = stderr(&cloud.gke_rl(&["jobs"], &[]));
     assert!(err.contains("credential plugin could not be started"), "{err}");
     assert!(err.contains("install it with gcloud components install gke-gcloud-auth-plugin"), "{err}");
     // deploy says so before anything else, with every other problem.
@@ -146,7 +146,7 @@ fn a_silent_api_server_is_a_bounded_wait_with_the_cause() {
     let silent_config = kubeconfig.replace(&cloud.https.url, &format!("https://{}", silent.local_addr().unwrap()));
     std::fs::write(cloud.root.join("kubeconfig"), silent_config).unwrap();
     let started = Instant::now();
-    let out = cloud.xtask(&["jobs"], &[]);
+    let out = cloud.gke_rl(&["jobs"], &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the connection timed out") && err.contains("authorized networks"), "{err}");
@@ -165,7 +165,7 @@ fn a_changed_public_address_is_noticed_on_resume_and_fixed_with_the_flag() {
     let err = stderr(&moved);
     assert_eq!(moved.status.code(), Some(1), "{err}");
     assert!(err.contains("public address 198.51.100.9 is outside the authorized CIDR 203.0.113.7/32"), "{err}");
-    assert!(err.contains("cargo xtask deploy --authorized-cidr 198.51.100.9/32"), "{err}");
+    assert!(err.contains("gke-rl deploy --authorized-cidr 198.51.100.9/32"), "{err}");
 
     let fixed = cloud.deploy(&["--authorized-cidr", "198.51.100.9/32"], &[]);
     let err = stderr(&fixed);
@@ -189,7 +189,7 @@ fn every_client_the_binary_builds_speaks_tls() {
         vec!["logs", "raysubmit_x", "--follow", "--address", &https], // the log WebSocket's client is covered in gke-rl-ray's tests/tls.rs
         vec!["submit", "--no-wait", "--address", &https, "--", "true"],
     ] {
-        let out = cloud.xtask(&args, &[]);
+        let out = cloud.gke_rl(&args, &[]);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains("certificate"), "{args:?}: {}", stderr(&out));
     }
@@ -200,7 +200,7 @@ fn every_client_the_binary_builds_speaks_tls() {
     // deploy tests above.
     let kubeconfig = cloud.root.join("refusing-kubeconfig");
     std::fs::write(&kubeconfig, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:1'}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\nusers:\n- name: u\n  user: {{token: {HF_TOKEN}-not-this}}\n")).unwrap();
-    let jobs = cloud.xtask(&["jobs"], &[("KUBECONFIG", kubeconfig.to_str().unwrap())]);
+    let jobs = cloud.gke_rl(&["jobs"], &[("KUBECONFIG", kubeconfig.to_str().unwrap())]);
     assert_eq!(jobs.status.code(), Some(2), "{}", stderr(&jobs));
     assert!(stderr(&jobs).contains("Connection refused"), "{}", stderr(&jobs));
 }
@@ -230,11 +230,11 @@ fn job_commands_connect_to_the_cluster_of_their_config() {
     );
     std::fs::write(cloud.root.join("kubeconfig"), kubeconfig).unwrap();
     std::fs::write(cloud.root.join("other.yaml"), "project:\n  cluster_name: other-cluster\n").unwrap();
-    let rendered = cloud.xtask(&["render", "--config", "other.yaml", "--out", "other-out"], &[]);
+    let rendered = cloud.gke_rl(&["render", "--config", "other.yaml", "--out", "other-out"], &[]);
     assert_eq!(rendered.status.code(), Some(0), "{}", stderr(&rendered));
 
     for args in [["jobs", "--config", "other.yaml"], ["status", "--env-file", "other-out/env.sh"]] {
-        let out = cloud.xtask(&args, &[]);
+        let out = cloud.gke_rl(&args, &[]);
         assert_eq!(out.status.code(), Some(2), "{args:?}: no head pod there yet: {}", stderr(&out));
         assert!(stderr(&out).contains("RayCluster other-cluster has no running head pod"), "{args:?}: {}", stderr(&out));
     }

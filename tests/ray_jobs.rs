@@ -67,10 +67,10 @@ fn free_ports<const N: usize>() -> [u16; N] {
     std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
 }
 
-/// Runs the xtask binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.
-fn xtask(cwd: &Path, args: &[&str]) -> Output {
+/// Runs the gke-rl binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.
+fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
     common::exited_cleanly(
-        Command::new(env!("CARGO_BIN_EXE_xtask"))
+        Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .current_dir(cwd)
             .args(args)
             .env("HF_TOKEN", TOKEN)
@@ -78,7 +78,7 @@ fn xtask(cwd: &Path, args: &[&str]) -> Output {
             // No cluster to port-forward to unless a test says so.
             .env("KUBECONFIG", cwd.join("no-kubeconfig"))
             .output()
-            .expect("xtask runs"),
+            .expect("gke-rl runs"),
     )
 }
 
@@ -148,7 +148,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     check(deploy.status.success(), "deploy over TLS", &deploy)?;
 
     std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 6); do echo tls-line-$i; sleep 0.2; done\n")?;
-    let submit = cloud.xtask(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+    let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
     check(submit.status.success(), "submit through the port-forward exits 0", &submit)?;
     let log: Vec<String> = stdout(&submit).lines().filter(|l| l.starts_with("tls-line-")).map(str::to_owned).collect();
     check(log == (1..=6).map(|i| format!("tls-line-{i}")).collect::<Vec<_>>(), "the followed log, whole", &submit)?;
@@ -158,7 +158,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         &submit,
     )?;
     let id = submitted_id(&submit).ok_or("no submission id printed")?;
-    let status = cloud.xtask(&["status", &id], &[]);
+    let status = cloud.gke_rl(&["status", &id], &[]);
     check(status.status.success() && stdout(&status).contains("SUCCEEDED"), "status through the port-forward", &status)?;
     let forwards = cloud.api.requests().iter().filter(|r| r.uri.contains("/pods/ray-a4-gpu-spot-head/portforward")).count();
     if forwards < 2 {
@@ -178,7 +178,7 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
                   echo 'Saving checkpoint for step 2...'\nsleep 1\necho 'Saved checkpoint to /lustre/ckpt/step_2'\n\
                   echo '  • checkpointing: 1.25s (10.0%)'\n";
     let dir = job_dir(script);
-    let out = xtask(
+    let out = gke_rl(
         dir.path(),
         &["submit", "--address", &head.address, "--working-dir", ".", "--runtime-env", "runtime_env.json", "--", "bash", "job.sh"],
     );
@@ -187,22 +187,22 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
     check(log.contains("hello-from-runtime-env") && log.contains("excluded-files-absent"), "the runtime env and excludes apply", &out)?;
     check(stderr(&out).contains("checkpoints: 1 saves, 1.2 s in total"), "the checkpoint report", &out)?;
     let id = submitted_id(&out).ok_or("no submission id printed")?;
-    let logs = xtask(dir.path(), &["logs", &id, "--address", &head.address]);
+    let logs = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
     check(logs.status.success() && stdout(&logs).contains("excluded-files-absent"), "logs prints the driver log", &logs)?;
-    let status = xtask(dir.path(), &["status", &id, "--json", "--address", &head.address]);
+    let status = gke_rl(dir.path(), &["status", &id, "--json", "--address", &head.address]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&status)).map_err(|e| format!("status --json: {e}"))?;
     check(
         json["status"] == "SUCCEEDED" && json["runtime_env"]["env_vars"]["GREETING"] == "hello-from-runtime-env",
         "status --json",
         &status,
     )?;
-    let jobs = xtask(dir.path(), &["jobs", "--address", &head.address]);
+    let jobs = gke_rl(dir.path(), &["jobs", "--address", &head.address]);
     check(jobs.status.success() && stdout(&jobs).contains(&id), "jobs lists it", &jobs)
 }
 
 fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
         .current_dir(dir.path())
         .args(["submit", "--address", &head.address, "--", "sleep", "60"])
         .stdout(Stdio::piped())
@@ -223,19 +223,15 @@ fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
     out.stderr = seen.into_bytes();
     check(out.status.code() == Some(130), "Ctrl-C exits 130", &out)?;
     let id = submitted_id(&out).ok_or("no submission id printed")?;
-    check(
-        stderr(&out).contains(&format!("cargo xtask logs {id} --follow --address {}", head.address)),
-        "with the re-attach command",
-        &out,
-    )?;
+    check(stderr(&out).contains(&format!("gke-rl logs {id} --follow --address {}", head.address)), "with the re-attach command", &out)?;
     wait_for_status(head, &id, "RUNNING")?;
-    let stop = xtask(dir.path(), &["stop", &id, "--address", &head.address]);
+    let stop = gke_rl(dir.path(), &["stop", &id, "--address", &head.address]);
     check(stop.status.success(), "the job was still running", &stop)
 }
 
 fn failed_job(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--", "sh", "-c", "echo about-to-fail; exit 3"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--", "sh", "-c", "echo about-to-fail; exit 3"]);
     check(out.status.code() == Some(1), "a FAILED job exits 1", &out)?;
     check(stdout(&out).contains("about-to-fail") && stderr(&out).contains("FAILED"), "its log and state are shown", &out)
 }
@@ -244,21 +240,21 @@ fn duplicate_id(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let id = format!("gkerl-dup-{}", std::process::id());
     let args = ["submit", "--address", &head.address, "--submission-id", &id, "--no-wait", "--", "true"];
-    let first = xtask(dir.path(), &args);
+    let first = gke_rl(dir.path(), &args);
     check(first.status.success(), "the first submission is accepted", &first)?;
-    let second = xtask(dir.path(), &args);
+    let second = gke_rl(dir.path(), &args);
     check(second.status.code() == Some(2), "the second fails", &second)?;
     check(stderr(&second).contains(&format!("a job with submission id {id} already exists")), "and says why", &second)
 }
 
 fn stop_job(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--", "sleep", "300"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--", "sleep", "300"]);
     let id = submitted_id(&out).ok_or("no submission id printed")?;
     wait_for_status(head, &id, "RUNNING")?;
-    let stop = xtask(dir.path(), &["stop", &id, "--address", &head.address]);
+    let stop = gke_rl(dir.path(), &["stop", &id, "--address", &head.address]);
     check(stop.status.success() && stderr(&stop).contains(&format!("job {id} STOPPED")), "stop waits for STOPPED", &stop)?;
-    let follow = xtask(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
+    let follow = gke_rl(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
     check(follow.status.code() == Some(1), "following a STOPPED job exits 1", &follow)?;
     // The library's delete, which the CLI does not expose: a terminal job goes, then 404s.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -292,16 +288,16 @@ fn zip_file_working_dir(head: &Head) -> Result<(), Failed> {
         .build(&[])
         .map_err(|e| e.to_string())?;
     std::fs::write(dir.path().join("job.zip"), &package.zip)?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", "job.zip", "--", "bash", "job.sh"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--working-dir", "job.zip", "--", "bash", "job.sh"]);
     check(out.status.success() && stdout(&out).contains(&format!("from-a-zip-{}", head.version)), "a .zip working dir runs", &out)
 }
 
 fn package_reuse(head: &Head) -> Result<(), Failed> {
     let dir = job_dir(&format!("echo reuse-{}-{}\n", head.version, std::process::id()));
     let args = ["submit", "--address", &head.address, "--working-dir", ".", "--no-wait", "--", "bash", "job.sh"];
-    let first = xtask(dir.path(), &args);
+    let first = gke_rl(dir.path(), &args);
     check(first.status.success() && stderr(&first).contains("uploading gcs://_ray_pkg_"), "the first submit uploads", &first)?;
-    let second = xtask(dir.path(), &args);
+    let second = gke_rl(dir.path(), &args);
     check(second.status.success() && stderr(&second).contains("is already on the cluster: not uploading"), "the second does not", &second)
 }
 
@@ -310,7 +306,7 @@ fn over_limit(head: &Head) -> Result<(), Failed> {
     std::fs::write(dir.path().join("job.sh"), "true\n")?;
     let big = std::fs::File::create(dir.path().join("weights.bin"))?;
     big.set_len(101 * 1024 * 1024)?; // sparse: no disk used
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
     let err = stderr(&out);
     check(out.status.code() == Some(2), "an over-limit folder is an error", &out)?;
     check(err.contains("101.0 MiB  weights.bin") && err.contains("/weights.bin"), "naming the file and the .rayignore line", &out)?;
@@ -321,7 +317,7 @@ fn over_limit(head: &Head) -> Result<(), Failed> {
 fn label_selector(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let out =
-        xtask(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--entrypoint-label-selector", "pool=a4", "--", "true"]);
+        gke_rl(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--entrypoint-label-selector", "pool=a4", "--", "true"]);
     if head.version == "2.46.0" {
         check(out.status.code() == Some(2), "2.46 does not know entrypoint_label_selector", &out)?;
         check(stderr(&out).contains("entrypoint_label_selector needs Ray 2.54.0 or newer; the cluster runs Ray 2.46.0"), "said so", &out)
@@ -381,11 +377,11 @@ fn pump(mut from: TcpStream, mut to: TcpStream, record: Option<&Mutex<Vec<u8>>>)
 fn dropped_stream(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("count.sh"), "for i in $(seq 1 24); do echo numbered-line-$i; sleep 0.25; done\n")?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
     let id = submitted_id(&out).ok_or("no submission id printed")?;
     wait_for_status(head, &id, "RUNNING")?;
     let proxy = Proxy::start(&head.address);
-    let follower = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let follower = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
         .args(["logs", &id, "--follow", "--address", &proxy.address])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -416,7 +412,7 @@ impl gke_rl_kube::portforward::Upstream for ThroughProxy {
 fn port_forward_across_a_cut(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("count.sh"), "for i in $(seq 1 24); do echo numbered-line-$i; sleep 0.25; done\n")?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--include", "count.sh", "--no-wait", "--", "bash", "count.sh"]);
     let id = submitted_id(&out).ok_or("no submission id printed")?;
     let proxy = Proxy::start(&head.address);
     let upstream = ThroughProxy(proxy.address.trim_start_matches("http://").to_owned());
@@ -451,7 +447,7 @@ fn secrets(head: &Head) -> Result<(), Failed> {
     // A working dir holding the token is refused before anything is sent.
     let dir = job_dir("true\n");
     std::fs::write(dir.path().join("notes.txt"), format!("token: {TOKEN}\n"))?;
-    let out = xtask(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--working-dir", ".", "--", "bash", "job.sh"]);
     check(
         out.status.code() == Some(2) && stderr(&out).contains("notes.txt contains the value of HF_TOKEN"),
         "a secret in a file is refused",
@@ -462,7 +458,7 @@ fn secrets(head: &Head) -> Result<(), Failed> {
     let proxy = Proxy::start(&head.address);
     let unique = dir.path().join("unique.txt"); // a package no other test uploaded
     std::fs::write(&unique, format!("{} {:?}", head.version, Instant::now()))?;
-    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
         .current_dir(dir.path())
         .args(["submit", "--address", &proxy.address, "--include", "unique.txt", "--", "sleep", "3"])
         .env("HF_TOKEN", TOKEN)
@@ -517,7 +513,7 @@ fn server_down() -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let [closed] = free_ports();
     let started = Instant::now();
-    let out = xtask(dir.path(), &["status", "some-id", "--address", &format!("127.0.0.1:{closed}")]);
+    let out = gke_rl(dir.path(), &["status", "some-id", "--address", &format!("127.0.0.1:{closed}")]);
     check(out.status.code() == Some(2), "a closed port is an error", &out)?;
     check(stderr(&out).contains(&format!("cannot reach the Ray dashboard at http://127.0.0.1:{closed}")), "that names the address", &out)?;
     check(started.elapsed() < Duration::from_secs(5), "at once", &out)?;
@@ -525,7 +521,7 @@ fn server_down() -> Result<(), Failed> {
     let silent = TcpListener::bind("127.0.0.1:0")?;
     let address = format!("127.0.0.1:{}", silent.local_addr()?.port());
     let started = Instant::now();
-    let out = xtask(dir.path(), &["jobs", "--address", &address, "--request-timeout", "2"]);
+    let out = gke_rl(dir.path(), &["jobs", "--address", &address, "--request-timeout", "2"]);
     check(
         out.status.code() == Some(2) && stderr(&out).contains("did not answer GET /api/jobs/ within 2 s"),
         "a silent server times out",
@@ -538,13 +534,13 @@ fn server_down() -> Result<(), Failed> {
 /// network would show up as "cannot reach".
 fn refusals_before_connecting() -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
-    let out = xtask(dir.path(), &["jobs"]);
+    let out = gke_rl(dir.path(), &["jobs"]);
     check(out.status.code() == Some(2), "no address is an error", &out)?;
     check(stderr(&out).contains("kubectl port-forward service/ray-a4-gpu-spot-head-svc 8265:8265"), "that says how to get one", &out)?;
     let codelab = project_root().join("tests/fixtures/codelab/ray_runtime_env_nemo.json");
     let [closed] = free_ports();
     let address = format!("127.0.0.1:{closed}");
-    let out = xtask(dir.path(), &["submit", "--address", &address, "--runtime-env", codelab.to_str().ok_or("utf-8")?]);
+    let out = gke_rl(dir.path(), &["submit", "--address", &address, "--runtime-env", codelab.to_str().ok_or("utf-8")?]);
     let err = stderr(&out);
     check(out.status.code() == Some(2) && err.contains("error[secret-literal]"), "a runtime env holding a token is refused", &out)?;
     check(!err.contains("cannot reach"), "before connecting", &out)?;
@@ -552,7 +548,7 @@ fn refusals_before_connecting() -> Result<(), Failed> {
     std::fs::write(dir.path().join("renamed.yaml"), "secrets:\n  hf_token_env: MY_HF\n")?;
     std::fs::write(dir.path().join("notes.txt"), "token: hf_renamedTokenValue1234\n")?;
     let out = common::exited_cleanly(
-        Command::new(env!("CARGO_BIN_EXE_xtask"))
+        Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .current_dir(dir.path())
             .args(["submit", "--config", "renamed.yaml", "--address", &address, "--include", "notes.txt"])
             .env("MY_HF", "hf_renamedTokenValue1234")

@@ -1,10 +1,10 @@
-//! End to end: `cargo xtask render` as a user runs it, in a scratch working directory.
+//! End to end: `gke-rl render` as a user runs it, in a scratch working directory.
 
 mod common;
 
 use std::path::Path;
 
-use common::{project_root, stderr, xtask};
+use common::{gke_rl, project_root, stderr};
 
 const ARTIFACTS: [&str; 7] = [
     "env.sh",
@@ -26,7 +26,7 @@ fn listing(dir: &Path) -> Vec<String> {
 #[test]
 fn default_render_writes_every_artifact_identical_to_manifests() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = xtask(cwd.path(), &["render"]);
+    let out = gke_rl(cwd.path(), &["render"]);
     assert!(out.status.success(), "{}", stderr(&out));
     for name in ARTIFACTS {
         let written = std::fs::read_to_string(cwd.path().join("out").join(name)).unwrap();
@@ -39,7 +39,7 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
     assert_eq!(mode & 0o777, 0o755, "the job script is executable");
     assert_eq!(listing(&cwd.path().join("out")).len(), ARTIFACTS.len(), "no temporary files are left behind");
 
-    let again = xtask(cwd.path(), &["render"]);
+    let again = gke_rl(cwd.path(), &["render"]);
     assert!(again.status.success());
     assert_eq!(stderr(&again).matches("unchanged").count(), ARTIFACTS.len(), "{}", stderr(&again));
 }
@@ -48,7 +48,7 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
 fn gke_rl_yaml_in_the_working_directory_is_picked_up() {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 3\n").unwrap();
-    let out = xtask(cwd.path(), &["render", "--out", "artifacts"]);
+    let out = gke_rl(cwd.path(), &["render", "--out", "artifacts"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let cluster = std::fs::read_to_string(cwd.path().join("artifacts/ray-cluster.yaml")).unwrap();
     assert!(cluster.contains("replicas: 3\n") && cluster.contains("from gke-rl.yaml."), "{cluster}");
@@ -59,7 +59,7 @@ fn env_file_import_renders_the_codelab_values_and_warns_about_the_token() {
     let cwd = tempfile::tempdir().unwrap();
     let codelab = "export PROJECT_ID=\"acme-123\"\nexport NUM_NODES=\"2\"\nexport HF_TOKEN=\"hf_do_not_copy\"\n";
     std::fs::write(cwd.path().join("env.sh"), codelab).unwrap();
-    let out = xtask(cwd.path(), &["render", "--env-file", "env.sh", "--out", "o"]);
+    let out = gke_rl(cwd.path(), &["render", "--env-file", "env.sh", "--out", "o"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("warning[env-sh-secret-ignored]") && stderr(&out).contains("env.sh:3:17"), "{}", stderr(&out));
     for name in ARTIFACTS {
@@ -74,7 +74,7 @@ fn env_file_import_renders_the_codelab_values_and_warns_about_the_token() {
 fn assert_refused(file: &str, contents: &str, flag: &str, expected: &[&str]) {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join(file), contents).unwrap();
-    let out = xtask(cwd.path(), &["render", flag, file]);
+    let out = gke_rl(cwd.path(), &["render", flag, file]);
     assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
     for needle in expected {
         assert!(stderr(&out).contains(needle), "{file}: expected {needle:?} in\n{}", stderr(&out));
@@ -113,13 +113,13 @@ fn files_gke_rl_did_not_generate_are_only_overwritten_with_force() {
     let out_dir = cwd.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
     std::fs::write(out_dir.join("env.sh"), "export HF_TOKEN=mine\n").unwrap();
-    let refused = xtask(cwd.path(), &["render"]);
+    let refused = gke_rl(cwd.path(), &["render"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("refusing to overwrite") && stderr(&refused).contains("--force"), "{}", stderr(&refused));
     assert_eq!(listing(&out_dir), ["env.sh"], "nothing else is written");
     assert_eq!(std::fs::read_to_string(out_dir.join("env.sh")).unwrap(), "export HF_TOKEN=mine\n");
 
-    let forced = xtask(cwd.path(), &["render", "--force"]);
+    let forced = gke_rl(cwd.path(), &["render", "--force"]);
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert!(stderr(&forced).contains("updated  out/env.sh"));
 }
@@ -127,7 +127,7 @@ fn files_gke_rl_did_not_generate_are_only_overwritten_with_force() {
 #[test]
 fn config_and_env_file_together_is_a_usage_error() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = xtask(cwd.path(), &["render", "--config", "a.yaml", "--env-file", "env.sh"]);
+    let out = gke_rl(cwd.path(), &["render", "--config", "a.yaml", "--env-file", "env.sh"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot be used with"), "{}", stderr(&out));
 }
@@ -135,12 +135,12 @@ fn config_and_env_file_together_is_a_usage_error() {
 #[test]
 fn missing_and_oversized_inputs_are_clear_errors() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = xtask(cwd.path(), &["render", "--config", "nope.yaml"]);
+    let out = gke_rl(cwd.path(), &["render", "--config", "nope.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot read nope.yaml"), "{}", stderr(&out));
 
     std::fs::write(cwd.path().join("big.yaml"), vec![b'#'; 11 * 1024 * 1024]).unwrap();
-    let out = xtask(cwd.path(), &["render", "--config", "big.yaml"]);
+    let out = gke_rl(cwd.path(), &["render", "--config", "big.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("at most 10 MiB"), "{}", stderr(&out));
 }

@@ -1,19 +1,19 @@
-//! End to end: `cargo xtask validate` on renders, the codelab's files and bad paths.
+//! End to end: `gke-rl validate` on renders, the codelab's files and bad paths.
 
 mod common;
 
-use common::{project_root as root, stdout, upstream, xtask};
+use common::{gke_rl, project_root as root, stdout, upstream};
 
 #[test]
 fn the_default_render_has_no_errors_or_warnings() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = xtask(cwd.path(), &["validate"]);
+    let out = gke_rl(cwd.path(), &["validate"]);
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(stdout(&out).contains("0 errors, 0 warnings"), "{}", stdout(&out));
 
-    let rendered = xtask(cwd.path(), &["render"]);
+    let rendered = gke_rl(cwd.path(), &["render"]);
     assert!(rendered.status.success());
-    let out = xtask(cwd.path(), &["validate", "out"]);
+    let out = gke_rl(cwd.path(), &["validate", "out"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
@@ -21,11 +21,11 @@ fn the_default_render_has_no_errors_or_warnings() {
 fn the_codelab_files_fail_with_json_and_sarif_output() {
     let codelab = root().join("tests/fixtures/codelab");
     let codelab = codelab.to_str().unwrap();
-    let out = xtask(&root(), &["validate", codelab]);
+    let out = gke_rl(&root(), &["validate", codelab]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("error[ray-version-mismatch]") && stdout(&out).contains("ray-cluster.yaml:7:15"), "{}", stdout(&out));
 
-    let json = xtask(&root(), &["validate", codelab, "--format", "json"]);
+    let json = gke_rl(&root(), &["validate", codelab, "--format", "json"]);
     assert_eq!(json.status.code(), Some(1));
     let findings: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
     assert!(
@@ -36,7 +36,7 @@ fn the_codelab_files_fail_with_json_and_sarif_output() {
             .any(|f| f["code"] == "secret-literal" && f["file"].as_str().unwrap().ends_with("ray_runtime_env_nemo.json"))
     );
 
-    let sarif = xtask(&root(), &["validate", codelab, "--format", "sarif"]);
+    let sarif = gke_rl(&root(), &["validate", codelab, "--format", "sarif"]);
     let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF on stdout");
     assert_eq!(log["version"], "2.1.0");
     assert!(!log["runs"][0]["results"].as_array().unwrap().is_empty());
@@ -51,7 +51,7 @@ fn a_config_fills_in_what_the_paths_lack() {
     )
     .unwrap();
     std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 8\n").unwrap();
-    let out = xtask(cwd.path(), &["validate", "ray-cluster.yaml", "--config", "gke-rl.yaml"]);
+    let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--config", "gke-rl.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("worker-replicas"), "{}", stdout(&out));
 }
@@ -64,7 +64,7 @@ fn crd_schema_checks_run_with_crd() {
         .unwrap()
         .replace("        tolerations:\n", "        toleration:\n");
     std::fs::write(cwd.path().join("ray-cluster.yaml"), cluster).unwrap();
-    let out = xtask(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap()]);
+    let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:21:9"), "{}", stdout(&out));
 }
@@ -73,9 +73,9 @@ fn crd_schema_checks_run_with_crd() {
 fn unknown_files_and_missing_paths_are_usage_errors() {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join("notes.txt"), "hello").unwrap();
-    let out = xtask(cwd.path(), &["validate", "notes.txt"]);
+    let out = gke_rl(cwd.path(), &["validate", "notes.txt"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr(&out).contains("cannot tell what notes.txt is"));
-    let out = xtask(cwd.path(), &["validate", "missing.yaml"]);
+    let out = gke_rl(cwd.path(), &["validate", "missing.yaml"]);
     assert_eq!(out.status.code(), Some(2));
 }

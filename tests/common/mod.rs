@@ -1,4 +1,4 @@
-//! Helpers shared by the end-to-end tests: run the real `xtask` binary, find upstream files,
+//! Helpers shared by the end-to-end tests: run the real `gke-rl` binary, find upstream files,
 //! and a pretend Google Cloud with a real TLS API server behind it.
 
 #![allow(dead_code)] // each test file uses its own subset
@@ -8,9 +8,9 @@ use std::process::{Command, Output};
 
 use gke_rl_kube::fake::{FakeApiServer, Https, Pods};
 
-/// Runs `cargo xtask ARGS…` (the built binary) in `cwd`.
-pub fn xtask(cwd: &Path, args: &[&str]) -> Output {
-    exited_cleanly(Command::new(env!("CARGO_BIN_EXE_xtask")).current_dir(cwd).args(args).output().expect("xtask runs"))
+/// Runs `gke-rl ARGS…` (the built binary, as installed) in `cwd`.
+pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
+    exited_cleanly(Command::new(env!("CARGO_BIN_EXE_gke-rl")).current_dir(cwd).args(args).output().expect("gke-rl runs"))
 }
 
 /// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), 130 (Ctrl-C).
@@ -20,7 +20,7 @@ pub const EXIT_CODES: [i32; 4] = [0, 1, 2, 130];
 pub fn clean_exit(out: &Output) -> Result<(), String> {
     let code = out.status.code();
     if stderr(out).contains("panicked") || !code.is_some_and(|c| EXIT_CODES.contains(&c)) {
-        return Err(format!("xtask panicked or exited with {code:?}\nstdout:\n{}\nstderr:\n{}", stdout(out), stderr(out)));
+        return Err(format!("gke-rl panicked or exited with {code:?}\nstdout:\n{}\nstderr:\n{}", stdout(out), stderr(out)));
     }
     Ok(())
 }
@@ -42,7 +42,7 @@ pub fn stderr(out: &Output) -> String {
 }
 
 pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the project root")
 }
 
 /// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
@@ -132,8 +132,8 @@ impl Cloud {
 
     /// The binary in the scratch folder, with the fakes first on PATH, `HF_TOKEN` set and the
     /// kubeconfig in the folder; `env` adds or overrides variables. Asserts [`clean_exit`].
-    pub fn xtask(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    pub fn gke_rl(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
             .current_dir(&self.root)
             .args(args)
@@ -150,19 +150,19 @@ impl Cloud {
         for (name, value) in env {
             command.env(name, value);
         }
-        exited_cleanly(command.output().expect("xtask runs"))
+        exited_cleanly(command.output().expect("gke-rl runs"))
     }
 
     /// `deploy` of the default config into `./deployment`, with the toolkit checkout and a CIDR.
     pub fn deploy(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let mut args = vec!["deploy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--timeout", "20s"];
         args.extend_from_slice(extra);
-        self.xtask(&args, env)
+        self.gke_rl(&args, env)
     }
 
     /// `destroy --yes` of that deployment.
     pub fn destroy(&self, env: &[(&str, &str)]) -> Output {
-        self.xtask(&["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment"], env)
+        self.gke_rl(&["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment"], env)
     }
 
     /// Every call the fakes recorded, one per line.

@@ -98,12 +98,12 @@ fn write_validation_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         d.ray.image = Word::new(images[i % images.len()])?;
         d.ray.worker.cpu = Quantity::new((90 + i % 10).to_string())?;
         d.ray.head.memory_request = Quantity::new(format!("{}Gi", 32 + i % 64))?;
-        let cluster = crate::config::render(&d, "the validation benchmark")?.ray_cluster;
+        let cluster = gke_rl_cli::render(&d, "the validation benchmark")?.ray_cluster;
         let path = dir.join(format!("raycluster-{i:03}.yaml"));
         std::fs::write(&path, &cluster.contents)?;
         manifests.push(path);
     }
-    for artifact in crate::config::render(&Deployment::default(), "the validation benchmark")? {
+    for artifact in gke_rl_cli::render(&Deployment::default(), "the validation benchmark")? {
         if matches!(artifact.name, "env.sh" | "run_nemo_rl.sh" | "ray_runtime_env.json" | ".rayignore") {
             std::fs::write(dir.join(artifact.name), &artifact.contents)?;
         }
@@ -148,43 +148,61 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let schema = gke_rl::validate::openapi_schema(&crd_text, true)?;
     std::fs::write(&schema_path, serde_json::to_string(&schema)?)?;
 
-    let cargo = cargo();
-    cmd!(sh, "{cargo} build --quiet --release --package xtask").run()?;
-    let gke_rl_cli = root.join("target/release/xtask");
+    let installed = installed_binary(sh)?;
     let peer = check_jsonschema(sh)?;
-
-    let ours = || -> anyhow::Result<()> {
-        let out = cmd!(sh, "{gke_rl_cli} validate {files_dir} --crd {schema_path}").quiet().ignore_status().output()?;
+    let cargo = cargo();
+    let validate_args = ["validate".to_owned(), files_dir.display().to_string(), "--crd".into(), schema_path.display().to_string()];
+    let succeeds = |what: &str, out: std::process::Output| -> anyhow::Result<()> {
         if !out.status.success() {
-            bail!("gke-rl found errors in the benchmark files:\n{}", String::from_utf8_lossy(&out.stdout));
+            bail!(
+                "{what} failed on the benchmark files:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(())
     };
+    let validate_args = &validate_args;
+    let through_installed = || succeeds("gke-rl validate", cmd!(sh, "{installed} {validate_args...}").quiet().ignore_status().output()?);
+    let through_cargo = || succeeds("cargo xtask validate", cmd!(sh, "{cargo} xtask {validate_args...}").quiet().ignore_status().output()?);
+    let dev_build = project_root().join("target/debug/xtask");
+    let through_dev_build = || succeeds("the dev build", cmd!(sh, "{dev_build} {validate_args...}").quiet().ignore_status().output()?);
+    let cargo_alone = || succeeds("cargo xtask --version", cmd!(sh, "{cargo} xtask --version").quiet().ignore_status().output()?);
     let theirs = || -> anyhow::Result<()> {
         let manifests = &manifests;
-        let out = cmd!(sh, "{peer} --schemafile {schema_path} {manifests...}").quiet().ignore_status().output()?;
-        if !out.status.success() {
-            bail!("check-jsonschema rejected the benchmark files:\n{}", String::from_utf8_lossy(&out.stdout));
-        }
-        Ok(())
+        succeeds("check-jsonschema", cmd!(sh, "{peer} --schemafile {schema_path} {manifests...}").quiet().ignore_status().output()?)
     };
-    let gke_rl_time = median_wall_time(ours)?;
+    // Build both paths before timing them.
+    cmd!(sh, "{cargo} build --quiet --package xtask").run()?;
+    let installed_time = median_wall_time(through_installed)?;
+    let cargo_time = median_wall_time(through_cargo)?;
+    let dev_time = median_wall_time(through_dev_build)?;
+    let cargo_alone_time = median_wall_time(cargo_alone)?;
     let peer_time = median_wall_time(theirs)?;
 
     let files = files_dir.display().to_string();
     criterion(sh, "gke-rl", "validate", &[("GKE_RL_BENCH_FILES", &files)])?;
-    eprintln!("\n100 RayCluster manifests against the strict KubeRay v1.7.0 RayCluster schema, median of {RUNS} runs each:");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     eprintln!(
-        "  gke-rl validate --crd (parse, typed rules, cross-file rules, CRD schema; 104 files): {:.1} ms",
-        gke_rl_time.as_secs_f64() * 1e3
+        "\n100 RayCluster manifests against the strict KubeRay v1.7.0 RayCluster schema, whole processes, median of {RUNS} runs each:"
     );
-    eprintln!(
-        "  {CHECK_JSONSCHEMA} --schemafile (schema only; 100 files):                          {:.1} ms",
-        peer_time.as_secs_f64() * 1e3
-    );
-    eprintln!("  ratio: gke-rl is {:.1}x faster (target: 50x)", peer_time.as_secs_f64() / gke_rl_time.as_secs_f64());
+    eprintln!("  gke-rl validate --crd, installed (release build; 104 files):   {:>8.1} ms", ms(installed_time));
+    eprintln!("  cargo xtask validate --crd (cargo, then the dev build):        {:>8.1} ms", ms(cargo_time));
+    eprintln!("  target/debug/xtask validate --crd (the dev build alone):       {:>8.1} ms", ms(dev_time));
+    eprintln!("  cargo xtask --version (cargo's own check and start-up alone):  {:>8.1} ms", ms(cargo_alone_time));
+    eprintln!("  {CHECK_JSONSCHEMA} --schemafile (schema only; 100 files): {:>8.1} ms", ms(peer_time));
+    eprintln!("  the installed gke-rl is {:.1}x faster than check-jsonschema (target: 50x)", ms(peer_time) / ms(installed_time));
+    eprintln!("  cargo xtask validate is {:.1}x faster than check-jsonschema", ms(peer_time) / ms(cargo_time));
+    eprintln!("  cargo xtask validate takes {:.2}x cargo xtask --version (target: under 2x)", ms(cargo_time) / ms(cargo_alone_time));
     report_criterion("compile the strict RayCluster CRD schema", None)?;
     report_criterion("validate 100 RayClusters with the CRD schema", None)
+}
+
+/// The `gke-rl` binary as `cargo install --path crates/gke-rl-cli` builds it (release).
+fn installed_binary(sh: &Shell) -> anyhow::Result<PathBuf> {
+    let cargo = cargo();
+    cmd!(sh, "{cargo} build --quiet --release --package gke-rl-cli --bin gke-rl").run()?;
+    Ok(project_root().join("target/release/gke-rl"))
 }
 
 /// A deterministic tree of 3000 files and 50 MB in 30 directories: mostly small files and a
@@ -220,9 +238,9 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     let tree = root.join("target/bench-submit/tree");
     write_package_tree(&tree)?;
     let bin = crate::ci::ray_venv(sh, "2.54.0")?;
+    let installed = installed_binary(sh)?;
     let cargo = cargo();
-    cmd!(sh, "{cargo} build --quiet --release --package xtask").run()?;
-    let gke_rl_cli = root.join("target/release/xtask");
+    cmd!(sh, "{cargo} build --quiet --package xtask").run()?;
 
     // (b) hash + zip, in process on both sides.
     let python = bin.join("python");
@@ -236,8 +254,24 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     // both compute the same URI, so neither uploads after the first run).
     let head = crate::ray_head::Head::start("2.54.0", &bin, &["2.54.0"]).map_err(anyhow::Error::msg)?;
     let (address, version) = (head.address.clone(), head.version);
+    let submit_args = [
+        "submit".to_owned(),
+        "--address".into(),
+        address.clone(),
+        "--working-dir".into(),
+        tree.display().to_string(),
+        "--no-wait".into(),
+        "--".into(),
+        "bash".into(),
+        "job.sh".into(),
+    ];
+    let submit_args = &submit_args;
     let ours = || -> anyhow::Result<()> {
-        cmd!(sh, "{gke_rl_cli} submit --address {address} --working-dir {tree} --no-wait -- bash job.sh").quiet().ignore_stderr().run()?;
+        cmd!(sh, "{installed} {submit_args...}").quiet().ignore_stderr().run()?;
+        Ok(())
+    };
+    let through_cargo = || -> anyhow::Result<()> {
+        cmd!(sh, "{cargo} xtask {submit_args...}").quiet().ignore_stderr().run()?;
         Ok(())
     };
     let ray = bin.join("ray");
@@ -246,14 +280,17 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
         Ok(())
     };
     let ours_time = median_wall_time(ours)?;
+    let cargo_time = median_wall_time(through_cargo)?;
     let ray_time = median_wall_time(theirs)?;
     drop(head);
 
     eprintln!("\nSame local Ray {version} head, same 3000-file, 50 MB folder; median of {RUNS} runs each:");
     eprintln!("  (a) process start to job accepted:");
-    eprintln!("      gke-rl submit --no-wait:      {:>8.1} ms", ours_time.as_secs_f64() * 1e3);
-    eprintln!("      ray job submit --no-wait:     {:>8.1} ms", ray_time.as_secs_f64() * 1e3);
-    eprintln!("      ratio: gke-rl is {:.1}x faster (target: 10x)", ray_time.as_secs_f64() / ours_time.as_secs_f64());
+    eprintln!("      gke-rl submit --no-wait (installed):   {:>8.1} ms", ours_time.as_secs_f64() * 1e3);
+    eprintln!("      cargo xtask submit --no-wait:          {:>8.1} ms", cargo_time.as_secs_f64() * 1e3);
+    eprintln!("      ray job submit --no-wait:              {:>8.1} ms", ray_time.as_secs_f64() * 1e3);
+    eprintln!("      ratio: the installed gke-rl is {:.1}x faster (target: 10x)", ray_time.as_secs_f64() / ours_time.as_secs_f64());
+    eprintln!("      ratio: cargo xtask submit is {:.1}x faster", ray_time.as_secs_f64() / cargo_time.as_secs_f64());
     eprintln!("  (b) hash + zip of the folder, in process:");
     eprintln!("      gke-rl (criterion median):    {:>8.1} ms", ours_ns / 1e6);
     eprintln!("      Ray's packager (median of 5): {:>8.1} ms", python_seconds * 1e3);

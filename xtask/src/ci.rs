@@ -16,7 +16,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("toolchain: wasm32 target, rustfmt, clippy", || install_toolchain_parts(sh))?;
     step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))?;
     step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?))?;
-    step("the SDK builds for wasm32 (so it does no I/O)", || {
+    step("the SDK builds for wasm32 (the browser validator's core)", || {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
     step("Ray 2.46.0 and 2.54.0 from PyPI, for the job tests", || {

@@ -44,7 +44,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
         Ok(())
     };
 
-    let artifacts = crate::config::render(&Deployment::default(), "the embedded default")?;
+    let artifacts = gke_rl_cli::render(&Deployment::default(), "the embedded default")?;
     for artifact in &artifacts {
         ensure(&format!("{MANIFESTS_DIR}/{}", artifact.name), &artifact.contents)?;
     }
@@ -55,6 +55,9 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     let recipe =
         fs::read_to_string(&resolved).with_context(|| format!("cannot read {} (needed for {RECIPE_KEYS_PATH})", resolved.display()))?;
     ensure(RECIPE_KEYS_PATH, &recipe_keys(&recipe)?)?;
+    for (path, contents) in completions_and_man_pages()? {
+        ensure(&path, &contents)?;
+    }
 
     let leftovers = leftover_manifests(&root.join(MANIFESTS_DIR), &artifacts)?;
     if check {
@@ -82,6 +85,32 @@ fn leftover_manifests(dir: &Path, artifacts: &gke_rl::Artifacts) -> anyhow::Resu
     }
     leftovers.sort();
     Ok(leftovers)
+}
+
+/// `gke-rl`'s shell completions (bash, zsh, fish) and man pages (one per command), from its
+/// argument definitions.
+fn completions_and_man_pages() -> anyhow::Result<Vec<(String, String)>> {
+    use clap::CommandFactory as _;
+    use clap_complete::Shell;
+    let mut files = Vec::new();
+    for (shell, file) in [(Shell::Bash, "gke-rl.bash"), (Shell::Zsh, "_gke-rl"), (Shell::Fish, "gke-rl.fish")] {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut gke_rl_cli::Cli::command(), "gke-rl", &mut script);
+        files.push((format!("completions/{file}"), String::from_utf8(script)?));
+    }
+    // The man pages carry the version, not the commit: they change with releases, not commits.
+    let cli = gke_rl_cli::Cli::command().long_version(env!("CARGO_PKG_VERSION"));
+    let mut pages = vec![("gke-rl".to_owned(), cli.clone())];
+    for sub in cli.get_subcommands() {
+        let name = format!("gke-rl-{}", sub.get_name());
+        pages.push((name.clone(), sub.clone().name(name).version(env!("CARGO_PKG_VERSION"))));
+    }
+    for (name, command) in pages {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command).render(&mut page)?;
+        files.push((format!("man/{name}.1"), String::from_utf8(page)?));
+    }
+    Ok(files)
 }
 
 fn schema() -> String {

@@ -1,23 +1,17 @@
-//! gke-rl's command line, run as `cargo xtask <command>` (see matklad/cargo-xtask).
+//! gke-rl's development tasks, run as `cargo xtask <command>` (see matklad/cargo-xtask): ci,
+//! codegen, bench, fuzz, wasm, the browser test, tidy. The user commands (`cargo xtask render`,
+//! `deploy`, …) are the `gke-rl` binary's, run through `gke_rl_cli::run`.
 //!
-//! One `Shell`, one `match`: each command lives in its own module. This crate is the only
-//! place that runs external programs. Generated files are checked by `cargo test -p xtask`.
+//! One `Shell`, one `match`: each task lives in its own module. Generated files are checked by
+//! `cargo test -p xtask`.
 
 mod bench;
-mod blueprint;
 mod ci;
-mod cluster;
 mod codegen;
-mod config;
-mod console;
 mod fuzz;
-mod jobs;
 mod ray_head;
-mod render;
-mod report;
 #[cfg(test)]
 mod tidy;
-mod validate;
 mod wasm;
 mod web;
 
@@ -36,18 +30,19 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
-    Render(render::Args),
-    Validate(validate::Args),
-    Blueprint(blueprint::Args),
-    Deploy(Box<cluster::DeployArgs>),
-    Destroy(cluster::DestroyArgs),
-    Submit(Box<jobs::SubmitArgs>),
-    Status(jobs::StatusArgs),
-    Logs(jobs::LogsArgs),
-    Stop(jobs::StopArgs),
-    Jobs(jobs::JobsArgs),
-    /// Regenerate the committed files: manifests/, schemas/, examples/, docs/rules.md, the NeMo-RL key table
+    /// The user commands, the same code as the `gke-rl` binary's.
+    #[command(flatten)]
+    User(gke_rl_cli::Command),
+    /// The development tasks.
+    #[command(flatten)]
+    Dev(Task),
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Regenerate the committed files: manifests/, schemas/, examples/, docs/rules.md, the NeMo-RL key table, completions/, man/
     Codegen {
         /// Fail instead of writing when a file is stale
         #[arg(long)]
@@ -75,77 +70,54 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // One TLS crypto provider for kube, reqwest and the WebSocket client, chosen before any is built.
-    gke_rl_ray::ensure_crypto_provider();
-    // Exit codes: 0 success, 1 findings or a failed job, 2 errors, 130 detached by Ctrl-C.
-    let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match cli.command {
-        Command::Render(args) => args.run().map(|()| 0),
-        Command::Validate(args) => args.run().map(u8::from),
-        Command::Blueprint(args) => args.run().map(|()| 0),
-        Command::Deploy(args) => args.run(),
-        Command::Destroy(args) => args.run(),
-        Command::Submit(args) => args.run(),
-        Command::Status(args) => args.run(),
-        Command::Logs(args) => args.run(),
-        Command::Stop(args) => args.run(),
-        Command::Jobs(args) => args.run(),
-        Command::Codegen { check } => codegen::run(check).map(|()| 0),
-        Command::Wasm => wasm::run(&sh).map(|()| 0),
-        Command::BrowserTest => web::browser_test(&sh).map(|_| 0),
-        Command::ServeWeb { port } => web::serve(&sh, port).map(|()| 0),
-        Command::Ci => ci::run(&sh).map(|()| 0),
-        Command::Fuzz(args) => args.run(&sh).map(|()| 0),
-        Command::Bench { target } => bench::run(&sh, target).map(|()| 0),
+    let task = match Cli::parse().command {
+        Command::User(command) => return gke_rl_cli::run(command, "cargo xtask"),
+        Command::Dev(task) => task,
+    };
+    let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match task {
+        Task::Codegen { check } => codegen::run(check),
+        Task::Wasm => wasm::run(&sh),
+        Task::BrowserTest => web::browser_test(&sh).map(drop),
+        Task::ServeWeb { port } => web::serve(&sh, port),
+        Task::Ci => ci::run(&sh),
+        Task::Fuzz(args) => args.run(&sh),
+        Task::Bench { target } => bench::run(&sh, target),
     });
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            match e.downcast_ref::<report::Reported>() {
-                Some(reported) => eprintln!("{reported}"),
-                None => eprintln!("error: {e:#}"),
-            }
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
-    }
-}
-
-/// The one runtime of the commands that talk to a cluster: multi-threaded, so the Ctrl-C
-/// listener runs while a child process (gcluster) blocks the main thread.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
-}
-
-/// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    use std::time::Duration;
-    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration such as 90s, 30m or 1h"))?;
-    match &text[digits.len()..] {
-        "ms" => Ok(Duration::from_millis(number)),
-        "s" => Ok(Duration::from_secs(number)),
-        "m" => Ok(Duration::from_secs(number * 60)),
-        "h" => Ok(Duration::from_secs(number * 3600)),
-        _ => Err(format!("`{text}` needs a unit: ms, s, m or h")),
-    }
-}
-
-/// An operations error for `main` to print: a positioned one rustc-style, a foreign state
-/// with what to do, the rest as `explain` words them.
-fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> String) -> anyhow::Error {
-    match &error {
-        gke_rl_ops::Error::Blueprint { path, text, diagnostic } => {
-            report::Reported(report::Report { file: path, source: text, diagnostic }.to_string()).into()
-        }
-        gke_rl_ops::Error::ForeignState { path, .. } => {
-            anyhow::anyhow!("{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder", path.display())
-        }
-        gke_rl_ops::Error::RuntimeEnv { .. } => anyhow::anyhow!("{error}"),
-        _ => anyhow::anyhow!("{}", explain(&error)),
     }
 }
 
 /// The project root, wherever `cargo xtask` was started.
 fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ has a parent").to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// `cargo xtask <command>` and `gke-rl <command>` are the same code: their help says so.
+    #[test]
+    fn user_commands_have_the_help_of_the_gke_rl_binary() {
+        let mut installed = gke_rl_cli::Cli::command().bin_name("gke-rl");
+        let mut delegated = super::Cli::command().bin_name("cargo xtask");
+        installed.build();
+        delegated.build();
+        let mut compared = 0;
+        // `help` lists every command of its CLI, and xtask's include the dev tasks.
+        for command in installed.get_subcommands_mut().filter(|c| c.get_name() != "help") {
+            let name = command.get_name().to_owned();
+            let ours = delegated.find_subcommand_mut(&name).unwrap_or_else(|| panic!("cargo xtask has no `{name}`"));
+            let expected = command.render_long_help().to_string();
+            let actual = ours.render_long_help().to_string().replace("cargo xtask", "gke-rl");
+            assert_eq!(actual, expected, "`cargo xtask {name} --help` differs from `gke-rl {name} --help`");
+            compared += 1;
+        }
+        assert!(compared >= 10, "only {compared} commands compared");
+    }
 }

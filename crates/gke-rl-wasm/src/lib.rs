@@ -49,7 +49,7 @@ pub fn render_json(config: &str) -> serde_json::Value {
         Ok(deployment) => deployment,
         Err(diagnostic) => return serde_json::json!({ "error": diagnostic }),
     };
-    let options = gke_rl::RenderOptions { source: "the web validator", regenerate: "cargo xtask render" };
+    let options = gke_rl::RenderOptions { source: "the web validator", regenerate: "gke-rl render" };
     match gke_rl::render(&deployment, &options) {
         Ok(artifacts) => {
             let artifacts: Vec<_> = artifacts

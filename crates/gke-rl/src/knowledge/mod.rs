@@ -16,6 +16,11 @@ pub const KNOWN_IMAGES: &[(&str, &str)] = &[
     ("nvcr.io/nvidia/nemo-rl:v0.6.0", "2.54.0"),
 ];
 
+/// The KubeRay release whose RayCluster CRD the renders are checked against.
+pub const KUBERAY_VERSION: &str = "v1.7.0";
+/// The NeMo-RL release whose GRPO recipe keys gke-rl knows.
+pub const NEMO_RL_VERSION: &str = "v0.4.0";
+
 /// Repositories whose tags are the Ray version (`rayproject/ray:2.46.0-py312-gpu`).
 const RAY_IMAGE_REPOSITORIES: &[&str] = &["rayproject/ray", "docker.io/rayproject/ray"];
 

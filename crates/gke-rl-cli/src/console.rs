@@ -12,9 +12,6 @@ use gke_rl_ops::{Event, Fix, Problem, Progress, Question};
 
 use crate::report::Report;
 
-/// The command users type, in hints and next steps.
-pub const CLI: &str = "cargo xtask";
-
 /// Where progress goes: stderr (with a bar on a terminal), or a buffer in tests. Job logs go
 /// to stdout.
 #[derive(Clone)]
@@ -210,12 +207,13 @@ impl Progress for Console {
 /// API: `fix` when the operation found it, else worked out with `get_credentials` (the command
 /// that writes the cluster's kubeconfig entry).
 pub fn explain(error: &gke_rl_ops::Error, fix: Option<&Fix>, get_credentials: &Command) -> String {
+    let cli = crate::name();
     let mut text = match error {
         gke_rl_ops::Error::Preflight { problems } => {
             problems.iter().map(|p| format!("  - {}", problem(p).replace('\n', "\n    "))).collect::<Vec<_>>().join("\n")
         }
         gke_rl_ops::Error::NoCapacity { .. } => format!(
-            "{}\n  then re-run `{CLI} deploy` later, or use another zone or a reservation (topology.provisioning.reservation)",
+            "{}\n  then re-run `{cli} deploy` later, or use another zone or a reservation (topology.provisioning.reservation)",
             gke_rl_ops::chain(error)
         ),
         gke_rl_ops::Error::PublicAddress { .. } => format!("{}; pass --authorized-cidr", gke_rl_ops::chain(error)),
@@ -230,11 +228,12 @@ pub fn explain(error: &gke_rl_ops::Error, fix: Option<&Fix>, get_credentials: &C
 
 /// A preflight problem, with the flag that fixes it where there is one.
 fn problem(problem: &Problem) -> String {
+    let cli = crate::name();
     match problem {
         Problem::NoTool { .. } => format!("{problem} (--download-dependencies)"),
         Problem::NoToolkit { .. } => format!("{problem} with --toolkit DIR"),
         Problem::OutsideAuthorizedCidr { address, cidr, .. } => format!(
-            "{problem}. Run `{CLI} deploy --authorized-cidr {address}/32` (gcluster updates the authorized networks in place), \
+            "{problem}. Run `{cli} deploy --authorized-cidr {address}/32` (gcluster updates the authorized networks in place), \
              or deploy from an address inside {cidr}"
         ),
         _ => problem.to_string(),
@@ -243,11 +242,12 @@ fn problem(problem: &Problem) -> String {
 
 /// A fix in this CLI's words.
 pub fn fix_text(fix: &Fix) -> String {
+    let cli = crate::name();
     match fix {
         Fix::AuthorizedNetworks => format!(
             "the control plane answers only its authorized networks: if this machine's public address changed since deploy, run \
-             `{CLI} deploy --authorized-cidr <your address>/32`, which updates them (`{CLI} destroy` works without the API); if the \
-             cluster is gone, `{CLI} destroy` cleans up the rest"
+             `{cli} deploy --authorized-cidr <your address>/32`, which updates them (`{cli} destroy` works without the API); if the \
+             cluster is gone, `{cli} destroy` cleans up the rest"
         ),
         Fix::GetCredentials(command) => format!("write the cluster's kubeconfig entry again: {command}"),
         Fix::RefreshCredentials(command) => {

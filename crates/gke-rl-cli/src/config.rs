@@ -42,14 +42,6 @@ pub struct Output {
     pub force: bool,
 }
 
-/// The command that regenerates rendered files, named in their headers.
-pub const REGENERATE: &str = "cargo xtask render";
-
-/// Renders `deployment`, loaded from `source`, with xtask's headers.
-pub fn render(deployment: &Deployment, source: &str) -> anyhow::Result<gke_rl::Artifacts> {
-    Ok(gke_rl::render(deployment, &gke_rl::RenderOptions { source, regenerate: REGENERATE })?)
-}
-
 /// A loaded model and where it came from.
 pub struct Loaded {
     pub deployment: Deployment,
@@ -60,7 +52,7 @@ pub struct Loaded {
 impl Loaded {
     /// Every artifact of the model.
     pub fn render(&self) -> anyhow::Result<gke_rl::Artifacts> {
-        render(&self.deployment, &self.source)
+        crate::render(&self.deployment, &self.source)
     }
 }
 

@@ -232,7 +232,7 @@ async fn a_failure_at_any_step_resumes_at_that_step() {
             assert!(completed.is_empty() && w.count("gcluster deploy") == 0, "{name}: nothing is created before preflight passes");
         } else {
             assert_eq!(completed, before, "{name}");
-            assert!(w.log().contains("re-run `cargo xtask deploy` to resume from this step"), "{name}: {}", w.log());
+            assert!(w.log().contains("re-run `gke-rl deploy` to resume from this step"), "{name}: {}", w.log());
         }
         mend(&w);
         assert_eq!(w.deploy(&[]).await, 0, "{name}: {}", w.log());
@@ -279,7 +279,7 @@ async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
     let (env, console) = w.env(interrupt);
     let code = DeployArgs::from_arg_matches(&matches).unwrap().execute(env, console).await.unwrap();
     assert_eq!(code, INTERRUPTED, "{}", w.log());
-    assert!(w.log().contains("cargo xtask deploy    resumes from there"), "{}", w.log());
+    assert!(w.log().contains("gke-rl deploy    resumes from there"), "{}", w.log());
     let state = w.state().unwrap();
     assert!(state.done(Step::RayCluster) && !state.done(Step::Ready), "{state:?}");
 

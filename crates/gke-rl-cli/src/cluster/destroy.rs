@@ -4,7 +4,7 @@ use gke_rl_ops::Env;
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed};
 
 use super::{INTERRUPTED, Target};
-use crate::console::{CLI, Console, explain};
+use crate::console::{Console, explain};
 
 /// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
 /// gcloud that the cluster and the Lustre instance are gone
@@ -26,6 +26,7 @@ impl DestroyArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
+        let cli = crate::name();
         let loaded = self.target.source.load()?;
         let d = &loaded.deployment;
         let options = DestroyOptions { target: self.target.options() };
@@ -63,14 +64,14 @@ impl DestroyArgs {
             }
             Destroyed::NotDestroyed { remains, state } => {
                 console.say(format_args!(
-                    "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `{CLI} destroy`, or delete them in the console; the state stays in {}",
+                    "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `{cli} destroy`, or delete them in the console; the state stays in {}",
                     remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
                     state.display()
                 ));
                 1
             }
             Destroyed::Interrupted => {
-                console.say(format_args!("interrupted; nothing is lost: re-run `{CLI} destroy` to finish"));
+                console.say(format_args!("interrupted; nothing is lost: re-run `{cli} destroy` to finish"));
                 INTERRUPTED
             }
             other => anyhow::bail!("destroy ended in a way this version does not know: {other:?}"),

@@ -7,7 +7,7 @@ use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::{Env, address::ADDRESS_ECHO};
 
 use super::{INTERRUPTED, Target};
-use crate::console::{CLI, Console, explain};
+use crate::console::{Console, explain};
 
 /// Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until
 /// every Ray pod is Ready; re-running resumes after the last completed step
@@ -41,6 +41,7 @@ impl DeployArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
+        let cli = crate::name();
         let loaded = self.target.source.load()?;
         let d = &loaded.deployment;
         let artifacts = loaded.render()?;
@@ -64,8 +65,8 @@ impl DeployArgs {
         Ok(match deployed {
             Deployed::Ready => {
                 console.say(format_args!(
-                    "RayCluster {cluster} is Ready. Next:\n  {CLI} submit    (port-forwards to the head by itself)\n  \
-                     {CLI} destroy   when you are done: A4 nodes and Lustre bill by the hour"
+                    "RayCluster {cluster} is Ready. Next:\n  {cli} submit    (port-forwards to the head by itself)\n  \
+                     {cli} destroy   when you are done: A4 nodes and Lustre bill by the hour"
                 ));
                 0
             }
@@ -84,7 +85,7 @@ impl DeployArgs {
             Deployed::Failed { step, took, error, fix, state } => {
                 let explained = explain(&error, fix.as_ref(), &get_credentials);
                 console.say(format_args!("✗ {} failed after {}\n{explained}", step.title(), gke_rl_ops::took(took)));
-                console.say(format_args!("re-run `{CLI} deploy` to resume from this step (state: {})", state.display()));
+                console.say(format_args!("re-run `{cli} deploy` to resume from this step (state: {})", state.display()));
                 1
             }
             Deployed::Unchecked { error, fix } => {
@@ -93,7 +94,7 @@ impl DeployArgs {
             }
             Deployed::Interrupted { step, state } => {
                 console.say(format_args!(
-                    "interrupted during \"{}\"; the state is saved in {}\n  {CLI} deploy    resumes from there\n  {CLI} destroy   removes what exists",
+                    "interrupted during \"{}\"; the state is saved in {}\n  {cli} deploy    resumes from there\n  {cli} destroy   removes what exists",
                     step.title(),
                     state.display()
                 ));

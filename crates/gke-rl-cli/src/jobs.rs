@@ -15,7 +15,7 @@ use gke_rl_ops::jobs::{Followed, Stopped, SubmitOptions};
 use gke_rl_ray::{JobDetails, JobStatus};
 
 use crate::config::{self, Loaded};
-use crate::console::{CLI, Console, explain};
+use crate::console::{Console, explain};
 
 /// The process exit code when Ctrl-C detaches from a job.
 const DETACHED: u8 = 130;
@@ -176,6 +176,7 @@ pub struct JobsArgs {
 
 impl SubmitArgs {
     pub fn run(self) -> anyhow::Result<u8> {
+        let cli = crate::name();
         let loaded = self.connection.source.load()?;
         let artifacts = loaded.render()?;
         let runtime_env = match &self.runtime_env {
@@ -208,7 +209,7 @@ impl SubmitArgs {
             let head = self.connection.head(&loaded.deployment, &env, console.clone()).await?;
             let id = gke_rl_ops::jobs::submit(&head.client, prepared, &*console).await.map_err(submit_error)?;
             if self.no_wait {
-                console.say(format_args!("follow it with: {CLI} logs {id} --follow{}", reattach(&head)));
+                console.say(format_args!("follow it with: {cli} logs {id} --follow{}", reattach(&head)));
                 return Ok(0);
             }
             watch(&head, &id, &env, &console).await
@@ -228,10 +229,11 @@ fn reattach(head: &Head) -> String {
 
 /// Follows the job to its end; Ctrl-C detaches.
 async fn watch(head: &Head, id: &str, env: &Env, console: &Console) -> anyhow::Result<u8> {
+    let cli = crate::name();
     match gke_rl_ops::jobs::follow(&head.client, id, env, console).await.map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))? {
         Followed::Detached => {
             console.say(format_args!(
-                "\ndetached from job {id}; it keeps running. Re-attach with:\n  {CLI} logs {id} --follow{}",
+                "\ndetached from job {id}; it keeps running. Re-attach with:\n  {cli} logs {id} --follow{}",
                 reattach(head)
             ));
             Ok(DETACHED)

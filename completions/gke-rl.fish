@@ -1,0 +1,138 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_gke_rl_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_gke_rl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_gke_rl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_gke_rl_using_subcommand
+    set -l cmd (__fish_gke_rl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -s V -l version -d 'Print version'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "render" -d 'Render every artifact (env.sh, gcluster deployment file, RayCluster, Secret command, .rayignore, runtime env, job script) from the current config'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "validate" -d 'Check artifacts for every known defect, alone and across files'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "blueprint" -d 'Patch the upstream gke-a4 blueprint into a deployable Lustre + Ray + Spot blueprint'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "deploy" -d 'Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until every Ray pod is Ready; re-running resumes after the last completed step'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "destroy" -d 'Delete the RayCluster, empty the blueprint\'s buckets, run `gcluster destroy`, and verify with gcloud that the cluster and the Lustre instance are gone'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "submit" -d 'Submit the training job to the Ray cluster and follow it to the end'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "status" -d 'Show a job\'s status (default: the latest submitted job)'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "logs" -d 'Print a job\'s log (default: the latest submitted job)'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "stop" -d 'Stop a running job and wait until it has stopped'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "jobs" -d 'List the cluster\'s jobs'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh or fish) to stdout'
+complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l out -d 'Output directory' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l force -d 'Overwrite files in DIR that gke-rl did not generate'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l crd -d 'Also check each RayCluster against this CRD\'s openAPIV3Schema (a CRD in YAML or JSON, or the schema as JSON)' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style, with the source line and a caret'
+json\t'An array of {code, severity, file, line, column, message, help}'
+sarif\t'SARIF 2.1.0, for code-scanning UIs'"
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l toolkit -d 'Cluster Toolkit checkout (reads examples/gke-a4/gke-a4.yaml)' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l blueprint -d 'The blueprint file to patch' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l out -d 'Output directory' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l force -d 'Overwrite files in DIR that gke-rl did not generate'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l project -d 'Google Cloud project [default: the config\'s project_id, else gcloud\'s configured project]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l folder -d 'Deployment folder (state file, patched blueprint, gcluster\'s files) [default: .gke-rl/<cluster_name>]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l authorized-cidr -d 'CIDR allowed to reach the control plane [default: the config\'s, else this machine\'s public address]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l timeout -d 'How long to wait for the Ray pods to be Ready (90s, 30m, 1h)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l address-echo -d 'Where to ask for this machine\'s public address (plain text, one address)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l download-dependencies -d 'Let gcluster download Terraform and Packer instead of requiring them on PATH'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l dry-run -d 'Print every command and Kubernetes object, change nothing'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l yes -d 'Do not ask before creating billable resources'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l project -d 'Google Cloud project [default: the config\'s project_id, else gcloud\'s configured project]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l folder -d 'Deployment folder (state file, patched blueprint, gcluster\'s files) [default: .gke-rl/<cluster_name>]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l dry-run -d 'Print what would be deleted and every command, change nothing'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l yes -d 'Do not ask before deleting'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l headers -d 'Extra HTTP headers for every request, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l working-dir -d 'Upload this folder (its .gitignore/.rayignore apply), or this .zip as it is, instead of the job folder' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l include -d 'Add a file to the job folder (repeatable)' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runtime-env -d 'Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l submission-id -d 'Submission id [default: raysubmit_ and 16 random characters, as Ray makes them]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-from-local -d 'Pass this variable from your environment to the job (its value becomes readable through the Jobs API; prefer the Kubernetes Secret)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l metadata -d 'Job metadata KEY=VALUE (repeatable)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-num-cpus -d 'CPUs reserved for the entrypoint' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-num-gpus -d 'GPUs reserved for the entrypoint' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-memory -d 'Memory reserved for the entrypoint, in bytes' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-resources -d 'Custom resources for the entrypoint, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-label-selector -d 'Node labels the entrypoint must run on, KEY=VALUE (repeatable; Ray 2.54+)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l no-wait -d 'Return once the job is accepted'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l headers -d 'Extra HTTP headers for every request, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l json -d 'Print JSON (secret values redacted)'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l headers -d 'Extra HTTP headers for every request, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s f -l follow -d 'Keep streaming until the job ends'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l headers -d 'Extra HTTP headers for every request, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l no-wait -d 'Return once the stop is requested'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l headers -d 'Extra HTTP headers for every request, as a JSON object' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l json -d 'Print JSON (secret values redacted)'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "render" -d 'Render every artifact (env.sh, gcluster deployment file, RayCluster, Secret command, .rayignore, runtime env, job script) from the current config'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "validate" -d 'Check artifacts for every known defect, alone and across files'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "blueprint" -d 'Patch the upstream gke-a4 blueprint into a deployable Lustre + Ray + Spot blueprint'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "deploy" -d 'Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until every Ray pod is Ready; re-running resumes after the last completed step'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "destroy" -d 'Delete the RayCluster, empty the blueprint\'s buckets, run `gcluster destroy`, and verify with gcloud that the cluster and the Lustre instance are gone'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "submit" -d 'Submit the training job to the Ray cluster and follow it to the end'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "status" -d 'Show a job\'s status (default: the latest submitted job)'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "logs" -d 'Print a job\'s log (default: the latest submitted job)'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "stop" -d 'Stop a running job and wait until it has stopped'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "jobs" -d 'List the cluster\'s jobs'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh or fish) to stdout'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand help; and not __fish_seen_subcommand_from render validate blueprint deploy destroy submit status logs stop jobs completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

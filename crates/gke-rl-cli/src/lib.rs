@@ -1,0 +1,165 @@
+//! The `gke-rl` command line: arguments, the console rendering of the operations' events,
+//! prompts and exit codes, over the SDK (`gke-rl`) and the operations (`gke-rl-ops`).
+//!
+//! The binary is `gke-rl`; `cargo xtask <command>` runs the same [`Command`]s through [`run`],
+//! so the two cannot drift. Exit codes: 0 success, 1 findings, a failed job or a failed deploy
+//! step, 2 usage or I/O errors, 130 when Ctrl-C detaches from a job or interrupts deploy/destroy.
+
+mod blueprint;
+mod cluster;
+mod config;
+mod console;
+mod jobs;
+mod render;
+mod report;
+mod validate;
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+use clap::{CommandFactory as _, Parser, Subcommand};
+
+/// Reproducible, checked NeMo-RL GRPO training on GKE with KubeRay and Managed Lustre.
+#[derive(Parser)]
+#[command(name = "gke-rl", bin_name = "gke-rl", version, long_version = long_version())]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The user commands.
+#[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once
+#[allow(missing_docs)] // a variant's doc comment would replace its arguments' doc as its help
+pub enum Command {
+    Render(render::Args),
+    Validate(validate::Args),
+    Blueprint(blueprint::Args),
+    Deploy(cluster::DeployArgs),
+    Destroy(cluster::DestroyArgs),
+    Submit(jobs::SubmitArgs),
+    Status(jobs::StatusArgs),
+    Logs(jobs::LogsArgs),
+    Stop(jobs::StopArgs),
+    Jobs(jobs::JobsArgs),
+    /// Print a shell completion script (bash, zsh or fish) to stdout
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The command that regenerates rendered files, named in their headers: the same from every
+/// front end, so a render's bytes do not depend on how it was run.
+pub const REGENERATE: &str = "gke-rl render";
+
+/// Renders `deployment`, loaded from `source`, with the CLI's headers.
+pub fn render(deployment: &gke_rl::Deployment, source: &str) -> anyhow::Result<gke_rl::Artifacts> {
+    Ok(gke_rl::render(deployment, &gke_rl::RenderOptions { source, regenerate: REGENERATE })?)
+}
+
+/// The name users type for this CLI, in hints and next steps: `gke-rl` or `cargo xtask`.
+pub fn name() -> &'static str {
+    NAME.get().copied().unwrap_or("gke-rl")
+}
+
+static NAME: OnceLock<&'static str> = OnceLock::new();
+
+/// `gke-rl`'s `main`: parses the arguments and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    run(cli.command, "gke-rl")
+}
+
+/// Runs `command` as the CLI called `name` would, printing errors, and gives its exit code.
+pub fn run(command: Command, name: &'static str) -> ExitCode {
+    let _ = NAME.set(name);
+    // One TLS crypto provider for kube, reqwest and the WebSocket client, chosen before any is built.
+    gke_rl_ray::ensure_crypto_provider();
+    let result = match command {
+        Command::Render(args) => args.run().map(|()| 0),
+        Command::Validate(args) => args.run().map(u8::from),
+        Command::Blueprint(args) => args.run().map(|()| 0),
+        Command::Deploy(args) => args.run(),
+        Command::Destroy(args) => args.run(),
+        Command::Submit(args) => args.run(),
+        Command::Status(args) => args.run(),
+        Command::Logs(args) => args.run(),
+        Command::Stop(args) => args.run(),
+        Command::Jobs(args) => args.run(),
+        Command::Completions { shell } => {
+            let mut stdout = std::io::stdout();
+            clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut stdout);
+            let _ = stdout.flush();
+            Ok(0)
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            match e.downcast_ref::<report::Reported>() {
+                Some(reported) => eprintln!("{reported}"),
+                None => eprintln!("error: {e:#}"),
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--version`: the version, the commit it was built from, and the upstream versions it knows.
+fn long_version() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let images: Vec<String> = gke_rl::knowledge::KNOWN_IMAGES.iter().map(|(image, ray)| format!("{image} (Ray {ray})")).collect();
+        format!(
+            "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (the GRPO recipe's keys)",
+            env!("CARGO_PKG_VERSION"),
+            env!("GKE_RL_COMMIT"),
+            images.join(", "),
+            gke_rl::knowledge::KUBERAY_VERSION,
+            gke_rl::knowledge::NEMO_RL_VERSION,
+        )
+    })
+}
+
+/// The one runtime of the commands that talk to a cluster: multi-threaded, so the Ctrl-C
+/// listener runs while a child process (gcluster) blocks the main thread.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
+}
+
+/// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration such as 90s, 30m or 1h"))?;
+    match &text[digits.len()..] {
+        "ms" => Ok(Duration::from_millis(number)),
+        "s" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        "h" => Ok(Duration::from_secs(number * 3600)),
+        _ => Err(format!("`{text}` needs a unit: ms, s, m or h")),
+    }
+}
+
+/// An operations error for printing: a positioned one rustc-style, a foreign state with what
+/// to do, the rest as `explain` words them.
+fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> String) -> anyhow::Error {
+    match &error {
+        gke_rl_ops::Error::Blueprint { path, text, diagnostic } => {
+            report::Reported(report::Report { file: path, source: text, diagnostic }.to_string()).into()
+        }
+        gke_rl_ops::Error::ForeignState { path, .. } => {
+            anyhow::anyhow!("{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder", path.display())
+        }
+        gke_rl_ops::Error::RuntimeEnv { .. } => anyhow::anyhow!("{error}"),
+        _ => anyhow::anyhow!("{}", explain(&error)),
+    }
+}
+
+#[cfg(test)]
+fn project_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
