@@ -27,19 +27,40 @@ fn the_codelab_files_fail_with_json_and_sarif_output() {
 
     let json = gke_rl(&root(), &["validate", codelab, "--format", "json"]);
     assert_eq!(json.status.code(), Some(1));
-    let findings: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
     assert!(
-        findings
+        report["findings"]
             .as_array()
             .unwrap()
             .iter()
             .any(|f| f["code"] == "secret-literal" && f["file"].as_str().unwrap().ends_with("ray_runtime_env_nemo.json"))
     );
+    // The codelab has no blueprint and no Lustre tier: those rules say so.
+    let skipped = report["skipped"].as_array().unwrap();
+    assert!(skipped.iter().any(|s| s["code"] == "blueprint-ray-operator-missing" && s["missing"] == "no blueprint"), "{skipped:#?}");
+    assert!(skipped.iter().any(|s| s["code"] == "lustre-capacity-step"), "{skipped:#?}");
 
     let sarif = gke_rl(&root(), &["validate", codelab, "--format", "sarif"]);
     let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF on stdout");
     assert_eq!(log["version"], "2.1.0");
     assert!(!log["runs"][0]["results"].as_array().unwrap().is_empty());
+    let notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"].as_array().unwrap();
+    assert_eq!(notes.len(), skipped.len(), "SARIF carries the same list");
+}
+
+/// Every run ends with its coverage: what was checked, and what was not with what enables it.
+#[test]
+fn every_run_ends_with_what_it_could_not_check() {
+    let codelab = root().join("tests/fixtures/codelab");
+    let out = gke_rl(&root(), &["validate", codelab.to_str().unwrap()]);
+    let text = stdout(&out);
+    let tail = &text[text.rfind("checked with ").expect("the coverage")..];
+    assert!(tail.contains("checked with ") && tail.contains(" rules; not checked:"), "{tail}");
+    assert!(
+        tail.contains("lustre-capacity-step, lustre-capacity-range, checkpoint-save-time: no Lustre throughput tier (add gke-a4-deployment.yaml, or LUSTRE_THROUGHPUT to env.sh)"),
+        "{tail}"
+    );
+    assert!(tail.contains("blueprint-var-and-setting: no blueprint (add gke-a4.yaml)"), "{tail}");
 }
 
 #[test]

@@ -14,10 +14,37 @@ function setFiles(entries) {
 }
 
 function refresh() {
-  const findings = files.size ? validate(Object.fromEntries(files)) : [];
+  const result = files.size ? validate(Object.fromEntries(files)) : { findings: [], skipped: [] };
+  const findings = result.error ? result : result.findings;
   drawTabs(findings);
   drawEditor();
   drawDiagnostics(findings);
+  drawCoverage(result);
+}
+
+/// What could not be checked, grouped by what would let it: the same list the CLI ends with.
+function drawCoverage(result) {
+  const box = $("coverage");
+  box.replaceChildren();
+  if (!files.size || result.error) return;
+  const head = document.createElement("p");
+  head.textContent = `Checked with ${result.rules_checked} of ${result.rules} rules.`;
+  box.append(head);
+  const groups = new Map();
+  for (const s of result.skipped) {
+    const key = `${s.missing} (${s.enable})`;
+    groups.set(key, [...(groups.get(key) ?? []), s.code]);
+  }
+  if (!groups.size) return;
+  const list = document.createElement("ul");
+  list.setAttribute("aria-label", "Not checked");
+  for (const [why, codes] of groups) {
+    const item = document.createElement("li");
+    item.className = "skipped";
+    item.textContent = `Not checked: ${codes.join(", ")}: ${why}`;
+    list.append(item);
+  }
+  box.append(list);
 }
 
 function drawTabs(findings) {

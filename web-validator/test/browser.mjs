@@ -35,6 +35,10 @@ const selected = await page.evaluate(() => {
 });
 if (selected.file !== "ray-cluster.yaml" || !selected.text.includes("rayVersion")) fail(`jump selected ${JSON.stringify(selected)}`);
 await page.screenshot({ path: `${outDir}/codelab.png`, fullPage: true });
+// What could not be checked is said, as the CLI says it: the codelab has no blueprint.
+const coverage = await page.textContent("#coverage");
+const coverageShown = /Checked with \d+ of \d+ rules/.test(coverage) && coverage.includes("Not checked: blueprint-spot-with-reservation");
+if (!coverageShown) fail(`the page does not list what it could not check: ${coverage}`);
 
 // By keyboard: focus a diagnostic and press Enter.
 await page.locator('.diag[data-code="override-no-op"]').first().focus();
@@ -53,7 +57,7 @@ if (!renderError.includes("gke-rl.yaml:2:3")) fail(`a bad config shows ${renderE
 // A valid render: no errors.
 const valid = JSON.parse(readFileSync(validFilesPath, "utf8"));
 const validFindings = await page.evaluate((files) => window.gkeRl.validate(files), valid);
-const validErrors = validFindings.filter((f) => f.severity === "error");
+const validErrors = validFindings.findings.filter((f) => f.severity === "error");
 if (validErrors.length) fail(`the valid render has errors: ${JSON.stringify(validErrors)}`);
 
 // The same inputs, for the native comparison, and the time validate takes here.
@@ -75,4 +79,4 @@ const foreign = requests.filter((r) => !r.startsWith(origin) && !r.startsWith("b
 if (foreign.length) fail(`requests left the page: ${foreign.join(", ")}`);
 if (errors.length) fail(`page errors: ${errors.join("; ")}`);
 await browser.close();
-console.log(JSON.stringify({ codelab: inBrowser, valid: validFindings, validate_median_ms: timing, requests: requests.length }));
+console.log(JSON.stringify({ codelab: inBrowser, valid: validFindings, validate_median_ms: timing, requests: requests.length, coverage_shown: coverageShown }));

@@ -106,10 +106,14 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     if report["codelab"] != native_codelab || report["valid"] != native_valid {
         bail!("the browser's findings differ from the native ones:\nbrowser: {}\nnative:  {native_codelab}", report["codelab"]);
     }
+    if !report["coverage_shown"].as_bool().unwrap_or(false) {
+        bail!("the page does not say what it could not check");
+    }
     let median_ms = report["validate_median_ms"].as_f64().context("the report has the validate time")?;
     eprintln!(
-        "browser test: {} codelab findings identical to native; valid render clean; validate in Chromium: median {median_ms:.2} ms; screenshot {}",
-        native_codelab.as_array().map_or(0, Vec::len),
+        "browser test: {} codelab findings and {} rules not checked, identical to native; valid render clean; validate in Chromium: median {median_ms:.2} ms; screenshot {}",
+        native_codelab["findings"].as_array().map_or(0, Vec::len),
+        native_codelab["skipped"].as_array().map_or(0, Vec::len),
         out.join("codelab.png").display()
     );
     Ok(median_ms)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use gke_rl::Severity;
-use gke_rl::validate::{self, Finding, SourceFile};
+use gke_rl::validate::{self, SourceFile, Validation};
 
 use crate::config;
 use crate::report::Report;
@@ -53,7 +53,7 @@ impl Args {
             }
         }
         let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
-        let findings = match &self.crd {
+        let validation = match &self.crd {
             Some(path) => {
                 let crd_text = config::read_input(path)?;
                 // The schema compiles on its own thread while the files are parsed and checked.
@@ -62,17 +62,17 @@ impl Args {
                     let checked = validate::check(&sources);
                     let crd = compiling.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))?;
                     let crd = crd.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                    anyhow::Ok(checked.crd(&crd).findings())
+                    anyhow::Ok(checked.crd(&crd).finish())
                 })?
             }
-            None => validate::validate(&sources),
+            None => validate::check(&sources).finish(),
         };
         match self.format {
-            Format::Human => print_human(&findings, &files),
-            Format::Json => println!("{}", serde_json::to_string_pretty(&findings)?),
-            Format::Sarif => println!("{}", serde_json::to_string_pretty(&validate::sarif(&findings))?),
+            Format::Human => print_human(&validation, &files),
+            Format::Json => println!("{}", serde_json::to_string_pretty(&validation)?),
+            Format::Sarif => println!("{}", serde_json::to_string_pretty(&validate::sarif(&validation))?),
         }
-        Ok(validate::count(&findings, Severity::Error) > 0)
+        Ok(validate::count(&validation.findings, Severity::Error) > 0)
     }
 
     /// Every file named, and the files of every directory named whose kind gke-rl knows.
@@ -111,7 +111,8 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn print_human(findings: &[Finding], files: &BTreeMap<String, String>) {
+fn print_human(validation: &Validation, files: &BTreeMap<String, String>) {
+    let findings = &validation.findings;
     for finding in findings {
         let source = files.get(&finding.file).map_or("", String::as_str);
         println!("{}\n", Report { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
@@ -125,4 +126,26 @@ fn print_human(findings: &[Finding], files: &BTreeMap<String, String>) {
         count(Severity::Info),
         plural(files.len(), "file")
     );
+    println!("{}", coverage(validation));
+}
+
+/// What was checked and what was not, grouped by what would let it: the end of every run.
+fn coverage(validation: &Validation) -> String {
+    let mut out = format!("checked with {} of {} rules", validation.rules_checked, validation.rules);
+    if validation.skipped.is_empty() {
+        return out;
+    }
+    let mut groups: Vec<((&str, &str), Vec<&str>)> = Vec::new();
+    for skipped in &validation.skipped {
+        let key = (skipped.missing.as_str(), skipped.enable.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, codes)) => codes.push(skipped.code),
+            None => groups.push((key, vec![skipped.code])),
+        }
+    }
+    out.push_str("; not checked:");
+    for ((missing, enable), codes) in groups {
+        out.push_str(&format!("\n  {}: {missing} ({enable})", codes.join(", ")));
+    }
+    out
 }

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use wasm_bindgen::prelude::*;
 
-/// `validate({"env.sh": "…", "ray-cluster.yaml": "…"})`: the findings array of
-/// `cargo xtask validate --format json`.
+/// `validate({"env.sh": "…", "ray-cluster.yaml": "…"})`: `{findings, skipped, rules_checked,
+/// rules}`, what `gke-rl validate --format json` prints.
 #[wasm_bindgen]
 pub fn validate(files: JsValue) -> JsValue {
     to_js(&js_sys::JSON::stringify(&files).ok().and_then(|s| s.as_string()).map_or_else(
@@ -32,7 +32,7 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
-/// [`validate`] on JSON text: `{name: text}` in, the findings array out.
+/// [`validate`] on JSON text: `{name: text}` in, the validation out.
 pub fn validate_json(files: &str) -> serde_json::Value {
     let files: BTreeMap<String, String> = match serde_json::from_str(files) {
         Ok(files) => files,
@@ -40,7 +40,7 @@ pub fn validate_json(files: &str) -> serde_json::Value {
     };
     let sources: Vec<gke_rl::validate::SourceFile<'_>> =
         files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
-    serde_json::to_value(gke_rl::validate::validate(&sources)).unwrap_or_default()
+    serde_json::to_value(gke_rl::validate::check(&sources).finish()).unwrap_or_default()
 }
 
 /// [`render`]'s value for a config's text.
@@ -74,7 +74,8 @@ mod tests {
     fn validate_json_matches_the_sdk() {
         let files = serde_json::json!({ ".rayignore": "[z-a]\n" }).to_string();
         let findings = validate_json(&files);
-        assert_eq!(findings[0]["code"], "syntax", "{findings}");
+        assert_eq!(findings["findings"][0]["code"], "syntax", "{findings}");
+        assert!(findings["skipped"].as_array().is_some_and(|s| s.iter().any(|s| s["code"] == "ray-version-mismatch")), "{findings}");
         assert!(validate_json("[1]")["error"].as_str().is_some_and(|e| e.starts_with("validate takes an object")));
     }
 

@@ -266,10 +266,24 @@ fn findings_serialize_with_exactly_the_documented_fields() {
         keys.sort();
         assert_eq!(keys, ["code", "column", "file", "help", "line", "message", "severity"]);
     }
-    let sarif = gke_rl::validate::sarif(&findings);
+    let validation = validation(&codelab_style(&apply(&CASES[2])));
+    let json = serde_json::to_value(&validation).unwrap();
+    let mut keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["findings", "rules", "rules_checked", "skipped"]);
+    for skipped in json["skipped"].as_array().unwrap() {
+        let mut keys: Vec<&str> = skipped.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, ["code", "enable", "missing"]);
+    }
+    let sarif = gke_rl::validate::sarif(&validation);
+    let findings = &validation.findings;
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), findings.len());
     assert_eq!(sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], findings[0].diagnostic.line);
+    let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].as_array().unwrap();
+    assert_eq!(notes.len(), validation.skipped.len(), "every rule not checked is a notification");
+    assert!(notes.iter().any(|n| n["descriptor"]["id"] == "crd-schema" && n["level"] == "note"), "{notes:#?}");
 }
 
 #[test]
@@ -299,4 +313,93 @@ fn crd_schema_errors_point_at_the_field() {
         assert_eq!(gke_rl::validate::openapi_schema(&text, true).unwrap(), gke_rl::validate::openapi_schema(&crd_yaml, true).unwrap());
     }
     assert!(gke_rl::validate::openapi_schema("{\"kind\": \"Pod\"}", true).is_err());
+}
+
+/// The files a codelab user has: the render without gcluster's deployment file.
+fn codelab_style(files: &Files) -> Files {
+    files.iter().filter(|(name, _)| name.as_str() != "gke-a4-deployment.yaml").map(|(n, t)| (n.clone(), t.clone())).collect()
+}
+
+fn validation(files: &Files) -> gke_rl::validate::Validation {
+    let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+    gke_rl::validate::check(&sources).finish()
+}
+
+fn codelab_fixtures() -> Files {
+    let dir = project_root().join("tests/fixtures/codelab");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "README.md")
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect()
+}
+
+/// Every rule ran or says what it lacked, on every set users have: the full render, the
+/// codelab-style set, the codelab's own files, each file alone, and nothing.
+#[test]
+fn every_rule_runs_or_says_why_not_on_each_file_set() {
+    let full = rendered(&gke_rl::Deployment::default());
+    let mut sets: Vec<(String, Files)> = vec![
+        ("the full render".into(), full.clone()),
+        ("the codelab-style set".into(), codelab_style(&full)),
+        ("the codelab's files".into(), codelab_fixtures()),
+    ];
+    for (name, text) in &full {
+        sets.push((format!("{name} alone"), Files::from([(name.clone(), text.clone())])));
+    }
+    sets.push(("no file".into(), Files::new()));
+    for (set, files) in sets {
+        let v = validation(&files);
+        assert!(v.unaccounted.is_empty(), "{set}: rules neither ran nor said why: {:?}", v.unaccounted);
+        assert_eq!(v.rules_checked + v.skipped.len(), RULES.len(), "{set}: every rule is counted once");
+        for skipped in &v.skipped {
+            assert!(!skipped.missing.is_empty() && !skipped.enable.is_empty(), "{set}: {skipped:?}");
+        }
+    }
+    let full = validation(&rendered(&gke_rl::Deployment::default()));
+    let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
+    // The default config names no project (env.sh reads it at run time), and no blueprint or
+    // CRD was given: everything else is checked.
+    let expected = |code: &&str| code.starts_with("blueprint-") || ["crd-schema", "project-id-empty"].contains(code);
+    assert!(skipped.iter().all(expected), "the full render checks all else: {skipped:?}");
+}
+
+/// Each rule on the files a codelab user has: it fires on its defect there too, unless what it
+/// checks lives only in gcluster's deployment file or the blueprint, and then it says so.
+#[test]
+fn each_rule_fires_on_the_codelab_style_set_or_names_the_file_it_needs() {
+    for case in CASES {
+        let needs_other_files = case.file == "gke-a4-deployment.yaml" || case.file == MINIMAL_BLUEPRINT;
+        let v = validation(&codelab_style(&apply(case)));
+        let fired = v.findings.iter().any(|f| f.diagnostic.code == case.code);
+        if needs_other_files {
+            let skipped = v.skipped.iter().find(|s| s.code == case.code);
+            assert!(fired || skipped.is_some(), "{}: neither fired nor said what it needs", case.code);
+        } else {
+            assert!(
+                fired,
+                "{} did not fire on the codelab-style set; skipped: {:?}",
+                case.code,
+                v.skipped.iter().find(|s| s.code == case.code)
+            );
+        }
+    }
+}
+
+/// The two examples of the issue: a checkpoint_dir or an HF_HOME outside the Lustre mount, in
+/// the codelab's own files (no deployment file, no Lustre tier).
+#[test]
+fn paths_outside_lustre_are_found_in_the_codelab_files() {
+    let mut files = codelab_fixtures();
+    let script = files.get_mut("run_nemo_rl.sh").unwrap();
+    *script = script.replace("checkpointing.checkpoint_dir=/lustre/", "checkpointing.checkpoint_dir=/scratch/");
+    let env = files.get_mut("ray_runtime_env_nemo.json").unwrap();
+    *env = env.replace("\"HF_HOME\": \"/lustre/", "\"HF_HOME\": \"/scratch/");
+    let outside: Vec<(String, u32)> =
+        check(&files).into_iter().filter(|f| f.diagnostic.code == "path-outside-lustre").map(|f| (f.file, f.diagnostic.line)).collect();
+    assert_eq!(outside, [("ray_runtime_env_nemo.json".to_owned(), 5), ("run_nemo_rl.sh".to_owned(), 21)]);
+    let v = validation(&codelab_fixtures());
+    let sizing = v.skipped.iter().find(|s| s.code == "lustre-capacity-step").expect("sizing is not checked");
+    assert_eq!(sizing.missing, "no Lustre throughput tier", "{sizing:?}");
 }

@@ -9,6 +9,8 @@ mod sarif;
 #[cfg(feature = "crd-schema")]
 mod schema;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 pub use rules::{RULES, Rule};
@@ -146,13 +148,71 @@ pub(crate) struct Views<'a> {
     pub blueprints: Vec<Tree<'a>>,
 }
 
-/// Collects findings; severities come from the rule registry.
+/// A rule that could not run for lack of a fact, and what would provide it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The rule's code.
+    pub code: &'static str,
+    /// What is missing, e.g. "no Lustre throughput tier".
+    pub missing: String,
+    /// The file or setting that would provide it, e.g. "add LUSTRE_THROUGHPUT to env.sh".
+    pub enable: String,
+}
+
+/// What a validation found, and what it could not check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Validation {
+    /// The findings, by file, line and column.
+    pub findings: Vec<Finding>,
+    /// The rules that did not run, each with what would let it.
+    pub skipped: Vec<Skipped>,
+    /// How many rules ran.
+    pub rules_checked: usize,
+    /// How many rules there are.
+    pub rules: usize,
+    /// Rules no check accounted for although a file they read was given: a gap in gke-rl,
+    /// which its tests keep empty.
+    #[serde(skip)]
+    pub unaccounted: Vec<&'static str>,
+}
+
+/// Collects findings, and which rules ran or could not; severities come from the registry.
 pub(crate) struct Sink {
     findings: Vec<Finding>,
+    /// Rule code → `None` when it ran, else why not and what would let it.
+    coverage: BTreeMap<&'static str, Option<(String, String)>>,
 }
 
 impl Sink {
+    fn new() -> Self {
+        Sink { findings: Vec::new(), coverage: BTreeMap::new() }
+    }
+
+    /// Records that `rule` ran (whether or not it found anything).
+    pub fn ran(&mut self, rule: &Rule) {
+        self.coverage.insert(rule.code, None);
+    }
+
+    /// Records that `rule` could not run: `missing` says what it lacks, `enable` where that
+    /// comes from. A rule that ran on another file counts as run.
+    pub fn skip(&mut self, rule: &Rule, missing: impl Into<String>, enable: impl Into<String>) {
+        self.coverage.entry(rule.code).or_insert_with(|| Some((missing.into(), enable.into())));
+    }
+
+    fn absorb(&mut self, other: Sink) {
+        self.findings.extend(other.findings);
+        for (code, state) in other.coverage {
+            match (self.coverage.get(code), &state) {
+                (Some(None), _) | (Some(Some(_)), Some(_)) => {}
+                _ => {
+                    self.coverage.insert(code, state);
+                }
+            }
+        }
+    }
+
     pub fn emit(&mut self, rule: &Rule, file: &str, at: (u32, u32), message: impl Into<String>, help: impl Into<String>) {
+        self.ran(rule);
         let diagnostic = Diagnostic {
             code: rule.code,
             severity: rule.severity,
@@ -180,14 +240,13 @@ pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Findi
 /// Files parsed and checked by every rule, before their findings are taken: a caller can
 /// compile a CRD schema meanwhile and add its checks without parsing the files again.
 pub struct Checked<'a> {
-    #[cfg_attr(not(feature = "crd-schema"), expect(dead_code, reason = "only the CRD check reads the views again"))]
     views: Views<'a>,
     sink: Sink,
 }
 
 /// Parses `files` and runs every rule on them.
 pub fn check<'a>(files: &[SourceFile<'a>]) -> Checked<'a> {
-    let mut sink = Sink { findings: Vec::new() };
+    let mut sink = Sink::new();
     let views = parse_all(files, &mut sink);
     rules::run(&views, &mut sink);
     Checked { views, sink }
@@ -203,10 +262,34 @@ impl Checked<'_> {
 
     /// The findings, by file, line and column.
     pub fn findings(self) -> Vec<Finding> {
-        let mut findings = self.sink.findings;
+        self.finish().findings
+    }
+
+    /// The findings, and the rules that could not run with what would let them. A rule no check
+    /// accounted for is reported by what it reads ([`Rule::reads`]).
+    pub fn finish(self) -> Validation {
+        let Checked { views, mut sink } = self;
+        let mut findings = std::mem::take(&mut sink.findings);
         findings.sort_by(|a, b| (&a.file, a.diagnostic.line, a.diagnostic.column).cmp(&(&b.file, b.diagnostic.line, b.diagnostic.column)));
         findings.dedup();
-        findings
+        let (mut skipped, mut unaccounted) = (Vec::new(), Vec::new());
+        let mut rules_checked = 0;
+        for rule in RULES {
+            match sink.coverage.get(rule.code) {
+                Some(None) => rules_checked += 1,
+                Some(Some((missing, enable))) => {
+                    skipped.push(Skipped { code: rule.code, missing: missing.clone(), enable: enable.clone() })
+                }
+                None => {
+                    let (missing, enable, gap) = rules::unaccounted(rule, &views);
+                    if gap {
+                        unaccounted.push(rule.code);
+                    }
+                    skipped.push(Skipped { code: rule.code, missing, enable });
+                }
+            }
+        }
+        Validation { findings, skipped, rules_checked, rules: RULES.len(), unaccounted }
     }
 }
 
@@ -237,7 +320,7 @@ fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
     };
     let mut views = Views::default();
     for (view, findings) in parsed {
-        sink.findings.extend(findings.findings);
+        sink.absorb(findings);
         match view {
             Some(View::EnvSh(v)) => views.env_sh.push(v),
             Some(View::RayIgnore(v)) => views.ray_ignores.push(v),
@@ -253,13 +336,15 @@ fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
 }
 
 fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
-    let mut sink = Sink { findings: Vec::new() };
+    let mut sink = Sink::new();
     if file.text.len() > MAX_FILE_BYTES {
         let message = format!("{} is larger than 10 MiB and was not read", file.name);
         sink.emit(&rules::FILE_TOO_LARGE, file.name, (1, 1), message, "check that this is the file you meant");
         return (None, sink);
     }
+    sink.ran(&rules::FILE_TOO_LARGE);
     let Some(kind) = detect(file.name, file.text) else { return (None, sink) };
+    sink.ran(&rules::SYNTAX);
     let view = match kind {
         Kind::EnvSh => match envsh::parse(file.text) {
             Ok(assignments) => Some(View::EnvSh(EnvShView { file: file.name, assignments: envsh::evaluate_all(assignments) })),

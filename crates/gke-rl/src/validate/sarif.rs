@@ -1,10 +1,12 @@
 //! Findings as a SARIF 2.1.0 log, for code-scanning UIs (GitHub, VS Code's SARIF viewer).
 
-use super::{Finding, RULES};
+use super::{RULES, Validation};
 use crate::diagnostic::Severity;
 
-/// The findings as a SARIF 2.1.0 log, for code-scanning UIs.
-pub fn sarif(findings: &[Finding]) -> serde_json::Value {
+/// A validation as a SARIF 2.1.0 log, for code-scanning UIs: the findings as results, the rules
+/// that could not run as the invocation's notifications.
+pub fn sarif(validation: &Validation) -> serde_json::Value {
+    let findings = &validation.findings;
     // SARIF calls an info finding a note.
     let level = |severity: Severity| match severity {
         Severity::Info => "note",
@@ -30,9 +32,24 @@ pub fn sarif(findings: &[Finding]) -> serde_json::Value {
             })
         })
         .collect();
+    let notifications: Vec<serde_json::Value> = validation
+        .skipped
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "descriptor": { "id": s.code, "index": RULES.iter().position(|r| r.code == s.code) },
+                "level": "note",
+                "message": { "text": format!("{}: not checked ({}: {})", s.code, s.missing, s.enable) }
+            })
+        })
+        .collect();
     serde_json::json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{ "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } }, "results": results }]
+        "runs": [{
+            "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } },
+            "invocations": [{ "executionSuccessful": true, "toolExecutionNotifications": notifications }],
+            "results": results
+        }]
     })
 }

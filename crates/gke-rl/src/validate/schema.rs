@@ -23,6 +23,9 @@ impl CrdSchema {
     }
 
     pub(super) fn check(&self, views: &Views<'_>, sink: &mut Sink) {
+        if !views.ray_clusters.is_empty() {
+            sink.ran(&CRD_SCHEMA);
+        }
         for cluster in &views.ray_clusters {
             let instance = cluster.root.to_json();
             for error in self.validator.iter_errors(&instance) {

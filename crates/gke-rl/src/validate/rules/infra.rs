@@ -7,9 +7,57 @@ use crate::yaml::{Node, Value};
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     placeholders(views, sink);
+    counts_and_project(views, facts, sink);
+    match (&facts.zone, &facts.region) {
+        (Some(_), Some(_)) => sink.ran(&ZONE_NOT_IN_REGION),
+        (zone, _) => sink.skip(
+            &ZONE_NOT_IN_REGION,
+            if zone.is_none() { "no zone" } else { "no region" },
+            "set ZONE and REGION in env.sh, or zone and region in gke-a4-deployment.yaml",
+        ),
+    }
+    if let (Some(zone), Some(region)) = (&facts.zone, &facts.region)
+        && !zone.value.starts_with(&format!("{}-", region.value))
+    {
+        sink.emit(
+            &ZONE_NOT_IN_REGION,
+            &zone.file,
+            zone.at,
+            format!("zone `{}` is not in region `{}` ({})", zone.value, region.value, region.cite()),
+            format!("use a zone of {} such as `{}-b`, or change the region", region.value, region.value),
+        );
+    }
+    match &facts.cluster_name {
+        None => sink.skip(
+            &DEPLOYMENT_NAME_TOO_LONG,
+            "no deployment name",
+            "set CLUSTER_NAME in env.sh, or deployment_name in gke-a4-deployment.yaml",
+        ),
+        Some(name) => {
+            sink.ran(&DEPLOYMENT_NAME_TOO_LONG);
+            if name.value.chars().count() > 20 {
+                sink.emit(
+                    &DEPLOYMENT_NAME_TOO_LONG,
+                    &name.file,
+                    name.at,
+                    format!("deployment name `{}` has {} characters; Cluster Toolkit allows 20", name.value, name.value.chars().count()),
+                    "shorten it to at most 20 characters",
+                );
+            }
+        }
+    }
+    for blueprint in &views.blueprints {
+        self::blueprint(blueprint, views, sink);
+    }
+}
+
+/// Node and GPU counts, GPUs per node and the project id, in env.sh and the deployment file.
+fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
+    let (mut counted, mut projected, mut gpus_stated) = (false, false, false);
     for env in &views.env_sh {
         for name in ["NUM_NODES", "GPUS_PER_NODE"] {
             let Some((assignment, Some(value))) = env.get(name) else { continue };
+            counted = true;
             if !value.parse::<u64>().is_ok_and(|n| n > 0) {
                 sink.emit(
                     &COUNT_NOT_POSITIVE,
@@ -20,6 +68,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                 );
             }
         }
+        gpus_stated |= env.get("GPUS_PER_NODE").is_some_and(|(_, value)| value.is_some());
         if let (Some((assignment, Some(value))), Some(machine)) = (env.get("GPUS_PER_NODE"), facts.machine())
             && value.parse::<u32>().is_ok_and(|n| n > 0 && n != machine.gpus)
         {
@@ -31,6 +80,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                 format!("set GPUS_PER_NODE={}", machine.gpus),
             );
         }
+        projected |= env.get("PROJECT_ID").is_some_and(|(_, value)| value.is_some());
         if let Some((assignment, Some(value))) = env.get("PROJECT_ID")
             && value.is_empty()
         {
@@ -44,6 +94,8 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         }
     }
     for file in &views.deployment_files {
+        projected |= file.root.get(&["vars", "project_id"]).is_some();
+        counted |= file.root.get(&["vars", "static_node_count"]).is_some();
         if let Some(project) = file.root.get(&["vars", "project_id"])
             && project.text().is_none_or(str::is_empty)
         {
@@ -67,35 +119,31 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             );
         }
     }
-    if let (Some(zone), Some(region)) = (&facts.zone, &facts.region)
-        && !zone.value.starts_with(&format!("{}-", region.value))
-    {
-        sink.emit(
-            &ZONE_NOT_IN_REGION,
-            &zone.file,
-            zone.at,
-            format!("zone `{}` is not in region `{}` ({})", zone.value, region.value, region.cite()),
-            format!("use a zone of {} such as `{}-b`, or change the region", region.value, region.value),
-        );
+    let either = "env.sh or gke-a4-deployment.yaml";
+    if counted {
+        sink.ran(&COUNT_NOT_POSITIVE);
+    } else {
+        sink.skip(&COUNT_NOT_POSITIVE, "no node or GPU count", format!("set NUM_NODES and GPUS_PER_NODE in {either}"));
     }
-    if let Some(name) = &facts.cluster_name
-        && name.value.chars().count() > 20
-    {
-        sink.emit(
-            &DEPLOYMENT_NAME_TOO_LONG,
-            &name.file,
-            name.at,
-            format!("deployment name `{}` has {} characters; Cluster Toolkit allows 20", name.value, name.value.chars().count()),
-            "shorten it to at most 20 characters",
-        );
+    match (gpus_stated, facts.machine()) {
+        (true, Some(_)) => sink.ran(&GPUS_PER_NODE),
+        (false, _) => sink.skip(&GPUS_PER_NODE, "no GPUS_PER_NODE", "set GPUS_PER_NODE in env.sh"),
+        (true, None) => sink.skip(&GPUS_PER_NODE, "the machine type is unknown", "use a machine type gke-rl knows (a4-highgpu-8g)"),
     }
-    for blueprint in &views.blueprints {
-        self::blueprint(blueprint, views, sink);
+    if projected {
+        sink.ran(&PROJECT_ID_EMPTY);
+    } else {
+        sink.skip(
+            &PROJECT_ID_EMPTY,
+            "no project id",
+            format!("set PROJECT_ID in env.sh, or project_id in gke-a4-deployment.yaml ({either})"),
+        );
     }
 }
 
 /// String values with `{{…}}` or `<YOUR-…>` debris, in every file.
 fn placeholders(views: &Views<'_>, sink: &mut Sink) {
+    sink.ran(&PLACEHOLDER);
     let help = "replace the placeholder with the real value";
     for env in &views.env_sh {
         for (assignment, value) in &env.assignments {
@@ -136,6 +184,20 @@ fn blueprint(tree: &crate::validate::Tree<'_>, views: &Views<'_>, sink: &mut Sin
     let deployment_var = |name: &str| views.deployment_files.iter().find_map(|d| d.root.get(&["vars", name]));
     let var = |name: &str| root.get(&["vars", name]).or_else(|| deployment_var(name));
 
+    sink.ran(&BLUEPRINT_VAR_AND_SETTING);
+    match module(root, "modules/compute/gke-node-pool") {
+        Some(_) => sink.ran(&BLUEPRINT_SPOT_RESERVATION),
+        None => sink.skip(&BLUEPRINT_SPOT_RESERVATION, "the blueprint has no gke-node-pool module", "give the gke-a4 blueprint"),
+    }
+    match module(root, "modules/scheduler/gke-cluster") {
+        Some(_) => sink.ran(&BLUEPRINT_RAY_OPERATOR),
+        None => sink.skip(&BLUEPRINT_RAY_OPERATOR, "the blueprint has no gke-cluster module", "give the gke-a4 blueprint"),
+    }
+    if views.ray_clusters.is_empty() {
+        sink.skip(&BLUEPRINT_LUSTRE_COMMENTED, "no RayCluster to tell whether Lustre is mounted", "add ray-cluster.yaml");
+    } else {
+        sink.ran(&BLUEPRINT_LUSTRE_COMMENTED);
+    }
     if let Some(pool) = module(root, "modules/compute/gke-node-pool") {
         let spot = is_true(pool.get(&["settings", "spot"])) || is_true(var("spot"));
         let affinity = pool.get(&["settings", "reservation_affinity", "consume_reservation_type"]);
@@ -145,7 +207,7 @@ fn blueprint(tree: &crate::validate::Tree<'_>, views: &Views<'_>, sink: &mut Sin
                 tree.file,
                 affinity.at(),
                 "the node pool is Spot but consumes a SPECIFIC_RESERVATION; its precondition fails at terraform plan",
-                "replace `reservation_affinity` with `spot: true` and drop the `reservation` var (`cargo xtask blueprint` does it)",
+                "replace `reservation_affinity` with `spot: true` and drop the `reservation` var (`gke-rl blueprint` does it)",
             );
         }
     }

@@ -67,14 +67,44 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// Whether the key's value is known: overridden, or in a recipe gke-rl knows.
+    fn known(&self, key: &str) -> bool {
+        self.overrides.contains_key(key) || self.recipe(key).is_some()
+    }
+
     fn at(&self, key: &str) -> (u32, u32) {
         self.overrides.get(key).map_or(self.launch.at, |o| o.value_at)
     }
 }
 
+/// Every rule this module runs.
+const LAUNCH_RULES: [&Rule; 13] = [
+    &WORLD_SIZE_PARALLELISM,
+    &ROLLOUT_BATCH,
+    &GLOBAL_BATCH_DATA_PARALLEL,
+    &CLUSTER_SIZE_MISMATCH,
+    &SAVE_PERIOD,
+    &METRIC_NAME,
+    &DATASET_UNKNOWN,
+    &OVERRIDE_NO_OP,
+    &OVERRIDE_UNKNOWN_KEY,
+    &OVERRIDE_QUOTED,
+    &RECIPE_UNKNOWN,
+    &LUSTRE_TOO_SMALL,
+    &CHECKPOINT_SAVE_TIME,
+];
+
+/// Where a value the rules need comes from when the recipe is not one gke-rl knows.
+const SET_IT: &str = "override it in the job script, or use a recipe gke-rl knows (examples/configs/grpo_math_70B_megatron.yaml)";
+
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     for view in &views.jobs {
-        let Some(job) = Job::new(view) else { continue };
+        let Some(job) = Job::new(view) else {
+            for rule in LAUNCH_RULES {
+                sink.skip(rule, "the job script has no NeMo-RL launch line", "launch examples/run_grpo_math.py in run_nemo_rl.sh");
+            }
+            continue;
+        };
         overrides(&job, sink);
         parallelism(&job, sink);
         cluster_size(&job, views, facts, sink);
@@ -85,6 +115,23 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
 
 fn overrides(job: &Job<'_>, sink: &mut Sink) {
     let file = job.view.file;
+    sink.ran(&RECIPE_UNKNOWN);
+    sink.ran(&OVERRIDE_NO_OP);
+    match (&job.launch.config, job.keys) {
+        (_, Some(_)) => {
+            sink.ran(&OVERRIDE_UNKNOWN_KEY);
+            sink.ran(&OVERRIDE_QUOTED);
+        }
+        (config, None) => {
+            let missing = match config {
+                Some(config) => format!("the keys of `{}` are unknown", config.text),
+                None => "the launch line names no --config recipe".to_owned(),
+            };
+            for rule in [&OVERRIDE_UNKNOWN_KEY, &OVERRIDE_QUOTED] {
+                sink.skip(rule, missing.clone(), "use examples/configs/grpo_math_70B_megatron.yaml, whose keys gke-rl knows");
+            }
+        }
+    }
     if job.keys.is_none()
         && let Some(config) = &job.launch.config
     {
@@ -147,7 +194,13 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
 
 fn parallelism(job: &Job<'_>, sink: &mut Sink) {
     let file = job.view.file;
-    let Some(((nodes, _), (gpus, _))) = job.int("cluster.num_nodes").zip(job.int("cluster.gpus_per_node")) else { return };
+    let Some(((nodes, _), (gpus, _))) = job.int("cluster.num_nodes").zip(job.int("cluster.gpus_per_node")) else {
+        for rule in [&WORLD_SIZE_PARALLELISM, &ROLLOUT_BATCH, &GLOBAL_BATCH_DATA_PARALLEL] {
+            sink.skip(rule, "no cluster.num_nodes or cluster.gpus_per_node", SET_IT);
+        }
+        return;
+    };
+    sink.ran(&WORLD_SIZE_PARALLELISM);
     let world = nodes * gpus;
     let megatron = job.boolean("policy.megatron_cfg.enabled") == Some(true);
     let size = |key: &str| job.int(&format!("policy.megatron_cfg.{key}")).map_or(1, |(n, _)| n.max(1));
@@ -165,14 +218,22 @@ fn parallelism(job: &Job<'_>, sink: &mut Sink) {
             format!("world size {nodes} nodes × {gpus} GPUs = {world} is not a multiple of TP {tp} × PP {pp} × CP {cp} = {model_parallel}"),
             format!("use a node count that makes nodes × GPUs a multiple of {model_parallel}"),
         );
+        for rule in [&ROLLOUT_BATCH, &GLOBAL_BATCH_DATA_PARALLEL] {
+            sink.skip(rule, "no data-parallel size: the world size does not fit the parallelism", "fix world-size-parallelism first");
+        }
         return;
     }
     let dp = world / model_parallel;
     let (Some((prompts, _)), Some((generations, _)), Some((gbs, _))) =
         (job.int("grpo.num_prompts_per_step"), job.int("grpo.num_generations_per_prompt"), job.int("policy.train_global_batch_size"))
     else {
+        for rule in [&ROLLOUT_BATCH, &GLOBAL_BATCH_DATA_PARALLEL] {
+            sink.skip(rule, "no prompts per step, generations per prompt or train_global_batch_size", SET_IT);
+        }
         return;
     };
+    sink.ran(&ROLLOUT_BATCH);
+    sink.ran(&GLOBAL_BATCH_DATA_PARALLEL);
     let rollout = prompts * generations;
     if gbs <= 0 || rollout % gbs != 0 {
         sink.emit(
@@ -207,6 +268,15 @@ fn cluster_size(job: &Job<'_>, views: &Views<'_>, facts: &Facts, sink: &mut Sink
             (replicas, gpus, p.group.at())
         })
     });
+    let compared = (job.int("cluster.num_nodes").is_some() && (worker.is_some() || facts.node_count.is_some()))
+        || (job.int("cluster.gpus_per_node").is_some() && worker.is_some());
+    if compared {
+        sink.ran(&CLUSTER_SIZE_MISMATCH);
+    } else if job.int("cluster.num_nodes").is_none() && job.int("cluster.gpus_per_node").is_none() {
+        sink.skip(&CLUSTER_SIZE_MISMATCH, "no cluster.num_nodes or cluster.gpus_per_node", SET_IT);
+    } else {
+        sink.skip(&CLUSTER_SIZE_MISMATCH, "no GPU workers or node count to compare with", "add ray-cluster.yaml, or NUM_NODES to env.sh");
+    }
     if let Some((nodes, _)) = job.int("cluster.num_nodes") {
         let expected = worker
             .and_then(|(r, _, at)| Some((r?, format!("{}:{}", cluster?.file, at.0))))
@@ -237,6 +307,13 @@ fn cluster_size(job: &Job<'_>, views: &Views<'_>, facts: &Facts, sink: &mut Sink
 
 fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
     let file = job.view.file;
+    for (rule, key) in [(&SAVE_PERIOD, "checkpointing.save_period"), (&METRIC_NAME, "checkpointing.metric_name")] {
+        if job.known(key) {
+            sink.ran(rule);
+        } else {
+            sink.skip(rule, format!("no {key}"), SET_IT);
+        }
+    }
     if let Some((period, at)) = job.int("checkpointing.save_period")
         && period <= 0
     {
@@ -262,7 +339,11 @@ fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
 }
 
 fn dataset(job: &Job<'_>, sink: &mut Sink) {
-    let Some((name, at)) = job.string("data.dataset_name") else { return };
+    let Some((name, at)) = job.string("data.dataset_name") else {
+        sink.skip(&DATASET_UNKNOWN, "no data.dataset_name", SET_IT);
+        return;
+    };
+    sink.ran(&DATASET_UNKNOWN);
     let at = at.unwrap_or(job.launch.at);
     match knowledge::GRPO_DATASETS.iter().find(|(known, _)| *known == name) {
         None => {

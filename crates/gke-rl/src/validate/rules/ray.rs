@@ -63,6 +63,13 @@ pub(crate) fn pods(cluster: &Node) -> Vec<Pod<'_>> {
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     for cluster in &views.ray_clusters {
         let pods = pods(&cluster.root);
+        // Every pod's own checks run on whatever the pods hold.
+        for rule in [&RAY_START_PARAM_NOT_STRING, &VOLUME_DUPLICATE_NAME, &MOUNT_DUPLICATE_PATH, &MOUNT_UNKNOWN_VOLUME, &DEV_SHM_TWICE] {
+            sink.ran(rule);
+        }
+        for rule in [&GPU_TOLERATION, &HEAD_DASHBOARD_PORT, &WORKER_REPLICAS_RANGE] {
+            sink.ran(rule);
+        }
         version(cluster, &pods, sink);
         name(cluster, sink);
         for pod in &pods {
@@ -81,10 +88,20 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
 
 fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
     let image = pods.first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"]));
-    let Some((image, image_text)) = image.and_then(|n| Some((n, n.text()?))) else { return };
+    let Some((image, image_text)) = image.and_then(|n| Some((n, n.text()?))) else {
+        for rule in [&RAY_VERSION_MISMATCH, &RAY_UNKNOWN_IMAGE] {
+            sink.skip(rule, "the RayCluster names no image", "set the containers' image in ray-cluster.yaml");
+        }
+        return;
+    };
+    sink.ran(&RAY_UNKNOWN_IMAGE);
     match knowledge::ray_version_of_image(image_text) {
         Some(shipped) => {
-            let Some(declared) = cluster.root.get(&["spec", "rayVersion"]) else { return };
+            let Some(declared) = cluster.root.get(&["spec", "rayVersion"]) else {
+                sink.skip(&RAY_VERSION_MISMATCH, "no rayVersion", "set spec.rayVersion in ray-cluster.yaml");
+                return;
+            };
+            sink.ran(&RAY_VERSION_MISMATCH);
             if declared.text() != Some(shipped) {
                 sink.emit(
                     &RAY_VERSION_MISMATCH,
@@ -95,18 +112,29 @@ fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
                 );
             }
         }
-        None => sink.emit(
-            &RAY_UNKNOWN_IMAGE,
-            cluster.file,
-            image.at(),
-            format!("the Ray version inside `{image_text}` is unknown"),
-            "make sure rayVersion equals `ray --version` inside the image",
-        ),
+        None => {
+            sink.skip(
+                &RAY_VERSION_MISMATCH,
+                format!("the Ray version inside `{image_text}` is unknown"),
+                "use an image gke-rl knows (gke-rl --version lists them)",
+            );
+            sink.emit(
+                &RAY_UNKNOWN_IMAGE,
+                cluster.file,
+                image.at(),
+                format!("the Ray version inside `{image_text}` is unknown"),
+                "make sure rayVersion equals `ray --version` inside the image",
+            );
+        }
     }
 }
 
 fn name(cluster: &Tree<'_>, sink: &mut Sink) {
-    let Some(node) = cluster.root.get(&["metadata", "name"]) else { return };
+    let Some(node) = cluster.root.get(&["metadata", "name"]) else {
+        sink.skip(&RAYCLUSTER_NAME, "the RayCluster has no metadata.name", "name it in ray-cluster.yaml");
+        return;
+    };
+    sink.ran(&RAYCLUSTER_NAME);
     let name = node.text().unwrap_or_default();
     let dns_1035 = name.starts_with(|c: char| c.is_ascii_lowercase())
         && !name.ends_with('-')
@@ -151,6 +179,14 @@ fn dashboard_port(cluster: &Tree<'_>, head: &Pod<'_>, sink: &mut Sink) {
 }
 
 fn replicas(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    match facts.node_count {
+        Some(_) => sink.ran(&WORKER_REPLICAS_NODES),
+        None => sink.skip(
+            &WORKER_REPLICAS_NODES,
+            "no GPU node count",
+            "set NUM_NODES in env.sh, or static_node_count in gke-a4-deployment.yaml",
+        ),
+    }
     for pod in pods.iter().filter(|p| !p.is_head) {
         let number = |key: &str| pod.group.get(&[key]).and_then(|n| Some((n.as_u64()?, n.at())));
         let (min, max, replicas) = (number("minReplicas"), number("maxReplicas"), number("replicas"));
@@ -194,7 +230,14 @@ fn replicas(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink
 }
 
 fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
-    let Some(machine) = facts.machine() else { return };
+    let Some(machine) = facts.machine() else {
+        for rule in [&GPU_LIMIT, &RESOURCES_EXCEED_NODE] {
+            sink.skip(rule, "the machine type is unknown", "use a machine type gke-rl knows (a4-highgpu-8g)");
+        }
+        return;
+    };
+    sink.ran(&GPU_LIMIT);
+    sink.ran(&RESOURCES_EXCEED_NODE);
     let expected_gpus = facts.gpus_per_node.as_ref().map_or(u64::from(machine.gpus), |f| f.value);
     for pod in pods {
         if let Some(limit) = pod.gpu_limit()
@@ -316,7 +359,11 @@ fn volumes(cluster: &Tree<'_>, pod: &Pod<'_>, sink: &mut Sink) {
 
 /// The RayCluster's PVC claims against the PVC the blueprint creates.
 fn pvc(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
-    let Some(expected) = &facts.pvc_name else { return };
+    let Some(expected) = &facts.pvc_name else {
+        sink.skip(&PVC_NAME_MISMATCH, "no Lustre PVC name", "add the patched gke-a4.yaml, or LUSTRE_PVC_NAME to env.sh");
+        return;
+    };
+    sink.ran(&PVC_NAME_MISMATCH);
     for pod in pods {
         for volume in pod.spec.get(&["volumes"]).map(Node::items).unwrap_or_default() {
             let Some(claim) = volume.get(&["persistentVolumeClaim", "claimName"]) else { continue };

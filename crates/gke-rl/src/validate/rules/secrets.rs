@@ -17,6 +17,15 @@ fn token_at(text: &str) -> Option<usize> {
 }
 
 pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
+    if !(views.env_sh.is_empty() && views.runtime_envs.is_empty() && views.jobs.is_empty()) {
+        sink.ran(&SECRET_LITERAL);
+    }
+    if !views.runtime_envs.is_empty() {
+        sink.ran(&RUNTIME_ENV_TYPES);
+    }
+    if !views.ray_ignores.is_empty() {
+        sink.ran(&UPLOAD_INCLUDES_SECRETS);
+    }
     for env in &views.env_sh {
         for (assignment, value) in &env.assignments {
             let Some(value) = value.as_deref().filter(|v| !v.is_empty()) else { continue };
@@ -139,7 +148,15 @@ fn ray_override(views: &Views<'_>, sink: &mut Sink) {
     let in_runtime_env =
         views.runtime_envs.iter().any(|e| e.root.get(&["env_vars", "RAY_OVERRIDE_JOB_RUNTIME_ENV"]).and_then(Node::text) == Some("1"));
     for job in &views.jobs {
-        let Some(launch) = &job.script.launch else { continue };
+        let Some(launch) = &job.script.launch else {
+            sink.skip(
+                &RAY_OVERRIDE_MISSING,
+                "the job script has no NeMo-RL launch line",
+                "launch examples/run_grpo_math.py in run_nemo_rl.sh",
+            );
+            continue;
+        };
+        sink.ran(&RAY_OVERRIDE_MISSING);
         let exported = job
             .script
             .exports

@@ -7,9 +7,29 @@ use crate::knowledge::{self, BF16_BYTES_PER_PARAMETER, CHECKPOINT_BYTES_PER_PARA
 use crate::validate::facts::Fact;
 use crate::yaml::Node;
 
+/// Where the Lustre capacity comes from.
+const CAPACITY_FROM: &str = "add gke-a4-deployment.yaml, or LUSTRE_CAPACITY to env.sh";
+/// Where the Lustre throughput tier comes from.
+const TIER_FROM: &str = "add gke-a4-deployment.yaml, or LUSTRE_THROUGHPUT to env.sh";
+
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
-    let (Some(capacity), Some(throughput)) = (&facts.lustre_capacity_gib, &facts.lustre_throughput) else { return };
-    let Some(tier) = knowledge::lustre_tier(throughput.value) else {
+    let tier = tier(facts, sink);
+    capacity(facts, tier, sink);
+    let capacity = facts.lustre_capacity_gib.as_ref();
+    for job in views.jobs.iter().filter_map(Job::new) {
+        fits(&job, capacity, tier.zip(facts.lustre_throughput.as_ref()).map(|(_, t)| t), sink);
+    }
+    on_lustre(views, sink);
+}
+
+/// The throughput tier, when it is stated and one Managed Lustre offers.
+fn tier(facts: &Facts, sink: &mut Sink) -> Option<&'static knowledge::LustreTier> {
+    let Some(throughput) = &facts.lustre_throughput else {
+        sink.skip(&LUSTRE_TIER_UNKNOWN, "no Lustre throughput tier", TIER_FROM);
+        return None;
+    };
+    let tier = knowledge::lustre_tier(throughput.value);
+    if tier.is_none() {
         let tiers: Vec<String> = knowledge::LUSTRE_TIERS.iter().map(|t| t.throughput.to_string()).collect();
         sink.emit(
             &LUSTRE_TIER_UNKNOWN,
@@ -18,8 +38,23 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             format!("{} MB/s per TiB is not a Managed Lustre tier", throughput.value),
             format!("use one of {}", tiers.join(", ")),
         );
+    }
+    sink.ran(&LUSTRE_TIER_UNKNOWN);
+    tier
+}
+
+/// The capacity against the tier's range and step.
+fn capacity(facts: &Facts, tier: Option<&knowledge::LustreTier>, sink: &mut Sink) {
+    let rules = [&LUSTRE_CAPACITY_RANGE, &LUSTRE_CAPACITY_STEP];
+    let (Some(capacity), Some(tier)) = (&facts.lustre_capacity_gib, tier) else {
+        let (missing, enable) = match &facts.lustre_capacity_gib {
+            None => ("no Lustre capacity", CAPACITY_FROM),
+            Some(_) => ("no Lustre throughput tier", TIER_FROM),
+        };
+        rules.iter().for_each(|rule| sink.skip(rule, missing, enable));
         return;
     };
+    rules.iter().for_each(|rule| sink.ran(rule));
     let gib = capacity.value;
     if gib < tier.min_gib || gib > tier.max_gib {
         sink.emit(
@@ -39,17 +74,35 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             format!("use {} or {} GiB", gib / step * step.max(1), (gib / step + 1) * step),
         );
     }
-    for job in views.jobs.iter().filter_map(Job::new) {
-        fits(&job, capacity, throughput, sink);
-        on_lustre(&job, views, sink);
-    }
 }
 
-/// Peak footprint against capacity, and the time one save takes.
-fn fits(job: &Job<'_>, capacity: &Fact<u64>, throughput: &Fact<u64>, sink: &mut Sink) {
-    let Some(model) = job.string("policy.model_name") else { return };
-    let Some(&(_, parameters)) = knowledge::MODEL_PARAMETERS.iter().find(|(name, _)| *name == model.0) else { return };
+/// Peak footprint against capacity, and the time one save takes; `throughput` is given when it
+/// is a real tier.
+fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u64>>, sink: &mut Sink) {
+    let Some(capacity) = capacity else {
+        sink.skip(&LUSTRE_TOO_SMALL, "no Lustre capacity", CAPACITY_FROM);
+        sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre capacity", CAPACITY_FROM);
+        return;
+    };
+    let Some(model) = job.string("policy.model_name") else {
+        let missing = "no policy.model_name";
+        let enable = "set policy.model_name in the job script, or use a recipe gke-rl knows";
+        sink.skip(&LUSTRE_TOO_SMALL, missing, enable);
+        sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
+        return;
+    };
+    let Some(&(_, parameters)) = knowledge::MODEL_PARAMETERS.iter().find(|(name, _)| *name == model.0) else {
+        let missing = format!("the parameter count of {} is unknown", model.0);
+        let known: Vec<&str> = knowledge::MODEL_PARAMETERS.iter().map(|(name, _)| *name).collect();
+        let enable = format!("gke-rl knows {}", known.join(", "));
+        sink.skip(&LUSTRE_TOO_SMALL, missing.clone(), enable.clone());
+        sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
+        return;
+    };
+    sink.ran(&LUSTRE_TOO_SMALL);
     if job.boolean("checkpointing.enabled") != Some(true) {
+        // Nothing is saved: nothing to fit, nothing to time.
+        sink.ran(&CHECKPOINT_SAVE_TIME);
         return;
     }
     let checkpoint = CHECKPOINT_BYTES_PER_PARAMETER * parameters;
@@ -59,7 +112,14 @@ fn fits(job: &Job<'_>, capacity: &Fact<u64>, throughput: &Fact<u64>, sink: &mut 
         Some((k, _)) if k >= 1 => Some(k as u64 + 1),
         _ => saves,
     };
-    let Some(kept) = kept else { return };
+    let Some(kept) = kept else {
+        sink.skip(
+            &LUSTRE_TOO_SMALL,
+            "how many checkpoints are kept is unknown",
+            "set checkpointing.keep_top_k, or save_period and grpo.max_num_steps",
+        );
+        return;
+    };
     let peak = kept.min(saves.unwrap_or(kept)).max(1) * checkpoint + 2 * BF16_BYTES_PER_PARAMETER * parameters;
     let available = capacity.value * GIB;
     let tb = |bytes: u64| bytes as f64 / 1e12;
@@ -80,6 +140,10 @@ fn fits(job: &Job<'_>, capacity: &Fact<u64>, throughput: &Fact<u64>, sink: &mut 
             format!("raise the capacity to at least {} GiB, or lower checkpointing.keep_top_k", peak.div_ceil(GIB)),
         );
     }
+    let Some(throughput) = throughput else {
+        sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre throughput tier", TIER_FROM);
+        return;
+    };
     let bytes_per_second = capacity.value as f64 / 1024.0 * throughput.value as f64 * 1e6;
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
@@ -98,24 +162,33 @@ fn fits(job: &Job<'_>, capacity: &Fact<u64>, throughput: &Fact<u64>, sink: &mut 
     );
 }
 
-/// `checkpoint_dir` and `HF_HOME` must be on the Lustre mount the RayCluster shares.
-fn on_lustre(job: &Job<'_>, views: &Views<'_>, sink: &mut Sink) {
-    let Some(mount) = lustre_mount(views) else { return };
+/// `checkpoint_dir` and `HF_HOME` must be on the Lustre mount the RayCluster shares. Needs only
+/// the RayCluster's mount and the job script or the runtime env: no Lustre size or tier.
+fn on_lustre(views: &Views<'_>, sink: &mut Sink) {
+    let Some(mount) = lustre_mount(views) else {
+        let missing = if views.ray_clusters.is_empty() { "no Lustre mount" } else { "the RayCluster mounts no PVC" };
+        sink.skip(&PATH_OUTSIDE_LUSTRE, missing, "add ray-cluster.yaml with its Lustre PVC mount");
+        return;
+    };
     let under = |path: &str| path == mount || path.starts_with(&format!("{}/", mount.trim_end_matches('/')));
-    if let Some((dir, Some(at))) = job.string("checkpointing.checkpoint_dir")
-        && !under(dir)
-    {
-        sink.emit(
-            &PATH_OUTSIDE_LUSTRE,
-            job.view.file,
-            at,
-            format!("checkpoint_dir `{dir}` is outside the Lustre mount `{mount}`; head and workers would write to different disks"),
-            format!("put it under {mount}/"),
-        );
+    let mut looked = false;
+    for job in views.jobs.iter().filter_map(Job::new) {
+        let Some((dir, at)) = job.string("checkpointing.checkpoint_dir") else { continue };
+        looked = true;
+        if !under(dir) {
+            sink.emit(
+                &PATH_OUTSIDE_LUSTRE,
+                job.view.file,
+                at.unwrap_or(job.launch_at()),
+                format!("checkpoint_dir `{dir}` is outside the Lustre mount `{mount}`; head and workers would write to different disks"),
+                format!("put it under {mount}/"),
+            );
+        }
     }
     let hf_homes = views.runtime_envs.iter().filter_map(|env| Some((env.file, env.root.get(&["env_vars", "HF_HOME"])?)));
     for (file, node) in hf_homes {
         let Some(path) = node.text() else { continue };
+        looked = true;
         if !under(path) {
             sink.emit(
                 &PATH_OUTSIDE_LUSTRE,
@@ -125,6 +198,11 @@ fn on_lustre(job: &Job<'_>, views: &Views<'_>, sink: &mut Sink) {
                 format!("put it under {mount}/ so every node shares the model download"),
             );
         }
+    }
+    if looked {
+        sink.ran(&PATH_OUTSIDE_LUSTRE);
+    } else {
+        sink.skip(&PATH_OUTSIDE_LUSTRE, "no checkpoint_dir or HF_HOME", "add run_nemo_rl.sh, or the runtime env with HF_HOME");
     }
 }
 
