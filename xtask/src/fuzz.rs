@@ -1,6 +1,7 @@
 //! `cargo xtask fuzz [TARGET…] [--seconds N]`: libFuzzer on every parser (cargo-fuzz, nightly),
 //! each corpus seeded with the repository's own artifacts and fixtures. A crash, a panic, or
-//! an input taking over 5 s (a hang) fails the run.
+//! an input taking over 5 s (a hang) or growing past 1 GiB of memory (256 MiB in one
+//! allocation) fails the run.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -12,7 +13,8 @@ use crate::project_root;
 
 /// Every fuzz target, with the files that seed its corpus (relative to the project root).
 const TARGETS: &[(&str, &[&str])] = &[
-    ("env_sh", &["manifests/env.sh", "tests/fixtures/codelab/env.sh"]),
+    ("env_sh", &["manifests/env.sh", "tests/fixtures/codelab/env.sh", "tests/fixtures/hostile/doubling-env.sh"]),
+    ("env_sh_expansion", &[]),
     ("config_yaml", &["examples/gke-rl.yaml", "tests/fixtures/configs"]),
     ("job_script", &["manifests/run_nemo_rl.sh", "tests/fixtures/codelab/run_nemo_rl.sh"]),
     ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
@@ -59,7 +61,7 @@ impl Args {
             let start = Instant::now();
             let result = cmd!(
                 sh,
-                "cargo +nightly fuzz run {target} {corpus} -- -max_total_time={seconds} -timeout=5 -max_len=65536 -print_final_stats=1"
+                "cargo +nightly fuzz run {target} {corpus} -- -max_total_time={seconds} -timeout=5 -rss_limit_mb=1024 -malloc_limit_mb=256 -max_len=65536 -print_final_stats=1"
             )
             .ignore_stdout()
             .output();

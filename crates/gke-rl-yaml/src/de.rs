@@ -60,6 +60,10 @@ impl TypeError {
         if self.at.is_none() {
             self.at = Some(node.at());
             self.found = Some(match &node.value {
+                // A quoted number reads as text: say so, or "found `8`" names no problem.
+                Value::String(s) if s.parse::<f64>().is_ok() || matches!(s.as_str(), "true" | "false") => {
+                    format!("the text \"{s}\" (quoted, so not a number or boolean: remove the quotes)")
+                }
                 Value::String(s) | Value::Number(s) => format!("`{s}`"),
                 Value::Null => "nothing".to_owned(),
                 Value::Map(_) => "a mapping".to_owned(),
@@ -365,6 +369,8 @@ mod tests {
         assert_eq!((e.path().as_str(), e.at(), e.found()), ("names[1]", (6, 5), "a list"), "{}", e.message());
         let e = read("count: 0\nchoice: plain\nmaybe: true\n").unwrap_err();
         assert_eq!((e.path().as_str(), e.at(), e.found()), ("count", (1, 8), "`0`"), "{}", e.message());
+        let e = read("count: \"8\"\nchoice: plain\nmaybe: true\n").unwrap_err();
+        assert!(e.found().starts_with("the text \"8\" (quoted"), "{}", e.found());
         let e = read("count: 1\nchoice: plian\nmaybe: true\n").unwrap_err();
         assert_eq!((e.path().as_str(), e.message()), ("choice", "unknown variant `plian`, expected one of plain, named"));
         let e = read("count: 1\nchoice:\n  named:\nmaybe: true\n").unwrap_err();

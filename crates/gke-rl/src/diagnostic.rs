@@ -68,6 +68,26 @@ impl Diagnostic {
     }
 }
 
+/// `bytes` as text, or a `syntax` error at the first byte that is not UTF-8 (its line, and
+/// its column counted in characters like every other position).
+pub fn utf8(bytes: &[u8]) -> Result<&str, Diagnostic> {
+    let error = match std::str::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(error) => error,
+    };
+    let valid = std::str::from_utf8(&bytes[..error.valid_up_to()]).expect("valid up to here");
+    let line = valid.matches('\n').count() + 1;
+    let column = valid.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    let at = (u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX));
+    let byte = bytes[error.valid_up_to()];
+    Err(Diagnostic::error(
+        "syntax",
+        at,
+        format!("not UTF-8 text: byte 0x{byte:02x} does not start a character here"),
+        "save the file as UTF-8 (text files of a deployment are UTF-8)",
+    ))
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}: {}", self.line, self.column, self.message)
@@ -75,3 +95,14 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utf8_errors_point_at_the_line_and_character() {
+        assert_eq!(super::utf8(b"a: 1\n").unwrap(), "a: 1\n");
+        let e = super::utf8(b"a: 1\nb: \xc3\xa9\xff\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("syntax", 2, 5));
+        assert!(e.message.contains("0xff"), "{}", e.message);
+    }
+}

@@ -22,6 +22,14 @@ pub enum Error {
     /// A state file that gke-rl did not write, or wrote in another format.
     #[error("not a gke-rl state file")]
     State(#[source] serde_json::Error),
+    /// A state file in a format version this gke-rl does not read.
+    #[error("the state file has format version {found}; this gke-rl reads version {reads}: use the gke-rl that wrote it")]
+    StateVersion {
+        /// The file's version.
+        found: u32,
+        /// The version this gke-rl reads.
+        reads: u32,
+    },
     /// A CRD (or JSON Schema) that cannot check a RayCluster.
     #[error("the CRD {problem}")]
     Crd {

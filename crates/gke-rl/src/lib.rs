@@ -42,6 +42,7 @@ pub mod lifecycle;
 pub mod model;
 mod quote;
 pub mod render;
+pub mod secrets;
 mod suggest;
 
 // Crates of their own, used inside under their old names.

@@ -102,6 +102,7 @@ const MINIMAL_BLUEPRINT: &str = "tests/fixtures/blueprints/minimal.yaml";
 const CASES: &[Case] = &[
     case("syntax", "ray-cluster.yaml", "spec:\n", "spec: [\n"),
     case("placeholder", "env.sh", "export REGION=us-east1", "export REGION='<REGION>'"),
+    case("number-invalid", "ray-cluster.yaml", "      replicas: 8\n", "      replicas: -8\n"),
     case("ray-version-mismatch", "ray-cluster.yaml", "rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\""),
     case("ray-unknown-image", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: example.com/trainer:1"),
     case("raycluster-name", "ray-cluster.yaml", "  name: ray-a4-gpu-spot\n", "  name: Ray_A4\n"),
@@ -172,6 +173,7 @@ const CASES: &[Case] = &[
     case("count-not-positive", "env.sh", "export NUM_NODES=8", "export NUM_NODES=0"),
     case("gpus-per-node-mismatch", "env.sh", "export GPUS_PER_NODE=8", "export GPUS_PER_NODE=4"),
     case("deployment-name-too-long", "env.sh", "export CLUSTER_NAME=ray-a4-gpu-spot", "export CLUSTER_NAME=ray-a4-gpu-spot-cluster-1"),
+    case("authorized-cidr-wide", "gke-a4-deployment.yaml", "  region: us-east1\n", "  region: us-east1\n  authorized_cidr: 0.0.0.0/0\n"),
     case("project-id-empty", "gke-a4-deployment.yaml", "vars:\n", "vars:\n  project_id: \"\"\n"),
     case("blueprint-spot-with-reservation", MINIMAL_BLUEPRINT, "", ""),
     case("blueprint-lustre-commented-out", MINIMAL_BLUEPRINT, "", ""),
@@ -238,7 +240,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
 
 #[test]
 fn many_files_are_checked_in_parallel_with_the_same_findings() {
-    let bad = apply(&CASES[2]);
+    let bad = apply(CASES.iter().find(|c| c.code == "ray-version-mismatch").unwrap());
     let mut files = rendered(&gke_rl::Deployment::default());
     for i in 0..24 {
         files.insert(format!("cluster-{i:02}.yaml"), bad["ray-cluster.yaml"].clone());
@@ -359,9 +361,10 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     }
     let full = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
-    // The default config names no project (env.sh reads it at run time), and no blueprint or
-    // CRD was given: everything else is checked.
-    let expected = |code: &&str| code.starts_with("blueprint-") || ["crd-schema", "project-id-empty"].contains(code);
+    // The default config names no project or authorized CIDR (env.sh reads them at run time),
+    // and no blueprint or CRD was given: everything else is checked.
+    let expected =
+        |code: &&str| code.starts_with("blueprint-") || ["crd-schema", "project-id-empty", "authorized-cidr-wide"].contains(code);
     assert!(skipped.iter().all(expected), "the full render checks all else: {skipped:?}");
 }
 
@@ -402,4 +405,58 @@ fn paths_outside_lustre_are_found_in_the_codelab_files() {
     let v = validation(&codelab_fixtures());
     let sizing = v.skipped.iter().find(|s| s.code == "lustre-capacity-step").expect("sizing is not checked");
     assert_eq!(sizing.missing, "no Lustre throughput tier", "{sizing:?}");
+}
+
+/// A literal token is found in every kind of artifact, by the name of its variable or by its
+/// shape, at the value (issue 13, item 7).
+#[test]
+fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
+    const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+    let head_env = "            env:\n              - name: HF_TOKEN\n";
+    let worker_env = "              env:\n                - name: HF_TOKEN\n";
+    let cases: [(&str, &str, String, u32); 8] = [
+        ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 37),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 80),
+        (
+            "ray-cluster.yaml",
+            head_env,
+            format!(
+                "{head_env}                value: x\n              - name: MY_WANDB\n                value: 0123456789abcdef0123456789abcdef01234567\n              - name: X\n"
+            ),
+            39,
+        ),
+        (
+            "gke-a4-deployment.yaml",
+            "  region: us-east1\n",
+            "  region: us-east1\n  github: ghp_0123456789abcdefghij0123456789abcdef\n".into(),
+            9,
+        ),
+        (
+            "ray_runtime_env.json",
+            "\"env_vars\": {",
+            "\"pip\": [\"--index-url https://me:s3cret@pypi.example.com/simple\"],\n  \"env_vars\": {".into(),
+            2,
+        ),
+        (
+            "env.sh",
+            "export REGION=us-east1",
+            "export REGION=us-east1\nexport MY_KEY_FOR_WANDB=0123456789abcdef0123456789abcdef01234567".into(),
+            10,
+        ),
+        ("env.sh", "export REGION=us-east1", format!("export REGION=us-east1\nexport MIRROR=https://bot:{HF}@example.com"), 10),
+        ("run_nemo_rl.sh", "set -euo pipefail\n", format!("set -euo pipefail\ngit clone https://x:{HF}@github.com/me/repo\n"), 5),
+    ];
+    for (file, from, to, line) in cases {
+        let mut files = rendered(&gke_rl::Deployment::default());
+        let text = files.get_mut(file).unwrap();
+        assert!(text.contains(from), "{file}: {from:?}");
+        *text = text.replacen(from, &to, 1);
+        let findings = check(&files);
+        let found: Vec<_> =
+            findings.iter().filter(|f| f.diagnostic.code == "secret-literal" && f.file == file).map(|f| f.diagnostic.line).collect();
+        assert!(found.contains(&line), "{file} line {line} ({to:?}): {findings:#?}");
+        for finding in &findings {
+            assert!(!finding.diagnostic.message.contains(HF) && !finding.diagnostic.message.contains("s3cret"), "{finding:?}");
+        }
+    }
 }

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 pub use parse::{Assignment, Fallback, Part, parse};
+pub(crate) use parse::{crlf, crlf_at};
 
 use crate::diagnostic::Diagnostic;
 use crate::model::Deployment;
@@ -188,7 +189,9 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut warnings = Vec::new();
     let mut image_at = (1, 1);
-    for assignment in parse(text)? {
+    let assignments = parse(text)?;
+    bound_expansion(&assignments)?;
+    for assignment in assignments {
         let value = evaluate(&assignment, &shell)?;
         shell.insert(assignment.name.clone(), value.clone());
         let Some(var) = vars().find(|v| v.name == assignment.name) else {
@@ -225,16 +228,55 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
 
 /// Each assignment with its value given the ones before it; `None` where the value depends on
 /// the environment or on a variable the file does not set.
-pub(crate) fn evaluate_all(assignments: Vec<Assignment>) -> Vec<(Assignment, Option<String>)> {
+pub(crate) fn evaluate_all(assignments: Vec<Assignment>) -> Result<Vec<(Assignment, Option<String>)>, Diagnostic> {
+    bound_expansion(&assignments)?;
     let mut shell = BTreeMap::new();
-    assignments
+    Ok(assignments
         .into_iter()
         .map(|assignment| {
             let value = evaluate(&assignment, &shell).ok().flatten();
             shell.insert(assignment.name.clone(), value.clone());
             (assignment, value)
         })
-        .collect()
+        .collect())
+}
+
+/// How many bytes variable references may add to a whole file. Real env.sh values are names,
+/// numbers and paths; without a bound, 40 lines of `export B="$A$A"` double to a terabyte.
+const MAX_EXPANSION_BYTES: usize = 1 << 20;
+
+/// Refuses a file whose references would expand past [`MAX_EXPANSION_BYTES`], by adding up
+/// lengths before any value is built. (Expansion is one level deep: a `${NAME:-default}`
+/// default is literal text, so size is the only thing to bound.)
+fn bound_expansion(assignments: &[Assignment]) -> Result<(), Diagnostic> {
+    let mut lengths: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut expanded = 0usize;
+    for assignment in assignments {
+        let mut length = 0usize;
+        for part in &assignment.value {
+            length = length.saturating_add(match part {
+                Part::Text(text) => text.len(),
+                Part::Var { name, fallback } => {
+                    let set = lengths.get(name.as_str()).copied().unwrap_or(0);
+                    expanded = expanded.saturating_add(set);
+                    match fallback {
+                        Fallback::Default(default) => set.max(default.len()),
+                        Fallback::Empty | Fallback::Required(_) => set,
+                    }
+                }
+            });
+        }
+        if expanded > MAX_EXPANSION_BYTES {
+            return Err(Diagnostic::error(
+                "env-sh-expansion-too-large",
+                assignment.value_at,
+                format!("{} makes this file's variable references expand past 1 MiB", assignment.name),
+                format!("write the value of {} literally, without repeating other variables", assignment.name),
+            ));
+        }
+        lengths.insert(&assignment.name, length);
+    }
+    Ok(())
 }
 
 /// The value of an assignment given the variables set before it; `None` when it depends on
@@ -392,6 +434,20 @@ mod tests {
         let e = import("export ZONE=us-east1-b\nexport RAY_IMAGE=example.com/trainer:7\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("env-sh-unknown-image", 2, 18));
         assert!(import("export RAY_IMAGE=example.com/trainer:7\nexport RAYCLUSTER_RAY_VERSION=2.46.0\n").is_ok());
+    }
+
+    #[test]
+    fn doubling_references_are_refused_at_the_line_that_crosses_the_bound() {
+        let mut text = "export A0=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n".to_owned();
+        for i in 1..40 {
+            text.push_str(&format!("export A{i}=\"${{A{}}}${{A{}}}\"\n", i - 1, i - 1));
+        }
+        let e = import(&text).unwrap_err();
+        // 32 bytes doubled: the references on line 16 add 32 × (2^15 − 2) bytes, past 1 MiB.
+        assert_eq!((e.code, e.line, e.column), ("env-sh-expansion-too-large", 16, 12), "{e:?}");
+        assert_eq!(evaluate_all(parse(&text).unwrap()).unwrap_err().line, 16);
+        let fine = "export A=abc\nexport B=\"$A/$A\"\n";
+        assert_eq!(evaluate_all(parse(fine).unwrap()).unwrap()[1].1.as_deref(), Some("abc/abc"));
     }
 
     #[test]

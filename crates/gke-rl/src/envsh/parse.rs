@@ -112,6 +112,9 @@ fn unsupported(at: (u32, u32), what: impl std::fmt::Display) -> Diagnostic {
 
 /// Parses `text` into its assignments, or the first syntax error.
 pub fn parse(text: &str) -> Result<Vec<Assignment>, Diagnostic> {
+    if let Some(at) = crlf_at(text) {
+        return Err(crlf(at));
+    }
     let mut s = Scanner { chars: text.chars().collect(), index: 0, line: 1, column: 1 };
     let mut assignments = Vec::new();
     loop {
@@ -325,6 +328,23 @@ fn unterminated(open: (u32, u32), quote: char) -> Diagnostic {
     Diagnostic::error("env-sh-unterminated", open, what, format!("close it with `{quote}` on the same line"))
 }
 
+/// Where the first line ending in CRLF has its `\r`.
+pub(crate) fn crlf_at(text: &str) -> Option<(u32, u32)> {
+    let (index, line) = text.split('\n').enumerate().find(|(_, line)| line.ends_with('\r'))?;
+    let column = line.chars().count();
+    Some((u32::try_from(index + 1).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX)))
+}
+
+/// Bash reads the `\r` of a CRLF line as part of the last word: a value, an argument.
+pub(crate) fn crlf(at: (u32, u32)) -> Diagnostic {
+    Diagnostic::error(
+        "shell-crlf",
+        at,
+        "this line ends in CRLF (Windows line endings); bash keeps the `\\r` as part of the line's last word",
+        "convert the file to LF line endings (`sed -i 's/\\r$//' FILE`, or your editor's line-ending setting)",
+    )
+}
+
 fn command_substitution(at: (u32, u32)) -> Diagnostic {
     Diagnostic::error(
         "env-sh-command-substitution",
@@ -368,6 +388,13 @@ mod tests {
     fn unterminated_quote_points_at_the_opening_quote() {
         let e = parse("export A=1\nexport B=\"abc\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("env-sh-unterminated", 2, 10));
+    }
+
+    #[test]
+    fn crlf_points_at_the_first_carriage_return() {
+        let e = parse("export A=1\r\nexport B=2\r\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("shell-crlf", 1, 11));
+        assert!(parse("export A='a\rb'\n").is_ok(), "a carriage return inside a line is not a line ending");
     }
 
     #[test]

@@ -49,7 +49,7 @@ impl State {
     pub fn new(deployment: &Deployment, project_id: &str, rendered: &str) -> Self {
         let p = &deployment.project;
         State {
-            version: 1,
+            version: State::VERSION,
             project_id: project_id.to_owned(),
             deployment: p.cluster_name.to_string(),
             region: p.region.to_string(),
@@ -90,9 +90,17 @@ impl State {
         })
     }
 
-    /// Parses a state file ([`crate::Error::State`] when it is not one).
+    /// The format version this gke-rl writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// Parses a state file ([`crate::Error::State`] when it is not one, [`crate::Error::StateVersion`]
+    /// when another gke-rl wrote it in a format this one does not know).
     pub fn from_json(text: &str) -> Result<State, crate::Error> {
-        serde_json::from_str(text).map_err(crate::Error::State)
+        let state: State = serde_json::from_str(text).map_err(crate::Error::State)?;
+        if state.version != State::VERSION {
+            return Err(crate::Error::StateVersion { found: state.version, reads: State::VERSION });
+        }
+        Ok(state)
     }
 
     /// The state file's contents.

@@ -176,6 +176,21 @@ validated_string!(
     /// An IPv4 CIDR block, e.g. `203.0.113.7/32`.
     Cidr, check_cidr, "^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$"
 );
+impl Cidr {
+    /// What a /0 to /7 block exposes, for the warnings about one.
+    pub const WIDE_RISK: &'static str = "it lets 33 million or more addresses (all of the internet for /0) reach the cluster's control plane, where anyone can probe it and try stolen credentials";
+
+    /// The prefix length: 32 is one address, 0 all of them.
+    pub fn prefix_len(&self) -> u8 {
+        self.0.rsplit('/').next().and_then(|bits| bits.parse().ok()).unwrap_or(32)
+    }
+
+    /// Whether it is a /0 to /7 block ([`Cidr::WIDE_RISK`]).
+    pub fn is_wide(&self) -> bool {
+        self.prefix_len() <= 7
+    }
+}
+
 validated_string!(
     /// The name of an environment variable.
     EnvName, check_env_name, "^[A-Za-z_][A-Za-z0-9_]*$"

@@ -32,6 +32,7 @@ pub struct Facts {
     pub lustre_capacity_gib: Option<Fact<u64>>,
     pub lustre_throughput: Option<Fact<u64>>,
     pub pvc_name: Option<Fact<String>>,
+    pub authorized_cidr: Option<Fact<String>>,
 }
 
 impl Facts {
@@ -99,5 +100,6 @@ pub fn gather(views: &Views<'_>) -> Facts {
         lustre_capacity_gib: number(from("LUSTRE_CAPACITY", "lustre_size_gib")),
         lustre_throughput: number(from("LUSTRE_THROUGHPUT", "per_unit_storage_throughput")),
         pvc_name,
+        authorized_cidr: from("AUTHORIZED_CIDR", "authorized_cidr"),
     }
 }

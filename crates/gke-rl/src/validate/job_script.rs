@@ -2,6 +2,7 @@
 //! with positions, and each `key=value` override typed by Hydra's value rules
 //! (`nemo-rl.md` §2).
 
+use crate::diagnostic::Diagnostic;
 use crate::envsh;
 
 /// A word of the launch command, after shell quote removal.
@@ -152,6 +153,85 @@ pub fn hydra_value(raw: &str) -> HydraValue {
     HydraValue::Str { text: value.to_owned(), quoted: false }
 }
 
+/// The first thing bash would refuse or misread in a script: a CRLF line ending, or a quote,
+/// `${`, `$(`, backquote or here-document still open at the end of the file.
+pub fn syntax_error(text: &str) -> Option<Diagnostic> {
+    if let Some(at) = envsh::crlf_at(text) {
+        return Some(envsh::crlf(at));
+    }
+    let mut open: Vec<(char, (u32, u32))> = Vec::new();
+    let mut heredoc: Option<(String, bool, (u32, u32))> = None;
+    let mut lines = text.split('\n').enumerate();
+    while let Some((index, line)) = lines.next() {
+        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let mut chars = line.chars().enumerate().peekable();
+        let mut word_start = true;
+        while let Some((column, c)) = chars.next() {
+            let at = (number, u32::try_from(column + 1).unwrap_or(u32::MAX));
+            let context = open.last().map(|(c, _)| *c);
+            let was_word_start = std::mem::replace(&mut word_start, c.is_whitespace() || ";|&(".contains(c));
+            match (context, c) {
+                (Some('\''), '\'') | (Some('"'), '"') | (Some('`'), '`') | (Some('('), ')') | (Some('{'), '}') => {
+                    open.pop();
+                }
+                (Some('\''), _) => {}
+                (_, '\\') => {
+                    chars.next();
+                }
+                (Some('"'), '\'') => {}
+                (_, '$') if chars.peek().is_some_and(|(_, n)| *n == '(' || *n == '{') => {
+                    let (_, bracket) = chars.next().expect("peeked");
+                    open.push((bracket, at));
+                }
+                (_, '"' | '`') => open.push((c, at)),
+                (Some('"'), _) => {}
+                (_, '\'') => open.push((c, at)),
+                (None | Some('('), '#') if was_word_start => break,
+                (None | Some('('), '(') => open.push((c, at)),
+                (None, '<') if chars.peek().is_some_and(|(_, n)| *n == '<') => {
+                    chars.next();
+                    if chars.peek().is_some_and(|(_, n)| *n == '<') {
+                        chars.next();
+                        continue;
+                    }
+                    let strip_tabs = chars.next_if(|(_, n)| *n == '-').is_some();
+                    let rest: String = chars.by_ref().map(|(_, c)| c).collect();
+                    let word = rest.trim_start().split(|c: char| c.is_whitespace() || ";|&<>)".contains(c)).next().unwrap_or("");
+                    let word = word.trim_matches(['\'', '"', '\\']).to_owned();
+                    if !word.is_empty() {
+                        heredoc = Some((word, strip_tabs, at));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some((word, strip_tabs, at)) = heredoc.take() {
+            let closed = lines.by_ref().any(|(_, body)| if strip_tabs { body.trim_start_matches('\t') } else { body } == word);
+            if !closed {
+                return Some(unclosed(at, &format!("here-document `<<{word}`"), &format!("end it with a line holding only `{word}`")));
+            }
+        }
+    }
+    let (opener, at) = open.pop()?;
+    let (what, fix) = match opener {
+        '\'' => ("single quote", "close it with `'`"),
+        '"' => ("double quote", "close it with `\"`"),
+        '`' => ("backquote", "close it with a backquote, or use `$(…)`"),
+        '(' => ("`(`", "close it with `)`"),
+        _ => ("`${`", "close it with `}`"),
+    };
+    Some(unclosed(at, what, fix))
+}
+
+fn unclosed(at: (u32, u32), what: &str, fix: &str) -> Diagnostic {
+    Diagnostic::error(
+        "shell-unclosed",
+        at,
+        format!("this {what} is never closed; bash stops with a syntax error at the end of the file"),
+        fix,
+    )
+}
+
 /// Splits one shell command (with `\` line continuations) into words, from the start of
 /// `text`, which begins at `first_line`. Stops at an unquoted newline, `;`, `|`, `&` or `#`.
 fn split_words(text: &str, first_line: u32) -> Vec<Word> {
@@ -250,6 +330,22 @@ mod tests {
         assert_eq!(hydra_value("yes"), HydraValue::Str { text: "yes".into(), quoted: false });
         assert_eq!(hydra_value("[1,2]"), HydraValue::Collection);
         assert_eq!(hydra_value("0x10"), HydraValue::Str { text: "0x10".into(), quoted: false });
+    }
+
+    #[test]
+    fn syntax_errors_point_at_what_bash_cannot_close() {
+        assert_eq!(syntax_error(CODELAB), None);
+        assert_eq!(syntax_error(include_str!("../../../../manifests/run_nemo_rl.sh")), None);
+        let fine =
+            "cat <<'EOF' > x\nit's fine\nEOF\necho \"$(date) ${A:-x} `id`\" # it's a comment\ncase $x in a) ;; esac\necho $((1 + (2)))\n";
+        assert_eq!(syntax_error(fine), None);
+        let at = |text: &str| syntax_error(text).map(|d| (d.code, d.line, d.column));
+        assert_eq!(at("echo hi\r\n"), Some(("shell-crlf", 1, 8)));
+        assert_eq!(at("echo 'a\necho b\n"), Some(("shell-unclosed", 1, 6)));
+        assert_eq!(at("python x.py \\\n  a.b=\"c \\\n  d=1\n"), Some(("shell-unclosed", 2, 7)));
+        assert_eq!(at("echo ${A\n"), Some(("shell-unclosed", 1, 6)));
+        assert_eq!(at("x=$(date\n"), Some(("shell-unclosed", 1, 3)));
+        assert_eq!(at("cat <<EOF\nbody\n"), Some(("shell-unclosed", 1, 5)));
     }
 
     #[test]

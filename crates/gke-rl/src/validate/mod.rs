@@ -260,6 +260,14 @@ impl Checked<'_> {
         self
     }
 
+    /// Adds a file that could not be read as text (see [`crate::diagnostic::utf8`]): its
+    /// error is a finding like any other, and the other files are still checked.
+    pub fn unreadable(mut self, file: &str, diagnostic: Diagnostic) -> Self {
+        self.sink.ran(&rules::SYNTAX);
+        self.sink.findings.push(Finding { file: file.to_owned(), diagnostic });
+        self
+    }
+
     /// The findings, by file, line and column.
     pub fn findings(self) -> Vec<Finding> {
         self.finish().findings
@@ -346,8 +354,8 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
     let Some(kind) = detect(file.name, file.text) else { return (None, sink) };
     sink.ran(&rules::SYNTAX);
     let view = match kind {
-        Kind::EnvSh => match envsh::parse(file.text) {
-            Ok(assignments) => Some(View::EnvSh(EnvShView { file: file.name, assignments: envsh::evaluate_all(assignments) })),
+        Kind::EnvSh => match envsh::parse(file.text).and_then(envsh::evaluate_all) {
+            Ok(assignments) => Some(View::EnvSh(EnvShView { file: file.name, assignments })),
             Err(d) => {
                 sink.findings.push(Finding { file: file.name.to_owned(), diagnostic: d });
                 None
@@ -362,7 +370,12 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
                 None
             }
         },
-        Kind::JobScript => Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) })),
+        Kind::JobScript => {
+            if let Some(d) = job_script::syntax_error(file.text) {
+                sink.emit(&rules::SYNTAX, file.name, (d.line, d.column), d.message, d.help);
+            }
+            Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) }))
+        }
         Kind::RuntimeEnv => match serde_json::from_str::<serde_json::Value>(file.text) {
             Err(e) => {
                 let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
@@ -409,7 +422,9 @@ fn tree<'a>(file: &SourceFile<'a>, sink: &mut Sink) -> Option<Tree<'a>> {
     match Node::try_parse(&text) {
         Ok(root) => Some(Tree { file: file.name, text: file.text, root }),
         Err(e) => {
-            sink.emit(&rules::SYNTAX, file.name, e.at(), format!("invalid YAML: {}", e.message()), "fix the YAML syntax");
+            // JSON files are read as YAML (a superset) for positions; their errors are JSON's.
+            let language = if file.name.ends_with(".json") { "JSON" } else { "YAML" };
+            sink.emit(&rules::SYNTAX, file.name, e.at(), format!("invalid {language}: {}", e.message()), format!("fix the {language}"));
             None
         }
     }

@@ -46,6 +46,25 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             }
         }
     }
+    match &facts.authorized_cidr {
+        None => sink.skip(
+            &AUTHORIZED_CIDR_WIDE,
+            "no authorized CIDR",
+            "set AUTHORIZED_CIDR in env.sh, or authorized_cidr in gke-a4-deployment.yaml",
+        ),
+        Some(cidr) => {
+            sink.ran(&AUTHORIZED_CIDR_WIDE);
+            if crate::model::Cidr::new(cidr.value.as_str()).is_ok_and(|c| c.is_wide()) {
+                sink.emit(
+                    &AUTHORIZED_CIDR_WIDE,
+                    &cidr.file,
+                    cidr.at,
+                    format!("authorized CIDR `{}`: {}", cidr.value, crate::model::Cidr::WIDE_RISK),
+                    "authorize only your own address (`<your IP>/32`) or your network's range",
+                );
+            }
+        }
+    }
     for blueprint in &views.blueprints {
         self::blueprint(blueprint, views, sink);
     }
@@ -133,11 +152,7 @@ fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     if projected {
         sink.ran(&PROJECT_ID_EMPTY);
     } else {
-        sink.skip(
-            &PROJECT_ID_EMPTY,
-            "no project id",
-            format!("set PROJECT_ID in env.sh, or project_id in gke-a4-deployment.yaml ({either})"),
-        );
+        sink.skip(&PROJECT_ID_EMPTY, "no project id", "set PROJECT_ID in env.sh, or project_id in gke-a4-deployment.yaml");
     }
 }
 

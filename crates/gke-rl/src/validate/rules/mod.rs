@@ -3,6 +3,7 @@
 
 mod infra;
 mod nemo;
+mod numbers;
 mod ray;
 mod secrets;
 mod storage;
@@ -39,6 +40,7 @@ rules! {
     SYNTAX = "syntax", Error, [], "The file cannot be parsed as what its name and content say it is (YAML, JSON, gitignore patterns, or the env.sh subset).";
     FILE_TOO_LARGE = "file-too-large", Error, [], "Files over 10 MiB are not read: no artifact of a deployment is that large.";
     PLACEHOLDER = "placeholder", Error, [], "A template placeholder (`{{…}}`, `<YOUR-…>`) was left in a value; the tools that read it would use it literally.";
+    NUMBER_INVALID = "number-invalid", Error, [EnvSh, RayCluster, DeploymentFile, Blueprint], "A numeric field is not a whole number in its range: negative, text, a fraction, or larger than the field holds (Kubernetes' int32 fields stop at 2147483647).";
     RAY_VERSION_MISMATCH = "ray-version-mismatch", Error, [RayCluster], "`rayVersion` differs from the Ray inside the image. KubeRay 1.6+ chooses the pods' health probes by `rayVersion`; an image with an older Ray never becomes Ready.";
     RAY_UNKNOWN_IMAGE = "ray-unknown-image", Warning, [RayCluster], "gke-rl does not know which Ray the image ships, so it cannot check `rayVersion`.";
     RAYCLUSTER_NAME = "raycluster-name", Error, [RayCluster], "KubeRay rejects RayCluster names over 53 characters or that are not DNS-1035 labels, at reconcile time, as an event.";
@@ -71,7 +73,7 @@ rules! {
     OVERRIDE_UNKNOWN_KEY = "override-unknown-key", Error, [JobScript], "The override names a key the recipe does not have; Hydra rejects it unless it is added with `+`.";
     OVERRIDE_QUOTED = "override-quoted-value", Error, [JobScript], "A quoted number or boolean reaches NeMo-RL as a string and fails much later.";
     RECIPE_UNKNOWN = "recipe-unknown", Info, [JobScript], "gke-rl does not know this recipe's keys, so overrides are not checked against it.";
-    SECRET_LITERAL = "secret-literal", Error, [EnvSh, RuntimeEnv, JobScript], "A token is written in a file; files get copied, committed and uploaded.";
+    SECRET_LITERAL = "secret-literal", Error, [EnvSh, RuntimeEnv, JobScript, RayCluster, DeploymentFile, Blueprint], "A token is written in a file (by the name of its variable, or its shape: Hugging Face, GitHub, W&B keys, passwords in URLs); files get copied, committed and uploaded.";
     UPLOAD_INCLUDES_SECRETS = "upload-includes-secrets", Error, [RayIgnore], "`.rayignore` lets env.sh, the runtime-env JSON or `.git/` into the Ray working_dir upload.";
     RUNTIME_ENV_TYPES = "runtime-env-env-vars-not-strings", Error, [RuntimeEnv], "Ray requires runtime_env `env_vars` to map strings to strings.";
     RAY_OVERRIDE_MISSING = "ray-override-runtime-env-missing", Error, [JobScript], "NeMo-RL passes os.environ to ray.init; without `RAY_OVERRIDE_JOB_RUNTIME_ENV=1` that conflicts with the job's runtime env.";
@@ -79,6 +81,7 @@ rules! {
     COUNT_NOT_POSITIVE = "count-not-positive", Error, [EnvSh, DeploymentFile], "Node and GPU counts must be positive whole numbers.";
     GPUS_PER_NODE = "gpus-per-node-mismatch", Error, [EnvSh], "GPUS_PER_NODE differs from the GPUs of the machine type (8 on A4).";
     DEPLOYMENT_NAME_TOO_LONG = "deployment-name-too-long", Error, [EnvSh, DeploymentFile, Blueprint], "Cluster Toolkit prefixes service-account ids (at most 30 characters) with the deployment name, so it must be at most 20 characters.";
+    AUTHORIZED_CIDR_WIDE = "authorized-cidr-wide", Warning, [EnvSh, DeploymentFile, Blueprint], "The authorized CIDR is a /0 to /7 block: it lets 33 million or more addresses (all of the internet for /0) reach the cluster's control plane.";
     PROJECT_ID_EMPTY = "project-id-empty", Error, [EnvSh, DeploymentFile], "The project id is empty; gcluster and gcloud cannot deploy.";
     BLUEPRINT_SPOT_RESERVATION = "blueprint-spot-with-reservation", Error, [Blueprint], "Spot node pools must not consume a SPECIFIC_RESERVATION; the node pool's precondition fails at terraform plan.";
     BLUEPRINT_LUSTRE_COMMENTED = "blueprint-lustre-commented-out", Error, [Blueprint], "The blueprint's Managed Lustre modules are still commented out while the RayCluster mounts Lustre.";
@@ -90,6 +93,7 @@ rules! {
 /// Runs every check on the views.
 pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     let facts: Facts = facts::gather(views);
+    numbers::check(views, sink);
     infra::check(views, &facts, sink);
     ray::check(views, &facts, sink);
     storage::check(views, &facts, sink);

@@ -5,19 +5,11 @@ use super::*;
 use crate::validate::{EnvShView, RayIgnoreView};
 use crate::yaml::{Node, Value};
 
-/// Variables that hold secrets.
-const SECRET_NAMES: &[&str] = &["HF_TOKEN", "WANDB_API_KEY", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN"];
-
-/// A Hugging Face token: `hf_` and at least 20 letters and digits.
-fn token_at(text: &str) -> Option<usize> {
-    text.match_indices("hf_").find_map(|(i, _)| {
-        let run = text[i + 3..].chars().take_while(char::is_ascii_alphanumeric).count();
-        (run >= 20).then_some(i)
-    })
-}
+use crate::secrets::{is_secret_name, secret_value, tokens};
 
 pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
-    if !(views.env_sh.is_empty() && views.runtime_envs.is_empty() && views.jobs.is_empty()) {
+    let trees = views.ray_clusters.iter().chain(&views.runtime_envs).chain(&views.deployment_files).chain(&views.blueprints);
+    if !views.env_sh.is_empty() || !views.jobs.is_empty() || trees.clone().next().is_some() {
         sink.ran(&SECRET_LITERAL);
     }
     if !views.runtime_envs.is_empty() {
@@ -26,38 +18,52 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
     if !views.ray_ignores.is_empty() {
         sink.ran(&UPLOAD_INCLUDES_SECRETS);
     }
+    // The config's own names for its tokens, as env.sh gives them.
+    let configured: Vec<&str> = views
+        .env_sh
+        .iter()
+        .flat_map(|env| ["HF_TOKEN_ENV", "WANDB_API_KEY_ENV"].map(|name| env.get(name).and_then(|(_, value)| value.as_deref())))
+        .flatten()
+        .filter(|name| !name.is_empty())
+        .collect();
     for env in &views.env_sh {
         for (assignment, value) in &env.assignments {
-            let Some(value) = value.as_deref().filter(|v| !v.is_empty()) else { continue };
-            if SECRET_NAMES.contains(&assignment.name.as_str()) || token_at(value).is_some() {
+            let Some(value) = value.as_deref() else { continue };
+            if let Some(what) = secret_value(&assignment.name, value, &configured) {
                 sink.emit(
                     &SECRET_LITERAL,
                     env.file,
                     assignment.value_at,
-                    format!("{} holds a secret value in a file", assignment.name),
+                    format!("{} holds {what} in a file", assignment.name),
                     format!("delete the value; export {} in your shell or from a secret manager, and give it to the pods through a Kubernetes Secret", assignment.name),
                 );
             }
         }
     }
     for env in &views.runtime_envs {
-        runtime_env(env, sink);
+        runtime_env(env, &configured, sink);
+    }
+    for tree in trees {
+        literal_values(tree, &configured, sink);
     }
     ray_override(views, sink);
     for job in &views.jobs {
         for (index, line) in job.text.lines().enumerate() {
-            if let Some(column) = token_at(line) {
-                let at = (u32::try_from(index + 1).unwrap_or(u32::MAX), u32::try_from(line[..column].chars().count() + 1).unwrap_or(1));
+            for token in tokens(line) {
+                let at = (
+                    u32::try_from(index + 1).unwrap_or(u32::MAX),
+                    u32::try_from(line[..token.range.start].chars().count() + 1).unwrap_or(1),
+                );
                 sink.emit(
                     &SECRET_LITERAL,
                     job.file,
                     at,
-                    "the job script holds a Hugging Face token",
-                    "delete it; the pods get HF_TOKEN from a Kubernetes Secret",
+                    format!("the job script holds {}", token.kind),
+                    "delete it; the pods get their tokens from a Kubernetes Secret",
                 );
             }
         }
-        for export in job.script.exports.iter().filter(|e| SECRET_NAMES.contains(&e.name.as_str())) {
+        for export in job.script.exports.iter().filter(|e| is_secret_name(&e.name) || configured.contains(&e.name.as_str())) {
             let literal = export.value.iter().any(|p| matches!(p, crate::envsh::Part::Text(t) if !t.is_empty()));
             if literal {
                 sink.emit(
@@ -75,7 +81,46 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
     }
 }
 
-fn runtime_env(env: &crate::validate::Tree<'_>, sink: &mut Sink) {
+/// Secrets anywhere in a YAML or JSON file: a Kubernetes env entry (`name:` and `value:`) or a
+/// key whose value is a secret by its name, and any string holding a token by its shape.
+fn literal_values(tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &mut Sink) {
+    fn visit(node: &Node, key: &str, file: &str, configured: &[&str], sink: &mut Sink) {
+        match &node.value {
+            Value::Map(entries) => {
+                let env_name = node.get(&["name"]).and_then(Node::text);
+                for (child_key, child) in entries {
+                    let name = if child_key == "value" { env_name.unwrap_or(child_key) } else { child_key };
+                    visit(child, name, file, configured, sink);
+                }
+            }
+            Value::Seq(items) => items.iter().for_each(|item| visit(item, key, file, configured, sink)),
+            Value::String(text) => {
+                if let Some(what) = secret_value(key, text, configured) {
+                    let shown = if key.is_empty() { String::new() } else { format!("`{key}` ") };
+                    sink.emit(
+                        &SECRET_LITERAL,
+                        file,
+                        node.at(),
+                        format!("{shown}holds {what}: files get copied, committed and uploaded"),
+                        "delete it; give it to the pods through a Kubernetes Secret (secretKeyRef), or to the tools from your environment",
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    match &tree.root.value {
+        // The runtime env's `env_vars` have their own message (see `runtime_env`).
+        Value::Map(entries) => {
+            for (key, child) in entries.iter().filter(|(key, _)| key != "env_vars") {
+                visit(child, key, tree.file, configured, sink);
+            }
+        }
+        _ => visit(&tree.root, "", tree.file, configured, sink),
+    }
+}
+
+fn runtime_env(env: &crate::validate::Tree<'_>, configured: &[&str], sink: &mut Sink) {
     let Some(vars) = env.root.get(&["env_vars"]) else { return };
     if !matches!(vars.value, Value::Map(_)) {
         sink.emit(&RUNTIME_ENV_TYPES, env.file, vars.at(), "`env_vars` is not an object", "write `\"env_vars\": {\"NAME\": \"value\"}`");
@@ -93,12 +138,12 @@ fn runtime_env(env: &crate::validate::Tree<'_>, sink: &mut Sink) {
             );
             continue;
         };
-        if !text.is_empty() && (SECRET_NAMES.contains(&name.as_str()) || token_at(text).is_some()) {
+        if let Some(what) = secret_value(name, text, configured) {
             sink.emit(
                 &SECRET_LITERAL,
                 env.file,
                 value.at(),
-                format!("env_vars `{name}` holds a secret: the Jobs API stores it and returns it to anyone who lists jobs"),
+                format!("env_vars `{name}` holds {what}: the Jobs API stores it and returns it to anyone who lists jobs"),
                 format!("remove `{name}` here; the pods get it from a Kubernetes Secret (secretKeyRef)"),
             );
         }
@@ -111,7 +156,7 @@ fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
     let secret_in = |env: &EnvShView<'_>| {
         env.assignments
             .iter()
-            .find(|(a, v)| SECRET_NAMES.contains(&a.name.as_str()) && v.as_deref().is_some_and(|v| !v.is_empty()))
+            .find(|(a, v)| v.as_deref().is_some_and(|v| secret_value(&a.name, v, &[]).is_some()))
             .map(|(a, _)| format!(" (it holds {} on line {})", a.name, a.value_at.0))
     };
     // Paths the upload must leave out, and why each matters: the files given, else the

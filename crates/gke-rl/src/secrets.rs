@@ -1,0 +1,223 @@
+//! Secret values: the shapes of well-known tokens and the names of the variables that hold
+//! them. The rules use them to find secrets written into files; the front ends, to keep
+//! secrets out of what they print.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Variables that hold secrets, whatever a config calls its own.
+pub const WELL_KNOWN_NAMES: &[&str] = &["HF_TOKEN", "WANDB_API_KEY", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"];
+
+/// What replaces a secret in printed text.
+pub const REDACTED: &str = "<redacted>";
+
+/// A token found in text: where, and what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// Byte range of the secret part (for a URL, the password only).
+    pub range: Range<usize>,
+    /// What it is, e.g. "a Hugging Face token".
+    pub kind: &'static str,
+}
+
+/// A token's shape: a prefix, then at least `minimum` characters `body` allows.
+struct Shape {
+    prefix: &'static str,
+    kind: &'static str,
+    body: fn(char) -> bool,
+    minimum: usize,
+}
+
+const fn shape(prefix: &'static str, kind: &'static str, body: fn(char) -> bool, minimum: usize) -> Shape {
+    Shape { prefix, kind, body, minimum }
+}
+
+const SHAPES: &[Shape] = &[
+    shape("hf_", "a Hugging Face token", |c| c.is_ascii_alphanumeric(), 20),
+    shape("github_pat_", "a GitHub token", |c| c.is_ascii_alphanumeric() || c == '_', 40),
+    shape("ghp_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+    shape("gho_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+    shape("ghu_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+    shape("ghs_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+    shape("ghr_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+];
+
+/// Every token in `text` by its shape alone: Hugging Face and GitHub tokens, and passwords in
+/// URLs (`scheme://user:password@host`).
+pub fn tokens(text: &str) -> Vec<Token> {
+    let mut found = Vec::new();
+    let starts_word = |i: usize| !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    for shape in SHAPES {
+        for (start, _) in text.match_indices(shape.prefix).filter(|(i, _)| starts_word(*i)) {
+            let body = text[start + shape.prefix.len()..].chars().take_while(|c| (shape.body)(*c)).count();
+            if body >= shape.minimum && !found.iter().any(|t: &Token| t.range.contains(&start)) {
+                found.push(Token { range: start..start + shape.prefix.len() + body, kind: shape.kind });
+            }
+        }
+    }
+    for (scheme_end, _) in text.match_indices("://") {
+        let rest = &text[scheme_end + 3..];
+        let authority = &rest[..rest.find(|c: char| c == '/' || c.is_whitespace() || "\"'`<>".contains(c)).unwrap_or(rest.len())];
+        if let Some((credentials, _host)) = authority.rsplit_once('@')
+            && let Some((user, password)) = credentials.split_once(':')
+            && !password.is_empty()
+        {
+            let start = scheme_end + 3 + user.len() + 1;
+            found.push(Token { range: start..start + password.len(), kind: "a password in a URL" });
+        }
+    }
+    found.sort_by_key(|t| t.range.start);
+    found
+}
+
+/// Whether a variable called `name` holds a secret by its name: a well-known one, or one
+/// whose name ends in TOKEN, API_KEY, ACCESS_KEY, SECRET_KEY, PRIVATE_KEY, CLIENT_SECRET or
+/// PASSWORD.
+/// Names of other variables' names (`…_ENV`, `…_NAME`) and counts (`max_tokens`) are not.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    WELL_KNOWN_NAMES.contains(&upper.as_str())
+        || ["TOKEN", "API_KEY", "APIKEY", "ACCESS_KEY", "SECRET_KEY", "PRIVATE_KEY", "CLIENT_SECRET", "PASSWORD", "PASSWD"]
+            .iter()
+            .any(|end| upper.ends_with(end))
+}
+
+/// What secret `value` is, held by a variable called `name` (empty: no name): a token by its
+/// shape, a W&B API key (40 hex digits) in a variable named for W&B, or any value of a
+/// variable [`is_secret_name`] (or one of `extra_names`, a config's own names) says holds one.
+pub fn secret_value(name: &str, value: &str, extra_names: &[&str]) -> Option<&'static str> {
+    let value = value.trim();
+    // A reference (`$HF_TOKEN`) or a placeholder (`<the value of $HF_TOKEN>`) is not a value.
+    if value.is_empty() || value.starts_with('$') || value.starts_with('<') {
+        return None;
+    }
+    if let Some(token) = tokens(value).first() {
+        return Some(token.kind);
+    }
+    let upper = name.to_ascii_uppercase();
+    if upper.contains("WANDB") && is_wandb_key(value) {
+        return Some("a W&B API key");
+    }
+    (is_secret_name(name) || extra_names.contains(&name)).then_some("a secret value")
+}
+
+/// A W&B API key: 40 lowercase hex digits.
+fn is_wandb_key(value: &str) -> bool {
+    value.len() == 40 && value.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `text` with every secret replaced by [`REDACTED`]: tokens by their shape, passwords in URLs,
+/// and the values given to secret names (`NAME=value`, `NAME: value`, `"NAME": "value"`).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut ranges: Vec<Range<usize>> = tokens(text).into_iter().map(|t| t.range).collect();
+    ranges.extend(assigned_secrets(text));
+    if ranges.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    for range in ranges {
+        if range.start < done {
+            done = done.max(range.end);
+            continue;
+        }
+        out.push_str(&text[done..range.start]);
+        out.push_str(REDACTED);
+        done = range.end;
+    }
+    out.push_str(&text[done..]);
+    Cow::Owned(out)
+}
+
+/// The values of `NAME=value`, `NAME: value` and `"NAME": "value"` in `text` where `NAME` holds
+/// a secret (by [`secret_value`]); shell operators such as `${NAME:?message}` are not values.
+fn assigned_secrets(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        if !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') || (i > 0 && is_name_byte(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_name_byte(bytes[i]) {
+            i += 1;
+        }
+        let name = &text[start..i];
+        // Variable names (`HF_TOKEN`, `hf_token`, `TOKEN`), not words of a sentence ("credentials: gcloud …").
+        if !(name.contains('_') || name.bytes().all(|b| !b.is_ascii_lowercase())) {
+            continue;
+        }
+        let mut j = i;
+        if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
+            j += 1;
+        }
+        while j < bytes.len() && bytes[j] == b' ' {
+            j += 1;
+        }
+        let separated = j < bytes.len() && (bytes[j] == b'=' || bytes[j] == b':');
+        if !separated || bytes.get(j + 1).is_some_and(|b| b"?-=+".contains(b)) {
+            continue;
+        }
+        j += 1;
+        while j < bytes.len() && bytes[j] == b' ' {
+            j += 1;
+        }
+        let quote = bytes.get(j).copied().filter(|b| *b == b'"' || *b == b'\'');
+        if quote.is_some() {
+            j += 1;
+        }
+        let value_end = text[j..]
+            .find(|c: char| c.is_whitespace() || quote.is_some_and(|q| c == char::from(q)) || (quote.is_none() && ",;}]`".contains(c)))
+            .map_or(text.len(), |end| j + end);
+        let value = &text[j..value_end];
+        if value != REDACTED && secret_value(name, value, &[]).is_some() {
+            found.push(j..value_end);
+        }
+        i = value_end.max(i);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+
+    #[test]
+    fn tokens_by_shape() {
+        fn kinds(text: &str) -> Vec<(&str, &'static str)> {
+            tokens(text).into_iter().map(|t| (&text[t.range], t.kind)).collect()
+        }
+        assert_eq!(kinds(&format!("x {HF} y")), [(HF, "a Hugging Face token")]);
+        assert_eq!(kinds("ghp_0123456789abcdefghij0123456789abcdef"), [("ghp_0123456789abcdefghij0123456789abcdef", "a GitHub token")]);
+        assert_eq!(kinds("https://me:s3cret@pypi.example.com/simple"), [("s3cret", "a password in a URL")]);
+        assert!(kinds("hf_token_env: MY_HF, xhf_AbCdEfGhIjKlMnOpQrStUvWxYz, https://example.com/a:b@c").is_empty());
+    }
+
+    #[test]
+    fn secret_values_by_name_and_shape() {
+        assert_eq!(secret_value("WANDB_API_KEY", "0123456789abcdef0123456789abcdef01234567", &[]), Some("a W&B API key"));
+        assert_eq!(secret_value("MY_WANDB", "0123456789abcdef0123456789abcdef01234567", &[]), Some("a W&B API key"));
+        assert_eq!(secret_value("COMMIT", "0123456789abcdef0123456789abcdef01234567", &[]), None, "a commit id is not a key");
+        assert_eq!(secret_value("MY_HF", "anything", &["MY_HF"]), Some("a secret value"));
+        assert_eq!(secret_value("HF_TOKEN", "${HF_TOKEN}", &[]), None, "a reference");
+        assert_eq!(secret_value("HF_TOKEN_ENV", "MY_HF", &[]), None, "the name of a variable");
+        assert_eq!(secret_value("max_new_tokens", "512", &[]), None);
+    }
+
+    #[test]
+    fn redaction_keeps_everything_but_the_secret() {
+        assert_eq!(redact("export HF_TOKEN=\"hf_abc\"  # mine"), "export HF_TOKEN=\"<redacted>\"  # mine");
+        assert_eq!(redact(&format!("{{\"HF_TOKEN\": \"x\", \"B\": \"{HF}\"}}")), "{\"HF_TOKEN\": \"<redacted>\", \"B\": \"<redacted>\"}");
+        assert_eq!(redact("pip from https://u:pw@host/x"), "pip from https://u:<redacted>@host/x");
+        assert_eq!(redact("WANDB_API_KEY: 0123456789abcdef0123456789abcdef01234567"), "WANDB_API_KEY: <redacted>");
+        let kept = ": \"${HF_TOKEN:?is not set}\" hf_token_env: MY_HF max_new_tokens=512 key: HF_TOKEN HF_TOKEN: <the value of $HF_TOKEN> \
+                    refresh the token: gcloud auth login";
+        assert_eq!(redact(kept), kept);
+    }
+}
