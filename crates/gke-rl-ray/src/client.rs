@@ -25,7 +25,38 @@ pub struct Version {
     pub session_name: String,
 }
 
+/// The Ray releases gke-rl's tests run against real heads; others get a warning.
+pub const TESTED_RAY: (&str, &str) = ("2.46.0", "2.54.0");
+
+/// The most gke-rl reads of one API answer or log-stream message: job lists and runtime envs
+/// are kilobytes.
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// The most gke-rl reads of a whole job log in one answer (`logs` without `--follow`).
+const MAX_LOG_BYTES: usize = 256 * 1024 * 1024;
+
 impl Version {
+    /// `[major, minor, patch]` of `ray_version` (`2.46.0`, `3.0.0.dev0`, `2.9.3rc1`); `None`
+    /// when it is not a version at all.
+    pub fn release(&self) -> Option<[u64; 3]> {
+        let mut parts = self.ray_version.split('.');
+        let mut release = [0u64; 3];
+        for (index, slot) in release.iter_mut().enumerate() {
+            let part = parts.next()?;
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            if digits.is_empty() || digits.len() > 9 || (index < 2 && digits.len() != part.len()) {
+                return None;
+            }
+            *slot = digits.parse().ok()?;
+        }
+        Some(release)
+    }
+
+    /// Whether gke-rl's tests ran against this Ray ([`TESTED_RAY`]).
+    pub fn is_tested(&self) -> bool {
+        let parse = |v: &str| Version { ray_version: v.to_owned(), ..self.clone() }.release();
+        self.release().is_some_and(|r| parse(TESTED_RAY.0).is_some_and(|lo| r >= lo) && parse(TESTED_RAY.1).is_some_and(|hi| r <= hi))
+    }
+
     /// Whether the server's Ray is at least `major.minor.patch` (a dev build counts as new).
     pub fn at_least(&self, needs: &str) -> bool {
         let parse = |v: &str| -> Vec<u64> {
@@ -264,13 +295,20 @@ impl Client {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::USER_AGENT, reqwest::header::HeaderValue::from_static(USER_AGENT));
         for (name, value) in &options.headers {
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| Error::Address(format!("header {name}")))?;
-            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| Error::Address(format!("a value of header {name}")))?;
+            let header = |reason| Error::Header { name: name.clone(), reason };
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| header("not a header name (letters, digits and `-`)"))?;
+            let mut value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| header("its value holds a character headers cannot carry (a control character or a line break)"))?;
+            value.set_sensitive(true);
             headers.insert(name, value);
         }
         crate::ensure_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
+            // The upload, the submit body (which may carry tokens) and the caller's headers
+            // must reach this address and no other.
+            .redirect(reqwest::redirect::Policy::none())
             .default_headers(headers.clone())
             .build()
             .map_err(|e| Error::Unreachable { address: address.clone(), reason: e.to_string() })?;
@@ -286,12 +324,38 @@ impl Client {
         format!("{}{path}", self.address)
     }
 
-    /// Sends a request and returns the status and body, mapping transport failures.
+    /// Sends a request and returns the status and body (at most [`MAX_ANSWER_BYTES`]), mapping
+    /// transport failures and refusing redirects.
     async fn send(&self, what: &str, request: reqwest::RequestBuilder, timeout: Duration) -> Result<(StatusCode, String), Error> {
-        let response = request.timeout(timeout).send().await.map_err(|e| self.transport(what, &e, timeout))?;
+        self.send_capped(what, request, timeout, MAX_ANSWER_BYTES).await
+    }
+
+    async fn send_capped(
+        &self,
+        what: &str,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+        limit: usize,
+    ) -> Result<(StatusCode, String), Error> {
+        let mut response = request.timeout(timeout).send().await.map_err(|e| self.transport(what, &e, timeout))?;
         let status = response.status();
-        let body = response.text().await.map_err(|e| self.transport(what, &e, timeout))?;
-        Ok((status, body))
+        if status.is_redirection() {
+            let location = response.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("nowhere");
+            let location = location.chars().take(200).collect();
+            return Err(Error::Redirected { address: self.address.clone(), what: what.to_owned(), status: status.as_u16(), location });
+        }
+        let too_large = || Error::AnswerTooLarge { what: what.to_owned(), limit };
+        if response.content_length().is_some_and(|length| length > limit as u64) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(what, &e, timeout))? {
+            if body.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
     }
 
     fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
@@ -308,9 +372,19 @@ impl Client {
 
     /// A JSON call; with a job `id`, a 404 means that job does not exist.
     async fn call<T: serde::de::DeserializeOwned>(&self, method: reqwest::Method, path: &str, id: Option<&str>) -> Result<T, Error> {
+        self.call_capped(method, path, id, MAX_ANSWER_BYTES).await
+    }
+
+    async fn call_capped<T: serde::de::DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        id: Option<&str>,
+        limit: usize,
+    ) -> Result<T, Error> {
         let what = format!("{method} {path}");
         let request = self.http.request(method, self.url(path));
-        let (status, body) = self.send(&what, request, self.options.request_timeout).await?;
+        let (status, body) = self.send_capped(&what, request, self.options.request_timeout, limit).await?;
         match (status, id) {
             (StatusCode::OK, _) => parse(&what, &body),
             (StatusCode::NOT_FOUND, Some(id)) => Err(Error::JobNotFound { id: id.to_owned() }),
@@ -318,15 +392,27 @@ impl Client {
         }
     }
 
-    /// `GET /api/version`: the first call, which also checks that this is a Ray dashboard.
+    /// `GET /api/version`: the first call, which also checks that this is a Ray dashboard
+    /// whose Ray has the Jobs API (1.9 or newer).
     pub async fn version(&self) -> Result<Version, Error> {
         let what = "GET /api/version";
-        let (status, body) = self.send(what, self.http.get(self.url("/api/version")), self.options.request_timeout).await?;
+        let request = self.http.get(self.url("/api/version"));
+        let (status, body) = self.send_capped(what, request, self.options.request_timeout, 64 * 1024).await?;
         match status {
-            StatusCode::OK => parse(what, &body),
-            StatusCode::NOT_FOUND => Err(Error::NotADashboard { address: self.address.clone() }),
-            _ => Err(Self::refused(what, status, &body)),
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => return Err(Error::NotADashboard { address: self.address.clone() }),
+            _ => return Err(Self::refused(what, status, &body)),
         }
+        let found = || first_line(&body).to_owned();
+        let version: Version =
+            serde_json::from_str(&body).map_err(|_| Error::NotAVersion { address: self.address.clone(), found: found() })?;
+        let Some(release) = version.release() else {
+            return Err(Error::NotAVersion { address: self.address.clone(), found: version.ray_version.chars().take(200).collect() });
+        };
+        if release < [1, 9, 0] {
+            return Err(Error::RayTooOld { address: self.address.clone(), found: version.ray_version, needs: "1.9.0" });
+        }
+        Ok(version)
     }
 
     /// `GET /api/packages/gcs/{name}`: whether the cluster has the package. A hit also pins it
@@ -412,7 +498,8 @@ impl Client {
         struct Logs {
             logs: String,
         }
-        let logs: Logs = self.call(reqwest::Method::GET, &format!("/api/jobs/{}/logs", segment(id)), Some(id)).await?;
+        let path = format!("/api/jobs/{}/logs", segment(id));
+        let logs: Logs = self.call_capped(reqwest::Method::GET, &path, Some(id), MAX_LOG_BYTES).await?;
         Ok(logs.logs)
     }
 
@@ -444,7 +531,10 @@ impl Client {
         let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str())
             .map_err(|e| Error::Protocol { what: what.clone(), reason: e.to_string() })?;
         request.headers_mut().extend(self.headers.clone());
-        let connect = tokio_tungstenite::connect_async(request);
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .max_message_size(Some(MAX_ANSWER_BYTES))
+            .max_frame_size(Some(MAX_ANSWER_BYTES));
+        let connect = tokio_tungstenite::connect_async_with_config(request, Some(config), false);
         let timeout = self.options.connect_timeout + self.options.request_timeout;
         match tokio::time::timeout(timeout, connect).await {
             Err(_) => Err(Error::Timeout { address: self.address.clone(), what, seconds: timeout.as_secs() }),
@@ -516,10 +606,13 @@ fn first_line(body: &str) -> &str {
 
 /// The useful part of an error body: the last line of a Python traceback (the exception),
 /// else the first line.
+/// At most 500 characters of it: bodies can be megabytes.
 fn server_message(body: &str) -> String {
     let lines: Vec<&str> = body.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let exception = lines.iter().rev().find(|l| l.contains("Error: ") || l.contains("Exception: "));
-    exception.or(lines.first()).map_or_else(|| "(empty response)".to_owned(), |l| (*l).to_owned())
+    let Some(line) = exception.or(lines.first()) else { return "(empty response)".to_owned() };
+    let shown = &line[..line.floor_char_boundary(500)];
+    if shown.len() < line.len() { format!("{shown}… ({} more bytes)", line.len() - shown.len()) } else { shown.to_owned() }
 }
 
 /// The innermost error's text: "Connection refused (os error 111)" rather than reqwest's
@@ -584,6 +677,23 @@ mod tests {
         let (a, b) = (new_submission_id(), new_submission_id());
         assert!(a.starts_with("raysubmit_") && a.len() == 26 && a != b, "{a} {b}");
         assert!(!a[10..].contains(['I', 'l', 'O', '0', 'o']));
+    }
+
+    #[test]
+    fn versions_are_read_or_refused() {
+        assert_eq!(version("2.46.0").release(), Some([2, 46, 0]));
+        assert_eq!(version("3.0.0.dev0").release(), Some([3, 0, 0]));
+        assert_eq!(version("2.9.3rc1").release(), Some([2, 9, 3]));
+        for garbage in ["99", "garbage", "", "2.x.0", "1.2", "99999999999.0.0"] {
+            assert_eq!(version(garbage).release(), None, "{garbage}");
+        }
+        assert!(version("2.46.0").is_tested() && version("2.54.0").is_tested() && !version("2.55.0").is_tested());
+    }
+
+    #[test]
+    fn long_error_bodies_are_cut() {
+        let message = server_message(&"x".repeat(50_000_000));
+        assert!(message.len() < 600 && message.ends_with("(49999500 more bytes)"), "{}", &message[message.len() - 40..]);
     }
 
     #[test]

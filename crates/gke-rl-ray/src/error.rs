@@ -19,6 +19,18 @@ pub enum Error {
     Timeout { address: String, what: String, seconds: u64 },
     #[error("{address} answered /api/version with 404: it is not a Ray dashboard (or Ray is older than 1.9)")]
     NotADashboard { address: String },
+    #[error("{address} answered /api/version with `{found}`: that is not a Ray dashboard's version answer")]
+    NotAVersion { address: String, found: String },
+    #[error("the dashboard at {address} runs Ray {found}; the Jobs API needs Ray {needs} or newer (gke-rl is tested with Ray {} to {})", crate::TESTED_RAY.0, crate::TESTED_RAY.1)]
+    RayTooOld { address: String, found: String, needs: &'static str },
+    #[error(
+        "the dashboard at {address} answered {what} with a redirect ({status}) to {location}; gke-rl does not follow redirects (Ray's dashboard sends none), so nothing went there: use the address the dashboard really has"
+    )]
+    Redirected { address: String, what: String, status: u16, location: String },
+    #[error("the answer to {what} is larger than {} MiB; gke-rl stopped reading it", limit / 1_048_576)]
+    AnswerTooLarge { what: String, limit: usize },
+    #[error("header `{name}`: {reason}")]
+    Header { name: String, reason: &'static str },
     #[error("job {id} does not exist")]
     JobNotFound { id: String },
     #[error("a job with submission id {id} already exists: choose another submission id")]
@@ -47,6 +59,10 @@ pub enum Error {
     TooLarge { total: u64, largest: Vec<(String, u64)> },
     #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
     SecretInFile { path: String, name: String },
+    #[error("{zip} holds {entry}, which contains the value of {name}; a secret must never be uploaded: build the zip without it")]
+    SecretInZip { zip: String, entry: String, name: String },
+    #[error("{path} is not a zip gke-rl can read through ({reason}); Ray could not unpack it either")]
+    BadZip { path: String, reason: String },
     #[error("{path} is not a directory (nor a .zip file): pass the folder to upload")]
     NotADirectory { path: PathBuf },
     #[error("{path} changed while it was being packaged; submit again")]

@@ -25,7 +25,7 @@ mod follow;
 pub mod package;
 
 pub use client::{
-    Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, entrypoint, latest_submission,
+    Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TESTED_RAY, TailEnd, Version, entrypoint, latest_submission,
     new_submission_id,
 };
 pub use error::Error;

@@ -249,18 +249,19 @@ enum Contents {
 
 impl Hashed {
     /// A local `.zip` file as the working dir, named by the SHA-1 of its bytes, as Ray does.
-    pub fn for_zip_file(path: &Path) -> Result<Hashed, Error> {
-        let bytes = fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    /// Every entry is unpacked (within [`MAX_UNPACKED_ZIP_BYTES`]) and refused if it holds one
+    /// of `secrets`, as a folder's files are.
+    pub fn for_zip_file(path: &Path, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
+        let io = |source| Error::Io { path: path.to_owned(), source };
+        let name = path.display().to_string();
+        let mut bytes = Vec::new();
+        fs::File::open(path).map_err(io)?.take(MAX_UPLOAD_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
         if bytes.len() as u64 > MAX_UPLOAD_BYTES {
-            let name = path.display().to_string();
-            return Err(Error::TooLarge { total: bytes.len() as u64, largest: vec![(name, bytes.len() as u64)] });
+            let size = fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+            return Err(Error::TooLarge { total: size, largest: vec![(name, size)] });
         }
+        let file_count = scan_zip(&name, &bytes, secrets)?;
         let hex: String = Sha1::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-        // Entries in the central directory, from its end record (0 when unreadable).
-        let file_count = bytes.len().checked_sub(END_OF_CENTRAL_DIRECTORY).map_or(0, |end| {
-            let count = &bytes[end + 10..end + 12];
-            usize::from(u16::from_le_bytes([count[0], count[1]]))
-        });
         Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), contents: Contents::Zip { bytes, file_count } })
     }
 
@@ -281,6 +282,49 @@ impl Hashed {
         };
         Ok(Package { uri: self.uri, zip, file_count })
     }
+}
+
+/// The most bytes a `.zip` working dir may unpack to while it is scanned: Ray unpacks it on
+/// every node, and a zip bomb must not take this machine's memory or time first.
+pub const MAX_UNPACKED_ZIP_BYTES: u64 = 4 * MAX_UPLOAD_BYTES;
+
+/// Unpacks every entry of the zip `name` in 1 MiB pieces and refuses one that holds a secret;
+/// the number of files.
+fn scan_zip(name: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<usize, Error> {
+    let unreadable = |reason: String| Error::BadZip { path: name.to_owned(), reason };
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| unreadable(e.to_string()))?;
+    let secrets: Vec<&Secret<'_>> = secrets.iter().filter(|s| !s.value.is_empty()).collect();
+    // A secret may straddle two pieces: each piece is scanned with the tail of the one before.
+    let overlap = secrets.iter().map(|s| s.value.len()).max().unwrap_or(1) - 1;
+    let mut budget = MAX_UNPACKED_ZIP_BYTES;
+    let mut files = 0;
+    let mut window = Vec::with_capacity(overlap + (1 << 20));
+    let mut piece = vec![0u8; 1 << 20];
+    for index in 0..archive.len() {
+        let mut entry = archive.by_index(index).map_err(|e| unreadable(e.to_string()))?;
+        if entry.is_dir() {
+            continue;
+        }
+        files += 1;
+        let entry_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        window.clear();
+        loop {
+            let read = entry.read(&mut piece).map_err(|e| unreadable(format!("{entry_name}: {e}")))?;
+            if read == 0 {
+                break;
+            }
+            budget = budget.checked_sub(read as u64).ok_or_else(|| {
+                unreadable(format!("it unpacks to more than {} MiB; gke-rl stopped reading it", MAX_UNPACKED_ZIP_BYTES >> 20))
+            })?;
+            window.extend_from_slice(&piece[..read]);
+            if let Some(secret) = secrets.iter().find(|s| memchr::memmem::find(&window, s.value.as_bytes()).is_some()) {
+                return Err(Error::SecretInZip { zip: name.to_owned(), entry: entry_name, name: secret.name.to_owned() });
+            }
+            let keep = window.len().min(overlap);
+            window.drain(..window.len() - keep);
+        }
+    }
+    Ok(files)
 }
 
 fn file_count(entries: &[(String, Entry)]) -> usize {
@@ -591,5 +635,47 @@ mod tests {
             error.to_string(),
             "env.sh contains the value of HF_TOKEN; a secret must never be uploaded: exclude the file in .rayignore"
         );
+    }
+
+    /// A zip with `entries`, deflated.
+    fn deflated_zip(dir: &Path, entries: &[(&str, &[u8])]) -> std::path::PathBuf {
+        let path = dir.join("job.zip");
+        let mut writer = zip::ZipWriter::new(fs::File::create(&path).unwrap());
+        let options =
+            zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).compression_level(Some(1));
+        for (name, bytes) in entries {
+            writer.start_file(*name, options).unwrap();
+            std::io::Write::write_all(&mut writer, bytes).unwrap();
+        }
+        writer.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn a_zip_working_dir_is_scanned_for_secrets_like_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = [Secret { name: "MY_HF", value: "hf_secret_value_1234" }];
+        // The value straddles the 1 MiB pieces the scan reads.
+        let mut big = vec![b'x'; (1 << 20) - 5];
+        big.extend_from_slice(b"hf_secret_value_1234 and more");
+        let zip = deflated_zip(dir.path(), &[("run.sh", b"echo hi\n"), ("data/big.txt", &big)]);
+        let error = Hashed::for_zip_file(&zip, &secret).unwrap_err();
+        assert!(matches!(&error, Error::SecretInZip { entry, name, .. } if entry == "data/big.txt" && name == "MY_HF"), "{error}");
+        let clean = deflated_zip(dir.path(), &[("run.sh", b"echo hi\n"), ("data/", b"")]);
+        assert_eq!(Hashed::for_zip_file(&clean, &secret).unwrap().file_count(), 1, "a folder is not a file");
+        fs::write(&clean, b"PK\x03\x04 not really").unwrap();
+        assert!(matches!(Hashed::for_zip_file(&clean, &secret), Err(Error::BadZip { .. })));
+    }
+
+    #[test]
+    fn a_zip_bomb_is_refused_within_the_unpacked_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let zeros = vec![0u8; 64 << 20];
+        let names: Vec<String> = (0..7).map(|i| format!("zeros{i}")).collect();
+        let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), zeros.as_slice())).collect();
+        let bomb = deflated_zip(dir.path(), &entries);
+        assert!(fs::metadata(&bomb).unwrap().len() < MAX_UPLOAD_BYTES, "within the upload limit, far past it unpacked");
+        let error = Hashed::for_zip_file(&bomb, &[]).unwrap_err();
+        assert!(error.to_string().contains("unpacks to more than 400 MiB"), "{error}");
     }
 }

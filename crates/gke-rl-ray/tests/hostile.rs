@@ -1,0 +1,125 @@
+//! A dashboard address that answers like an attacker, or a broken proxy, would: endless
+//! bodies, huge error pages, redirects to another host, and versions that are not Ray's.
+//! Every answer is read within a bound, nothing follows a redirect, and each ends in an error
+//! that says what was found (issue 13, items 3, 5 and 19).
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use gke_rl_ray::{Client, ClientOptions, Error, SubmitRequest};
+
+/// A raw HTTP/1.1 server on a thread: each request's path goes to `answer`, which writes the
+/// whole response (and may keep writing until the client hangs up). Returns its address.
+fn serve(answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                answer(&path, &mut stream);
+            });
+        }
+    });
+    address
+}
+
+fn respond(stream: &mut TcpStream, status: &str, headers: &str, body: &str) {
+    let response = format!("HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    let _ = stream.write_all(response.as_bytes());
+}
+
+fn version_body(ray: &str) -> String {
+    format!(r#"{{"version": "4", "ray_version": "{ray}", "ray_commit": "x"}}"#)
+}
+
+fn client(address: &str) -> Client {
+    let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer do-not-leak".to_owned())]);
+    Client::new(address, ClientOptions { headers, ..ClientOptions::default() }).unwrap()
+}
+
+#[tokio::test]
+async fn an_endless_body_is_cut_off_at_the_bound() {
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = written.clone();
+    let address = serve(move |_, stream| {
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, "7".repeat(1 << 20));
+        while stream.write_all(chunk.as_bytes()).is_ok() {
+            counter.fetch_add(1 << 20, Ordering::Relaxed);
+        }
+    });
+    let error = client(&address).version().await.unwrap_err();
+    assert!(matches!(error, Error::AnswerTooLarge { .. }), "{error}");
+    let error = client(&address).jobs().await.unwrap_err();
+    assert!(matches!(error, Error::AnswerTooLarge { limit, .. } if limit == 16 << 20), "{error}");
+    // Stopped near the bound: kernel buffers hold a few MiB more than the client read.
+    assert!(written.load(Ordering::Relaxed) < 64 << 20, "{} bytes were sent", written.load(Ordering::Relaxed));
+}
+
+#[tokio::test]
+async fn a_huge_error_body_is_printed_cut_short() {
+    let address = serve(|path, stream| match path {
+        "/api/version" => respond(stream, "200 OK", "", &version_body("2.46.0")),
+        _ => respond(stream, "500 Internal Server Error", "", &"E".repeat(10 << 20)),
+    });
+    let error = client(&address).jobs().await.unwrap_err().to_string();
+    assert!(error.len() < 1000 && error.contains("more bytes"), "{}", &error[..error.len().min(2000)]);
+}
+
+#[tokio::test]
+async fn redirects_to_another_host_are_refused_and_that_host_hears_nothing() {
+    let heard = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = heard.clone();
+    let elsewhere = serve(move |path, stream| {
+        log.lock().unwrap().push(path.to_owned());
+        respond(stream, "200 OK", "", &version_body("2.46.0"));
+    });
+    let target = elsewhere.clone();
+    let address = serve(move |path, stream| {
+        respond(stream, "307 Temporary Redirect", &format!("Location: {target}{path}\r\n"), "");
+    });
+    let client = client(&address);
+    let error = client.version().await.unwrap_err();
+    assert!(matches!(&error, Error::Redirected { status: 307, location, .. } if location.starts_with(&elsewhere)), "{error}");
+    let request = SubmitRequest { entrypoint: "echo hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345".into(), ..SubmitRequest::default() };
+    let server: gke_rl_ray::Version = serde_json::from_str(&version_body("2.46.0")).unwrap();
+    assert!(matches!(client.submit(&request, &server).await, Err(Error::Redirected { .. })));
+    assert!(matches!(client.upload_package("gcs://_ray_pkg_0123456789abcdef.zip", vec![0; 1024]).await, Err(Error::Redirected { .. })));
+    assert!(heard.lock().unwrap().is_empty(), "the other host got {:?}", heard.lock().unwrap());
+}
+
+#[tokio::test]
+async fn versions_that_are_not_rays_are_refused_with_what_was_found() {
+    for (body, expected) in [
+        ("99".to_owned(), "answered /api/version with `99`"),
+        ("garbage".to_owned(), "answered /api/version with `garbage`"),
+        (version_body("not-a-version"), "answered /api/version with `not-a-version`"),
+        (version_body("1.0.0"), "runs Ray 1.0.0; the Jobs API needs Ray 1.9.0 or newer"),
+    ] {
+        let address = serve(move |_, stream| respond(stream, "200 OK", "", &body));
+        let error = client(&address).version().await.unwrap_err().to_string();
+        assert!(error.contains(expected), "{error}");
+    }
+    let address = serve(|_, stream| respond(stream, "200 OK", "", &version_body("2.99.0")));
+    let version = client(&address).version().await.unwrap();
+    assert!(!version.is_tested(), "answered, and flagged as untested");
+}
+
+#[test]
+fn bad_header_values_name_the_header() {
+    let headers = BTreeMap::from([("X-Token".to_owned(), "line\nbreak".to_owned())]);
+    let error = Client::new("localhost:8265", ClientOptions { headers, ..ClientOptions::default() }).unwrap_err().to_string();
+    assert!(error.starts_with("header `X-Token`: its value holds a character") && !error.contains("dashboard address"), "{error}");
+}
