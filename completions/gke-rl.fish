@@ -41,7 +41,7 @@ complete -c gke-rl -n "__fish_gke_rl_needs_command" -f -a "help" -d 'Print this 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l out -d 'Output directory' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l force -d 'Overwrite files in DIR that gke-rl did not generate'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l force -d 'Overwrite files in DIR that gke-rl did not generate; render also writes what fails validation'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
@@ -55,7 +55,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l blueprint -d
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l out -d 'Output directory' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l force -d 'Overwrite files in DIR that gke-rl did not generate'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l force -d 'Overwrite files in DIR that gke-rl did not generate; render also writes what fails validation'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F

@@ -34,7 +34,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
         use std::os::unix::process::CommandExt as _;
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .current_dir(root)
-            .args(["deploy", "--yes", "--project", "p", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit", "--folder"])
+            .args(["deploy", "--yes", "--project", "my-project", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit", "--folder"])
             .arg(&folder)
             .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
             .env("FAKE_CLOUD", &cloud)

@@ -35,15 +35,29 @@ pub struct Head {
 
 impl Head {
     /// Starts `ray start --head --block` from the venv `bin`; `versions` are the heads that
-    /// may run at once, each given its own worker ports.
+    /// may run at once, each given its own worker ports. On a loaded machine Ray's own
+    /// start-up deadlines can pass (Ray 2.46: "Failed to start the dashboard"): a failed
+    /// start is retried once, with its log shown.
     pub fn start(version: &'static str, bin: &Path, versions: &[&str]) -> Result<Head, String> {
+        let log = std::env::temp_dir().join(format!("gkerl-head-{}-{version}.log", std::process::id()));
+        match Head::start_once(version, bin, versions, &log) {
+            Ok(head) => Ok(head),
+            Err(first) => {
+                eprintln!("ray {version} did not start ({first}); retrying once. Its log:\n{}", tail(&log));
+                Head::start_once(version, bin, versions, &log)
+                    .map_err(|second| format!("{second} (twice; the first time: {first}). Its log:\n{}", tail(&log)))
+            }
+        }
+    }
+
+    fn start_once(version: &'static str, bin: &Path, versions: &[&str], log_path: &Path) -> Result<Head, String> {
         use std::os::unix::process::CommandExt as _;
         // Unix socket paths must stay short, so not under target/.
         let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
         let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
         let [dashboard, gcs, client_server, agent] = fixed_ports(index)?;
         let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("gkerl-head-{version}.log"))).map_err(|e| e.to_string())?;
+        let log = std::fs::File::create(log_path).map_err(|e| e.to_string())?;
         let child = Command::new(bin.join("ray"))
             .args(["start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true", "--num-cpus=4"])
             .arg("--dashboard-host=127.0.0.1")
@@ -90,6 +104,13 @@ impl Drop for Head {
         let _ = child.wait();
         let _ = std::fs::remove_dir_all(&self.temp_dir);
     }
+}
+
+/// The last 40 lines of a log.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 /// A plain HTTP/1.0 GET, to wait for the head without the code under test.

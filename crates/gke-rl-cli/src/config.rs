@@ -37,7 +37,7 @@ pub struct Output {
     /// Output directory
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out: PathBuf,
-    /// Overwrite files in DIR that gke-rl did not generate
+    /// Overwrite files in DIR that gke-rl did not generate; render also writes what fails validation
     #[arg(long)]
     pub force: bool,
 }

@@ -51,7 +51,7 @@ impl Console {
 
     /// Writes a line (above the bar, when there is one).
     pub fn say(&self, text: impl std::fmt::Display) {
-        let text = text.to_string();
+        let text = crate::terminal::shown(&text.to_string());
         if let Some(bar) = self.bar().as_ref() {
             bar.println(&text);
             return;
@@ -105,6 +105,9 @@ impl Progress for Console {
                 "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
             )),
             Event::AuthorizedCidr { cidr, detected_from: None } => self.say(format_args!("  authorized CIDR: {cidr}")),
+            Event::WideAuthorizedCidr { cidr } => {
+                self.say(format_args!("warning: authorized CIDR {cidr}: {}", gke_rl::model::Cidr::WIDE_RISK))
+            }
             Event::AuthorizedCidrChanged { from, to } => self.say(format_args!(
                 "the authorized CIDR changes from {from} to {to}: gcluster runs again to update the control plane's authorized networks"
             )),
@@ -143,7 +146,13 @@ impl Progress for Console {
                 self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))
             }
             Event::PortForwardFailed(e) => self.say(format_args!("warning: port-forward: {e}")),
-            Event::Connected { ray_version, address } => self.say(format_args!("Ray {ray_version} at {address}")),
+            Event::Connected { ray_version, address, tested } => {
+                self.say(format_args!("Ray {ray_version} at {address}"));
+                if !tested {
+                    let (low, high) = gke_rl_ray::TESTED_RAY;
+                    self.say(format_args!("warning: gke-rl is tested with Ray {low} to {high}; Ray {ray_version} may answer differently"));
+                }
+            }
             Event::RuntimeEnvFinding { text, finding } => {
                 let report = Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
                 self.say(format_args!("{report}\n"));
@@ -165,11 +174,7 @@ impl Progress for Console {
                 self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
             }
             Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
-            Event::Log(text) => {
-                let mut stdout = std::io::stdout();
-                let _ = stdout.write_all(text.as_bytes());
-                let _ = stdout.flush();
-            }
+            Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
             Event::JobState { id, status, message } => {
                 self.say(format_args!("job {id}: {status}{}", message.map(|m| format!(" ({m})")).unwrap_or_default()))

@@ -16,6 +16,7 @@ use gke_rl_ray::{JobDetails, JobStatus};
 
 use crate::config::{self, Loaded};
 use crate::console::{Console, explain};
+use crate::terminal::outln;
 
 /// The process exit code when Ctrl-C detaches from a job.
 const DETACHED: u8 = 130;
@@ -32,7 +33,7 @@ pub struct Connection {
     #[arg(long, value_name = "JSON", env = "RAY_JOB_HEADERS", hide_env_values = true)]
     headers: Option<String>,
     /// Give up on a request the dashboard does not answer within this many seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout: u64,
 }
 
@@ -241,7 +242,7 @@ async fn watch(head: &Head, id: &str, env: &Env, console: &Console) -> anyhow::R
         Followed::Finished { job, checkpoints } => {
             let report = checkpoints.report();
             if !report.is_empty() {
-                eprint!("{report}");
+                eprint!("{}", crate::terminal::shown(&report));
             }
             let message = job.message.as_deref().unwrap_or_default();
             console.say(format_args!("job {} {}: {message}", job.id(), job.status));
@@ -260,9 +261,9 @@ impl StatusArgs {
             let id = gke_rl_ops::jobs::job_id(client, self.id.as_deref()).await.map_err(anyhow::Error::from)?;
             let job = client.job(&id).await?;
             if self.json {
-                println!("{}", serde_json::to_string_pretty(&gke_rl_ops::jobs::redacted(&job, &connected.loaded.deployment))?);
+                outln!("{}", serde_json::to_string_pretty(&gke_rl_ops::jobs::redacted(&job, &connected.loaded.deployment))?);
             } else {
-                println!("{}", describe(&job, env.clock.unix_millis()));
+                outln!("{}", crate::terminal::shown(&describe(&job, env.clock.unix_millis())));
             }
             Ok(0)
         })
@@ -279,7 +280,7 @@ impl LogsArgs {
             if self.follow {
                 return watch(&connected.head, &id, &env, &connected.console).await;
             }
-            print!("{}", client.logs(&id).await?);
+            crate::terminal::out(&client.logs(&id).await?);
             Ok(0)
         })
     }
@@ -312,14 +313,16 @@ impl JobsArgs {
             let jobs = connected.head.client.jobs().await?;
             if self.json {
                 let jobs: Vec<_> = jobs.iter().map(|job| gke_rl_ops::jobs::redacted(job, &connected.loaded.deployment)).collect();
-                println!("{}", serde_json::to_string_pretty(&jobs)?);
+                outln!("{}", serde_json::to_string_pretty(&jobs)?);
                 return Ok(0);
             }
             let now = env.clock.unix_millis();
-            println!("{:<28} {:<10} {:<20} {:>9}  ENTRYPOINT", "ID", "STATUS", "STARTED (UTC)", "DURATION");
+            outln!("{:<28} {:<10} {:<20} {:>9}  ENTRYPOINT", "ID", "STATUS", "STARTED (UTC)", "DURATION");
             for job in &jobs {
                 let entrypoint: String = job.entrypoint.chars().take(60).collect();
-                println!("{:<28} {:<10} {:<20} {:>9}  {entrypoint}", job.id(), job.status.to_string(), started(job), duration(job, now));
+                let line =
+                    format!("{:<28} {:<10} {:<20} {:>9}  {entrypoint}", job.id(), job.status.to_string(), started(job), duration(job, now));
+                outln!("{}", crate::terminal::shown(&line));
             }
             Ok(0)
         })
@@ -377,11 +380,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn start_times_print_in_utc_and_secrets_are_redacted_by_the_models_names() {
+    fn start_times_print_in_utc_and_secrets_are_redacted_by_name_and_shape() {
         let job: JobDetails = serde_json::from_value(serde_json::json!({
             "type": "SUBMISSION", "job_id": null, "submission_id": "s", "status": "RUNNING", "entrypoint": "x",
             "message": null, "error_type": null, "start_time": 1_795_000_000_000u64, "end_time": null,
-            "runtime_env": {"env_vars": {"HF_TOKEN": "hf_x", "HF_HOME": "/lustre", "MY_HF": "hf_renamed"}}
+            "metadata": {"note": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "pip": "https://u:pw@pypi.example.com"},
+            "runtime_env": {"env_vars": {"HF_TOKEN": "hf_x", "HF_HOME": "/lustre", "MY_HF": "hf_renamed", "OTHER": "ghp_0123456789abcdefghij0123456789abcdef"}}
         }))
         .unwrap();
         assert_eq!(started(&job), "2026-11-18 11:06:40"); // Python: datetime.utcfromtimestamp(1795000000)
@@ -391,5 +395,9 @@ mod tests {
         assert_eq!(json["runtime_env"]["env_vars"]["HF_TOKEN"], "<redacted>");
         assert_eq!(json["runtime_env"]["env_vars"]["MY_HF"], "<redacted>", "the config's own name for the token");
         assert_eq!(json["runtime_env"]["env_vars"]["HF_HOME"], "/lustre");
+        // By shape, under any name and anywhere (issue 13, item 9).
+        assert_eq!(json["runtime_env"]["env_vars"]["OTHER"], "<redacted>");
+        assert_eq!(json["metadata"]["note"], "<redacted>");
+        assert_eq!(json["metadata"]["pip"], "https://u:<redacted>@pypi.example.com");
     }
 }

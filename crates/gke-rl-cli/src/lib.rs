@@ -12,9 +12,9 @@ mod console;
 mod jobs;
 mod render;
 mod report;
+mod terminal;
 mod validate;
 
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
@@ -79,7 +79,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
     // One TLS crypto provider for kube, reqwest and the WebSocket client, chosen before any is built.
     gke_rl_ray::ensure_crypto_provider();
     let result = match command {
-        Command::Render(args) => args.run().map(|()| 0),
+        Command::Render(args) => args.run(),
         Command::Validate(args) => args.run().map(u8::from),
         Command::Blueprint(args) => args.run().map(|()| 0),
         Command::Deploy(args) => args.run(),
@@ -90,9 +90,9 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Command::Stop(args) => args.run(),
         Command::Jobs(args) => args.run(),
         Command::Completions { shell } => {
-            let mut stdout = std::io::stdout();
-            clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut stdout);
-            let _ = stdout.flush();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut script);
+            terminal::out(&String::from_utf8_lossy(&script));
             Ok(0)
         }
     };
@@ -100,8 +100,8 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             match e.downcast_ref::<report::Reported>() {
-                Some(reported) => eprintln!("{reported}"),
-                None => eprintln!("error: {e:#}"),
+                Some(reported) => eprintln!("{}", terminal::shown(&reported.0)),
+                None => eprintln!("error: {}", terminal::shown(&format!("{e:#}"))),
             }
             ExitCode::from(2)
         }
@@ -130,17 +130,23 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
 }
 
-/// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does.
+/// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does, up to a week: longer
+/// is a typo, and deadlines past the clock's range would end the process.
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     use std::time::Duration;
+    const LONGEST: Duration = Duration::from_secs(7 * 24 * 3600);
     let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a duration such as 90s, 30m or 1h"))?;
-    match &text[digits.len()..] {
-        "ms" => Ok(Duration::from_millis(number)),
-        "s" => Ok(Duration::from_secs(number)),
-        "m" => Ok(Duration::from_secs(number * 60)),
-        "h" => Ok(Duration::from_secs(number * 3600)),
-        _ => Err(format!("`{text}` needs a unit: ms, s, m or h")),
+    let millis_per_unit: u64 = match &text[digits.len()..] {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("`{text}` needs a unit: ms, s, m or h")),
+    };
+    match number.checked_mul(millis_per_unit).map(Duration::from_millis) {
+        Some(duration) if duration <= LONGEST => Ok(duration),
+        _ => Err(format!("`{text}` is longer than a week (168h), the longest gke-rl waits")),
     }
 }
 

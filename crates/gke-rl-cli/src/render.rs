@@ -4,10 +4,12 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use gke_rl::Artifact;
 use gke_rl::render::is_generated;
+use gke_rl::validate::{self, SourceFile};
+use gke_rl::{Artifact, Severity};
 
 use crate::config;
+use crate::report::Report;
 
 /// Render every artifact (env.sh, gcluster deployment file, RayCluster, Secret command,
 /// .rayignore, runtime env, job script) from the current config.
@@ -27,15 +29,33 @@ pub enum Outcome {
 }
 
 impl Args {
-    pub fn run(self) -> anyhow::Result<()> {
+    /// Exit 1, writing nothing, when the render fails validation (unless `--force`).
+    pub fn run(self) -> anyhow::Result<u8> {
         let loaded = self.source.load()?;
         let artifacts = loaded.render()?;
         let artifacts: Vec<&Artifact> = artifacts.iter().collect();
+        let sources: Vec<SourceFile<'_>> = artifacts.iter().map(|a| SourceFile::from(*a)).collect();
+        let errors: Vec<_> = validate::validate(&sources).into_iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
+        for finding in &errors {
+            let text = artifacts.iter().find(|a| a.name == finding.file).map_or("", |a| a.contents.as_str());
+            eprintln!("{}\n", Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic });
+        }
+        if !errors.is_empty() {
+            let fix = if self.output.force {
+                "writing anyway (--force)"
+            } else {
+                "nothing was written; fix the config, or pass --force to write anyway"
+            };
+            eprintln!("the render has {} error{}: {fix}", errors.len(), if errors.len() == 1 { "" } else { "s" });
+            if !self.output.force {
+                return Ok(1);
+            }
+        }
         let out = &self.output.out;
         let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
         summarize(out, &artifacts, &outcomes);
-        eprintln!("{}", next_steps(out, &loaded.deployment));
-        Ok(())
+        eprintln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment)));
+        Ok(0)
     }
 }
 
@@ -47,7 +67,8 @@ pub fn summarize(out: &Path, artifacts: &[&Artifact], outcomes: &[Outcome]) {
             Outcome::Updated => "updated",
             Outcome::Unchanged => "unchanged",
         };
-        eprintln!("{verb:>9}  {:<32} {:>3} lines", out.join(artifact.name).display(), artifact.contents.lines().count());
+        let path = crate::terminal::shown(&out.join(artifact.name).display().to_string());
+        eprintln!("{verb:>9}  {path:<32} {:>3} lines", artifact.contents.lines().count());
     }
 }
 
@@ -59,16 +80,25 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
     let mut foreign = Vec::new();
     for artifact in artifacts {
         let path = out.join(artifact.name);
-        let outcome = match fs::read(&path) {
-            Ok(existing) if existing == artifact.contents.as_bytes() => Outcome::Unchanged,
+        // A symlink is never ours, whatever it points to: it is replaced (with --force), never
+        // written through.
+        let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let outcome = match gke_rl_ops::files::read_bytes(&path) {
+            Ok(existing) if existing == artifact.contents.as_bytes() && !is_link => Outcome::Unchanged,
             Ok(existing) => {
-                if !force && !ours(artifact.name, &String::from_utf8_lossy(&existing)) {
+                if !force && (is_link || !ours(artifact.name, &String::from_utf8_lossy(&existing))) {
                     foreign.push(path.display().to_string());
                 }
                 Outcome::Updated
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Outcome::Created,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(gke_rl_ops::Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && !is_link => Outcome::Created,
+            Err(_) if is_link => {
+                if !force {
+                    foreign.push(path.display().to_string());
+                }
+                Outcome::Updated
+            }
+            Err(e) => return Err(e.into()),
         };
         outcomes.push(outcome);
     }

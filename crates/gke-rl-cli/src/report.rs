@@ -6,6 +6,8 @@ use std::path::Path;
 
 use gke_rl::Diagnostic;
 
+use crate::terminal::shown;
+
 /// A diagnostic about a file, ready to print.
 pub struct Report<'a> {
     pub file: &'a Path,
@@ -16,19 +18,21 @@ pub struct Report<'a> {
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.diagnostic;
-        writeln!(f, "{}[{}]: {}", d.severity, d.code, d.message)?;
+        writeln!(f, "{}[{}]: {}", d.severity, d.code, shown(&d.message))?;
         let number = d.line.to_string();
         let gutter = " ".repeat(number.len());
-        writeln!(f, "{gutter}--> {}:{}:{}", self.file.display(), d.line, d.column)?;
+        writeln!(f, "{gutter}--> {}:{}:{}", shown(&self.file.display().to_string()), d.line, d.column)?;
         if let Some(line) = self.source.lines().nth(d.line.saturating_sub(1) as usize) {
-            let before: String =
-                line.chars().take(d.column.saturating_sub(1) as usize).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            // The caret goes under the value as shown: after redaction and escaping.
+            let prefix: String = line.chars().take(d.column.saturating_sub(1) as usize).collect();
+            let before: String = shown(&prefix).chars().map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            let line = shown(line);
             let width = line.chars().skip(before.chars().count()).take_while(|c| !c.is_whitespace()).count().max(1);
             writeln!(f, "{gutter} |")?;
             writeln!(f, "{number} | {line}")?;
             writeln!(f, "{gutter} | {before}{}", "^".repeat(width))?;
         }
-        write!(f, "{gutter} = help: {}", d.help)
+        write!(f, "{gutter} = help: {}", shown(&d.help))
     }
 }
 
@@ -47,6 +51,15 @@ impl std::error::Error for Reported {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_and_control_characters_never_reach_the_terminal() {
+        let d = Diagnostic::warning("env-sh-secret-ignored", (1, 17), "HF_TOKEN holds a secret value", "delete this line");
+        let source = "export HF_TOKEN=\"hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345\" \u{1b}[2J\n";
+        let text = Report { file: Path::new("env.sh"), source, diagnostic: &d }.to_string();
+        assert!(text.contains("1 | export HF_TOKEN=\"<redacted>\" \\u{1b}[2J\n  |                 ^^^^^^^^^^^^"), "{text}");
+        assert!(!text.contains("hf_AbC") && !text.contains('\u{1b}'), "{text}");
+    }
 
     #[test]
     fn points_at_the_value_with_a_caret() {

@@ -10,6 +10,10 @@ use gke_rl::validate::{self, SourceFile, Validation};
 
 use crate::config;
 use crate::report::Report;
+use crate::terminal::{outln, shown};
+
+const KNOWN_FILES: &str =
+    "gke-rl checks env.sh, *.sh job scripts, RayCluster YAML, runtime-env JSON, .rayignore, gcluster deployment files and blueprints";
 
 /// Check artifacts for every known defect, alone and across files
 #[derive(clap::Args)]
@@ -41,7 +45,14 @@ enum Format {
 impl Args {
     /// Returns whether any finding is an error.
     pub fn run(self) -> anyhow::Result<bool> {
-        let mut files = self.read_paths()?;
+        let Inputs { mut files, unreadable, unknown } = self.read_paths()?;
+        if !unknown.is_empty() {
+            eprintln!("note: skipped {} that gke-rl does not check: {}", plural(unknown.len(), "file"), shown(&unknown.join(", ")));
+        }
+        if !self.paths.is_empty() && files.is_empty() && unreadable.is_empty() && !self.source.is_explicit() {
+            let named: Vec<String> = self.paths.iter().map(|p| display(p)).collect();
+            bail!("nothing to check: {} holds no file gke-rl knows\nhelp: {KNOWN_FILES}", named.join(", "));
+        }
         if self.paths.is_empty() || self.source.is_explicit() {
             let loaded = self.source.load()?;
             let rendered = loaded.render()?;
@@ -53,31 +64,38 @@ impl Args {
             }
         }
         let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        let check = || {
+            unreadable.iter().fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()))
+        };
         let validation = match &self.crd {
             Some(path) => {
                 let crd_text = config::read_input(path)?;
                 // The schema compiles on its own thread while the files are parsed and checked.
                 std::thread::scope(|scope| {
                     let compiling = scope.spawn(|| validate::CrdSchema::from_crd(&crd_text, true));
-                    let checked = validate::check(&sources);
+                    let checked = check();
                     let crd = compiling.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))?;
                     let crd = crd.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                     anyhow::Ok(checked.crd(&crd).finish())
                 })?
             }
-            None => validate::check(&sources).finish(),
+            None => check().finish(),
         };
         match self.format {
-            Format::Human => print_human(&validation, &files),
-            Format::Json => println!("{}", serde_json::to_string_pretty(&validation)?),
-            Format::Sarif => println!("{}", serde_json::to_string_pretty(&validate::sarif(&validation))?),
+            Format::Human => {
+                let mut shown = files.clone();
+                shown.extend(unreadable.into_iter().map(|(name, _, lossy)| (name, lossy)));
+                print_human(&validation, &shown)
+            }
+            Format::Json => outln!("{}", serde_json::to_string_pretty(&validation)?),
+            Format::Sarif => outln!("{}", serde_json::to_string_pretty(&validate::sarif(&validation))?),
         }
         Ok(validate::count(&validation.findings, Severity::Error) > 0)
     }
 
     /// Every file named, and the files of every directory named whose kind gke-rl knows.
-    fn read_paths(&self) -> anyhow::Result<BTreeMap<String, String>> {
-        let mut files = BTreeMap::new();
+    fn read_paths(&self) -> anyhow::Result<Inputs> {
+        let mut inputs = Inputs::default();
         for path in &self.paths {
             if path.is_dir() {
                 let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -85,25 +103,51 @@ impl Args {
                     .map(|e| e.map(|e| e.path()))
                     .collect::<Result<_, _>>()?;
                 entries.sort();
-                for entry in entries.into_iter().filter(|p| p.is_file()) {
-                    let name = display(&entry);
-                    let text = config::read_input(&entry)?;
-                    if validate::detect(&name, &text).is_some() {
-                        files.insert(name, text);
+                for entry in entries {
+                    // Only regular files: a folder's named pipes, sockets and subfolders are not inputs.
+                    if entry.symlink_metadata().is_ok_and(|m| m.is_file()) {
+                        inputs.read(&entry, false)?;
+                    } else {
+                        inputs.unknown.push(display(&entry));
                     }
                 }
             } else {
-                let name = display(path);
-                let text = config::read_input(path)?;
-                if validate::detect(&name, &text).is_none() {
-                    bail!(
-                        "cannot tell what {name} is\nhelp: gke-rl checks env.sh, *.sh job scripts, RayCluster YAML, runtime-env JSON, .rayignore, gcluster deployment files and blueprints"
-                    );
-                }
-                files.insert(name, text);
+                inputs.read(path, true)?;
             }
         }
-        Ok(files)
+        Ok(inputs)
+    }
+}
+
+/// The files to check, as text; those that are not UTF-8, with the error and a lossy text
+/// to show; and the files of the folders named that gke-rl does not know.
+#[derive(Default)]
+struct Inputs {
+    files: BTreeMap<String, String>,
+    unreadable: Vec<(String, gke_rl::Diagnostic, String)>,
+    unknown: Vec<String>,
+}
+
+impl Inputs {
+    /// Reads `path`; a file named on its own must be one gke-rl knows.
+    fn read(&mut self, path: &Path, named: bool) -> anyhow::Result<()> {
+        let name = display(path);
+        let bytes = gke_rl_ops::files::read_bytes(path)?;
+        let lossy = String::from_utf8_lossy(&bytes);
+        if validate::detect(&name, &lossy).is_none() {
+            if named {
+                bail!("cannot tell what {name} is\nhelp: {KNOWN_FILES}");
+            }
+            self.unknown.push(name);
+            return Ok(());
+        }
+        match gke_rl::diagnostic::utf8(&bytes) {
+            Ok(text) => {
+                self.files.insert(name, text.to_owned());
+            }
+            Err(diagnostic) => self.unreadable.push((name, diagnostic, lossy.into_owned())),
+        }
+        Ok(())
     }
 }
 
@@ -115,18 +159,21 @@ fn print_human(validation: &Validation, files: &BTreeMap<String, String>) {
     let findings = &validation.findings;
     for finding in findings {
         let source = files.get(&finding.file).map_or("", String::as_str);
-        println!("{}\n", Report { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
+        outln!("{}\n", Report { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
     }
     let count = |severity| validate::count(findings, severity);
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    println!(
+    outln!(
         "{}, {}, {} info in {}",
         plural(count(Severity::Error), "error"),
         plural(count(Severity::Warning), "warning"),
         count(Severity::Info),
         plural(files.len(), "file")
     );
-    println!("{}", coverage(validation));
+    outln!("{}", coverage(validation));
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// What was checked and what was not, grouped by what would let it: the end of every run.

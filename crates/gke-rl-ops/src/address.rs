@@ -13,9 +13,24 @@ pub const ADDRESS_ECHO: &str = "https://api.ipify.org";
 pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
     gke_rl_ray::ensure_crypto_provider();
     let failed = |reason: String| Error::PublicAddress { url: url.to_owned(), reason };
-    let answer = async { reqwest::Client::new().get(url).timeout(Duration::from_secs(10)).send().await?.error_for_status()?.text().await };
-    let text = answer.await.map_err(|e| failed(root_cause(&e)))?;
-    text.trim().parse().map_err(|_| failed(format!("it answered {:?}, not an IP address", text.trim())))
+    // An address is at most 45 characters; a longer answer is not one, however long it goes on.
+    const MAX_ANSWER: usize = 256;
+    let answer = async {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        let mut response = client.get(url).timeout(Duration::from_secs(10)).send().await?.error_for_status()?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await?
+            && body.len() <= MAX_ANSWER
+        {
+            body.extend_from_slice(&chunk);
+        }
+        Ok::<_, reqwest::Error>(body)
+    };
+    let body = answer.await.map_err(|e| failed(root_cause(&e)))?;
+    let text = String::from_utf8_lossy(&body[..body.len().min(MAX_ANSWER)]);
+    text.trim()
+        .parse()
+        .map_err(|_| failed(format!("it answered {:?}, not an IP address", text.trim().chars().take(60).collect::<String>())))
 }
 
 /// The CIDR of just `address`.

@@ -97,7 +97,19 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         (None, None) => "<this machine's public address>/32".to_owned(),
     };
     let wait = crate::took(options.timeout);
-    Ok(lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait))
+    let plan = lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait);
+    // The plan is what a real deploy would do: say up front what would stop it.
+    let mut warnings = Vec::new();
+    if !Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE).join("gke-a4.yaml").is_file() {
+        warnings.push(format!(
+            "# warning: {} (pass --toolkit DIR): deploy would stop at preflight",
+            Problem::NoToolkit { toolkit: resolved.site.toolkit.clone() }
+        ));
+    }
+    if Cidr::new(resolved.site.authorized_cidr.as_str()).is_ok_and(|c| c.is_wide()) {
+        warnings.push(format!("# warning: authorized CIDR {}: {}", resolved.site.authorized_cidr, Cidr::WIDE_RISK));
+    }
+    Ok(warnings.into_iter().map(|w| w + "\n").collect::<String>() + &plan)
 }
 
 /// Deploys `deployment`, whose render is `artifacts`, resuming after the last completed step.
@@ -116,6 +128,9 @@ pub async fn deploy(
     };
     let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
     resolved.site.authorized_cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
+    if Cidr::new(resolved.site.authorized_cidr.as_str()).is_ok_and(|c| c.is_wide()) {
+        progress.event(Event::WideAuthorizedCidr { cidr: &resolved.site.authorized_cidr });
+    }
     if let Some(before) = provisioned.as_deref().filter(|before| *before != resolved.site.authorized_cidr) {
         progress.event(Event::AuthorizedCidrChanged { from: before, to: &resolved.site.authorized_cidr });
         state.redo_from(Step::Provision);

@@ -13,6 +13,14 @@ pub enum Error {
     /// No project id anywhere: not in the options, the config, or gcloud's configuration.
     #[error("no project: set project.project_id in the config, or run `gcloud config set project PROJECT_ID`")]
     NoProject,
+    /// A project id that is not one.
+    #[error("{from}: {reason}; a project id has 6 to 30 lowercase letters, digits and hyphens and starts with a letter")]
+    BadProject {
+        /// Where it came from.
+        from: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A file could not be read or is not text.
     #[error("cannot read {}", path.display())]
     Read {
@@ -30,11 +38,21 @@ pub enum Error {
         /// Its size.
         bytes: u64,
     },
+    /// A named pipe, socket or device where a file was expected.
+    #[error("{} is {kind}, not a file; gke-rl reads regular files, `<(command)` and /dev/stdin", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
     /// A file that is not UTF-8 text.
-    #[error("{} is not UTF-8 text", path.display())]
+    #[error("{}:{}:{}: not UTF-8 text; save the file as UTF-8", path.display(), at.0, at.1)]
     NotText {
         /// The file.
         path: PathBuf,
+        /// Line and column of the first byte that is not UTF-8.
+        at: (u32, u32),
     },
     /// A file could not be written.
     #[error("cannot write {}", path.display())]

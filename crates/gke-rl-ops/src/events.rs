@@ -38,6 +38,11 @@ pub enum Event<'a> {
         /// The address-echo URL, when detected.
         detected_from: Option<&'a str>,
     },
+    /// The authorized CIDR is a /0 to /7 block ([`gke_rl::model::Cidr::WIDE_RISK`]).
+    WideAuthorizedCidr {
+        /// The CIDR.
+        cidr: &'a str,
+    },
     /// The CIDR differs from the one the cluster was provisioned with: gcluster runs again.
     AuthorizedCidrChanged {
         /// The CIDR the cluster has.
@@ -141,6 +146,8 @@ pub enum Event<'a> {
         ray_version: &'a str,
         /// Its address.
         address: &'a str,
+        /// Whether gke-rl's tests ran against that Ray ([`gke_rl_ray::TESTED_RAY`]).
+        tested: bool,
     },
 
     // ---- submit and follow ----

@@ -6,18 +6,47 @@ use std::path::Path;
 use crate::Error;
 
 /// Reads a text file a user named, refusing more than [`gke_rl::validate::MAX_FILE_BYTES`]
-/// (whatever the file is: a pipe or a device is bounded the same way) and non-UTF-8 text.
+/// and non-UTF-8 text (see [`read_bytes`]).
 pub fn read_text(path: &Path) -> Result<String, Error> {
+    let bytes = read_bytes(path)?;
+    if let Err(diagnostic) = gke_rl::diagnostic::utf8(&bytes) {
+        return Err(Error::NotText { path: path.to_owned(), at: (diagnostic.line, diagnostic.column) });
+    }
+    Ok(String::from_utf8(bytes).expect("checked"))
+}
+
+/// Reads a file a user named, refusing more than [`gke_rl::validate::MAX_FILE_BYTES`]. Regular
+/// files are read; so are the pipes of `<(command)` and `/dev/stdin`, bounded the same way.
+/// Named pipes elsewhere (opening one waits for a writer forever), sockets and devices are
+/// refused before they are opened.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
+    let metadata = std::fs::metadata(path).map_err(read)?;
+    let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || path.starts_with("/proc");
+    if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
+        return Err(Error::NotAFile { path: path.to_owned(), kind });
+    }
     let limit = gke_rl::validate::MAX_FILE_BYTES as u64;
     let file = std::fs::File::open(path).map_err(read)?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes).map_err(read)?;
     if bytes.len() as u64 > limit {
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0).max(bytes.len() as u64);
-        return Err(Error::TooLarge { path: path.to_owned(), bytes: size });
+        return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(bytes.len() as u64) });
     }
-    String::from_utf8(bytes).map_err(|_| Error::NotText { path: path.to_owned() })
+    Ok(bytes)
+}
+
+/// What a file that is neither a regular file nor a folder is.
+fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    [
+        (file_type.is_fifo(), "a named pipe"),
+        (file_type.is_socket(), "a socket"),
+        (file_type.is_char_device(), "a character device"),
+        (file_type.is_block_device(), "a block device"),
+    ]
+    .into_iter()
+    .find_map(|(is, kind)| is.then_some(kind))
 }
 
 /// Writes `contents` to `path` so that readers see the old file or the new one, never a
@@ -54,8 +83,19 @@ mod tests {
 
     #[test]
     fn reads_are_bounded_whatever_the_file_is() {
-        let error = read_text(Path::new("/dev/zero")).unwrap_err();
+        for device in ["/dev/zero", "/dev/null"] {
+            let error = read_text(Path::new(device)).unwrap_err();
+            assert!(matches!(error, Error::NotAFile { kind: "a character device", .. }), "{error}");
+        }
+        // `<(yes)`: an endless pipe, passed the way the shell passes it.
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let endless = std::thread::spawn(move || while writer.write_all(&[b'y'; 65536]).is_ok() {});
+        use std::os::fd::AsRawFd as _;
+        let error = read_text(Path::new(&format!("/dev/fd/{}", reader.as_raw_fd()))).unwrap_err();
         assert!(matches!(error, Error::TooLarge { .. }), "{error}");
+        drop(reader);
+        endless.join().unwrap();
+        // Named pipes: tests/hostile.rs (`inputs_that_never_end_are_bounded_or_refused`).
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("x.yaml");
         std::fs::write(&binary, [0xff, 0xfe]).unwrap();

@@ -101,7 +101,7 @@ pub fn prepare(
 /// Uploads the package unless the cluster has it, and submits; the submission id.
 pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
     let server = client.version().await?;
-    progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address() });
+    progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
     let mut request = prepared.request;
     if let Some(hashed) = prepared.package {
         let uri = hashed.uri.clone();
@@ -163,8 +163,15 @@ fn package(
         (None, Some(dir)) => Some(PathBuf::from(dir)),
         (None, None) => None,
     };
+    // The model's secret variables, whatever the config names them, and the ones passed in.
+    let names: Vec<String> = lifecycle::secret_variables(deployment).into_iter().chain(options.env_from_local.iter().cloned()).collect();
+    let values: Vec<(&str, String)> =
+        names.iter().filter_map(|name| env.runner.var(name).filter(|v| v.len() >= 8).map(|v| (name.as_str(), v))).collect();
+    let secrets: Vec<Secret<'_>> = values.iter().map(|(name, value)| Secret { name, value }).collect();
     let plan = match dir {
-        Some(zip) if zip.is_file() && zip.extension().is_some_and(|e| e == "zip") => return Ok(Some(Hashed::for_zip_file(&zip)?)),
+        Some(zip) if zip.is_file() && zip.extension().is_some_and(|e| e == "zip") => {
+            return Ok(Some(Hashed::for_zip_file(&zip, &secrets)?));
+        }
         Some(dir) => {
             if options.working_dir.is_some() && from_env.is_some() {
                 progress.event(Event::WorkingDirOverridden);
@@ -174,17 +181,23 @@ fn package(
             progress.event(Event::IgnoreFiles { dir: &dir.display().to_string(), count: plan.ignore_files.len() });
             plan
         }
-        None => Plan::for_files(job_folder(artifacts, &options.include)?),
+        None => {
+            let plan = Plan::for_files(job_folder(artifacts, &options.include)?);
+            // The job folder's files are the job script and `--include`s: a secret is in one of those.
+            return match plan.hash(&secrets) {
+                Err(gke_rl_ray::Error::SecretInFile { path, name }) if path != JOB_SCRIPT => {
+                    let path = options.include.iter().find(|p| p.file_name().is_some_and(|n| *n == *path)).cloned().unwrap_or(path.into());
+                    let problem = format!("contains the value of {name}; a secret must never be uploaded: leave it out of --include");
+                    Err(Error::Include { path, problem })
+                }
+                result => Ok(Some(result?)),
+            };
+        }
     };
     for (path, bytes) in plan.large_files() {
         progress.event(Event::LargeFile { path: &path, bytes });
     }
     plan.check_size()?;
-    // The model's secret variables, whatever the config names them, and the ones passed in.
-    let names: Vec<String> = lifecycle::secret_variables(deployment).into_iter().chain(options.env_from_local.iter().cloned()).collect();
-    let values: Vec<(&str, String)> =
-        names.iter().filter_map(|name| env.runner.var(name).filter(|v| v.len() >= 8).map(|v| (name.as_str(), v))).collect();
-    let secrets: Vec<Secret<'_>> = values.iter().map(|(name, value)| Secret { name, value }).collect();
     Ok(Some(plan.hash(&secrets)?))
 }
 
@@ -201,6 +214,9 @@ fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String,
         let meta = std::fs::metadata(path).map_err(|source| Error::Read { path: path.clone(), source })?;
         if meta.is_dir() {
             return Err(problem("is a directory: upload a folder as the working dir".into()));
+        }
+        if !meta.is_file() {
+            return Err(problem("is not a regular file (a pipe, socket or device)".into()));
         }
         use std::os::unix::fs::PermissionsExt as _;
         let bytes = read_bounded(path)?;
@@ -319,20 +335,36 @@ pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &d
     }
 }
 
-/// The job as JSON with secrets replaced: the values of `deployment`'s secret variables,
-/// wherever they appear, and env vars whose names say they hold one. The API returns every
-/// env var to anyone; gke-rl's output need not repeat them.
+/// The job as JSON with secrets replaced: the local values of `deployment`'s secret
+/// variables wherever they appear, values held by secret names (the config's own among them),
+/// and tokens by their shape in any string (metadata, entrypoint, messages). The API returns
+/// every env var to anyone; gke-rl's output need not repeat them.
 pub fn redacted(job: &JobDetails, deployment: &Deployment) -> serde_json::Value {
     let mut value = serde_json::to_value(job).unwrap_or_default();
-    let secret_names = lifecycle::secret_variables(deployment);
-    if let Some(env_vars) = value.pointer_mut("/runtime_env/env_vars").and_then(serde_json::Value::as_object_mut) {
-        for (name, value) in env_vars.iter_mut() {
-            let upper = name.to_ascii_uppercase();
-            let looks_secret = ["TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w));
-            if looks_secret || secret_names.contains(name) {
-                *value = "<redacted>".into();
-            }
-        }
-    }
+    let names = lifecycle::secret_variables(deployment);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // Shorter values would redact ordinary words.
+    let local: Vec<String> = names.iter().filter_map(|name| std::env::var(name).ok()).filter(|v| v.len() >= 8).collect();
+    redact_json(&mut value, "", &names, &local);
     value
+}
+
+fn redact_json(value: &mut serde_json::Value, key: &str, names: &[&str], local: &[String]) {
+    match value {
+        serde_json::Value::Object(entries) => entries.iter_mut().for_each(|(key, value)| redact_json(value, key, names, local)),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|item| redact_json(item, key, names, local)),
+        serde_json::Value::String(text) => {
+            // Tokens by shape are cut out of their string (a URL keeps its host); the rest of a
+            // secret name's value goes whole.
+            let mut shown = gke_rl::secrets::redact(text).into_owned();
+            if shown == *text && gke_rl::secrets::secret_value(key, text, names).is_some() {
+                shown = gke_rl::secrets::REDACTED.into();
+            }
+            for secret in local {
+                shown = shown.replace(secret.as_str(), gke_rl::secrets::REDACTED);
+            }
+            *text = shown;
+        }
+        _ => {}
+    }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use gke_rl::Deployment;
 use gke_rl::lifecycle::{self, Command, Site, State};
+use gke_rl::model::ProjectId;
 
 use crate::events::{Event, Progress};
 use crate::{Env, Error, files};
@@ -13,7 +14,7 @@ use crate::{Env, Error, files};
 #[derive(Clone, Debug, Default)]
 pub struct Target {
     /// The Google Cloud project [default: the config's `project_id`, else gcloud's configured project].
-    pub project: Option<String>,
+    pub project: Option<ProjectId>,
     /// The deployment folder: state file, patched blueprint, gcluster's files [default: `.gke-rl/<cluster_name>`].
     pub folder: Option<PathBuf>,
     /// The Cluster Toolkit checkout [default: `./cluster-toolkit`].
@@ -34,12 +35,18 @@ impl Target {
     pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {
         let hidden = lifecycle::secret_variables(deployment);
         let project_id = match (&self.project, &deployment.project.project_id) {
-            (Some(given), _) => given.clone(),
+            (Some(given), _) => given.to_string(),
             (None, Some(configured)) => configured.to_string(),
             (None, None) => {
                 let configured = env.runner.read(&lifecycle::configured_project(), &hidden).map(|p| p.trim().to_owned());
                 match configured {
-                    Ok(p) if !p.is_empty() && p != "(unset)" => p,
+                    // gcloud's answer goes into gcluster's `--vars` like the others: it must be an id.
+                    Ok(p) if !p.is_empty() && p != "(unset)" => ProjectId::new(p.as_str())
+                        .map_err(|e| Error::BadProject {
+                            from: "gcloud's configured project (`gcloud config get-value project`)",
+                            reason: e.to_string(),
+                        })?
+                        .to_string(),
                     _ => return Err(Error::NoProject),
                 }
             }

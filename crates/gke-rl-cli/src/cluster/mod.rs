@@ -20,8 +20,8 @@ pub struct Target {
     #[command(flatten)]
     pub source: crate::config::Source,
     /// Google Cloud project [default: the config's project_id, else gcloud's configured project]
-    #[arg(long, value_name = "ID")]
-    project: Option<String>,
+    #[arg(long, value_name = "ID", value_parser = project_id)]
+    project: Option<gke_rl::model::ProjectId>,
     /// Deployment folder (state file, patched blueprint, gcluster's files) [default: .gke-rl/<cluster_name>]
     #[arg(long, value_name = "DIR")]
     folder: Option<PathBuf>,
@@ -37,7 +37,12 @@ impl Target {
 
     /// The command that writes the cluster's kubeconfig entry, for hints.
     fn get_credentials(&self, deployment: &gke_rl::Deployment) -> gke_rl::lifecycle::Command {
-        let project = self.project.clone().or_else(|| deployment.project.project_id.as_ref().map(ToString::to_string));
+        let project = self.project.as_ref().or(deployment.project.project_id.as_ref()).map(ToString::to_string);
         gke_rl::lifecycle::credentials(deployment, project.as_deref().unwrap_or("PROJECT_ID"))
     }
+}
+
+/// `--project`: an id by Google's rules, so that it cannot carry other gcluster vars.
+fn project_id(text: &str) -> Result<gke_rl::model::ProjectId, String> {
+    gke_rl::model::ProjectId::new(text).map_err(|e| e.to_string())
 }

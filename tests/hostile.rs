@@ -1,0 +1,262 @@
+//! End to end: the `gke-rl` binary against hostile or careless input (issue 13). Every input
+//! is bounded, every write confined to `--out`, every secret kept off the terminal, and the
+//! CLI behaves like a Unix tool: a closed pipe ends it quietly, control characters are escaped.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{Cloud, gke_rl, project_root, stderr, stdout};
+use gke_rl_kube::fake::Pods;
+
+const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+
+/// `script` in bash, in `cwd`, with the binary as `$GKE_RL`.
+fn bash(cwd: &Path, script: &str) -> Output {
+    let out = Command::new("bash")
+        .current_dir(cwd)
+        .args(["-c", script])
+        .env("GKE_RL", env!("CARGO_BIN_EXE_gke-rl"))
+        .env("HF_TOKEN", HF)
+        .output()
+        .expect("bash runs");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    out
+}
+
+fn both(out: &Output) -> String {
+    format!("{}{}", stdout(out), stderr(out))
+}
+
+/// Item 1: a 1 KiB env.sh whose variables double 40 times, under a 1 GiB memory limit.
+#[test]
+fn exponential_env_sh_expansion_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let doubling = project_root().join("tests/fixtures/hostile/doubling-env.sh");
+    let doubling = doubling.display();
+    let out = bash(dir.path(), &format!("ulimit -v 1048576; \"$GKE_RL\" validate {doubling}"));
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(stdout(&out).contains("error[env-sh-expansion-too-large]") && stdout(&out).contains("doubling-env.sh:16:"), "{}", both(&out));
+    let out = bash(dir.path(), &format!("ulimit -v 1048576; \"$GKE_RL\" render --env-file {doubling}"));
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("expand past 1 MiB") && !dir.path().join("out").exists(), "{}", both(&out));
+}
+
+/// Item 2: devices, endless pipes and named pipes.
+#[test]
+fn inputs_that_never_end_are_bounded_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["validate", "/dev/zero"][..], &["render", "--config", "/dev/zero"]] {
+        let out = gke_rl(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+        assert!(stderr(&out).contains("/dev/zero is a character device, not a file"), "{}", both(&out));
+    }
+    let out = bash(dir.path(), "\"$GKE_RL\" render --config <(yes 'topology: {}' | head -c 50000000)");
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("gke-rl reads files of at most 10 MiB"), "{}", both(&out));
+    // A named pipe nobody writes to: refused at once, alone or in a folder.
+    std::fs::create_dir(dir.path().join("files")).unwrap();
+    assert!(Command::new("mkfifo").arg(dir.path().join("files/env.sh")).status().unwrap().success());
+    std::fs::write(dir.path().join("files/.rayignore"), "env.sh\n.git/\nray_runtime_env*.json\n").unwrap();
+    let out = bash(dir.path(), "timeout 20 \"$GKE_RL\" validate files/env.sh; echo \"exit $?\"");
+    assert!(stdout(&out).ends_with("exit 2\n") && stderr(&out).contains("files/env.sh is a named pipe"), "{}", both(&out));
+    let out = bash(dir.path(), "timeout 20 \"$GKE_RL\" validate files; echo \"exit $?\"");
+    assert!(
+        stdout(&out).ends_with("exit 0\n") && stderr(&out).contains("skipped 1 file that gke-rl does not check: files/env.sh"),
+        "{}",
+        both(&out)
+    );
+}
+
+/// Item 4: symlinks planted in `--out`, under the output's names and the temp names an
+/// earlier gke-rl used (`.NAME.gke-rl-PID.tmp`), lead nowhere.
+#[test]
+fn render_never_writes_through_a_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out_dir, victim) = (dir.path().join("out"), dir.path().join("victim"));
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, out_dir.join("env.sh")).unwrap();
+    let next_pid = Command::new("true").spawn().unwrap().id();
+    for pid in next_pid..next_pid + 400 {
+        for name in ["env.sh", "ray-cluster.yaml", "run_nemo_rl.sh"] {
+            std::os::unix::fs::symlink(&victim, out_dir.join(format!(".{name}.gke-rl-{pid}.tmp"))).unwrap();
+        }
+    }
+    let out = gke_rl(dir.path(), &["render"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("refusing to overwrite files that gke-rl did not generate: out/env.sh"), "{}", both(&out));
+    let out = gke_rl(dir.path(), &["render", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the link's target is untouched");
+    let env_sh = std::fs::symlink_metadata(out_dir.join("env.sh")).unwrap();
+    assert!(env_sh.is_file(), "the link was replaced by the file");
+}
+
+/// Item 8: a literal token in an env.sh, a config's snippet and a runtime env never reaches
+/// the terminal.
+#[test]
+fn secrets_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("env.sh"), format!("export REGION=us-east1\nexport HF_TOKEN=\"{HF}\"\n")).unwrap();
+    let render = gke_rl(dir.path(), &["render", "--env-file", "env.sh"]);
+    let validate = gke_rl(dir.path(), &["validate", "env.sh"]);
+    std::fs::write(dir.path().join("runtime.json"), format!("{{\"env_vars\": {{\"MY_TOKEN\": \"{HF}\"}}}}\n")).unwrap();
+    let submit = gke_rl(dir.path(), &["submit", "--address", "http://127.0.0.1:9", "--runtime-env", "runtime.json"]);
+    for (out, code) in [(&render, 0), (&validate, 1), (&submit, 2)] {
+        assert_eq!(out.status.code(), Some(code), "{}", both(out));
+        assert!(!both(out).contains(HF) && both(out).contains("<redacted>"), "{}", both(out));
+    }
+}
+
+/// Item 10: a project id is an id wherever it comes from, and a wide CIDR is named as a risk.
+#[test]
+fn project_ids_cannot_carry_gcluster_vars() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gke_rl(dir.path(), &["deploy", "--dry-run", "--project", "x,authorized_cidr=0.0.0.0/0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("is not a valid project id"), "{}", both(&out));
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let out = cloud.gke_rl(&["deploy", "--dry-run", "--toolkit", "toolkit"], &[("FAKE_PROJECT", "acme,authorized_cidr=0.0.0.0/0")]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("gcloud's configured project"), "{}", both(&out));
+    let out = cloud.gke_rl(&["deploy", "--dry-run", "--toolkit", "toolkit", "--authorized-cidr", "0.0.0.0/0"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(both(&out).contains("warning: authorized CIDR 0.0.0.0/0: it lets 33 million or more addresses"), "{}", both(&out));
+}
+
+/// Items 11, 14, 15 and 16: broken shell, nothing to check, a file that is not UTF-8, and a
+/// JSON error that says JSON.
+#[test]
+fn validate_reports_what_it_cannot_read_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("run_nemo_rl.sh"), "#!/bin/bash\r\nexport RAY_OVERRIDE_JOB_RUNTIME_ENV=1\r\n").unwrap();
+    std::fs::write(files.join("env.sh"), "export REGION=us-east1\nexport ZONE=\"us-east1-b\n").unwrap();
+    std::fs::write(files.join("ray_runtime_env.json"), b"{\"env_vars\": {\"A\": \"caf\xe9\"}}\n").unwrap();
+    std::fs::write(files.join("other_runtime_env.json"), "{\"env_vars\": {\"A\": \"1\", \"A\": \"2\"}}\n").unwrap();
+    let out = gke_rl(dir.path(), &["validate", "files", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let at = |file: &str| -> Vec<(String, u64, u64)> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["file"] == format!("files/{file}"))
+            .map(|f| (f["code"].as_str().unwrap().to_owned(), f["line"].as_u64().unwrap(), f["column"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(at("run_nemo_rl.sh")[0], ("syntax".to_owned(), 1, 12), "CRLF");
+    assert_eq!(at("env.sh"), [("env-sh-unterminated".to_owned(), 2, 13)], "an unterminated quote");
+    assert_eq!(at("ray_runtime_env.json"), [("syntax".to_owned(), 1, 24)], "not UTF-8, with its line and column");
+    let duplicate = report["findings"].as_array().unwrap().iter().find(|f| f["file"] == "files/other_runtime_env.json").unwrap();
+    assert!(duplicate["message"].as_str().unwrap().starts_with("invalid JSON: duplicate"), "{duplicate}");
+
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    std::fs::write(dir.path().join("README.md"), "hello").unwrap();
+    for folder in ["empty", "."] {
+        let out = gke_rl(dir.path(), &["validate", folder]);
+        assert_eq!(out.status.code(), Some(2), "{folder}: {}", both(&out));
+        assert!(stderr(&out).contains("nothing to check"), "{}", both(&out));
+    }
+}
+
+/// Item 13: a render that fails its own validation writes nothing, unless forced.
+#[test]
+fn render_refuses_a_config_whose_render_fails_validation() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gke-rl.yaml"), "lustre:\n  capacity_gib: 1\n").unwrap();
+    let out = gke_rl(dir.path(), &["render"]);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(stderr(&out).contains("error[lustre-capacity-range]") && stderr(&out).contains("nothing was written"), "{}", both(&out));
+    assert!(!dir.path().join("out").exists());
+    let out = gke_rl(dir.path(), &["render", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(dir.path().join("out/env.sh").is_file());
+}
+
+/// Item 16: each message names the real problem.
+#[test]
+fn messages_name_the_real_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gke-rl.yaml"), "topology:\n  node_count: \"8\"\n").unwrap();
+    let out = gke_rl(dir.path(), &["render"]);
+    assert!(stderr(&out).contains("found the text \"8\" (quoted, so not a number"), "{}", both(&out));
+    std::fs::remove_file(dir.path().join("gke-rl.yaml")).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), format!("token {HF}\n")).unwrap();
+    let out = bash(dir.path(), "\"$GKE_RL\" submit --address http://127.0.0.1:9 --include notes.txt");
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("leave it out of --include") && !stderr(&out).contains(".rayignore"), "{}", both(&out));
+    let out = gke_rl(dir.path(), &["status", "--address", "http://127.0.0.1:9", "--headers", r#"{"X-Token": "a\nb"}"#]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("header `X-Token`") && !stderr(&out).contains("dashboard address"), "{}", both(&out));
+}
+
+/// Item 17: a reader that has gone away ends gke-rl quietly, as `head` expects.
+#[test]
+fn a_closed_pipe_ends_gke_rl_quietly() {
+    let codelab = project_root().join("tests/fixtures/codelab");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .args(["validate", codelab.to_str().unwrap(), "--format", "sarif"])
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked") && !stderr(&out).contains("error"), "{}", stderr(&out));
+}
+
+/// Item 18: escape sequences from files and from servers are shown, not obeyed.
+#[test]
+fn control_characters_are_escaped_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("env.sh"), "export REGION=us-east1\nexport ZONE=us-west1-a # \u{1b}]0;pwned\u{7}\u{1b}[2J\n").unwrap();
+    let out = gke_rl(dir.path(), &["validate", "env.sh"]);
+    assert!(stdout(&out).contains("zone-not-in-region") && stdout(&out).contains("\\u{1b}]0;pwned\\u{7}"), "{}", both(&out));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.read(&mut [0u8; 4096]);
+            let body = "\u{1b}[2J\u{1b}]0;pwned\u{7}boom";
+            let _ = write!(stream, "HTTP/1.1 500 Oops\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    let out = gke_rl(dir.path(), &["jobs", "--address", &address]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("\\u{1b}[2J\\u{1b}]0;pwned\\u{7}boom"), "{}", both(&out));
+    assert!(!both(&out).contains('\u{1b}') && !both(&out).contains('\u{7}'), "{:?}", both(&out));
+}
+
+/// Item 20: out-of-range values are refused or warned about.
+#[test]
+fn out_of_range_values_are_refused_or_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, expected) in [
+        (&["jobs", "--request-timeout", "0", "--address", "http://127.0.0.1:9"][..], "0 is not in 1..=3600"),
+        (&["deploy", "--dry-run", "--project", "my-project-1", "--timeout", "18446744073709551615s"], "longer than a week"),
+    ] {
+        let out = gke_rl(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", both(&out));
+        assert!(stderr(&out).contains(expected), "{args:?}: {}", both(&out));
+    }
+    let out = gke_rl(dir.path(), &["deploy", "--dry-run", "--project", "my-project-1", "--toolkit", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(both(&out).contains("# warning: no Cluster Toolkit checkout at /nonexistent"), "{}", both(&out));
+
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    std::fs::create_dir_all(cloud.root.join("deployment")).unwrap();
+    let state =
+        gke_rl::lifecycle::State { version: 999, ..gke_rl::lifecycle::State::new(&gke_rl::Deployment::default(), "fake-project", "") };
+    std::fs::write(cloud.root.join("deployment/state.json"), state.to_json()).unwrap();
+    let out = cloud.destroy(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("format version 999; this gke-rl reads version 1"), "{}", both(&out));
+    assert!(!cloud.calls().contains("gcluster destroy"), "nothing was destroyed");
+}
