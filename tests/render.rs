@@ -47,11 +47,11 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
 #[test]
 fn gke_rl_yaml_in_the_working_directory_is_picked_up() {
     let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 3\n").unwrap();
+    std::fs::write(cwd.path().join("gke-rl.yaml"), "topology:\n  node_count: 2\n").unwrap();
     let out = gke_rl(cwd.path(), &["render", "--out", "artifacts"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let cluster = std::fs::read_to_string(cwd.path().join("artifacts/ray-cluster.yaml")).unwrap();
-    assert!(cluster.contains("replicas: 3\n") && cluster.contains("from gke-rl.yaml."), "{cluster}");
+    assert!(cluster.contains("replicas: 2\n") && cluster.contains("from gke-rl.yaml."), "{cluster}");
 }
 
 #[test]
