@@ -60,6 +60,12 @@ export WORKER_CPU=100
 # worker pod memory (request and limit)
 export WORKER_MEMORY=1000Gi
 
+# --- GPU fabric ---
+# auto, on or off: GPUDirect RDMA (gIB) in the Ray workers
+export FABRIC_MODE=auto
+# size limit of each worker's /dev/shm
+export SHM_SIZE=250Gi
+
 # --- NeMo-RL GRPO job ---
 # Ray submission id and W&B run name
 export WORKLOAD=nemo-rl-grpo-test1

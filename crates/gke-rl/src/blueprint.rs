@@ -90,6 +90,62 @@ pub fn unified_diff(original: &str, patched: &str, name: &str) -> String {
     similar::TextDiff::from_lines(original, patched).unified_diff().context_radius(3).header(name, name).to_string()
 }
 
+/// The GKE `Network` objects the blueprint's gke-cluster module creates from its
+/// `additional_networks`, as Cluster Toolkit names them: gVNIC networks (`modules/network/vpc`
+/// and `multivpc`) `gvnic-1`…, RDMA networks (`modules/network/gpu-rdma-vpc`, one per subnet)
+/// `rdma-0`…, with `k8s_network_names` applied. The pod annotation
+/// `networking.gke.io/interfaces` must name these (or `default`, the pod network).
+pub fn gke_networks(blueprint: &Node) -> GkeNetworks {
+    let none = GkeNetworks::default();
+    let Some(cluster) = module_by_source(blueprint, CLUSTER_SOURCE) else { return none };
+    let Some(additional) = cluster.get(&["settings", "additional_networks"]).and_then(Node::text) else { return none };
+    let names = cluster.get(&["settings", "k8s_network_names"]);
+    let setting = |key: &str, default: &str| names.and_then(|n| n.get(&[key])).and_then(Node::text).unwrap_or(default).to_owned();
+    let start = |key: &str, default: u64| names.and_then(|n| n.get(&[key])).and_then(Node::as_u64).unwrap_or(default);
+    let (mut gvnic, mut rdma) = (0u64, 0u64);
+    // `$(concat(net-1.instance_additional_networks, rdma-net.subnetwork_interfaces_gke))`: the
+    // modules, in the order the expression names them.
+    let mut referenced: Vec<(usize, &Node)> =
+        modules(blueprint).filter_map(|m| Some((additional.find(&format!("{}.", m.get(&["id"])?.text()?))?, m))).collect();
+    referenced.sort_by_key(|(at, _)| *at);
+    for (_, module) in referenced {
+        let count = |path: &[&str]| module.get(path).map(|n| n.as_u64().unwrap_or(n.items().len() as u64));
+        match module.get(&["source"]).and_then(Node::text) {
+            Some("modules/network/gpu-rdma-vpc") => rdma += count(&["settings", "subnetworks_template", "count"]).unwrap_or(0),
+            Some("modules/network/multivpc") => gvnic += count(&["settings", "network_count"]).unwrap_or(0),
+            Some("modules/network/vpc") => gvnic += count(&["settings", "subnetworks"]).unwrap_or(1),
+            _ => {}
+        }
+    }
+    let named =
+        |prefix: String, first: u64, postfix: String, count: u64| (0..count).map(|i| format!("{prefix}{}{postfix}", first + i)).collect();
+    GkeNetworks {
+        gvnic: named(setting("gvnic_prefix", "gvnic-"), start("gvnic_start_index", 1), setting("gvnic_postfix", ""), gvnic),
+        rdma: named(
+            setting("rdma_prefix", crate::knowledge::RDMA_NETWORK_PREFIX),
+            start("rdma_start_index", 0),
+            setting("rdma_postfix", ""),
+            rdma,
+        ),
+    }
+}
+
+/// The GKE networks of a blueprint's cluster, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GkeNetworks {
+    /// gVNIC networks (`NetDevice`), in order.
+    pub gvnic: Vec<String>,
+    /// RDMA networks, in order.
+    pub rdma: Vec<String>,
+}
+
+impl GkeNetworks {
+    /// Whether a pod may attach `network`: one of these, or the pod network `default`.
+    pub fn has(&self, network: &str) -> bool {
+        network == "default" || self.gvnic.iter().chain(&self.rdma).any(|n| n == network)
+    }
+}
+
 /// Replace lines `start..end` with `replacement`.
 struct Edit {
     start: usize,

@@ -19,6 +19,14 @@ pub enum Error {
         /// The image.
         image: String,
     },
+    /// `fabric.mode: on` on a machine type whose fabric gke-rl cannot wire.
+    #[error("`fabric.mode: on`, but machine type `{machine}` has no fabric gke-rl wires: {why}; set `fabric.mode: auto` or `off`")]
+    NoFabric {
+        /// The machine type.
+        machine: String,
+        /// Why not.
+        why: String,
+    },
     /// A state file that gke-rl did not write, or wrote in another format.
     #[error("not a gke-rl state file")]
     State(#[source] serde_json::Error),

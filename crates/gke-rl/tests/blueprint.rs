@@ -6,7 +6,7 @@ mod common;
 
 use common::{render, upstream};
 use gke_rl::Deployment;
-use gke_rl::blueprint::{patch, unified_diff};
+use gke_rl::blueprint::{gke_networks, patch, unified_diff};
 use gke_rl_yaml::Node;
 
 fn upstream_blueprint() -> String {
@@ -191,4 +191,30 @@ fn crlf_line_endings_are_kept() {
     let crlf = original.replace('\n', "\r\n");
     let patched = patch(&crlf, &Deployment::default()).unwrap();
     assert_eq!(patched, patch(&original, &Deployment::default()).unwrap().replace('\n', "\r\n"));
+}
+
+#[test]
+fn the_rendered_rdma_networks_are_the_ones_the_blueprint_creates() {
+    let root = Node::parse(&upstream_blueprint()).unwrap();
+    let networks = gke_networks(&root);
+    let rdma: Vec<String> = (0..8).map(|i| format!("rdma-{i}")).collect();
+    assert_eq!(networks.gvnic, ["gvnic-1"]);
+    assert_eq!(networks.rdma, rdma);
+    let fabric = gke_rl::knowledge::gpu_fabric("a4-highgpu-8g").unwrap();
+    let interfaces = gke_rl::render::interfaces(fabric);
+    for network in &networks.rdma {
+        assert!(interfaces.contains(&format!("\"network\":\"{network}\"")), "{interfaces} lacks {network}");
+    }
+    assert!(!interfaces.contains("gvnic-1"), "the pods leave the second gVNIC network to the node");
+
+    // k8s_network_names and the subnet count are read, not assumed.
+    let renamed = upstream_blueprint().replace("        count: 8\n        ip_range", "        count: 4\n        ip_range").replace(
+        "      additional_networks:\n",
+        "      k8s_network_names:\n        rdma_prefix: fast-\n        rdma_start_index: 1\n      additional_networks:\n",
+    );
+    let networks = gke_networks(&Node::parse(&renamed).unwrap());
+    assert_eq!(
+        (networks.gvnic, networks.rdma),
+        (vec!["gvnic-1".to_owned()], vec!["fast-1", "fast-2", "fast-3", "fast-4"].into_iter().map(str::to_owned).collect())
+    );
 }

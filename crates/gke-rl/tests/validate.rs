@@ -64,6 +64,44 @@ fn the_codelab_files_show_their_defects_at_the_right_lines() {
         "the secrets uploaded with the working dir: {uploads:?}"
     );
     assert!(uploads.iter().any(|m| m.contains("ray_runtime_env_nemo.json")), "{uploads:?}");
+    assert_eq!(at("fabric-interfaces-missing", "ray-cluster.yaml"), [(53, 7)], "the workers attach no RDMA network");
+    assert_eq!(at("fabric-gib-missing", "ray-cluster.yaml"), [(63, 17)], "the workers do not load gIB");
+}
+
+#[test]
+fn rdma_networks_must_be_the_blueprints() {
+    let deployment = gke_rl::Deployment::default();
+    let mut files = rendered(&deployment);
+    let blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    files.insert("gke-a4.yaml".into(), gke_rl::blueprint::patch(&blueprint, &deployment).unwrap());
+    assert!(!codes(&check(&files)).contains(&"fabric-unknown-network"), "the render names the blueprint's networks");
+    let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replace("\"network\":\"rdma-7\"", "\"network\":\"roce-7\"");
+    let findings = check(&files);
+    let unknown: Vec<&Finding> = findings.iter().filter(|f| f.diagnostic.code == "fabric-unknown-network").collect();
+    assert_eq!(unknown.len(), 1, "{findings:#?}");
+    assert!(unknown[0].diagnostic.message.contains("`roce-7`, which gke-a4.yaml does not create"), "{}", unknown[0].diagnostic.message);
+    assert!(codes(&findings).contains(&"fabric-interfaces-missing"), "rdma-7 is no longer attached");
+}
+
+#[test]
+fn fabric_rules_follow_the_machine_type_and_the_mode() {
+    // An off fabric is not checked; a machine without RDMA gets no fabric finding.
+    let off: gke_rl::Deployment = gke_rl::config::from_yaml("fabric:\n  mode: \"off\"\n").unwrap();
+    let files = rendered(&off);
+    assert!(!files["ray-cluster.yaml"].contains("networking.gke.io"), "off renders no fabric");
+    assert!(files["ray_runtime_env.json"].contains("NCCL_SOCKET_IFNAME"), "off keeps NCCL's bootstrap on eth0");
+    let validation = gke_rl::validate::check(&files.iter().map(|(name, text)| SourceFile { name, text }).collect::<Vec<_>>()).finish();
+    assert!(validation.findings.iter().all(|f| !f.diagnostic.code.starts_with("fabric-")), "{:#?}", validation.findings);
+    assert!(validation.skipped.iter().any(|s| s.code == "fabric-interfaces-missing" && s.missing.contains("the fabric is off")));
+    let mut on_unknown = gke_rl::Deployment::default();
+    on_unknown.topology.machine_type = gke_rl::model::Word::new("g2-standard-96").unwrap();
+    on_unknown.fabric.mode = gke_rl::model::FabricMode::On;
+    let error = gke_rl::render::render(&on_unknown, &gke_rl::RenderOptions { source: "t", regenerate: "t" }).unwrap_err();
+    assert!(error.to_string().contains("machine type `g2-standard-96` has no fabric gke-rl wires"), "{error}");
+    on_unknown.fabric.mode = gke_rl::model::FabricMode::Auto;
+    let auto = gke_rl::render::render(&on_unknown, &gke_rl::RenderOptions { source: "t", regenerate: "t" }).unwrap();
+    assert!(!auto.ray_cluster.contents.contains("networking.gke.io"), "auto leaves a machine without RDMA alone");
 }
 
 #[test]
@@ -142,6 +180,26 @@ const CASES: &[Case] = &[
         "                - name: lustre\n                  mountPath: /lustre",
         "                - name: lustre\n                  mountPath: /dev/shm",
     ),
+    case(
+        "fabric-interfaces-missing",
+        "ray-cluster.yaml",
+        "            networking.gke.io/interfaces: '",
+        "            networking.gke.io/other: '",
+    ),
+    case("fabric-gib-missing", "ray-cluster.yaml", "source /usr/local/gib/scripts/set_nccl_env.sh\n", ""),
+    case("fabric-nccl-net", "ray-cluster.yaml", "value: gIB", "value: Socket"),
+    case(
+        "fabric-ib-disabled",
+        "ray_runtime_env.json",
+        "\"GLOO_SOCKET_IFNAME\": \"eth0\"",
+        "\"GLOO_SOCKET_IFNAME\": \"eth0\",\n    \"NCCL_IB_DISABLE\": \"1\"",
+    ),
+    case(
+        "fabric-not-wired",
+        "ray-cluster.yaml",
+        "            cloud.google.com/gke-accelerator: nvidia-b200\n",
+        "            cloud.google.com/gke-accelerator: nvidia-gb200\n",
+    ),
     case("pvc-name-mismatch", "ray-cluster.yaml", "claimName: lustre-pvc", "claimName: rl-demo-gpu-lustre-pvc"),
     case("lustre-tier-unknown", "env.sh", "LUSTRE_THROUGHPUT=1000", "LUSTRE_THROUGHPUT=300"),
     case("lustre-capacity-step", "env.sh", "LUSTRE_CAPACITY=9000", "LUSTRE_CAPACITY=10000"),
@@ -217,7 +275,8 @@ fn each_rule_fires_on_its_defect_and_only_there() {
 
 #[test]
 fn every_rule_has_a_case() {
-    let special = ["file-too-large", "crd-schema"];
+    // Tested on their own: the CRD with its schema, the network names with the upstream blueprint.
+    let special = ["file-too-large", "crd-schema", "fabric-unknown-network"];
     for rule in RULES {
         assert!(CASES.iter().any(|c| c.code == rule.code) || special.contains(&rule.code), "rule {} has no test case", rule.code);
     }
@@ -234,7 +293,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
         .filter(|f| f.diagnostic.code == "placeholder")
         .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
         .collect();
-    assert_eq!(placeholder, [("ray-cluster.yaml", 60, 26), ("ray-cluster.yaml", 107, 28)]);
+    assert_eq!(placeholder, [("ray-cluster.yaml", 67, 26), ("ray-cluster.yaml", 132, 28)]);
     assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
 }
 
@@ -305,7 +364,7 @@ fn crd_schema_errors_point_at_the_field() {
     let findings = run(&files);
     let schema: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "crd-schema").collect();
     assert!(!schema.is_empty(), "{findings:#?}");
-    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (21, 9), "{:?}", schema[0]);
+    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (24, 9), "{:?}", schema[0]);
 
     // The same schema given as JSON, or as a bare JSON Schema, checks the same.
     let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap();
@@ -363,8 +422,10 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
     // The default config names no project or authorized CIDR (env.sh reads them at run time),
     // and no blueprint or CRD was given: everything else is checked.
-    let expected =
-        |code: &&str| code.starts_with("blueprint-") || ["crd-schema", "project-id-empty", "authorized-cidr-wide"].contains(code);
+    let expected = |code: &&str| {
+        code.starts_with("blueprint-")
+            || ["crd-schema", "project-id-empty", "authorized-cidr-wide", "fabric-unknown-network"].contains(code)
+    };
     assert!(skipped.iter().all(expected), "the full render checks all else: {skipped:?}");
 }
 
@@ -413,17 +474,17 @@ fn paths_outside_lustre_are_found_in_the_codelab_files() {
 fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
     const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
     let head_env = "            env:\n              - name: HF_TOKEN\n";
-    let worker_env = "              env:\n                - name: HF_TOKEN\n";
+    let worker_env = "                  value: gIB\n                - name: HF_TOKEN\n";
     let cases: [(&str, &str, String, u32); 8] = [
-        ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 37),
-        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 80),
+        ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 44),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 101),
         (
             "ray-cluster.yaml",
             head_env,
             format!(
                 "{head_env}                value: x\n              - name: MY_WANDB\n                value: 0123456789abcdef0123456789abcdef01234567\n              - name: X\n"
             ),
-            39,
+            46,
         ),
         (
             "gke-a4-deployment.yaml",

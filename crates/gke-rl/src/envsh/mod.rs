@@ -102,6 +102,13 @@ const SECTIONS: &[(&str, &[Var])] = &[
         ],
     ),
     (
+        "GPU fabric",
+        &[
+            var("FABRIC_MODE", "/fabric/mode", Kind::Text, "auto, on or off: GPUDirect RDMA (gIB) in the Ray workers"),
+            var("SHM_SIZE", "/fabric/shm_size", Kind::Text, "size limit of each worker's /dev/shm"),
+        ],
+    ),
+    (
         "NeMo-RL GRPO job",
         &[
             var("WORKLOAD", "/job/name", Kind::Text, "Ray submission id and W&B run name"),

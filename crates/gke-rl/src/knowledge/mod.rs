@@ -72,6 +72,100 @@ pub fn machine(name: &str) -> Option<&'static Machine> {
     MACHINES.iter().find(|m| m.name == name)
 }
 
+/// How a machine type's GPUs reach the GPUs of other nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interconnect {
+    /// GPUDirect RDMA over RoCE through Google's gIB NCCL plugin: the pod attaches the RDMA
+    /// networks the blueprint creates, and NCCL loads gIB from the node (`/home/kubernetes/bin/gib`).
+    Rdma,
+    /// The RDMA NICs reach pods as DRANET resource claims (`default-rdma`), not networks:
+    /// gke-rl does not wire these yet.
+    Dranet,
+    /// GPUDirect-TCPXO over the `vpc1`…`vpc8` networks and a receive-data-path sidecar:
+    /// gke-rl does not wire these yet.
+    Tcpxo,
+}
+
+/// The GPU-to-GPU network of a machine type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuFabric {
+    /// Compute Engine machine type.
+    pub machine: &'static str,
+    /// GKE accelerator label value of its nodes.
+    pub accelerator: &'static str,
+    /// How its GPUs talk across nodes.
+    pub interconnect: Interconnect,
+    /// NICs that carry GPU traffic, per node.
+    pub nics: u32,
+    /// Line rate of each, in Gb/s.
+    pub nic_gbps: u32,
+}
+
+impl GpuFabric {
+    /// A node's line rate for GPU traffic in GB/s: the ceiling of an inter-node all-reduce's
+    /// bus bandwidth, since each of the node's rings leaves it through its own NIC.
+    pub fn line_rate_gbytes(&self) -> f64 {
+        f64::from(self.nics * self.nic_gbps) / 8.0
+    }
+
+    /// Whether gke-rl wires this fabric into the Ray workers.
+    pub fn is_wired(&self) -> bool {
+        self.interconnect == Interconnect::Rdma
+    }
+
+    /// Why gke-rl leaves this fabric alone, when it does.
+    pub fn unsupported(&self) -> Option<&'static str> {
+        match self.interconnect {
+            Interconnect::Rdma => None,
+            Interconnect::Dranet => Some("A4X hands its RDMA NICs to pods as DRANET resource claims, which gke-rl does not render yet"),
+            Interconnect::Tcpxo => Some("A3 Mega uses GPUDirect-TCPXO (a receive-data-path sidecar), which gke-rl does not render yet"),
+        }
+    }
+}
+
+/// Cluster Toolkit's blueprints of each family (`cluster-toolkit/derived/gke-network-names.md`,
+/// `gke-a4.yaml`, `gke-a3-ultragpu.yaml`, `gke-a4x.yaml`, `gke-a3-megagpu.yaml`) and Compute
+/// Engine's machine table: A4 and A3 Ultra have 8 × 400 Gb/s RoCE NICs, A4X 4 × 400 Gb/s,
+/// A3 Mega 8 × 200 Gb/s.
+pub const GPU_FABRICS: &[GpuFabric] = &[
+    GpuFabric { machine: "a4-highgpu-8g", accelerator: "nvidia-b200", interconnect: Interconnect::Rdma, nics: 8, nic_gbps: 400 },
+    GpuFabric { machine: "a3-ultragpu-8g", accelerator: "nvidia-h200-141gb", interconnect: Interconnect::Rdma, nics: 8, nic_gbps: 400 },
+    GpuFabric { machine: "a4x-highgpu-4g", accelerator: "nvidia-gb200", interconnect: Interconnect::Dranet, nics: 4, nic_gbps: 400 },
+    GpuFabric { machine: "a3-megagpu-8g", accelerator: "nvidia-h100-mega-80gb", interconnect: Interconnect::Tcpxo, nics: 8, nic_gbps: 200 },
+];
+
+/// The GPU network of machine type `name`, when gke-rl knows it.
+pub fn gpu_fabric(machine: &str) -> Option<&'static GpuFabric> {
+    GPU_FABRICS.iter().find(|f| f.machine == machine)
+}
+
+/// The GPU network of the nodes labelled with `accelerator`, when gke-rl knows it.
+pub fn gpu_fabric_of_accelerator(accelerator: &str) -> Option<&'static GpuFabric> {
+    GPU_FABRICS.iter().find(|f| f.accelerator == accelerator)
+}
+
+/// The GKE networks Cluster Toolkit's gke-cluster module names after an RDMA VPC of `count`
+/// subnets, with its default `k8s_network_names` (`rdma-0`…); `blueprint::gke_networks`
+/// reads them from a blueprint.
+pub fn rdma_networks(count: u32) -> Vec<String> {
+    (0..count).map(|i| format!("{RDMA_NETWORK_PREFIX}{i}")).collect()
+}
+
+/// The gke-cluster module's default `k8s_network_names.rdma_prefix` (start index 0, no postfix).
+pub const RDMA_NETWORK_PREFIX: &str = "rdma-";
+
+/// Where Google's gIB NCCL plugin lives on a GPU node, and where the pods mount it.
+pub const GIB_HOST_PATH: &str = "/home/kubernetes/bin/gib";
+/// See [`GIB_HOST_PATH`].
+pub const GIB_MOUNT_PATH: &str = "/usr/local/gib";
+/// The NVIDIA driver's libraries on a GKE GPU node, and where the pods mount them (xpk's RDMA
+/// decorator mounts both).
+pub const NVIDIA_HOST_PATH: &str = "/home/kubernetes/bin/nvidia";
+/// See [`NVIDIA_HOST_PATH`].
+pub const NVIDIA_MOUNT_PATH: &str = "/usr/local/nvidia";
+/// The `NCCL_NET` value that selects gIB: NCCL then fails instead of falling back to sockets.
+pub const GIB_NCCL_NET: &str = "gIB";
+
 /// A Managed Lustre throughput tier and its capacity rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LustreTier {

@@ -30,6 +30,8 @@ pub struct Deployment {
     pub lustre: Lustre,
     /// The KubeRay RayCluster.
     pub ray: Ray,
+    /// The GPU-to-GPU network of the Ray workers.
+    pub fabric: Fabric,
     /// The NeMo-RL GRPO training job.
     pub job: Job,
     /// Where the job's secrets come from (names only, never values).
@@ -229,6 +231,60 @@ impl Default for WorkerResources {
             group_name: Name::new("gpu-worker-group").expect("valid"),
             cpu: Quantity::new("100").expect("valid"),
             memory: Quantity::new("1000Gi").expect("valid"),
+        }
+    }
+}
+
+/// The GPU-to-GPU network of the Ray workers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Fabric {
+    /// `auto`: wire GPUDirect RDMA into the workers on machine types that have it (A4, A3
+    /// Ultra); `on`: the same, and refuse a machine type without it; `off`: TCP only.
+    pub mode: FabricMode,
+    /// Size limit of each worker's `/dev/shm` (NCCL and vLLM share memory within a node; it
+    /// counts against the pod's memory).
+    pub shm_size: Quantity,
+}
+
+impl Default for Fabric {
+    fn default() -> Self {
+        Self { mode: FabricMode::Auto, shm_size: Quantity::new("250Gi").expect("valid") }
+    }
+}
+
+/// Whether the workers use the machine's RDMA fabric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FabricMode {
+    /// On where the machine type has an RDMA fabric gke-rl wires, off elsewhere.
+    #[default]
+    Auto,
+    /// On; a machine type without such a fabric is an error.
+    On,
+    /// Off: collectives across nodes go over TCP.
+    Off,
+}
+
+impl Deployment {
+    /// The RDMA fabric the workers are wired to, if any: decided by `fabric.mode` and the
+    /// machine type ([`crate::Error::NoFabric`] for `on` where there is none to wire).
+    pub fn wired_fabric(&self) -> Result<Option<&'static knowledge::GpuFabric>, crate::Error> {
+        let machine = self.topology.machine_type.as_str();
+        let fabric = knowledge::gpu_fabric(machine);
+        match self.fabric.mode {
+            FabricMode::Off => Ok(None),
+            FabricMode::Auto => Ok(fabric.filter(|f| f.is_wired())),
+            FabricMode::On => match fabric {
+                Some(f) if f.is_wired() => Ok(Some(f)),
+                Some(f) => Err(crate::Error::NoFabric { machine: machine.to_owned(), why: f.unsupported().unwrap_or_default().to_owned() }),
+                None => Err(crate::Error::NoFabric {
+                    machine: machine.to_owned(),
+                    why: "gke-rl knows no RDMA fabric for it (it wires a4-highgpu-8g and a3-ultragpu-8g)".to_owned(),
+                }),
+            },
         }
     }
 }

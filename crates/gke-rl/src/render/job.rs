@@ -14,13 +14,16 @@ const GRPO_LAUNCHER: &str = "examples/run_grpo_math.py";
 
 /// `ray_runtime_env.json`: non-secret settings only. JSON has no comments, so the header is
 /// the first environment variable.
-pub(super) fn runtime_env(d: &Deployment, header: &str) -> String {
-    let env_vars = BTreeMap::from([
-        ("GKE_RL_GENERATED_BY", header),
-        ("HF_HOME", d.job.hf_home.as_str()),
-        ("GLOO_SOCKET_IFNAME", "eth0"),
-        ("NCCL_SOCKET_IFNAME", "eth0"),
-    ]);
+///
+/// Gloo's bootstrap stays on the pod network. NCCL's is pinned there only without the fabric:
+/// with it, gIB's `set_nccl_env.sh` picks NCCL's interfaces, and a runtime env value would
+/// override what the workers inherit from it.
+pub(super) fn runtime_env(d: &Deployment, header: &str, fabric: bool) -> String {
+    let mut env_vars =
+        BTreeMap::from([("GKE_RL_GENERATED_BY", header), ("HF_HOME", d.job.hf_home.as_str()), ("GLOO_SOCKET_IFNAME", "eth0")]);
+    if !fabric {
+        env_vars.insert("NCCL_SOCKET_IFNAME", "eth0");
+    }
     let excludes: Vec<&str> = upload_excludes().collect();
     let json = serde_json::json!({ "env_vars": env_vars, "excludes": excludes });
     let mut text = serde_json::to_string_pretty(&json).expect("strings serialize");

@@ -5,6 +5,8 @@ mod gcluster;
 mod job;
 mod ray_cluster;
 
+pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
+
 use crate::envsh;
 use crate::model::Deployment;
 
@@ -100,6 +102,7 @@ impl<'a> IntoIterator for &'a Artifacts {
 /// image's Ray version is unknown and not configured).
 pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Artifacts, crate::Error> {
     let ray_version = deployment.ray.resolved_version()?;
+    let fabric = deployment.wired_fabric()?;
     let header = format!(
         "{GENERATED_MARKER} {} from {}. Do not edit: change the config and run `{}`.",
         env!("CARGO_PKG_VERSION"),
@@ -117,7 +120,7 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         ray_cluster: Artifact {
             name: "ray-cluster.yaml",
             executable: false,
-            contents: commented(ray_cluster::manifest(deployment, ray_version)),
+            contents: commented(ray_cluster::manifest(deployment, ray_version, fabric)),
         },
         secret_instructions: Artifact {
             name: "hf-token-secret.yaml",
@@ -125,7 +128,11 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
             contents: commented(secret_instructions(deployment)),
         },
         rayignore: Artifact { name: ".rayignore", executable: false, contents: commented(rayignore()) },
-        runtime_env: Artifact { name: "ray_runtime_env.json", executable: false, contents: job::runtime_env(deployment, &header) },
+        runtime_env: Artifact {
+            name: "ray_runtime_env.json",
+            executable: false,
+            contents: job::runtime_env(deployment, &header, fabric.is_some()),
+        },
         job_script: Artifact {
             name: "run_nemo_rl.sh",
             executable: true,

@@ -3,12 +3,21 @@
 use std::fmt::Write as _;
 
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
+use crate::knowledge::{self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric, NVIDIA_HOST_PATH, NVIDIA_MOUNT_PATH};
 use crate::model::Deployment;
 use crate::quote::yaml;
 
 const LUSTRE_VOLUME: &str = "lustre";
 
-pub(super) fn manifest(d: &Deployment, ray_version: &str) -> String {
+/// The annotation that makes KubeRay run the containers' own command, with its generated
+/// `ray start` in `$KUBERAY_GEN_RAY_START_CMD`; KubeRay 1.7 reads it on the RayCluster.
+pub const OVERWRITE_COMMAND_ANNOTATION: &str = "ray.io/overwrite-container-cmd";
+/// The pod annotation that attaches GKE networks as interfaces.
+pub const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
+/// What the head runs when KubeRay leaves the command to the containers.
+const HEAD_COMMAND: &str = r#"ulimit -n 65536; exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD""#;
+
+pub(super) fn manifest(d: &Deployment, ray_version: &str, fabric: Option<&GpuFabric>) -> String {
     let ray = &d.ray;
     let gpus = d.topology.gpus_per_node.get().to_string();
     let workers = d.topology.node_count;
@@ -20,7 +29,7 @@ metadata:
   namespace: {namespace}
   labels:
     app.kubernetes.io/managed-by: gke-rl
-spec:
+{cluster_annotations}spec:
   # The Ray inside the image, not the newest release: KubeRay >= 1.6 picks the pods' health
   # probes by this version, and a newer one leaves the pods of an older Ray un-Ready.
   rayVersion: {ray_version}
@@ -33,7 +42,7 @@ spec:
 {placement}        containers:
           - name: ray-head
             image: {image}
-            ports:
+{head_command}            ports:
               - name: gcs-server
                 containerPort: 6379
               - name: dashboard
@@ -58,11 +67,11 @@ spec:
       maxReplicas: {workers}
       rayStartParams: {{}}
       template:
-        spec:
+{worker_metadata}        spec:
 {worker_placement}          containers:
             - name: ray-worker
               image: {image}
-{worker_env}              resources:
+{worker_command}{worker_env}              resources:
                 requests:
                   cpu: {worker_cpu}
                   memory: {worker_memory}
@@ -76,11 +85,12 @@ spec:
                   mountPath: {mount_path}
                 - name: dshm
                   mountPath: /dev/shm
-          volumes:
+{fabric_mounts}          volumes:
 {worker_lustre_volume}            - name: dshm
               emptyDir:
                 medium: Memory
-",
+                sizeLimit: {shm_size}
+{fabric_volumes}",
         name = d.project.cluster_name,
         namespace = ray.namespace,
         ray_version = yaml(ray_version),
@@ -88,8 +98,33 @@ spec:
         placement = placement(d, 8),
         worker_placement = placement(d, 10),
         image = yaml(ray.image.as_str()),
-        head_env = secret_env(d, 12),
-        worker_env = secret_env(d, 14),
+        head_env = secret_env(d, None, 12),
+        worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
+        cluster_annotations = if fabric.is_some() {
+            format!(
+                "  annotations:\n    # The containers run their own command (below), which ends in KubeRay's `ray start`.\n    {OVERWRITE_COMMAND_ANNOTATION}: \"true\"\n"
+            )
+        } else {
+            String::new()
+        },
+        head_command = if fabric.is_some() { command(HEAD_COMMAND, 12) } else { String::new() },
+        worker_metadata = fabric.map_or_else(String::new, worker_annotations),
+        worker_command = if fabric.is_some() { command(&worker_start(), 14) } else { String::new() },
+        fabric_mounts = if fabric.is_some() {
+            format!(
+                "                - name: gib\n                  mountPath: {GIB_MOUNT_PATH}\n                - name: nvidia\n                  mountPath: {NVIDIA_MOUNT_PATH}\n"
+            )
+        } else {
+            String::new()
+        },
+        fabric_volumes = if fabric.is_some() {
+            format!(
+                "            - name: gib\n              hostPath:\n                path: {GIB_HOST_PATH}\n            - name: nvidia\n              hostPath:\n                path: {NVIDIA_HOST_PATH}\n"
+            )
+        } else {
+            String::new()
+        },
+        shm_size = yaml(d.fabric.shm_size.as_str()),
         head_cpu_request = yaml(ray.head.cpu_request.as_str()),
         head_memory_request = yaml(ray.head.memory_request.as_str()),
         head_cpu_limit = yaml(ray.head.cpu_limit.as_str()),
@@ -114,11 +149,56 @@ fn placement(d: &Deployment, indent: usize) -> String {
     )
 }
 
-/// Tokens reach the containers from the Kubernetes Secret, never from a file.
-fn secret_env(d: &Deployment, indent: usize) -> String {
+/// The variable that picks NCCL's network plugin.
+const GIB_NCCL_NET_VAR: &str = "NCCL_NET";
+
+/// The network interfaces of a worker: `eth0` on the pod network, then one per RDMA network
+/// (`eth2`…: the node's `eth1` is the blueprint's second gVNIC network, which the pods leave out).
+pub fn interfaces(fabric: &GpuFabric) -> String {
+    let rdma = knowledge::rdma_networks(fabric.nics).into_iter().enumerate().map(|(i, network)| (format!("eth{}", i + 2), network));
+    let entries: Vec<String> = std::iter::once(("eth0".to_owned(), "default".to_owned()))
+        .chain(rdma)
+        .map(|(interface, network)| format!(r#"{{"interfaceName":"{interface}","network":"{network}"}}"#))
+        .collect();
+    format!("[{}]", entries.join(","))
+}
+
+fn worker_annotations(fabric: &GpuFabric) -> String {
+    format!(
+        "        metadata:\n          annotations:\n            # GPUDirect RDMA: the pod network on eth0, the blueprint's {n} RDMA networks on eth2 and up.\n            \
+         networking.gke.io/default-interface: eth0\n            {INTERFACES_ANNOTATION}: '{interfaces}'\n",
+        n = fabric.nics,
+        interfaces = interfaces(fabric),
+    )
+}
+
+/// gIB's libraries and NCCL settings in the environment `ray start` (and so every Ray worker
+/// process) inherits. gIB's own script sets the NCCL variables, which change between its releases.
+fn worker_start() -> String {
+    format!(
+        "ulimit -n 65536\n\
+         export LD_LIBRARY_PATH={GIB_MOUNT_PATH}/lib64:{NVIDIA_MOUNT_PATH}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n\
+         source {GIB_MOUNT_PATH}/scripts/set_nccl_env.sh\n\
+         exec /bin/bash -c \"$KUBERAY_GEN_RAY_START_CMD\"\n"
+    )
+}
+
+/// `command` and `args` that run `script` in bash.
+fn command(script: &str, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let body: String = script.lines().map(|line| format!("{pad}    {line}\n")).collect();
+    format!("{pad}command: [\"/bin/bash\", \"-c\"]\n{pad}args:\n{pad}  - |\n{body}")
+}
+
+/// Tokens reach the containers from the Kubernetes Secret, never from a file; `plain` is a
+/// variable with a literal value.
+fn secret_env(d: &Deployment, plain: Option<(&str, &str)>, indent: usize) -> String {
     let pad = " ".repeat(indent);
     let secret = &d.secrets.kubernetes_secret;
     let mut out = format!("{pad}env:\n");
+    if let Some((name, value)) = plain {
+        let _ = writeln!(out, "{pad}  - name: {name}\n{pad}    value: {}", yaml(value));
+    }
     let mut entry = |key: &str, optional: bool| {
         let _ = write!(
             out,

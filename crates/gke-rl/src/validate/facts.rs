@@ -33,6 +33,7 @@ pub struct Facts {
     pub lustre_throughput: Option<Fact<u64>>,
     pub pvc_name: Option<Fact<String>>,
     pub authorized_cidr: Option<Fact<String>>,
+    pub fabric_mode: Option<Fact<String>>,
 }
 
 impl Facts {
@@ -101,5 +102,6 @@ pub fn gather(views: &Views<'_>) -> Facts {
         lustre_throughput: number(from("LUSTRE_THROUGHPUT", "per_unit_storage_throughput")),
         pvc_name,
         authorized_cidr: from("AUTHORIZED_CIDR", "authorized_cidr"),
+        fabric_mode: env.and_then(|e| env_fact(e, "FABRIC_MODE")),
     }
 }

@@ -1,6 +1,7 @@
 //! The rule registry: every rule's stable code, default severity and explanation, and the
 //! checks that emit them.
 
+mod fabric;
 mod infra;
 mod nemo;
 mod numbers;
@@ -55,6 +56,12 @@ rules! {
     MOUNT_DUPLICATE_PATH = "mount-duplicate-path", Error, [RayCluster], "Two mounts of a container use the same path; the API server rejects the pod.";
     MOUNT_UNKNOWN_VOLUME = "mount-unknown-volume", Error, [RayCluster], "A container mounts a volume the pod does not define; pod creation fails.";
     DEV_SHM_TWICE = "dev-shm-mounted-twice", Error, [RayCluster], "`/dev/shm` is mounted twice in a container.";
+    FABRIC_INTERFACES = "fabric-interfaces-missing", Warning, [RayCluster], "A GPU worker on a machine type with an RDMA fabric (A4, A3 Ultra) does not attach the RDMA networks (`networking.gke.io/interfaces`): every collective across nodes goes over TCP on one NIC.";
+    FABRIC_GIB = "fabric-gib-missing", Warning, [RayCluster], "A GPU worker on an RDMA machine type lacks part of Google's gIB NCCL plugin: the node's /home/kubernetes/bin/gib mounted at /usr/local/gib, /usr/local/gib/lib64 on LD_LIBRARY_PATH, and set_nccl_env.sh sourced before `ray start`. NCCL then falls back to sockets.";
+    FABRIC_NCCL_NET = "fabric-nccl-net", Warning, [RayCluster, RuntimeEnv], "`NCCL_NET` names a transport other than gIB on an RDMA machine type, so NCCL never uses the fabric (gIB is the one that fails loudly instead of falling back).";
+    FABRIC_IB_DISABLED = "fabric-ib-disabled", Warning, [RayCluster, RuntimeEnv], "`NCCL_IB_DISABLE=1` on an RDMA machine type turns the RDMA NICs off for NCCL: collectives go over TCP.";
+    FABRIC_UNKNOWN_NETWORK = "fabric-unknown-network", Error, [RayCluster], "The pod attaches a GKE network the blueprint does not create; GKE cannot schedule the pod.";
+    FABRIC_NOT_WIRED = "fabric-not-wired", Info, [RayCluster], "The machine type has a GPU fabric gke-rl does not wire or check yet (A4X's DRANET claims, A3 Mega's GPUDirect-TCPXO).";
     PVC_NAME_MISMATCH = "pvc-name-mismatch", Error, [RayCluster], "The RayCluster claims a PVC other than the one the blueprint creates; pods stay Pending.";
     LUSTRE_TIER_UNKNOWN = "lustre-tier-unknown", Error, [EnvSh, DeploymentFile, Blueprint], "Managed Lustre throughput tiers are 125, 250, 500 and 1000 MB/s per TiB.";
     LUSTRE_CAPACITY_STEP = "lustre-capacity-step", Error, [EnvSh, DeploymentFile, Blueprint], "Managed Lustre capacity must be a multiple of its tier's step.";
@@ -96,6 +103,7 @@ pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     numbers::check(views, sink);
     infra::check(views, &facts, sink);
     ray::check(views, &facts, sink);
+    fabric::check(views, &facts, sink);
     storage::check(views, &facts, sink);
     nemo::check(views, &facts, sink);
     secrets::check(views, sink);
