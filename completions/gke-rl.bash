@@ -28,6 +28,9 @@ _gke__rl() {
             gke__rl,destroy)
                 cmd="gke__rl__subcmd__destroy"
                 ;;
+            gke__rl,fabric-check)
+                cmd="gke__rl__subcmd__fabric__subcmd__check"
+                ;;
             gke__rl,help)
                 cmd="gke__rl__subcmd__help"
                 ;;
@@ -64,6 +67,9 @@ _gke__rl() {
             gke__rl__subcmd__help,destroy)
                 cmd="gke__rl__subcmd__help__subcmd__destroy"
                 ;;
+            gke__rl__subcmd__help,fabric-check)
+                cmd="gke__rl__subcmd__help__subcmd__fabric__subcmd__check"
+                ;;
             gke__rl__subcmd__help,help)
                 cmd="gke__rl__subcmd__help__subcmd__help"
                 ;;
@@ -95,7 +101,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint deploy destroy submit status logs stop jobs completions help"
+            opts="-h -V --help --version render validate blueprint deploy destroy submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -157,7 +163,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__deploy)
-            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --help"
+            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,8 +242,54 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gke__subcmd__rl__subcmd__fabric__subcmd__check)
+            opts="-h --config --env-file --address --headers --request-timeout --sizes --min-fraction --check-timeout --verbose --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --headers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sizes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-fraction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint deploy destroy submit status logs stop jobs completions help"
+            opts="render validate blueprint deploy destroy submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +345,20 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help__subcmd__destroy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__help__subcmd__fabric__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -162,10 +162,22 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         return Err(format!("{forwards} port-forward upgrades reached the API server").into());
     }
 
+    // `deploy --fabric-check` on the Ready cluster runs the check job on this head through the
+    // port-forward; a one-node Ray cluster is too few for an inter-node check.
+    let fabric = cloud.deploy(&["--fabric-check"], &[]);
+    check(
+        fabric.status.code() == Some(1)
+            && stderr(&fabric).contains("is Ready")
+            && stderr(&fabric).contains("job gke-rl-fabric-check-")
+            && stdout(&fabric).contains("1 node; an inter-node collective needs at least two"),
+        "deploy --fabric-check checks the Ready cluster and fails on one node",
+        &fabric,
+    )?;
+
     let destroy = cloud.destroy(&[]);
     check(destroy.status.success() && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot"), "destroy", &destroy)?;
     check(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the RayCluster is gone", &destroy)?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &destroy]);
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &fabric, &destroy]);
     Ok(())
 }
 

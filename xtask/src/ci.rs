@@ -19,11 +19,12 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("the SDK builds for wasm32 (the browser validator's core)", || {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
-    step("Ray 2.46.0 and 2.54.0 from PyPI, for the job tests", || {
+    step("Ray 2.46.0 and 2.54.0 from PyPI, and a CPU torch, for the job tests", || {
         for version in crate::ray_head::RAY_VERSIONS {
             ray_venv(sh, version)?;
         }
-        Ok(())
+        // The fabric check's collective on CPU (gloo): Debian's build, 1/10 the size of PyPI's CUDA one.
+        debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")
     })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     step("the web validator in Chromium (wasm build, page, native comparison)", || crate::web::browser_test(sh).map(drop))?;
@@ -59,6 +60,16 @@ fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `apt-get install package` unless `installed` exists; a fresh machine may have stale
+/// package lists, so a failed install updates them and tries again.
+pub fn debian_package(sh: &Shell, package: &str, installed: &str) -> anyhow::Result<()> {
+    if std::path::Path::new(installed).exists() || cmd!(sh, "apt-get install -y -q {package}").run().is_ok() {
+        return Ok(());
+    }
+    cmd!(sh, "apt-get update -q").run()?;
+    Ok(cmd!(sh, "apt-get install -y -q {package}").run()?)
 }
 
 /// `target/ray/<version>/bin`: a venv with `ray[default]==<version>`, created once.

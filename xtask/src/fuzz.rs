@@ -15,6 +15,7 @@ use crate::project_root;
 const TARGETS: &[(&str, &[&str])] = &[
     ("env_sh", &["manifests/env.sh", "tests/fixtures/codelab/env.sh", "tests/fixtures/hostile/doubling-env.sh"]),
     ("env_sh_expansion", &[]),
+    ("fabric_report", &["tests/fixtures/fabric-check", "tests/fixtures/upstream/nccl"]),
     ("config_yaml", &["examples/gke-rl.yaml", "tests/fixtures/configs"]),
     ("job_script", &["manifests/run_nemo_rl.sh", "tests/fixtures/codelab/run_nemo_rl.sh"]),
     ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),

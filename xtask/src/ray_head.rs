@@ -1,6 +1,8 @@
 //! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
 //! free ports, in its own process group so that dropping it stops every Ray process it made.
-//! Shared by `cargo xtask bench submit` and `tests/ray_jobs.rs` (included by path).
+//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/fabric_check.rs`
+//! (included by path), each of which uses part of it.
+#![allow(dead_code)]
 
 /// The Ray in the NeMo-RL v0.4.0 image, and the codelab's: the job tests run against both.
 pub const RAY_VERSIONS: [&str; 2] = ["2.46.0", "2.54.0"];
@@ -29,6 +31,8 @@ fn fixed_ports(index: u16) -> Result<[u16; 4], String> {
 pub struct Head {
     pub version: &'static str,
     pub address: String,
+    /// The GCS port, which other nodes join.
+    pub gcs: u16,
     child: Mutex<Child>,
     temp_dir: PathBuf,
 }
@@ -39,44 +43,43 @@ impl Head {
     /// start-up deadlines can pass (Ray 2.46: "Failed to start the dashboard"): a failed
     /// start is retried once, with its log shown.
     pub fn start(version: &'static str, bin: &Path, versions: &[&str]) -> Result<Head, String> {
+        Head::start_with(version, bin, versions, &[])
+    }
+
+    /// [`Head::start`] with extra variables in the environment of every Ray process.
+    pub fn start_with(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)]) -> Result<Head, String> {
         let log = std::env::temp_dir().join(format!("gkerl-head-{}-{version}.log", std::process::id()));
-        match Head::start_once(version, bin, versions, &log) {
+        match Head::start_once(version, bin, versions, env, &log) {
             Ok(head) => Ok(head),
             Err(first) => {
                 eprintln!("ray {version} did not start ({first}); retrying once. Its log:\n{}", tail(&log));
-                Head::start_once(version, bin, versions, &log)
+                Head::start_once(version, bin, versions, env, &log)
                     .map_err(|second| format!("{second} (twice; the first time: {first}). Its log:\n{}", tail(&log)))
             }
         }
     }
 
-    fn start_once(version: &'static str, bin: &Path, versions: &[&str], log_path: &Path) -> Result<Head, String> {
-        use std::os::unix::process::CommandExt as _;
+    fn start_once(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)], log_path: &Path) -> Result<Head, String> {
         // Unix socket paths must stay short, so not under target/.
         let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
         let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
         let [dashboard, gcs, client_server, agent] = fixed_ports(index)?;
         let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
-        let log = std::fs::File::create(log_path).map_err(|e| e.to_string())?;
-        let child = Command::new(bin.join("ray"))
-            .args(["start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true", "--num-cpus=4"])
-            .arg("--dashboard-host=127.0.0.1")
-            .arg(format!("--dashboard-port={dashboard}"))
-            .arg(format!("--port={gcs}"))
-            .arg(format!("--ray-client-server-port={client_server}"))
-            .arg(format!("--dashboard-agent-listen-port={agent}"))
-            .arg(format!("--temp-dir={}", temp_dir.display()))
-            // Both heads run at once: give each its own worker ports (Ray's default range
-            // starts at 10002 for every head, and the 2.54 agent binds there too).
-            .arg(format!("--min-worker-port={}", worker_ports.start))
-            .arg(format!("--max-worker-port={}", worker_ports.end))
-            .env("RAY_USAGE_STATS_ENABLED", "0")
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot start ray {version}: {e}"))?;
-        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), child: Mutex::new(child), temp_dir };
+        let args = [
+            "--head".to_owned(),
+            "--include-dashboard=true".to_owned(),
+            "--num-cpus=4".to_owned(),
+            "--dashboard-host=127.0.0.1".to_owned(),
+            format!("--dashboard-port={dashboard}"),
+            format!("--port={gcs}"),
+            format!("--ray-client-server-port={client_server}"),
+            format!("--dashboard-agent-listen-port={agent}"),
+            format!("--temp-dir={}", temp_dir.display()),
+        ];
+        // Both heads run at once: give each its own worker ports (Ray's default range starts
+        // at 10002 for every head, and the 2.54 agent binds there too).
+        let child = ray_start(bin, &args, worker_ports, env, log_path).map_err(|e| format!("cannot start ray {version}: {e}"))?;
+        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), gcs, child: Mutex::new(child), temp_dir };
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             // The dashboard answers before its agent (which runs the jobs) listens: wait for both.
@@ -93,16 +96,95 @@ impl Head {
 
 impl Drop for Head {
     fn drop(&mut self) {
-        let Ok(mut child) = self.child.lock() else { return };
-        let group = format!("-{}", child.id());
-        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(200));
+        if let Ok(mut child) = self.child.lock() {
+            stop_group(&mut child);
         }
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-        let _ = child.wait();
         let _ = std::fs::remove_dir_all(&self.temp_dir);
+    }
+}
+
+/// SIGTERM to the process group, SIGKILL after 15 s.
+fn stop_group(child: &mut Child) {
+    let group = format!("-{}", child.id());
+    // The group may be gone already (stopped before): nothing to say then.
+    let _ = Command::new("kill").args(["-TERM", "--", &group]).stderr(std::process::Stdio::null()).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(std::process::Stdio::null()).status();
+    let _ = child.wait();
+}
+
+/// `ray start --block` from the venv `bin` with `args`, its own worker ports and `env`, logging
+/// to `log`, in a process group of its own.
+fn ray_start(bin: &Path, args: &[String], worker_ports: std::ops::Range<u16>, env: &[(&str, String)], log: &Path) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt as _;
+    let log = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    Command::new(bin.join("ray"))
+        .args(["start", "--block", "--disable-usage-stats"])
+        .args(args)
+        .arg(format!("--min-worker-port={}", worker_ports.start))
+        .arg(format!("--max-worker-port={}", worker_ports.end))
+        .env("RAY_USAGE_STATS_ENABLED", "0")
+        // A job's `python` is the venv's, as in an image whose Ray is on PATH.
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| e.to_string())
+}
+
+/// A second Ray node on this machine, joined to a head (`ray start --address`), in its own
+/// process group: dropping or [`Node::stop`]ping it takes the node away as a lost machine would.
+pub struct Node {
+    child: Mutex<Child>,
+}
+
+impl Node {
+    /// Joins `head` with 2 CPUs and its own ports, and waits until the head counts it alive.
+    pub fn join(head: &Head, bin: &Path, env: &[(&str, String)]) -> Result<Node, String> {
+        let index = RAY_VERSIONS.iter().position(|v| *v == head.version).unwrap_or(0) as u16;
+        let [agent, ..] = fixed_ports(index + 4)?;
+        let workers = (24_000 + index * 500)..(24_000 + index * 500 + 499);
+        let args =
+            ["--num-cpus=2".to_owned(), format!("--address=127.0.0.1:{}", head.gcs), format!("--dashboard-agent-listen-port={agent}")];
+        let log = std::env::temp_dir().join(format!("gkerl-node-{}-{}.log", std::process::id(), head.version));
+        let child = ray_start(bin, &args, workers, env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
+        let node = Node { child: Mutex::new(child) };
+        head.wait_for_nodes(2, Duration::from_secs(120))?;
+        Ok(node)
+    }
+
+    /// Stops the node's processes; the head marks it dead.
+    pub fn stop(&self) {
+        if let Ok(mut child) = self.child.lock() {
+            stop_group(&mut child);
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Head {
+    /// Waits until Ray's state API lists exactly `count` alive nodes.
+    pub fn wait_for_nodes(&self, count: usize, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        let mut alive = None;
+        while Instant::now() < deadline {
+            alive = http_get(&self.address, "/api/v0/nodes?limit=100").map(|body| body.matches("\"ALIVE\"").count());
+            if alive == Some(count) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(format!("ray {} had {alive:?} alive nodes, not {count}, after {} s", self.version, within.as_secs()))
     }
 }
 

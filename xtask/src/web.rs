@@ -71,11 +71,7 @@ fn content_type(path: &str) -> &'static str {
 pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let root = project_root();
     crate::wasm::run(sh)?;
-    if !Path::new("/usr/bin/chromium").exists() && cmd!(sh, "apt-get install -y -q chromium").run().is_err() {
-        // A fresh machine may have stale package lists.
-        cmd!(sh, "apt-get update -q").run()?;
-        cmd!(sh, "apt-get install -y -q chromium").run()?;
-    }
+    crate::ci::debian_package(sh, "chromium", "/usr/bin/chromium")?;
     let web = root.join("web-validator");
     if !web.join("node_modules/playwright-core").is_dir() {
         let _dir = sh.push_dir(&web);

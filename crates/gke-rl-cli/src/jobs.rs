@@ -19,11 +19,11 @@ use crate::console::{Console, explain};
 use crate::terminal::outln;
 
 /// The process exit code when Ctrl-C detaches from a job.
-const DETACHED: u8 = 130;
+pub(crate) const DETACHED: u8 = 130;
 
 /// Which cluster and how to reach its Ray dashboard.
 #[derive(clap::Args)]
-pub struct Connection {
+pub(crate) struct Connection {
     #[command(flatten)]
     source: config::Source,
     /// Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config's RayCluster]
@@ -38,17 +38,17 @@ pub struct Connection {
 }
 
 /// A loaded config and a connection to its cluster's dashboard.
-struct Connected {
-    loaded: Loaded,
-    head: Head,
-    console: Arc<Console>,
+pub(crate) struct Connected {
+    pub loaded: Loaded,
+    pub head: Head,
+    pub console: Arc<Console>,
 }
 
 impl Connection {
     /// The config (from `--config`/`--env-file`) and a client for `--address` (or
     /// `RAY_ADDRESS`); without one, a port-forward to the head pod of that config's RayCluster,
     /// through its cluster's kubeconfig context.
-    async fn connect(&self, env: &Env) -> anyhow::Result<Connected> {
+    pub(crate) async fn connect(&self, env: &Env) -> anyhow::Result<Connected> {
         let loaded = self.source.load()?;
         let console = Arc::new(Console::stderr(false));
         let head = self.head(&loaded.deployment, env, console.clone()).await?;

@@ -9,6 +9,7 @@ mod blueprint;
 mod cluster;
 mod config;
 mod console;
+mod fabric;
 mod jobs;
 mod render;
 mod report;
@@ -43,6 +44,7 @@ pub enum Command {
     Logs(jobs::LogsArgs),
     Stop(jobs::StopArgs),
     Jobs(jobs::JobsArgs),
+    FabricCheck(fabric::Args),
     /// Print a shell completion script (bash, zsh or fish) to stdout
     Completions {
         /// The shell
@@ -89,6 +91,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Command::Logs(args) => args.run(),
         Command::Stop(args) => args.run(),
         Command::Jobs(args) => args.run(),
+        Command::FabricCheck(args) => args.run(),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut script);

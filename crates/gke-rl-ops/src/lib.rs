@@ -1,6 +1,6 @@
 //! gke-rl's cluster operations as a library: [`deploy`](deploy::deploy), [`destroy`](destroy::destroy),
 //! [`connect`](head::connect) to a RayCluster's head, and the job operations in [`jobs`]
-//! (submit, follow, status, logs, stop, the list).
+//! (submit, follow, status, logs, stop, the list), and the [`fabric`] check.
 //!
 //! Each takes a loaded [`gke_rl::Deployment`], typed options, an [`Env`] (the programs it runs,
 //! the Kubernetes API, a clock, what interrupts it) and a [`Progress`] sink that receives typed
@@ -33,6 +33,7 @@ pub mod destroy;
 mod env;
 mod error;
 mod events;
+pub mod fabric;
 pub mod files;
 pub mod head;
 pub mod jobs;

@@ -37,6 +37,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod envsh;
 mod error;
+pub mod fabric;
 pub mod knowledge;
 pub mod lifecycle;
 pub mod model;

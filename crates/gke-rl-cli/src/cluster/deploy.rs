@@ -33,6 +33,9 @@ pub struct DeployArgs {
     /// Where to ask for this machine's public address (plain text, one address)
     #[arg(long, value_name = "URL", env = "GKE_RL_ADDRESS_ECHO", default_value = ADDRESS_ECHO, hide = true)]
     address_echo: String,
+    /// Once the RayCluster is Ready, run `fabric-check` on it (exit 1 when it fails)
+    #[arg(long)]
+    fabric_check: bool,
 }
 
 impl DeployArgs {
@@ -62,7 +65,8 @@ impl DeployArgs {
         let deployed =
             gke_rl_ops::deploy::deploy(d, &artifacts, &options, &env, &console).await.map_err(|e| crate::reported(e, &explained))?;
         let cluster = &d.project.cluster_name;
-        Ok(match deployed {
+        let ready = matches!(deployed, Deployed::Ready | Deployed::AlreadyReady { .. });
+        let code = match deployed {
             Deployed::Ready => {
                 console.say(format_args!(
                     "RayCluster {cluster} is Ready. Next:\n  {cli} submit    (port-forwards to the head by itself)\n  \
@@ -101,6 +105,14 @@ impl DeployArgs {
                 INTERRUPTED
             }
             other => anyhow::bail!("deploy ended in a way this version does not know: {other:?}"),
-        })
+        };
+        if !(ready && self.fabric_check) {
+            return Ok(code);
+        }
+        let console = std::sync::Arc::new(console);
+        let head = gke_rl_ops::head::connect(d, &gke_rl_ops::head::HeadOptions::default(), &env, console.clone())
+            .await
+            .map_err(|e| crate::reported(e, &explained))?;
+        crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await
     }
 }
