@@ -61,9 +61,10 @@ fn torch_path() -> Option<tempfile::TempDir> {
 /// The trials of one version on one cluster, started by the first trial and kept for the rest.
 fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Trial> {
     type Case = fn(&Cluster) -> Result<(), Failed>;
-    let cases: [(&str, Case); 3] = [
+    let cases: [(&str, Case); 4] = [
         ("without_a_fabric_the_check_measures_both_nodes_and_passes", measures_without_a_fabric),
         ("ranks_on_tcp_sockets_fail_an_rdma_deployment", sockets_fail_rdma),
+        ("a_check_past_its_time_is_stopped", past_its_time),
         ("a_lost_node_fails_the_check", lost_node),
     ];
     let cluster: Arc<Slot> = Arc::default();
@@ -123,12 +124,16 @@ impl Cluster {
 
 /// `gke-rl fabric-check` against the cluster with `config`.
 fn fabric_check(cluster: &Cluster, config: &str, extra: &[&str]) -> Output {
+    gke_rl(config, &[&["fabric-check", "--address", &cluster.head.address, "--sizes", "64K,1M"], extra].concat())
+}
+
+/// The gke-rl binary in a folder holding `config` as gke-rl.yaml.
+fn gke_rl(config: &str, args: &[&str]) -> Output {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("gke-rl.yaml"), config).expect("config");
     let out = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
         .current_dir(dir.path())
-        .args(["fabric-check", "--address", &cluster.head.address, "--sizes", "64K,1M", "--check-timeout", "5m"])
-        .args(extra)
+        .args(args)
         .env_remove("RAY_ADDRESS")
         .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
         .output()
@@ -168,6 +173,25 @@ fn sockets_fail_rdma(cluster: &Cluster) -> Result<(), Failed> {
     check(json["passed"] == false && sockets == 2, "both nodes are named for using sockets", &out)?;
     check(problems.iter().any(|p| p["problem"] == "slow" && p["line_rate"] == 400.0), "far below A4's 400 GB/s", &out)?;
     check(json["report"]["nodes"].as_array().map(Vec::len) == Some(2), "the report lists both nodes", &out)
+}
+
+fn past_its_time(cluster: &Cluster) -> Result<(), Failed> {
+    // 1 s for the job, 1 s more to start: it cannot even start its driver in that time.
+    let out = fabric_check(cluster, TWO_NODES_NO_FABRIC, &["--check-timeout", "1s"]);
+    let message = stderr(&out);
+    check(out.status.code() == Some(2) && message.contains("did not end within 2s; it was asked to stop"), "the wait is bounded", &out)?;
+    let id = message.split_whitespace().find(|w| w.starts_with("gke-rl-fabric-check-")).ok_or("no job id")?.to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.head.address]);
+        if stdout(&status).contains("STOPPED") {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return check(false, "the job was stopped", &status);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 fn lost_node(cluster: &Cluster) -> Result<(), Failed> {

@@ -147,6 +147,14 @@ pub enum Error {
     /// The Ray Jobs API or the packager.
     #[error(transparent)]
     Ray(#[from] gke_rl_ray::Error),
+    /// A job did not end within its time; it was asked to stop.
+    #[error("job {id} did not end within {}s; it was asked to stop (see `logs {id}`)", .after.as_secs())]
+    JobTimedOut {
+        /// The job.
+        id: String,
+        /// How long it was given.
+        after: std::time::Duration,
+    },
     /// The runtime env has errors: nothing was submitted.
     #[error("{name} has errors; nothing was submitted")]
     RuntimeEnv {

@@ -13,6 +13,9 @@ use crate::events::Progress;
 use crate::jobs::{self, Followed, SubmitOptions};
 use crate::{Env, Error};
 
+/// The most time beyond the job's own limit for it to start and report.
+const FOLLOW_GRACE: Duration = Duration::from_secs(120);
+
 /// How to run the check.
 #[derive(Clone, Debug)]
 pub struct FabricCheckOptions {
@@ -82,7 +85,17 @@ pub async fn check(
     };
     let prepared = jobs::prepare(deployment, artifacts, &submit, env, progress)?;
     let id = jobs::submit(client, prepared, progress).await?;
-    let job = match jobs::follow(client, &id, env, progress).await? {
+    // The job stops itself at its timeout; this bounds a job that never starts (no runtime env,
+    // no resources) or a driver that hangs.
+    let limit = options.timeout + options.timeout.min(FOLLOW_GRACE);
+    let followed = match tokio::time::timeout(limit, jobs::follow(client, &id, env, progress)).await {
+        Ok(followed) => followed?,
+        Err(_) => {
+            let _ = client.stop(&id).await;
+            return Err(Error::JobTimedOut { id, after: limit });
+        }
+    };
+    let job = match followed {
         Followed::Finished { job, .. } => job,
         Followed::Detached => return Ok(FabricChecked::Detached { id }),
     };

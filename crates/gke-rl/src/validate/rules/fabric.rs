@@ -144,10 +144,14 @@ fn worker(cluster: &Tree<'_>, pod: &Pod<'_>, fabric: &GpuFabric, networks: Optio
     }
 }
 
-/// The networks an interfaces annotation attaches; `None` when it is not the JSON GKE reads.
+/// The networks an interfaces annotation attaches; `None` when it is not the JSON list GKE
+/// reads. JSON is YAML: the SDK's own parser reads it.
 fn attached_networks(json: &str) -> Option<Vec<String>> {
-    let value: serde_json::Value = serde_json::from_str(json).ok()?;
-    value.as_array()?.iter().map(|i| Some(i.get("network")?.as_str()?.to_owned())).collect()
+    let list = Node::try_parse(json).ok()?;
+    if !matches!(list.value, crate::yaml::Value::Seq(_)) {
+        return None;
+    }
+    list.items().iter().map(|i| Some(i.get(&["network"])?.text()?.to_owned())).collect()
 }
 
 /// gIB mounted from the node, on `LD_LIBRARY_PATH`, and its NCCL settings sourced.
