@@ -104,7 +104,7 @@ pub async fn check(
     // A job that failed without saying why in its log: Ray's message says it.
     if job.status != JobStatus::Succeeded && report.errors.is_empty() {
         let message = job.message.clone().unwrap_or_else(|| format!("it ended {}", job.status));
-        problems.insert(0, Problem::JobFailed(message));
+        problems.insert(0, Problem::JobFailed { message });
     }
     Ok(FabricChecked::Finished { id, status: job.status, report, expected, problems })
 }

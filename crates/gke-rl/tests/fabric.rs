@@ -83,3 +83,19 @@ fn without_a_fabric_the_check_only_measures() {
     assert_eq!(Expectation::for_deployment(&deployment, 0.6).unwrap(), measured);
     assert_eq!(Expectation::for_deployment(&gke_rl::Deployment::default(), 0.6).unwrap().fabric.map(|f| f.line_rate_gbytes()), Some(400.0));
 }
+
+#[test]
+fn every_problem_serializes_for_json_output() {
+    let report = Report::parse(
+        "fabric-check nodes=1 gpus_per_node=8 backend=nccl\nfabric-check error: 1 node; an inter-node collective needs at least two\n",
+    );
+    let problems = report.problems(&a4_pair());
+    assert!(matches!(problems[0], Problem::JobFailed { .. }), "{problems:?}");
+    let json = serde_json::to_value(&problems).expect("problems serialize");
+    assert_eq!(json[0]["problem"], "job-failed");
+    assert_eq!(json[0]["message"], "1 node; an inter-node collective needs at least two");
+    assert_eq!(json[1]["problem"], "too-few-nodes");
+    for problem in [Problem::NoSamples, Problem::NoTransport { node: "n".into() }] {
+        serde_json::to_string(&problem).expect("serializes");
+    }
+}

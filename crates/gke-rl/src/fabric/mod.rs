@@ -157,7 +157,7 @@ impl Report {
 
     /// What keeps the report from meeting `expected`; empty when it passes.
     pub fn problems(&self, expected: &Expectation) -> Vec<Problem> {
-        let mut problems: Vec<Problem> = self.errors.iter().cloned().map(Problem::JobFailed).collect();
+        let mut problems: Vec<Problem> = self.errors.iter().map(|message| Problem::JobFailed { message: message.clone() }).collect();
         let found = self.nodes.len().max(self.nodes_found.unwrap_or_default() as usize);
         if found < 2 || expected.nodes.is_some_and(|n| found < n as usize) {
             problems.push(Problem::TooFewNodes { found, expected: expected.nodes });
@@ -224,7 +224,10 @@ impl Expectation {
 #[non_exhaustive]
 pub enum Problem {
     /// The job said it could not run.
-    JobFailed(String),
+    JobFailed {
+        /// What it said.
+        message: String,
+    },
     /// Fewer nodes took part than an inter-node check needs, or than the deployment has.
     TooFewNodes {
         /// Nodes in the report.
@@ -264,7 +267,7 @@ pub enum Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Problem::JobFailed(error) => write!(f, "the check job failed: {error}"),
+            Problem::JobFailed { message } => write!(f, "the check job failed: {message}"),
             Problem::TooFewNodes { found, expected: Some(expected) } => {
                 write!(f, "{found} of the {expected} GPU nodes took part; an inter-node check needs them all (at least two)")
             }
