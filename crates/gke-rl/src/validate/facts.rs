@@ -39,7 +39,12 @@ pub struct Facts {
 impl Facts {
     /// The machine of the GPU nodes: as stated, else the only one the gke-a4 blueprint uses.
     pub fn machine(&self) -> Option<&'static Machine> {
-        knowledge::machine(self.machine_type.as_ref().map_or("a4-highgpu-8g", |f| f.value.as_str()))
+        knowledge::machine(self.machine_type_name())
+    }
+
+    /// The machine type as stated, else the only one the gke-a4 blueprint uses.
+    pub fn machine_type_name(&self) -> &str {
+        self.machine_type.as_ref().map_or("a4-highgpu-8g", |f| f.value.as_str())
     }
 }
 

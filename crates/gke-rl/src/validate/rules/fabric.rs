@@ -1,7 +1,7 @@
 //! The A4 fabric: GPU workers on an RDMA machine type attach the RDMA networks, load gIB and
 //! let NCCL use it.
 
-use super::ray::{Pod, pods};
+use super::ray::{ACCELERATOR_LABEL, Pod, pods};
 use super::*;
 use crate::blueprint::{GkeNetworks, gke_networks};
 use crate::knowledge::{self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric};
@@ -9,7 +9,6 @@ use crate::render::INTERFACES_ANNOTATION;
 use crate::validate::Tree;
 use crate::yaml::Node;
 
-const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 const RULES_ON_RDMA: [&Rule; 5] = [&FABRIC_INTERFACES, &FABRIC_GIB, &FABRIC_NCCL_NET, &FABRIC_IB_DISABLED, &FABRIC_UNKNOWN_NETWORK];
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
@@ -42,7 +41,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             }
         }
     }
-    let fabric = facts.machine_type.as_ref().map_or_else(|| knowledge::gpu_fabric("a4-highgpu-8g"), |m| knowledge::gpu_fabric(&m.value));
+    let fabric = knowledge::gpu_fabric(facts.machine_type_name());
     if fabric.is_some_and(GpuFabric::is_wired) {
         for env in &views.runtime_envs {
             if let Some(vars) = env.root.get(&["env_vars"]) {
@@ -69,7 +68,7 @@ fn pod_name(pod: &Pod<'_>) -> String {
 fn pod_fabric(pod: &Pod<'_>, facts: &Facts) -> Option<&'static GpuFabric> {
     match pod.spec.get(&["nodeSelector", ACCELERATOR_LABEL]).and_then(Node::text) {
         Some(accelerator) => knowledge::gpu_fabric_of_accelerator(accelerator),
-        None => knowledge::gpu_fabric(facts.machine_type.as_ref().map_or("a4-highgpu-8g", |m| m.value.as_str())),
+        None => knowledge::gpu_fabric(facts.machine_type_name()),
     }
 }
 

@@ -8,7 +8,8 @@ use crate::validate::{Tree, quantity};
 use crate::yaml::{Node, Value};
 
 const GPU: &str = "nvidia.com/gpu";
-const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+/// The node label GKE gives GPU nodes; pods select them by it.
+pub(super) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 
 /// A pod template of the RayCluster: the head or a worker group.
 pub(crate) struct Pod<'n> {
