@@ -95,6 +95,8 @@ export METRIC_NAME=''
 export CHECKPOINT_DIR=/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1
 # HF_HOME of the job, on Lustre
 export JOB_HF_HOME=/lustre/huggingface_cache
+# resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation
+export MAX_RESTARTS=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

@@ -144,17 +144,19 @@ pub struct Node {
 }
 
 impl Node {
-    /// Joins `head` with 2 CPUs and its own ports, and waits until the head counts it alive.
-    pub fn join(head: &Head, bin: &Path, env: &[(&str, String)]) -> Result<Node, String> {
+    /// Joins `head` with 2 CPUs, its own ports and `extra` arguments (`--resources=…`), and
+    /// waits until the head counts `nodes` alive.
+    pub fn join(head: &Head, bin: &Path, env: &[(&str, String)], extra: &[String], nodes: usize) -> Result<Node, String> {
         let index = RAY_VERSIONS.iter().position(|v| *v == head.version).unwrap_or(0) as u16;
         let [agent, ..] = fixed_ports(index + 4)?;
         let workers = (24_000 + index * 500)..(24_000 + index * 500 + 499);
-        let args =
-            ["--num-cpus=2".to_owned(), format!("--address=127.0.0.1:{}", head.gcs), format!("--dashboard-agent-listen-port={agent}")];
+        let mut args =
+            vec!["--num-cpus=2".to_owned(), format!("--address=127.0.0.1:{}", head.gcs), format!("--dashboard-agent-listen-port={agent}")];
+        args.extend_from_slice(extra);
         let log = std::env::temp_dir().join(format!("gkerl-node-{}-{}.log", std::process::id(), head.version));
         let child = ray_start(bin, &args, workers, env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
         let node = Node { child: Mutex::new(child) };
-        head.wait_for_nodes(2, Duration::from_secs(120))?;
+        head.wait_for_nodes(nodes, Duration::from_secs(120))?;
         Ok(node)
     }
 

@@ -174,6 +174,18 @@ impl Progress for Console {
                 self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
             }
             Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
+            Event::Restarting { id, attempt, max, failure } => self
+                .say(format_args!("job {id} failed: {failure}\nrestart {attempt} of {max} once the cluster has all its Ray nodes again")),
+            Event::WaitingForNodes { alive, wanted } => self.say(format_args!("waiting for Ray nodes: {alive} of {wanted} alive")),
+            Event::NotRestarted { id, failure, left } if failure.is_infrastructure() && left == 0 => {
+                self.say(format_args!("job {id} failed: {failure}\nnot restarted: no restart left (--max-restarts, job.max_restarts)"))
+            }
+            Event::NotRestarted { id, failure, .. } if failure.is_infrastructure() => self.say(format_args!(
+                "job {id} failed: {failure}\nnot restarted: the dashboard does not say how many Ray nodes the cluster had"
+            )),
+            Event::NotRestarted { id, failure, .. } => {
+                self.say(format_args!("job {id} failed: {failure}\nnot restarted: a resubmission would fail the same way"))
+            }
             Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
             Event::JobState { id, status, message } => {

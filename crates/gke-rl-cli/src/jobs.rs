@@ -11,7 +11,7 @@ use anyhow::Context;
 use gke_rl::Deployment;
 use gke_rl_ops::Env;
 use gke_rl_ops::head::{Head, HeadOptions};
-use gke_rl_ops::jobs::{Followed, Stopped, SubmitOptions};
+use gke_rl_ops::jobs::{Followed, Recovery, Stopped, SubmitOptions};
 use gke_rl_ray::{JobDetails, JobStatus};
 
 use crate::config::{self, Loaded};
@@ -98,6 +98,13 @@ pub struct SubmitArgs {
     /// Return once the job is accepted
     #[arg(long)]
     no_wait: bool,
+    /// Resubmit a job the infrastructure failed (a node or the driver lost) up to N times;
+    /// NeMo-RL resumes from its newest checkpoint [default: the config's job.max_restarts, else 3 on Spot, 0 on a reservation]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    max_restarts: Option<u32>,
+    /// How long to wait before each restart for the cluster to have all its Ray nodes again (90s, 30m, 1h)
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
+    restart_wait: Duration,
     /// Pass this variable from your environment to the job (its value becomes readable
     /// through the Jobs API; prefer the Kubernetes Secret)
     #[arg(long, value_name = "NAME")]
@@ -158,7 +165,7 @@ pub struct LogsArgs {
 pub struct StopArgs {
     #[command(flatten)]
     connection: Connection,
-    /// Submission id
+    /// Submission id (its newest restart is stopped)
     id: String,
     /// Return once the stop is requested
     #[arg(long)]
@@ -208,12 +215,29 @@ impl SubmitArgs {
         let prepared = gke_rl_ops::jobs::prepare(&loaded.deployment, &artifacts, &options, &env, &*console).map_err(submit_error)?;
         crate::runtime()?.block_on(async {
             let head = self.connection.head(&loaded.deployment, &env, console.clone()).await?;
-            let id = gke_rl_ops::jobs::submit(&head.client, prepared, &*console).await.map_err(submit_error)?;
+            let submitted = gke_rl_ops::jobs::submit_recoverable(&head.client, prepared, &*console).await.map_err(submit_error)?;
             if self.no_wait {
-                console.say(format_args!("follow it with: {cli} logs {id} --follow{}", reattach(&head)));
+                console.say(format_args!("follow it with: {cli} logs {} --follow{}", submitted.id, reattach(&head)));
                 return Ok(0);
             }
-            watch(&head, &id, &env, &console).await
+            let recovery =
+                Recovery { max_restarts: self.max_restarts.unwrap_or_else(|| loaded.deployment.max_restarts()), wait: self.restart_wait };
+            let id = submitted.id.clone();
+            let recovered = gke_rl_ops::jobs::follow_recovering(&head.client, submitted, recovery, &env, &*console)
+                .await
+                .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+            for restart in &recovered.restarts {
+                let saved =
+                    restart.last_saved_step.map_or_else(|| "no checkpoint saved".to_owned(), |s| format!("last checkpoint at step {s}"));
+                console.say(format_args!(
+                    "restart: {} failed ({}); {saved}; {} started {} later",
+                    restart.failed,
+                    restart.failure,
+                    restart.next,
+                    gke_rl_ops::took(restart.waited)
+                ));
+            }
+            ended(&head, &id, recovered.followed, &console)
         })
     }
 }
@@ -230,8 +254,16 @@ fn reattach(head: &Head) -> String {
 
 /// Follows the job to its end; Ctrl-C detaches.
 async fn watch(head: &Head, id: &str, env: &Env, console: &Console) -> anyhow::Result<u8> {
+    let followed =
+        gke_rl_ops::jobs::follow(&head.client, id, env, console).await.map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+    ended(head, id, followed, console)
+}
+
+/// The end of following a job: the re-attach hint on Ctrl-C, else the checkpoint report and
+/// the final state; the exit code.
+fn ended(head: &Head, id: &str, followed: Followed, console: &Console) -> anyhow::Result<u8> {
     let cli = crate::name();
-    match gke_rl_ops::jobs::follow(&head.client, id, env, console).await.map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))? {
+    match followed {
         Followed::Detached => {
             console.say(format_args!(
                 "\ndetached from job {id}; it keeps running. Re-attach with:\n  {cli} logs {id} --follow{}",
@@ -292,12 +324,12 @@ impl StopArgs {
             let env = Env::real();
             let connected = self.connection.connect(&env).await?;
             let console = &connected.console;
-            let stopped = gke_rl_ops::jobs::stop(&connected.head.client, &self.id, !self.no_wait, &env, &**console)
-                .await
-                .map_err(anyhow::Error::from)?;
+            let id = gke_rl_ops::jobs::job_id(&connected.head.client, Some(&self.id)).await.map_err(anyhow::Error::from)?;
+            let stopped =
+                gke_rl_ops::jobs::stop(&connected.head.client, &id, !self.no_wait, &env, &**console).await.map_err(anyhow::Error::from)?;
             match stopped {
-                Stopped::NotRunning(status) => console.say(format_args!("job {} was not running: {status}", self.id)),
-                Stopped::Ended(status) => console.say(format_args!("job {} {status}", self.id)),
+                Stopped::NotRunning(status) => console.say(format_args!("job {id} was not running: {status}")),
+                Stopped::Ended(status) => console.say(format_args!("job {id} {status}")),
                 _ => {}
             }
             Ok(0)

@@ -147,6 +147,19 @@ pub enum Error {
     /// The Ray Jobs API or the packager.
     #[error(transparent)]
     Ray(#[from] gke_rl_ray::Error),
+    /// A job the infrastructure failed could not be resubmitted: the cluster did not become
+    /// whole again in time.
+    #[error("job {id} lost a Ray node; the cluster had {alive} of its {wanted} nodes after {}s, so it was not resubmitted", .after.as_secs())]
+    ClusterNotWhole {
+        /// The failed job.
+        id: String,
+        /// Nodes alive at the end of the wait.
+        alive: usize,
+        /// Nodes the job started with.
+        wanted: usize,
+        /// How long it waited.
+        after: std::time::Duration,
+    },
     /// A job did not end within its time; it was asked to stop.
     #[error("job {id} did not end within {}s; it was asked to stop (see `logs {id}`)", .after.as_secs())]
     JobTimedOut {

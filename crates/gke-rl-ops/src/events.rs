@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use gke_rl::checkpoints::Save;
 use gke_rl::lifecycle::{Command, Step};
+use gke_rl::recovery::Failure;
 use gke_rl::validate::Finding;
 use gke_rl_ray::JobStatus;
 
@@ -219,6 +220,33 @@ pub enum Event<'a> {
     StopRequested {
         /// Submission id.
         id: &'a str,
+    },
+    /// The job failed for a reason a resubmission cannot fix, or no restart is left.
+    NotRestarted {
+        /// Submission id.
+        id: &'a str,
+        /// Why it failed.
+        failure: &'a Failure,
+        /// Restarts left (0 when they are used up or off).
+        left: u32,
+    },
+    /// The infrastructure failed the job: it is resubmitted once the cluster is whole again.
+    Restarting {
+        /// The failed submission.
+        id: &'a str,
+        /// This restart's number, from 1.
+        attempt: u32,
+        /// Restarts allowed.
+        max: u32,
+        /// Why it failed.
+        failure: &'a Failure,
+    },
+    /// Waiting for the Ray nodes the job started with (said when the count changes).
+    WaitingForNodes {
+        /// Nodes alive now.
+        alive: usize,
+        /// Nodes the job started with.
+        wanted: usize,
     },
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gke_rl::checkpoints::CheckpointLog;
+use gke_rl::recovery::Failure;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
@@ -100,6 +101,21 @@ pub fn prepare(
 
 /// Uploads the package unless the cluster has it, and submits; the submission id.
 pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
+    Ok(submit_recoverable(client, prepared, progress).await?.id)
+}
+
+/// A job on the cluster, with what resubmits it.
+pub struct Submitted {
+    /// Its submission id.
+    pub id: String,
+    request: SubmitRequest,
+    server: gke_rl_ray::Version,
+    /// Ray nodes alive when it was submitted: what "whole again" means before a restart.
+    nodes: Option<usize>,
+}
+
+/// [`submit`], keeping the request (its package uploaded) and the cluster's size for restarts.
+pub async fn submit_recoverable(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<Submitted, Error> {
     let server = client.version().await?;
     progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
     let mut request = prepared.request;
@@ -117,8 +133,128 @@ pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress
     }
     let id = client.submit(&request, &server).await?;
     progress.event(Event::Submitted { id: &id });
-    Ok(id)
+    // Only restarts need it; a dashboard without the state API just cannot restart.
+    let nodes = client.alive_nodes().await.ok();
+    Ok(Submitted { id, request, server, nodes })
 }
+
+/// How [`follow_recovering`] recovers a job the infrastructure failed.
+#[derive(Clone, Copy, Debug)]
+pub struct Recovery {
+    /// Resubmissions at most; 0 follows once, as [`follow`].
+    pub max_restarts: u32,
+    /// How long to wait for the cluster to be whole again before each resubmission.
+    pub wait: Duration,
+}
+
+/// A job followed through its restarts.
+#[derive(Debug)]
+pub struct Recovered {
+    /// How following the last submission ended.
+    pub followed: Followed,
+    /// Each restart: the failed submission, why, when it failed and when its successor started.
+    pub restarts: Vec<Restart>,
+}
+
+/// One resubmission.
+#[derive(Debug)]
+pub struct Restart {
+    /// The failed submission.
+    pub failed: String,
+    /// Why it failed.
+    pub failure: Failure,
+    /// The newest checkpoint step it had saved.
+    pub last_saved_step: Option<u64>,
+    /// Its successor.
+    pub next: String,
+    /// From the failure to the successor's submission.
+    pub waited: Duration,
+}
+
+/// Follows `submitted` to its end; when the infrastructure failed it (a node or the driver
+/// lost, [`gke_rl::recovery::classify`]) and restarts are left, waits until Ray has as many alive
+/// nodes as at submission (at most `recovery.wait`) and resubmits the same request as
+/// `<id>-r1`, `<id>-r2`…: NeMo-RL resumes from its newest checkpoint. A program failure is not
+/// retried, and the event says why.
+pub async fn follow_recovering(
+    client: &Client,
+    submitted: Submitted,
+    recovery: Recovery,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Recovered, Error> {
+    let Submitted { id: first, mut request, server, nodes } = submitted;
+    let mut id = first.clone();
+    let mut restarts = Vec::new();
+    loop {
+        let followed = follow(client, &id, env, progress).await?;
+        let Followed::Finished { job, checkpoints } = &followed else { return Ok(Recovered { followed, restarts }) };
+        if job.status != JobStatus::Failed {
+            return Ok(Recovered { followed, restarts });
+        }
+        let failed_at = env.clock.now();
+        let log = client.logs(&id).await.unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+        let failure = gke_rl::recovery::classify(job.message.as_deref().unwrap_or_default(), &tail.join("\n"));
+        let attempt = restarts.len() as u32 + 1;
+        let left = recovery.max_restarts.saturating_sub(restarts.len() as u32);
+        let (true, true, Some(wanted)) = (failure.is_infrastructure(), left > 0, nodes) else {
+            progress.event(Event::NotRestarted { id: &id, failure: &failure, left });
+            return Ok(Recovered { followed, restarts });
+        };
+        progress.event(Event::Restarting { id: &id, attempt, max: recovery.max_restarts, failure: &failure });
+        wait_for_nodes(client, wanted, recovery.wait, env, progress).await.map_err(|alive| Error::ClusterNotWhole {
+            id: id.clone(),
+            alive,
+            wanted,
+            after: recovery.wait,
+        })?;
+        let next = gke_rl::recovery::restart_id(&first, attempt);
+        request.submission_id = Some(next.clone());
+        let submitted = client.submit(&request, &server).await?;
+        progress.event(Event::Submitted { id: &submitted });
+        let last_saved_step = checkpoints.saves().iter().filter(|s| s.path.is_some()).map(|s| s.step).max();
+        restarts.push(Restart { failed: id, failure, last_saved_step, next: submitted.clone(), waited: env.clock.now() - failed_at });
+        id = submitted;
+    }
+}
+
+/// Waits until Ray counts `wanted` alive nodes; the last count seen when `within` passes.
+async fn wait_for_nodes(client: &Client, wanted: usize, within: Duration, env: &Env, progress: &dyn Progress) -> Result<(), usize> {
+    let deadline = env.clock.now() + within;
+    let mut last = None;
+    loop {
+        let alive = client.alive_nodes().await.unwrap_or(0);
+        if alive >= wanted {
+            return Ok(());
+        }
+        if last != Some(alive) {
+            progress.event(Event::WaitingForNodes { alive, wanted });
+            last = Some(alive);
+        }
+        if env.clock.now() >= deadline {
+            return Err(alive);
+        }
+        tokio::time::sleep(env.poll.max(Duration::from_millis(100)).min(Duration::from_secs(5))).await;
+    }
+}
+
+/// The newest submission of `id`'s chain of restarts (`id`, `id-r1`, `id-r2`…).
+pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, Error> {
+    let mut latest = id.to_owned();
+    for attempt in 1..=MAX_CHAIN {
+        let next = gke_rl::recovery::restart_id(id, attempt);
+        match client.job(&next).await {
+            Ok(_) => latest = next,
+            Err(gke_rl_ray::Error::JobNotFound { .. }) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(latest)
+}
+
+/// The longest chain of restarts looked for.
+const MAX_CHAIN: u32 = 100;
 
 /// The runtime env to submit: the one given, else the render's; checked like `validate`.
 fn runtime_env(
@@ -292,10 +428,11 @@ pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progres
     Ok(Followed::Finished { job: Box::new(job), checkpoints })
 }
 
-/// The id given, else the most recently started submission.
+/// The newest submission of the chain of restarts of the id given, else the most recently
+/// started submission.
 pub async fn job_id(client: &Client, id: Option<&str>) -> Result<String, Error> {
     if let Some(id) = id {
-        return Ok(id.to_owned());
+        return latest_in_chain(client, id).await;
     }
     let jobs = client.jobs().await?;
     gke_rl_ray::latest_submission(&jobs).map(|j| j.id().to_owned()).ok_or(Error::NoJobs)

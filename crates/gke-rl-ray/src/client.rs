@@ -492,6 +492,28 @@ impl Client {
         self.call(reqwest::Method::GET, "/api/jobs/", None).await
     }
 
+    /// `GET /api/v0/nodes`: how many Ray nodes are alive (Ray's state API, 2.x).
+    pub async fn alive_nodes(&self) -> Result<usize, Error> {
+        #[derive(Deserialize)]
+        struct Answer {
+            data: Data,
+        }
+        #[derive(Deserialize)]
+        struct Data {
+            result: Listing,
+        }
+        #[derive(Deserialize)]
+        struct Listing {
+            result: Vec<Node>,
+        }
+        #[derive(Deserialize)]
+        struct Node {
+            state: String,
+        }
+        let answer: Answer = self.call(reqwest::Method::GET, "/api/v0/nodes?limit=10000&detail=false", None).await?;
+        Ok(answer.data.result.result.iter().filter(|n| n.state == "ALIVE").count())
+    }
+
     /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
     pub async fn logs(&self, id: &str) -> Result<String, Error> {
         #[derive(Deserialize)]

@@ -42,6 +42,7 @@ pub mod knowledge;
 pub mod lifecycle;
 pub mod model;
 mod quote;
+pub mod recovery;
 pub mod render;
 pub mod secrets;
 mod suggest;

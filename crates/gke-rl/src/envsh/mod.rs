@@ -125,6 +125,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("METRIC_NAME", "/job/checkpointing/metric_name", Kind::OptionalText, "checkpointing.metric_name; empty keeps the newest"),
             var("CHECKPOINT_DIR", "/job/checkpointing/dir", Kind::Text, "checkpointing.checkpoint_dir"),
             var("JOB_HF_HOME", "/job/hf_home", Kind::Text, "HF_HOME of the job, on Lustre"),
+            var(
+                "MAX_RESTARTS",
+                "/job/max_restarts",
+                Kind::OptionalNumber,
+                "resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation",
+            ),
         ],
     ),
     (

@@ -268,7 +268,19 @@ pub enum FabricMode {
     Off,
 }
 
+/// Resubmissions of a job on Spot VMs when the config sets none: preemption is the normal case.
+pub const SPOT_MAX_RESTARTS: u32 = 3;
+
 impl Deployment {
+    /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
+    /// else [`SPOT_MAX_RESTARTS`] on Spot and none on a reservation.
+    pub fn max_restarts(&self) -> u32 {
+        self.job.max_restarts.unwrap_or(match self.topology.provisioning {
+            Provisioning::Spot => SPOT_MAX_RESTARTS,
+            Provisioning::Reservation(_) => 0,
+        })
+    }
+
     /// The RDMA fabric the workers are wired to, if any: decided by `fabric.mode` and the
     /// machine type ([`crate::Error::NoFabric`] for `on` where there is none to wire).
     pub fn wired_fabric(&self) -> Result<Option<&'static knowledge::GpuFabric>, crate::Error> {
@@ -314,6 +326,9 @@ pub struct Job {
     pub checkpointing: Checkpointing,
     /// `HF_HOME` of the job: model downloads and NeMo-RL's converted copy.
     pub hf_home: AbsPath,
+    /// Resubmissions after the infrastructure failed the job (a node lost, the driver lost);
+    /// NeMo-RL resumes from its newest checkpoint. Null: 3 on Spot, 0 on a reservation.
+    pub max_restarts: Option<u32>,
 }
 
 impl Default for Job {
@@ -329,6 +344,7 @@ impl Default for Job {
             train_global_batch_size: NonZeroU32::new(256).expect("non-zero"),
             checkpointing: Checkpointing::default(),
             hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
+            max_restarts: None,
         }
     }
 }

@@ -1,0 +1,396 @@
+//! Real two-node Ray clusters: a head and a second node joined with `ray start --address`, for
+//! Ray 2.46.0 and 2.54.0 from `target/ray/<version>/`; the second node is killed and restarted
+//! as a preempted Spot VM would be.
+//!
+//! - `gke-rl fabric-check`: no GPU here, so the job's collective is gloo on CPU (torch from
+//!   Debian's python3-torch, which `cargo xtask ci` installs). It places one task per node,
+//!   reduces across both, reports each node's transport and the sweep, and gke-rl judges it.
+//! - `gke-rl submit`'s recovery: a job that trains in steps on the second node (its actor needs
+//!   the `trainer` resource only that node has), writes `step_N` markers and resumes from the
+//!   newest; the node is killed mid-run and restarted.
+
+mod common;
+#[path = "../xtask/src/ray_head.rs"]
+mod ray_head;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{project_root, stderr, stdout};
+use libtest_mimic::{Arguments, Failed, Trial};
+use ray_head::{Head, Node, RAY_VERSIONS};
+
+/// Debian's CPU build of torch (python3-torch) and its numpy, for the venvs' Python 3.11.
+const DEBIAN_PACKAGES: &str = "/usr/lib/python3/dist-packages";
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // The last trial takes a node away: the trials run in order, one at a time.
+    args.test_threads = Some(1);
+    let mut trials = Vec::new();
+    let torch = torch_path();
+    for version in RAY_VERSIONS {
+        let bin = project_root().join("target/ray").join(version).join("bin");
+        let (Some(torch), true) = (&torch, bin.join("ray").is_file()) else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{} or Debian's python3-torch is missing: `cargo xtask ci` installs both",
+                bin.display()
+            );
+            eprintln!("skipping Ray {version}: run `cargo xtask ci` once to install Ray and torch");
+            trials.push(Trial::test(format!("ray_{version}"), || Ok(())).with_ignored_flag(true));
+            continue;
+        };
+        trials.extend(cluster_trials(version, bin, torch.path().to_owned()));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// A folder holding only torch and numpy from Debian's packages, for PYTHONPATH: the rest of
+/// dist-packages stays out of the venvs.
+fn torch_path() -> Option<tempfile::TempDir> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for package in ["torch", "numpy"] {
+        let target = Path::new(DEBIAN_PACKAGES).join(package);
+        if !target.is_dir() {
+            return None;
+        }
+        std::os::unix::fs::symlink(target, dir.path().join(package)).expect("symlink");
+    }
+    Some(dir)
+}
+
+/// The trials of one version on one cluster, started by the first trial and kept for the rest.
+fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Trial> {
+    type Case = fn(&Cluster) -> Result<(), Failed>;
+    // In this order: the recovery trials first, since a stopped check's collective may hold the
+    // second node's CPUs until its rendezvous times out; the last trial takes the node away.
+    let cases: [(&str, Case); 8] = [
+        ("an_application_error_is_not_restarted", application_error),
+        ("max_restarts_0_fails_on_a_lost_node_as_before", no_restarts),
+        ("a_preempted_node_is_waited_for_and_the_job_resumes", preempted),
+        ("a_node_that_never_returns_ends_in_a_clear_timeout", never_returns),
+        ("without_a_fabric_the_check_measures_both_nodes_and_passes", measures_without_a_fabric),
+        ("ranks_on_tcp_sockets_fail_an_rdma_deployment", sockets_fail_rdma),
+        ("a_check_past_its_time_is_stopped", past_its_time),
+        ("a_lost_node_fails_the_check", lost_node),
+    ];
+    let cluster: Arc<Slot> = Arc::default();
+    let count = cases.len();
+    cases
+        .into_iter()
+        .enumerate()
+        .map(|(index, (name, case))| {
+            let (cluster, bin, torch) = (cluster.clone(), bin.clone(), torch.clone());
+            Trial::test(format!("ray_{version}::{name}"), move || {
+                let started = {
+                    let mut slot = cluster.lock().unwrap();
+                    slot.get_or_insert_with(|| Cluster::start(version, &bin, &torch).map(Arc::new)).clone()
+                };
+                let result = match started {
+                    Ok(started) => case(&started),
+                    Err(e) => Err(e.into()),
+                };
+                // The last trial stops this version's cluster before the next version starts.
+                if index + 1 == count {
+                    cluster.lock().unwrap().take();
+                }
+                result
+            })
+        })
+        .collect()
+}
+
+/// A version's cluster, started by its first trial (or why it did not start).
+type Slot = Mutex<Option<Result<Arc<Cluster>, String>>>;
+
+struct Cluster {
+    // Dropped in order: the second node, then the head.
+    node: Mutex<Option<Node>>,
+    head: Head,
+    bin: PathBuf,
+    env: [(&'static str, String); 1],
+}
+
+impl Cluster {
+    fn start(version: &'static str, bin: &Path, torch: &Path) -> Result<Cluster, String> {
+        let env = [("PYTHONPATH", torch.display().to_string())];
+        let head = Head::start_with(version, bin, &RAY_VERSIONS, &env)?;
+        // The dashboard's job manager attaches to a raylet by IP at its first job, and both
+        // nodes here share this machine's: attach it to the head's before the second node
+        // exists, as on a cluster where the head has an IP of its own. (Attached to the second
+        // node, Ray 2.46 fails every later job once that node is gone.)
+        let first = Command::new("timeout")
+            .args(["120", &bin.join("ray").display().to_string(), "job", "submit", "--address", &head.address, "--", "true"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !first.status.success() {
+            return Err(format!("a first job did not run on ray {version}: {}", String::from_utf8_lossy(&first.stderr)));
+        }
+        let cluster = Cluster { node: Mutex::new(None), head, bin: bin.to_owned(), env };
+        cluster.join()?;
+        Ok(cluster)
+    }
+
+    /// Starts the second node (again), with the resource the trainer actor needs.
+    fn join(&self) -> Result<(), String> {
+        let node = Node::join(&self.head, &self.bin, &self.env, &[r#"--resources={"trainer": 1}"#.to_owned()], 2)?;
+        *self.node.lock().unwrap() = Some(node);
+        Ok(())
+    }
+
+    /// Kills the second node's processes and waits until the head counts it dead.
+    fn kill_node(&self) -> Result<(), String> {
+        if let Some(node) = self.node.lock().unwrap().take() {
+            node.stop();
+        }
+        self.head.wait_for_nodes(1, Duration::from_secs(120))
+    }
+}
+
+/// `gke-rl fabric-check` against the cluster with `config`.
+fn fabric_check(cluster: &Cluster, config: &str, extra: &[&str]) -> Output {
+    gke_rl(config, &[&["fabric-check", "--address", &cluster.head.address, "--sizes", "64K,1M"], extra].concat())
+}
+
+/// The gke-rl binary in a folder holding `config` as gke-rl.yaml.
+fn gke_rl(config: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("gke-rl.yaml"), config).expect("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .current_dir(dir.path())
+        .args(args)
+        .env_remove("RAY_ADDRESS")
+        .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
+        .output()
+        .expect("gke-rl runs");
+    common::exited_cleanly(out)
+}
+
+fn check(condition: bool, what: &str, out: &Output) -> Result<(), Failed> {
+    common::clean_exit(out)?;
+    if condition {
+        return Ok(());
+    }
+    Err(format!("{what}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}", out.status.code(), stdout(out), stderr(out)).into())
+}
+
+const TWO_NODES_NO_FABRIC: &str = "topology:\n  node_count: 2\nfabric:\n  mode: \"off\"\n";
+const TWO_A4_NODES: &str = "topology:\n  node_count: 2\n";
+
+fn measures_without_a_fabric(cluster: &Cluster) -> Result<(), Failed> {
+    let out = fabric_check(cluster, TWO_NODES_NO_FABRIC, &[]);
+    let report = stdout(&out);
+    check(out.status.code() == Some(0), "a cluster without a fabric is measured and passes", &out)?;
+    check(report.contains("fabric-check: 2 nodes, no GPUs: gloo on CPU, over TCP"), "both nodes took part", &out)?;
+    check(report.matches(" gloo (1)\n").count() == 2, "one rank per node, each named with its transport", &out)?;
+    check(report.contains("0-0") && report.contains("1-1"), "the nodes' ranks", &out)?;
+    check(report.contains("64 KiB") && report.contains("1 MiB") && report.contains("GB/s"), "the sweep", &out)?;
+    check(report.contains("measured only"), "no fabric to judge", &out)?;
+    check(stderr(&out).contains("job gke-rl-fabric-check-") && !report.contains("NCCL"), "the job's own log stays out", &out)
+}
+
+fn sockets_fail_rdma(cluster: &Cluster) -> Result<(), Failed> {
+    let out = fabric_check(cluster, TWO_A4_NODES, &["--json"]);
+    check(out.status.code() == Some(1), "an A4 deployment whose ranks use TCP fails", &out)?;
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).map_err(|e| format!("not JSON: {e}\n{}", stdout(&out)))?;
+    let problems = json["problems"].as_array().cloned().unwrap_or_default();
+    let sockets = problems.iter().filter(|p| p["problem"] == "not-gib" && p["transport"] == "gloo").count();
+    check(json["passed"] == false && sockets == 2, "both nodes are named for using sockets", &out)?;
+    check(problems.iter().any(|p| p["problem"] == "slow" && p["line_rate"] == 400.0), "far below A4's 400 GB/s", &out)?;
+    check(json["report"]["nodes"].as_array().map(Vec::len) == Some(2), "the report lists both nodes", &out)
+}
+
+fn past_its_time(cluster: &Cluster) -> Result<(), Failed> {
+    // 1 s for the job, 1 s more to start: it cannot even start its driver in that time.
+    let out = fabric_check(cluster, TWO_NODES_NO_FABRIC, &["--check-timeout", "1s"]);
+    let message = stderr(&out);
+    check(out.status.code() == Some(2) && message.contains("did not end within 2s; it was asked to stop"), "the wait is bounded", &out)?;
+    let id = message.split_whitespace().find(|w| w.starts_with("gke-rl-fabric-check-")).ok_or("no job id")?.to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.head.address]);
+        if stdout(&status).contains("STOPPED") {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return check(false, "the job was stopped", &status);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+fn lost_node(cluster: &Cluster) -> Result<(), Failed> {
+    cluster.kill_node()?;
+    let out = fabric_check(cluster, TWO_NODES_NO_FABRIC, &[]);
+    let report = stdout(&out);
+    check(out.status.code() == Some(1), "a cluster that lost a node fails the check", &out)?;
+    check(report.contains("the check job failed: 1 node; an inter-node collective needs at least two"), "the job says why", &out)?;
+    check(report.contains("1 of the 2 GPU nodes took part"), "it counts the nodes left", &out)
+}
+
+/// Trains `steps` steps of 1 s on the second node's `trainer` actor, writing `step_N` markers
+/// into the folder given, and resumes after the newest; a third argument fails that step.
+const TRAIN: &str = r#"import os, sys, time, ray
+markers, steps = sys.argv[1], int(sys.argv[2])
+fail_at = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+os.makedirs(markers, exist_ok=True)
+start = max([int(n[5:]) for n in os.listdir(markers) if n.startswith("step_")], default=0)
+print(f"resuming after step {start}" if start else "starting fresh", flush=True)
+ray.init()
+
+@ray.remote(resources={"trainer": 1}, num_cpus=0)
+class Trainer:
+    def step(self, n):
+        time.sleep(1.0)
+        if n == fail_at:
+            raise ValueError(f"step {n} went wrong")
+        return n
+
+trainer = Trainer.remote()
+for n in range(start + 1, steps + 1):
+    ray.get(trainer.step.remote(n))
+    open(os.path.join(markers, f"step_{n}"), "w").close()
+    print(f"trained step {n}", flush=True)
+"#;
+
+/// `gke-rl submit` of the training script, running in the background, its output in files.
+struct Training {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    started: Instant,
+}
+
+impl Training {
+    fn start(cluster: &Cluster, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("train.py"), TRAIN).expect("script");
+        std::fs::write(dir.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
+        let markers = dir.path().join("markers").display().to_string();
+        let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
+        let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .current_dir(dir.path())
+            .args(["submit", "--address", &cluster.head.address, "--include", "train.py"])
+            .args(extra)
+            .args(["--", "python", "train.py", &markers, &steps.to_string()])
+            .args(fail_at.map(|n| n.to_string()))
+            .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
+            .env_remove("RAY_ADDRESS")
+            .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .spawn()
+            .expect("gke-rl runs");
+        Training { child, dir, started: Instant::now() }
+    }
+
+    fn markers(&self) -> usize {
+        std::fs::read_dir(self.dir.path().join("markers")).map_or(0, |d| d.count())
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+
+    /// Waits (at most 3 minutes) until `ready` holds.
+    fn wait_until(&self, what: &str, ready: impl Fn(&Training) -> bool) -> Result<Duration, Failed> {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while !ready(self) {
+            if Instant::now() > deadline {
+                return Err(format!("{what} did not happen within 180 s; gke-rl said:\n{}", self.stderr()).into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(self.started.elapsed())
+    }
+
+    /// Waits (at most 5 minutes) for gke-rl to end; its output.
+    fn finish(mut self) -> Result<Output, Failed> {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let status = loop {
+            if let Some(status) = self.child.try_wait()? {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return Err(format!("gke-rl submit did not end within 300 s:\n{}", self.stderr()).into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let read = |name: &str| std::fs::read(self.dir.path().join(name)).unwrap_or_default();
+        Ok(common::exited_cleanly(Output { status, stdout: read("stdout"), stderr: read("stderr") }))
+    }
+}
+
+fn application_error(cluster: &Cluster) -> Result<(), Failed> {
+    let out = Training::start(cluster, 4, &["--max-restarts", "3"], Some(2)).finish()?;
+    let said = stderr(&out);
+    check(out.status.code() == Some(1), "a failed program exits 1", &out)?;
+    check(said.contains("the program failed (ValueError: step 2 went wrong)"), "the failure is the program's", &out)?;
+    check(said.contains("not restarted: a resubmission would fail the same way") && !said.contains("-r1"), "and not retried", &out)
+}
+
+fn no_restarts(cluster: &Cluster) -> Result<(), Failed> {
+    let training = Training::start(cluster, 30, &["--max-restarts", "0"], None);
+    training.wait_until("a first step", |t| t.markers() >= 1)?;
+    cluster.kill_node()?;
+    let out = training.finish()?;
+    cluster.join()?;
+    let said = stderr(&out);
+    check(out.status.code() == Some(1), "the lost node fails the job, as without recovery", &out)?;
+    check(said.contains("a Ray node was lost") && said.contains("not restarted: no restart left"), "it says why", &out)
+}
+
+fn preempted(cluster: &Cluster) -> Result<(), Failed> {
+    let training = Training::start(cluster, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
+    training.wait_until("three steps", |t| t.markers() >= 3)?;
+    let killed = training.started.elapsed();
+    cluster.kill_node()?;
+    let noticed = training.wait_until("the restart", |t| t.stderr().contains("restart 1 of 2"))?;
+    training.wait_until("the wait for nodes", |t| t.stderr().contains("waiting for Ray nodes: 1 of 2 alive"))?;
+    cluster.join()?;
+    let rejoin = training.started.elapsed();
+    let resubmitted = training.wait_until("the resubmission", |t| t.stderr().contains("-r1 submitted"))?;
+    let started = training.started;
+    let out = training.finish()?;
+    let total = started.elapsed().as_secs_f64();
+    let (said, log) = (stderr(&out), stdout(&out));
+    check(out.status.code() == Some(0), "the resubmitted job succeeds", &out)?;
+    check(said.contains("a Ray node was lost (The actor died because its node has died"), "the cause, in Ray's words", &out)?;
+    let resumed: u32 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("resuming after step "))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| format!("the second run did not resume:\n{log}"))?;
+    let trained: Vec<&str> = log.lines().filter(|l| l.starts_with("trained step ")).collect();
+    let redone = trained.len() - 8;
+    check(
+        resumed >= 3 && redone <= 1 && log.contains("trained step 8"),
+        "it resumed from its newest marker and redid at most one step",
+        &out,
+    )?;
+    check(said.contains("restart: ") && said.contains("-r1 started"), "the end-of-run report names the restart", &out)?;
+    eprintln!(
+        "{}: node killed at {:.1}s; the failure seen {:.1}s later; the node back (restarted by the test) {:.1}s after that; \
+         resubmitted {:.1}s after it was back; done after {:.1}s in all; steps redone: {redone}",
+        cluster.head.version,
+        killed.as_secs_f64(),
+        (noticed - killed).as_secs_f64(),
+        (rejoin - noticed).as_secs_f64(),
+        (resubmitted - rejoin).as_secs_f64(),
+        total,
+    );
+    Ok(())
+}
+
+fn never_returns(cluster: &Cluster) -> Result<(), Failed> {
+    let training = Training::start(cluster, 30, &["--max-restarts", "2", "--restart-wait", "5s"], None);
+    training.wait_until("a first step", |t| t.markers() >= 1)?;
+    cluster.kill_node()?;
+    let out = training.finish()?;
+    cluster.join()?;
+    check(out.status.code() == Some(2), "no node, no resubmission: an error", &out)?;
+    check(stderr(&out).contains("the cluster had 1 of its 2 nodes after 5s, so it was not resubmitted"), "a clear timeout", &out)
+}
