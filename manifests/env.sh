@@ -45,6 +45,10 @@ export RAY_IMAGE=nvcr.io/nvidia/nemo-rl:v0.4.0
 export RAYCLUSTER_RAY_VERSION=''
 # namespace of the RayCluster and the Secret
 export K8S_NAMESPACE=default
+# dedicated, system or gpu: where the head pod runs
+export HEAD_NODE_POOL=dedicated
+# machine type of the head's dedicated on-demand pool
+export HEAD_MACHINE_TYPE=n2-highmem-16
 # head pod CPU request
 export HEAD_CPU_REQUEST=8
 # head pod CPU limit

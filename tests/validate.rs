@@ -87,7 +87,7 @@ fn crd_schema_checks_run_with_crd() {
     std::fs::write(cwd.path().join("ray-cluster.yaml"), cluster).unwrap();
     let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:24:9"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:79:11"), "{}", stdout(&out));
 }
 
 #[test]

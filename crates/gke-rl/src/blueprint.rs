@@ -9,10 +9,11 @@
 use std::collections::BTreeSet;
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Deployment, Provisioning};
+use crate::knowledge::{HEAD_POOL_LABEL, HEAD_POOL_NAME};
+use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
-const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
+pub(crate) const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
 const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
 /// The commented modules Managed Lustre needs, in file order; all four together.
 const LUSTRE_MODULES: [&str; 4] = ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"];
@@ -68,6 +69,9 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
             ));
         }
         Provisioning::Reservation(_) => {}
+    }
+    if deployment.ray.head.node_pool == HeadNodePool::Dedicated {
+        edits.push(head_pool(&root, &lines, pool, deployment.ray.head.machine_type.as_str())?);
     }
     let mut edits: Vec<Edit> = edits.into_iter().flatten().collect();
     edits.sort_by_key(|e| std::cmp::Reverse(e.start));
@@ -303,6 +307,43 @@ fn spot(lines: &[String], pool: &Node) -> Result<Option<Edit>, Diagnostic> {
         replacement.push(format!("{pad}spot: true"));
     }
     Ok(Some(Edit { start, end, replacement }))
+}
+
+/// The id of the module the patch adds for the Ray head's node pool.
+pub const HEAD_POOL_MODULE: &str = "ray-head-pool";
+
+/// The Ray head's own on-demand CPU node pool, added after the GPU node pool and using what it
+/// uses; an existing one gets the machine type.
+fn head_pool(root: &Node, lines: &[String], gpu_pool: &Node, machine_type: &str) -> Result<Option<Edit>, Diagnostic> {
+    if let Some(existing) = module_by_id(root, HEAD_POOL_MODULE) {
+        return set_setting(Some(existing), HEAD_POOL_MODULE, "machine_type", machine_type);
+    }
+    let first = gpu_pool.line as usize - 1;
+    let indent = indent_of(&lines[first]);
+    // The pool's block ends before the next line at its own indentation (the next module or
+    // the comment above it); blank lines at its end stay after the new module.
+    let next =
+        lines[first + 1..].iter().position(|l| !l.trim().is_empty() && indent_of(l) <= indent).map_or(lines.len(), |i| first + 1 + i);
+    let end = (first + 1..next).rev().find(|&i| !lines[i].trim().is_empty()).map_or(first + 1, |i| i + 1);
+    let uses: Vec<&str> = gpu_pool.get(&["use"]).map(Node::items).unwrap_or_default().iter().filter_map(Node::text).collect();
+    let pad = " ".repeat(indent);
+    let (label, value) = HEAD_POOL_LABEL;
+    let replacement = [
+        String::new(),
+        format!("{pad}# The Ray head's own on-demand CPU node (added by gke-rl): a preempted Spot GPU node"),
+        format!("{pad}# does not take the Ray cluster with it. The head selects it by its label."),
+        format!("{pad}- id: {HEAD_POOL_MODULE}"),
+        format!("{pad}  source: {NODE_POOL_SOURCE}"),
+        format!("{pad}  use: [{}]", uses.join(", ")),
+        format!("{pad}  settings:"),
+        format!("{pad}    name: {HEAD_POOL_NAME}"),
+        format!("{pad}    machine_type: {machine_type}"),
+        format!("{pad}    zones: [$(vars.zone)]"),
+        format!("{pad}    static_node_count: 1"),
+        format!("{pad}    kubernetes_labels:"),
+        format!("{pad}      {label}: {value}"),
+    ];
+    Ok(Some(Edit { start: end, end, replacement: replacement.into() }))
 }
 
 /// Removes a top-level var and the comment lines directly above it.

@@ -46,6 +46,52 @@ fn spot_patch_makes_the_upstream_blueprint_deployable() {
     assert!(patched.starts_with(&original[..original.find("blueprint_name").unwrap()]), "the licence header is kept");
 }
 
+/// The inputs a Cluster Toolkit module's README documents (`<a name="input_X">`).
+fn module_inputs(readme: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(upstream(readme)).unwrap();
+    text.split("<a name=\"input_").skip(1).filter_map(|rest| rest.split('"').next()).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_head_gets_an_on_demand_cpu_pool_that_its_selector_matches() {
+    let patched = patch(&upstream_blueprint(), &Deployment::default()).unwrap();
+    let root = Node::parse(&patched).unwrap();
+    let pool = module(&root, gke_rl::blueprint::HEAD_POOL_MODULE);
+    assert_eq!(pool.get(&["source"]).and_then(Node::text), Some("modules/compute/gke-node-pool"));
+    let inputs = module_inputs("cluster-toolkit/modules/compute/gke-node-pool/README.md");
+    for (key, _) in pool.get(&["settings"]).unwrap().entries() {
+        assert!(inputs.contains(key), "{key} is not an input of gke-node-pool: {inputs:?}");
+    }
+    let settings = |key: &str| pool.get(&["settings", key]).and_then(Node::text).map(str::to_owned);
+    assert_eq!(settings("machine_type").as_deref(), Some("n2-highmem-16"));
+    assert_eq!(settings("spot"), None, "on-demand: the module's default");
+    assert!(pool.get(&["settings", "guest_accelerator"]).is_none() && pool.get(&["settings", "reservation_affinity"]).is_none());
+    let (label, value) = gke_rl::knowledge::HEAD_POOL_LABEL;
+    assert_eq!(pool.get(&["settings", "kubernetes_labels", label]).and_then(Node::text), Some(value));
+    let rendered = render(&Deployment::default());
+    let cluster = rendered.iter().find(|a| a.name == "ray-cluster.yaml").unwrap();
+    let head = Node::parse(&cluster.contents).unwrap();
+    let selector = head.get(&["spec", "headGroupSpec", "template", "spec", "nodeSelector"]).unwrap();
+    assert_eq!(selector.entries().iter().map(|(k, v)| (k.as_str(), v.text())).collect::<Vec<_>>(), [(label, Some(value))]);
+
+    // The codelab's layout: no pool; the head on a GPU node.
+    let mut on_gpu = Deployment::default();
+    on_gpu.ray.head.node_pool = gke_rl::model::HeadNodePool::Gpu;
+    assert!(!patch(&upstream_blueprint(), &on_gpu).unwrap().contains("ray-head-pool"));
+}
+
+#[test]
+fn the_system_pool_is_the_one_gke_a4_creates() {
+    let (name, machine) = gke_rl::knowledge::SYSTEM_POOL;
+    let readme = std::fs::read_to_string(upstream("cluster-toolkit/modules/scheduler/gke-cluster/README.md")).unwrap();
+    let row = readme.lines().find(|l| l.contains("<a name=\"input_system_node_pool_name\">")).unwrap();
+    assert!(row.contains(&format!("`\"{name}\"`")), "{row}");
+    let root = Node::parse(&upstream_blueprint()).unwrap();
+    let cluster = module(&root, "a4-cluster");
+    assert_eq!(cluster.get(&["settings", "system_node_pool_machine_type"]).and_then(Node::text), Some(machine));
+    assert!(cluster.get(&["settings", "system_node_pool_name"]).is_none(), "the default name");
+}
+
 #[test]
 fn every_unrelated_comment_is_kept() {
     let original = upstream_blueprint();

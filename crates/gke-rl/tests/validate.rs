@@ -163,8 +163,8 @@ const CASES: &[Case] = &[
     case(
         "gpu-toleration-missing",
         "ray-cluster.yaml",
-        "        tolerations:\n          - key: nvidia.com/gpu\n            operator: Exists\n            effect: NoSchedule\n",
-        "",
+        "          gke-rl/node-role: ray-head\n",
+        "          cloud.google.com/gke-accelerator: nvidia-b200\n",
     ),
     case(
         "volume-duplicate-name",
@@ -273,6 +273,31 @@ fn each_rule_fires_on_its_defect_and_only_there() {
     }
 }
 
+/// The head on the system pool must fit its e2-standard-16; on its own pool, its machine.
+#[test]
+fn the_head_must_fit_the_pool_it_runs_on() {
+    let mut on_system = gke_rl::Deployment::default();
+    on_system.ray.head.node_pool = gke_rl::model::HeadNodePool::System;
+    let findings = check(&rendered(&on_system));
+    let exceeds: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "resources-exceed-node").collect();
+    assert_eq!(exceeds.len(), 1, "{findings:#?}");
+    assert_eq!(exceeds[0].diagnostic.message, "the head requests 64Gi memory; an e2-standard-16 node can allocate about 58Gi");
+    on_system.ray.head.memory_request = gke_rl::model::Quantity::new("32Gi").unwrap();
+    assert!(!codes(&check(&rendered(&on_system))).contains(&"resources-exceed-node"));
+
+    let mut small = gke_rl::Deployment::default();
+    small.ray.head.machine_type = gke_rl::model::Word::new("n2-highmem-8").unwrap();
+    let findings = check(&rendered(&small));
+    let exceeds: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "resources-exceed-node").map(|f| &f.diagnostic.message).collect();
+    assert_eq!(
+        exceeds,
+        [
+            "the head requests 8 cpu; an n2-highmem-8 node can allocate about 7.91",
+            "the head requests 64Gi memory; an n2-highmem-8 node can allocate about 58Gi"
+        ]
+    );
+}
+
 #[test]
 fn every_rule_has_a_case() {
     // Tested on their own: the CRD with its schema, the network names with the upstream blueprint.
@@ -293,7 +318,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
         .filter(|f| f.diagnostic.code == "placeholder")
         .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
         .collect();
-    assert_eq!(placeholder, [("ray-cluster.yaml", 67, 26), ("ray-cluster.yaml", 132, 28)]);
+    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 128, 28)]);
     assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
 }
 
@@ -364,7 +389,7 @@ fn crd_schema_errors_point_at_the_field() {
     let findings = run(&files);
     let schema: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "crd-schema").collect();
     assert!(!schema.is_empty(), "{findings:#?}");
-    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (24, 9), "{:?}", schema[0]);
+    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (79, 11), "{:?}", schema[0]);
 
     // The same schema given as JSON, or as a bare JSON Schema, checks the same.
     let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap();
@@ -476,15 +501,15 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
     let head_env = "            env:\n              - name: HF_TOKEN\n";
     let worker_env = "                  value: gIB\n                - name: HF_TOKEN\n";
     let cases: [(&str, &str, String, u32); 8] = [
-        ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 44),
-        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 101),
+        ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 40),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 97),
         (
             "ray-cluster.yaml",
             head_env,
             format!(
                 "{head_env}                value: x\n              - name: MY_WANDB\n                value: 0123456789abcdef0123456789abcdef01234567\n              - name: X\n"
             ),
-            46,
+            42,
         ),
         (
             "gke-a4-deployment.yaml",

@@ -92,6 +92,8 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
             var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
             var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
+            var("HEAD_NODE_POOL", "/ray/head/node_pool", Kind::Text, "dedicated, system or gpu: where the head pod runs"),
+            var("HEAD_MACHINE_TYPE", "/ray/head/machine_type", Kind::Text, "machine type of the head's dedicated on-demand pool"),
             var("HEAD_CPU_REQUEST", "/ray/head/cpu_request", Kind::Text, "head pod CPU request"),
             var("HEAD_CPU_LIMIT", "/ray/head/cpu_limit", Kind::Text, "head pod CPU limit"),
             var("HEAD_MEMORY_REQUEST", "/ray/head/memory_request", Kind::Text, "head pod memory request"),

@@ -56,13 +56,62 @@ pub struct Machine {
 
 /// `cluster-toolkit.md` §4: 8 × B200, 224 vCPU, 3,968 GB; allocatable ≈ 223.37 CPU and
 /// 3,615–3,882 GiB.
-pub const MACHINES: &[Machine] = &[Machine {
-    name: "a4-highgpu-8g",
-    gpus: 8,
-    accelerator: "nvidia-b200",
-    allocatable_millicpu: 223_370,
-    allocatable_memory_bytes: 3_615 * GIB,
-}];
+/// The CPU machines are for the Ray head: its own pool's choices and the gke-a4 system pool's.
+pub const MACHINES: &[Machine] = &[
+    Machine {
+        name: "a4-highgpu-8g",
+        gpus: 8,
+        accelerator: "nvidia-b200",
+        allocatable_millicpu: 223_370,
+        allocatable_memory_bytes: 3_615 * GIB,
+    },
+    cpu_machine("e2-standard-8", 8, 32),
+    cpu_machine("e2-standard-16", 16, 64),
+    cpu_machine("e2-standard-32", 32, 128),
+    cpu_machine("n2-standard-16", 16, 64),
+    cpu_machine("n2-standard-32", 32, 128),
+    cpu_machine("n2-highmem-8", 8, 64),
+    cpu_machine("n2-highmem-16", 16, 128),
+    cpu_machine("n2-highmem-32", 32, 256),
+];
+
+/// A CPU machine of `vcpus` and `memory_gib` (Compute Engine's "GB" are GiB), with what GKE
+/// reserves for the kubelet and the system taken off, by GKE's published tiers: CPU 6 % of the
+/// first core, 1 % of the second, 0.5 % of the next two, 0.25 % above four; memory 25 % of the
+/// first 4 GiB, 20 % of the next 4, 10 % of the next 8, 6 % of the next 112, 2 % above 128,
+/// and 100 MiB for eviction.
+const fn cpu_machine(name: &'static str, vcpus: u64, memory_gib: u64) -> Machine {
+    let reserved_millicpu = 60 + 10 + 10 + (vcpus - 4) * 5 / 2;
+    let mib = memory_gib * 1024;
+    let reserved_mib =
+        tier(mib, 0, 4, 25) + tier(mib, 4, 8, 20) + tier(mib, 8, 16, 10) + tier(mib, 16, 128, 6) + tier(mib, 128, mib, 2) + 100;
+    Machine {
+        name,
+        gpus: 0,
+        accelerator: "",
+        allocatable_millicpu: vcpus * 1000 - reserved_millicpu,
+        allocatable_memory_bytes: (mib - reserved_mib) * (1 << 20),
+    }
+}
+
+/// `percent` of the MiB of `mib` that lie between `from_gib` and `to_gib`.
+const fn tier(mib: u64, from_gib: u64, to_gib: u64, percent: u64) -> u64 {
+    let top = if mib < to_gib * 1024 { mib } else { to_gib * 1024 };
+    if top > from_gib * 1024 { (top - from_gib * 1024) * percent / 100 } else { 0 }
+}
+
+/// The default machine of the Ray head's own node pool: 16 vCPUs and 128 GiB hold the head's
+/// default requests (8 CPUs, 64 GiB) with room for the driver.
+pub const HEAD_POOL_MACHINE_TYPE: &str = "n2-highmem-16";
+/// The name of the head's node pool, and of its blueprint module (`<name>-pool`).
+pub const HEAD_POOL_NAME: &str = "ray-head";
+/// The node label the head's pool carries and the head selects.
+pub const HEAD_POOL_LABEL: (&str, &str) = ("gke-rl/node-role", "ray-head");
+/// The label GKE gives every node: its node pool's name.
+pub const NODE_POOL_LABEL: &str = "cloud.google.com/gke-nodepool";
+/// The gke-cluster module's system node pool (`system_node_pool_name`,
+/// `system_node_pool_machine_type` in gke-a4.yaml).
+pub const SYSTEM_POOL: (&str, &str) = ("system", "e2-standard-16");
 
 /// Bytes in a GiB.
 pub const GIB: u64 = 1 << 30;
@@ -279,6 +328,17 @@ mod tests {
     #[test]
     fn nemo_rl_v0_4_0_ships_ray_2_46_0_not_the_codelab_2_54_0() {
         assert_eq!(ray_version_of_image("nvcr.io/nvidia/nemo-rl:v0.4.0"), Some("2.46.0"));
+    }
+
+    #[test]
+    fn gke_reserves_by_its_published_tiers() {
+        // The gke-a4 system pool's e2-standard-16 (16 vCPU, 64 GiB): 16 − (0.06 + 0.01 + 0.01
+        // + 12 × 0.0025) CPUs, and 64 GiB − (1 + 0.8 + 0.8 + 48 × 0.06) GiB − 100 MiB.
+        let system = machine(SYSTEM_POOL.1).unwrap();
+        assert_eq!(system.allocatable_millicpu, 15_890);
+        assert_eq!(system.allocatable_memory_bytes, (65_536 - 5_611 - 100) * (1 << 20));
+        let head = machine(HEAD_POOL_MACHINE_TYPE).unwrap();
+        assert!(head.allocatable_memory_bytes > 64 * GIB && head.allocatable_millicpu > 8_000 && head.gpus == 0);
     }
 
     #[test]

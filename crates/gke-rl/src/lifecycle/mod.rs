@@ -11,7 +11,7 @@ mod plan;
 mod state;
 
 pub use commands::*;
-pub use plan::{DestroyPlan, deploy_plan, destroy_plan};
+pub use plan::{DestroyPlan, billable, deploy_plan, destroy_plan};
 pub use state::{Created, State, digest};
 
 use serde::{Deserialize, Serialize};

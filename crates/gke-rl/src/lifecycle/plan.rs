@@ -7,7 +7,7 @@ use super::{
     Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, credentials, empty_bucket, leftovers,
     list_buckets, provision, secret_entries, teardown,
 };
-use crate::model::{Deployment, Provisioning};
+use crate::model::{Deployment, HeadNodePool, Provisioning};
 
 /// The whole `deploy` plan as text: every command with its arguments and every object, with
 /// secret values shown as the variable they come from.
@@ -41,7 +41,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     ];
     render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}", folder.template(t))));
     step(Step::Render, &render);
-    step(Step::Provision, &[format!("$ {}", provision(site))]);
+    step(Step::Provision, &[format!("$ {}", provision(site)), format!("creates {}", billable(deployment).join(", "))]);
     step(Step::Credentials, &[format!("$ {}", credentials(deployment, &site.project_id))]);
     let secret: Vec<String> = secret_entries(deployment)
         .into_iter()
@@ -70,6 +70,21 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             }
         )],
     );
+    out
+}
+
+/// What a deployment bills for until it is destroyed, for people: the GPU nodes, the Ray
+/// head's own node, the Lustre instance.
+pub fn billable(d: &Deployment) -> Vec<String> {
+    let how = match &d.topology.provisioning {
+        Provisioning::Spot => "Spot".to_owned(),
+        Provisioning::Reservation(name) => format!("from reservation {name}"),
+    };
+    let mut out = vec![format!("{} × {} ({how})", d.topology.node_count, d.topology.machine_type)];
+    if d.ray.head.node_pool == HeadNodePool::Dedicated {
+        out.push(format!("1 × {} (on-demand, for the Ray head)", d.ray.head.machine_type));
+    }
+    out.push(format!("a {} GiB Managed Lustre instance", d.lustre.capacity_gib));
     out
 }
 

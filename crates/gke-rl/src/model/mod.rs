@@ -156,7 +156,7 @@ pub struct Ray {
     pub ray_version: Option<Word>,
     /// Kubernetes namespace of the RayCluster and the Secret.
     pub namespace: Name,
-    /// Resources of the head pod (it shares a GPU node with a worker and requests no GPU).
+    /// Where the head pod runs and its resources (it requests no GPU).
     pub head: HeadResources,
     /// Resources of each worker pod, besides all the node's GPUs (limits equal requests).
     pub worker: WorkerResources,
@@ -186,11 +186,17 @@ impl Ray {
     }
 }
 
-/// Resources of the head pod.
+/// Where the head pod runs and its resources.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct HeadResources {
+    /// The node pool of the head: its own on-demand CPU pool (which the blueprint patch
+    /// adds), the cluster's system pool, or a GPU node beside a worker (the codelab's layout,
+    /// where a preempted Spot node takes the Ray cluster with it).
+    pub node_pool: HeadNodePool,
+    /// Machine type of the `dedicated` pool.
+    pub machine_type: Word,
     /// CPU request.
     pub cpu_request: Quantity,
     /// CPU limit.
@@ -204,10 +210,37 @@ pub struct HeadResources {
 impl Default for HeadResources {
     fn default() -> Self {
         Self {
+            node_pool: HeadNodePool::Dedicated,
+            machine_type: Word::new(knowledge::HEAD_POOL_MACHINE_TYPE).expect("valid"),
             cpu_request: Quantity::new("8").expect("valid"),
             cpu_limit: Quantity::new("32").expect("valid"),
             memory_request: Quantity::new("64Gi").expect("valid"),
             memory_limit: Quantity::new("1000Gi").expect("valid"),
+        }
+    }
+}
+
+/// The node pool the Ray head runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HeadNodePool {
+    /// One on-demand CPU node of its own, labelled for the head: it outlives Spot preemptions.
+    #[default]
+    Dedicated,
+    /// The cluster's system node pool, when it fits the head's requests (validate checks).
+    System,
+    /// A GPU node, beside a worker: lost with that node.
+    Gpu,
+}
+
+impl HeadNodePool {
+    /// The word the config and env.sh use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeadNodePool::Dedicated => "dedicated",
+            HeadNodePool::System => "system",
+            HeadNodePool::Gpu => "gpu",
         }
     }
 }

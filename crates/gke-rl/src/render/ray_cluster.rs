@@ -3,8 +3,11 @@
 use std::fmt::Write as _;
 
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
-use crate::knowledge::{self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric, NVIDIA_HOST_PATH, NVIDIA_MOUNT_PATH};
-use crate::model::Deployment;
+use crate::knowledge::{
+    self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH, NVIDIA_MOUNT_PATH,
+    SYSTEM_POOL,
+};
+use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
 
 const LUSTRE_VOLUME: &str = "lustre";
@@ -38,7 +41,6 @@ metadata:
       dashboard-host: {dashboard_host}
     template:
       spec:
-        # The head shares a GPU node with a worker; it requests no GPU, so it needs the toleration.
 {placement}        containers:
           - name: ray-head
             image: {image}
@@ -95,7 +97,7 @@ metadata:
         namespace = ray.namespace,
         ray_version = yaml(ray_version),
         dashboard_host = yaml("0.0.0.0"),
-        placement = placement(d, 8),
+        placement = head_placement(d),
         worker_placement = placement(d, 10),
         image = yaml(ray.image.as_str()),
         head_env = secret_env(d, None, 12),
@@ -137,6 +139,26 @@ metadata:
         worker_memory = yaml(ray.worker.memory.as_str()),
         gpus = yaml(&gpus),
     )
+}
+
+/// The head's node selector: its own pool, the system pool, or a GPU node (with the toleration).
+fn head_placement(d: &Deployment) -> String {
+    let select =
+        |why: &str, label: &str, value: &str| format!("        # {why}\n        nodeSelector:\n          {label}: {}\n", yaml(value));
+    match d.ray.head.node_pool {
+        HeadNodePool::Dedicated => select(
+            "The head has an on-demand CPU node of its own: a Spot preemption does not take the Ray cluster.",
+            HEAD_POOL_LABEL.0,
+            HEAD_POOL_LABEL.1,
+        ),
+        HeadNodePool::System => {
+            select("The head runs on the cluster's system node pool, off the Spot GPU nodes.", NODE_POOL_LABEL, SYSTEM_POOL.0)
+        }
+        HeadNodePool::Gpu => format!(
+            "        # The head shares a GPU node with a worker; it requests no GPU, so it needs the toleration.\n{}",
+            placement(d, 8)
+        ),
+    }
 }
 
 /// The GPU node selector and the toleration for GKE's `nvidia.com/gpu` taint.

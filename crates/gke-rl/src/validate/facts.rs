@@ -2,7 +2,7 @@
 //! stated, so cross-file rules can say which file and line disagree.
 
 use super::{EnvShView, Tree, Views};
-use crate::blueprint::modules;
+use crate::blueprint::{CLUSTER_SOURCE, HEAD_POOL_MODULE, module_by_id, module_by_source, modules};
 use crate::knowledge::{self, Machine};
 use crate::yaml::Node;
 
@@ -34,6 +34,10 @@ pub struct Facts {
     pub pvc_name: Option<Fact<String>>,
     pub authorized_cidr: Option<Fact<String>>,
     pub fabric_mode: Option<Fact<String>>,
+    /// The machine type of the head's own node pool.
+    pub head_machine_type: Option<Fact<String>>,
+    /// The machine type of the cluster's system node pool.
+    pub system_machine_type: Option<Fact<String>>,
 }
 
 impl Facts {
@@ -108,5 +112,11 @@ pub fn gather(views: &Views<'_>) -> Facts {
         pvc_name,
         authorized_cidr: from("AUTHORIZED_CIDR", "authorized_cidr"),
         fabric_mode: env.and_then(|e| env_fact(e, "FABRIC_MODE")),
+        head_machine_type: env.and_then(|e| env_fact(e, "HEAD_MACHINE_TYPE")).or_else(|| {
+            let b = blueprint?;
+            node_fact(b, module_by_id(&b.root, HEAD_POOL_MODULE)?.get(&["settings", "machine_type"])?)
+        }),
+        system_machine_type: blueprint
+            .and_then(|b| node_fact(b, module_by_source(&b.root, CLUSTER_SOURCE)?.get(&["settings", "system_node_pool_machine_type"])?)),
     }
 }

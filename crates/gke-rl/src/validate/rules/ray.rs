@@ -83,6 +83,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         }
         replicas(cluster, &pods, facts, sink);
         gpus_and_resources(cluster, &pods, facts, sink);
+        head_fits_its_pool(cluster, &pods, facts, sink);
         pvc(cluster, &pods, facts, sink);
     }
 }
@@ -261,6 +262,23 @@ fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink:
         && head_on_gpu_nodes
     {
         exceeds(cluster, head, Some(worker), machine, sink);
+    }
+}
+
+/// A head on a CPU pool (its own, or the system pool) must fit that pool's machine.
+fn head_fits_its_pool(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    let Some(head) = pods.iter().find(|p| p.is_head) else { return };
+    let selects = |label: &str, value: &str| head.spec.get(&["nodeSelector", label]).and_then(Node::text) == Some(value);
+    let machine = if selects(knowledge::HEAD_POOL_LABEL.0, knowledge::HEAD_POOL_LABEL.1) {
+        facts.head_machine_type.as_ref().map_or(knowledge::HEAD_POOL_MACHINE_TYPE, |f| f.value.as_str())
+    } else if selects(knowledge::NODE_POOL_LABEL, knowledge::SYSTEM_POOL.0) {
+        facts.system_machine_type.as_ref().map_or(knowledge::SYSTEM_POOL.1, |f| f.value.as_str())
+    } else {
+        return;
+    };
+    if let Some(machine) = knowledge::machine(machine) {
+        sink.ran(&RESOURCES_EXCEED_NODE);
+        exceeds(cluster, head, None, machine, sink);
     }
 }
 
