@@ -190,7 +190,8 @@ pub async fn deploy(
         let started = env.clock.now();
         progress.event(Event::StepStarted(step));
         let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, progress).await;
-        if interrupt.is_set() {
+        let interrupted = if result.is_err() { interrupt.is_set_after_failure().await } else { interrupt.is_set() };
+        if interrupted {
             resolved.save_state(&state)?;
             return Ok(Deployed::Interrupted { step, state: resolved.state_path() });
         }

@@ -100,7 +100,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
         }
         let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
         if std::path::Path::new(&gcluster_folder).is_dir() && !resolved.stream(env, progress, &lifecycle::teardown(d, &resolved.site)) {
-            if interrupt.is_set() {
+            if interrupt.is_set_after_failure().await {
                 return Ok(Destroyed::Interrupted);
             }
             progress.event(Event::TeardownFailed);

@@ -164,6 +164,14 @@ impl Armed {
         *self.0.borrow()
     }
 
+    /// Whether the interrupt is set, after a failed child process: one that Ctrl-C ended fails
+    /// as the signal reaches this process, before the signal's task may have run, so it gets a
+    /// moment to arrive.
+    pub(crate) async fn is_set_after_failure(&mut self) -> bool {
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), self.wait()).await;
+        self.is_set()
+    }
+
     /// Resolves when the interrupt is set; never, when nothing can set it any more.
     pub(crate) async fn wait(&mut self) {
         if self.0.wait_for(|set| *set).await.is_err() {
