@@ -125,8 +125,8 @@ impl Progress for Console {
                 self.say("the config or the blueprint changed since the last deploy: running the steps from render again")
             }
             Event::RayClusterGone { name } => self.say(format_args!("RayCluster {name} is gone: applying it again")),
-            Event::PodsNotAllReady { name, ready, wanted } => {
-                self.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready: waiting for them again"))
+            Event::PodsNotAllReady { name, ready, wanted, state } => {
+                self.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready ({}): waiting for them again", state.describe()))
             }
             Event::SecretApplied { namespace, name, keys } => {
                 self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
@@ -136,6 +136,7 @@ impl Progress for Console {
             }
             Event::Pods { ready, wanted } => self.pods(ready, wanted),
             Event::Waiting(problem) => self.say(format_args!("  ! {problem}")),
+            Event::ClusterState(state) => self.say(format_args!("  state: {}", state.describe())),
             Event::ClusterObjectsSkipped { reason } => {
                 self.say(format_args!("  {reason}\n  skipping the RayCluster and the Secret: deleting the cluster removes them"))
             }
@@ -174,8 +175,9 @@ impl Progress for Console {
                 self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
             }
             Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
-            Event::Restarting { id, attempt, max, failure } => self
-                .say(format_args!("job {id} failed: {failure}\nrestart {attempt} of {max} once the cluster has all its Ray nodes again")),
+            Event::Restarting { id, attempt, max, failure } => {
+                self.say(format_args!("job {id} failed: {failure}\nrestart {attempt} of {max} once the cluster is whole again"))
+            }
             Event::WaitingForNodes { alive, wanted } => self.say(format_args!("waiting for Ray nodes: {alive} of {wanted} alive")),
             Event::NotRestarted { id, failure, left } if failure.is_infrastructure() && left == 0 => {
                 self.say(format_args!("job {id} failed: {failure}\nnot restarted: no restart left (--max-restarts, job.max_restarts)"))

@@ -23,7 +23,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, List
 use kube::{Api, Client};
 
 pub use reach::{Connected, Options, Unreachable, connect, contexts};
-pub use readiness::{Readiness, assess};
+pub use readiness::{ClusterState, Readiness, assess};
 
 /// The field manager of every object gke-rl applies.
 pub const FIELD_MANAGER: &str = "gke-rl";
@@ -43,7 +43,7 @@ pub enum Error {
     #[error("the RayCluster manifest {0}")]
     Manifest(String),
     /// The pods did not become Ready in time.
-    #[error("not Ready after {}s: {}/{} pods Ready{}", .waited.as_secs(), .readiness.progress().0, .readiness.progress().1, problems(.readiness))]
+    #[error("not Ready after {}s: {}/{} pods Ready, {}{}", .waited.as_secs(), .readiness.progress().0, .readiness.progress().1, .readiness.state.describe(), problems(.readiness))]
     NotReady {
         /// How long it waited.
         waited: Duration,
@@ -90,6 +90,13 @@ impl Error {
     fn is_not_found(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
     }
+}
+
+/// Whether KubeRay saw every pod of the RayCluster Ready once: its `RayClusterProvisioned`
+/// condition (KubeRay 1.2 and later), which stays True when pods are lost later.
+fn was_provisioned(cluster: &DynamicObject) -> bool {
+    let conditions = cluster.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    conditions.iter().any(|c| c["type"] == "RayClusterProvisioned" && c["status"] == "True")
 }
 
 fn problems(readiness: &Readiness) -> String {
@@ -191,11 +198,13 @@ impl RayClusters {
 
     /// The state of the RayCluster's pods now.
     pub async fn readiness(&self, name: &str, workers_expected: u32) -> Result<Readiness, Error> {
+        let api = self.api();
+        let cluster = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
         let pods = self.list_pods(&format!("ray.io/cluster={name}")).await?;
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = ListParams::default().fields("involvedObject.kind=Pod");
         let events = self.call(|| "list pod events".to_owned(), events.list(&params)).await?;
-        Ok(assess(&pods, &events.items, workers_expected))
+        Ok(assess(&pods, &events.items, workers_expected, cluster.as_ref().is_some_and(was_provisioned)))
     }
 
     /// Waits until the head and `workers_expected` workers are Running and Ready, calling
@@ -320,6 +329,23 @@ mod tests {
             "{text}"
         );
         assert!(matches!(error, Error::NotReady { readiness, .. } if readiness.waits_for_capacity()));
+    }
+
+    #[tokio::test]
+    async fn a_preempted_cluster_is_recovering_until_its_pods_are_back() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        let clusters = RayClusters::new(client, "default");
+        let (name, _) = clusters.apply(&manifest()).await.unwrap();
+        assert_eq!(clusters.readiness(&name, 8).await.unwrap().state, ClusterState::Ready);
+        let message = "0/9 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/not-ready: }".to_owned();
+        server.set_pods(Pods::Preempted { lost: 2, message });
+        let readiness = clusters.readiness(&name, 8).await.unwrap();
+        assert_eq!((readiness.state, readiness.progress()), (ClusterState::Recovering, (7, 9)));
+        assert!(readiness.problems[0].starts_with("ray-a4-gpu-spot-worker-6: Unschedulable: 0/9 nodes"), "{:?}", readiness.problems);
+        server.set_pods(Pods::ReadyAfter(1));
+        let mut states = Vec::new();
+        clusters.wait_ready(&name, 8, QUICK, |r| states.push(r.state)).await.unwrap();
+        assert_eq!(states, [ClusterState::Recovering, ClusterState::Ready], "whole before: its pods are recreated, not started");
     }
 
     #[tokio::test]

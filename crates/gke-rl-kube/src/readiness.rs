@@ -18,6 +18,41 @@ pub struct Readiness {
     /// What keeps pods from Ready, one line each, e.g. "ray-a4-worker-x: Unschedulable: 0/3 nodes
     /// are available: 3 Insufficient nvidia.com/gpu".
     pub problems: Vec<String>,
+    /// What the pods' state amounts to.
+    pub state: ClusterState,
+}
+
+/// What a RayCluster that is not Ready is waiting for: each calls for something else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterState {
+    /// The head and every worker are Running and Ready.
+    Ready,
+    /// Pods are being scheduled or started; nothing is wrong so far.
+    #[default]
+    Starting,
+    /// Pods wait for GPU nodes that do not come: a Spot stock-out, or no reservation capacity
+    /// or quota. Waiting longer may help.
+    WaitingForCapacity,
+    /// The cluster was whole before and lost nodes (a Spot preemption, a repair): KubeRay is
+    /// recreating their pods, which wait for nodes to come back.
+    Recovering,
+    /// Something waiting will not fix: an image that does not pull, a crash loop, a volume
+    /// that does not mount, a pod that failed on a live node.
+    Broken,
+}
+
+impl ClusterState {
+    /// For people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ClusterState::Ready => "ready",
+            ClusterState::Starting => "starting",
+            ClusterState::WaitingForCapacity => "waiting for GPU capacity (Spot stock-out, reservation or quota)",
+            ClusterState::Recovering => "preempted: KubeRay is recreating the lost pods, which wait for nodes",
+            ClusterState::Broken => "broken: waiting will not help (see the reasons)",
+        }
+    }
 }
 
 impl Readiness {
@@ -53,7 +88,8 @@ const TELLING_EVENTS: &[&str] = &[
     "FailedCreatePodSandBox",
 ];
 
-/// Container waiting reasons that are problems (not the normal `ContainerCreating`).
+/// Container waiting reasons that are problems (not the normal `ContainerCreating`), none of
+/// which waiting fixes.
 const TELLING_WAITS: &[&str] = &[
     "ErrImagePull",
     "ImagePullBackOff",
@@ -64,10 +100,20 @@ const TELLING_WAITS: &[&str] = &[
     "RunContainerError",
 ];
 
-/// Reads the pods of one RayCluster (label `ray.io/cluster`) and the events about them.
-pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32) -> Readiness {
+/// Event reasons that no wait fixes (every telling container wait is such).
+const BROKEN_EVENTS: &[&str] = &["FailedMount", "FailedAttachVolume", "BackOff", "FailedCreatePodSandBox"];
+
+/// How the kubelet marks a pod it ended because its node shut down (a Spot VM's preemption
+/// notice starts a graceful node shutdown): the pod's status reason, its `DisruptionTarget`
+/// condition's reasons.
+const SHUT_DOWN_REASONS: &[&str] = &["Terminated", "Shutdown", "NodeShutdown", "TerminationByKubelet", "DeletionByPodGC"];
+
+/// Reads the pods of one RayCluster (label `ray.io/cluster`) and the events about them;
+/// `was_whole`: the RayCluster had every pod Ready once (KubeRay's `RayClusterProvisioned`).
+pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32, was_whole: bool) -> Readiness {
     let mut readiness = Readiness { workers_expected, pods: u32::try_from(pods.len()).unwrap_or(u32::MAX), ..Readiness::default() };
     let mut problems = BTreeSet::new();
+    let (mut broken, mut shut_down) = (false, false);
     for pod in pods {
         let name = pod.metadata.name.as_deref().unwrap_or("?");
         let is_head = pod.metadata.labels.as_ref().and_then(|l| l.get("ray.io/node-type")).is_some_and(|t| t == "head");
@@ -88,26 +134,45 @@ pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32) -> Readines
             let reason = unschedulable.reason.as_deref().unwrap_or("Unschedulable");
             problems.insert(format!("{name}: {reason}: {}", unschedulable.message.as_deref().unwrap_or_default()));
         }
+        let disrupted = conditions.iter().any(|c| {
+            c.type_ == "DisruptionTarget" && c.status == "True" && c.reason.as_deref().is_some_and(|r| SHUT_DOWN_REASONS.contains(&r))
+        });
+        let shut_down_with_node = disrupted || status.and_then(|s| s.reason.as_deref()).is_some_and(|r| SHUT_DOWN_REASONS.contains(&r));
+        shut_down |= shut_down_with_node;
         if status.and_then(|s| s.phase.as_deref()) == Some("Failed") {
             let why = status.and_then(|s| s.message.as_deref().or(s.reason.as_deref())).unwrap_or("the pod failed");
             problems.insert(format!("{name}: Failed: {why}"));
+            broken |= !shut_down_with_node;
         }
         let containers = status.into_iter().flat_map(|s| s.init_container_statuses.iter().chain(&s.container_statuses)).flatten();
         for container in containers {
             let waiting = container.state.as_ref().and_then(|s| s.waiting.as_ref());
             if let Some(waiting) = waiting.filter(|w| w.reason.as_deref().is_some_and(|r| TELLING_WAITS.contains(&r))) {
                 let reason = waiting.reason.as_deref().unwrap_or_default();
+                broken = true;
                 problems.insert(format!("{name} ({}): {reason}: {}", container.name, waiting.message.as_deref().unwrap_or_default()));
             }
         }
         for event in events.iter().filter(|e| e.involved_object.name.as_deref() == Some(name)) {
             let reason = event.reason.as_deref().unwrap_or_default();
             if TELLING_EVENTS.contains(&reason) && event.type_.as_deref() != Some("Normal") {
+                broken |= BROKEN_EVENTS.contains(&reason);
                 problems.insert(format!("{name}: {reason}: {}", event.message.as_deref().unwrap_or_default().trim()));
             }
         }
     }
     readiness.problems = problems.into_iter().map(|p| p.trim_end_matches([' ', ':']).to_owned()).collect();
+    readiness.state = if readiness.is_ready() {
+        ClusterState::Ready
+    } else if broken {
+        ClusterState::Broken
+    } else if was_whole || shut_down {
+        ClusterState::Recovering
+    } else if readiness.waits_for_capacity() {
+        ClusterState::WaitingForCapacity
+    } else {
+        ClusterState::Starting
+    };
     readiness
 }
 
@@ -131,9 +196,9 @@ mod tests {
     #[test]
     fn counts_ready_head_and_workers() {
         let pods = [pod("h", "head", ready()), pod("w1", "worker", ready()), pod("w2", "worker", json!({"phase": "Pending"}))];
-        let r = assess(&pods, &[], 2);
-        assert_eq!((r.head_ready, r.workers_ready, r.progress(), r.is_ready()), (true, 1, (2, 3), false));
-        assert!(assess(&pods[..2], &[], 1).is_ready());
+        let r = assess(&pods, &[], 2, false);
+        assert_eq!((r.head_ready, r.workers_ready, r.progress(), r.is_ready(), r.state), (true, 1, (2, 3), false, ClusterState::Starting));
+        assert_eq!(assess(&pods[..2], &[], 1, false).state, ClusterState::Ready);
     }
 
     #[test]
@@ -150,6 +215,7 @@ mod tests {
             &[pod("h", "head", unschedulable), pod("w1", "worker", pulling), pod("w2", "worker", json!({"phase": "Pending"}))],
             &[mount],
             2,
+            false,
         );
         assert_eq!(
             r.problems,
@@ -160,5 +226,30 @@ mod tests {
             ]
         );
         assert!(r.waits_for_capacity());
+        assert_eq!(r.state, ClusterState::Broken, "a volume that does not mount is not fixed by waiting");
+    }
+
+    fn unschedulable() -> serde_json::Value {
+        json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]})
+    }
+
+    #[test]
+    fn capacity_preemption_and_breakage_are_told_apart() {
+        let pods = [pod("h", "head", ready()), pod("w1", "worker", ready()), pod("w2", "worker", unschedulable())];
+        assert_eq!(assess(&pods, &[], 2, false).state, ClusterState::WaitingForCapacity, "never whole: a stock-out");
+        assert_eq!(assess(&pods, &[], 2, true).state, ClusterState::Recovering, "whole before: preempted, being recreated");
+
+        // The kubelet's mark on a pod it ended for a node shutdown (a Spot preemption notice).
+        let shut_down = json!({"phase": "Failed", "reason": "Terminated", "message": "Pod was terminated in response to imminent node shutdown.",
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}]});
+        let r = assess(&[pod("h", "head", ready()), pod("w1", "worker", shut_down)], &[], 1, false);
+        assert_eq!(r.state, ClusterState::Recovering, "{r:?}");
+        assert_eq!(r.problems, ["w1: Failed: Pod was terminated in response to imminent node shutdown."]);
+
+        let crashing = json!({"phase": "Running", "containerStatuses": [{"name": "ray-worker", "image": "i", "imageID": "", "ready": false,
+            "restartCount": 5, "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}}}]});
+        let pods = [pod("h", "head", ready()), pod("w1", "worker", crashing), pod("w2", "worker", unschedulable())];
+        assert_eq!(assess(&pods, &[], 2, true).state, ClusterState::Broken, "a crash loop outranks the rest");
     }
 }

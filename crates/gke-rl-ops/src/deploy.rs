@@ -166,8 +166,8 @@ pub async fn deploy(
                 state.redo_from(Step::Secret);
             }
             Ok(Health::Ready(ready, wanted)) => return Ok(Deployed::AlreadyReady { ready, wanted }),
-            Ok(Health::Waiting(ready, wanted)) => {
-                progress.event(Event::PodsNotAllReady { name, ready, wanted });
+            Ok(Health::Waiting(ready, wanted, pods)) => {
+                progress.event(Event::PodsNotAllReady { name, ready, wanted, state: pods });
                 state.redo_from(Step::Ready);
             }
         }
@@ -326,14 +326,7 @@ async fn outside_authorized_cidr(options: &DeployOptions, cidr: &str, d: &Deploy
 
 /// What the question before creating says.
 fn creates(d: &Deployment) -> String {
-    let how = match &d.topology.provisioning {
-        Provisioning::Spot => "Spot".to_owned(),
-        Provisioning::Reservation(name) => format!("from reservation {name}"),
-    };
-    format!(
-        "create {} × {} ({how}) and a {} GiB Managed Lustre instance in {}? They bill until the deployment is destroyed.",
-        d.topology.node_count, d.topology.machine_type, d.lustre.capacity_gib, d.project.zone
-    )
+    format!("create {} in {}? They bill until the deployment is destroyed.", lifecycle::billable(d).join(", "), d.project.zone)
 }
 
 /// How a deployment whose every step completed is doing.
@@ -342,8 +335,8 @@ enum Health {
     Gone,
     /// Ready and wanted pods: all there.
     Ready(u32, u32),
-    /// Ready and wanted pods: some are not Ready.
-    Waiting(u32, u32),
+    /// Ready and wanted pods: some are not Ready, and why.
+    Waiting(u32, u32, gke_rl_kube::ClusterState),
 }
 
 async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, Error> {
@@ -355,7 +348,7 @@ async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, Error> {
     }
     let readiness = clusters.readiness(name, d.topology.node_count.get()).await?;
     let (ready, wanted) = readiness.progress();
-    Ok(if readiness.is_ready() { Health::Ready(ready, wanted) } else { Health::Waiting(ready, wanted) })
+    Ok(if readiness.is_ready() { Health::Ready(ready, wanted) } else { Health::Waiting(ready, wanted, readiness.state) })
 }
 
 /// The files the render step writes into the deployment folder.
@@ -456,23 +449,8 @@ async fn wait_ready(
     let clusters = resolved.clusters(env).await?;
     let wait = Wait { timeout: options.timeout, poll: env.poll };
     let workers = d.topology.node_count.get();
-    let mut told: Vec<String> = Vec::new();
-    let mut last = None;
-    let show = |readiness: &Readiness| {
-        let (ready, wanted) = readiness.progress();
-        if last != Some(ready) {
-            progress.event(Event::Pods { ready, wanted });
-            last = Some(ready);
-        }
-        for problem in &readiness.problems {
-            if !told.contains(problem) {
-                progress.event(Event::Waiting(problem));
-                told.push(problem.clone());
-            }
-        }
-    };
     let waited = tokio::select! {
-        result = clusters.wait_ready(d.project.cluster_name.as_str(), workers, wait, show) => result,
+        result = clusters.wait_ready(d.project.cluster_name.as_str(), workers, wait, pod_reporter(progress)) => result,
         () = interrupt.wait() => return Ok(()),
     };
     match waited {
@@ -485,6 +463,29 @@ async fn wait_ready(
             _ => Err(source.into()),
         },
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Reports the pods a wait looks at: how many are Ready, what the cluster's state amounts to
+/// when it changes, and every new reason a pod is not Ready.
+pub(crate) fn pod_reporter(progress: &dyn Progress) -> impl FnMut(&Readiness) + '_ {
+    let (mut told, mut last, mut last_state) = (Vec::<String>::new(), None, None);
+    move |readiness: &Readiness| {
+        let (ready, wanted) = readiness.progress();
+        if last != Some(ready) {
+            progress.event(Event::Pods { ready, wanted });
+            last = Some(ready);
+        }
+        if last_state != Some(readiness.state) && !readiness.is_ready() {
+            progress.event(Event::ClusterState(readiness.state));
+        }
+        last_state = Some(readiness.state);
+        for problem in &readiness.problems {
+            if !told.contains(problem) {
+                progress.event(Event::Waiting(problem));
+                told.push(problem.clone());
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use gke_rl::checkpoints::Save;
 use gke_rl::lifecycle::{Command, Step};
 use gke_rl::recovery::Failure;
 use gke_rl::validate::Finding;
+use gke_rl_kube::ClusterState;
 use gke_rl_ray::JobStatus;
 
 /// Something that happened. Borrowed data lives only for the call.
@@ -80,6 +81,8 @@ pub enum Event<'a> {
         ready: u32,
         /// Pods wanted.
         wanted: u32,
+        /// What that amounts to.
+        state: ClusterState,
     },
     /// The token Secret was applied with these keys.
     SecretApplied {
@@ -108,6 +111,9 @@ pub enum Event<'a> {
     },
     /// A new reason a pod is not Ready (told once while waiting).
     Waiting(&'a str),
+    /// What the RayCluster waits for changed: capacity, recovery from a preemption, or nothing
+    /// (broken).
+    ClusterState(ClusterState),
     /// destroy leaves the in-cluster objects to go with the cluster.
     ClusterObjectsSkipped {
         /// Why.

@@ -259,6 +259,34 @@ async fn a_spot_stock_out_is_named_while_waiting() {
         1,
         "each reason is told once while waiting:\n{log}"
     );
+    assert_eq!(log.matches("state: waiting for GPU capacity (Spot stock-out").count(), 1, "{log}");
+}
+
+/// A deployment whose Spot nodes were preempted: deploy says so and waits for KubeRay to
+/// recreate the pods, rather than reporting a stock-out or starting over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_preempted_deployment_waits_for_its_pods_to_be_recreated() {
+    let w = world(Pods::ReadyAfter(0));
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    w.server.set_pods(Pods::Preempted { lost: 2, message: "0/9 nodes are available: 2 Insufficient nvidia.com/gpu.".into() });
+    let server = w.server.clone();
+    tokio::spawn(async move {
+        // The nodes come back after a few looks.
+        let looks = || server.requests().iter().filter(|r| r.uri.contains("/pods")).count();
+        let before = looks();
+        while looks() < before + 3 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        server.set_pods(Pods::ReadyAfter(0));
+    });
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    let log = w.log();
+    assert!(
+        log.contains("has 7/9 pods Ready (preempted: KubeRay is recreating the lost pods, which wait for nodes): waiting for them again"),
+        "{log}"
+    );
+    assert!(log.contains("state: preempted: KubeRay is recreating") && !log.contains("likely exhausted"), "{log}");
+    assert_eq!(w.count("gcluster deploy"), 1, "nothing is provisioned again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

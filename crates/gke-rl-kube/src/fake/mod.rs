@@ -26,6 +26,14 @@ pub enum Pods {
     /// Scheduled, but their volume does not mount (a Lustre problem): Warning FailedMount events
     /// with this message.
     MountFails(String),
+    /// The cluster was whole, then lost nodes: the last `lost` workers are recreated Pending,
+    /// waiting for nodes, with the scheduler's `message`; the rest are Ready.
+    Preempted {
+        /// Workers lost.
+        lost: usize,
+        /// Why the recreated pods wait.
+        message: String,
+    },
 }
 
 /// One request as the API server saw it.
@@ -57,6 +65,8 @@ struct State {
     denied: Option<u16>,
     /// Where a port-forward to the head pod goes (HTTPS only).
     head_forward: Option<std::net::SocketAddr>,
+    /// Every pod was Ready once: KubeRay's `RayClusterProvisioned`.
+    provisioned: bool,
 }
 
 /// The fake API server; clones share it.
@@ -121,6 +131,7 @@ impl FakeApiServer {
     /// Changes what the pods do from now on.
     pub fn set_pods(&self, pods: Pods) {
         let mut state = self.lock();
+        state.provisioned |= matches!(pods, Pods::Preempted { .. });
         state.pods = Some(pods);
         state.pod_listings = 0;
     }
@@ -176,13 +187,20 @@ impl FakeApiServer {
                 (StatusCode::OK, object)
             }
             ("GET", [plural, name]) => match state.objects.get(&((*plural).to_owned(), (*name).to_owned())) {
-                Some(object) => (StatusCode::OK, object.clone()),
+                Some(object) => {
+                    let mut object = object.clone();
+                    if *plural == "rayclusters" && state.provisioned {
+                        object["status"] = json!({"conditions": [{"type": "RayClusterProvisioned", "status": "True", "reason": "AllPodRunningAndReadyFirstTime"}]});
+                    }
+                    (StatusCode::OK, object)
+                }
                 None => not_found(name),
             },
             ("DELETE", [plural, name]) => match state.objects.remove(&((*plural).to_owned(), (*name).to_owned())) {
                 Some(_) => {
                     if *plural == "rayclusters" {
                         state.terminating = Some(2);
+                        state.provisioned = false;
                     }
                     (StatusCode::OK, status(200, "deleted"))
                 }
@@ -245,18 +263,23 @@ impl State {
                     .collect::<Vec<_>>()
             })
             .collect();
-        let status = match &self.pods {
-            Some(Pods::ReadyAfter(n)) if self.pod_listings > *n => {
-                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
-            }
-            Some(Pods::Unschedulable(message)) => {
-                json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]})
-            }
+        let ready = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+        let unschedulable = |message: &str| json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]});
+        let status = |index: u64| match &self.pods {
+            Some(Pods::ReadyAfter(n)) if self.pod_listings > *n => ready.clone(),
+            Some(Pods::Unschedulable(message)) => unschedulable(message),
+            // Index 0 is the head; the last `lost` workers were lost.
+            Some(Pods::Preempted { lost, message }) if index + *lost as u64 > workers => unschedulable(message),
+            Some(Pods::Preempted { .. }) => ready.clone(),
             _ => json!({"phase": "Pending"}),
         };
-        let pod = |pod_name: String, node_type: &str| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "status": status});
+        if matches!(self.pods, Some(Pods::ReadyAfter(n)) if self.pod_listings > n) {
+            self.provisioned = true;
+        }
+        let pod = |pod_name: String, node_type: &str, index: u64| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "status": status(index)});
         State::pod_names(&name, workers)
-            .map(|(pod_name, node_type)| pod(pod_name, node_type))
+            .zip(0..)
+            .map(|((pod_name, node_type), index)| pod(pod_name, node_type, index))
             .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
             .collect()
     }
