@@ -89,7 +89,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l include -d 'Add
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runtime-env -d 'Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l submission-id -d 'Submission id [default: raysubmit_ and 16 random characters, as Ray makes them]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l max-restarts -d 'Resubmit a job the infrastructure failed (a node or the driver lost) up to N times; NeMo-RL resumes from its newest checkpoint [default: the config\'s job.max_restarts, else 3 on Spot, 0 on a reservation]' -r
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l restart-wait -d 'How long to wait before each restart for the cluster to have all its Ray nodes again (90s, 30m, 1h)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l restart-wait -d 'How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-from-local -d 'Pass this variable from your environment to the job (its value becomes readable through the Jobs API; prefer the Kubernetes Secret)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l metadata -d 'Job metadata KEY=VALUE (repeatable)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-num-cpus -d 'CPUs reserved for the entrypoint' -r

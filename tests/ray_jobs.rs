@@ -157,6 +157,16 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let id = submitted_id(&submit).ok_or("no submission id printed")?;
     let status = cloud.gke_rl(&["status", &id], &[]);
     check(status.status.success() && stdout(&status).contains("SUCCEEDED"), "status through the port-forward", &status)?;
+    check(stderr(&status).contains("cluster ray-a4-gpu-spot: 9/9 pods Ready, ready"), "status shows the cluster's state", &status)?;
+    cloud.api.set_pods(gke_rl_kube::fake::Pods::Preempted { lost: 2, message: "0/9 nodes are available".into() });
+    let preempted = cloud.gke_rl(&["status", &id], &[]);
+    check(
+        stderr(&preempted).contains("cluster ray-a4-gpu-spot: 7/9 pods Ready, preempted: KubeRay is recreating the lost pods")
+            && stderr(&preempted).contains("! ray-a4-gpu-spot-worker-7: Unschedulable: 0/9 nodes are available"),
+        "status tells a preempted cluster apart",
+        &preempted,
+    )?;
+    cloud.api.set_pods(gke_rl_kube::fake::Pods::ReadyAfter(0));
     let forwards = cloud.api.requests().iter().filter(|r| r.uri.contains("/pods/ray-a4-gpu-spot-head/portforward")).count();
     if forwards < 2 {
         return Err(format!("{forwards} port-forward upgrades reached the API server").into());

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
+use gke_rl_kube::fake::Pods;
 use libtest_mimic::{Arguments, Failed, Trial};
 use ray_head::{Head, Node, RAY_VERSIONS};
 
@@ -231,9 +232,10 @@ fn lost_node(cluster: &Cluster) -> Result<(), Failed> {
     check(report.contains("1 of the 2 GPU nodes took part"), "it counts the nodes left", &out)
 }
 
-/// Trains `steps` steps of 1 s on the second node's `trainer` actor, writing `step_N` markers
-/// into the folder given, and resumes after the newest; a third argument fails that step.
-const TRAIN: &str = r#"import os, sys, time, ray
+/// Trains `steps` steps of 1 s on the second node's `trainer` actor, writing a `step_N` marker
+/// into the folder given every second step, and resumes after the newest; a third argument
+/// fails that step.
+const TRAIN: &str = r#"import os, sys, time, zipfile, ray
 markers, steps = sys.argv[1], int(sys.argv[2])
 fail_at = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 os.makedirs(markers, exist_ok=True)
@@ -241,7 +243,14 @@ start = max([int(n[5:]) for n in os.listdir(markers) if n.startswith("step_")], 
 print(f"resuming after step {start}" if start else "starting fresh", flush=True)
 ray.init()
 
-@ray.remote(resources={"trainer": 1}, num_cpus=0)
+# The actor gets a working dir of its own: both nodes share this machine's session folder,
+# where a node unpacking the job's package would replace the copy the driver runs in.
+actor_zip = os.path.join(os.path.dirname(markers), "actor.zip")
+if not os.path.exists(actor_zip):
+    with zipfile.ZipFile(actor_zip, "w") as z:
+        z.writestr("actor/README", "the trainer actor's working dir\n")
+
+@ray.remote(resources={"trainer": 1}, num_cpus=0, runtime_env={"working_dir": "file://" + actor_zip})
 class Trainer:
     def step(self, n):
         time.sleep(1.0)
@@ -252,46 +261,64 @@ class Trainer:
 trainer = Trainer.remote()
 for n in range(start + 1, steps + 1):
     ray.get(trainer.step.remote(n))
-    open(os.path.join(markers, f"step_{n}"), "w").close()
-    print(f"trained step {n}", flush=True)
+    # A checkpoint every second step, and NeMo-RL's words for it and for a finished step,
+    # which gke-rl counts.
+    if n % 2 == 0:
+        print(f"Saving checkpoint for step {n}...", flush=True)
+        open(os.path.join(markers, f"step_{n}"), "w").close()
+        print(f"Saved checkpoint to {markers}/step_{n}", flush=True)
+    print(f"trained step {n}\n  • Total step time: 1.00s", flush=True)
 "#;
 
 /// `gke-rl submit` of the training script, running in the background, its output in files.
 struct Training {
     child: std::process::Child,
-    dir: tempfile::TempDir,
+    /// Where it runs: the script, its markers and its output.
+    dir: PathBuf,
+    _scratch: Option<tempfile::TempDir>,
     started: Instant,
 }
 
 impl Training {
+    /// Through `--address`, in a scratch folder.
     fn start(cluster: &Cluster, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("train.py"), TRAIN).expect("script");
-        std::fs::write(dir.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
-        let markers = dir.path().join("markers").display().to_string();
-        let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
-        let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
-            .current_dir(dir.path())
-            .args(["submit", "--address", &cluster.head.address, "--include", "train.py"])
+        let scratch = tempfile::tempdir().expect("temp dir");
+        std::fs::write(scratch.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
+        command
+            .args(["submit", "--address", &cluster.head.address])
+            .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
+            .env_remove("RAY_ADDRESS")
+            .env("KUBECONFIG", scratch.path().join("no-kubeconfig"));
+        let mut training = Training::spawn(command, scratch.path(), steps, extra, fail_at);
+        training._scratch = Some(scratch);
+        training
+    }
+
+    /// `command` (gke-rl submit and how it reaches the cluster) in `dir`, with the script.
+    fn spawn(mut command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
+        std::fs::write(dir.join("train.py"), TRAIN).expect("script");
+        let markers = dir.join("markers").display().to_string();
+        let file = |name: &str| std::fs::File::create(dir.join(name)).expect("output file");
+        let child = command
+            .current_dir(dir)
+            .args(["--include", "train.py"])
             .args(extra)
             .args(["--", "python", "train.py", &markers, &steps.to_string()])
             .args(fail_at.map(|n| n.to_string()))
-            .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
-            .env_remove("RAY_ADDRESS")
-            .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
             .stdout(file("stdout"))
             .stderr(file("stderr"))
             .spawn()
             .expect("gke-rl runs");
-        Training { child, dir, started: Instant::now() }
+        Training { child, dir: dir.to_owned(), _scratch: None, started: Instant::now() }
     }
 
     fn markers(&self) -> usize {
-        std::fs::read_dir(self.dir.path().join("markers")).map_or(0, |d| d.count())
+        std::fs::read_dir(self.dir.join("markers")).map_or(0, |d| d.count())
     }
 
     fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.join("stderr")).unwrap_or_default()
     }
 
     /// Waits (at most 3 minutes) until `ready` holds.
@@ -319,7 +346,7 @@ impl Training {
             }
             std::thread::sleep(Duration::from_millis(200));
         };
-        let read = |name: &str| std::fs::read(self.dir.path().join(name)).unwrap_or_default();
+        let read = |name: &str| std::fs::read(self.dir.join(name)).unwrap_or_default();
         Ok(common::exited_cleanly(Output { status, stdout: read("stdout"), stderr: read("stderr") }))
     }
 }
@@ -334,7 +361,7 @@ fn application_error(cluster: &Cluster) -> Result<(), Failed> {
 
 fn no_restarts(cluster: &Cluster) -> Result<(), Failed> {
     let training = Training::start(cluster, 30, &["--max-restarts", "0"], None);
-    training.wait_until("a first step", |t| t.markers() >= 1)?;
+    training.wait_until("a first checkpoint", |t| t.markers() >= 1)?;
     cluster.kill_node()?;
     let out = training.finish()?;
     cluster.join()?;
@@ -343,14 +370,26 @@ fn no_restarts(cluster: &Cluster) -> Result<(), Failed> {
     check(said.contains("a Ray node was lost") && said.contains("not restarted: no restart left"), "it says why", &out)
 }
 
+/// The whole path: a deployment on the fake API server over HTTPS, whose head pod forwards to
+/// this cluster's head; submit reaches it through the port-forward, so it waits for the
+/// RayCluster's pods (as the fake reports them) and then for Ray's nodes.
 fn preempted(cluster: &Cluster) -> Result<(), Failed> {
-    let training = Training::start(cluster, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
-    training.wait_until("three steps", |t| t.markers() >= 3)?;
+    let cloud = common::Cloud::new(Pods::ReadyAfter(0));
+    cloud.api.forward_head_to(cluster.head.address.trim_start_matches("http://").parse()?);
+    let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    check(deploy.status.success(), "deploy", &deploy)?;
+    let submit = cloud.command(&["submit"]);
+    let training = Training::spawn(submit, &cloud.root, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
+    training.wait_until("the checkpoint of step 4", |t| t.markers() >= 2)?;
     let killed = training.started.elapsed();
     cluster.kill_node()?;
+    // GKE recreates the preempted VM; until it is back, KubeRay's new worker pod waits for it.
+    let waits = "0/10 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }";
+    cloud.api.set_pods(Pods::Preempted { lost: 1, message: waits.to_owned() });
     let noticed = training.wait_until("the restart", |t| t.stderr().contains("restart 1 of 2"))?;
-    training.wait_until("the wait for nodes", |t| t.stderr().contains("waiting for Ray nodes: 1 of 2 alive"))?;
+    training.wait_until("the wait for the pods", |t| t.stderr().contains(&format!("ray-a4-gpu-spot-worker-7: Unschedulable: {waits}")))?;
     cluster.join()?;
+    cloud.api.set_pods(Pods::ReadyAfter(0));
     let rejoin = training.started.elapsed();
     let resubmitted = training.wait_until("the resubmission", |t| t.stderr().contains("-r1 submitted"))?;
     let started = training.started;
@@ -358,20 +397,43 @@ fn preempted(cluster: &Cluster) -> Result<(), Failed> {
     let total = started.elapsed().as_secs_f64();
     let (said, log) = (stderr(&out), stdout(&out));
     check(out.status.code() == Some(0), "the resubmitted job succeeds", &out)?;
-    check(said.contains("a Ray node was lost (The actor died because its node has died"), "the cause, in Ray's words", &out)?;
-    let resumed: u32 = log
+    check(said.contains("failed: a Ray node was lost ("), "the cause, in Ray's words", &out)?;
+    check(said.contains("state: preempted: KubeRay is recreating the lost pods"), "the pods' state, told apart", &out)?;
+    let resumed: u64 = log
         .lines()
         .find_map(|l| l.strip_prefix("resuming after step "))
         .and_then(|n| n.trim().parse().ok())
         .ok_or_else(|| format!("the second run did not resume:\n{log}"))?;
-    let trained: Vec<&str> = log.lines().filter(|l| l.starts_with("trained step ")).collect();
-    let redone = trained.len() - 8;
+    let trained = log.lines().filter(|l| l.starts_with("trained step ")).count();
+    let redone = trained - 8;
     check(
-        resumed >= 3 && redone <= 1 && log.contains("trained step 8"),
-        "it resumed from its newest marker and redid at most one step",
+        resumed >= 4 && redone <= 1 && log.contains("trained step 8"),
+        "it resumed from its newest marker and redid at most the step after it",
         &out,
     )?;
-    check(said.contains("restart: ") && said.contains("-r1 started"), "the end-of-run report names the restart", &out)?;
+    check(
+        said.contains(&format!("restarts: 1 ({redone} steps redone, "))
+            && said.contains(&format!("resumed from step {resumed}: {redone} steps redone")),
+        "the end-of-run report counts the steps redone",
+        &out,
+    )?;
+    // The first id names the whole chain.
+    let first = said.split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();
+    let status = cloud.gke_rl(&["status", &first], &[]);
+    check(
+        stdout(&status).contains("SUCCEEDED") && stderr(&status).contains(&format!("restarted: {first} FAILED")),
+        "status follows the chain to its newest submission",
+        &status,
+    )?;
+    let logs = cloud.gke_rl(&["logs", &first], &[]);
+    check(
+        stderr(&logs).contains(&format!("== job {first}-r1 =="))
+            && stdout(&logs).contains("starting fresh")
+            && stdout(&logs).contains("resuming after step"),
+        "logs prints every submission's log, in order",
+        &logs,
+    )?;
+    cloud.assert_token_stays_secret(&[&deploy, &out, &status, &logs]);
     eprintln!(
         "{}: node killed at {:.1}s; the failure seen {:.1}s later; the node back (restarted by the test) {:.1}s after that; \
          resubmitted {:.1}s after it was back; done after {:.1}s in all; steps redone: {redone}",
@@ -387,7 +449,7 @@ fn preempted(cluster: &Cluster) -> Result<(), Failed> {
 
 fn never_returns(cluster: &Cluster) -> Result<(), Failed> {
     let training = Training::start(cluster, 30, &["--max-restarts", "2", "--restart-wait", "5s"], None);
-    training.wait_until("a first step", |t| t.markers() >= 1)?;
+    training.wait_until("a first checkpoint", |t| t.markers() >= 1)?;
     cluster.kill_node()?;
     let out = training.finish()?;
     cluster.join()?;

@@ -133,6 +133,15 @@ impl Cloud {
     /// The binary in the scratch folder, with the fakes first on PATH, `HF_TOKEN` set and the
     /// kubeconfig in the folder; `env` adds or overrides variables. Asserts [`clean_exit`].
     pub fn gke_rl(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = self.command(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        exited_cleanly(command.output().expect("gke-rl runs"))
+    }
+
+    /// The binary as [`Cloud::gke_rl`] runs it, not started.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
             .current_dir(&self.root)
@@ -147,10 +156,7 @@ impl Cloud {
             .env("GKE_RL_ADDRESS_ECHO", &self.echo)
             .env_remove("RAY_ADDRESS")
             .env_remove("RAY_API_SERVER_ADDRESS");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        exited_cleanly(command.output().expect("gke-rl runs"))
+        command
     }
 
     /// `deploy` of the default config into `./deployment`, with the toolkit checkout and a CIDR.

@@ -1,6 +1,6 @@
 //! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
 //! free ports, in its own process group so that dropping it stops every Ray process it made.
-//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/fabric_check.rs`
+//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/two_nodes.rs`
 //! (included by path), each of which uses part of it.
 #![allow(dead_code)]
 
@@ -150,8 +150,14 @@ impl Node {
         let index = RAY_VERSIONS.iter().position(|v| *v == head.version).unwrap_or(0) as u16;
         let [agent, ..] = fixed_ports(index + 4)?;
         let workers = (24_000 + index * 500)..(24_000 + index * 500 + 499);
-        let mut args =
-            vec!["--num-cpus=2".to_owned(), format!("--address=127.0.0.1:{}", head.gcs), format!("--dashboard-agent-listen-port={agent}")];
+        // An address of its own, as a second machine would have: Ray tells nodes apart by
+        // address when it finds the node a driver runs on.
+        let mut args = vec![
+            "--num-cpus=2".to_owned(),
+            format!("--address=127.0.0.1:{}", head.gcs),
+            "--node-ip-address=127.0.0.2".to_owned(),
+            format!("--dashboard-agent-listen-port={agent}"),
+        ];
         args.extend_from_slice(extra);
         let log = std::env::temp_dir().join(format!("gkerl-node-{}-{}.log", std::process::id(), head.version));
         let child = ray_start(bin, &args, workers, env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;

@@ -3,6 +3,7 @@
 //! errors, 130 when Ctrl-C detaches (the job keeps running).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +103,7 @@ pub struct SubmitArgs {
     /// NeMo-RL resumes from its newest checkpoint [default: the config's job.max_restarts, else 3 on Spot, 0 on a reservation]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     max_restarts: Option<u32>,
-    /// How long to wait before each restart for the cluster to have all its Ray nodes again (90s, 30m, 1h)
+    /// How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
     restart_wait: Duration,
     /// Pass this variable from your environment to the job (its value becomes readable
@@ -220,26 +221,56 @@ impl SubmitArgs {
                 console.say(format_args!("follow it with: {cli} logs {} --follow{}", submitted.id, reattach(&head)));
                 return Ok(0);
             }
-            let recovery =
-                Recovery { max_restarts: self.max_restarts.unwrap_or_else(|| loaded.deployment.max_restarts()), wait: self.restart_wait };
+            let d = &loaded.deployment;
+            let recovery = Recovery {
+                max_restarts: self.max_restarts.unwrap_or_else(|| d.max_restarts()),
+                wait: self.restart_wait,
+                pods: head.clusters().map(|clusters| gke_rl_ops::jobs::RayClusterPods {
+                    clusters: clusters.clone(),
+                    name: d.project.cluster_name.to_string(),
+                    workers: d.topology.node_count.get(),
+                }),
+            };
             let id = submitted.id.clone();
             let recovered = gke_rl_ops::jobs::follow_recovering(&head.client, submitted, recovery, &env, &*console)
                 .await
                 .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
-            for restart in &recovered.restarts {
-                let saved =
-                    restart.last_saved_step.map_or_else(|| "no checkpoint saved".to_owned(), |s| format!("last checkpoint at step {s}"));
-                console.say(format_args!(
-                    "restart: {} failed ({}); {saved}; {} started {} later",
-                    restart.failed,
-                    restart.failure,
-                    restart.next,
-                    gke_rl_ops::took(restart.waited)
-                ));
+            if !recovered.restarts.is_empty() {
+                console.say(format_args!("{}", restarts_report(&recovered.restarts)));
             }
             ended(&head, &id, recovered.followed, &console)
         })
     }
+}
+
+/// The submissions of the job `id` names with its restarts, oldest first; without an id, the
+/// most recently started submission alone.
+async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> anyhow::Result<Vec<String>> {
+    Ok(match id {
+        Some(id) => gke_rl_ops::jobs::chain(client, id).await?,
+        None => vec![gke_rl_ops::jobs::job_id(client, None).await?],
+    })
+}
+
+/// The restarts of a run, their causes, the steps redone and the wall time lost.
+fn restarts_report(restarts: &[gke_rl_ops::jobs::Restart]) -> String {
+    let steps: u64 = restarts.iter().map(|r| r.redone.steps).sum();
+    let lost: Duration = restarts.iter().map(gke_rl_ops::jobs::Restart::time_lost).sum();
+    let mut out = format!("restarts: {} ({steps} steps redone, {} of wall time lost)", restarts.len(), gke_rl_ops::took(lost));
+    for restart in restarts {
+        let resumed = restart.redone.saved_step.map_or_else(|| "from the start".to_owned(), |s| format!("from step {s}"));
+        let _ = write!(
+            out,
+            "\n  {} failed: {}\n    {} resumed {resumed}: {} steps redone; {} since the checkpoint + {} waiting for the cluster",
+            restart.failed,
+            restart.failure,
+            restart.next,
+            restart.redone.steps,
+            gke_rl_ops::took(Duration::from_secs_f64(restart.redone.seconds.max(0.0))),
+            gke_rl_ops::took(restart.waited),
+        );
+    }
+    out
 }
 
 /// A submit error, with the findings of a refused runtime env shown first.
@@ -290,8 +321,29 @@ impl StatusArgs {
             let env = Env::real();
             let connected = self.connection.connect(&env).await?;
             let client = &connected.head.client;
-            let id = gke_rl_ops::jobs::job_id(client, self.id.as_deref()).await.map_err(anyhow::Error::from)?;
+            let chain = chain_of(client, self.id.as_deref()).await?;
+            let id = chain.last().cloned().unwrap_or_default();
             let job = client.job(&id).await?;
+            for earlier in &chain[..chain.len() - 1] {
+                let earlier = client.job(earlier).await?;
+                let why = earlier.message.as_deref().and_then(|m| m.lines().next()).unwrap_or_default();
+                connected.console.say(format_args!("restarted: {} {} {why}", earlier.id(), earlier.status));
+            }
+            if let Some(clusters) = connected.head.clusters() {
+                let d = &connected.loaded.deployment;
+                let name = d.project.cluster_name.as_str();
+                // The job's state is the answer; the cluster's is context, so failing to read it is not fatal.
+                match clusters.readiness(name, d.topology.node_count.get()).await {
+                    Ok(readiness) => {
+                        let (ready, wanted) = readiness.progress();
+                        connected.console.say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}", readiness.state.describe()));
+                        for problem in &readiness.problems {
+                            connected.console.say(format_args!("  ! {problem}"));
+                        }
+                    }
+                    Err(e) => connected.console.say(format_args!("cluster {name}: unknown ({e})")),
+                }
+            }
             if self.json {
                 outln!("{}", serde_json::to_string_pretty(&gke_rl_ops::jobs::redacted(&job, &connected.loaded.deployment))?);
             } else {
@@ -308,11 +360,18 @@ impl LogsArgs {
             let env = Env::real();
             let connected = self.connection.connect(&env).await?;
             let client = &connected.head.client;
-            let id = gke_rl_ops::jobs::job_id(client, self.id.as_deref()).await.map_err(anyhow::Error::from)?;
+            let chain = chain_of(client, self.id.as_deref()).await?;
             if self.follow {
-                return watch(&connected.head, &id, &env, &connected.console).await;
+                let latest = chain.last().cloned().unwrap_or_default();
+                return watch(&connected.head, &latest, &env, &connected.console).await;
             }
-            crate::terminal::out(&client.logs(&id).await?);
+            // A restarted job's log is its submissions' logs, in order.
+            for id in &chain {
+                if chain.len() > 1 {
+                    connected.console.say(format_args!("== job {id} =="));
+                }
+                crate::terminal::out(&client.logs(id).await?);
+            }
             Ok(0)
         })
     }

@@ -160,6 +160,14 @@ pub enum Error {
         /// How long it waited.
         after: std::time::Duration,
     },
+    /// The RayCluster's pods were not all Ready again in time after a job lost a node.
+    #[error("job {id} lost a Ray node and the RayCluster's pods did not come back, so it was not resubmitted")]
+    PodsNotBack {
+        /// The failed job.
+        id: String,
+        /// The wait's error: the pods' state and what holds them back.
+        source: Box<gke_rl_kube::Error>,
+    },
     /// A job did not end within its time; it was asked to stop.
     #[error("job {id} did not end within {}s; it was asked to stop (see `logs {id}`)", .after.as_secs())]
     JobTimedOut {

@@ -36,14 +36,20 @@ impl Default for HeadOptions {
 pub struct Head {
     /// The Jobs API client.
     pub client: gke_rl_ray::Client,
-    /// Alive as long as the head is used.
-    forwarding: Option<Forwarding>,
+    /// Alive as long as the head is used, and the RayClusters it forwards into.
+    forwarding: Option<(Forwarding, gke_rl_kube::RayClusters)>,
 }
 
 impl Head {
     /// Whether requests go through a port-forward this process runs.
     pub fn is_forwarded(&self) -> bool {
         self.forwarding.is_some()
+    }
+
+    /// The RayClusters of the deployment's namespace, when the head is reached through
+    /// Kubernetes.
+    pub fn clusters(&self) -> Option<&gke_rl_kube::RayClusters> {
+        self.forwarding.as_ref().map(|(_, clusters)| clusters)
     }
 }
 
@@ -55,7 +61,7 @@ pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, 
         Some(address) => (address.clone(), None),
         None => {
             let forwarding = forward(deployment, env, progress).await?;
-            (format!("http://{}", forwarding.local), Some(forwarding))
+            (format!("http://{}", forwarding.0.local), Some(forwarding))
         }
     };
     let client_options = gke_rl_ray::ClientOptions {
@@ -86,7 +92,7 @@ pub fn kube_context(deployment: &Deployment) -> Option<String> {
     }
 }
 
-async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<Forwarding, Error> {
+async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<(Forwarding, gke_rl_kube::RayClusters), Error> {
     let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
     let context = match env.kube {
         crate::Kube::FromKubeconfig => kube_context(deployment),
@@ -104,5 +110,5 @@ async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>
             .await
             .map_err(|source| Error::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
     progress.event(Event::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
-    Ok(forwarding)
+    Ok((forwarding, clusters))
 }

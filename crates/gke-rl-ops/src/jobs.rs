@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::checkpoints::CheckpointLog;
+use gke_rl::checkpoints::{CheckpointLog, SinceCheckpoint};
 use gke_rl::recovery::Failure;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
@@ -139,12 +139,26 @@ pub async fn submit_recoverable(client: &Client, prepared: Prepared, progress: &
 }
 
 /// How [`follow_recovering`] recovers a job the infrastructure failed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct Recovery {
     /// Resubmissions at most; 0 follows once, as [`follow`].
     pub max_restarts: u32,
     /// How long to wait for the cluster to be whole again before each resubmission.
     pub wait: Duration,
+    /// The RayCluster's pods to wait for, when Kubernetes is in reach; else only Ray's count
+    /// of alive nodes says the cluster is whole.
+    pub pods: Option<RayClusterPods>,
+}
+
+/// A RayCluster whose pods a restart waits for.
+#[derive(Clone)]
+pub struct RayClusterPods {
+    /// Its namespace's RayClusters.
+    pub clusters: gke_rl_kube::RayClusters,
+    /// Its name.
+    pub name: String,
+    /// Worker pods it has when whole.
+    pub workers: u32,
 }
 
 /// A job followed through its restarts.
@@ -152,7 +166,7 @@ pub struct Recovery {
 pub struct Recovered {
     /// How following the last submission ended.
     pub followed: Followed,
-    /// Each restart: the failed submission, why, when it failed and when its successor started.
+    /// Each restart: the failed submission, why, what it lost and when its successor started.
     pub restarts: Vec<Restart>,
 }
 
@@ -163,19 +177,28 @@ pub struct Restart {
     pub failed: String,
     /// Why it failed.
     pub failure: Failure,
-    /// The newest checkpoint step it had saved.
-    pub last_saved_step: Option<u64>,
+    /// What it had done since its newest checkpoint: the successor, resuming from that
+    /// checkpoint, does it again.
+    pub redone: SinceCheckpoint,
     /// Its successor.
     pub next: String,
     /// From the failure to the successor's submission.
     pub waited: Duration,
 }
 
+impl Restart {
+    /// Wall time the restart cost: the work since the checkpoint, and the wait.
+    pub fn time_lost(&self) -> Duration {
+        Duration::from_secs_f64(self.redone.seconds.max(0.0)) + self.waited
+    }
+}
+
 /// Follows `submitted` to its end; when the infrastructure failed it (a node or the driver
-/// lost, [`gke_rl::recovery::classify`]) and restarts are left, waits until Ray has as many alive
-/// nodes as at submission (at most `recovery.wait`) and resubmits the same request as
-/// `<id>-r1`, `<id>-r2`…: NeMo-RL resumes from its newest checkpoint. A program failure is not
-/// retried, and the event says why.
+/// lost, [`gke_rl::recovery::classify`]) and restarts are left, waits until the cluster is
+/// whole again (every pod Ready, when Kubernetes is in reach, and as many alive Ray nodes as at
+/// submission), at most `recovery.wait`, and resubmits the same request as `<id>-r1`,
+/// `<id>-r2`…: NeMo-RL resumes from its newest checkpoint. A program failure is not retried,
+/// and the event says why.
 pub async fn follow_recovering(
     client: &Client,
     submitted: Submitted,
@@ -187,6 +210,7 @@ pub async fn follow_recovering(
     let mut id = first.clone();
     let mut restarts = Vec::new();
     loop {
+        let run_started = env.clock.now();
         let followed = follow(client, &id, env, progress).await?;
         let Followed::Finished { job, checkpoints } = &followed else { return Ok(Recovered { followed, restarts }) };
         if job.status != JobStatus::Failed {
@@ -203,7 +227,17 @@ pub async fn follow_recovering(
             return Ok(Recovered { followed, restarts });
         };
         progress.event(Event::Restarting { id: &id, attempt, max: recovery.max_restarts, failure: &failure });
-        wait_for_nodes(client, wanted, recovery.wait, env, progress).await.map_err(|alive| Error::ClusterNotWhole {
+        let deadline = failed_at + recovery.wait;
+        if let Some(pods) = &recovery.pods {
+            let wait =
+                gke_rl_kube::Wait { timeout: recovery.wait, poll: env.poll.max(Duration::from_millis(100)).min(Duration::from_secs(5)) };
+            pods.clusters
+                .wait_ready(&pods.name, pods.workers, wait, crate::deploy::pod_reporter(progress))
+                .await
+                .map_err(|source| Error::PodsNotBack { id: id.clone(), source: Box::new(source) })?;
+        }
+        let remaining = deadline.saturating_duration_since(env.clock.now());
+        wait_for_nodes(client, wanted, remaining, env, progress).await.map_err(|alive| Error::ClusterNotWhole {
             id: id.clone(),
             alive,
             wanted,
@@ -213,8 +247,8 @@ pub async fn follow_recovering(
         request.submission_id = Some(next.clone());
         let submitted = client.submit(&request, &server).await?;
         progress.event(Event::Submitted { id: &submitted });
-        let last_saved_step = checkpoints.saves().iter().filter(|s| s.path.is_some()).map(|s| s.step).max();
-        restarts.push(Restart { failed: id, failure, last_saved_step, next: submitted.clone(), waited: env.clock.now() - failed_at });
+        let redone = checkpoints.since_checkpoint((failed_at - run_started).as_secs_f64());
+        restarts.push(Restart { failed: id, failure, redone, next: submitted.clone(), waited: env.clock.now() - failed_at });
         id = submitted;
     }
 }
@@ -239,18 +273,23 @@ async fn wait_for_nodes(client: &Client, wanted: usize, within: Duration, env: &
     }
 }
 
-/// The newest submission of `id`'s chain of restarts (`id`, `id-r1`, `id-r2`…).
-pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, Error> {
-    let mut latest = id.to_owned();
+/// `id` and its restarts (`id-r1`, `id-r2`…) that exist, oldest first.
+pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, Error> {
+    let mut chain = vec![id.to_owned()];
     for attempt in 1..=MAX_CHAIN {
         let next = gke_rl::recovery::restart_id(id, attempt);
         match client.job(&next).await {
-            Ok(_) => latest = next,
+            Ok(_) => chain.push(next),
             Err(gke_rl_ray::Error::JobNotFound { .. }) => break,
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(latest)
+    Ok(chain)
+}
+
+/// The newest submission of `id`'s chain of restarts.
+pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, Error> {
+    Ok(chain(client, id).await?.pop().unwrap_or_else(|| id.to_owned()))
 }
 
 /// The longest chain of restarts looked for.

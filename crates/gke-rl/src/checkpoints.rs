@@ -6,6 +6,9 @@
 //! that figure is the pause. Without the timing line, the time between the two messages as
 //! the log arrived is used (about a second of resolution).
 //!
+//! Every finished step ends its timing table with `• Total step time: X.XXs`; counting those
+//! tells how many steps a run finished after its last checkpoint: the work a restart redoes.
+//!
 //! ```
 //! let mut log = gke_rl::checkpoints::CheckpointLog::default();
 //! log.feed("Saving checkpoint for step 2...\nSaved checkpoint to /lustre/c/step_2\n", 10.0);
@@ -28,6 +31,8 @@ pub struct Save {
     /// Where it was written, from the `Saved checkpoint to` line.
     pub path: Option<String>,
     started_at: f64,
+    /// Steps the run had finished when this save began (the step it saves is not among them).
+    steps_before: u64,
 }
 
 /// Reads log text as it arrives; keeps a partial last line until its end comes.
@@ -35,6 +40,21 @@ pub struct Save {
 pub struct CheckpointLog {
     saves: Vec<Save>,
     partial: String,
+    /// Steps finished (timing tables seen).
+    steps: u64,
+    /// When the last step finished.
+    last_step_at: Option<f64>,
+}
+
+/// What a run had done since its last checkpoint when it ended: what a resumed run redoes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SinceCheckpoint {
+    /// The newest complete checkpoint's step, if any.
+    pub saved_step: Option<u64>,
+    /// Steps finished after it.
+    pub steps: u64,
+    /// Seconds from its end (or from the start, without one) to the run's end.
+    pub seconds: f64,
 }
 
 impl CheckpointLog {
@@ -50,7 +70,14 @@ impl CheckpointLog {
     fn line(&mut self, line: &str, now: f64) {
         if let Some(rest) = after(line, "Saving checkpoint for step ") {
             if let Ok(step) = rest.trim_end_matches('.').trim().parse() {
-                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
+                self.saves.push(Save {
+                    step,
+                    seconds: None,
+                    timed_by_nemo_rl: false,
+                    path: None,
+                    started_at: now,
+                    steps_before: self.steps,
+                });
             }
         } else if let Some(path) = after(line, "Saved checkpoint to ") {
             if let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none()) {
@@ -59,6 +86,9 @@ impl CheckpointLog {
                     save.seconds = Some(now - save.started_at);
                 }
             }
+        } else if after(line, "• Total step time: ").is_some() {
+            self.steps += 1;
+            self.last_step_at = Some(now);
         } else if let Some(rest) = after(line, "• checkpointing: ") {
             let seconds = rest.split_once('s').and_then(|(n, _)| n.trim().parse::<f64>().ok());
             if let (Some(save), Some(seconds)) = (self.saves.last_mut().filter(|s| !s.timed_by_nemo_rl), seconds) {
@@ -71,6 +101,25 @@ impl CheckpointLog {
     /// The saves seen so far, in order.
     pub fn saves(&self) -> &[Save] {
         &self.saves
+    }
+
+    /// Steps finished so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// What the run had done since its newest complete checkpoint, for a run that ended at
+    /// `ended` (seconds on the clock `feed` was given).
+    pub fn since_checkpoint(&self, ended: f64) -> SinceCheckpoint {
+        match self.saves.iter().rev().find(|s| s.path.is_some()) {
+            Some(save) => SinceCheckpoint {
+                saved_step: Some(save.step),
+                // The saved step itself finishes after its save.
+                steps: self.steps.saturating_sub(save.steps_before + 1),
+                seconds: ended - (save.started_at + save.seconds.unwrap_or(0.0)),
+            },
+            None => SinceCheckpoint { saved_step: None, steps: self.steps, seconds: ended },
+        }
     }
 
     /// Seconds spent saving, over the saves that finished.
@@ -103,7 +152,27 @@ fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::CheckpointLog;
+    use super::{CheckpointLog, SinceCheckpoint};
+
+    #[test]
+    fn steps_after_the_newest_checkpoint_are_what_a_restart_redoes() {
+        let mut log = CheckpointLog::default();
+        let step = |log: &mut CheckpointLog, n: u64, at: f64| {
+            log.feed(&format!("========================= Step {n}/10 =========================\n"), at - 1.0);
+            if n.is_multiple_of(2) {
+                log.feed(&format!("Saving checkpoint for step {n}...\nSaved checkpoint to /lustre/c/step_{n}\n"), at - 0.5);
+                log.feed("  • checkpointing: 0.25s (25.0%)\n", at);
+            }
+            log.feed("\n⏱️  Timing:\n  • Total step time: 1.00s\n", at);
+        };
+        for n in 1..=5 {
+            step(&mut log, n, n as f64 * 10.0);
+        }
+        assert_eq!(log.steps(), 5);
+        // Step 4 was saved at 39.5 s and took 0.25 s; step 5 finished after it; the run ended at 57 s.
+        assert_eq!(log.since_checkpoint(57.0), SinceCheckpoint { saved_step: Some(4), steps: 1, seconds: 57.0 - 39.75 });
+        assert_eq!(CheckpointLog::default().since_checkpoint(3.0), SinceCheckpoint { saved_step: None, steps: 0, seconds: 3.0 });
+    }
 
     #[test]
     fn lines_split_across_chunks_and_observed_durations() {

@@ -50,6 +50,8 @@ const NODE_LOST: &[&str] = &[
     "was marked dead",
     "node running the task has died",
     "the actor's node was terminated",
+    // 2.46, for an actor whose owner's node went away.
+    "node has crashed",
 ];
 /// Ray's words for a lost driver or job supervisor.
 const DRIVER_LOST: &[&str] = &["Job supervisor actor died", "job supervisor actor", "Job driver was lost", "driver was lost"];
@@ -108,6 +110,21 @@ mod tests {
         let failure = classify(NODE_DIED, "");
         assert!(failure.is_infrastructure(), "{failure:?}");
         assert!(failure.detail().starts_with("The actor died because its node has died"), "{failure}");
+    }
+
+    /// What Ray 2.46 reported for an actor on a killed node (recorded here).
+    const OWNER_NODE_CRASHED: &str = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n\
+        \tclass_name: Trainer\n\tip: 192.0.2.2\n\
+        The actor is dead because its owner has died. Owner Id: 04000000ffffffffffffffffffffffffffffffffffffffffffffffff \
+        Owner Ip address: 192.0.2.2 Owner worker exit type: SYSTEM_ERROR Worker exit detail: Owner's node has crashed.";
+
+    #[test]
+    fn an_actor_whose_owners_node_crashed_is_infrastructure() {
+        let failure = classify("Job entrypoint command failed with exit code 1", OWNER_NODE_CRASHED);
+        assert!(
+            matches!(&failure, Failure::NodeLost(line) if line.starts_with("The actor is dead because its owner has died")),
+            "{failure:?}"
+        );
     }
 
     #[test]
