@@ -67,8 +67,9 @@ fn torch_path() -> Option<tempfile::TempDir> {
 fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Trial> {
     type Case = fn(&Cluster) -> Result<(), Failed>;
     // In this order: the recovery trials first, since a stopped check's collective may hold the
-    // second node's CPUs until its rendezvous times out; the last trial takes the node away.
-    let cases: [(&str, Case); 8] = [
+    // second node's CPUs until its rendezvous times out; the last two take the node away and
+    // restart the whole cluster.
+    let cases: [(&str, Case); 9] = [
         ("an_application_error_is_not_restarted", application_error),
         ("max_restarts_0_fails_on_a_lost_node_as_before", no_restarts),
         ("a_preempted_node_is_waited_for_and_the_job_resumes", preempted),
@@ -77,6 +78,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("ranks_on_tcp_sockets_fail_an_rdma_deployment", sockets_fail_rdma),
         ("a_check_past_its_time_is_stopped", past_its_time),
         ("a_lost_node_fails_the_check", lost_node),
+        ("a_restarted_head_is_waited_for_and_the_job_resubmitted", head_restarted),
     ];
     let cluster: Arc<Slot> = Arc::default();
     let count = cases.len();
@@ -110,7 +112,11 @@ type Slot = Mutex<Option<Result<Arc<Cluster>, String>>>;
 struct Cluster {
     // Dropped in order: the second node, then the head.
     node: Mutex<Option<Node>>,
-    head: Head,
+    /// `None` only while it restarts.
+    head: Mutex<Option<Head>>,
+    version: &'static str,
+    /// The head's dashboard: the same after a restart (the head's ports are fixed).
+    address: String,
     bin: PathBuf,
     env: [(&'static str, String); 1],
 }
@@ -118,11 +124,18 @@ struct Cluster {
 impl Cluster {
     fn start(version: &'static str, bin: &Path, torch: &Path) -> Result<Cluster, String> {
         let env = [("PYTHONPATH", torch.display().to_string())];
-        let head = Head::start_with(version, bin, &RAY_VERSIONS, &env)?;
-        // The dashboard's job manager attaches to a raylet by IP at its first job, and both
-        // nodes here share this machine's: attach it to the head's before the second node
-        // exists, as on a cluster where the head has an IP of its own. (Attached to the second
-        // node, Ray 2.46 fails every later job once that node is gone.)
+        let head = Cluster::start_head(version, bin, &env)?;
+        let address = head.address.clone();
+        let cluster = Cluster { node: Mutex::new(None), head: Mutex::new(Some(head)), version, address, bin: bin.to_owned(), env };
+        cluster.join()?;
+        Ok(cluster)
+    }
+
+    fn start_head(version: &'static str, bin: &Path, env: &[(&str, String)]) -> Result<Head, String> {
+        let head = Head::start_with(version, bin, &RAY_VERSIONS, env)?;
+        // The dashboard's job manager attaches to a raylet by IP at its first job: attach it
+        // to the head's before the second node exists. (Attached to the second node, Ray 2.46
+        // fails every later job once that node is gone.)
         let first = Command::new("timeout")
             .args(["120", &bin.join("ray").display().to_string(), "job", "submit", "--address", &head.address, "--", "true"])
             .output()
@@ -130,14 +143,13 @@ impl Cluster {
         if !first.status.success() {
             return Err(format!("a first job did not run on ray {version}: {}", String::from_utf8_lossy(&first.stderr)));
         }
-        let cluster = Cluster { node: Mutex::new(None), head, bin: bin.to_owned(), env };
-        cluster.join()?;
-        Ok(cluster)
+        Ok(head)
     }
 
     /// Starts the second node (again), with the resource the trainer actor needs.
     fn join(&self) -> Result<(), String> {
-        let node = Node::join(&self.head, &self.bin, &self.env, &[r#"--resources={"trainer": 1}"#.to_owned()], 2)?;
+        let head = self.head.lock().unwrap();
+        let node = Node::join(head.as_ref().ok_or("no head")?, &self.bin, &self.env, &[r#"--resources={"trainer": 1}"#.to_owned()], 2)?;
         *self.node.lock().unwrap() = Some(node);
         Ok(())
     }
@@ -147,13 +159,31 @@ impl Cluster {
         if let Some(node) = self.node.lock().unwrap().take() {
             node.stop();
         }
-        self.head.wait_for_nodes(1, Duration::from_secs(120))
+        self.head.lock().unwrap().as_ref().ok_or("no head")?.wait_for_nodes(1, Duration::from_secs(120))
+    }
+
+    /// Kills every Ray process, head included, and starts them again on the same ports: the
+    /// new head knows no job and no package.
+    fn restart(&self) -> Result<(), String> {
+        if let Some(node) = self.node.lock().unwrap().take() {
+            node.stop();
+        }
+        let mut head = self.head.lock().unwrap();
+        // The old head stops, freeing its ports, before the new one starts.
+        drop(head.take());
+        let restarted = Cluster::start_head(self.version, &self.bin, &self.env)?;
+        if restarted.address != self.address {
+            return Err(format!("the restarted head listens at {}, not {}", restarted.address, self.address));
+        }
+        *head = Some(restarted);
+        drop(head);
+        self.join()
     }
 }
 
 /// `gke-rl fabric-check` against the cluster with `config`.
 fn fabric_check(cluster: &Cluster, config: &str, extra: &[&str]) -> Output {
-    gke_rl(config, &[&["fabric-check", "--address", &cluster.head.address, "--sizes", "64K,1M"], extra].concat())
+    gke_rl(config, &[&["fabric-check", "--address", &cluster.address, "--sizes", "64K,1M"], extra].concat())
 }
 
 /// The gke-rl binary in a folder holding `config` as gke-rl.yaml.
@@ -212,7 +242,7 @@ fn past_its_time(cluster: &Cluster) -> Result<(), Failed> {
     let id = message.split_whitespace().find(|w| w.starts_with("gke-rl-fabric-check-")).ok_or("no job id")?.to_owned();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let status = gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.head.address]);
+        let status = gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.address]);
         if stdout(&status).contains("STOPPED") {
             return Ok(());
         }
@@ -286,7 +316,7 @@ impl Training {
         std::fs::write(scratch.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
-            .args(["submit", "--address", &cluster.head.address])
+            .args(["submit", "--address", &cluster.address])
             .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
             .env_remove("RAY_ADDRESS")
             .env("KUBECONFIG", scratch.path().join("no-kubeconfig"));
@@ -375,7 +405,7 @@ fn no_restarts(cluster: &Cluster) -> Result<(), Failed> {
 /// RayCluster's pods (as the fake reports them) and then for Ray's nodes.
 fn preempted(cluster: &Cluster) -> Result<(), Failed> {
     let cloud = common::Cloud::new(Pods::ReadyAfter(0));
-    cloud.api.forward_head_to(cluster.head.address.trim_start_matches("http://").parse()?);
+    cloud.api.forward_head_to(cluster.address.trim_start_matches("http://").parse()?);
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
     check(deploy.status.success(), "deploy", &deploy)?;
     let submit = cloud.command(&["submit"]);
@@ -437,7 +467,7 @@ fn preempted(cluster: &Cluster) -> Result<(), Failed> {
     eprintln!(
         "{}: node killed at {:.1}s; the failure seen {:.1}s later; the node back (restarted by the test) {:.1}s after that; \
          resubmitted {:.1}s after it was back; done after {:.1}s in all; steps redone: {redone}",
-        cluster.head.version,
+        cluster.version,
         killed.as_secs_f64(),
         (noticed - killed).as_secs_f64(),
         (rejoin - noticed).as_secs_f64(),
@@ -455,4 +485,33 @@ fn never_returns(cluster: &Cluster) -> Result<(), Failed> {
     cluster.join()?;
     check(out.status.code() == Some(2), "no node, no resubmission: an error", &out)?;
     check(stderr(&out).contains("the cluster had 1 of its 2 nodes after 5s, so it was not resubmitted"), "a clear timeout", &out)
+}
+
+/// The head restarts mid-run (a repaired node, an upgrade): Ray forgets the job and the
+/// package. submit waits for the cluster, uploads the package again and resubmits.
+fn head_restarted(cluster: &Cluster) -> Result<(), Failed> {
+    cluster.join()?;
+    let training = Training::start(cluster, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
+    training.wait_until("a first checkpoint", |t| t.markers() >= 1)?;
+    let restarted_at = training.started.elapsed();
+    cluster.restart()?;
+    let back = training.started.elapsed();
+    let resubmitted = training.wait_until("the resubmission", |t| t.stderr().contains("-r1 submitted"))?;
+    let started = training.started;
+    let out = training.finish()?;
+    let (said, log) = (stderr(&out), stdout(&out));
+    check(out.status.code() == Some(0), "the resubmitted job succeeds", &out)?;
+    check(said.contains("failed: the job's driver was lost (the Ray head restarted or went away"), "the cause", &out)?;
+    let after_restart = &said[said.find("restart 1 of 2").ok_or("no restart")?..];
+    check(after_restart.contains("uploading gcs://_ray_pkg_"), "the package, gone with the old head, is uploaded again", &out)?;
+    check(log.contains("resuming after step") && log.contains("trained step 8"), "it resumed from its newest marker", &out)?;
+    eprintln!(
+        "{}: head restarted at {:.1}s, back (restarted by the test) {:.1}s later; resubmitted {:.1}s after that; done after {:.1}s",
+        cluster.version,
+        restarted_at.as_secs_f64(),
+        (back - restarted_at).as_secs_f64(),
+        (resubmitted.saturating_sub(back)).as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+    );
+    Ok(())
 }

@@ -149,7 +149,7 @@ pub enum Error {
     Ray(#[from] gke_rl_ray::Error),
     /// A job the infrastructure failed could not be resubmitted: the cluster did not become
     /// whole again in time.
-    #[error("job {id} lost a Ray node; the cluster had {alive} of its {wanted} nodes after {}s, so it was not resubmitted", .after.as_secs())]
+    #[error("job {id} lost part of its cluster; the cluster had {alive} of its {wanted} nodes after {}s, so it was not resubmitted", .after.as_secs())]
     ClusterNotWhole {
         /// The failed job.
         id: String,
@@ -161,7 +161,7 @@ pub enum Error {
         after: std::time::Duration,
     },
     /// The RayCluster's pods were not all Ready again in time after a job lost a node.
-    #[error("job {id} lost a Ray node and the RayCluster's pods did not come back, so it was not resubmitted")]
+    #[error("job {id} lost part of its cluster and the RayCluster's pods did not come back, so it was not resubmitted")]
     PodsNotBack {
         /// The failed job.
         id: String,

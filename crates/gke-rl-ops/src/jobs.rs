@@ -11,7 +11,7 @@ use gke_rl::recovery::Failure;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
-use gke_rl_ray::{Client, FollowOptions, JobDetails, JobStatus, SubmitRequest};
+use gke_rl_ray::{Client, Error as RayError, FollowOptions, JobDetails, JobStatus, SubmitRequest};
 
 use crate::events::{Event, Progress};
 use crate::{Env, Error};
@@ -112,6 +112,8 @@ pub struct Submitted {
     server: gke_rl_ray::Version,
     /// Ray nodes alive when it was submitted: what "whole again" means before a restart.
     nodes: Option<usize>,
+    /// Its package, uploaded again should a restarted head have lost it.
+    package: Option<Hashed>,
 }
 
 /// [`submit`], keeping the request (its package uploaded) and the cluster's size for restarts.
@@ -119,23 +121,28 @@ pub async fn submit_recoverable(client: &Client, prepared: Prepared, progress: &
     let server = client.version().await?;
     progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
     let mut request = prepared.request;
-    if let Some(hashed) = prepared.package {
-        let uri = hashed.uri.clone();
-        let files = hashed.file_count();
-        if client.package_exists(&uri).await? {
-            progress.event(Event::PackageReused { uri: &uri, files });
-        } else {
-            let package = hashed.zip()?;
-            progress.event(Event::Uploading { uri: &uri, files, bytes: package.zip.len() as u64 });
-            client.upload_package(&uri, package.zip).await?;
-        }
-        request.runtime_env.get_or_insert_with(serde_json::Map::new).insert("working_dir".into(), uri.into());
+    if let Some(hashed) = &prepared.package {
+        upload_unless_present(client, hashed, progress).await?;
+        request.runtime_env.get_or_insert_with(serde_json::Map::new).insert("working_dir".into(), hashed.uri.clone().into());
     }
     let id = client.submit(&request, &server).await?;
     progress.event(Event::Submitted { id: &id });
     // Only restarts need it; a dashboard without the state API just cannot restart.
     let nodes = client.alive_nodes().await.ok();
-    Ok(Submitted { id, request, server, nodes })
+    Ok(Submitted { id, request, server, nodes, package: prepared.package })
+}
+
+/// Uploads the package unless the cluster has it.
+async fn upload_unless_present(client: &Client, hashed: &Hashed, progress: &dyn Progress) -> Result<(), Error> {
+    let files = hashed.file_count();
+    if client.package_exists(&hashed.uri).await? {
+        progress.event(Event::PackageReused { uri: &hashed.uri, files });
+    } else {
+        let package = hashed.zip()?;
+        progress.event(Event::Uploading { uri: &hashed.uri, files, bytes: package.zip.len() as u64 });
+        client.upload_package(&hashed.uri, package.zip).await?;
+    }
+    Ok(())
 }
 
 /// How [`follow_recovering`] recovers a job the infrastructure failed.
@@ -206,25 +213,38 @@ pub async fn follow_recovering(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Recovered, Error> {
-    let Submitted { id: first, mut request, server, nodes } = submitted;
+    let Submitted { id: first, mut request, server, nodes, package } = submitted;
     let mut id = first.clone();
     let mut restarts = Vec::new();
     loop {
         let run_started = env.clock.now();
-        let followed = follow(client, &id, env, progress).await?;
-        let Followed::Finished { job, checkpoints } = &followed else { return Ok(Recovered { followed, restarts }) };
-        if job.status != JobStatus::Failed {
-            return Ok(Recovered { followed, restarts });
-        }
+        let mut checkpoints = CheckpointLog::default();
+        // A job that failed, or a head that went away with the job (Ray forgets its jobs
+        // when its head restarts).
+        let (ended, failure) = match follow_logging(client, &id, env, progress, &mut checkpoints).await {
+            Ok(None) => return Ok(Recovered { followed: Followed::Detached, restarts }),
+            Ok(Some(job)) if job.status != JobStatus::Failed => {
+                return Ok(Recovered { followed: Followed::Finished { job: Box::new(job), checkpoints }, restarts });
+            }
+            Ok(Some(job)) => {
+                let log = client.logs(&id).await.unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+                let failure = gke_rl::recovery::classify(job.message.as_deref().unwrap_or_default(), &tail.join("\n"));
+                (Ok(job), failure)
+            }
+            Err(Error::Ray(lost @ (RayError::JobNotFound { .. } | RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
+                let failure = Failure::DriverLost(format!("the Ray head restarted or went away: {lost}"));
+                (Err(Error::Ray(lost)), failure)
+            }
+            Err(e) => return Err(e),
+        };
         let failed_at = env.clock.now();
-        let log = client.logs(&id).await.unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
-        let failure = gke_rl::recovery::classify(job.message.as_deref().unwrap_or_default(), &tail.join("\n"));
         let attempt = restarts.len() as u32 + 1;
         let left = recovery.max_restarts.saturating_sub(restarts.len() as u32);
         let (true, true, Some(wanted)) = (failure.is_infrastructure(), left > 0, nodes) else {
             progress.event(Event::NotRestarted { id: &id, failure: &failure, left });
-            return Ok(Recovered { followed, restarts });
+            let job = ended?;
+            return Ok(Recovered { followed: Followed::Finished { job: Box::new(job), checkpoints }, restarts });
         };
         progress.event(Event::Restarting { id: &id, attempt, max: recovery.max_restarts, failure: &failure });
         let deadline = failed_at + recovery.wait;
@@ -243,6 +263,10 @@ pub async fn follow_recovering(
             wanted,
             after: recovery.wait,
         })?;
+        if let Some(package) = &package {
+            // A restarted head lost the packages uploaded to it.
+            upload_unless_present(client, package, progress).await?;
+        }
         let next = gke_rl::recovery::restart_id(&first, attempt);
         request.submission_id = Some(next.clone());
         let submitted = client.submit(&request, &server).await?;
@@ -426,10 +450,25 @@ pub enum Followed {
 
 /// Streams the job's log and state changes until it ends; the interrupt detaches.
 pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
+    let mut checkpoints = CheckpointLog::default();
+    Ok(match follow_logging(client, id, env, progress, &mut checkpoints).await? {
+        Some(job) => Followed::Finished { job: Box::new(job), checkpoints },
+        None => Followed::Detached,
+    })
+}
+
+/// [`follow`], reading the log into `checkpoints`, which outlive a head that goes away
+/// mid-job; the job's final details, or `None` when detached.
+async fn follow_logging(
+    client: &Client,
+    id: &str,
+    env: &Env,
+    progress: &dyn Progress,
+    checkpoints: &mut CheckpointLog,
+) -> Result<Option<JobDetails>, Error> {
     // Armed before anything else, so no interrupt from here on ends the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let started = env.clock.now();
-    let mut checkpoints = CheckpointLog::default();
     let mut complete = 0;
     let options = FollowOptions::default();
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
@@ -460,11 +499,11 @@ pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progres
                         last_status = Some(job.status);
                     }
                 }
-                () = interrupt.wait() => return Ok(Followed::Detached),
+                () = interrupt.wait() => return Ok(None),
             }
         }
     };
-    Ok(Followed::Finished { job: Box::new(job), checkpoints })
+    Ok(Some(job))
 }
 
 /// The newest submission of the chain of restarts of the id given, else the most recently

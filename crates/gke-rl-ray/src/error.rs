@@ -31,6 +31,8 @@ pub enum Error {
     AnswerTooLarge { what: String, limit: usize },
     #[error("header `{name}`: {reason}")]
     Header { name: String, reason: &'static str },
+    #[error("the working dir changed after it was hashed as {uri}: submit again")]
+    PackageChanged { uri: String },
     #[error("job {id} does not exist")]
     JobNotFound { id: String },
     #[error("a job with submission id {id} already exists: choose another submission id")]

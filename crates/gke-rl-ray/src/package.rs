@@ -273,14 +273,22 @@ impl Hashed {
         }
     }
 
-    /// The stored zip: files and empty directories, with their modes.
-    pub fn zip(self) -> Result<Package, Error> {
+    /// The stored zip: files and empty directories, with their modes, read again. Refused
+    /// when they no longer hash to the URI: they changed since they were hashed (and checked
+    /// for secrets), and the zip would not be the package the URI names.
+    pub fn zip(&self) -> Result<Package, Error> {
         let file_count = self.file_count();
-        let zip = match self.contents {
-            Contents::Entries(entries) => write_zip(&entries, |_, _| Ok([0; 8]))?.0,
-            Contents::Zip { bytes, .. } => bytes,
+        let zip = match &self.contents {
+            Contents::Entries(entries) => {
+                let (zip, digests) = write_zip(entries, |path, bytes| digest(path, bytes, &[]))?;
+                if uri(&digests) != self.uri {
+                    return Err(Error::PackageChanged { uri: self.uri.clone() });
+                }
+                zip
+            }
+            Contents::Zip { bytes, .. } => bytes.clone(),
         };
-        Ok(Package { uri: self.uri, zip, file_count })
+        Ok(Package { uri: self.uri.clone(), zip, file_count })
     }
 }
 
@@ -619,6 +627,22 @@ mod tests {
         let package = Plan::for_files(vec![("run.sh".into(), b"echo hi\n".to_vec(), true)]).build(&[]).unwrap();
         assert!(package.uri.starts_with("gcs://_ray_pkg_") && package.uri.len() == "gcs://_ray_pkg_.zip".len() + 16);
         assert_eq!(package.file_count, 1);
+    }
+
+    #[test]
+    fn a_folder_that_changed_after_hashing_is_not_zipped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("train.py"), "print('step')\n").unwrap();
+        let hashed = Plan::for_dir(dir.path(), &Options::default()).unwrap().hash(&[]).unwrap();
+        let built = Plan::for_dir(dir.path(), &Options::default()).unwrap().build(&[]).unwrap();
+        assert_eq!((hashed.zip().unwrap().uri, hashed.zip().unwrap().zip), (built.uri.clone(), built.zip), "zipped twice, the same");
+        // Hours later, before a restart's upload: the folder is not what was hashed (and
+        // scanned for secrets), at the same size or another.
+        std::fs::write(dir.path().join("train.py"), "print('STEP')\n").unwrap();
+        let changed = hashed.zip();
+        assert!(matches!(&changed, Err(Error::PackageChanged { uri }) if *uri == built.uri), "{changed:?}");
+        std::fs::write(dir.path().join("train.py"), "print('hf_0123456789abcdef0123456789')\n").unwrap();
+        assert!(matches!(hashed.zip(), Err(Error::Changed { .. })));
     }
 
     #[test]
