@@ -328,11 +328,16 @@ impl Training {
     /// `command` (gke-rl submit and how it reaches the cluster) in `dir`, with the script.
     fn spawn(mut command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
         std::fs::write(dir.join("train.py"), TRAIN).expect("script");
+        // A package of its own for every run: both nodes share this machine's session folder,
+        // and an unpacked copy an earlier run left there may have been replaced or removed by
+        // the other node (a second machine has its own).
+        let nonce = format!("{:?} {:?}\n", dir, std::time::SystemTime::now());
+        std::fs::write(dir.join("run.txt"), nonce).expect("run file");
         let markers = dir.join("markers").display().to_string();
         let file = |name: &str| std::fs::File::create(dir.join(name)).expect("output file");
         let child = command
             .current_dir(dir)
-            .args(["--include", "train.py"])
+            .args(["--include", "train.py", "--include", "run.txt"])
             .args(extra)
             .args(["--", "python", "train.py", &markers, &steps.to_string()])
             .args(fail_at.map(|n| n.to_string()))
