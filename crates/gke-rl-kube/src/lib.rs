@@ -95,8 +95,8 @@ impl Error {
 /// Whether KubeRay saw every pod of the RayCluster Ready once: its `RayClusterProvisioned`
 /// condition (KubeRay 1.2 and later), which stays True when pods are lost later.
 fn was_provisioned(cluster: &DynamicObject) -> bool {
-    let conditions = cluster.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
-    conditions.iter().any(|c| c["type"] == "RayClusterProvisioned" && c["status"] == "True")
+    let conditions = cluster.data["status"]["conditions"].as_array().into_iter().flatten();
+    conditions.into_iter().any(|c| c["type"] == "RayClusterProvisioned" && c["status"] == "True")
 }
 
 fn problems(readiness: &Readiness) -> String {

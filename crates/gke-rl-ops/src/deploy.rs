@@ -166,8 +166,8 @@ pub async fn deploy(
                 state.redo_from(Step::Secret);
             }
             Ok(Health::Ready(ready, wanted)) => return Ok(Deployed::AlreadyReady { ready, wanted }),
-            Ok(Health::Waiting(ready, wanted, pods)) => {
-                progress.event(Event::PodsNotAllReady { name, ready, wanted, state: pods });
+            Ok(Health::Waiting(ready, wanted, cluster_state)) => {
+                progress.event(Event::PodsNotAllReady { name, ready, wanted, state: cluster_state });
                 state.redo_from(Step::Ready);
             }
         }

@@ -249,8 +249,7 @@ pub async fn follow_recovering(
         progress.event(Event::Restarting { id: &id, attempt, max: recovery.max_restarts, failure: &failure });
         let deadline = failed_at + recovery.wait;
         if let Some(pods) = &recovery.pods {
-            let wait =
-                gke_rl_kube::Wait { timeout: recovery.wait, poll: env.poll.max(Duration::from_millis(100)).min(Duration::from_secs(5)) };
+            let wait = gke_rl_kube::Wait { timeout: recovery.wait, poll: restart_poll(env) };
             pods.clusters
                 .wait_ready(&pods.name, pods.workers, wait, crate::deploy::pod_reporter(progress))
                 .await
@@ -277,6 +276,12 @@ pub async fn follow_recovering(
     }
 }
 
+/// How often a restart looks at the pods and the nodes it waits for: the environment's poll,
+/// within 0.1 to 5 s.
+fn restart_poll(env: &Env) -> Duration {
+    env.poll.clamp(Duration::from_millis(100), Duration::from_secs(5))
+}
+
 /// Waits until Ray counts `wanted` alive nodes; the last count seen when `within` passes.
 async fn wait_for_nodes(client: &Client, wanted: usize, within: Duration, env: &Env, progress: &dyn Progress) -> Result<(), usize> {
     let deadline = env.clock.now() + within;
@@ -293,7 +298,7 @@ async fn wait_for_nodes(client: &Client, wanted: usize, within: Duration, env: &
         if env.clock.now() >= deadline {
             return Err(alive);
         }
-        tokio::time::sleep(env.poll.max(Duration::from_millis(100)).min(Duration::from_secs(5))).await;
+        tokio::time::sleep(restart_poll(env)).await;
     }
 }
 
