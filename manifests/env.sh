@@ -23,8 +23,10 @@ export GPUS_PER_NODE=8
 export MACHINE_TYPE=a4-highgpu-8g
 # GKE accelerator label of the GPU nodes
 export ACCELERATOR_TYPE=nvidia-b200
-# empty: Spot VMs; a name: on-demand VMs from that reservation
+# the reservation the nodes come from; empty: none
 export RESERVATION=''
+# spot, reservation (RESERVATION), flex-start or on-demand: how the GPU nodes are obtained
+export PROVISIONING=spot
 
 # --- Managed Lustre ---
 # Managed Lustre instance id

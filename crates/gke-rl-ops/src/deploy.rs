@@ -495,6 +495,10 @@ fn no_capacity(d: &Deployment, project_id: &str) -> (String, gke_rl::lifecycle::
     let cause = match &d.topology.provisioning {
         Provisioning::Spot => format!("Spot capacity for {} in {} is likely exhausted (a stock-out)", d.topology.machine_type, p.zone),
         Provisioning::Reservation(name) => format!("reservation {name} may have no free {} capacity", d.topology.machine_type),
+        Provisioning::FlexStart => {
+            format!("flex-start has not obtained {} × {} in {} yet", d.topology.node_count, d.topology.machine_type, p.zone)
+        }
+        Provisioning::OnDemand => format!("on-demand capacity or quota for {} in {} may be short", d.topology.machine_type, p.zone),
     };
     (cause, lifecycle::describe_node_pool(d, project_id))
 }

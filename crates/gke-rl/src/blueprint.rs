@@ -61,6 +61,20 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
             edits.push(spot(&lines, pool)?);
             edits.push(drop_var_with_comments(&root, &lines, "reservation"));
         }
+        Provisioning::OnDemand => {
+            edits.push(drop_block(&lines, pool, "reservation_affinity"));
+            edits.push(drop_var_with_comments(&root, &lines, "reservation"));
+        }
+        Provisioning::FlexStart => {
+            // The module's preconditions: flex-start takes NO_RESERVATION (the default once the
+            // affinity is gone), `auto_repair: false`, and no static_node_count: the pool
+            // autoscales from zero up to the node count, as the Ray pods ask.
+            edits.push(drop_block(&lines, pool, "reservation_affinity"));
+            edits.push(drop_var_with_comments(&root, &lines, "reservation"));
+            edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "enable_flex_start", "true")?);
+            edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "auto_repair", "false")?);
+            edits.push(autoscale_from_zero(&lines, pool)?);
+        }
         Provisioning::Reservation(_) if pool.get(&["settings", "reservation_affinity"]).is_none() => {
             return Err(shape_error(
                 pool.line as usize - 1,
@@ -279,24 +293,56 @@ fn set_setting(module: Option<&Node>, what: &str, key: &str, value: &str) -> Res
     Ok(Some(Edit { start, end, replacement: vec![format!("{}{key}: {value}", " ".repeat(indent))] }))
 }
 
+/// The lines of the setting `key` of a module (its key line and everything indented under it,
+/// trailing blank lines excluded) and its indentation; `None` when the module has no such setting.
+fn block(lines: &[String], module: &Node, key: &str) -> Option<(usize, usize, usize)> {
+    let node = module.get(&["settings", key])?;
+    let (key_line, key_column) = node.key_at.map_or((node.line, 1), |at| at);
+    let start = key_line as usize - 1;
+    let indent = key_column as usize - 1;
+    let end = start + 1 + lines[start + 1..].iter().take_while(|l| l.trim().is_empty() || indent_of(l) > indent).count();
+    let end = (start + 1..end).rev().find(|&i| !lines[i].trim().is_empty()).map_or(start + 1, |i| i + 1);
+    Some((start, end, indent))
+}
+
+/// Removes the setting `key` of a module, with what is under it.
+fn drop_block(lines: &[String], module: &Node, key: &str) -> Option<Edit> {
+    block(lines, module, key).map(|(start, end, _)| Edit { start, end, replacement: Vec::new() })
+}
+
+/// `static_node_count: X` becomes `autoscaling_total_min_nodes: 0` and
+/// `autoscaling_total_max_nodes: X`: the module allows one or the other.
+fn autoscale_from_zero(lines: &[String], pool: &Node) -> Result<Option<Edit>, Diagnostic> {
+    let Some((start, end, indent)) = block(lines, pool, "static_node_count") else {
+        return if pool.get(&["settings", "autoscaling_total_max_nodes"]).is_some() {
+            Ok(None)
+        } else {
+            Err(shape_error(
+                pool.line as usize - 1,
+                "the node pool has neither `static_node_count` nor `autoscaling_total_max_nodes`",
+                UPSTREAM_HELP,
+            ))
+        };
+    };
+    let count = pool.get(&["settings", "static_node_count"]).and_then(Node::text).unwrap_or("$(vars.static_node_count)");
+    let pad = " ".repeat(indent);
+    let replacement = vec![format!("{pad}autoscaling_total_min_nodes: 0"), format!("{pad}autoscaling_total_max_nodes: {count}")];
+    Ok(Some(Edit { start, end, replacement }))
+}
+
 /// Spot VMs cannot consume a reservation: replace the node pool's `reservation_affinity`
 /// with compact placement and `spot: true`, as upstream's own Spot test does.
 fn spot(lines: &[String], pool: &Node) -> Result<Option<Edit>, Diagnostic> {
     let settings =
         pool.get(&["settings"]).ok_or_else(|| shape_error(pool.line as usize - 1, "the node pool has no settings", UPSTREAM_HELP))?;
     let spot_set = settings.get(&["spot"]).and_then(Node::text) == Some("true");
-    let Some(affinity) = settings.get(&["reservation_affinity"]) else {
+    let Some((start, end, indent)) = block(lines, pool, "reservation_affinity") else {
         return if spot_set {
             Ok(None)
         } else {
             Err(shape_error(settings.line as usize - 1, "the node pool has neither `reservation_affinity` nor `spot: true`", UPSTREAM_HELP))
         };
     };
-    let (key_line, key_column) = affinity.key_at.map_or((affinity.line, 1), |at| at);
-    let start = key_line as usize - 1;
-    let indent = key_column as usize - 1;
-    let end = start + 1 + lines[start + 1..].iter().take_while(|l| l.trim().is_empty() || indent_of(l) > indent).count();
-    let end = (start + 1..end).rev().find(|&i| !lines[i].trim().is_empty()).map_or(start + 1, |i| i + 1);
     let pad = " ".repeat(indent);
     let mut replacement = Vec::new();
     if settings.get(&["placement_policy"]).is_none() {

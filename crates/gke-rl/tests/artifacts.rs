@@ -95,10 +95,11 @@ fn env_sh_passes_bash_n_and_sources_to_exactly_the_configured_values() {
         expect("NUM_NODES", d.topology.node_count.to_string());
         expect("GPUS_PER_NODE", d.topology.gpus_per_node.to_string());
         let reservation = match &d.topology.provisioning {
-            Provisioning::Spot => String::new(),
             Provisioning::Reservation(name) => name.to_string(),
+            _ => String::new(),
         };
         expect("RESERVATION", reservation);
+        expect("PROVISIONING", d.topology.provisioning.mode().to_owned());
         expect("LUSTRE_CAPACITY", d.lustre.capacity_gib.to_string());
         expect("LUSTRE_THROUGHPUT", d.lustre.throughput_mbps_per_tib.to_string());
         expect("RAY_IMAGE", d.ray.image.to_string());

@@ -17,6 +17,10 @@ fn reservation() -> Deployment {
     gke_rl::config::from_yaml("topology:\n  provisioning:\n    reservation: a4-res\n").unwrap()
 }
 
+fn mode(mode: &str) -> Deployment {
+    gke_rl::config::from_yaml(&format!("topology:\n  provisioning: {mode}\n")).unwrap()
+}
+
 fn module<'n>(root: &'n Node, id: &str) -> &'n Node {
     let groups = root.get(&["deployment_groups"]).unwrap().items();
     groups
@@ -123,7 +127,7 @@ fn patching_is_idempotent() {
 #[test]
 fn the_patch_applies_to_the_original_and_reproduces_the_output() {
     let original = upstream_blueprint();
-    for deployment in [Deployment::default(), reservation()] {
+    for deployment in [Deployment::default(), reservation(), mode("flex-start"), mode("on-demand")] {
         let patched = patch(&original, &deployment).unwrap();
         let diff = unified_diff(&original, &patched, "gke-a4.yaml");
         let dir = tempfile::tempdir().unwrap();
@@ -141,12 +145,38 @@ fn diffs_for_spot_and_reservation() {
     let original = upstream_blueprint();
     insta::assert_snapshot!("spot", unified_diff(&original, &patch(&original, &Deployment::default()).unwrap(), "gke-a4.yaml"));
     insta::assert_snapshot!("reservation", unified_diff(&original, &patch(&original, &reservation()).unwrap(), "gke-a4.yaml"));
+    insta::assert_snapshot!("flex_start", unified_diff(&original, &patch(&original, &mode("flex-start")).unwrap(), "gke-a4.yaml"));
+    insta::assert_snapshot!("on_demand", unified_diff(&original, &patch(&original, &mode("on-demand")).unwrap(), "gke-a4.yaml"));
+}
+
+/// Each mode's node pool as gke-node-pool's preconditions want it (main.tf): flex-start and
+/// Spot with NO_RESERVATION (the default once the affinity is gone), flex-start without
+/// auto-repair or a static node count.
+#[test]
+fn every_provisioning_mode_meets_the_node_pools_preconditions() {
+    let original = upstream_blueprint();
+    for (deployment, spot, flex) in
+        [(Deployment::default(), true, false), (mode("flex-start"), false, true), (mode("on-demand"), false, false)]
+    {
+        let patched = patch(&original, &deployment).unwrap();
+        assert_eq!(patch(&patched, &deployment).unwrap(), patched, "idempotent");
+        let root = Node::parse(&patched).unwrap();
+        let pool = module(&root, "a4-pool");
+        let setting = |key: &str| pool.get(&["settings", key]).and_then(Node::text);
+        assert!(pool.get(&["settings", "reservation_affinity"]).is_none() && root.get(&["vars", "reservation"]).is_none());
+        assert_eq!((setting("spot") == Some("true"), setting("enable_flex_start") == Some("true")), (spot, flex));
+        if flex {
+            assert_eq!((setting("auto_repair"), setting("static_node_count")), (Some("false"), None));
+            assert_eq!(setting("autoscaling_total_min_nodes"), Some("0"));
+            assert_eq!(setting("autoscaling_total_max_nodes"), Some("$(vars.static_node_count)"));
+        }
+    }
 }
 
 #[test]
 fn the_patched_blueprint_passes_the_blueprint_rules() {
     let original = upstream_blueprint();
-    for deployment in [Deployment::default(), reservation()] {
+    for deployment in [Deployment::default(), reservation(), mode("flex-start"), mode("on-demand")] {
         let patched = patch(&original, &deployment).unwrap();
         let artifacts = render(&deployment);
         let mut files: Vec<gke_rl::validate::SourceFile<'_>> =

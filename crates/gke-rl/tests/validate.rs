@@ -234,6 +234,7 @@ const CASES: &[Case] = &[
     case("authorized-cidr-wide", "gke-a4-deployment.yaml", "  region: us-east1\n", "  region: us-east1\n  authorized_cidr: 0.0.0.0/0\n"),
     case("project-id-empty", "gke-a4-deployment.yaml", "vars:\n", "vars:\n  project_id: \"\"\n"),
     case("blueprint-spot-with-reservation", MINIMAL_BLUEPRINT, "", ""),
+    case("blueprint-flex-start-conflict", MINIMAL_BLUEPRINT, "", ""),
     case("blueprint-lustre-commented-out", MINIMAL_BLUEPRINT, "", ""),
     case("blueprint-ray-operator-missing", MINIMAL_BLUEPRINT, "", ""),
     case("blueprint-var-and-setting", MINIMAL_BLUEPRINT, "", ""),
@@ -296,6 +297,24 @@ fn the_head_must_fit_the_pool_it_runs_on() {
             "the head requests 64Gi memory; an n2-highmem-8 node can allocate about 58Gi"
         ]
     );
+}
+
+/// The flex-start rule says what gke-node-pool's own preconditions say, word for word, so the
+/// finding matches the terraform plan failure it saves the user from.
+#[test]
+fn flex_start_conflicts_quote_the_node_pools_preconditions() {
+    let main_tf = std::fs::read_to_string(upstream("cluster-toolkit/modules/compute/gke-node-pool/main.tf")).unwrap();
+    let blueprint = std::fs::read_to_string(project_root().join(MINIMAL_BLUEPRINT)).unwrap();
+    let findings = check(&Files::from([("gke-a4.yaml".to_owned(), blueprint)]));
+    let quoted: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.diagnostic.code == "blueprint-flex-start-conflict")
+        .map(|f| f.diagnostic.message.strip_prefix("flex-start node pool: ").unwrap())
+        .collect();
+    assert_eq!(quoted.len(), 2, "static_node_count and auto_repair: {findings:#?}");
+    for precondition in quoted {
+        assert!(main_tf.contains(precondition), "not in gke-node-pool's main.tf: {precondition}");
+    }
 }
 
 #[test]

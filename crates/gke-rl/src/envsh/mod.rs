@@ -27,8 +27,10 @@ enum Kind {
     OptionalNumber,
     /// Null is `${NAME:?…}`: known only where the artifacts are used.
     FromEnvironment,
-    /// Empty is Spot VMs, a name is a reservation.
-    Provisioning,
+    /// A reservation's name: empty leaves the mode to `PROVISIONING`.
+    Reservation,
+    /// `spot`, `reservation` (named by `RESERVATION`, set before), `flex-start`, `on-demand`.
+    Mode,
 }
 
 /// One line of env.sh.
@@ -68,11 +70,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("GPUS_PER_NODE", "/topology/gpus_per_node", Kind::Number, "GPUs per node"),
             var("MACHINE_TYPE", "/topology/machine_type", Kind::Text, "machine type of the GPU node pool"),
             var("ACCELERATOR_TYPE", "/topology/accelerator", Kind::Text, "GKE accelerator label of the GPU nodes"),
+            var("RESERVATION", "/topology/provisioning", Kind::Reservation, "the reservation the nodes come from; empty: none"),
             var(
-                "RESERVATION",
+                "PROVISIONING",
                 "/topology/provisioning",
-                Kind::Provisioning,
-                "empty: Spot VMs; a name: on-demand VMs from that reservation",
+                Kind::Mode,
+                "spot, reservation (RESERVATION), flex-start or on-demand: how the GPU nodes are obtained",
             ),
         ],
     ),
@@ -176,10 +179,11 @@ pub fn render(deployment: &Deployment) -> String {
 
 fn shell_value(var: &Var, value: &Value) -> String {
     match (var.kind, value) {
-        (Kind::Provisioning, Value::Object(reservation)) => {
+        (Kind::Reservation, Value::Object(reservation)) => {
             reservation.values().next().and_then(Value::as_str).map_or_else(String::new, quote::sh)
         }
-        (Kind::Provisioning, _) => "''".to_owned(),
+        (Kind::Reservation, _) => "''".to_owned(),
+        (Kind::Mode, Value::Object(_)) => "reservation".to_owned(),
         (_, Value::String(s)) => quote::sh(s),
         (_, Value::Number(n)) => n.to_string(),
         (_, Value::Bool(b)) => b.to_string(),
@@ -216,7 +220,11 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
         if var.field == "/ray/image" {
             image_at = assignment.value_at;
         }
-        let json = to_json(var, value, &assignment)?;
+        // An empty RESERVATION leaves the mode as it is (Spot, or what PROVISIONING says).
+        if var.kind == Kind::Reservation && value.as_deref() == Some("") {
+            continue;
+        }
+        let json = to_json(var, value, &assignment, &shell)?;
         let mut candidate = model.clone();
         *candidate.pointer_mut(var.field).expect("every table field exists in the model") = json;
         if let Err(e) = serde_json::from_value::<Deployment>(candidate.clone()) {
@@ -319,7 +327,12 @@ fn evaluate(assignment: &Assignment, shell: &BTreeMap<String, Option<String>>) -
     Ok(Some(value))
 }
 
-fn to_json(var: &Var, value: Option<String>, assignment: &Assignment) -> Result<Value, Diagnostic> {
+fn to_json(
+    var: &Var,
+    value: Option<String>,
+    assignment: &Assignment,
+    shell: &BTreeMap<String, Option<String>>,
+) -> Result<Value, Diagnostic> {
     let invalid = |expected: &str| {
         Diagnostic::error(
             "env-sh-invalid-value",
@@ -349,8 +362,18 @@ fn to_json(var: &Var, value: Option<String>, assignment: &Assignment) -> Result<
         Kind::OptionalNumber => Value::from(value.parse::<u64>().map_err(|_| invalid("a whole number or empty"))?),
         Kind::Flag => Value::Bool(value.parse::<bool>().map_err(|_| invalid("`true` or `false`"))?),
         Kind::OptionalText if value.is_empty() => Value::Null,
-        Kind::Provisioning if value.is_empty() => Value::from("spot"),
-        Kind::Provisioning => serde_json::json!({ "reservation": value }),
+        Kind::Reservation => serde_json::json!({ "reservation": value }),
+        Kind::Mode => {
+            let reservation = shell.get("RESERVATION").cloned().flatten().filter(|r| !r.is_empty());
+            match (value.as_str(), reservation) {
+                ("reservation", Some(name)) => serde_json::json!({ "reservation": name }),
+                ("reservation", None) => return Err(invalid("`reservation` only with RESERVATION set to its name on an earlier line")),
+                (_, Some(name)) => {
+                    return Err(invalid(&format!("`reservation` while RESERVATION names one ({name}); or empty RESERVATION")));
+                }
+                (mode, None) => Value::from(mode),
+            }
+        }
         Kind::Text | Kind::OptionalText | Kind::FromEnvironment => Value::from(value),
     })
 }
@@ -428,6 +451,20 @@ mod tests {
         let codes: Vec<_> = imported.warnings.iter().map(|w| (w.code, w.line)).collect();
         assert_eq!(codes, [("env-sh-ignored-variable", 5), ("env-sh-secret-ignored", 8), ("env-sh-ignored-variable", 12)]);
         assert!(!format!("{imported:?}").contains("hf_abcdef"), "the token must not reach the model");
+    }
+
+    #[test]
+    fn the_provisioning_mode_and_the_reservation_name_travel_together() {
+        let mode = |text: &str| import(text).map(|i| i.deployment.topology.provisioning);
+        assert_eq!(mode("export PROVISIONING=on-demand\n").unwrap(), crate::model::Provisioning::OnDemand);
+        assert_eq!(mode("export RESERVATION=''\nexport PROVISIONING=flex-start\n").unwrap(), crate::model::Provisioning::FlexStart);
+        let reserved = crate::model::Provisioning::Reservation(crate::model::Word::new("a4-res").unwrap());
+        assert_eq!(mode("export RESERVATION=a4-res\n").unwrap(), reserved, "the codelab's one variable");
+        assert_eq!(mode("export RESERVATION=a4-res\nexport PROVISIONING=reservation\n").unwrap(), reserved);
+        let error = mode("export RESERVATION=a4-res\nexport PROVISIONING=spot\n").unwrap_err();
+        assert_eq!((error.line, error.message.contains("while RESERVATION names one (a4-res)")), (2, true), "{error:?}");
+        assert!(mode("export PROVISIONING=reservation\n").unwrap_err().message.contains("only with RESERVATION set"));
+        assert!(mode("export PROVISIONING=preemptible\n").is_err());
     }
 
     #[test]

@@ -66,7 +66,8 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             p.cluster_name,
             match deployment.topology.provisioning {
                 Provisioning::Spot => " (Spot: capacity may be short)",
-                Provisioning::Reservation(_) => "",
+                Provisioning::FlexStart => " (flex-start: GKE obtains the nodes when capacity allows)",
+                Provisioning::Reservation(_) | Provisioning::OnDemand => "",
             }
         )],
     );
@@ -76,10 +77,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
 /// What a deployment bills for until it is destroyed, for people: the GPU nodes, the Ray
 /// head's own node, the Lustre instance.
 pub fn billable(d: &Deployment) -> Vec<String> {
-    let how = match &d.topology.provisioning {
-        Provisioning::Spot => "Spot".to_owned(),
-        Provisioning::Reservation(name) => format!("from reservation {name}"),
-    };
+    let how = d.topology.provisioning.describe();
     let mut out = vec![format!("{} × {} ({how})", d.topology.node_count, d.topology.machine_type)];
     if d.ray.head.node_pool == HeadNodePool::Dedicated {
         out.push(format!("1 × {} (on-demand, for the Ray head)", d.ray.head.machine_type));

@@ -103,6 +103,42 @@ pub enum Provisioning {
     Spot,
     /// On-demand VMs from this reservation (`name` or `name/reservationBlocks/block`).
     Reservation(Word),
+    /// Flex-start VMs (Dynamic Workload Scheduler): GKE obtains the nodes when the Ray pods
+    /// ask for them, all at once, and keeps them for a bounded time; the node pool autoscales
+    /// from zero.
+    #[serde(rename = "flex-start")]
+    FlexStart,
+    /// On-demand VMs without a reservation, while the zone has them.
+    #[serde(rename = "on-demand")]
+    OnDemand,
+}
+
+impl Provisioning {
+    /// The mode's word in the config and env.sh: `spot`, `reservation`, `flex-start`, `on-demand`.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Provisioning::Spot => "spot",
+            Provisioning::Reservation(_) => "reservation",
+            Provisioning::FlexStart => "flex-start",
+            Provisioning::OnDemand => "on-demand",
+        }
+    }
+
+    /// For people: "Spot", "from reservation R", "flex-start", "on-demand".
+    pub fn describe(&self) -> String {
+        match self {
+            Provisioning::Spot => "Spot".to_owned(),
+            Provisioning::Reservation(name) => format!("from reservation {name}"),
+            Provisioning::FlexStart => "flex-start".to_owned(),
+            Provisioning::OnDemand => "on-demand".to_owned(),
+        }
+    }
+
+    /// Whether nodes may be taken away under a running job: Spot preemption, and flex-start's
+    /// bounded run time.
+    pub fn loses_nodes(&self) -> bool {
+        matches!(self, Provisioning::Spot | Provisioning::FlexStart)
+    }
 }
 
 /// Who may reach the cluster's control plane.
@@ -301,17 +337,15 @@ pub enum FabricMode {
     Off,
 }
 
-/// Resubmissions of a job on Spot VMs when the config sets none: preemption is the normal case.
+/// Resubmissions of a job on nodes that may be taken away (Spot, flex-start) when the config
+/// sets none: losing a node is the normal case there.
 pub const SPOT_MAX_RESTARTS: u32 = 3;
 
 impl Deployment {
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
-    /// else [`SPOT_MAX_RESTARTS`] on Spot and none on a reservation.
+    /// else [`SPOT_MAX_RESTARTS`] where nodes may be taken away and none elsewhere.
     pub fn max_restarts(&self) -> u32 {
-        self.job.max_restarts.unwrap_or(match self.topology.provisioning {
-            Provisioning::Spot => SPOT_MAX_RESTARTS,
-            Provisioning::Reservation(_) => 0,
-        })
+        self.job.max_restarts.unwrap_or(if self.topology.provisioning.loses_nodes() { SPOT_MAX_RESTARTS } else { 0 })
     }
 
     /// The RDMA fabric the workers are wired to, if any: decided by `fabric.mode` and the

@@ -28,6 +28,10 @@ pub(super) fn deployment_file(d: &Deployment) -> String {
     let provisioning = match d.topology.provisioning {
         Provisioning::Spot => "Spot needs no var: the patched node pool sets `spot: true` itself (a var as well would be unused)",
         Provisioning::Reservation(_) => "On-demand nodes: the node pool consumes the reservation named below",
+        Provisioning::FlexStart => {
+            "Flex-start needs no var: the patched node pool sets `enable_flex_start: true` and autoscales up to static_node_count"
+        }
+        Provisioning::OnDemand => "On-demand nodes without a reservation: the patched node pool consumes none",
     };
     format!(
         "# Blueprint vars for the patched gke-a4 blueprint: `gcluster deploy <blueprint> -d gke-a4-deployment.yaml\n\

@@ -194,15 +194,59 @@ fn is_true(node: Option<&Node>) -> bool {
     node.and_then(Node::text).is_some_and(|t| t.eq_ignore_ascii_case("true"))
 }
 
+/// gke-node-pool's preconditions for `enable_flex_start: true` (its main.tf), each with the
+/// setting that breaks it.
+fn flex_start(tree: &crate::validate::Tree<'_>, pool: &Node, sink: &mut Sink) {
+    let Some(flex) = pool.get(&["settings", "enable_flex_start"]).filter(|f| is_true(Some(*f))) else { return };
+    let setting = |key: &str| pool.get(&["settings", key]);
+    let affinity = setting("reservation_affinity").map(|a| a.get(&["consume_reservation_type"]).unwrap_or(a));
+    let broken = [
+        (
+            setting("spot").filter(|s| is_true(Some(*s))),
+            "Both enable_flex_start and spot consumption option cannot be set to true at the same time",
+            "remove `spot: true`",
+        ),
+        (
+            affinity.filter(|a| a.text() != Some("NO_RESERVATION")),
+            "enable_flex_start requires reservation_affinity.consume_reservation_type to be 'NO_RESERVATION'",
+            "remove `reservation_affinity`",
+        ),
+        (
+            setting("static_node_count"),
+            "enable_flex_start does not work with static_node_count",
+            "replace static_node_count with autoscaling_total_min_nodes: 0 and autoscaling_total_max_nodes",
+        ),
+    ];
+    for (at, precondition, fix) in broken.into_iter().filter_map(|(node, p, f)| Some((node?.at(), p, f))) {
+        sink.emit(&BLUEPRINT_FLEX_START, tree.file, at, format!("flex-start node pool: {precondition}"), fix);
+    }
+    if setting("auto_repair").and_then(Node::text) != Some("false") {
+        let at = setting("auto_repair").map_or(flex.at(), Node::at);
+        sink.emit(
+            &BLUEPRINT_FLEX_START,
+            tree.file,
+            at,
+            "flex-start node pool: enable_flex_start needs node auto_repair set to false",
+            "set `auto_repair: false`",
+        );
+    }
+}
+
 fn blueprint(tree: &crate::validate::Tree<'_>, views: &Views<'_>, sink: &mut Sink) {
     let root = &tree.root;
     let deployment_var = |name: &str| views.deployment_files.iter().find_map(|d| d.root.get(&["vars", name]));
     let var = |name: &str| root.get(&["vars", name]).or_else(|| deployment_var(name));
 
     sink.ran(&BLUEPRINT_VAR_AND_SETTING);
-    match module(root, "modules/compute/gke-node-pool") {
-        Some(_) => sink.ran(&BLUEPRINT_SPOT_RESERVATION),
-        None => sink.skip(&BLUEPRINT_SPOT_RESERVATION, "the blueprint has no gke-node-pool module", "give the gke-a4 blueprint"),
+    for rule in [&BLUEPRINT_SPOT_RESERVATION, &BLUEPRINT_FLEX_START] {
+        match module(root, "modules/compute/gke-node-pool") {
+            Some(_) => sink.ran(rule),
+            None => sink.skip(rule, "the blueprint has no gke-node-pool module", "give the gke-a4 blueprint"),
+        }
+    }
+    for pool in crate::blueprint::modules(root).filter(|m| m.get(&["source"]).and_then(Node::text) == Some("modules/compute/gke-node-pool"))
+    {
+        flex_start(tree, pool, sink);
     }
     match module(root, "modules/scheduler/gke-cluster") {
         Some(_) => sink.ran(&BLUEPRINT_RAY_OPERATOR),

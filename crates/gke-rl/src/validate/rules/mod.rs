@@ -91,6 +91,7 @@ rules! {
     AUTHORIZED_CIDR_WIDE = "authorized-cidr-wide", Warning, [EnvSh, DeploymentFile, Blueprint], "The authorized CIDR is a /0 to /7 block: it lets 33 million or more addresses (all of the internet for /0) reach the cluster's control plane.";
     PROJECT_ID_EMPTY = "project-id-empty", Error, [EnvSh, DeploymentFile], "The project id is empty; gcluster and gcloud cannot deploy.";
     BLUEPRINT_SPOT_RESERVATION = "blueprint-spot-with-reservation", Error, [Blueprint], "Spot node pools must not consume a SPECIFIC_RESERVATION; the node pool's precondition fails at terraform plan.";
+    BLUEPRINT_FLEX_START = "blueprint-flex-start-conflict", Error, [Blueprint], "A flex-start node pool needs no reservation, `auto_repair: false`, autoscaling instead of static_node_count, and no Spot; the node pool's preconditions fail at terraform plan.";
     BLUEPRINT_LUSTRE_COMMENTED = "blueprint-lustre-commented-out", Error, [Blueprint], "The blueprint's Managed Lustre modules are still commented out while the RayCluster mounts Lustre.";
     BLUEPRINT_RAY_OPERATOR = "blueprint-ray-operator-missing", Error, [Blueprint], "The GKE cluster module does not set `enable_ray_operator: true`; no RayCluster is ever reconciled.";
     BLUEPRINT_VAR_AND_SETTING = "blueprint-var-and-setting", Error, [Blueprint], "An input is set on a module and also given as a var; the var is unused and gcluster's validator fails the deploy.";
