@@ -243,7 +243,7 @@ async fn preflight(
     progress: &dyn Progress,
 ) -> Result<(), Error> {
     let site = &resolved.site;
-    let checks = Preflight::new(site);
+    let checks = Preflight::new(resolved.deployment, site);
     let mut problems = Vec::new();
     let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
     let signed_in = account.is_some();
@@ -267,6 +267,10 @@ async fn preflight(
             }
             Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.clone(), reason }),
         }
+    }
+    // Capacity: what gcluster would otherwise find out after 30-60 minutes of building.
+    if signed_in {
+        problems.extend(capacity(env, resolved, &checks));
     }
     if let Err(reason) = resolved.read(env, &checks.gcluster) {
         problems.push(Problem::NoGcluster { toolkit: site.toolkit.clone(), reason });
@@ -303,6 +307,34 @@ async fn preflight(
     }
     progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr, detected_from: None });
     Ok(())
+}
+
+/// The GPU quota, the machine type and the RoCE profile, as gcloud answers about them.
+fn capacity(env: &Env, resolved: &Resolved<'_>, checks: &Preflight) -> Vec<Problem> {
+    let d = resolved.deployment;
+    let (region, zone) = (d.project.region.to_string(), d.project.zone.to_string());
+    let mut problems = Vec::new();
+    if let Some(metric) = lifecycle::capacity::gpu_quota_metric(d) {
+        let needed = lifecycle::capacity::gpus_needed(d);
+        match resolved.read(env, &checks.quotas).and_then(|json| lifecycle::capacity::find_quota(&json, &metric)) {
+            Ok(quota) => {
+                // Quotas are whole numbers; gcloud prints them as floats.
+                let (limit, free) = quota.map_or((0, 0), |q| (q.limit as u64, q.free() as u64));
+                if free < needed {
+                    let project = resolved.site.project_id.clone();
+                    problems.push(Problem::GpuQuota { metric, region, project, limit, free, needed });
+                }
+            }
+            Err(reason) => problems.push(Problem::QuotaUnknown { region, reason }),
+        }
+    }
+    if resolved.read(env, &checks.machine_type).is_err() {
+        problems.push(Problem::MachineTypeMissing { machine: d.topology.machine_type.to_string(), zone: zone.clone() });
+    }
+    if checks.roce_profile.as_ref().is_some_and(|profile| resolved.read(env, profile).is_err()) {
+        problems.push(Problem::NoRoceProfile { zone });
+    }
+    problems
 }
 
 /// The problem when this machine's public address is outside `cidr`; `None` when it is

@@ -309,6 +309,51 @@ pub enum Problem {
         /// The variable.
         variable: String,
     },
+    /// The region's GPU quota cannot hold the nodes' GPUs.
+    #[error(
+        "{metric} quota in {region} has {free} of {limit} free, but {needed} GPUs are needed: request more at \
+         https://console.cloud.google.com/iam-admin/quotas?project={project} (filter by {metric}), or deploy fewer nodes"
+    )]
+    GpuQuota {
+        /// The quota metric.
+        metric: String,
+        /// The region.
+        region: String,
+        /// The project.
+        project: String,
+        /// Its limit.
+        limit: u64,
+        /// What is free of it.
+        free: u64,
+        /// GPUs the nodes hold.
+        needed: u64,
+    },
+    /// The region's quotas could not be read.
+    #[error("cannot read the quotas of {region}: {reason}")]
+    QuotaUnknown {
+        /// The region.
+        region: String,
+        /// Why.
+        reason: String,
+    },
+    /// The zone does not offer the machine type.
+    #[error(
+        "zone {zone} does not offer {machine}: pick a zone that does (`gcloud compute machine-types list --filter=name={machine}` lists them) and set it with its region"
+    )]
+    MachineTypeMissing {
+        /// The machine type.
+        machine: String,
+        /// The zone.
+        zone: String,
+    },
+    /// The zone lacks the RoCE network profile the RDMA network needs.
+    #[error(
+        "zone {zone} has no RoCE network profile ({zone}-vpc-roce), which the blueprint's RDMA network needs: pick a zone with RDMA, or set fabric.mode: off"
+    )]
+    NoRoceProfile {
+        /// The zone.
+        zone: String,
+    },
     /// This machine cannot reach the control plane from where it is.
     #[error(
         "this machine's public address {address} is outside the authorized CIDR {cidr} of cluster {cluster}: its Kubernetes API will not answer"

@@ -432,6 +432,29 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     assert!(deploy.contains("--download-dependencies --skip-validators test_gcsfuse_iam_role_exists"), "{deploy}");
 }
 
+/// A project with no B200 quota, or a zone without A4, fails in preflight, before gcluster
+/// spends 30-60 minutes finding out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn missing_capacity_is_found_before_anything_is_created() {
+    let w = world(Pods::ReadyAfter(0));
+    w.set_var("FAKE_GPU_QUOTA", "16");
+    w.set_var("FAKE_ZONE_LACKS", "a4");
+    assert_eq!(w.deploy(&[]).await, 1);
+    let log = w.log();
+    for expected in [
+        "PREEMPTIBLE_NVIDIA_B200_GPUS quota in us-east1 has 16 of 16 free, but 64 GPUs are needed",
+        "https://console.cloud.google.com/iam-admin/quotas?project=fake-project",
+        "zone us-east1-b does not offer a4-highgpu-8g",
+        "zone us-east1-b has no RoCE network profile (us-east1-b-vpc-roce)",
+    ] {
+        assert!(log.contains(expected), "{expected} missing from\n{log}");
+    }
+    assert!(w.state().is_none() && w.count("gcluster deploy") == 0);
+    w.set_var("FAKE_GPU_QUOTA", "64");
+    w.set_var("FAKE_ZONE_LACKS", "");
+    assert_eq!(w.deploy(&[]).await, 0, "exactly enough: {}", w.log());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_lustre_mount_failure_is_named_while_waiting() {
     let message = "MountVolume.MountDevice failed for volume \"lustre-pv\": rpc error: mount failed: exit status 110";

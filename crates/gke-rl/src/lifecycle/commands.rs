@@ -59,12 +59,21 @@ pub struct Preflight {
     pub tools: Vec<Command>,
     /// The credential plugin the kubeconfig of a GKE cluster runs.
     pub auth_plugin: Command,
+    /// The region's quotas, for the GPU quota.
+    pub quotas: Command,
+    /// The GPU machine type, which the zone must offer.
+    pub machine_type: Command,
+    /// The zone's RoCE network profile, which the RDMA network needs (wired fabrics only).
+    pub roce_profile: Option<Command>,
 }
 
 impl Preflight {
-    /// The checks for `site`.
-    pub fn new(site: &Site) -> Self {
+    /// The checks for `deployment` at `site`.
+    pub fn new(deployment: &Deployment, site: &Site) -> Self {
         let project = site.project_id.as_str();
+        let (region, zone) = (deployment.project.region.as_str(), deployment.project.zone.as_str());
+        let machine = deployment.topology.machine_type.as_str();
+        let wired = deployment.wired_fabric().ok().flatten().is_some();
         let tools = if site.download_dependencies {
             Vec::new()
         } else {
@@ -77,6 +86,15 @@ impl Preflight {
             gcluster: Command::of(&site.gcluster, &["--version"]).in_dir(&site.toolkit),
             tools,
             auth_plugin: Command::of(AUTH_PLUGIN, &["--version"]),
+            quotas: Command::of("gcloud", &["compute", "regions", "describe", region, "--project", project, "--format=json(quotas)"]),
+            machine_type: Command::of(
+                "gcloud",
+                &["compute", "machine-types", "describe", machine, "--zone", zone, "--project", project, "--format=value(name)"],
+            ),
+            roce_profile: wired.then(|| {
+                let profile = format!("{zone}-vpc-roce");
+                Command::of("gcloud", &["compute", "network-profiles", "describe", &profile, "--project", project, "--format=value(name)"])
+            }),
         }
     }
 
@@ -90,6 +108,11 @@ impl Preflight {
         ];
         all.extend(self.tools.iter().map(|tool| ("gcluster needs it", tool)));
         all.push(("the kubeconfig of a GKE cluster runs it", &self.auth_plugin));
+        all.push(("the region's GPU quota, against the nodes' GPUs", &self.quotas));
+        all.push(("the zone offers the machine type", &self.machine_type));
+        if let Some(profile) = &self.roce_profile {
+            all.push(("the zone's RoCE network profile, for the RDMA network", profile));
+        }
         all
     }
 }

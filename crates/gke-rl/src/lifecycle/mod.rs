@@ -6,6 +6,7 @@
 //! - [`state`]: the resumable record of a deployment (`state.json`);
 //! - [`plan`]: the deploy and destroy plans as text, from those same commands.
 
+pub mod capacity;
 mod commands;
 mod plan;
 mod state;

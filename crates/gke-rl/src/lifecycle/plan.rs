@@ -26,7 +26,8 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             }
         }
     };
-    let mut checks: Vec<String> = Preflight::new(site).all().into_iter().map(|(what, c)| format!("$ {c}    # {what}")).collect();
+    let mut checks: Vec<String> =
+        Preflight::new(deployment, site).all().into_iter().map(|(what, c)| format!("$ {c}    # {what}")).collect();
     checks.push(format!("check that {} are enabled", REQUIRED_APIS.join(", ")));
     for (_, variable, required) in secret_entries(deployment) {
         checks.push(format!("check that ${variable} is set{}", if required { "" } else { " (optional)" }));
