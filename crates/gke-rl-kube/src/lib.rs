@@ -230,6 +230,26 @@ impl RayClusters {
         }
     }
 
+    /// Suspends the RayCluster (KubeRay's `spec.suspend`: its pods are deleted, its spec kept)
+    /// or resumes it; `false` when there is none.
+    pub async fn set_suspended(&self, name: &str, suspended: bool) -> Result<bool, Error> {
+        let api = self.api();
+        let patch = serde_json::json!({"spec": {"suspend": suspended}});
+        let what = if suspended { "suspend" } else { "resume" };
+        match self.call(|| format!("{what} RayCluster {name}"), api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the RayCluster is suspended; `None` when there is none.
+    pub async fn is_suspended(&self, name: &str) -> Result<Option<bool>, Error> {
+        let api = self.api();
+        let found = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
+        Ok(found.map(|o| o.data["spec"]["suspend"] == serde_json::json!(true)))
+    }
+
     /// Deletes the RayCluster (its pods go with it); `false` when there was none.
     pub async fn delete(&self, name: &str) -> Result<bool, Error> {
         let api = self.api();
@@ -346,6 +366,28 @@ mod tests {
         let mut states = Vec::new();
         clusters.wait_ready(&name, 8, QUICK, |r| states.push(r.state)).await.unwrap();
         assert_eq!(states, [ClusterState::Recovering, ClusterState::Ready], "whole before: its pods are recreated, not started");
+    }
+
+    #[tokio::test]
+    async fn a_suspended_cluster_loses_its_pods_and_comes_back_on_resume() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        let clusters = RayClusters::new(client, "default");
+        let (name, uid) = clusters.apply(&manifest()).await.unwrap();
+        assert_eq!(clusters.is_suspended(&name).await.unwrap(), Some(false));
+        assert!(clusters.set_suspended(&name, true).await.unwrap());
+        assert_eq!(clusters.is_suspended(&name).await.unwrap(), Some(true));
+        clusters.wait_pods_gone(&name, QUICK).await.unwrap();
+        let stored = server.object("rayclusters", &name).unwrap();
+        assert_eq!(
+            (stored["metadata"]["uid"].as_str(), stored["spec"]["workerGroupSpecs"][0]["replicas"].as_u64()),
+            (Some(uid.as_str()), Some(8)),
+            "the spec is kept"
+        );
+        let patch = server.requests().into_iter().rfind(|r| r.method == "PATCH").unwrap();
+        assert_eq!(patch.body, r#"{"spec":{"suspend":true}}"#, "a merge patch of the one field, not an apply");
+        assert!(clusters.set_suspended(&name, false).await.unwrap());
+        assert_eq!(clusters.wait_ready(&name, 8, QUICK, |_| {}).await.unwrap().progress(), (9, 9));
+        assert!(!clusters.set_suspended("no-such-cluster", true).await.unwrap());
     }
 
     #[tokio::test]

@@ -169,6 +169,13 @@ impl FakeApiServer {
             ("PATCH", [plural, _]) if state.refused.iter().any(|p| p == plural) => {
                 (StatusCode::FORBIDDEN, status(403, &format!("{plural} is forbidden: the fake refuses it")))
             }
+            // A JSON merge patch (no forced field manager): into the stored object.
+            ("PATCH", [plural, name]) if !query.contains("force=true") => {
+                let Ok(patch) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
+                let Some(object) = state.objects.get_mut(&((*plural).to_owned(), (*name).to_owned())) else { return not_found(name) };
+                merge(object, &patch);
+                (StatusCode::OK, object.clone())
+            }
             ("PATCH", [plural, name]) => {
                 let Ok(mut object) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
                 state.uids += 1;
@@ -220,9 +227,13 @@ impl FakeApiServer {
 }
 
 impl State {
-    /// The applied RayCluster's name and worker count.
+    /// The applied RayCluster's name and worker count; `None` while it is suspended (KubeRay
+    /// deletes a suspended cluster's pods).
     fn cluster(&self) -> Option<(String, u64)> {
         let cluster = self.objects.iter().find(|((plural, _), _)| plural == "rayclusters").map(|(_, o)| o)?;
+        if cluster["spec"]["suspend"] == json!(true) {
+            return None;
+        }
         let workers = cluster["spec"]["workerGroupSpecs"].as_array().into_iter().flatten().filter_map(|g| g["replicas"].as_u64()).sum();
         Some((cluster["metadata"]["name"].as_str().unwrap_or_default().to_owned(), workers))
     }
@@ -282,6 +293,21 @@ impl State {
             .map(|((pod_name, node_type), index)| pod(pod_name, node_type, index))
             .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
             .collect()
+    }
+}
+
+/// RFC 7386: objects merge key by key, null removes, anything else replaces.
+fn merge(target: &mut Value, patch: &Value) {
+    let (Some(target), Some(patch)) = (target.as_object_mut(), patch.as_object()) else {
+        *target = patch.clone();
+        return;
+    };
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
     }
 }
 
