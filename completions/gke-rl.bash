@@ -43,6 +43,9 @@ _gke__rl() {
             gke__rl,render)
                 cmd="gke__rl__subcmd__render"
                 ;;
+            gke__rl,resume)
+                cmd="gke__rl__subcmd__resume"
+                ;;
             gke__rl,status)
                 cmd="gke__rl__subcmd__status"
                 ;;
@@ -51,6 +54,9 @@ _gke__rl() {
                 ;;
             gke__rl,submit)
                 cmd="gke__rl__subcmd__submit"
+                ;;
+            gke__rl,suspend)
+                cmd="gke__rl__subcmd__suspend"
                 ;;
             gke__rl,validate)
                 cmd="gke__rl__subcmd__validate"
@@ -82,6 +88,9 @@ _gke__rl() {
             gke__rl__subcmd__help,render)
                 cmd="gke__rl__subcmd__help__subcmd__render"
                 ;;
+            gke__rl__subcmd__help,resume)
+                cmd="gke__rl__subcmd__help__subcmd__resume"
+                ;;
             gke__rl__subcmd__help,status)
                 cmd="gke__rl__subcmd__help__subcmd__status"
                 ;;
@@ -90,6 +99,9 @@ _gke__rl() {
                 ;;
             gke__rl__subcmd__help,submit)
                 cmd="gke__rl__subcmd__help__subcmd__submit"
+                ;;
+            gke__rl__subcmd__help,suspend)
+                cmd="gke__rl__subcmd__help__subcmd__suspend"
                 ;;
             gke__rl__subcmd__help,validate)
                 cmd="gke__rl__subcmd__help__subcmd__validate"
@@ -101,7 +113,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint deploy destroy submit status logs stop jobs fabric-check completions help"
+            opts="-h -V --help --version render validate blueprint deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -289,7 +301,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint deploy destroy submit status logs stop jobs fabric-check completions help"
+            opts="render validate blueprint deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -428,6 +440,20 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gke__subcmd__rl__subcmd__help__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gke__subcmd__rl__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -457,6 +483,20 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help__subcmd__submit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__help__subcmd__suspend)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -568,6 +608,32 @@ _gke__rl() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__resume)
+            opts="-h --config --env-file --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -722,6 +788,32 @@ _gke__rl() {
                     return 0
                     ;;
                 --entrypoint-label-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__suspend)
+            opts="-h --config --env-file --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -142,6 +142,8 @@ impl Progress for Console {
             }
             Event::Deleted { kind, namespace, name } => self.say(format_args!("  deleted {kind} {namespace}/{name}")),
             Event::PodsGone => self.say("  the Ray pods are gone"),
+            Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
+            Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
             Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
             Event::PortForward { local, namespace, pod, port } => {
                 self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))

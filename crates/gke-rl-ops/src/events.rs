@@ -73,6 +73,16 @@ pub enum Event<'a> {
         /// Its name.
         name: &'a str,
     },
+    /// The RayCluster was asked to suspend (KubeRay deletes its pods).
+    SuspendRequested {
+        /// The RayCluster.
+        name: &'a str,
+    },
+    /// The RayCluster was asked to resume (KubeRay recreates its pods).
+    ResumeRequested {
+        /// The RayCluster.
+        name: &'a str,
+    },
     /// A completed deploy has pods that are not Ready: the wait runs again.
     PodsNotAllReady {
         /// The RayCluster.

@@ -92,14 +92,19 @@ pub fn kube_context(deployment: &Deployment) -> Option<String> {
     }
 }
 
-async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<(Forwarding, gke_rl_kube::RayClusters), Error> {
-    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
+/// The RayClusters of the deployment's namespace, through its cluster's kubeconfig context.
+pub(crate) async fn ray_clusters(deployment: &Deployment, env: &Env) -> Result<gke_rl_kube::RayClusters, Error> {
     let context = match env.kube {
         crate::Kube::FromKubeconfig => kube_context(deployment),
         crate::Kube::Given(_) => None,
     };
     let client = env.kube.client(context.as_deref(), &lifecycle::secret_variables(deployment)).await?;
-    let clusters = gke_rl_kube::RayClusters::new(client, namespace);
+    Ok(gke_rl_kube::RayClusters::new(client, deployment.ray.namespace.as_str()))
+}
+
+async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<(Forwarding, gke_rl_kube::RayClusters), Error> {
+    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
+    let clusters = ray_clusters(deployment, env).await?;
     // Fail now, with the reason, rather than on the first request.
     let pod = clusters.head_pod(cluster).await?;
     let reporter = progress.clone();

@@ -38,6 +38,7 @@ pub mod files;
 pub mod head;
 pub mod jobs;
 mod site;
+pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, Runner, SystemClock};
 pub use error::{Error, Fix, Problem};

@@ -1,8 +1,9 @@
-//! `cargo xtask deploy` and `cargo xtask destroy`: arguments into `gke_rl_ops` options, the
-//! outcome into lines and an exit code.
+//! `cargo xtask deploy`, `destroy`, `suspend` and `resume`: arguments into `gke_rl_ops`
+//! options, the outcome into lines and an exit code.
 
 mod deploy;
 mod destroy;
+mod suspend;
 #[cfg(test)]
 mod tests;
 
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 
 pub use deploy::DeployArgs;
 pub use destroy::DestroyArgs;
+pub use suspend::{ResumeArgs, SuspendArgs};
 
 /// Exit code of a run stopped by Ctrl-C.
 pub const INTERRUPTED: u8 = 130;

@@ -13,7 +13,7 @@ use gke_rl::lifecycle::{State, Step};
 use gke_rl_kube::fake::{FakeApiServer, Pods};
 use gke_rl_ops::{Env, Interrupt, Kube, Processes, SystemClock};
 
-use super::{DeployArgs, DestroyArgs, INTERRUPTED};
+use super::{DeployArgs, DestroyArgs, INTERRUPTED, ResumeArgs, SuspendArgs};
 use crate::console::Console;
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
@@ -93,6 +93,18 @@ impl World {
         {
             let (env, console) = self.env(Interrupt::manual().1);
             DestroyArgs::from_arg_matches(&matches).unwrap().execute(env, console).await
+        }
+    }
+
+    async fn suspend(&self, resume: bool) -> u8 {
+        let flags = ["cmd".to_owned(), "--timeout".into(), "2s".into()];
+        let (env, console) = self.env(Interrupt::manual().1);
+        if resume {
+            let matches = ResumeArgs::augment_args(clap::Command::new("resume")).try_get_matches_from(flags).unwrap();
+            ResumeArgs::from_arg_matches(&matches).unwrap().execute(env, console).await.unwrap()
+        } else {
+            let matches = SuspendArgs::augment_args(clap::Command::new("suspend")).try_get_matches_from(flags).unwrap();
+            SuspendArgs::from_arg_matches(&matches).unwrap().execute(env, console).await.unwrap()
         }
     }
 
@@ -430,6 +442,27 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     assert!(w.log().contains("gcluster's test_gcsfuse_iam_role_exists validator is skipped"), "{}", w.log());
     let deploy = w.calls().lines().find(|l| l.starts_with("gcluster deploy")).unwrap().to_owned();
     assert!(deploy.contains("--download-dependencies --skip-validators test_gcsfuse_iam_role_exists"), "{deploy}");
+}
+
+/// Suspend deletes the pods and keeps the RayCluster; resume brings every pod back; each says
+/// what it found when there is nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn suspend_and_resume_through_kuberay() {
+    let w = world(Pods::ReadyAfter(0));
+    assert_eq!(w.suspend(false).await, 1, "no RayCluster yet");
+    assert!(w.log().contains("RayCluster ray-a4-gpu-spot does not exist (deploy it first)"), "{}", w.log());
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    assert_eq!(w.suspend(false).await, 0);
+    assert!(
+        w.log().contains("suspending RayCluster ray-a4-gpu-spot: KubeRay deletes its pods") && w.log().contains("the Ray pods are gone")
+    );
+    assert_eq!(w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap()["spec"]["suspend"], true);
+    assert_eq!(w.suspend(false).await, 0);
+    assert!(w.log().contains("was suspended already"), "{}", w.log());
+    assert_eq!(w.suspend(true).await, 0);
+    assert!(w.log().contains("RayCluster ray-a4-gpu-spot is back: every pod Ready"), "{}", w.log());
+    assert_eq!(w.suspend(true).await, 0);
+    assert!(w.log().contains("is not suspended"), "{}", w.log());
 }
 
 /// A project with no B200 quota, or a zone without A4, fails in preflight, before gcluster
