@@ -10,59 +10,43 @@ use gke_rl_kube::Wait;
 use crate::events::{Event, Progress};
 use crate::{Env, Error};
 
-/// How a suspend ended.
+/// How a suspend or a resume ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Suspended {
-    /// Suspended now; its pods are gone.
+pub enum Changed {
+    /// Done now: the pods are gone (suspend), or every pod is Ready (resume).
     Now,
-    /// It was suspended already.
+    /// It was so already.
     Already,
     /// The deployment has no RayCluster.
     NoCluster,
 }
 
-/// Suspends the deployment's RayCluster and waits (at most `wait`) until its pods are gone.
-pub async fn suspend(deployment: &Deployment, wait: Duration, env: &Env, progress: &dyn Progress) -> Result<Suspended, Error> {
+/// Suspends (`suspended`) or resumes the deployment's RayCluster, then waits, at most `wait`,
+/// until its pods are gone or, reporting what holds them back as deploy does, all Ready.
+pub async fn set_suspended(
+    deployment: &Deployment,
+    suspended: bool,
+    wait: Duration,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Changed, Error> {
     let clusters = crate::head::ray_clusters(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
     match clusters.is_suspended(name).await? {
-        None => return Ok(Suspended::NoCluster),
-        Some(true) => return Ok(Suspended::Already),
-        Some(false) => {}
+        None => return Ok(Changed::NoCluster),
+        Some(now) if now == suspended => return Ok(Changed::Already),
+        Some(_) => {}
     }
-    clusters.set_suspended(name, true).await?;
-    progress.event(Event::SuspendRequested { name });
-    clusters.wait_pods_gone(name, Wait { timeout: wait, poll: env.poll }).await?;
-    progress.event(Event::PodsGone);
-    Ok(Suspended::Now)
-}
-
-/// How a resume ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Resumed {
-    /// Resumed now, every pod Ready.
-    Now,
-    /// It was not suspended (its pods may still be starting: see `status`).
-    NotSuspended,
-    /// The deployment has no RayCluster.
-    NoCluster,
-}
-
-/// Resumes the deployment's RayCluster and waits (at most `wait`) until every pod is Ready,
-/// reporting what holds them back as deploy does.
-pub async fn resume(deployment: &Deployment, wait: Duration, env: &Env, progress: &dyn Progress) -> Result<Resumed, Error> {
-    let clusters = crate::head::ray_clusters(deployment, env).await?;
-    let name = deployment.project.cluster_name.as_str();
-    match clusters.is_suspended(name).await? {
-        None => return Ok(Resumed::NoCluster),
-        Some(false) => return Ok(Resumed::NotSuspended),
-        Some(true) => {}
-    }
-    clusters.set_suspended(name, false).await?;
-    progress.event(Event::ResumeRequested { name });
+    clusters.set_suspended(name, suspended).await?;
     let wait = Wait { timeout: wait, poll: env.poll };
-    clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::deploy::pod_reporter(progress)).await?;
-    Ok(Resumed::Now)
+    if suspended {
+        progress.event(Event::SuspendRequested { name });
+        clusters.wait_pods_gone(name, wait).await?;
+        progress.event(Event::PodsGone);
+    } else {
+        progress.event(Event::ResumeRequested { name });
+        clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::deploy::pod_reporter(progress)).await?;
+    }
+    Ok(Changed::Now)
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use gke_rl_ops::Env;
-use gke_rl_ops::suspend::{Resumed, Suspended};
+use gke_rl_ops::suspend::Changed;
 
 use crate::console::{Console, explain};
 
@@ -35,25 +35,7 @@ impl SuspendArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
-        let loaded = self.source.load()?;
-        let d = &loaded.deployment;
-        let name = &d.project.cluster_name;
-        let suspended = gke_rl_ops::suspend::suspend(d, self.timeout, &env, &console).await.map_err(|e| reported(e, d))?;
-        Ok(match suspended {
-            Suspended::Now => {
-                console.say(format_args!("RayCluster {name} is suspended; `{} resume` brings it back", crate::name()));
-                0
-            }
-            Suspended::Already => {
-                console.say(format_args!("RayCluster {name} was suspended already"));
-                0
-            }
-            Suspended::NoCluster => {
-                console.say(format_args!("RayCluster {name} does not exist (deploy it first)"));
-                1
-            }
-            other => anyhow::bail!("suspend ended in a way this version does not know: {other:?}"),
-        })
+        set_suspended(&self.source, true, self.timeout, env, console).await
     }
 }
 
@@ -63,31 +45,41 @@ impl ResumeArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
-        let loaded = self.source.load()?;
-        let d = &loaded.deployment;
-        let name = &d.project.cluster_name;
-        let resumed = gke_rl_ops::suspend::resume(d, self.timeout, &env, &console).await.map_err(|e| reported(e, d))?;
-        Ok(match resumed {
-            Resumed::Now => {
-                console.say(format_args!("RayCluster {name} is back: every pod Ready"));
-                0
-            }
-            Resumed::NotSuspended => {
-                console.say(format_args!("RayCluster {name} is not suspended (`{} status` shows its pods)", crate::name()));
-                0
-            }
-            Resumed::NoCluster => {
-                console.say(format_args!("RayCluster {name} does not exist (deploy it first)"));
-                1
-            }
-            other => anyhow::bail!("resume ended in a way this version does not know: {other:?}"),
-        })
+        set_suspended(&self.source, false, self.timeout, env, console).await
     }
 }
 
-/// An operation's error, with the fix for a cluster out of reach.
-fn reported(error: gke_rl_ops::Error, d: &gke_rl::Deployment) -> anyhow::Error {
+async fn set_suspended(source: &crate::config::Source, suspended: bool, wait: Duration, env: Env, console: Console) -> anyhow::Result<u8> {
+    let loaded = source.load()?;
+    let d = &loaded.deployment;
+    let name = &d.project.cluster_name;
     let project = d.project.project_id.as_ref().map_or("PROJECT_ID", |p| p.as_str());
     let get_credentials = gke_rl::lifecycle::credentials(d, project);
-    crate::reported(error, &|e| explain(e, None, &get_credentials))
+    let changed = gke_rl_ops::suspend::set_suspended(d, suspended, wait, &env, &console)
+        .await
+        .map_err(|e| crate::reported(e, &|e| explain(e, None, &get_credentials)))?;
+    let cli = crate::name();
+    Ok(match (changed, suspended) {
+        (Changed::Now, true) => {
+            console.say(format_args!("RayCluster {name} is suspended; `{cli} resume` brings it back"));
+            0
+        }
+        (Changed::Now, false) => {
+            console.say(format_args!("RayCluster {name} is back: every pod Ready"));
+            0
+        }
+        (Changed::Already, true) => {
+            console.say(format_args!("RayCluster {name} was suspended already"));
+            0
+        }
+        (Changed::Already, false) => {
+            console.say(format_args!("RayCluster {name} is not suspended (`{cli} status` shows its pods)"));
+            0
+        }
+        (Changed::NoCluster, _) => {
+            console.say(format_args!("RayCluster {name} does not exist (deploy it first)"));
+            1
+        }
+        (other, _) => anyhow::bail!("suspend/resume ended in a way this version does not know: {other:?}"),
+    })
 }
