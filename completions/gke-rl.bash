@@ -713,7 +713,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__submit)
-            opts="-h --config --env-file --address --headers --request-timeout --working-dir --include --runtime-env --submission-id --no-wait --max-restarts --restart-wait --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
+            opts="-h --config --env-file --address --headers --request-timeout --working-dir --include --runtime-env --submission-id --no-wait --max-restarts --restart-wait --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -761,6 +761,10 @@ _gke__rl() {
                     ;;
                 --restart-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --then)
+                    COMPREPLY=($(compgen -W "keep suspend" -- "${cur}"))
                     return 0
                     ;;
                 --env-from-local)

@@ -100,6 +100,8 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runtime-env -d 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l submission-id -d 'Submission id [default: raysubmit_ and 16 random characters, as Ray makes them]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l max-restarts -d 'Resubmit a job the infrastructure failed (a node or the driver lost) up to N times; NeMo-RL resumes from its newest checkpoint [default: the config\'s job.max_restarts, else 3 on Spot, 0 on a reservation]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l restart-wait -d 'How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l then -d 'What to do with the RayCluster once the job and its restarts have ended: keep it, or suspend it (its pods deleted, its GPU nodes given back) [default: the config\'s job.when_done]' -r -f -a "keep\t''
+suspend\t''"
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-from-local -d 'Pass this variable from your environment to the job (its value becomes readable through the Jobs API; prefer the Kubernetes Secret)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l metadata -d 'Job metadata KEY=VALUE (repeatable)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-num-cpus -d 'CPUs reserved for the entrypoint' -r

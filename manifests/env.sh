@@ -103,6 +103,8 @@ export CHECKPOINT_DIR=/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1
 export JOB_HF_HOME=/lustre/huggingface_cache
 # resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation
 export MAX_RESTARTS=''
+# keep or suspend: the RayCluster after a job
+export WHEN_DONE=keep
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

@@ -167,6 +167,22 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         &preempted,
     )?;
     cloud.api.set_pods(gke_rl_kube::fake::Pods::ReadyAfter(0));
+
+    // --then suspend gives the pods back once the job is done; the next submit resumes first.
+    let suspended = cloud.gke_rl(&["submit", "--then", "suspend", "--", "echo", "done"], &[]);
+    check(
+        suspended.status.success()
+            && stderr(&suspended).contains("suspending RayCluster ray-a4-gpu-spot")
+            && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["suspend"] == true),
+        "submit --then suspend suspends the RayCluster after the job",
+        &suspended,
+    )?;
+    let resumed = cloud.gke_rl(&["submit", "--", "echo", "again"], &[]);
+    check(
+        resumed.status.success() && stderr(&resumed).contains("resuming RayCluster ray-a4-gpu-spot") && stdout(&resumed).contains("again"),
+        "submit on a suspended cluster resumes it first",
+        &resumed,
+    )?;
     let forwards = cloud.api.requests().iter().filter(|r| r.uri.contains("/pods/ray-a4-gpu-spot-head/portforward")).count();
     if forwards < 2 {
         return Err(format!("{forwards} port-forward upgrades reached the API server").into());
@@ -187,7 +203,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let destroy = cloud.destroy(&[]);
     check(destroy.status.success() && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot"), "destroy", &destroy)?;
     check(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the RayCluster is gone", &destroy)?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &fabric, &destroy]);
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &suspended, &resumed, &fabric, &destroy]);
     Ok(())
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gke_rl::Deployment;
+use gke_rl::model::WhenDone;
 use gke_rl_ops::Env;
 use gke_rl_ops::head::{Head, HeadOptions};
 use gke_rl_ops::jobs::{Followed, Recovery, Stopped, SubmitOptions};
@@ -54,6 +55,11 @@ impl Connection {
         let console = Arc::new(Console::stderr(false));
         let head = self.head(&loaded.deployment, env, console.clone()).await?;
         Ok(Connected { loaded, head, console })
+    }
+
+    /// Whether no address is given, so that the dashboard is reached through Kubernetes.
+    fn forwards(&self) -> bool {
+        self.address.is_none() && std::env::var("RAY_ADDRESS").map_or(true, |a| a.is_empty())
     }
 
     async fn head(&self, deployment: &Deployment, env: &Env, console: Arc<Console>) -> anyhow::Result<Head> {
@@ -106,6 +112,10 @@ pub struct SubmitArgs {
     /// How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
     restart_wait: Duration,
+    /// What to do with the RayCluster once the job and its restarts have ended: keep it, or
+    /// suspend it (its pods deleted, its GPU nodes given back) [default: the config's job.when_done]
+    #[arg(long, value_name = "WHAT", value_enum)]
+    then: Option<WhenDoneArg>,
     /// Pass this variable from your environment to the job (its value becomes readable
     /// through the Jobs API; prefer the Kubernetes Secret)
     #[arg(long, value_name = "NAME")]
@@ -214,14 +224,22 @@ impl SubmitArgs {
         let console = Arc::new(Console::stderr(false));
         // Everything that can be refused is, before connecting.
         let prepared = gke_rl_ops::jobs::prepare(&loaded.deployment, &artifacts, &options, &env, &*console).map_err(submit_error)?;
+        let d = &loaded.deployment;
+        let when_done = self.then.map_or(d.job.when_done, WhenDone::from);
         crate::runtime()?.block_on(async {
-            let head = self.connection.head(&loaded.deployment, &env, console.clone()).await?;
+            if self.connection.forwards() {
+                // A suspended cluster has no head pod to forward to: bring it back first. What
+                // fails here, the port-forward below meets again and explains.
+                if let Err(e) = gke_rl_ops::suspend::set_suspended(d, false, self.restart_wait, &env, &*console).await {
+                    console.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(&e)));
+                }
+            }
+            let head = self.connection.head(d, &env, console.clone()).await?;
             let submitted = gke_rl_ops::jobs::submit_recoverable(&head.client, prepared, &*console).await.map_err(submit_error)?;
             if self.no_wait {
                 console.say(format_args!("follow it with: {cli} logs {} --follow{}", submitted.id, reattach(&head)));
                 return Ok(0);
             }
-            let d = &loaded.deployment;
             let recovery = Recovery {
                 max_restarts: self.max_restarts.unwrap_or_else(|| d.max_restarts()),
                 wait: self.restart_wait,
@@ -238,8 +256,39 @@ impl SubmitArgs {
             if !recovered.restarts.is_empty() {
                 console.say(format_args!("{}", restarts_report(&recovered.restarts)));
             }
-            ended(&head, &id, recovered.followed, &console)
+            let finished = matches!(recovered.followed, Followed::Finished { .. });
+            let code = ended(&head, &id, recovered.followed, &console)?;
+            if finished && when_done == WhenDone::Suspend {
+                if head.is_forwarded() {
+                    gke_rl_ops::suspend::set_suspended(d, true, Duration::from_secs(600), &env, &*console)
+                        .await
+                        .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+                    console.say(format_args!(
+                        "RayCluster {} is suspended; `{cli} resume` or the next submit brings it back",
+                        d.project.cluster_name
+                    ));
+                } else {
+                    console.say("warning: not suspending the RayCluster: with --address, gke-rl does not reach Kubernetes");
+                }
+            }
+            Ok(code)
         })
+    }
+}
+
+/// `--then`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum WhenDoneArg {
+    Keep,
+    Suspend,
+}
+
+impl From<WhenDoneArg> for WhenDone {
+    fn from(arg: WhenDoneArg) -> Self {
+        match arg {
+            WhenDoneArg::Keep => WhenDone::Keep,
+            WhenDoneArg::Suspend => WhenDone::Suspend,
+        }
     }
 }
 

@@ -84,6 +84,20 @@ fn the_head_gets_an_on_demand_cpu_pool_that_its_selector_matches() {
     assert!(!patch(&upstream_blueprint(), &on_gpu).unwrap().contains("ray-head-pool"));
 }
 
+/// A cluster that is suspended after its jobs gives its nodes back only if its pool
+/// autoscales: the patch makes the Spot pool autoscale from zero.
+#[test]
+fn suspending_after_jobs_makes_the_gpu_pool_autoscale_from_zero() {
+    let mut suspends = Deployment::default();
+    suspends.job.when_done = gke_rl::model::WhenDone::Suspend;
+    let patched = patch(&upstream_blueprint(), &suspends).unwrap();
+    assert_eq!(patch(&patched, &suspends).unwrap(), patched, "idempotent");
+    let root = Node::parse(&patched).unwrap();
+    let pool = module(&root, "a4-pool");
+    let setting = |key: &str| pool.get(&["settings", key]).and_then(Node::text);
+    assert_eq!((setting("static_node_count"), setting("autoscaling_total_min_nodes"), setting("spot")), (None, Some("0"), Some("true")));
+}
+
 #[test]
 fn the_system_pool_is_the_one_gke_a4_creates() {
     let (name, machine) = gke_rl::knowledge::SYSTEM_POOL;

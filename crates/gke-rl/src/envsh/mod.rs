@@ -136,6 +136,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 Kind::OptionalNumber,
                 "resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation",
             ),
+            var("WHEN_DONE", "/job/when_done", Kind::Text, "keep or suspend: the RayCluster after a job"),
         ],
     ),
     (

@@ -396,6 +396,22 @@ pub struct Job {
     /// Resubmissions after the infrastructure failed the job (a node lost, the driver lost);
     /// NeMo-RL resumes from its newest checkpoint. Null: 3 on Spot, 0 on a reservation.
     pub max_restarts: Option<u32>,
+    /// What `submit` does with the RayCluster when the job (with its restarts) has ended.
+    pub when_done: WhenDone,
+}
+
+/// What happens to the RayCluster after a job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum WhenDone {
+    /// It keeps running, ready for the next job.
+    #[default]
+    Keep,
+    /// It is suspended: KubeRay deletes its pods, and the GPU node pool, which the blueprint
+    /// patch then makes autoscale from zero, gives its nodes back. `resume` or the next
+    /// `submit` brings it back.
+    Suspend,
 }
 
 impl Default for Job {
@@ -412,6 +428,7 @@ impl Default for Job {
             checkpointing: Checkpointing::default(),
             hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
             max_restarts: None,
+            when_done: WhenDone::Keep,
         }
     }
 }
