@@ -142,6 +142,10 @@ impl Progress for Console {
             }
             Event::Deleted { kind, namespace, name } => self.say(format_args!("  deleted {kind} {namespace}/{name}")),
             Event::PodsGone => self.say("  the Ray pods are gone"),
+            Event::MayRemainWithoutState { name } => self.say(format_args!(
+                "the cluster, the Lustre instance and the buckets of {name} are gone; the networks, firewall rules and service \
+                 accounts gcluster made cannot be found without its state: check the console (labels ghpc_deployment={name})"
+            )),
             Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
             Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
             Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),

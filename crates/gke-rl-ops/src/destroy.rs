@@ -73,7 +73,12 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     let resolved = options.target.resolve(deployment, env, false)?;
     let d = deployment;
     let Some(state) = resolved.load_state()? else {
-        return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
+        // No state, perhaps a lost folder: never "nothing to destroy" while resources bill.
+        let remains = leftovers(env, &resolved);
+        if remains.is_empty() {
+            return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
+        }
+        return without_state(env, &resolved, &remains, progress);
     };
     let provisioned = state.done(Step::Render);
     let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
@@ -121,6 +126,43 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     }
     let state_path = resolved.state_path();
     std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+}
+
+/// Deletes with gcloud what exists of the deployment (by name, and the buckets by gcluster's
+/// `ghpc_deployment` label) when its folder, and with it gcluster's Terraform state, is gone;
+/// then asks gcloud again.
+fn without_state(env: &Env, resolved: &Resolved<'_>, remains: &[String], progress: &dyn Progress) -> Result<Destroyed, Error> {
+    let (d, site) = (resolved.deployment, &resolved.site);
+    let buckets = buckets(env, resolved)?;
+    let mut commands = lifecycle::delete_by_name(d, site);
+    for (bucket, _) in &buckets {
+        commands.push(lifecycle::empty_bucket(bucket));
+        commands.push(lifecycle::delete_bucket(bucket, site));
+    }
+    let preview = format!(
+        "no deployment state in {}, but these of {} exist and may bill:\n{}\ndelete them with gcloud (gcluster's state is lost with the folder):\n{}",
+        resolved.folder().display(),
+        d.project.cluster_name,
+        remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+        commands.iter().map(|c| format!("  $ {c}")).collect::<Vec<_>>().join("\n"),
+    );
+    match progress.confirm(&Question::Destroy { preview: &preview }) {
+        Ok(true) => {}
+        Ok(false) => return Ok(Destroyed::Declined),
+        Err(reason) => return Err(Error::Unanswered { question: preview, reason }),
+    }
+    let started = env.clock.now();
+    for command in &commands {
+        // A resource already gone fails its delete; what remains is asked below.
+        resolved.stream(env, progress, command);
+    }
+    let mut remains = leftovers(env, resolved);
+    if !remains.is_empty() {
+        remains.push(format!("networks, firewall rules and service accounts gcluster made for {}", d.project.cluster_name));
+        return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
+    }
+    progress.event(Event::MayRemainWithoutState { name: d.project.cluster_name.as_str() });
     Ok(Destroyed::Destroyed { took: env.clock.now() - started })
 }
 

@@ -73,6 +73,12 @@ pub enum Event<'a> {
         /// Its name.
         name: &'a str,
     },
+    /// A destroy without state deleted what gcloud finds by name and label; what gcluster made
+    /// besides (networks, firewall rules, service accounts) it cannot find.
+    MayRemainWithoutState {
+        /// The deployment.
+        name: &'a str,
+    },
     /// The RayCluster was asked to suspend (KubeRay deletes its pods).
     SuspendRequested {
         /// The RayCluster.

@@ -355,6 +355,35 @@ async fn destroy_empties_the_buckets_tears_down_and_verifies() {
     w.assert_token_stays_secret();
 }
 
+/// The deployment folder is lost, the cluster still bills: destroy finds the cluster and the
+/// Lustre instance by name and the buckets by gcluster's label, deletes them with gcloud, and
+/// verifies; it never says "nothing to destroy" while they exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_lost_state_folder_does_not_hide_what_bills() {
+    let w = world(Pods::ReadyAfter(0));
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    std::fs::write(w.root.join("cloud/buckets/checkpoint-ray-a4-gpu-spot-3c4d/step_2.pt"), "weights").unwrap();
+    std::fs::remove_dir_all(w.folder()).unwrap();
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0, "{}", w.log());
+    let log = w.log();
+    assert!(!log.contains("nothing to destroy") && log.contains("no deployment state in"), "{log}");
+    for found in ["GKE cluster ray-a4-gpu-spot", "Managed Lustre instance rl-demo-gpu-lustre", "bucket checkpoint-ray-a4-gpu-spot-3c4d"] {
+        assert!(log.contains(&format!("  - {found}")), "{found} missing from\n{log}");
+    }
+    let calls = w.calls();
+    for deleted in [
+        "gcloud container clusters delete ray-a4-gpu-spot",
+        "gcloud lustre instances delete rl-demo-gpu-lustre",
+        "gcloud storage buckets delete",
+    ] {
+        assert!(calls.contains(deleted), "{deleted} missing from\n{calls}");
+    }
+    assert!(!calls.contains("gcluster destroy"), "no gcluster folder to destroy");
+    assert!(log.contains("cannot be found without its state"), "{log}");
+    assert_eq!(w.destroy(&[]).await.unwrap(), 0);
+    assert!(w.log().contains("nothing to destroy"), "now nothing bills");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn destroy_says_loudly_what_remains() {
     let w = world(Pods::ReadyAfter(0));

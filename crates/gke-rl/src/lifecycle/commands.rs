@@ -223,6 +223,38 @@ pub fn teardown(deployment: &Deployment, site: &Site) -> Command {
     Command::of(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
 }
 
+/// Deletes what `leftovers` finds, without gcluster (its Terraform state lost with the
+/// deployment folder): the GKE cluster and the Lustre instance by name, in that order.
+pub fn delete_by_name(deployment: &Deployment, site: &Site) -> Vec<Command> {
+    let p = &deployment.project;
+    let project = site.project_id.as_str();
+    vec![
+        Command::of(
+            "gcloud",
+            &["container", "clusters", "delete", p.cluster_name.as_str(), "--region", p.region.as_str(), "--project", project, "--quiet"],
+        ),
+        Command::of(
+            "gcloud",
+            &[
+                "lustre",
+                "instances",
+                "delete",
+                deployment.lustre.instance_id.as_str(),
+                "--location",
+                p.zone.as_str(),
+                "--project",
+                project,
+                "--quiet",
+            ],
+        ),
+    ]
+}
+
+/// Deletes an empty bucket.
+pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
+    Command::of("gcloud", &["storage", "buckets", "delete", &format!("gs://{bucket}"), "--project", &site.project_id, "--quiet"])
+}
+
 /// Commands that succeed while a billable resource still exists: (what, command).
 pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)> {
     let p = &deployment.project;
