@@ -177,6 +177,12 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "submit --then suspend suspends the RayCluster after the job",
         &suspended,
     )?;
+    let while_suspended = cloud.gke_rl(&["status"], &[]);
+    check(
+        while_suspended.status.success() && stdout(&while_suspended).contains("cluster ray-a4-gpu-spot: suspended: no pods until `resume`"),
+        "status says the cluster is suspended",
+        &while_suspended,
+    )?;
     let resumed = cloud.gke_rl(&["submit", "--", "echo", "again"], &[]);
     check(
         resumed.status.success() && stderr(&resumed).contains("resuming RayCluster ray-a4-gpu-spot") && stdout(&resumed).contains("again"),

@@ -368,6 +368,15 @@ impl StatusArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         crate::runtime()?.block_on(async {
             let env = Env::real();
+            // A suspended cluster has no head to ask about jobs: that is the answer.
+            if self.connection.forwards() {
+                let loaded = self.connection.source.load()?;
+                if let Ok(Some(true)) = gke_rl_ops::suspend::is_suspended(&loaded.deployment, &env).await {
+                    let state = gke_rl_ops::ClusterState::Suspended.describe();
+                    outln!("cluster {}: {state}", loaded.deployment.project.cluster_name);
+                    return Ok(0);
+                }
+            }
             let connected = self.connection.connect(&env).await?;
             let client = &connected.head.client;
             let chain = chain_of(client, self.id.as_deref()).await?;
@@ -385,7 +394,16 @@ impl StatusArgs {
                 match clusters.readiness(name, d.topology.node_count.get()).await {
                     Ok(readiness) => {
                         let (ready, wanted) = readiness.progress();
-                        connected.console.say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}", readiness.state.describe()));
+                        let now = i64::try_from(env.clock.unix_millis() / 1000).unwrap_or(i64::MAX);
+                        let age = readiness.created.map_or_else(String::new, |created| {
+                            format!(
+                                ", created {} ago",
+                                gke_rl_ops::took(Duration::from_secs(now.saturating_sub(created).max(0).unsigned_abs()))
+                            )
+                        });
+                        connected
+                            .console
+                            .say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}{age}", readiness.state.describe()));
                         for problem in &readiness.problems {
                             connected.console.say(format_args!("  ! {problem}"));
                         }

@@ -204,7 +204,14 @@ impl RayClusters {
         let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = ListParams::default().fields("involvedObject.kind=Pod");
         let events = self.call(|| "list pod events".to_owned(), events.list(&params)).await?;
-        Ok(assess(&pods, &events.items, workers_expected, cluster.as_ref().is_some_and(was_provisioned)))
+        let mut readiness = assess(&pods, &events.items, workers_expected, cluster.as_ref().is_some_and(was_provisioned));
+        if let Some(cluster) = &cluster {
+            readiness.created = cluster.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second());
+            if cluster.data["spec"]["suspend"] == serde_json::json!(true) && readiness.pods == 0 {
+                readiness.state = ClusterState::Suspended;
+            }
+        }
+        Ok(readiness)
     }
 
     /// Waits until the head and `workers_expected` workers are Running and Ready, calling

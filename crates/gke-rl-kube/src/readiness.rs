@@ -20,6 +20,8 @@ pub struct Readiness {
     pub problems: Vec<String>,
     /// What the pods' state amounts to.
     pub state: ClusterState,
+    /// When the RayCluster was created, in seconds since the Unix epoch.
+    pub created: Option<i64>,
 }
 
 /// What a RayCluster that is not Ready is waiting for: each calls for something else.
@@ -40,6 +42,8 @@ pub enum ClusterState {
     /// Something waiting will not fix: an image that does not pull, a crash loop, a volume
     /// that does not mount, a pod that failed on a live node.
     Broken,
+    /// Suspended (KubeRay's `spec.suspend`): no pods, on purpose, until it is resumed.
+    Suspended,
 }
 
 impl ClusterState {
@@ -51,6 +55,7 @@ impl ClusterState {
             ClusterState::WaitingForCapacity => "waiting for GPU capacity (Spot stock-out, reservation or quota)",
             ClusterState::Recovering => "preempted: KubeRay is recreating the lost pods, which wait for nodes",
             ClusterState::Broken => "broken: waiting will not help (see the reasons)",
+            ClusterState::Suspended => "suspended: no pods until `resume` or the next submit",
         }
     }
 }

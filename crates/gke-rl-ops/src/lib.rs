@@ -43,6 +43,7 @@ pub mod suspend;
 pub use env::{Clock, Env, Interrupt, Kube, Processes, Runner, SystemClock};
 pub use error::{Error, Fix, Problem};
 pub use events::{Event, Progress, Question, Quiet};
+pub use gke_rl_kube::ClusterState;
 pub use site::Target;
 
 /// A duration as people read it in progress lines: `4.2s`, `12m03s`.

@@ -50,3 +50,9 @@ pub async fn set_suspended(
     }
     Ok(Changed::Now)
 }
+
+/// Whether the deployment's RayCluster is suspended; `None` when there is none.
+pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, Error> {
+    let clusters = crate::head::ray_clusters(deployment, env).await?;
+    Ok(clusters.is_suspended(deployment.project.cluster_name.as_str()).await?)
+}

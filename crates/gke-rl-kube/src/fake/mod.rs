@@ -186,6 +186,15 @@ impl FakeApiServer {
                     .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned))
                     .unwrap_or_else(|| format!("uid-{}", state.uids));
                 object["metadata"]["uid"] = json!(uid);
+                let created = state.objects.get(&key).map(|o| o["metadata"]["creationTimestamp"].clone()).filter(|c| !c.is_null());
+                object["metadata"]["creationTimestamp"] = created.unwrap_or_else(|| {
+                    json!(
+                        k8s_openapi::jiff::Timestamp::now()
+                            .round(k8s_openapi::jiff::Unit::Second)
+                            .map(|t| t.to_string())
+                            .unwrap_or_default()
+                    )
+                });
                 if *plural == "rayclusters" {
                     state.pod_listings = 0;
                     state.terminating = None;
