@@ -69,7 +69,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
     // In this order: the recovery trials first, since a stopped check's collective may hold the
     // second node's CPUs until its rendezvous times out; the last two take the node away and
     // restart the whole cluster.
-    let cases: [(&str, Case); 9] = [
+    let cases: [(&str, Case); 10] = [
         ("an_application_error_is_not_restarted", application_error),
         ("max_restarts_0_fails_on_a_lost_node_as_before", no_restarts),
         ("a_preempted_node_is_waited_for_and_the_job_resumes", preempted),
@@ -79,6 +79,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("a_check_past_its_time_is_stopped", past_its_time),
         ("a_lost_node_fails_the_check", lost_node),
         ("a_restarted_head_is_waited_for_and_the_job_resubmitted", head_restarted),
+        ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", idle_guard),
     ];
     let cluster: Arc<Slot> = Arc::default();
     let count = cases.len();
@@ -518,5 +519,64 @@ fn head_restarted(cluster: &Cluster) -> Result<(), Failed> {
         (resubmitted.saturating_sub(back)).as_secs_f64(),
         started.elapsed().as_secs_f64(),
     );
+    Ok(())
+}
+
+/// The idle guard's decisions on a real Ray head and the fake API server over HTTPS, as its
+/// CronJob runs it: a running job keeps the cluster; an idle one is kept until the timeout,
+/// then suspended.
+fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
+    let cloud = common::Cloud::new(Pods::ReadyAfter(0));
+    let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    check(deploy.status.success(), "deploy", &deploy)?;
+    let sa = tempfile::tempdir()?;
+    std::fs::write(sa.path().join("token"), common::KUBE_TOKEN)?;
+    std::fs::copy(cloud.root.join("ca.pem"), sa.path().join("ca.crt"))?;
+    std::fs::write(sa.path().join("idle_guard.py"), gke_rl::guard::IDLE_GUARD)?;
+    let guard = |idle_seconds: &str| -> Result<String, Failed> {
+        let out = Command::new("python3")
+            .arg(sa.path().join("idle_guard.py"))
+            .env("GKE_RL_API", &cloud.https.url)
+            .env("GKE_RL_SERVICE_ACCOUNT_DIR", sa.path())
+            .env("GKE_RL_NAMESPACE", "default")
+            .env("GKE_RL_CLUSTER", "ray-a4-gpu-spot")
+            .env("GKE_RL_DASHBOARD", &cluster.address)
+            .env("GKE_RL_IDLE_SECONDS", idle_seconds)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("the guard failed:\n{}{}", stdout(&out), stderr(&out)).into());
+        }
+        Ok(stdout(&out))
+    };
+    let suspended = || cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["suspend"] == true);
+
+    let busy = gke_rl(TWO_NODES_NO_FABRIC, &["submit", "--address", &cluster.address, "--no-wait", "--", "sleep", "60"]);
+    let id = stderr(&busy).split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stdout(&gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.address])).contains("RUNNING") {
+        if Instant::now() > deadline {
+            return Err("the busy job never ran".into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let said = guard("1")?;
+    if !said.starts_with("busy: ") || !said.contains(&id) || suspended() {
+        return Err(format!("a running job keeps the cluster: {said}").into());
+    }
+    let stop = gke_rl(TWO_NODES_NO_FABRIC, &["stop", &id, "--address", &cluster.address]);
+    check(stop.status.success(), "the busy job stops", &stop)?;
+    let said = guard("3600")?;
+    if !said.starts_with("idle for ") || suspended() {
+        return Err(format!("idle, but not for an hour: {said}").into());
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let said = guard("1")?;
+    if !said.starts_with("suspended RayCluster ray-a4-gpu-spot after ") || !suspended() {
+        return Err(format!("idle past the timeout: {said}").into());
+    }
+    let said = guard("1")?;
+    if !said.contains("is suspended already") {
+        return Err(format!("a suspended cluster is left alone: {said}").into());
+    }
     Ok(())
 }

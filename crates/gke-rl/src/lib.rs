@@ -38,6 +38,7 @@ pub mod diagnostic;
 pub mod envsh;
 mod error;
 pub mod fabric;
+pub mod guard;
 pub mod knowledge;
 pub mod lifecycle;
 pub mod model;
