@@ -175,7 +175,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__deploy)
-            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --help"
+            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --idle-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -210,6 +210,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --address-echo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -68,6 +68,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l toolkit -d 'Clu
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l authorized-cidr -d 'CIDR allowed to reach the control plane [default: the config\'s, else this machine\'s public address]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l timeout -d 'How long to wait for the Ray pods to be Ready (90s, 30m, 1h)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l address-echo -d 'Where to ask for this machine\'s public address (plain text, one address)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l idle-timeout -d 'Install an in-cluster guard that suspends the RayCluster after this long without a running job (30m, 2h); the GPU pool then autoscales from zero [default: the config\'s job.idle_timeout_minutes]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l download-dependencies -d 'Let gcluster download Terraform and Packer instead of requiring them on PATH'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l dry-run -d 'Print every command and Kubernetes object, change nothing'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l yes -d 'Do not ask before creating billable resources'

@@ -105,6 +105,8 @@ export JOB_HF_HOME=/lustre/huggingface_cache
 export MAX_RESTARTS=''
 # keep or suspend: the RayCluster after a job
 export WHEN_DONE=keep
+# minutes without a job before the in-cluster guard suspends the RayCluster; empty: no guard
+export IDLE_TIMEOUT_MINUTES=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

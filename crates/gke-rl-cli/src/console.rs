@@ -146,6 +146,10 @@ impl Progress for Console {
                 "the cluster, the Lustre instance and the buckets of {name} are gone; the networks, firewall rules and service \
                  accounts gcluster made cannot be found without its state: check the console (labels ghpc_deployment={name})"
             )),
+            Event::IdleGuardApplied { namespace, objects } => self.say(format_args!(
+                "  idle guard applied in {namespace}: {}",
+                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
+            )),
             Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
             Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
             Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),

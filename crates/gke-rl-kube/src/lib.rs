@@ -183,6 +183,26 @@ impl RayClusters {
         Ok((name, applied.metadata.uid.unwrap_or_default()))
     }
 
+    /// Server-side applies every object of a multi-document manifest into this namespace (a
+    /// guard's service account, role, config map, CronJob…); their kinds and names.
+    pub async fn apply_all(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
+        let mut applied = Vec::new();
+        for document in manifests.split("\n---\n").filter(|d| !d.trim().is_empty()) {
+            let root = gke_rl_yaml::Node::try_parse(document).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
+            let object: DynamicObject =
+                serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
+            let types = object.types.clone().ok_or_else(|| Error::Manifest("has an object without apiVersion and kind".to_owned()))?;
+            let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
+            let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &types.kind));
+            let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has an object without metadata.name".to_owned()))?;
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &resource);
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            self.call(|| format!("apply {} {name}", types.kind), api.patch(&name, &params, &Patch::Apply(&object))).await?;
+            applied.push((types.kind, name));
+        }
+        Ok(applied)
+    }
+
     /// The uid of the RayCluster `name`, if it exists.
     pub async fn uid(&self, name: &str) -> Result<Option<String>, Error> {
         let api = self.api();

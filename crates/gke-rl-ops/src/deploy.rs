@@ -149,7 +149,8 @@ pub async fn deploy(
     let original = files::read_text(&blueprint_path)?;
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
     let ray_cluster = &artifacts.ray_cluster.contents;
-    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster]);
+    let guard = gke_rl::guard::manifests(deployment).unwrap_or_default();
+    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster, &guard]);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
             progress.event(Event::ConfigChanged);
@@ -463,6 +464,10 @@ async fn run_step(
             let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
             progress.event(Event::RayClusterApplied { namespace: d.ray.namespace.as_str(), name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
+            if let Some(guard) = gke_rl::guard::manifests(d) {
+                let applied = clusters.apply_all(&guard).await?;
+                progress.event(Event::IdleGuardApplied { namespace: d.ray.namespace.as_str(), objects: &applied });
+            }
             Ok(())
         }
         Step::Ready => wait_ready(options, env, resolved, interrupt, progress).await,

@@ -79,6 +79,13 @@ pub enum Event<'a> {
         /// The deployment.
         name: &'a str,
     },
+    /// The idle guard's objects were applied.
+    IdleGuardApplied {
+        /// Their namespace.
+        namespace: &'a str,
+        /// Their kinds and names.
+        objects: &'a [(String, String)],
+    },
     /// The RayCluster was asked to suspend (KubeRay deletes its pods).
     SuspendRequested {
         /// The RayCluster.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::diagnostic::Diagnostic;
 use crate::knowledge::{HEAD_POOL_LABEL, HEAD_POOL_NAME};
-use crate::model::{Deployment, HeadNodePool, Provisioning, WhenDone};
+use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
 pub(crate) const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
@@ -86,7 +86,7 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
     }
     // A cluster suspended after its jobs gives its GPU nodes back only from an autoscaling pool
     // (flex-start autoscales already).
-    if deployment.job.when_done == WhenDone::Suspend && deployment.topology.provisioning != Provisioning::FlexStart {
+    if deployment.suspends_when_idle() && deployment.topology.provisioning != Provisioning::FlexStart {
         edits.push(autoscale_from_zero(&lines, pool)?);
     }
     if deployment.ray.head.node_pool == HeadNodePool::Dedicated {

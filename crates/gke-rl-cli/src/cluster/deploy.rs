@@ -36,6 +36,10 @@ pub struct DeployArgs {
     /// Once the RayCluster is Ready, run `fabric-check` on it (exit 1 when it fails)
     #[arg(long)]
     fabric_check: bool,
+    /// Install an in-cluster guard that suspends the RayCluster after this long without a
+    /// running job (30m, 2h); the GPU pool then autoscales from zero [default: the config's job.idle_timeout_minutes]
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    idle_timeout: Option<Duration>,
 }
 
 impl DeployArgs {
@@ -45,7 +49,11 @@ impl DeployArgs {
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
         let cli = crate::name();
-        let loaded = self.target.source.load()?;
+        let mut loaded = self.target.source.load()?;
+        if let Some(idle) = self.idle_timeout {
+            let minutes = idle.as_secs().div_ceil(60).max(1);
+            loaded.deployment.job.idle_timeout_minutes = std::num::NonZeroU32::new(u32::try_from(minutes).unwrap_or(u32::MAX));
+        }
         let d = &loaded.deployment;
         let artifacts = loaded.render()?;
         let options = DeployOptions {

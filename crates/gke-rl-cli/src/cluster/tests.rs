@@ -473,6 +473,25 @@ async fn preflight_reports_every_problem_at_once_and_creates_nothing() {
     assert!(deploy.contains("--download-dependencies --skip-validators test_gcsfuse_iam_role_exists"), "{deploy}");
 }
 
+/// deploy --idle-timeout installs the guard beside the RayCluster: its service account, a role
+/// on this RayCluster only, the program and the CronJob.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn deploy_installs_the_idle_guard() {
+    let w = world(Pods::ReadyAfter(0));
+    assert_eq!(w.deploy(&["--idle-timeout", "2h"]).await, 0, "{}", w.log());
+    assert!(
+        w.log().contains("idle guard applied in default: ServiceAccount ray-a4-gpu-spot-idle-guard, Role ray-a4-gpu-spot-idle-guard"),
+        "{}",
+        w.log()
+    );
+    let cronjob = w.server.object("cronjobs", "ray-a4-gpu-spot-idle-guard").expect("the CronJob");
+    let env = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert!(env.as_array().unwrap().iter().any(|e| e["name"] == "GKE_RL_IDLE_SECONDS" && e["value"] == "7200"), "{env}");
+    assert_eq!(w.server.object("configmaps", "ray-a4-gpu-spot-idle-guard").unwrap()["data"]["idle_guard.py"], gke_rl::guard::IDLE_GUARD);
+    let blueprint = std::fs::read_to_string(w.folder().join("gke-a4.yaml")).unwrap();
+    assert!(blueprint.contains("autoscaling_total_min_nodes: 0"), "the GPU pool gives its nodes back when suspended");
+}
+
 /// Suspend deletes the pods and keeps the RayCluster; resume brings every pod back; each says
 /// what it found when there is nothing to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

@@ -137,6 +137,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 "resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation",
             ),
             var("WHEN_DONE", "/job/when_done", Kind::Text, "keep or suspend: the RayCluster after a job"),
+            var(
+                "IDLE_TIMEOUT_MINUTES",
+                "/job/idle_timeout_minutes",
+                Kind::OptionalNumber,
+                "minutes without a job before the in-cluster guard suspends the RayCluster; empty: no guard",
+            ),
         ],
     ),
     (

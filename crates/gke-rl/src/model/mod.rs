@@ -342,6 +342,12 @@ pub enum FabricMode {
 pub const SPOT_MAX_RESTARTS: u32 = 3;
 
 impl Deployment {
+    /// Whether the RayCluster may be suspended when idle (after a job, or by the idle guard),
+    /// so that its GPU node pool should autoscale from zero to give the nodes back.
+    pub fn suspends_when_idle(&self) -> bool {
+        self.job.when_done == WhenDone::Suspend || self.job.idle_timeout_minutes.is_some()
+    }
+
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
     /// else [`SPOT_MAX_RESTARTS`] where nodes may be taken away and none elsewhere.
     pub fn max_restarts(&self) -> u32 {
@@ -398,6 +404,9 @@ pub struct Job {
     pub max_restarts: Option<u32>,
     /// What `submit` does with the RayCluster when the job (with its restarts) has ended.
     pub when_done: WhenDone,
+    /// Minutes without a running job after which an in-cluster guard suspends the RayCluster.
+    /// Null: no guard.
+    pub idle_timeout_minutes: Option<NonZeroU32>,
 }
 
 /// What happens to the RayCluster after a job.
@@ -429,6 +438,7 @@ impl Default for Job {
             hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
             max_restarts: None,
             when_done: WhenDone::Keep,
+            idle_timeout_minutes: None,
         }
     }
 }
