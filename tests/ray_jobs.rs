@@ -157,7 +157,12 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let id = submitted_id(&submit).ok_or("no submission id printed")?;
     let status = cloud.gke_rl(&["status", &id], &[]);
     check(status.status.success() && stdout(&status).contains("SUCCEEDED"), "status through the port-forward", &status)?;
-    check(stderr(&status).contains("cluster ray-a4-gpu-spot: 9/9 pods Ready, ready"), "status shows the cluster's state", &status)?;
+    check(
+        stderr(&status).contains("cluster ray-a4-gpu-spot: 9/9 pods Ready, ready")
+            && stderr(&status).contains("costing at least $262.97/hour ($6,311.32/day)"),
+        "status shows the cluster's state and what it costs",
+        &status,
+    )?;
     cloud.api.set_pods(gke_rl_kube::fake::Pods::Preempted { lost: 2, message: "0/9 nodes are available".into() });
     let preempted = cloud.gke_rl(&["status", &id], &[]);
     check(
@@ -179,8 +184,10 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     )?;
     let while_suspended = cloud.gke_rl(&["status"], &[]);
     check(
-        while_suspended.status.success() && stdout(&while_suspended).contains("cluster ray-a4-gpu-spot: suspended: no pods until `resume`"),
-        "status says the cluster is suspended",
+        while_suspended.status.success()
+            && stdout(&while_suspended).contains("cluster ray-a4-gpu-spot: suspended: no pods until `resume`")
+            && stdout(&while_suspended).contains("still costing at least $262.97/hour ($6,311.32/day): its GPU pool does not scale to zero"),
+        "status says the cluster is suspended, and that its static GPU pool still bills",
         &while_suspended,
     )?;
     let resumed = cloud.gke_rl(&["submit", "--", "echo", "again"], &[]);

@@ -163,6 +163,10 @@ function renderConfig() {
     link.textContent = artifact.name;
     box.append(link);
   }
+  const cost = document.createElement("pre");
+  cost.id = "cost";
+  cost.textContent = result.cost.text;
+  box.append(cost);
   const check = document.createElement("button");
   check.type = "button";
   check.textContent = "Check these artifacts";

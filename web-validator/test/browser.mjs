@@ -49,6 +49,9 @@ if ((await page.inputValue("#file-name")) !== "run_nemo_rl.sh") fail("Enter on a
 await page.click("#render");
 const links = await page.locator("#render-result a[download]").count();
 if (links !== 7) fail(`rendering the default gave ${links} download links, expected 7`);
+const cost = await page.textContent("#render-result #cost");
+if (!cost.includes("total, at least") || !cost.includes("$262.97/hour") || !cost.includes("skypilot-catalog"))
+  fail(`the default's cost block is ${cost}`);
 await page.fill("#config", "project:\n  nope: 1\n");
 await page.click("#render");
 const renderError = await page.textContent("#render-result");

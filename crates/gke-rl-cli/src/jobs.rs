@@ -373,7 +373,14 @@ impl StatusArgs {
                 let loaded = self.connection.source.load()?;
                 if let Ok(Some(true)) = gke_rl_ops::suspend::is_suspended(&loaded.deployment, &env).await {
                     let state = gke_rl_ops::ClusterState::Suspended.describe();
-                    outln!("cluster {}: {state}", loaded.deployment.project.cluster_name);
+                    let d = &loaded.deployment;
+                    let estimate = gke_rl::cost::estimate(d);
+                    let bill = if d.gpu_pool_scales_to_zero() {
+                        format!("costing {} once GKE has removed its GPU nodes", estimate.without_gpu_nodes().summary())
+                    } else {
+                        format!("still costing {}: its GPU pool does not scale to zero, so the nodes stay", estimate.summary())
+                    };
+                    outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
                     return Ok(0);
                 }
             }
@@ -394,6 +401,7 @@ impl StatusArgs {
                 match clusters.readiness(name, d.topology.node_count.get()).await {
                     Ok(readiness) => {
                         let (ready, wanted) = readiness.progress();
+                        let cost = format!("costing {}", gke_rl::cost::estimate(d).summary());
                         let now = i64::try_from(env.clock.unix_millis() / 1000).unwrap_or(i64::MAX);
                         let age = readiness.created.map_or_else(String::new, |created| {
                             format!(
@@ -403,7 +411,7 @@ impl StatusArgs {
                         });
                         connected
                             .console
-                            .say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}{age}", readiness.state.describe()));
+                            .say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}{age}, {cost}", readiness.state.describe()));
                         for problem in &readiness.problems {
                             connected.console.say(format_args!("  ! {problem}"));
                         }

@@ -9,6 +9,7 @@ mod blueprint;
 mod cluster;
 mod config;
 mod console;
+mod cost;
 mod fabric;
 mod jobs;
 mod render;
@@ -37,6 +38,7 @@ pub enum Command {
     Render(render::Args),
     Validate(validate::Args),
     Blueprint(blueprint::Args),
+    Cost(cost::Args),
     Deploy(cluster::DeployArgs),
     Destroy(cluster::DestroyArgs),
     Suspend(cluster::SuspendArgs),
@@ -86,6 +88,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Command::Render(args) => args.run(),
         Command::Validate(args) => args.run().map(u8::from),
         Command::Blueprint(args) => args.run().map(|()| 0),
+        Command::Cost(args) => args.run().map(|()| 0),
         Command::Deploy(args) => args.run(),
         Command::Destroy(args) => args.run(),
         Command::Suspend(args) => args.run(),

@@ -359,7 +359,12 @@ async fn outside_authorized_cidr(options: &DeployOptions, cidr: &str, d: &Deploy
 
 /// What the question before creating says.
 fn creates(d: &Deployment) -> String {
-    format!("create {} in {}? They bill until the deployment is destroyed.", lifecycle::billable(d).join(", "), d.project.zone)
+    format!(
+        "create {} in {}? They bill {} until the deployment is destroyed.",
+        lifecycle::billable(d).join(", "),
+        d.project.zone,
+        gke_rl::cost::estimate(d).summary()
+    )
 }
 
 /// How a deployment whose every step completed is doing.

@@ -19,7 +19,8 @@ pub fn validate(files: JsValue) -> JsValue {
     ))
 }
 
-/// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}]}`, or
+/// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}], "cost": {text,
+/// summary}}` (the cost block `cargo xtask cost` prints), or
 /// `{"error": diagnostic}` with the line and column in the config.
 #[wasm_bindgen]
 pub fn render(config: &str) -> JsValue {
@@ -56,7 +57,8 @@ pub fn render_json(config: &str) -> serde_json::Value {
                 .iter()
                 .map(|a| serde_json::json!({ "name": a.name, "contents": a.contents, "executable": a.executable }))
                 .collect();
-            serde_json::json!({ "artifacts": artifacts })
+            let cost = gke_rl::cost::estimate(&deployment);
+            serde_json::json!({ "artifacts": artifacts, "cost": { "text": cost.to_string(), "summary": cost.summary() } })
         }
         Err(e) => serde_json::json!({ "error": { "message": e.to_string() } }),
     }
@@ -81,7 +83,9 @@ mod tests {
 
     #[test]
     fn render_json_gives_artifacts_or_a_positioned_error() {
-        assert_eq!(render_json("")["artifacts"].as_array().map(Vec::len), Some(7));
+        let rendered = render_json("");
+        assert_eq!(rendered["artifacts"].as_array().map(Vec::len), Some(7));
+        assert_eq!(rendered["cost"]["text"], gke_rl::cost::estimate(&gke_rl::Deployment::default()).to_string());
         let error = &render_json("project:\n  nope: 1\n")["error"];
         assert_eq!((error["line"].as_u64(), error["code"].as_str()), (Some(2), Some("config-unknown-key")), "{error}");
     }

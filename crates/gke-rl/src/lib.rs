@@ -34,6 +34,7 @@
 pub mod blueprint;
 pub mod checkpoints;
 pub mod config;
+pub mod cost;
 pub mod diagnostic;
 pub mod envsh;
 mod error;

@@ -72,6 +72,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             }
         )],
     );
+    let _ = write!(out, "\n{}\n", crate::cost::estimate(deployment));
     out
 }
 

@@ -36,6 +36,8 @@ pub struct Deployment {
     pub job: Job,
     /// Where the job's secrets come from (names only, never values).
     pub secrets: Secrets,
+    /// Prices that replace the embedded price table's in cost estimates.
+    pub cost: crate::cost::Prices,
 }
 
 /// Google Cloud project, location and cluster name.
@@ -346,6 +348,13 @@ impl Deployment {
     /// so that its GPU node pool should autoscale from zero to give the nodes back.
     pub fn suspends_when_idle(&self) -> bool {
         self.job.when_done == WhenDone::Suspend || self.job.idle_timeout_minutes.is_some()
+    }
+
+    /// Whether the GPU node pool autoscales from zero, so that GKE removes its nodes once no
+    /// Ray pod wants them (a suspended cluster): flex-start pools always do, others when the
+    /// cluster [`suspends_when_idle`](Self::suspends_when_idle).
+    pub fn gpu_pool_scales_to_zero(&self) -> bool {
+        self.topology.provisioning == Provisioning::FlexStart || self.suspends_when_idle()
     }
 
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,

@@ -1,0 +1,362 @@
+//! What a deployment costs while it exists, per hour and per day, from an offline price table:
+//! the GPU nodes by provisioning mode, the Ray head's pool, the system pool, and Lustre.
+//!
+//! The table is a dated copy of list prices, so every estimate names its source and date; a
+//! config's `cost` section replaces any price with the user's own (negotiated rates, a newer
+//! list, a region the table lacks). A component with no price is shown as unpriced, never
+//! guessed.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::knowledge::SYSTEM_POOL;
+use crate::model::{Deployment, HeadNodePool, Provisioning};
+
+/// Where the embedded prices come from, printed with every estimate.
+pub const PRICE_SOURCE: &str = "SkyPilot's GCP catalog (github.com/skypilot-org/skypilot-catalog, catalogs/v8/gcp/vms.csv \
+     at commit 8427bbff988abdd050a9f51addd314ef31cb4e85), Compute Engine list prices in USD";
+/// When the embedded prices were read.
+pub const PRICE_DATE: &str = "2026-12-01";
+
+/// Hours Google Cloud bills as a month, to turn a per-GiB-month storage price into an hourly one.
+const HOURS_PER_MONTH: f64 = 730.0;
+
+/// Nodes of gke-a4's system pool that always run: the gke-cluster module's default
+/// `system_node_pool_node_count.total_min_nodes` (gke-a4 sets only the machine type).
+pub const SYSTEM_POOL_MIN_NODES: u32 = 2;
+
+/// One machine type's list price per node-hour in one region.
+struct MachinePrice {
+    machine_type: &'static str,
+    region: &'static str,
+    on_demand: f64,
+    spot: f64,
+}
+
+const fn price(machine_type: &'static str, region: &'static str, on_demand: f64, spot: f64) -> MachinePrice {
+    MachinePrice { machine_type, region, on_demand, spot }
+}
+
+/// The embedded table, copied from [`PRICE_SOURCE`]: the regions that offer A4, and the
+/// machines of the head and system pools in those regions. The catalog prices an A4 node
+/// through its 8 B200 GPUs (its `a4-highgpu-8g` row is 0.0: Compute Engine bills A4 as GPU
+/// slices that include the vCPUs and memory), so the A4 rows are the catalog's `B200,8` rows.
+const MACHINE_PRICES: &[MachinePrice] = &[
+    price("a4-highgpu-8g", "asia-northeast1", 64.44, 39.128),
+    price("a4-highgpu-8g", "asia-southeast1", 64.44, 35.5712),
+    price("a4-highgpu-8g", "europe-north1", 64.44, 35.8672),
+    price("a4-highgpu-8g", "europe-west4", 90.216, 35.8672),
+    price("a4-highgpu-8g", "us-central1", 90.216, 32.6064),
+    price("a4-highgpu-8g", "us-east1", 90.216, 32.6064),
+    price("a4-highgpu-8g", "us-east4", 64.44, 32.6064),
+    price("a4-highgpu-8g", "us-south1", 90.216, 32.6064),
+    price("a4-highgpu-8g", "us-west2", 64.44, 32.6064),
+    price("a4-highgpu-8g", "us-west3", 64.44, 32.6064),
+    price("n2-highmem-16", "asia-northeast1", 1.34352, 0.31984),
+    price("n2-highmem-16", "asia-southeast1", 1.29291, 0.4617),
+    price("n2-highmem-16", "europe-north1", 1.15389, 0.38934),
+    price("n2-highmem-16", "europe-west4", 1.15382, 0.40192),
+    price("n2-highmem-16", "us-central1", 1.04811, 0.3263),
+    price("n2-highmem-16", "us-east1", 1.04811, 0.3263),
+    price("n2-highmem-16", "us-east4", 1.18037, 0.23686),
+    price("n2-highmem-16", "us-south1", 1.23677, 0.33853),
+    price("n2-highmem-16", "us-west2", 1.25891, 0.33894),
+    price("n2-highmem-16", "us-west3", 1.25891, 0.47853),
+    price("e2-standard-16", "asia-northeast1", 0.68773, 0.31779),
+    price("e2-standard-16", "asia-southeast1", 0.66133, 0.30544),
+    price("e2-standard-16", "europe-north1", 0.59022, 0.1295),
+    price("e2-standard-16", "europe-west4", 0.59018, 0.23392),
+    price("e2-standard-16", "us-central1", 0.53609, 0.24752),
+    price("e2-standard-16", "us-east1", 0.53609, 0.24752),
+    price("e2-standard-16", "us-east4", 0.60377, 0.29066),
+    price("e2-standard-16", "us-south1", 0.63259, 0.14656),
+    price("e2-standard-16", "us-west2", 0.64392, 0.16525),
+    price("e2-standard-16", "us-west3", 0.64392, 0.14829),
+];
+
+/// A price in US dollars, given in the config as a number; kept in micro-dollars so the model
+/// stays comparable (`Eq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Usd(u64);
+
+impl Usd {
+    /// Dollars, if a price: finite, not negative, below a billion.
+    pub fn new(dollars: f64) -> Option<Self> {
+        (dollars.is_finite() && (0.0..1e9).contains(&dollars)).then(|| Usd((dollars * 1e6).round() as u64))
+    }
+
+    /// The amount in dollars.
+    pub fn dollars(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+}
+
+impl Serialize for Usd {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.dollars())
+    }
+}
+
+impl<'de> Deserialize<'de> for Usd {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let dollars = f64::deserialize(d)?;
+        Usd::new(dollars).ok_or_else(|| serde::de::Error::custom(format!("{dollars} is not a price: give US dollars, 0 or more")))
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Usd {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Usd".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "number", "minimum": 0, "description": "US dollars." })
+    }
+}
+
+/// Prices that replace the embedded table's: negotiated rates, a newer list, a region the
+/// table lacks. Each is optional; the estimate names which prices came from here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Prices {
+    /// USD per hour for one GPU node, in the deployment's provisioning mode.
+    pub gpu_node_per_hour: Option<Usd>,
+    /// USD per hour for the Ray head's node (a dedicated head pool only).
+    pub head_node_per_hour: Option<Usd>,
+    /// USD per hour for one node of the system pool.
+    pub system_node_per_hour: Option<Usd>,
+    /// USD per GiB-month of Managed Lustre at the deployment's throughput tier.
+    pub lustre_per_gib_month: Option<Usd>,
+    /// Where these prices come from, printed with the estimate ("our 2026 contract").
+    pub source: Option<String>,
+}
+
+/// Where one line's price came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriceFrom {
+    /// The embedded table.
+    Table,
+    /// The config's `cost` section.
+    Config,
+}
+
+/// One component of the bill.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// What bills: "8 × a4-highgpu-8g (Spot)".
+    pub component: String,
+    /// USD per hour, when priced.
+    pub per_hour: Option<f64>,
+    /// Where the price came from, when priced.
+    pub from: Option<PriceFrom>,
+    /// Why the price is what it is, or why there is none.
+    pub note: Option<String>,
+}
+
+/// The estimate: every component, and where the prices come from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// The components, GPU nodes first.
+    pub lines: Vec<Line>,
+    /// The region priced.
+    pub region: String,
+    /// The config's source for its own prices, if it gave any.
+    pub config_source: Option<String>,
+}
+
+impl Estimate {
+    /// The sum of the priced lines, USD per hour.
+    pub fn per_hour(&self) -> f64 {
+        self.lines.iter().filter_map(|l| l.per_hour).sum()
+    }
+
+    /// The components with no price.
+    pub fn unpriced(&self) -> impl Iterator<Item = &Line> {
+        self.lines.iter().filter(|l| l.per_hour.is_none())
+    }
+
+    /// "about $300.17/hour ($7,204.08/day)", with "at least" when a component is unpriced:
+    /// the one-line form for questions and status.
+    pub fn summary(&self) -> String {
+        let at_least = if self.unpriced().next().is_some() { "at least " } else { "about " };
+        format!("{at_least}{}/hour ({}/day)", dollars(self.per_hour()), dollars(self.per_hour() * 24.0))
+    }
+
+    /// The estimate without the GPU nodes: what a suspended cluster whose GPU pool has
+    /// scaled to zero still costs.
+    pub fn without_gpu_nodes(&self) -> Estimate {
+        Estimate { lines: self.lines[1..].to_vec(), ..self.clone() }
+    }
+}
+
+/// `$7,204.08`.
+pub fn dollars(amount: f64) -> String {
+    let cents = (amount * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{:02}", cents % 100)
+}
+
+impl fmt::Display for Estimate {
+    /// The cost block of `cost`, `deploy --dry-run` and the web page.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self.lines.iter().map(|l| l.component.chars().count()).max().unwrap_or(0);
+        writeln!(f, "cost in {} while the deployment exists:", self.region)?;
+        for line in &self.lines {
+            let money = match line.per_hour {
+                Some(hour) => format!("{:>12}/hour {:>13}/day", dollars(hour), dollars(hour * 24.0)),
+                None => format!("{:>12}", "unpriced"),
+            };
+            let config = if line.from == Some(PriceFrom::Config) { " (config price)" } else { "" };
+            let note = line.note.as_deref().map(|n| format!("  {n}")).unwrap_or_default();
+            writeln!(f, "  {:<width$}  {money}{config}{note}", line.component)?;
+        }
+        let total = self.per_hour();
+        let label = if self.unpriced().next().is_some() { "total, at least" } else { "total" };
+        writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", dollars(total), dollars(total * 24.0))?;
+        write!(f, "prices: {PRICE_SOURCE}, read {PRICE_DATE}")?;
+        if let Some(source) = &self.config_source {
+            write!(f, "; config prices: {source}")?;
+        }
+        Ok(())
+    }
+}
+
+fn table_price(machine_type: &str, region: &str) -> Option<&'static MachinePrice> {
+    MACHINE_PRICES.iter().find(|p| p.machine_type == machine_type && p.region == region)
+}
+
+/// A node pool's line: `count` nodes at the config's price, else the table's, else unpriced.
+fn node_line(component: String, configured: Option<Usd>, listed: Option<f64>, count: u32, note: Option<String>) -> Line {
+    let unit = configured.map(|p| (p.dollars(), PriceFrom::Config)).or(listed.map(|p| (p, PriceFrom::Table)));
+    let missing = "no price in the table for this machine and region: set `cost` prices in the config".to_owned();
+    Line {
+        component,
+        per_hour: unit.map(|(p, _)| p * f64::from(count)),
+        from: unit.map(|(_, from)| from),
+        // The mode's note explains a table price; a config price is the user's own.
+        note: match unit {
+            Some((_, PriceFrom::Table)) => note,
+            Some((_, PriceFrom::Config)) => None,
+            None => Some(missing),
+        },
+    }
+}
+
+/// What `d` costs per hour while it exists, at list prices for its region.
+pub fn estimate(d: &Deployment) -> Estimate {
+    let region = d.project.region.as_str();
+    let prices = &d.cost;
+    let topology = &d.topology;
+    let gpu = table_price(topology.machine_type.as_str(), region);
+    let (listed, note) = match &topology.provisioning {
+        Provisioning::Spot => (gpu.map(|p| p.spot), Some("Spot price; it changes with demand".to_owned())),
+        Provisioning::OnDemand => (gpu.map(|p| p.on_demand), None),
+        Provisioning::Reservation(_) => {
+            (gpu.map(|p| p.on_demand), Some("on-demand price: a reservation bills at it unless a commitment applies".to_owned()))
+        }
+        Provisioning::FlexStart => (
+            gpu.map(|p| p.on_demand),
+            Some("on-demand price: the table has no flex-start price; nodes bill only while GKE holds them".to_owned()),
+        ),
+    };
+    let mut lines = vec![node_line(
+        format!("{} × {} ({})", topology.node_count, topology.machine_type, topology.provisioning.describe()),
+        prices.gpu_node_per_hour,
+        listed,
+        topology.node_count.get(),
+        note,
+    )];
+    if d.ray.head.node_pool == HeadNodePool::Dedicated {
+        let machine = d.ray.head.machine_type.as_str();
+        lines.push(node_line(
+            format!("1 × {machine} (Ray head, on-demand)"),
+            prices.head_node_per_hour,
+            table_price(machine, region).map(|p| p.on_demand),
+            1,
+            None,
+        ));
+    }
+    let (_, system_machine) = SYSTEM_POOL;
+    lines.push(node_line(
+        format!("{SYSTEM_POOL_MIN_NODES} × {system_machine} (system pool, on-demand)"),
+        prices.system_node_per_hour,
+        table_price(system_machine, region).map(|p| p.on_demand),
+        SYSTEM_POOL_MIN_NODES,
+        Some("its minimum; it autoscales to 10".to_owned()),
+    ));
+    let capacity = d.lustre.capacity_gib.get();
+    lines.push(Line {
+        component: format!("Lustre {capacity} GiB at {} MB/s per TiB", d.lustre.throughput_mbps_per_tib),
+        per_hour: prices.lustre_per_gib_month.map(|p| p.dollars() * f64::from(capacity) / HOURS_PER_MONTH),
+        from: prices.lustre_per_gib_month.map(|_| PriceFrom::Config),
+        note: prices
+            .lustre_per_gib_month
+            .is_none()
+            .then(|| "no citable list price in the table: set cost.lustre_per_gib_month (USD per GiB-month) in the config".to_owned()),
+    });
+    Estimate { lines, region: region.to_owned(), config_source: prices.source.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_a_price_of_a_machine_gke_rl_uses() {
+        for row in MACHINE_PRICES {
+            assert!(row.on_demand > 0.0 && row.spot > 0.0 && row.spot < row.on_demand, "{} {}", row.machine_type, row.region);
+        }
+        let a4_regions: Vec<_> = MACHINE_PRICES.iter().filter(|p| p.machine_type == "a4-highgpu-8g").map(|p| p.region).collect();
+        for pool in ["n2-highmem-16", "e2-standard-16"] {
+            for region in &a4_regions {
+                assert!(table_price(pool, region).is_some(), "{pool} has no price in {region}, where A4 runs");
+            }
+        }
+    }
+
+    #[test]
+    fn the_default_costs_its_spot_nodes_head_and_system_pool_and_leaves_lustre_unpriced() {
+        let e = estimate(&Deployment::default());
+        assert_eq!(e.region, "us-east1");
+        let hour: Vec<_> = e.lines.iter().map(|l| l.per_hour).collect();
+        assert_eq!(hour[0], Some(8.0 * 32.6064));
+        assert_eq!(hour[1], Some(1.04811));
+        assert_eq!(hour[2], Some(2.0 * 0.53609));
+        assert_eq!(hour[3], None);
+        assert!(e.summary().starts_with("at least $262.97/hour"), "{}", e.summary());
+    }
+
+    #[test]
+    fn config_prices_replace_the_table_and_price_lustre() {
+        let mut d = Deployment::default();
+        d.project.region = crate::model::Region::new("me-west1").unwrap();
+        assert!(estimate(&d).lines[0].note.as_deref().unwrap().contains("no price in the table"));
+        d.cost.gpu_node_per_hour = Usd::new(20.0);
+        d.cost.lustre_per_gib_month = Usd::new(0.73);
+        d.cost.source = Some("our contract".to_owned());
+        let e = estimate(&d);
+        assert_eq!((e.lines[0].per_hour, e.lines[0].from), (Some(160.0), Some(PriceFrom::Config)));
+        assert!((e.lines[3].per_hour.unwrap() - 9.0).abs() < 1e-9, "9000 GiB × $0.73 / 730 h");
+        assert!(e.to_string().ends_with("; config prices: our contract"));
+        assert_eq!(e.without_gpu_nodes().lines.len(), 3);
+    }
+
+    #[test]
+    fn dollars_are_grouped_and_rounded_to_cents() {
+        assert_eq!(dollars(7204.084), "$7,204.08");
+        assert_eq!(dollars(0.005), "$0.01");
+        assert_eq!(dollars(1_234_567.0), "$1,234,567.00");
+        assert_eq!(Usd::new(-1.0), None);
+        assert_eq!(Usd::new(f64::NAN), None);
+    }
+}
