@@ -186,7 +186,8 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     check(
         while_suspended.status.success()
             && stdout(&while_suspended).contains("cluster ray-a4-gpu-spot: suspended: no pods until `resume`")
-            && stdout(&while_suspended).contains("still costing at least $262.97/hour ($6,311.32/day): its GPU pool does not scale to zero"),
+            && stdout(&while_suspended)
+                .contains("still costing at least $262.97/hour ($6,311.32/day): its GPU pool does not scale to zero"),
         "status says the cluster is suspended, and that its static GPU pool still bills",
         &while_suspended,
     )?;

@@ -310,7 +310,8 @@ async fn preflight(
     Ok(())
 }
 
-/// The GPU quota, the machine type and the RoCE profile, as gcloud answers about them.
+/// The GPU quota, the machine type, the RoCE profile and Lustre's location, as gcloud answers
+/// about them.
 fn capacity(env: &Env, resolved: &Resolved<'_>, checks: &Preflight) -> Vec<Problem> {
     let d = resolved.deployment;
     let (region, zone) = (d.project.region.to_string(), d.project.zone.to_string());
@@ -333,7 +334,11 @@ fn capacity(env: &Env, resolved: &Resolved<'_>, checks: &Preflight) -> Vec<Probl
         problems.push(Problem::MachineTypeMissing { machine: d.topology.machine_type.to_string(), zone: zone.clone() });
     }
     if checks.roce_profile.as_ref().is_some_and(|profile| resolved.read(env, profile).is_err()) {
-        problems.push(Problem::NoRoceProfile { zone });
+        problems.push(Problem::NoRoceProfile { zone: zone.clone() });
+    }
+    // Only the location can be told: no gcloud command reports the Lustre capacity quota.
+    if let Err(reason) = resolved.read(env, &checks.lustre_location) {
+        problems.push(Problem::LustreLocation { zone, reason });
     }
     problems
 }

@@ -354,6 +354,17 @@ pub enum Problem {
         /// The zone.
         zone: String,
     },
+    /// Managed Lustre does not serve the zone (or cannot be asked).
+    #[error(
+        "Managed Lustre does not answer for zone {zone} ({reason}): pick a zone it serves \
+         (https://cloud.google.com/managed-lustre/docs/locations) that also offers the GPU machine type"
+    )]
+    LustreLocation {
+        /// The zone.
+        zone: String,
+        /// gcloud's answer.
+        reason: String,
+    },
     /// This machine cannot reach the control plane from where it is.
     #[error(
         "this machine's public address {address} is outside the authorized CIDR {cidr} of cluster {cluster}: its Kubernetes API will not answer"

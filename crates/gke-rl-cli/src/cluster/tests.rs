@@ -519,7 +519,7 @@ async fn suspend_and_resume_through_kuberay() {
 async fn missing_capacity_is_found_before_anything_is_created() {
     let w = world(Pods::ReadyAfter(0));
     w.set_var("FAKE_GPU_QUOTA", "16");
-    w.set_var("FAKE_ZONE_LACKS", "a4");
+    w.set_var("FAKE_ZONE_LACKS", "a4,lustre");
     assert_eq!(w.deploy(&[]).await, 1);
     let log = w.log();
     for expected in [
@@ -527,6 +527,8 @@ async fn missing_capacity_is_found_before_anything_is_created() {
         "https://console.cloud.google.com/iam-admin/quotas?project=fake-project",
         "zone us-east1-b does not offer a4-highgpu-8g",
         "zone us-east1-b has no RoCE network profile (us-east1-b-vpc-roce)",
+        "Managed Lustre does not answer for zone us-east1-b (",
+        "INVALID_ARGUMENT: location is not supported): pick a zone it serves",
     ] {
         assert!(log.contains(expected), "{expected} missing from\n{log}");
     }

@@ -65,6 +65,8 @@ pub struct Preflight {
     pub machine_type: Command,
     /// The zone's RoCE network profile, which the RDMA network needs (wired fabrics only).
     pub roce_profile: Option<Command>,
+    /// The zone's Managed Lustre instances: the Lustre API refuses a zone it does not serve.
+    pub lustre_location: Command,
 }
 
 impl Preflight {
@@ -91,6 +93,10 @@ impl Preflight {
                 "gcloud",
                 &["compute", "machine-types", "describe", machine, "--zone", zone, "--project", project, "--format=value(name)"],
             ),
+            lustre_location: Command::of(
+                "gcloud",
+                &["lustre", "instances", "list", "--location", zone, "--project", project, "--format=value(name)"],
+            ),
             roce_profile: wired.then(|| {
                 let profile = format!("{zone}-vpc-roce");
                 Command::of("gcloud", &["compute", "network-profiles", "describe", &profile, "--project", project, "--format=value(name)"])
@@ -113,6 +119,7 @@ impl Preflight {
         if let Some(profile) = &self.roce_profile {
             all.push(("the zone's RoCE network profile, for the RDMA network", profile));
         }
+        all.push(("Managed Lustre serves the zone", &self.lustre_location));
         all
     }
 }
