@@ -565,3 +565,22 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
         }
     }
 }
+
+/// Suspending, by `gke-rl suspend`, `submit --then suspend` or the idle guard, is the merge
+/// patch `{"spec": {"suspend": true}}`: the RayCluster it leaves must still match the CRD.
+#[test]
+fn a_suspended_raycluster_matches_the_crd() {
+    assert!(gke_rl::guard::IDLE_GUARD.contains(r#"{"spec": {"suspend": True}}"#), "the guard's patch body is the one checked here");
+    let crd = gke_rl::validate::CrdSchema::from_crd(&std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap(), true)
+        .unwrap();
+    let check = |suspend: &str| {
+        let mut files = rendered(&gke_rl::Deployment::default());
+        let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+        assert!(cluster.contains("\nspec:\n"), "{cluster}");
+        *cluster = cluster.replacen("\nspec:\n", &format!("\nspec:\n  suspend: {suspend}\n"), 1);
+        let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        codes(&gke_rl::validate::validate_with_crd(&sources, &crd)).contains(&"crd-schema")
+    };
+    assert!(!check("true"), "spec.suspend: true is in the CRD");
+    assert!(check("\"soon\""), "the CRD types spec.suspend, so a wrong value is caught");
+}

@@ -518,6 +518,10 @@ async fn suspend_and_resume_through_kuberay() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn missing_capacity_is_found_before_anything_is_created() {
     let w = world(Pods::ReadyAfter(0));
+    // A new project: no B200 quota at all.
+    w.set_var("FAKE_GPU_QUOTA", "0");
+    assert_eq!(w.deploy(&[]).await, 1);
+    assert!(w.log().contains("PREEMPTIBLE_NVIDIA_B200_GPUS quota in us-east1 has 0 of 0 free, but 64 GPUs are needed"), "{}", w.log());
     w.set_var("FAKE_GPU_QUOTA", "16");
     w.set_var("FAKE_ZONE_LACKS", "a4,lustre");
     assert_eq!(w.deploy(&[]).await, 1);

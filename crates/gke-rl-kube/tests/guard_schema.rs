@@ -1,0 +1,52 @@
+//! The idle guard's objects against the Kubernetes API's own types (k8s-openapi, generated
+//! from the Kubernetes OpenAPI schema): each document must read as its kind and write back
+//! unchanged, so a misspelt or misplaced field (which the API server would drop, or refuse)
+//! fails here.
+
+use std::num::NonZeroU32;
+
+use gke_rl::Deployment;
+use k8s_openapi::api::{batch::v1::CronJob, core::v1::ConfigMap, core::v1::ServiceAccount, rbac::v1::Role, rbac::v1::RoleBinding};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// `document` read as `T` and written back; what differs, if anything.
+fn round_trip<T: DeserializeOwned + Serialize>(document: &serde_json::Value) -> Result<(), String> {
+    let typed: T = serde_json::from_value(document.clone()).map_err(|e| format!("does not read as its kind: {e}"))?;
+    let back = serde_json::to_value(typed).unwrap();
+    if &back == document { Ok(()) } else { Err(format!("fields the API would drop or change:\n{document:#}\nwrites back as\n{back:#}")) }
+}
+
+/// Every document checked against the type of its kind; the first problem.
+fn check(manifests: &str) -> Result<Vec<String>, String> {
+    let mut kinds = Vec::new();
+    for text in manifests.split("\n---\n") {
+        let document = gke_rl_yaml::Node::try_parse(text).map_err(|e| format!("not YAML: {e:?}"))?.to_json();
+        let kind = document["kind"].as_str().unwrap_or_default().to_owned();
+        let checked = match kind.as_str() {
+            "ServiceAccount" => round_trip::<ServiceAccount>(&document),
+            "Role" => round_trip::<Role>(&document),
+            "RoleBinding" => round_trip::<RoleBinding>(&document),
+            "ConfigMap" => round_trip::<ConfigMap>(&document),
+            "CronJob" => round_trip::<CronJob>(&document),
+            other => Err(format!("a kind the guard should not have: {other}")),
+        };
+        checked.map_err(|e| format!("{kind}: {e}"))?;
+        kinds.push(kind);
+    }
+    Ok(kinds)
+}
+
+#[test]
+fn the_guard_objects_match_the_kubernetes_schema() {
+    let mut d = Deployment::default();
+    d.job.idle_timeout_minutes = NonZeroU32::new(120);
+    let manifests = gke_rl::guard::manifests(&d).expect("an idle timeout installs the guard");
+    assert_eq!(check(&manifests).unwrap(), ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "CronJob"]);
+
+    // The check can fail: a misspelt field, and a value of the wrong type.
+    let misspelt = manifests.replace("concurrencyPolicy:", "concurrencyPolicyy:");
+    assert!(check(&misspelt).unwrap_err().starts_with("CronJob: fields the API would drop"));
+    let mistyped = manifests.replace("backoffLimit: 0", "backoffLimit: none");
+    assert!(check(&mistyped).unwrap_err().starts_with("CronJob: does not read as its kind"));
+}
