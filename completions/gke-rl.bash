@@ -22,6 +22,9 @@ _gke__rl() {
             gke__rl,completions)
                 cmd="gke__rl__subcmd__completions"
                 ;;
+            gke__rl,cost)
+                cmd="gke__rl__subcmd__cost"
+                ;;
             gke__rl,deploy)
                 cmd="gke__rl__subcmd__deploy"
                 ;;
@@ -66,6 +69,9 @@ _gke__rl() {
                 ;;
             gke__rl__subcmd__help,completions)
                 cmd="gke__rl__subcmd__help__subcmd__completions"
+                ;;
+            gke__rl__subcmd__help,cost)
+                cmd="gke__rl__subcmd__help__subcmd__cost"
                 ;;
             gke__rl__subcmd__help,deploy)
                 cmd="gke__rl__subcmd__help__subcmd__deploy"
@@ -113,7 +119,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
+            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -167,6 +173,28 @@ _gke__rl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__cost)
+            opts="-h --config --env-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -305,7 +333,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
+            opts="render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -333,6 +361,20 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__help__subcmd__cost)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
