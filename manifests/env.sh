@@ -79,7 +79,7 @@ export WORKLOAD=nemo-rl-grpo-test1
 export RECIPE_CONFIG=examples/configs/grpo_math_70B_megatron.yaml
 # Hugging Face model
 export MODEL_NAME=Qwen/Qwen2.5-72B-Instruct
-# data.dataset_name
+# the training data set (data.dataset_name, or data.train.dataset_name from NeMo-RL v0.6.0)
 export DATASET=DeepScaler
 # grpo.max_num_steps
 export MAX_STEPS=20
@@ -101,6 +101,8 @@ export METRIC_NAME=''
 export CHECKPOINT_DIR=/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1
 # HF_HOME of the job, on Lustre
 export JOB_HF_HOME=/lustre/huggingface_cache
+# logger.log_dir, on Lustre
+export JOB_LOG_DIR=/lustre/logs
 # resubmissions after a node or the driver is lost; empty: 3 on Spot, 0 on a reservation
 export MAX_RESTARTS=''
 # keep or suspend: the RayCluster after a job

@@ -12,7 +12,7 @@ export RAY_OVERRIDE_JOB_RUNTIME_ENV=1
 wandb_enabled=False
 if [ -n "${WANDB_API_KEY:-}" ]; then wandb_enabled=True; fi
 
-mkdir -p /lustre/huggingface_cache /lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1
+mkdir -p /lustre/huggingface_cache /lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1 /lustre/logs
 cd /opt/nemo-rl
 exec uv run python examples/run_grpo_math.py \
   --config examples/configs/grpo_math_70B_megatron.yaml \
@@ -30,4 +30,5 @@ exec uv run python examples/run_grpo_math.py \
   checkpointing.keep_top_k=2 \
   checkpointing.metric_name=null \
   checkpointing.checkpoint_dir=/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1 \
+  logger.log_dir=/lustre/logs \
   data.dataset_name=DeepScaler

@@ -9,7 +9,9 @@ mod bench;
 mod ci;
 mod codegen;
 mod fuzz;
+mod models;
 mod ray_head;
+mod recipes;
 #[cfg(test)]
 mod tidy;
 mod wasm;

@@ -123,13 +123,15 @@ fn long_version() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
         let images: Vec<String> = gke_rl::knowledge::KNOWN_IMAGES.iter().map(|(image, ray)| format!("{image} (Ray {ray})")).collect();
+        let releases: Vec<&str> = gke_rl::knowledge::NEMO_RL_RELEASES.iter().map(|r| r.tag).collect();
         format!(
-            "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (the GRPO recipe's keys)",
+            "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (their GRPO launchers and recipe keys); {} models (docs/models.md)",
             env!("CARGO_PKG_VERSION"),
             env!("GKE_RL_COMMIT"),
             images.join(", "),
             gke_rl::knowledge::KUBERAY_VERSION,
-            gke_rl::knowledge::NEMO_RL_VERSION,
+            releases.join(", "),
+            gke_rl::knowledge::MODELS.len(),
         )
     })
 }

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -169,6 +169,26 @@ impl RayClusters {
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         self.call(|| format!("apply Secret {name}"), api.patch(name, &params, &Patch::Apply(&secret))).await?;
+        Ok(())
+    }
+
+    /// Creates this namespace, or leaves it as it is (server-side apply), unless it is
+    /// `default`, which every cluster has.
+    pub async fn apply_namespace(&self) -> Result<(), Error> {
+        if self.namespace == "default" {
+            return Ok(());
+        }
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(self.namespace.clone()),
+                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned())])),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        self.call(|| format!("apply Namespace {}", self.namespace), api.patch(&self.namespace, &params, &Patch::Apply(&namespace))).await?;
         Ok(())
     }
 

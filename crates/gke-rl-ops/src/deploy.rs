@@ -458,6 +458,7 @@ async fn run_step(
             }
             let entries: Vec<(&str, &str)> = entries.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let clusters = resolved.clusters(env).await?;
+            clusters.apply_namespace().await?;
             clusters.apply_secret(d.secrets.kubernetes_secret.as_str(), &entries).await?;
             let keys: Vec<&str> = entries.iter().map(|(k, _)| *k).collect();
             progress.event(Event::SecretApplied {

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::diagnostic::Diagnostic;
-use crate::knowledge::{HEAD_POOL_LABEL, HEAD_POOL_NAME};
+use crate::knowledge::{self, HEAD_POOL_LABEL, HEAD_POOL_NAME};
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
@@ -26,6 +26,42 @@ fn shape_error(line: usize, message: impl Into<String>, help: impl Into<String>)
 
 const UPSTREAM_HELP: &str = "start from Cluster Toolkit's examples/gke-a4/gke-a4.yaml, or make the edit by hand";
 
+/// The patch edits Cluster Toolkit's gke-a4 blueprint for an A4 deployment: another family's
+/// blueprint, or another family's deployment, is named with what gke-rl supports.
+fn supported(lines: &[String], deployment: &Deployment) -> Result<(), Diagnostic> {
+    let unsupported = |line: usize, message: String, help: String| {
+        Diagnostic::error("blueprint-unsupported", (u32::try_from(line + 1).unwrap_or(u32::MAX), 1), message, help)
+    };
+    let machine = deployment.topology.machine_type.as_str();
+    if let Some(family) = knowledge::gpu_family(machine)
+        && family.blueprint.map(|(name, _)| name) != Some(knowledge::PATCHED_BLUEPRINT)
+    {
+        let theirs =
+            family.blueprint.map_or("no Cluster Toolkit GKE example blueprint".to_owned(), |(_, path)| format!("Cluster Toolkit's {path}"));
+        return Err(unsupported(
+            0,
+            format!("gke-rl patches only the gke-a4 blueprint (A4); {machine} ({}) has {theirs}", family.name),
+            format!(
+                "render and validate support {}; edit its blueprint by hand, or deploy A4 (topology.machine_type: a4-highgpu-8g)",
+                family.name
+            ),
+        ));
+    }
+    let named = lines.iter().enumerate().find_map(|(i, l)| Some((i, l.strip_prefix("blueprint_name:")?.trim())));
+    if let Some((index, name)) = named
+        && name != knowledge::PATCHED_BLUEPRINT
+    {
+        let family = knowledge::GPU_FAMILIES.iter().find(|f| f.blueprint.is_some_and(|(b, _)| b == name));
+        let what = family.map_or(String::new(), |f| format!(", for {} ({})", f.name, f.machine));
+        return Err(unsupported(
+            index,
+            format!("this is the `{name}` blueprint{what}; gke-rl patches only gke-a4"),
+            UPSTREAM_HELP.to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// Returns the patched blueprint for `deployment`, or where the input differs from the shape
 /// the patch expects.
 pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> {
@@ -38,6 +74,7 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
     if let Some(index) = lines.iter().position(|l| l.contains('\r')) {
         return Err(shape_error(index, "the blueprint has a carriage return inside a line", "remove it (line endings may be LF or CRLF)"));
     }
+    supported(&lines, deployment)?;
     for id in LUSTRE_MODULES {
         uncomment_module(&mut lines, id)?;
     }
@@ -55,6 +92,11 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
         set_setting(module_by_id(&root, "lustre-pv"), "lustre-pv", "pvc_name", lustre.pvc_name.as_str())?,
         set_setting(module_by_source(&root, CLUSTER_SOURCE), CLUSTER_SOURCE, "enable_ray_operator", "true")?,
     ];
+    // The PVC is claimed from the pods' namespace: the module creates it (and the namespace) there.
+    let namespace = deployment.ray.namespace.as_str();
+    if namespace != "default" {
+        edits.push(set_setting(module_by_id(&root, "lustre-pv"), "lustre-pv", "namespace", namespace)?);
+    }
     let pool = module_by_source(&root, NODE_POOL_SOURCE).ok_or_else(|| missing_source(NODE_POOL_SOURCE))?;
     match deployment.topology.provisioning {
         Provisioning::Spot => {

@@ -16,10 +16,11 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     }
     let root = Node::try_parse(text)
         .map_err(|e| Diagnostic::error("config-invalid-value", e.at(), e.message(), format!("fix the YAML; {SCHEMA_HINT}")))?;
-    let deployment: Deployment = yaml::from_node(&root).map_err(|e| match e {
+    let mut deployment: Deployment = yaml::from_node(&root).map_err(|e| match e {
         yaml::Error::Type(e) => to_diagnostic(&e),
         other => Diagnostic::error("config-invalid-value", other.at(), other.message(), format!("fix the YAML; {SCHEMA_HINT}")),
     })?;
+    follow_the_family(&mut deployment, &root)?;
     if let Err(unknown) = deployment.ray.resolved_version() {
         let at = root.get(&["ray", "image"]).map_or((1, 1), Node::at);
         return Err(Diagnostic::error(
@@ -30,6 +31,38 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
         ));
     }
     Ok(deployment)
+}
+
+/// A known GPU machine type decides its nodes' accelerator label and GPU count: left out,
+/// they follow it; stated otherwise, they are an error at the value.
+fn follow_the_family(deployment: &mut Deployment, root: &Node) -> Result<(), Diagnostic> {
+    let topology = &mut deployment.topology;
+    let Some(family) = crate::knowledge::gpu_family(topology.machine_type.as_str()) else { return Ok(()) };
+    let mismatch = |key: &str, stated: &Node, theirs: String| {
+        Diagnostic::error(
+            "config-family-mismatch",
+            stated.at(),
+            format!("`topology.{key}` is {}, but {} nodes ({}) have {theirs}", stated.text().unwrap_or("?"), family.machine, family.name),
+            format!("set `{key}: {theirs}`, or leave it out: it follows topology.machine_type"),
+        )
+    };
+    match root.get(&["topology", "accelerator"]) {
+        Some(stated) if topology.accelerator.as_str() != family.accelerator => {
+            return Err(mismatch("accelerator", stated, family.accelerator.to_owned()));
+        }
+        Some(_) => {}
+        None => topology.accelerator = crate::model::Word::new(family.accelerator).expect("the family table holds valid words"),
+    }
+    match root.get(&["topology", "gpus_per_node"]) {
+        Some(stated) if topology.gpus_per_node.get() != family.gpus_per_node => {
+            Err(mismatch("gpus_per_node", stated, family.gpus_per_node.to_string()))
+        }
+        Some(_) => Ok(()),
+        None => {
+            topology.gpus_per_node = std::num::NonZeroU32::new(family.gpus_per_node).expect("families have GPUs");
+            Ok(())
+        }
+    }
 }
 
 fn to_diagnostic(error: &yaml::TypeError) -> Diagnostic {
@@ -106,6 +139,21 @@ mod tests {
         let e = from_yaml("project:\n  cluster_name: Ray_Cluster\n").unwrap_err();
         assert_eq!((e.line, e.column), (2, 17));
         assert!(e.message.starts_with("`project.cluster_name`: `Ray_Cluster` is not a valid Kubernetes/GCP name"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_accelerator_and_gpu_count_follow_the_machine_family() {
+        let a4x = from_yaml("topology:\n  machine_type: a4x-highgpu-4g\n").unwrap();
+        assert_eq!((a4x.topology.accelerator.as_str(), a4x.topology.gpus_per_node.get()), ("nvidia-gb200", 4));
+        let ultra = from_yaml("topology:\n  machine_type: a3-ultragpu-8g\n").unwrap();
+        assert_eq!(ultra.topology.accelerator.as_str(), "nvidia-h200-141gb");
+        let e = from_yaml("topology:\n  machine_type: a3-ultragpu-8g\n  accelerator: nvidia-b200\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-family-mismatch", 3, 16));
+        assert!(e.message.contains("a3-ultragpu-8g nodes (A3 Ultra) have nvidia-h200-141gb"), "{}", e.message);
+        let e = from_yaml("topology:\n  machine_type: a4x-highgpu-4g\n  gpus_per_node: 8\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-family-mismatch", 3));
+        let unknown = from_yaml("topology:\n  machine_type: g2-standard-96\n  accelerator: nvidia-l4\n").unwrap();
+        assert_eq!(unknown.topology.accelerator.as_str(), "nvidia-l4", "an unknown machine keeps what the config says");
     }
 
     #[test]

@@ -200,7 +200,8 @@ fn job_script_passes_bash_n_and_launches_nemo_rl_with_the_overrides() {
 
         let (out, args) = run_job_script(&script, &[("HF_TOKEN", "hf_test_value"), ("WANDB_API_KEY", "wandb-test-value")]);
         assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(args[..4], ["run", "python", "examples/run_grpo_math.py", "--config"]);
+        let release = gke_rl::knowledge::nemo_rl_release(d.ray.image.as_str()).expect("every test config uses a known release");
+        assert_eq!(args[..4], ["run", "python", release.launcher, "--config"]);
         assert_eq!(args[4], d.job.recipe.as_str());
         let overrides: BTreeMap<&str, &str> = args[5..].iter().map(|a| a.split_once('=').expect("key=value")).collect();
         assert_eq!(overrides["cluster.num_nodes"], d.topology.node_count.to_string());
@@ -212,7 +213,8 @@ fn job_script_passes_bash_n_and_launches_nemo_rl_with_the_overrides() {
         assert!(!overrides.contains_key("policy.megatron_cfg.converter_type"), "converter_type is a no-op in NeMo-RL v0.4.0");
         assert!(!args.iter().any(|a| a.contains("hf_test_value") || a.contains("wandb-test-value")), "no secret in argv");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(&format!("mkdir -p {} {}", d.job.hf_home, d.job.checkpointing.dir)), "{stderr}");
+        assert!(stderr.contains(&format!("mkdir -p {} {} {}", d.job.hf_home, d.job.checkpointing.dir, d.job.log_dir)), "{stderr}");
+        assert_eq!(overrides[release.dataset_key], d.job.dataset.as_str(), "{config}");
     }
 }
 

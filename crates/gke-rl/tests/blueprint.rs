@@ -308,3 +308,35 @@ fn the_rendered_rdma_networks_are_the_ones_the_blueprint_creates() {
         (vec!["gvnic-1".to_owned()], vec!["fast-1", "fast-2", "fast-3", "fast-4"].into_iter().map(str::to_owned).collect())
     );
 }
+
+/// The Lustre PV module creates the PVC (and its namespace) where the Ray pods run.
+#[test]
+fn the_pvc_is_created_in_the_rayclusters_namespace() {
+    let in_rl = gke_rl::config::from_yaml("ray:\n  namespace: rl\n").unwrap();
+    let root = Node::parse(&patch(&upstream_blueprint(), &in_rl).unwrap()).unwrap();
+    let pv = module(&root, "lustre-pv");
+    assert_eq!(pv.get(&["settings", "namespace"]).and_then(Node::text), Some("rl"));
+    let inputs = module_inputs("cluster-toolkit/modules/file-system/gke-persistent-volume/README.md");
+    assert!(inputs.iter().any(|i| i == "namespace"), "namespace is an input of gke-persistent-volume: {inputs:?}");
+    let default = Node::parse(&patch(&upstream_blueprint(), &Deployment::default()).unwrap()).unwrap();
+    assert!(module(&default, "lustre-pv").get(&["settings", "namespace"]).is_none(), "default is the module's default");
+}
+
+/// The patcher edits gke-a4 only, and says so for every other family.
+#[test]
+fn other_families_blueprints_are_named_not_patched() {
+    let ultra = gke_rl::config::from_yaml("topology:\n  machine_type: a3-ultragpu-8g\n").unwrap();
+    let e = patch(&upstream_blueprint(), &ultra).unwrap_err();
+    assert_eq!(e.code, "blueprint-unsupported");
+    assert!(
+        e.message.contains("a3-ultragpu-8g (A3 Ultra) has Cluster Toolkit's examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml"),
+        "{}",
+        e.message
+    );
+    let high = gke_rl::config::from_yaml("topology:\n  machine_type: a3-highgpu-8g\n").unwrap();
+    assert!(patch(&upstream_blueprint(), &high).unwrap_err().message.contains("no Cluster Toolkit GKE example blueprint"));
+    let theirs = upstream_blueprint().replace("blueprint_name: gke-a4", "blueprint_name: gke-a4x");
+    let e = patch(&theirs, &Deployment::default()).unwrap_err();
+    assert_eq!((e.code, e.line), ("blueprint-unsupported", 15));
+    assert!(e.message.contains("the `gke-a4x` blueprint, for A4X (a4x-highgpu-4g)"), "{}", e.message);
+}

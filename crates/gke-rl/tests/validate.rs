@@ -223,6 +223,35 @@ const CASES: &[Case] = &[
     case("override-unknown-key", "run_nemo_rl.sh", "grpo.max_num_steps=20", "grpo.max_steps=20"),
     case("override-quoted-value", "run_nemo_rl.sh", "grpo.max_num_steps=20", "\"grpo.max_num_steps='20'\""),
     case("recipe-unknown", "run_nemo_rl.sh", "--config examples/configs/grpo_math_70B_megatron.yaml", "--config my/recipe.yaml"),
+    case_in(
+        "nemo-rl-unknown-image",
+        "ray-cluster.yaml",
+        "image: nvcr.io/nvidia/nemo-rl:v0.4.0",
+        "image: example.com/trainer:1",
+        "run_nemo_rl.sh",
+    ),
+    case_in("launcher-missing", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.6.0", "run_nemo_rl.sh"),
+    case("model-unknown", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=acme/house-model-7B"),
+    case("tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"),
+    case("vllm-tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-7B-Instruct"),
+    case(
+        "pp-layers",
+        "run_nemo_rl.sh",
+        "cluster.num_nodes=8 \\\n",
+        "cluster.num_nodes=8 \\\n  policy.megatron_cfg.pipeline_model_parallel_size=3 \\\n",
+    ),
+    case(
+        "expert-parallel",
+        "run_nemo_rl.sh",
+        "cluster.num_nodes=8 \\\n",
+        "cluster.num_nodes=8 \\\n  policy.megatron_cfg.expert_model_parallel_size=2 \\\n",
+    ),
+    case(
+        "gpu-memory",
+        "run_nemo_rl.sh",
+        "cluster.num_nodes=8 \\\n",
+        "cluster.num_nodes=8 \\\n  policy.megatron_cfg.tensor_model_parallel_size=1 \\\n  policy.megatron_cfg.pipeline_model_parallel_size=1 \\\n",
+    ),
     case("secret-literal", "env.sh", "export REGION=us-east1", "export REGION=us-east1\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123"),
     case("upload-includes-secrets", ".rayignore", "\nenv.sh\n", "\n"),
     case("runtime-env-env-vars-not-strings", "ray_runtime_env.json", "\"GLOO_SOCKET_IFNAME\": \"eth0\"", "\"GLOO_SOCKET_IFNAME\": 0"),
@@ -320,7 +349,8 @@ fn flex_start_conflicts_quote_the_node_pools_preconditions() {
 #[test]
 fn every_rule_has_a_case() {
     // Tested on their own: the CRD with its schema, the network names with the upstream blueprint.
-    let special = ["file-too-large", "crd-schema", "fabric-unknown-network"];
+    // The PVC's namespace with a patched blueprint.
+    let special = ["file-too-large", "crd-schema", "fabric-unknown-network", "pvc-namespace-mismatch"];
     for rule in RULES {
         assert!(CASES.iter().any(|c| c.code == rule.code) || special.contains(&rule.code), "rule {} has no test case", rule.code);
     }
@@ -468,7 +498,7 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     // and no blueprint or CRD was given: everything else is checked.
     let expected = |code: &&str| {
         code.starts_with("blueprint-")
-            || ["crd-schema", "project-id-empty", "authorized-cidr-wide", "fabric-unknown-network"].contains(code)
+            || ["crd-schema", "project-id-empty", "authorized-cidr-wide", "fabric-unknown-network", "pvc-namespace-mismatch"].contains(code)
     };
     assert!(skipped.iter().all(expected), "the full render checks all else: {skipped:?}");
 }
@@ -506,7 +536,8 @@ fn paths_outside_lustre_are_found_in_the_codelab_files() {
     *env = env.replace("\"HF_HOME\": \"/lustre/", "\"HF_HOME\": \"/scratch/");
     let outside: Vec<(String, u32)> =
         check(&files).into_iter().filter(|f| f.diagnostic.code == "path-outside-lustre").map(|f| (f.file, f.diagnostic.line)).collect();
-    assert_eq!(outside, [("ray_runtime_env_nemo.json".to_owned(), 5), ("run_nemo_rl.sh".to_owned(), 21)]);
+    // Line 6: the codelab leaves logger.log_dir at the recipe's `logs`, on the pod's own disk.
+    assert_eq!(outside, [("ray_runtime_env_nemo.json".to_owned(), 5), ("run_nemo_rl.sh".to_owned(), 6), ("run_nemo_rl.sh".to_owned(), 21)]);
     let v = validation(&codelab_fixtures());
     let sizing = v.skipped.iter().find(|s| s.code == "lustre-capacity-step").expect("sizing is not checked");
     assert_eq!(sizing.missing, "no Lustre throughput tier", "{sizing:?}");
@@ -583,4 +614,52 @@ fn a_suspended_raycluster_matches_the_crd() {
     };
     assert!(!check("true"), "spec.suspend: true is in the CRD");
     assert!(check("\"soon\""), "the CRD types spec.suspend, so a wrong value is caught");
+}
+
+/// A RayCluster outside `default` needs its Lustre PVC in its own namespace: the blueprint
+/// patch puts it there, and validate catches a blueprint that does not.
+#[test]
+fn the_pvc_follows_the_raycluster_into_its_namespace() {
+    let mut in_rl = gke_rl::Deployment::default();
+    in_rl.ray.namespace = gke_rl::model::Name::new("rl").unwrap();
+    let upstream_blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    let run = |blueprint_for: &gke_rl::Deployment| {
+        let mut files = rendered(&in_rl);
+        files.insert("gke-a4.yaml".into(), gke_rl::blueprint::patch(&upstream_blueprint, blueprint_for).unwrap());
+        check(&files)
+    };
+    let patched = run(&in_rl);
+    assert!(!codes(&patched).contains(&"pvc-namespace-mismatch"), "{patched:#?}");
+    let stale = run(&gke_rl::Deployment::default());
+    let mismatch: Vec<_> = stale.iter().filter(|f| f.diagnostic.code == "pvc-namespace-mismatch").collect();
+    assert_eq!(mismatch.len(), 1, "{stale:#?}");
+    assert_eq!((mismatch[0].file.as_str(), mismatch[0].diagnostic.line), ("ray-cluster.yaml", 6));
+    assert!(mismatch[0].diagnostic.message.contains("namespace `rl`, but the blueprint creates the Lustre PVC in `default`"));
+}
+
+/// Logs and download caches belong on Lustre too, wherever they are set.
+#[test]
+fn logs_and_caches_off_lustre_are_named_with_what_is_lost() {
+    let mut files = rendered(&gke_rl::Deployment::default());
+    let script = files.get_mut("run_nemo_rl.sh").unwrap();
+    *script = script.replace("logger.log_dir=/lustre/logs", "logger.log_dir=logs");
+    let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replacen(
+        "            env:\n",
+        "            env:\n              - name: HF_HOME\n                value: /root/.cache/huggingface\n",
+        1,
+    );
+    let findings = check(&files);
+    let paths: Vec<(&str, &str)> = findings
+        .iter()
+        .filter(|f| f.diagnostic.code == "path-outside-lustre")
+        .map(|f| (f.file.as_str(), f.diagnostic.message.as_str()))
+        .collect();
+    assert_eq!(paths.len(), 2, "{findings:#?}");
+    assert!(
+        paths.iter().any(|(file, m)| *file == "run_nemo_rl.sh" && m.contains("logger.log_dir `logs`") && m.contains("go with the pod"))
+    );
+    assert!(paths.iter().any(|(file, m)| *file == "ray-cluster.yaml"
+        && m.contains("HF_HOME `/root/.cache/huggingface`")
+        && m.contains("every node downloads Qwen/Qwen2.5-72B-Instruct (145 GB in bf16) again")));
 }

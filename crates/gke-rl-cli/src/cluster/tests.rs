@@ -565,3 +565,20 @@ async fn a_changed_config_runs_again_from_render() {
     assert!(deployment_file.contains("static_node_count: 2"), "{deployment_file}");
     assert!(w.log().contains("3/3 pods Ready"), "{}", w.log());
 }
+
+/// A RayCluster in a namespace of its own: deploy creates the namespace before the Secret, and
+/// the blueprint's PVC goes there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_namespace_of_its_own_is_created_before_the_secret() {
+    let w = world(Pods::ReadyAfter(0));
+    let config = w.root.join("gke-rl.yaml");
+    std::fs::write(&config, "ray:\n  namespace: rl\n").unwrap();
+    assert_eq!(w.deploy(&["--config", config.to_str().unwrap()]).await, 0, "{}", w.log());
+    let namespace = w.server.object("namespaces", "rl").expect("the namespace was applied");
+    assert_eq!(namespace["metadata"]["labels"]["app.kubernetes.io/managed-by"], "gke-rl");
+    let requests = w.server.requests();
+    let first = |needle: &str| requests.iter().position(|r| r.method == "PATCH" && r.uri.contains(needle)).unwrap();
+    assert!(first("/api/v1/namespaces/rl?") < first("/secrets/"), "the namespace comes first");
+    let blueprint = std::fs::read_to_string(w.folder().join("gke-a4.yaml")).unwrap();
+    assert!(blueprint.contains("namespace: rl"), "the Lustre PVC is created in rl");
+}

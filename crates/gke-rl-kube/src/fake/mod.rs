@@ -162,6 +162,8 @@ impl FakeApiServer {
         let query = uri.query().unwrap_or_default();
         // /api/v1/namespaces/NS/PLURAL[/NAME] or /apis/GROUP/VERSION/namespaces/NS/PLURAL[/NAME]
         let rest = match segments.as_slice() {
+            // A namespace itself (cluster-scoped): stored as the object ("namespaces", NAME).
+            ["api", "v1", rest @ ..] if rest.len() == 2 && rest[0] == "namespaces" => rest,
             ["api", "v1", "namespaces", _, rest @ ..] | ["apis", _, _, "namespaces", _, rest @ ..] => rest,
             _ => return not_found("path"),
         };

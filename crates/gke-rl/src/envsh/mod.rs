@@ -119,7 +119,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("WORKLOAD", "/job/name", Kind::Text, "Ray submission id and W&B run name"),
             var("RECIPE_CONFIG", "/job/recipe", Kind::Text, "NeMo-RL recipe, relative to /opt/nemo-rl"),
             var("MODEL_NAME", "/job/model", Kind::Text, "Hugging Face model"),
-            var("DATASET", "/job/dataset", Kind::Text, "data.dataset_name"),
+            var(
+                "DATASET",
+                "/job/dataset",
+                Kind::Text,
+                "the training data set (data.dataset_name, or data.train.dataset_name from NeMo-RL v0.6.0)",
+            ),
             var("MAX_STEPS", "/job/max_num_steps", Kind::Number, "grpo.max_num_steps"),
             var("NUM_GENERATIONS", "/job/num_generations_per_prompt", Kind::Number, "grpo.num_generations_per_prompt"),
             var("NUM_PROMPTS_PER_STEP", "/job/num_prompts_per_step", Kind::Number, "grpo.num_prompts_per_step"),
@@ -130,6 +135,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("METRIC_NAME", "/job/checkpointing/metric_name", Kind::OptionalText, "checkpointing.metric_name; empty keeps the newest"),
             var("CHECKPOINT_DIR", "/job/checkpointing/dir", Kind::Text, "checkpointing.checkpoint_dir"),
             var("JOB_HF_HOME", "/job/hf_home", Kind::Text, "HF_HOME of the job, on Lustre"),
+            var("JOB_LOG_DIR", "/job/log_dir", Kind::Text, "logger.log_dir, on Lustre"),
             var(
                 "MAX_RESTARTS",
                 "/job/max_restarts",

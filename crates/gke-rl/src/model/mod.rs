@@ -394,7 +394,7 @@ pub struct Job {
     pub recipe: Word,
     /// Hugging Face model to train (`policy.model_name`).
     pub model: Word,
-    /// Training data set (`data.dataset_name`).
+    /// Training data set (`data.dataset_name`; `data.train.dataset_name` from NeMo-RL v0.6.0).
     pub dataset: Word,
     /// GRPO steps (`grpo.max_num_steps`).
     pub max_num_steps: NonZeroU32,
@@ -408,6 +408,8 @@ pub struct Job {
     pub checkpointing: Checkpointing,
     /// `HF_HOME` of the job: model downloads and NeMo-RL's converted copy.
     pub hf_home: AbsPath,
+    /// NeMo-RL's log directory (`logger.log_dir`), on the shared file system.
+    pub log_dir: AbsPath,
     /// Resubmissions after the infrastructure failed the job (a node lost, the driver lost);
     /// NeMo-RL resumes from its newest checkpoint. Null: 3 on Spot, 0 on a reservation.
     pub max_restarts: Option<u32>,
@@ -445,6 +447,7 @@ impl Default for Job {
             train_global_batch_size: NonZeroU32::new(256).expect("non-zero"),
             checkpointing: Checkpointing::default(),
             hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
+            log_dir: AbsPath::new("/lustre/logs").expect("valid"),
             max_restarts: None,
             when_done: WhenDone::Keep,
             idle_timeout_minutes: None,

@@ -4,13 +4,18 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY, upload_excludes};
+use crate::knowledge::{self, NemoRlRelease};
 use crate::model::Deployment;
 use crate::quote::{hydra_string, sh};
 
 /// Where NeMo-RL lives in its image.
 const NEMO_RL_DIR: &str = "/opt/nemo-rl";
-/// The GRPO launcher inside [`NEMO_RL_DIR`].
-const GRPO_LAUNCHER: &str = "examples/run_grpo_math.py";
+
+/// The NeMo-RL release the image runs; an image gke-rl does not know gets the codelab's
+/// launcher and keys (validate says they were not checked).
+fn release(d: &Deployment) -> &'static NemoRlRelease {
+    knowledge::nemo_rl_release(d.ray.image.as_str()).unwrap_or(knowledge::CODELAB_NEMO_RL)
+}
 
 /// `ray_runtime_env.json`: non-secret settings only. JSON has no comments, so the header is
 /// the first environment variable.
@@ -32,7 +37,8 @@ pub(super) fn runtime_env(d: &Deployment, header: &str, fabric: bool) -> String 
 }
 
 /// The Hydra overrides, in the codelab's order, minus `policy.megatron_cfg.converter_type`
-/// (nothing in NeMo-RL v0.4.0 reads it). `logger.wandb_enabled` is decided at run time.
+/// (nothing in NeMo-RL v0.4.0 reads it), the dataset under the release's key.
+/// `logger.wandb_enabled` is decided at run time.
 fn overrides(d: &Deployment) -> Vec<(&'static str, String)> {
     let job = &d.job;
     let ckpt = &job.checkpointing;
@@ -51,7 +57,8 @@ fn overrides(d: &Deployment) -> Vec<(&'static str, String)> {
         ("checkpointing.keep_top_k", ckpt.keep_top_k.map_or_else(|| "null".to_owned(), |k| k.to_string())),
         ("checkpointing.metric_name", ckpt.metric_name.as_ref().map_or_else(|| "null".to_owned(), |m| string(m.as_str()))),
         ("checkpointing.checkpoint_dir", string(ckpt.dir.as_str())),
-        ("data.dataset_name", string(job.dataset.as_str())),
+        ("logger.log_dir", string(job.log_dir.as_str())),
+        (release(d).dataset_key, string(job.dataset.as_str())),
     ]
 }
 
@@ -73,13 +80,15 @@ export RAY_OVERRIDE_JOB_RUNTIME_ENV=1
 # never from a file or the runtime env.
 : \"${{{HF_TOKEN_KEY}:?is not set in the Ray pods: create the Secret {secret} (see hf-token-secret.yaml) before the RayCluster}}\"
 {wandb}
-mkdir -p {hf_home} {checkpoint_dir}
+mkdir -p {hf_home} {checkpoint_dir} {log_dir}
 cd {NEMO_RL_DIR}
-exec uv run python {GRPO_LAUNCHER} \\
+exec uv run python {launcher} \\
   --config {recipe} \\
   logger.wandb_enabled=\"$wandb_enabled\"",
+        launcher = release(d).launcher,
         hf_home = sh(d.job.hf_home.as_str()),
         checkpoint_dir = sh(d.job.checkpointing.dir.as_str()),
+        log_dir = sh(d.job.log_dir.as_str()),
         recipe = sh(d.job.recipe.as_str()),
     );
     for (key, value) in overrides(d) {

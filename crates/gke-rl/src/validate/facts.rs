@@ -38,6 +38,10 @@ pub struct Facts {
     pub head_machine_type: Option<Fact<String>>,
     /// The machine type of the cluster's system node pool.
     pub system_machine_type: Option<Fact<String>>,
+    /// The Ray pods' image: the RayCluster head's, else env.sh's `RAY_IMAGE`.
+    pub image: Option<Fact<String>>,
+    /// The namespace the blueprint's Lustre PV module creates its PVC in (`default` unless set).
+    pub pvc_namespace: Option<Fact<String>>,
 }
 
 impl Facts {
@@ -118,5 +122,20 @@ pub fn gather(views: &Views<'_>) -> Facts {
         }),
         system_machine_type: blueprint
             .and_then(|b| node_fact(b, module_by_source(&b.root, CLUSTER_SOURCE)?.get(&["settings", "system_node_pool_machine_type"])?)),
+        pvc_namespace: blueprint.and_then(|b| {
+            let pv = lustre_pv_module(&b.root)?;
+            match pv.get(&["settings", "namespace"]) {
+                Some(namespace) => node_fact(b, namespace),
+                None => Some(Fact { value: "default".to_owned(), file: b.file.to_owned(), at: pv.at() }),
+            }
+        }),
+        image: views
+            .ray_clusters
+            .first()
+            .and_then(|c| {
+                let containers = c.root.get(&["spec", "headGroupSpec", "template", "spec", "containers"])?;
+                node_fact(c, containers.items().first()?.get(&["image"])?)
+            })
+            .or_else(|| env.and_then(|e| env_fact(e, "RAY_IMAGE"))),
     }
 }

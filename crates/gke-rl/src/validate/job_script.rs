@@ -69,6 +69,10 @@ pub struct JobScript {
 pub struct Launch {
     /// Where the launch command starts.
     pub at: (u32, u32),
+    /// The Python script it runs, as written (`examples/run_grpo_math.py`).
+    pub script: String,
+    /// Where that script is named.
+    pub script_at: (u32, u32),
     /// The `--config` value.
     pub config: Option<Word>,
     /// The overrides, in order.
@@ -100,6 +104,8 @@ pub fn parse(text: &str) -> JobScript {
 }
 
 fn launch(words: &[Word], at: (u32, u32)) -> Launch {
+    let script = words.iter().find(|w| w.text.ends_with(".py"));
+    let (script_at, script) = script.map_or((at, String::new()), |w| (w.at, w.text.clone()));
     let mut rest = words.iter().skip_while(|w| !w.text.ends_with(".py")).skip(1).peekable();
     let mut config = None;
     let mut overrides = Vec::new();
@@ -121,7 +127,7 @@ fn launch(words: &[Word], at: (u32, u32)) -> Launch {
             });
         }
     }
-    Launch { at, config, overrides }
+    Launch { at, script, script_at, config, overrides }
 }
 
 /// Hydra's typing of an override value (hydra-core 1.3.2 grammar, `nemo-rl.md` §2.4).

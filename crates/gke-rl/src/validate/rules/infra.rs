@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::blueprint::{module_by_source as module, modules};
+use crate::knowledge;
 use crate::yaml::{Node, Value};
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
@@ -88,15 +89,16 @@ fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             }
         }
         gpus_stated |= env.get("GPUS_PER_NODE").is_some_and(|(_, value)| value.is_some());
-        if let (Some((assignment, Some(value))), Some(machine)) = (env.get("GPUS_PER_NODE"), facts.machine())
-            && value.parse::<u32>().is_ok_and(|n| n > 0 && n != machine.gpus)
+        if let (Some((assignment, Some(value))), Some(family)) =
+            (env.get("GPUS_PER_NODE"), knowledge::gpu_family(facts.machine_type_name()))
+            && value.parse::<u32>().is_ok_and(|n| n > 0 && n != family.gpus_per_node)
         {
             sink.emit(
                 &GPUS_PER_NODE,
                 env.file,
                 assignment.value_at,
-                format!("GPUS_PER_NODE is {value}, but {} has {} GPUs per node", machine.name, machine.gpus),
-                format!("set GPUS_PER_NODE={}", machine.gpus),
+                format!("GPUS_PER_NODE is {value}, but {} has {} GPUs per node", family.machine, family.gpus_per_node),
+                format!("set GPUS_PER_NODE={}", family.gpus_per_node),
             );
         }
         projected |= env.get("PROJECT_ID").is_some_and(|(_, value)| value.is_some());
@@ -144,10 +146,12 @@ fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     } else {
         sink.skip(&COUNT_NOT_POSITIVE, "no node or GPU count", format!("set NUM_NODES and GPUS_PER_NODE in {either}"));
     }
-    match (gpus_stated, facts.machine()) {
+    match (gpus_stated, knowledge::gpu_family(facts.machine_type_name())) {
         (true, Some(_)) => sink.ran(&GPUS_PER_NODE),
         (false, _) => sink.skip(&GPUS_PER_NODE, "no GPUS_PER_NODE", "set GPUS_PER_NODE in env.sh"),
-        (true, None) => sink.skip(&GPUS_PER_NODE, "the machine type is unknown", "use a machine type gke-rl knows (a4-highgpu-8g)"),
+        (true, None) => {
+            sink.skip(&GPUS_PER_NODE, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (docs/models.md)")
+        }
     }
     if projected {
         sink.ran(&PROJECT_ID_EMPTY);

@@ -3,6 +3,7 @@
 
 mod fabric;
 mod infra;
+mod model;
 mod nemo;
 mod numbers;
 mod ray;
@@ -63,12 +64,13 @@ rules! {
     FABRIC_UNKNOWN_NETWORK = "fabric-unknown-network", Error, [RayCluster], "The pod attaches a GKE network the blueprint does not create; GKE cannot schedule the pod.";
     FABRIC_NOT_WIRED = "fabric-not-wired", Info, [RayCluster], "The machine type has a GPU fabric gke-rl does not wire or check yet (A4X's DRANET claims, A3 Mega's GPUDirect-TCPXO).";
     PVC_NAME_MISMATCH = "pvc-name-mismatch", Error, [RayCluster], "The RayCluster claims a PVC other than the one the blueprint creates; pods stay Pending.";
+    PVC_NAMESPACE_MISMATCH = "pvc-namespace-mismatch", Error, [RayCluster], "The RayCluster is in another namespace than the one the blueprint creates the Lustre PVC in; pods can only claim PVCs of their own namespace, so they stay Pending.";
     LUSTRE_TIER_UNKNOWN = "lustre-tier-unknown", Error, [EnvSh, DeploymentFile, Blueprint], "Managed Lustre throughput tiers are 125, 250, 500 and 1000 MB/s per TiB.";
     LUSTRE_CAPACITY_STEP = "lustre-capacity-step", Error, [EnvSh, DeploymentFile, Blueprint], "Managed Lustre capacity must be a multiple of its tier's step.";
     LUSTRE_CAPACITY_RANGE = "lustre-capacity-range", Error, [EnvSh, DeploymentFile, Blueprint], "Managed Lustre capacity is outside its tier's minimum and maximum.";
     LUSTRE_TOO_SMALL = "lustre-too-small", Error, [JobScript], "The run's peak footprint — (keep_top_k + 1) checkpoints at 14 bytes per parameter plus the HF download and the converted copy — does not fit in the Lustre instance.";
     CHECKPOINT_SAVE_TIME = "checkpoint-save-time", Info, [JobScript], "Estimated time of one synchronous checkpoint save at the instance's aggregate throughput (capacity × tier).";
-    PATH_OUTSIDE_LUSTRE = "path-outside-lustre", Error, [JobScript, RuntimeEnv], "`checkpoint_dir` or `HF_HOME` is outside the Lustre mount, so head and workers do not share it.";
+    PATH_OUTSIDE_LUSTRE = "path-outside-lustre", Warning, [JobScript, RuntimeEnv, RayCluster], "A path the job writes or reads at scale (`checkpoint_dir`, `logger.log_dir`, `HF_HOME` and the other download caches) is outside the Lustre mount: checkpoints are lost with a preempted node, and each node downloads the model again.";
     WORLD_SIZE_PARALLELISM = "world-size-parallelism", Error, [JobScript], "nodes × GPUs per node is not a multiple of TP × PP × CP; NeMo-RL stops before training.";
     ROLLOUT_BATCH = "rollout-batch-multiple", Error, [JobScript], "prompts × generations per step is not a multiple of `train_global_batch_size`.";
     GLOBAL_BATCH_DATA_PARALLEL = "global-batch-data-parallel", Error, [JobScript], "`train_global_batch_size` is not divisible by data-parallel size × micro batch.";
@@ -80,13 +82,21 @@ rules! {
     OVERRIDE_UNKNOWN_KEY = "override-unknown-key", Error, [JobScript], "The override names a key the recipe does not have; Hydra rejects it unless it is added with `+`.";
     OVERRIDE_QUOTED = "override-quoted-value", Error, [JobScript], "A quoted number or boolean reaches NeMo-RL as a string and fails much later.";
     RECIPE_UNKNOWN = "recipe-unknown", Info, [JobScript], "gke-rl does not know this recipe's keys, so overrides are not checked against it.";
+    MODEL_UNKNOWN = "model-unknown", Info, [JobScript], "`policy.model_name` is not in gke-rl's model catalogue (docs/models.md), so the head, layer, expert, memory and storage checks are skipped.";
+    TP_HEADS = "tp-heads", Error, [JobScript], "The policy's tensor parallelism (Megatron or DTensor) must divide the model's attention heads and its KV heads.";
+    VLLM_TP_HEADS = "vllm-tp-heads", Error, [JobScript], "vLLM's tensor parallelism must divide the model's attention heads, and divide or be a multiple of its KV heads; vLLM refuses the model otherwise.";
+    PP_LAYERS = "pp-layers", Error, [JobScript], "Megatron's pipeline parallelism must split the model's layers evenly.";
+    EXPERT_PARALLEL = "expert-parallel", Error, [JobScript], "Megatron's expert parallelism needs a MoE model whose experts it divides, and must divide the ranks TP × PP leave.";
+    GPU_MEMORY = "gpu-memory", Warning, [JobScript], "An estimate of each GPU's training memory (bf16 weights, fp32 gradients, Adam state under the parallelism) exceeds the GPU's memory.";
+    NEMO_RL_UNKNOWN_IMAGE = "nemo-rl-unknown-image", Info, [JobScript], "The Ray pods' image is not a NeMo-RL release gke-rl knows (v0.4.0, v0.5.0, v0.6.0), so the launcher, the override keys and the dataset are not checked.";
+    LAUNCHER_MISSING = "launcher-missing", Error, [JobScript], "The job launches a script the image's NeMo-RL release does not ship (v0.6.0 has only `examples/run_grpo.py`).";
     SECRET_LITERAL = "secret-literal", Error, [EnvSh, RuntimeEnv, JobScript, RayCluster, DeploymentFile, Blueprint], "A token is written in a file (by the name of its variable, or its shape: Hugging Face, GitHub, W&B keys, passwords in URLs); files get copied, committed and uploaded.";
     UPLOAD_INCLUDES_SECRETS = "upload-includes-secrets", Error, [RayIgnore], "`.rayignore` lets env.sh, the runtime-env JSON or `.git/` into the Ray working_dir upload.";
     RUNTIME_ENV_TYPES = "runtime-env-env-vars-not-strings", Error, [RuntimeEnv], "Ray requires runtime_env `env_vars` to map strings to strings.";
     RAY_OVERRIDE_MISSING = "ray-override-runtime-env-missing", Error, [JobScript], "NeMo-RL passes os.environ to ray.init; without `RAY_OVERRIDE_JOB_RUNTIME_ENV=1` that conflicts with the job's runtime env.";
     ZONE_NOT_IN_REGION = "zone-not-in-region", Error, [EnvSh, DeploymentFile, Blueprint], "The zone is not in the region.";
     COUNT_NOT_POSITIVE = "count-not-positive", Error, [EnvSh, DeploymentFile], "Node and GPU counts must be positive whole numbers.";
-    GPUS_PER_NODE = "gpus-per-node-mismatch", Error, [EnvSh], "GPUS_PER_NODE differs from the GPUs of the machine type (8 on A4).";
+    GPUS_PER_NODE = "gpus-per-node-mismatch", Error, [EnvSh], "GPUS_PER_NODE differs from the GPUs of the machine type (8 on A4, 4 on A4X).";
     DEPLOYMENT_NAME_TOO_LONG = "deployment-name-too-long", Error, [EnvSh, DeploymentFile, Blueprint], "Cluster Toolkit prefixes service-account ids (at most 30 characters) with the deployment name, so it must be at most 20 characters.";
     AUTHORIZED_CIDR_WIDE = "authorized-cidr-wide", Warning, [EnvSh, DeploymentFile, Blueprint], "The authorized CIDR is a /0 to /7 block: it lets 33 million or more addresses (all of the internet for /0) reach the cluster's control plane.";
     PROJECT_ID_EMPTY = "project-id-empty", Error, [EnvSh, DeploymentFile], "The project id is empty; gcluster and gcloud cannot deploy.";
@@ -107,6 +117,7 @@ pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     fabric::check(views, &facts, sink);
     storage::check(views, &facts, sink);
     nemo::check(views, &facts, sink);
+    model::check(views, &facts, sink);
     secrets::check(views, sink);
     // `Checked::crd` runs it.
     sink.skip(&CRD_SCHEMA, "no CRD schema", "check with the KubeRay RayCluster CRD: gke-rl validate --crd ray.io_rayclusters.yaml");

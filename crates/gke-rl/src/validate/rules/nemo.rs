@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::knowledge::{self, ValueType};
+use crate::knowledge::{self, NemoRlRelease, ValueType};
 use crate::validate::JobView;
+use crate::validate::facts::Fact;
 use crate::validate::job_script::{HydraValue, Launch, Override};
 use crate::yaml::Node;
 
@@ -14,16 +15,28 @@ use crate::yaml::Node;
 pub(super) struct Job<'a> {
     pub view: &'a JobView<'a>,
     launch: &'a Launch,
+    /// The NeMo-RL release the job runs: its image's, else the codelab's; `None` for an image
+    /// gke-rl does not know.
+    release: Option<&'static NemoRlRelease>,
     keys: Option<&'static [(&'static str, ValueType, &'static str)]>,
     overrides: BTreeMap<&'a str, &'a Override>,
 }
 
+/// The release the Ray pods' image is: `Err(image)` when gke-rl does not know it.
+pub(super) fn release(facts: &Facts) -> Result<&'static NemoRlRelease, &Fact<String>> {
+    match &facts.image {
+        None => Ok(knowledge::CODELAB_NEMO_RL),
+        Some(image) => knowledge::nemo_rl_release(&image.value).ok_or(image),
+    }
+}
+
 impl<'a> Job<'a> {
-    pub fn new(view: &'a JobView<'a>) -> Option<Self> {
+    pub fn new(view: &'a JobView<'a>, facts: &Facts) -> Option<Self> {
         let launch = view.script.launch.as_ref()?;
-        let keys = launch.config.as_ref().and_then(|c| knowledge::recipe_keys(&c.text));
+        let release = release(facts).ok();
+        let keys = release.filter(|_| launch.config.as_ref().is_some_and(|c| c.text == knowledge::GRPO_RECIPE)).map(|r| r.recipe_keys);
         let overrides = launch.overrides.iter().filter(|o| o.prefix != "~").map(|o| (o.key.as_str(), o)).collect();
-        Some(Self { view, launch, keys, overrides })
+        Some(Self { view, launch, release, keys, overrides })
     }
 
     pub fn launch_at(&self) -> (u32, u32) {
@@ -78,7 +91,9 @@ impl<'a> Job<'a> {
 }
 
 /// Every rule this module runs.
-const LAUNCH_RULES: [&Rule; 13] = [
+const LAUNCH_RULES: [&Rule; 15] = [
+    &NEMO_RL_UNKNOWN_IMAGE,
+    &LAUNCHER_MISSING,
     &WORLD_SIZE_PARALLELISM,
     &ROLLOUT_BATCH,
     &GLOBAL_BATCH_DATA_PARALLEL,
@@ -99,17 +114,51 @@ const SET_IT: &str = "override it in the job script, or use a recipe gke-rl know
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     for view in &views.jobs {
-        let Some(job) = Job::new(view) else {
+        let Some(job) = Job::new(view, facts) else {
             for rule in LAUNCH_RULES {
-                sink.skip(rule, "the job script has no NeMo-RL launch line", "launch examples/run_grpo_math.py in run_nemo_rl.sh");
+                sink.skip(rule, "the job script has no NeMo-RL launch line", "launch NeMo-RL's GRPO launcher in run_nemo_rl.sh");
             }
             continue;
         };
+        release_and_launcher(&job, facts, sink);
         overrides(&job, sink);
         parallelism(&job, sink);
         cluster_size(&job, views, facts, sink);
         checkpointing(&job, sink);
         dataset(&job, sink);
+    }
+}
+
+/// The image's release is one gke-rl knows (else an info saying what was not checked), and
+/// its launcher is one the release ships.
+fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
+    sink.ran(&NEMO_RL_UNKNOWN_IMAGE);
+    let Some(release) = job.release else {
+        let image = facts.image.as_ref().map_or("?", |f| f.value.as_str());
+        let known: Vec<&str> = knowledge::NEMO_RL_RELEASES.iter().map(|r| r.tag).collect();
+        sink.emit(
+            &NEMO_RL_UNKNOWN_IMAGE,
+            job.view.file,
+            job.launch.at,
+            format!(
+                "`{image}` is not a NeMo-RL release gke-rl knows ({}): the launcher, the override keys and the dataset are not checked",
+                known.join(", ")
+            ),
+            "use an nvcr.io/nvidia/nemo-rl image of a known release for these checks",
+        );
+        sink.skip(&LAUNCHER_MISSING, format!("`{image}` is not a NeMo-RL release gke-rl knows"), "use a known NeMo-RL image");
+        return;
+    };
+    sink.ran(&LAUNCHER_MISSING);
+    let script = job.launch.script.as_str();
+    if !release.launchers.contains(&script) {
+        sink.emit(
+            &LAUNCHER_MISSING,
+            job.view.file,
+            job.launch.script_at,
+            format!("NeMo-RL {} does not ship `{script}`; python fails with \"No such file or directory\"", release.tag),
+            format!("launch `{}`, the GRPO launcher of {}", release.launcher, release.tag),
+        );
     }
 }
 
@@ -144,7 +193,7 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
         );
     }
     for o in &job.launch.overrides {
-        if knowledge::NO_OP_OVERRIDES.contains(&o.key.as_str()) {
+        if job.release == Some(knowledge::CODELAB_NEMO_RL) && knowledge::NO_OP_OVERRIDES.contains(&o.key.as_str()) {
             sink.emit(
                 &OVERRIDE_NO_OP,
                 file,
@@ -154,11 +203,16 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
             );
             continue;
         }
-        let Some(keys) = job.keys else { continue };
+        let (Some(keys), Some(release)) = (job.keys, job.release) else { continue };
         let known = keys.iter().find(|(k, _, _)| *k == o.key);
         match known {
             None if o.prefix.is_empty() => {
-                let suggestion = crate::suggest::closest(&o.key, keys.iter().map(|(k, _, _)| *k));
+                let why = release.missing_key(&o.key).map(|why| format!(" ({why})")).unwrap_or_default();
+                let moved = knowledge::MOVED_KEYS.iter().find(|(_, old, new)| o.key == *old || o.key == *new);
+                let suggestion = moved
+                    .map(|(_, old, new)| if o.key == *old { *new } else { *old })
+                    .filter(|other| release.recipe_key(other).is_some())
+                    .or_else(|| crate::suggest::closest(&o.key, keys.iter().map(|(k, _, _)| *k)));
                 let help = match suggestion {
                     Some(key) => format!("did you mean `{key}`? If NeMo-RL reads a new key, add it with `+{}=…`", o.key),
                     None => format!("add it with `+{}=…` if NeMo-RL reads it, or fix the key", o.key),
@@ -167,7 +221,10 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
                     &OVERRIDE_UNKNOWN_KEY,
                     file,
                     o.at,
-                    format!("the recipe has no key `{}`: Hydra fails with \"Could not override '{}'\"", o.key, o.key),
+                    format!(
+                        "NeMo-RL {}'s recipe has no key `{}`{why}: Hydra fails with \"Could not override '{}'\"",
+                        release.tag, o.key, o.key
+                    ),
                     help,
                 );
             }
@@ -339,8 +396,12 @@ fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
 }
 
 fn dataset(job: &Job<'_>, sink: &mut Sink) {
-    let Some((name, at)) = job.string("data.dataset_name") else {
-        sink.skip(&DATASET_UNKNOWN, "no data.dataset_name", SET_IT);
+    let Some(release) = job.release else {
+        sink.skip(&DATASET_UNKNOWN, "the image is not a NeMo-RL release gke-rl knows", "use a known NeMo-RL image");
+        return;
+    };
+    let Some((name, at)) = job.string(release.dataset_key) else {
+        sink.skip(&DATASET_UNKNOWN, format!("no {}", release.dataset_key), SET_IT);
         return;
     };
     sink.ran(&DATASET_UNKNOWN);

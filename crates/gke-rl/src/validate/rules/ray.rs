@@ -232,27 +232,37 @@ fn replicas(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink
 }
 
 fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
-    let Some(machine) = facts.machine() else {
-        for rule in [&GPU_LIMIT, &RESOURCES_EXCEED_NODE] {
-            sink.skip(rule, "the machine type is unknown", "use a machine type gke-rl knows (a4-highgpu-8g)");
+    let machine_type = facts.machine_type_name();
+    match knowledge::gpu_family(machine_type) {
+        None => sink.skip(&GPU_LIMIT, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (docs/models.md)"),
+        Some(family) => {
+            sink.ran(&GPU_LIMIT);
+            let expected_gpus = facts.gpus_per_node.as_ref().map_or(u64::from(family.gpus_per_node), |f| f.value);
+            for pod in pods {
+                if let Some(limit) = pod.gpu_limit()
+                    && limit.as_u64() != Some(expected_gpus)
+                {
+                    sink.emit(
+                        &GPU_LIMIT,
+                        cluster.file,
+                        limit.at(),
+                        format!(
+                            "{} limits {GPU} to {}, but {machine_type} nodes have {expected_gpus}",
+                            pod.name(),
+                            limit.text().unwrap_or("?")
+                        ),
+                        format!("set `{GPU}: \"{expected_gpus}\"` in limits and requests: one worker per node"),
+                    );
+                }
+            }
         }
+    }
+    let Some(machine) = facts.machine() else {
+        sink.skip(&RESOURCES_EXCEED_NODE, "the allocatable CPU and memory of the machine type are unknown", "use a4-highgpu-8g");
         return;
     };
-    sink.ran(&GPU_LIMIT);
     sink.ran(&RESOURCES_EXCEED_NODE);
-    let expected_gpus = facts.gpus_per_node.as_ref().map_or(u64::from(machine.gpus), |f| f.value);
     for pod in pods {
-        if let Some(limit) = pod.gpu_limit()
-            && limit.as_u64() != Some(expected_gpus)
-        {
-            sink.emit(
-                &GPU_LIMIT,
-                cluster.file,
-                limit.at(),
-                format!("{} limits {GPU} to {}, but {} nodes have {expected_gpus}", pod.name(), limit.text().unwrap_or("?"), machine.name),
-                format!("set `{GPU}: \"{expected_gpus}\"` in limits and requests: one worker per node"),
-            );
-        }
         exceeds(cluster, pod, None, machine, sink);
     }
     // With a worker on every node, the head (on a GPU node) shares one with a worker.
@@ -378,6 +388,27 @@ fn volumes(cluster: &Tree<'_>, pod: &Pod<'_>, sink: &mut Sink) {
 
 /// The RayCluster's PVC claims against the PVC the blueprint creates.
 fn pvc(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    match &facts.pvc_namespace {
+        None => sink.skip(&PVC_NAMESPACE_MISMATCH, "no blueprint with the Lustre PV module", "add the patched gke-a4.yaml"),
+        Some(pvc_namespace) => {
+            sink.ran(&PVC_NAMESPACE_MISMATCH);
+            let stated = cluster.root.get(&["metadata", "namespace"]);
+            let namespace = stated.and_then(Node::text).unwrap_or("default");
+            if namespace != pvc_namespace.value {
+                sink.emit(
+                    &PVC_NAMESPACE_MISMATCH,
+                    cluster.file,
+                    stated.map_or_else(|| cluster.root.at(), Node::at),
+                    format!(
+                        "the RayCluster is in namespace `{namespace}`, but the blueprint creates the Lustre PVC in `{}` ({}): a pod can only claim a PVC of its own namespace, so the Ray pods stay Pending",
+                        pvc_namespace.value,
+                        pvc_namespace.cite()
+                    ),
+                    format!("set the lustre-pv module's `namespace: {namespace}` (gke-rl's blueprint patch does), or put the RayCluster in `{}`", pvc_namespace.value),
+                );
+            }
+        }
+    }
     let Some(expected) = &facts.pvc_name else {
         sink.skip(&PVC_NAME_MISMATCH, "no Lustre PVC name", "add the patched gke-a4.yaml, or LUSTRE_PVC_NAME to env.sh");
         return;

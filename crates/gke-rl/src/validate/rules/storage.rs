@@ -16,10 +16,10 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     let tier = tier(facts, sink);
     capacity(facts, tier, sink);
     let capacity = facts.lustre_capacity_gib.as_ref();
-    for job in views.jobs.iter().filter_map(Job::new) {
+    for job in views.jobs.iter().filter_map(|view| Job::new(view, facts)) {
         fits(&job, capacity, tier.zip(facts.lustre_throughput.as_ref()).map(|(_, t)| t), sink);
     }
-    on_lustre(views, sink);
+    on_lustre(views, facts, sink);
 }
 
 /// The throughput tier, when it is stated and one Managed Lustre offers.
@@ -91,11 +91,10 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u6
         sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
         return;
     };
-    let Some(&(_, parameters)) = knowledge::MODEL_PARAMETERS.iter().find(|(name, _)| *name == model.0) else {
+    let Some(parameters) = knowledge::model(model.0).map(|m| m.parameters) else {
         let missing = format!("the parameter count of {} is unknown", model.0);
-        let known: Vec<&str> = knowledge::MODEL_PARAMETERS.iter().map(|(name, _)| *name).collect();
-        let enable = format!("gke-rl knows {}", known.join(", "));
-        sink.skip(&LUSTRE_TOO_SMALL, missing.clone(), enable.clone());
+        let enable = "use a model in gke-rl's catalogue (docs/models.md)";
+        sink.skip(&LUSTRE_TOO_SMALL, missing.clone(), enable);
         sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
         return;
     };
@@ -162,9 +161,13 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u6
     );
 }
 
-/// `checkpoint_dir` and `HF_HOME` must be on the Lustre mount the RayCluster shares. Needs only
-/// the RayCluster's mount and the job script or the runtime env: no Lustre size or tier.
-fn on_lustre(views: &Views<'_>, sink: &mut Sink) {
+/// Environment variables that place a download cache: the model, the datasets.
+const CACHE_VARIABLES: &[&str] = &["HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_CACHE", "TRANSFORMERS_CACHE"];
+
+/// Every path the job writes or reads at scale must be on the Lustre mount the RayCluster
+/// shares: the checkpoints, the logs, and the download caches (in the runtime env or the
+/// containers' env). Needs only the RayCluster's mount and the files that set the paths.
+fn on_lustre(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     let Some(mount) = lustre_mount(views) else {
         let missing = if views.ray_clusters.is_empty() { "no Lustre mount" } else { "the RayCluster mounts no PVC" };
         sink.skip(&PATH_OUTSIDE_LUSTRE, missing, "add ray-cluster.yaml with its Lustre PVC mount");
@@ -172,21 +175,50 @@ fn on_lustre(views: &Views<'_>, sink: &mut Sink) {
     };
     let under = |path: &str| path == mount || path.starts_with(&format!("{}/", mount.trim_end_matches('/')));
     let mut looked = false;
-    for job in views.jobs.iter().filter_map(Job::new) {
-        let Some((dir, at)) = job.string("checkpointing.checkpoint_dir") else { continue };
-        looked = true;
-        if !under(dir) {
-            sink.emit(
-                &PATH_OUTSIDE_LUSTRE,
-                job.view.file,
-                at.unwrap_or(job.launch_at()),
-                format!("checkpoint_dir `{dir}` is outside the Lustre mount `{mount}`; head and workers would write to different disks"),
-                format!("put it under {mount}/"),
-            );
+    let mut model = None;
+    for job in views.jobs.iter().filter_map(|view| Job::new(view, facts)) {
+        model = model.or_else(|| job.string("policy.model_name").map(|(name, _)| name.to_owned()));
+        let paths = [
+            (
+                "checkpointing.checkpoint_dir",
+                "checkpoints would land on each node's own disk: a preempted node takes them with it, and a restart cannot resume",
+            ),
+            ("logger.log_dir", "the logs would stay on the pod's disk and go with the pod"),
+        ];
+        for (key, lost) in paths {
+            let Some((dir, at)) = job.string(key) else { continue };
+            looked = true;
+            if !under(dir) {
+                sink.emit(
+                    &PATH_OUTSIDE_LUSTRE,
+                    job.view.file,
+                    at.unwrap_or(job.launch_at()),
+                    format!("{key} `{dir}` is outside the Lustre mount `{mount}`: {lost}"),
+                    format!("set {key} under {mount}/"),
+                );
+            }
         }
     }
-    let hf_homes = views.runtime_envs.iter().filter_map(|env| Some((env.file, env.root.get(&["env_vars", "HF_HOME"])?)));
-    for (file, node) in hf_homes {
+    let download = match model.as_deref().and_then(knowledge::model) {
+        Some(m) => format!("{} ({:.0} GB in bf16)", m.name, (BF16_BYTES_PER_PARAMETER * m.parameters) as f64 / 1e9),
+        None => "the model".to_owned(),
+    };
+    let runtime_env = views
+        .runtime_envs
+        .iter()
+        .flat_map(|env| CACHE_VARIABLES.iter().filter_map(|name| Some((env.file, *name, env.root.get(&["env_vars", name])?))));
+    let containers = views.ray_clusters.iter().flat_map(|cluster| {
+        super::ray::pods(&cluster.root)
+            .into_iter()
+            .flat_map(|pod| pod.containers().iter().flat_map(|c| c.get(&["env"]).map(Node::items).unwrap_or_default()))
+            .filter_map(|var| {
+                let name = var.get(&["name"])?.text()?;
+                let name = CACHE_VARIABLES.iter().find(|known| **known == name)?;
+                Some((cluster.file, *name, var.get(&["value"])?))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (file, name, node) in runtime_env.chain(containers) {
         let Some(path) = node.text() else { continue };
         looked = true;
         if !under(path) {
@@ -194,15 +226,15 @@ fn on_lustre(views: &Views<'_>, sink: &mut Sink) {
                 &PATH_OUTSIDE_LUSTRE,
                 file,
                 node.at(),
-                format!("HF_HOME `{path}` is outside the Lustre mount `{mount}`"),
-                format!("put it under {mount}/ so every node shares the model download"),
+                format!("{name} `{path}` is outside the Lustre mount `{mount}`: every node downloads {download} again, to its own disk"),
+                format!("put it under {mount}/ so every node shares one download"),
             );
         }
     }
     if looked {
         sink.ran(&PATH_OUTSIDE_LUSTRE);
     } else {
-        sink.skip(&PATH_OUTSIDE_LUSTRE, "no checkpoint_dir or HF_HOME", "add run_nemo_rl.sh, or the runtime env with HF_HOME");
+        sink.skip(&PATH_OUTSIDE_LUSTRE, "no checkpoint_dir, log_dir or HF_HOME", "add run_nemo_rl.sh, or the runtime env with HF_HOME");
     }
 }
 
