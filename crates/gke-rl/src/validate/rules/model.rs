@@ -64,6 +64,9 @@ fn dividing(model: &ModelFacts, most: i64, fits: impl Fn(&ModelFacts, i64) -> bo
     sizes.join(", ")
 }
 
+/// Whether a tensor-parallel size splits a model's heads.
+type Fits = fn(&ModelFacts, i64) -> bool;
+
 fn megatron_fits(model: &ModelFacts, tp: i64) -> bool {
     let tp = tp as u64;
     model.attention_heads.is_multiple_of(tp) && model.kv_heads.is_multiple_of(tp)
@@ -77,37 +80,28 @@ fn vllm_fits(model: &ModelFacts, tp: i64) -> bool {
 }
 
 fn heads(job: &Job<'_>, model: &ModelFacts, sink: &mut Sink) {
-    let file = job.view.file;
     let megatron = job.boolean("policy.megatron_cfg.enabled") == Some(true);
-    let key = if megatron { "policy.megatron_cfg.tensor_model_parallel_size" } else { "policy.dtensor_cfg.tensor_parallel_size" };
-    let (tp, at) = size(job, key);
+    let policy = if megatron { "policy.megatron_cfg.tensor_model_parallel_size" } else { "policy.dtensor_cfg.tensor_parallel_size" };
+    let checks: [(&Rule, &str, Fits, &str); 2] = [
+        (&TP_HEADS, policy, megatron_fits, "the policy cannot be sharded"),
+        (&VLLM_TP_HEADS, "policy.generation.vllm_cfg.tensor_parallel_size", vllm_fits, "vLLM refuses to load it"),
+    ];
     let gpus = job.int("cluster.gpus_per_node").map_or(8, |(n, _)| n.max(1));
-    sink.ran(&TP_HEADS);
-    if !megatron_fits(model, tp) {
-        sink.emit(
-            &TP_HEADS,
-            file,
-            at,
-            format!(
-                "tensor parallelism {tp} does not divide {}'s {} attention heads and {} KV heads: the policy cannot be sharded",
-                model.name, model.attention_heads, model.kv_heads
-            ),
-            format!("set {key} to one of {}", dividing(model, gpus, megatron_fits)),
-        );
-    }
-    let (vllm_tp, at) = size(job, "policy.generation.vllm_cfg.tensor_parallel_size");
-    sink.ran(&VLLM_TP_HEADS);
-    if !vllm_fits(model, vllm_tp) {
-        sink.emit(
-            &VLLM_TP_HEADS,
-            file,
-            at,
-            format!(
-                "vLLM tensor parallelism {vllm_tp} does not split {}'s {} attention heads and {} KV heads: vLLM refuses to load it",
-                model.name, model.attention_heads, model.kv_heads
-            ),
-            format!("set policy.generation.vllm_cfg.tensor_parallel_size to one of {}", dividing(model, gpus, vllm_fits)),
-        );
+    for (rule, key, fits, consequence) in checks {
+        let (tp, at) = size(job, key);
+        sink.ran(rule);
+        if !fits(model, tp) {
+            sink.emit(
+                rule,
+                job.view.file,
+                at,
+                format!(
+                    "{key} {tp} does not split {}'s {} attention heads and {} KV heads: {consequence}",
+                    model.name, model.attention_heads, model.kv_heads
+                ),
+                format!("set {key} to one of {}", dividing(model, gpus, fits)),
+            );
+        }
     }
 }
 
