@@ -225,11 +225,27 @@ async fn delete_objects(
 
 /// What still exists, by asking gcloud.
 fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
-    let mut remains: Vec<String> = lifecycle::leftovers(resolved.deployment, &resolved.site)
-        .into_iter()
-        .filter(|(_, command)| resolved.read(env, command).is_ok_and(|out| !out.trim().is_empty()))
-        .map(|(what, _)| what)
-        .collect();
+    let (d, site) = (resolved.deployment, &resolved.site);
+    // By label, anywhere in the project: a cluster of this deployment in another region counts.
+    let mut remains: Vec<String> = match resolved.read(env, &lifecycle::labelled_clusters(d, site)) {
+        Ok(listed) => listed
+            .lines()
+            .filter_map(|line| {
+                let mut columns = line.split_whitespace();
+                let name = columns.next()?;
+                Some(format!("GKE cluster {name} ({}, labelled ghpc_deployment={})", columns.next().unwrap_or("?"), d.project.cluster_name))
+            })
+            .collect(),
+        Err(reason) => {
+            vec![format!("GKE clusters labelled ghpc_deployment={} (gcloud could not list them: {reason})", d.project.cluster_name)]
+        }
+    };
+    remains.extend(
+        lifecycle::leftovers(d, site)
+            .into_iter()
+            .filter(|(_, command)| resolved.read(env, command).is_ok_and(|out| !out.trim().is_empty()))
+            .map(|(what, _)| what),
+    );
     if let Ok(buckets) = resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
         remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}")));
     }

@@ -367,7 +367,8 @@ async fn a_lost_state_folder_does_not_hide_what_bills() {
     assert_eq!(w.destroy(&[]).await.unwrap(), 0, "{}", w.log());
     let log = w.log();
     assert!(!log.contains("nothing to destroy") && log.contains("no deployment state in"), "{log}");
-    for found in ["GKE cluster ray-a4-gpu-spot", "Managed Lustre instance rl-demo-gpu-lustre", "bucket checkpoint-ray-a4-gpu-spot-3c4d"] {
+    let labelled = "GKE cluster ray-a4-gpu-spot (us-east1, labelled ghpc_deployment=ray-a4-gpu-spot)";
+    for found in [labelled, "Managed Lustre instance rl-demo-gpu-lustre", "bucket checkpoint-ray-a4-gpu-spot-3c4d"] {
         assert!(log.contains(&format!("  - {found}")), "{found} missing from\n{log}");
     }
     let calls = w.calls();

@@ -262,45 +262,33 @@ pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
     Command::of("gcloud", &["storage", "buckets", "delete", &format!("gs://{bucket}"), "--project", &site.project_id, "--quiet"])
 }
 
-/// Commands that succeed while a billable resource still exists: (what, command).
+/// The project's GKE clusters that carry the deployment's name in gcluster's
+/// `ghpc_deployment` label, in any location: one `NAME<TAB>LOCATION` line each.
+pub fn labelled_clusters(deployment: &Deployment, site: &Site) -> Command {
+    let filter = format!("--filter=resourceLabels.ghpc_deployment={}", deployment.project.cluster_name);
+    Command::of("gcloud", &["container", "clusters", "list", "--project", &site.project_id, &filter, "--format=value(name,location)"])
+}
+
+/// Commands that succeed with output while a billable resource gke-rl finds by name still
+/// exists: (what, command). The clusters are found by label ([`labelled_clusters`]).
 pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)> {
     let p = &deployment.project;
-    let cluster = p.cluster_name.as_str();
     let lustre = deployment.lustre.instance_id.as_str();
-    vec![
-        (
-            format!("GKE cluster {cluster}"),
-            Command::of(
-                "gcloud",
-                &[
-                    "container",
-                    "clusters",
-                    "describe",
-                    cluster,
-                    "--region",
-                    p.region.as_str(),
-                    "--project",
-                    &site.project_id,
-                    "--format=value(name)",
-                ],
-            ),
+    vec![(
+        format!("Managed Lustre instance {lustre}"),
+        Command::of(
+            "gcloud",
+            &[
+                "lustre",
+                "instances",
+                "describe",
+                lustre,
+                "--location",
+                p.zone.as_str(),
+                "--project",
+                &site.project_id,
+                "--format=value(name)",
+            ],
         ),
-        (
-            format!("Managed Lustre instance {lustre}"),
-            Command::of(
-                "gcloud",
-                &[
-                    "lustre",
-                    "instances",
-                    "describe",
-                    lustre,
-                    "--location",
-                    p.zone.as_str(),
-                    "--project",
-                    &site.project_id,
-                    "--format=value(name)",
-                ],
-            ),
-        ),
-    ]
+    )]
 }

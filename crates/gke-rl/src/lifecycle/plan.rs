@@ -4,8 +4,8 @@
 use std::fmt::{self, Write as _};
 
 use super::{
-    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, credentials, empty_bucket, leftovers,
-    list_buckets, provision, secret_entries, teardown,
+    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, credentials, empty_bucket, labelled_clusters,
+    leftovers, list_buckets, provision, secret_entries, teardown,
 };
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 
@@ -161,6 +161,11 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State, buckets
         steps.push(format!("for each bucket B that holds objects: $ {}", empty_bucket("B")));
         steps.push(format!("$ {}", teardown(deployment, site)));
     }
+    steps.push(format!(
+        "verify that no GKE cluster labelled ghpc_deployment={} remains: $ {}",
+        p.cluster_name,
+        labelled_clusters(deployment, site)
+    ));
     for (what, command) in leftovers(deployment, site) {
         steps.push(format!("verify that {what} is gone: $ {command}"));
     }
