@@ -129,13 +129,16 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     Ok(Destroyed::Destroyed { took: env.clock.now() - started })
 }
 
-/// Deletes with gcloud what exists of the deployment (by name, and the buckets by gcluster's
-/// `ghpc_deployment` label) when its folder, and with it gcluster's Terraform state, is gone;
+/// Deletes with gcloud what exists of the deployment (its clusters and buckets by gcluster's
+/// `ghpc_deployment` label, its Lustre instance by name) when its folder, and with it gcluster's Terraform state, is gone;
 /// then asks gcloud again.
 fn without_state(env: &Env, resolved: &Resolved<'_>, remains: &[String], progress: &dyn Progress) -> Result<Destroyed, Error> {
     let (d, site) = (resolved.deployment, &resolved.site);
     let buckets = buckets(env, resolved)?;
-    let mut commands = lifecycle::delete_by_name(d, site);
+    // Each labelled cluster where it is, then the Lustre instance.
+    let clusters = labelled_clusters(env, resolved).unwrap_or_default();
+    let mut commands: Vec<_> = clusters.iter().map(|(name, location)| lifecycle::delete_cluster(name, location, site)).collect();
+    commands.push(lifecycle::delete_lustre(d, site));
     for (bucket, _) in &buckets {
         commands.push(lifecycle::empty_bucket(bucket));
         commands.push(lifecycle::delete_bucket(bucket, site));
@@ -223,22 +226,19 @@ async fn delete_objects(
     Ok(())
 }
 
+/// The deployment's clusters by label, anywhere in the project: one in another region than the
+/// config's counts too.
+fn labelled_clusters(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, String)>, String> {
+    resolved.read(env, &lifecycle::labelled_clusters(resolved.deployment, &resolved.site)).map(|listed| lifecycle::clusters_listed(&listed))
+}
+
 /// What still exists, by asking gcloud.
 fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
     let (d, site) = (resolved.deployment, &resolved.site);
-    // By label, anywhere in the project: a cluster of this deployment in another region counts.
-    let mut remains: Vec<String> = match resolved.read(env, &lifecycle::labelled_clusters(d, site)) {
-        Ok(listed) => listed
-            .lines()
-            .filter_map(|line| {
-                let mut columns = line.split_whitespace();
-                let name = columns.next()?;
-                Some(format!("GKE cluster {name} ({}, labelled ghpc_deployment={})", columns.next().unwrap_or("?"), d.project.cluster_name))
-            })
-            .collect(),
-        Err(reason) => {
-            vec![format!("GKE clusters labelled ghpc_deployment={} (gcloud could not list them: {reason})", d.project.cluster_name)]
-        }
+    let label = format!("labelled ghpc_deployment={}", d.project.cluster_name);
+    let mut remains: Vec<String> = match labelled_clusters(env, resolved) {
+        Ok(clusters) => clusters.iter().map(|(name, location)| format!("GKE cluster {name} ({location}, {label})")).collect(),
+        Err(reason) => vec![format!("GKE clusters {label} (gcloud could not list them: {reason})")],
     };
     remains.extend(
         lifecycle::leftovers(d, site)

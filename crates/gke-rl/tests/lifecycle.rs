@@ -85,3 +85,13 @@ fn digest_changes_with_any_part() {
     assert_ne!(a, lifecycle::digest(&["xy", ""]), "parts are separated");
     assert_ne!(a, lifecycle::digest(&["x", "z"]));
 }
+
+#[test]
+fn labelled_clusters_are_read_with_their_location() {
+    let listed = "ray-a4-gpu-spot\tus-east1\nold-copy\tus-central1-b\n\n";
+    assert_eq!(
+        lifecycle::clusters_listed(listed),
+        [("ray-a4-gpu-spot".to_owned(), "us-east1".to_owned()), ("old-copy".to_owned(), "us-central1-b".to_owned())]
+    );
+    assert!(lifecycle::clusters_listed("").is_empty());
+}

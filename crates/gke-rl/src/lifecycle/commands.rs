@@ -230,31 +230,16 @@ pub fn teardown(deployment: &Deployment, site: &Site) -> Command {
     Command::of(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
 }
 
-/// Deletes what `leftovers` finds, without gcluster (its Terraform state lost with the
-/// deployment folder): the GKE cluster and the Lustre instance by name, in that order.
-pub fn delete_by_name(deployment: &Deployment, site: &Site) -> Vec<Command> {
-    let p = &deployment.project;
-    let project = site.project_id.as_str();
-    vec![
-        Command::of(
-            "gcloud",
-            &["container", "clusters", "delete", p.cluster_name.as_str(), "--region", p.region.as_str(), "--project", project, "--quiet"],
-        ),
-        Command::of(
-            "gcloud",
-            &[
-                "lustre",
-                "instances",
-                "delete",
-                deployment.lustre.instance_id.as_str(),
-                "--location",
-                p.zone.as_str(),
-                "--project",
-                project,
-                "--quiet",
-            ],
-        ),
-    ]
+/// Deletes the GKE cluster `name` in `location` (a region or a zone), without gcluster (its
+/// Terraform state lost with the deployment folder).
+pub fn delete_cluster(name: &str, location: &str, site: &Site) -> Command {
+    Command::of("gcloud", &["container", "clusters", "delete", name, "--location", location, "--project", &site.project_id, "--quiet"])
+}
+
+/// Deletes the deployment's Lustre instance by name, without gcluster.
+pub fn delete_lustre(deployment: &Deployment, site: &Site) -> Command {
+    let (lustre, zone) = (deployment.lustre.instance_id.as_str(), deployment.project.zone.as_str());
+    Command::of("gcloud", &["lustre", "instances", "delete", lustre, "--location", zone, "--project", &site.project_id, "--quiet"])
 }
 
 /// Deletes an empty bucket.
@@ -263,10 +248,22 @@ pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
 }
 
 /// The project's GKE clusters that carry the deployment's name in gcluster's
-/// `ghpc_deployment` label, in any location: one `NAME<TAB>LOCATION` line each.
+/// `ghpc_deployment` label, in any location: one `NAME<TAB>LOCATION` line each, which
+/// [`clusters_listed`] reads.
 pub fn labelled_clusters(deployment: &Deployment, site: &Site) -> Command {
     let filter = format!("--filter=resourceLabels.ghpc_deployment={}", deployment.project.cluster_name);
     Command::of("gcloud", &["container", "clusters", "list", "--project", &site.project_id, &filter, "--format=value(name,location)"])
+}
+
+/// The (name, location) of each cluster in [`labelled_clusters`]'s answer.
+pub fn clusters_listed(listed: &str) -> Vec<(String, String)> {
+    listed
+        .lines()
+        .filter_map(|line| {
+            let mut columns = line.split_whitespace();
+            Some((columns.next()?.to_owned(), columns.next().unwrap_or_default().to_owned()))
+        })
+        .collect()
 }
 
 /// Commands that succeed with output while a billable resource gke-rl finds by name still
