@@ -103,19 +103,9 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
             edits.push(spot(&lines, pool)?);
             edits.push(drop_var_with_comments(&root, &lines, "reservation"));
         }
-        Provisioning::OnDemand => {
+        Provisioning::OnDemand | Provisioning::FlexStart => {
             edits.push(drop_block(&lines, pool, "reservation_affinity"));
             edits.push(drop_var_with_comments(&root, &lines, "reservation"));
-        }
-        Provisioning::FlexStart => {
-            // The module's preconditions: flex-start takes NO_RESERVATION (the default once the
-            // affinity is gone), `auto_repair: false`, and no static_node_count: the pool
-            // autoscales from zero up to the node count, as the Ray pods ask.
-            edits.push(drop_block(&lines, pool, "reservation_affinity"));
-            edits.push(drop_var_with_comments(&root, &lines, "reservation"));
-            edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "enable_flex_start", "true")?);
-            edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "auto_repair", "false")?);
-            edits.push(autoscale_from_zero(&lines, pool)?);
         }
         Provisioning::Reservation(_) if pool.get(&["settings", "reservation_affinity"]).is_none() => {
             return Err(shape_error(
@@ -126,9 +116,15 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
         }
         Provisioning::Reservation(_) => {}
     }
-    // A cluster suspended after its jobs gives its GPU nodes back only from an autoscaling pool
-    // (flex-start autoscales already).
-    if deployment.suspends_when_idle() && deployment.topology.provisioning != Provisioning::FlexStart {
+    if deployment.topology.provisioning == Provisioning::FlexStart {
+        // The module's preconditions: flex-start takes NO_RESERVATION (the default once the
+        // affinity is gone), `auto_repair: false`, and autoscaling instead of static_node_count.
+        edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "enable_flex_start", "true")?);
+        edits.push(set_setting(Some(pool), NODE_POOL_SOURCE, "auto_repair", "false")?);
+    }
+    // A flex-start pool, or a cluster suspended when idle, gives its nodes back only from an
+    // autoscaling pool.
+    if deployment.gpu_pool_scales_to_zero() {
         edits.push(autoscale_from_zero(&lines, pool)?);
     }
     if deployment.ray.head.node_pool == HeadNodePool::Dedicated {
