@@ -219,6 +219,10 @@ fn control_characters_are_escaped_on_the_terminal() {
     std::fs::write(dir.path().join("env.sh"), "export REGION=us-east1\nexport ZONE=us-west1-a # \u{1b}]0;pwned\u{7}\u{1b}[2J\n").unwrap();
     let out = gke_rl(dir.path(), &["validate", "env.sh"]);
     assert!(stdout(&out).contains("zone-not-in-region") && stdout(&out).contains("\\u{1b}]0;pwned\\u{7}"), "{}", both(&out));
+    std::fs::write(dir.path().join("gke-rl.yaml"), "cost:\n  source: \"ours \\e]0;pwned\\a\"\n").unwrap();
+    let out = gke_rl(dir.path(), &["cost", "--config", "gke-rl.yaml"]);
+    assert!(out.status.success() && stdout(&out).contains("config prices: ours \\u{1b}]0;pwned\\u{7}"), "{}", both(&out));
+    assert!(!both(&out).contains('\u{1b}'), "{:?}", both(&out));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {

@@ -374,11 +374,11 @@ impl StatusArgs {
                 if let Ok(Some(true)) = gke_rl_ops::suspend::is_suspended(&loaded.deployment, &env).await {
                     let state = gke_rl_ops::ClusterState::Suspended.describe();
                     let d = &loaded.deployment;
-                    let estimate = gke_rl::cost::estimate(d);
-                    let bill = if d.gpu_pool_scales_to_zero() {
-                        format!("costing {} once GKE has removed its GPU nodes", estimate.without_gpu_nodes().summary())
-                    } else {
-                        format!("still costing {}: its GPU pool does not scale to zero, so the nodes stay", estimate.summary())
+                    let bill = match gke_rl::cost::suspended(d) {
+                        (idle, true) => format!("costing {} once GKE has removed its GPU nodes", idle.summary()),
+                        (kept, false) => {
+                            format!("still costing {}: its GPU pool does not scale to zero, so the nodes stay", kept.summary())
+                        }
                     };
                     outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
                     return Ok(0);

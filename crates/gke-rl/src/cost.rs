@@ -185,9 +185,8 @@ impl Estimate {
         format!("{at_least}{}/hour ({}/day)", dollars(self.per_hour()), dollars(self.per_hour() * 24.0))
     }
 
-    /// The estimate without the GPU nodes: what a suspended cluster whose GPU pool has
-    /// scaled to zero still costs.
-    pub fn without_gpu_nodes(&self) -> Estimate {
+    /// The estimate without the GPU nodes (the first line).
+    fn without_gpu_nodes(&self) -> Estimate {
         Estimate { lines: self.lines[1..].to_vec(), ..self.clone() }
     }
 }
@@ -250,6 +249,13 @@ fn node_line(component: String, configured: Option<Usd>, listed: Option<f64>, co
             None => Some(missing),
         },
     }
+}
+
+/// What a suspended RayCluster of `d` costs once GKE has acted on it, and whether its GPU
+/// nodes went: a pool that autoscales from zero gives them back; a static one keeps them.
+pub fn suspended(d: &Deployment) -> (Estimate, bool) {
+    let running = estimate(d);
+    if d.gpu_pool_scales_to_zero() { (running.without_gpu_nodes(), true) } else { (running, false) }
 }
 
 /// What `d` costs per hour while it exists, at list prices for its region.
@@ -348,7 +354,11 @@ mod tests {
         assert_eq!((e.lines[0].per_hour, e.lines[0].from), (Some(160.0), Some(PriceFrom::Config)));
         assert!((e.lines[3].per_hour.unwrap() - 9.0).abs() < 1e-9, "9000 GiB × $0.73 / 730 h");
         assert!(e.to_string().ends_with("; config prices: our contract"));
-        assert_eq!(e.without_gpu_nodes().lines.len(), 3);
+        let (kept, nodes_go) = suspended(&d);
+        assert_eq!((kept, nodes_go), (e, false), "a static Spot pool keeps its nodes while suspended");
+        d.job.when_done = crate::model::WhenDone::Suspend;
+        let (idle, nodes_go) = suspended(&d);
+        assert!(nodes_go && idle.lines.len() == 3 && !idle.lines[0].component.contains("a4-highgpu-8g"));
     }
 
     #[test]
