@@ -185,7 +185,11 @@ fn models_doc() -> String {
         let blueprint = f.blueprint.map_or("none".to_owned(), |(_, path)| format!("`{path}`"));
         doc.push_str(&format!(
             "| {} | `{}` | `{}` | {} | {memory} | {blueprint} | {} |\n",
-            f.name, f.machine, f.accelerator, f.gpus_per_node, f.network
+            f.name,
+            f.machine,
+            f.accelerator,
+            f.gpus_per_node,
+            f.network()
         ));
     }
     doc.push_str(&format!(

@@ -59,7 +59,7 @@ fn size(job: &Job<'_>, key: &str) -> (i64, (u32, u32)) {
 }
 
 /// The tensor-parallel sizes that split `model`'s heads, up to `most`.
-fn dividing(model: &ModelFacts, most: i64, fits: impl Fn(&ModelFacts, i64) -> bool) -> String {
+fn dividing(model: &ModelFacts, most: i64, fits: Fits) -> String {
     let sizes: Vec<String> = (1..=most).filter(|tp| fits(model, *tp)).map(|tp| tp.to_string()).collect();
     sizes.join(", ")
 }

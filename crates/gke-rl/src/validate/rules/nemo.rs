@@ -193,12 +193,12 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
         );
     }
     for o in &job.launch.overrides {
-        if job.release == Some(knowledge::CODELAB_NEMO_RL) && knowledge::NO_OP_OVERRIDES.contains(&o.key.as_str()) {
+        if let Some(release) = job.release.filter(|r| r.no_op_overrides.contains(&o.key.as_str())) {
             sink.emit(
                 &OVERRIDE_NO_OP,
                 file,
                 o.at,
-                format!("`{}` is never read by NeMo-RL v0.4.0; the model's config.json decides the architecture", o.key),
+                format!("`{}` is never read by NeMo-RL {}; the model's config.json decides the architecture", o.key, release.tag),
                 "remove this override",
             );
             continue;
