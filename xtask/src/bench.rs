@@ -22,6 +22,10 @@ pub enum Target {
     /// Submit to a local Ray 2.54 head against `ray job submit` (target: 10× faster), and
     /// package a 3000-file, 50 MB tree against Ray's packager (target: 5× faster)
     Submit,
+    /// Preempt a supervised run 5 times on a real two-node Ray cluster of each tested version:
+    /// the supervisor's overheads, from a node's death to noticing it and from its return to the
+    /// training running (target: under 10 s each, beyond Ray's own node-join time)
+    Recovery,
 }
 
 /// The peer the validation benchmark runs against, pinned.
@@ -38,6 +42,14 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
         }
         Target::Validate => validate(sh),
         Target::Submit => submit(sh),
+        Target::Recovery => {
+            for version in crate::ray_head::RAY_VERSIONS {
+                crate::ci::ray_venv(sh, version)?;
+            }
+            crate::ci::debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")?;
+            let cargo = cargo();
+            Ok(cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test two_nodes").env("GKE_RL_BENCH_RECOVERY", "1").run()?)
+        }
         Target::Wasm => {
             criterion(sh, "gke-rl", "render", &[])?;
             let in_browser_ms = crate::web::browser_test(sh)?;

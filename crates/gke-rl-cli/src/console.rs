@@ -146,8 +146,8 @@ impl Progress for Console {
                 "the cluster, the Lustre instance and the buckets of {name} are gone; the networks, firewall rules and service \
                  accounts gcluster made cannot be found without its state: check the console (labels ghpc_deployment={name})"
             )),
-            Event::IdleGuardApplied { namespace, objects } => self.say(format_args!(
-                "  idle guard applied in {namespace}: {}",
+            Event::HelperApplied { what, namespace, objects } => self.say(format_args!(
+                "  {what} applied in {namespace}: {}",
                 objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
             )),
             Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
@@ -185,19 +185,11 @@ impl Progress for Console {
                 self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
             }
             Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
-            Event::Restarting { id, attempt, max, failure } => {
-                self.say(format_args!("job {id} failed: {failure}\nrestart {attempt} of {max} once the cluster is whole again"))
-            }
-            Event::WaitingForNodes { alive, wanted } => self.say(format_args!("waiting for Ray nodes: {alive} of {wanted} alive")),
-            Event::NotRestarted { id, failure, left } if failure.is_infrastructure() && left == 0 => {
-                self.say(format_args!("job {id} failed: {failure}\nnot restarted: no restart left (--max-restarts, job.max_restarts)"))
-            }
-            Event::NotRestarted { id, failure, .. } if failure.is_infrastructure() => self.say(format_args!(
-                "job {id} failed: {failure}\nnot restarted: the dashboard does not say how many Ray nodes the cluster had"
+            Event::AwaitingKeeper { why, wait, .. } => self.say(format_args!(
+                "{why}: the run's keeper resubmits it (in a deployment, within a minute); waiting up to {} for that",
+                gke_rl_ops::took(wait)
             )),
-            Event::NotRestarted { id, failure, .. } => {
-                self.say(format_args!("job {id} failed: {failure}\nnot restarted: a resubmission would fail the same way"))
-            }
+            Event::Resubmitted { id } => self.say(format_args!("following the keeper's resubmission {id}")),
             Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
             Event::JobState { id, status, message } => {

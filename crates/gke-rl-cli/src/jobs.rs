@@ -3,7 +3,6 @@
 //! errors, 130 when Ctrl-C detaches (the job keeps running).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use gke_rl::Deployment;
 use gke_rl::model::WhenDone;
 use gke_rl_ops::Env;
 use gke_rl_ops::head::{Head, HeadOptions};
-use gke_rl_ops::jobs::{Followed, Recovery, Stopped, SubmitOptions};
+use gke_rl_ops::jobs::{Followed, Stopped, SubmitOptions, Supervise};
 use gke_rl_ray::{JobDetails, JobStatus};
 
 use crate::config::{self, Loaded};
@@ -105,13 +104,22 @@ pub struct SubmitArgs {
     /// Return once the job is accepted
     #[arg(long)]
     no_wait: bool,
-    /// Resubmit a job the infrastructure failed (a node or the driver lost) up to N times;
+    /// Restart the training after a lost node (a preemption) up to N times, in the cluster;
     /// NeMo-RL resumes from its newest checkpoint [default: the config's job.max_restarts, else 3 on Spot, 0 on a reservation]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     max_restarts: Option<u32>,
+    /// Stop restarting once restarts have lost this much wall time in all (2h, 1d) [default: no bound]
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    max_lost: Option<Duration>,
     /// How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
     restart_wait: Duration,
+    /// Where the run keeps its records, on the cluster's shared file system [default: LUSTRE_MOUNT/gke-rl/runs]
+    #[arg(long, value_name = "DIR")]
+    runs_dir: Option<String>,
+    /// NeMo-RL's checkpoint dir, whose half-written checkpoints a restart removes [default: the config's checkpointing.dir]
+    #[arg(long, value_name = "DIR")]
+    checkpoint_dir: Option<String>,
     /// What to do with the RayCluster once the job and its restarts have ended: keep it, or
     /// suspend it (its pods deleted, its GPU nodes given back) [default: the config's job.when_done]
     #[arg(long, value_name = "WHAT", value_enum)]
@@ -219,6 +227,13 @@ impl SubmitArgs {
             entrypoint_resources,
             entrypoint_label_selector: self.entrypoint_label_selector.iter().cloned().collect(),
             entrypoint: self.entrypoint.clone(),
+            supervise: Some(Supervise {
+                max_restarts: self.max_restarts.unwrap_or_else(|| loaded.deployment.max_restarts()),
+                max_lost: self.max_lost,
+                wait: self.restart_wait,
+                runs_dir: self.runs_dir.clone().unwrap_or_else(|| gke_rl::supervisor::runs_dir(&loaded.deployment)),
+                checkpoints: self.checkpoint_dir.clone().unwrap_or_else(|| loaded.deployment.job.checkpointing.dir.to_string()),
+            }),
         };
         let env = Env::real();
         let console = Arc::new(Console::stderr(false));
@@ -235,26 +250,18 @@ impl SubmitArgs {
                 }
             }
             let head = self.connection.head(d, &env, console.clone()).await?;
-            let submitted = gke_rl_ops::jobs::submit_recoverable(&head.client, prepared, &*console).await.map_err(submit_error)?;
+            let submitted = gke_rl_ops::jobs::submit_supervised(&head.client, prepared, &*console).await.map_err(submit_error)?;
             if self.no_wait {
                 console.say(format_args!("follow it with: {cli} logs {} --follow{}", submitted.id, reattach(&head)));
                 return Ok(0);
             }
-            let recovery = Recovery {
-                max_restarts: self.max_restarts.unwrap_or_else(|| d.max_restarts()),
-                wait: self.restart_wait,
-                pods: head.clusters().map(|clusters| gke_rl_ops::jobs::RayClusterPods {
-                    clusters: clusters.clone(),
-                    name: d.project.cluster_name.to_string(),
-                    workers: d.topology.node_count.get(),
-                }),
-            };
-            let id = submitted.id.clone();
-            let recovered = gke_rl_ops::jobs::follow_recovering(&head.client, submitted, recovery, &env, &*console)
+            let id = submitted.id;
+            let recovered = gke_rl_ops::jobs::follow_run(&head.client, &id, self.restart_wait, &env, &*console)
                 .await
                 .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
-            if !recovered.restarts.is_empty() {
-                console.say(format_args!("{}", restarts_report(&recovered.restarts)));
+            let report = recovered.records.report();
+            if !report.is_empty() {
+                eprint!("{}", crate::terminal::shown(&report));
             }
             let finished = matches!(recovered.followed, Followed::Finished { .. });
             let code = ended(&head, &id, recovered.followed, &console)?;
@@ -299,27 +306,6 @@ async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> anyhow::Resu
         Some(id) => gke_rl_ops::jobs::chain(client, id).await?,
         None => vec![gke_rl_ops::jobs::job_id(client, None).await?],
     })
-}
-
-/// The restarts of a run, their causes, the steps redone and the wall time lost.
-fn restarts_report(restarts: &[gke_rl_ops::jobs::Restart]) -> String {
-    let steps: u64 = restarts.iter().map(|r| r.redone.steps).sum();
-    let lost: Duration = restarts.iter().map(gke_rl_ops::jobs::Restart::time_lost).sum();
-    let mut out = format!("restarts: {} ({steps} steps redone, {} of wall time lost)", restarts.len(), gke_rl_ops::took(lost));
-    for restart in restarts {
-        let resumed = restart.redone.saved_step.map_or_else(|| "from the start".to_owned(), |s| format!("from step {s}"));
-        let _ = write!(
-            out,
-            "\n  {} failed: {}\n    {} resumed {resumed}: {} steps redone; {} since the checkpoint + {} waiting for the cluster",
-            restart.failed,
-            restart.failure,
-            restart.next,
-            restart.redone.steps,
-            gke_rl_ops::took(Duration::from_secs_f64(restart.redone.seconds.max(0.0))),
-            gke_rl_ops::took(restart.waited),
-        );
-    }
-    out
 }
 
 /// A submit error, with the findings of a refused runtime env shown first.
@@ -390,9 +376,24 @@ impl StatusArgs {
             let id = chain.last().cloned().unwrap_or_default();
             let job = client.job(&id).await?;
             for earlier in &chain[..chain.len() - 1] {
-                let earlier = client.job(earlier).await?;
-                let why = earlier.message.as_deref().and_then(|m| m.lines().next()).unwrap_or_default();
-                connected.console.say(format_args!("restarted: {} {} {why}", earlier.id(), earlier.status));
+                // A head that restarted forgot the earlier submissions.
+                if let Ok(earlier) = client.job(earlier).await {
+                    let why = earlier.message.as_deref().and_then(|m| m.lines().next()).unwrap_or_default();
+                    connected.console.say(format_args!("resubmitted by the keeper: {} {} {why}", earlier.id(), earlier.status));
+                }
+            }
+            // What the run's supervisors recorded, whether or not anyone followed it.
+            let records = gke_rl::supervisor::Records::of(&client.logs(&id).await.unwrap_or_default());
+            let report = records.report();
+            if !report.is_empty() {
+                eprint!("{}", crate::terminal::shown(&report));
+            }
+            match records.ended() {
+                Some((status, reason)) => connected.console.say(format_args!("run {status}: {reason}")),
+                None if records.supervised() && job.status.is_terminal() => connected.console.say(format_args!(
+                    "the run's supervisor ended without its record (it was killed, or its head was lost): the keeper resubmits it"
+                )),
+                None => {}
             }
             if let Some(clusters) = connected.head.clusters() {
                 let d = &connected.loaded.deployment;

@@ -50,3 +50,11 @@ fn the_guard_objects_match_the_kubernetes_schema() {
     let mistyped = manifests.replace("backoffLimit: 0", "backoffLimit: none");
     assert!(check(&mistyped).unwrap_err().starts_with("CronJob: does not read as its kind"));
 }
+
+#[test]
+fn the_keeper_objects_match_the_kubernetes_schema() {
+    let manifests = gke_rl::supervisor::keeper_manifests(&Deployment::default());
+    assert_eq!(check(&manifests).unwrap(), ["ConfigMap", "CronJob"]);
+    let misspelt = manifests.replace("automountServiceAccountToken:", "automountServiceAccountTokens:");
+    assert!(check(&misspelt).unwrap_err().starts_with("CronJob: fields the API would drop"));
+}

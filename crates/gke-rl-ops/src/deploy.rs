@@ -150,7 +150,8 @@ pub async fn deploy(
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
     let ray_cluster = &artifacts.ray_cluster.contents;
     let guard = gke_rl::guard::manifests(deployment).unwrap_or_default();
-    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster, &guard]);
+    let keeper = gke_rl::supervisor::keeper_manifests(deployment);
+    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster, &guard, &keeper]);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
             progress.event(Event::ConfigChanged);
@@ -475,9 +476,10 @@ async fn run_step(
             let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
             progress.event(Event::RayClusterApplied { namespace: d.ray.namespace.as_str(), name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
-            if let Some(guard) = gke_rl::guard::manifests(d) {
-                let applied = clusters.apply_all(&guard).await?;
-                progress.event(Event::IdleGuardApplied { namespace: d.ray.namespace.as_str(), objects: &applied });
+            let keeper = Some(("run keeper", gke_rl::supervisor::keeper_manifests(d)));
+            for (what, manifests) in keeper.into_iter().chain(gke_rl::guard::manifests(d).map(|m| ("idle guard", m))) {
+                let applied = clusters.apply_all(&manifests).await?;
+                progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }
             Ok(())
         }

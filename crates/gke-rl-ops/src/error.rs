@@ -147,26 +147,16 @@ pub enum Error {
     /// The Ray Jobs API or the packager.
     #[error(transparent)]
     Ray(#[from] gke_rl_ray::Error),
-    /// A job the infrastructure failed could not be resubmitted: the cluster did not become
-    /// whole again in time.
-    #[error("job {id} lost part of its cluster; the cluster had {alive} of its {wanted} nodes after {}s, so it was not resubmitted", .after.as_secs())]
-    ClusterNotWhole {
-        /// The failed job.
+    /// A supervised run's submission went away without its supervisor's final record, and no
+    /// resubmission followed in time.
+    #[error("{why}, and no resubmission of it appeared within {}s", .after.as_secs())]
+    NotResubmitted {
+        /// The submission.
         id: String,
-        /// Nodes alive at the end of the wait.
-        alive: usize,
-        /// Nodes the job started with.
-        wanted: usize,
+        /// What happened to it.
+        why: String,
         /// How long it waited.
         after: std::time::Duration,
-    },
-    /// The RayCluster's pods were not all Ready again in time after a job lost a node.
-    #[error("job {id} lost part of its cluster and the RayCluster's pods did not come back, so it was not resubmitted")]
-    PodsNotBack {
-        /// The failed job.
-        id: String,
-        /// The wait's error: the pods' state and what holds them back.
-        source: Box<gke_rl_kube::Error>,
     },
     /// A job did not end within its time; it was asked to stop.
     #[error("job {id} did not end within {}s; it was asked to stop (see `logs {id}`)", .after.as_secs())]

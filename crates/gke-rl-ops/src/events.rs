@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use gke_rl::checkpoints::Save;
 use gke_rl::lifecycle::{Command, Step};
-use gke_rl::recovery::Failure;
 use gke_rl::validate::Finding;
 use gke_rl_kube::ClusterState;
 use gke_rl_ray::JobStatus;
@@ -79,8 +78,10 @@ pub enum Event<'a> {
         /// The deployment.
         name: &'a str,
     },
-    /// The idle guard's objects were applied.
-    IdleGuardApplied {
+    /// The objects of an in-cluster helper (the run keeper, the idle guard) were applied.
+    HelperApplied {
+        /// Which helper.
+        what: &'a str,
         /// Their namespace.
         namespace: &'a str,
         /// Their kinds and names.
@@ -250,32 +251,20 @@ pub enum Event<'a> {
         /// Submission id.
         id: &'a str,
     },
-    /// The job failed for a reason a resubmission cannot fix, or no restart is left.
-    NotRestarted {
-        /// Submission id.
+    /// A followed run's submission went away without its supervisor's record: the keeper
+    /// resubmits it, and following waits for that.
+    AwaitingKeeper {
+        /// The submission.
         id: &'a str,
-        /// Why it failed.
-        failure: &'a Failure,
-        /// Restarts left (0 when they are used up or off).
-        left: u32,
+        /// What happened to it.
+        why: &'a str,
+        /// How long following waits.
+        wait: std::time::Duration,
     },
-    /// The infrastructure failed the job: it is resubmitted once the cluster is whole again.
-    Restarting {
-        /// The failed submission.
+    /// Following goes on with the keeper's resubmission.
+    Resubmitted {
+        /// Its id.
         id: &'a str,
-        /// This restart's number, from 1.
-        attempt: u32,
-        /// Restarts allowed.
-        max: u32,
-        /// Why it failed.
-        failure: &'a Failure,
-    },
-    /// Waiting for the Ray nodes the job started with (said when the count changes).
-    WaitingForNodes {
-        /// Nodes alive now.
-        alive: usize,
-        /// Nodes the job started with.
-        wanted: usize,
     },
 }
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::checkpoints::{CheckpointLog, SinceCheckpoint};
-use gke_rl::recovery::Failure;
+use gke_rl::checkpoints::CheckpointLog;
+use gke_rl::supervisor::Records;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
@@ -45,6 +45,8 @@ pub struct SubmitOptions {
     pub entrypoint_label_selector: BTreeMap<String, String>,
     /// The command, as words [default: `bash run_nemo_rl.sh`].
     pub entrypoint: Vec<String>,
+    /// Run it under the in-cluster supervisor, which recovers it from lost nodes.
+    pub supervise: Option<Supervise>,
 }
 
 /// The job script `submit` runs by default, from the render.
@@ -54,6 +56,9 @@ pub const JOB_SCRIPT: &str = "run_nemo_rl.sh";
 pub struct Prepared {
     request: SubmitRequest,
     package: Option<Hashed>,
+    supervise: Option<Supervise>,
+    /// The variables whose values the supervisor never writes down.
+    secret_names: Vec<String>,
 }
 
 /// Everything `submit` checks before it connects: the runtime env validated, the package
@@ -96,28 +101,40 @@ pub fn prepare(
         entrypoint_resources: options.entrypoint_resources.clone(),
         entrypoint_label_selector: (!options.entrypoint_label_selector.is_empty()).then(|| options.entrypoint_label_selector.clone()),
     };
-    Ok(Prepared { request, package })
+    let secret_names = lifecycle::secret_variables(deployment).into_iter().chain(options.env_from_local.iter().cloned()).collect();
+    Ok(Prepared { request, package, supervise: options.supervise.clone(), secret_names })
 }
 
 /// Uploads the package unless the cluster has it, and submits; the submission id.
 pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
-    Ok(submit_recoverable(client, prepared, progress).await?.id)
+    Ok(submit_supervised(client, prepared, progress).await?.id)
 }
 
-/// A job on the cluster, with what resubmits it.
+/// A job on the cluster.
 pub struct Submitted {
-    /// Its submission id.
+    /// Its submission id, which names the run.
     pub id: String,
-    request: SubmitRequest,
-    server: gke_rl_ray::Version,
-    /// Ray nodes alive when it was submitted: what "whole again" means before a restart.
-    nodes: Option<usize>,
-    /// Its package, uploaded again should a restarted head have lost it.
-    package: Option<Hashed>,
 }
 
-/// [`submit`], keeping the request (its package uploaded) and the cluster's size for restarts.
-pub async fn submit_recoverable(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<Submitted, Error> {
+/// How the in-cluster supervisor recovers a run (`gke_rl::supervisor`).
+#[derive(Clone, Debug)]
+pub struct Supervise {
+    /// Restarts after lost nodes, at most; 0 records the failure and restarts nothing.
+    pub max_restarts: u32,
+    /// Wall time restarts may lose in all, if bounded.
+    pub max_lost: Option<Duration>,
+    /// How long to wait for the cluster to be whole before each restart.
+    pub wait: Duration,
+    /// The folder of runs on the cluster's shared file system.
+    pub runs_dir: String,
+    /// NeMo-RL's checkpoint dir, whose half-written checkpoints a restart removes.
+    pub checkpoints: String,
+}
+
+/// [`submit`]: when the job is supervised, the supervisor's package is uploaded too and the
+/// entrypoint becomes the supervisor running the command, with the cluster's size as Ray counts
+/// it now.
+pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<Submitted, Error> {
     let server = client.version().await?;
     progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
     let mut request = prepared.request;
@@ -125,11 +142,32 @@ pub async fn submit_recoverable(client: &Client, prepared: Prepared, progress: &
         upload_unless_present(client, hashed, progress).await?;
         request.runtime_env.get_or_insert_with(serde_json::Map::new).insert("working_dir".into(), hashed.uri.clone().into());
     }
+    if let Some(supervise) = prepared.supervise {
+        let nodes = client.alive_nodes().await?;
+        let program = gke_rl::supervisor::program().into_bytes();
+        let package = Plan::for_files(vec![(format!("{}.py", gke_rl::supervisor::MODULE), program, false)]).hash(&[])?;
+        upload_unless_present(client, &package, progress).await?;
+        let runtime_env = request.runtime_env.get_or_insert_with(serde_json::Map::new);
+        let modules = runtime_env.entry("py_modules").or_insert_with(|| serde_json::json!([]));
+        let modules = modules
+            .as_array_mut()
+            .ok_or_else(|| Error::RuntimeEnvShape { name: "the runtime env".into(), problem: "its py_modules must be a list".into() })?;
+        modules.push(package.uri.clone().into());
+        let supervision = gke_rl::supervisor::Supervision {
+            run: request.submission_id.clone().unwrap_or_default(),
+            runs_dir: supervise.runs_dir,
+            nodes,
+            max_restarts: supervise.max_restarts,
+            max_lost: supervise.max_lost,
+            wait: supervise.wait,
+            checkpoints: supervise.checkpoints,
+            secrets: prepared.secret_names,
+        };
+        request.entrypoint = supervision.entrypoint(&request.entrypoint);
+    }
     let id = client.submit(&request, &server).await?;
     progress.event(Event::Submitted { id: &id });
-    // Only restarts need it; a dashboard without the state API just cannot restart.
-    let nodes = client.alive_nodes().await.ok();
-    Ok(Submitted { id, request, server, nodes, package: prepared.package })
+    Ok(Submitted { id })
 }
 
 /// Uploads the package unless the cluster has it.
@@ -145,184 +183,88 @@ async fn upload_unless_present(client: &Client, hashed: &Hashed, progress: &dyn 
     Ok(())
 }
 
-/// How [`follow_recovering`] recovers a job the infrastructure failed.
-#[derive(Clone)]
-pub struct Recovery {
-    /// Resubmissions at most; 0 follows once, as [`follow`].
-    pub max_restarts: u32,
-    /// How long to wait for the cluster to be whole again before each resubmission.
-    pub wait: Duration,
-    /// The RayCluster's pods to wait for, when Kubernetes is in reach; else only Ray's count
-    /// of alive nodes says the cluster is whole.
-    pub pods: Option<RayClusterPods>,
-}
-
-/// A RayCluster whose pods a restart waits for.
-#[derive(Clone)]
-pub struct RayClusterPods {
-    /// Its namespace's RayClusters.
-    pub clusters: gke_rl_kube::RayClusters,
-    /// Its name.
-    pub name: String,
-    /// Worker pods it has when whole.
-    pub workers: u32,
-}
-
-/// A job followed through its restarts.
+/// A supervised run followed to its end.
 #[derive(Debug)]
-pub struct Recovered {
-    /// How following the last submission ended.
+pub struct Observed {
+    /// How following its newest submission ended.
     pub followed: Followed,
-    /// Each restart: the failed submission, why, what it lost and when its successor started.
-    pub restarts: Vec<Restart>,
+    /// What its supervisors recorded: restarts, and how it ended.
+    pub records: Records,
 }
 
-/// One resubmission.
-#[derive(Debug)]
-pub struct Restart {
-    /// The failed submission.
-    pub failed: String,
-    /// Why it failed.
-    pub failure: Failure,
-    /// What it had done since its newest checkpoint: the successor, resuming from that
-    /// checkpoint, does it again.
-    pub redone: SinceCheckpoint,
-    /// Its successor.
-    pub next: String,
-    /// From the failure to the successor's submission.
-    pub waited: Duration,
-}
-
-impl Restart {
-    /// Wall time the restart cost: the work since the checkpoint, and the wait.
-    pub fn time_lost(&self) -> Duration {
-        Duration::from_secs_f64(self.redone.seconds.max(0.0)) + self.waited
-    }
-}
-
-/// Follows `submitted` to its end; when the infrastructure failed it (a node or the driver
-/// lost, [`gke_rl::recovery::classify`]) and restarts are left, waits until the cluster is
-/// whole again (every pod Ready, when Kubernetes is in reach, and as many alive Ray nodes as at
-/// submission), at most `recovery.wait`, and resubmits the same request as `<id>-r1`,
-/// `<id>-r2`…: NeMo-RL resumes from its newest checkpoint. A program failure is not retried,
-/// and the event says why.
-pub async fn follow_recovering(
-    client: &Client,
-    submitted: Submitted,
-    recovery: Recovery,
-    env: &Env,
-    progress: &dyn Progress,
-) -> Result<Recovered, Error> {
-    let Submitted { id: first, mut request, server, nodes, package } = submitted;
-    let mut id = first.clone();
-    let mut restarts = Vec::new();
+/// Follows a run as an observer: its log and state, through the supervisor's restarts (the Ray
+/// job stays RUNNING), and, when its submission disappears with a restarted head or ends
+/// without the supervisor's final record, into the keeper's resubmission (`<id>-rN`), which it
+/// waits `wait` for. It never submits anything.
+pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, progress: &dyn Progress) -> Result<Observed, Error> {
+    let mut current = latest_in_chain(client, id).await?;
+    let mut records = Records::default();
     loop {
-        let run_started = env.clock.now();
         let mut checkpoints = CheckpointLog::default();
-        // A job that failed, or a head that went away with the job (Ray forgets its jobs
-        // when its head restarts).
-        let (ended, failure) = match follow_logging(client, &id, env, progress, &mut checkpoints).await {
-            Ok(None) => return Ok(Recovered { followed: Followed::Detached, restarts }),
-            Ok(Some(job)) if job.status != JobStatus::Failed => {
-                return Ok(Recovered { followed: Followed::Finished { job: Box::new(job), checkpoints }, restarts });
+        let gone = match follow_logging(client, &current, env, progress, &mut checkpoints, &mut records).await {
+            Ok(None) => return Ok(Observed { followed: Followed::Detached, records }),
+            Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
+                return Ok(Observed { followed: Followed::Finished { job: Box::new(job), checkpoints }, records });
             }
-            Ok(Some(job)) => {
-                let log = client.logs(&id).await.unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
-                let failure = gke_rl::recovery::classify(job.message.as_deref().unwrap_or_default(), &tail.join("\n"));
-                (Ok(job), failure)
-            }
+            Ok(Some(job)) => format!("job {current} ended {} without its supervisor's record", job.status),
             Err(Error::Ray(lost @ (RayError::JobNotFound { .. } | RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
-                let failure = Failure::DriverLost(format!("the Ray head restarted or went away: {lost}"));
-                (Err(Error::Ray(lost)), failure)
+                format!("job {current} is gone ({lost})")
             }
             Err(e) => return Err(e),
         };
-        let failed_at = env.clock.now();
-        let attempt = restarts.len() as u32 + 1;
-        let left = recovery.max_restarts.saturating_sub(restarts.len() as u32);
-        let (true, true, Some(wanted)) = (failure.is_infrastructure(), left > 0, nodes) else {
-            progress.event(Event::NotRestarted { id: &id, failure: &failure, left });
-            let job = ended?;
-            return Ok(Recovered { followed: Followed::Finished { job: Box::new(job), checkpoints }, restarts });
-        };
-        progress.event(Event::Restarting { id: &id, attempt, max: recovery.max_restarts, failure: &failure });
-        let deadline = failed_at + recovery.wait;
-        if let Some(pods) = &recovery.pods {
-            let wait = gke_rl_kube::Wait { timeout: recovery.wait, poll: restart_poll(env) };
-            pods.clusters
-                .wait_ready(&pods.name, pods.workers, wait, crate::deploy::pod_reporter(progress))
-                .await
-                .map_err(|source| Error::PodsNotBack { id: id.clone(), source: Box::new(source) })?;
-        }
-        let remaining = deadline.saturating_duration_since(env.clock.now());
-        wait_for_nodes(client, wanted, remaining, env, progress).await.map_err(|alive| Error::ClusterNotWhole {
-            id: id.clone(),
-            alive,
-            wanted,
-            after: recovery.wait,
+        progress.event(Event::AwaitingKeeper { id: &current, why: &gone, wait });
+        current = await_resubmission(client, id, &current, wait, env).await.ok_or_else(|| Error::NotResubmitted {
+            id: current.clone(),
+            why: gone,
+            after: wait,
         })?;
-        if let Some(package) = &package {
-            // A restarted head lost the packages uploaded to it.
-            upload_unless_present(client, package, progress).await?;
-        }
-        let next = gke_rl::recovery::restart_id(&first, attempt);
-        request.submission_id = Some(next.clone());
-        let submitted = client.submit(&request, &server).await?;
-        progress.event(Event::Submitted { id: &submitted });
-        let redone = checkpoints.since_checkpoint((failed_at - run_started).as_secs_f64());
-        restarts.push(Restart { failed: id, failure, redone, next: submitted.clone(), waited: env.clock.now() - failed_at });
-        id = submitted;
+        progress.event(Event::Resubmitted { id: &current });
     }
 }
 
-/// How often a restart looks at the pods and the nodes it waits for: the environment's poll,
-/// within 0.1 to 5 s.
-fn restart_poll(env: &Env) -> Duration {
-    env.poll.clamp(Duration::from_millis(100), Duration::from_secs(5))
-}
-
-/// Waits until Ray counts `wanted` alive nodes; the last count seen when `within` passes.
-async fn wait_for_nodes(client: &Client, wanted: usize, within: Duration, env: &Env, progress: &dyn Progress) -> Result<(), usize> {
+/// The keeper's resubmission after `current` in `id`'s chain, once the head answers; `None`
+/// when `within` passes first.
+async fn await_resubmission(client: &Client, id: &str, current: &str, within: Duration, env: &Env) -> Option<String> {
     let deadline = env.clock.now() + within;
-    let mut last = None;
     loop {
-        let alive = client.alive_nodes().await.unwrap_or(0);
-        if alive >= wanted {
-            return Ok(());
-        }
-        if last != Some(alive) {
-            progress.event(Event::WaitingForNodes { alive, wanted });
-            last = Some(alive);
+        if let Ok(latest) = latest_in_chain(client, id).await
+            && restart_number(id, &latest) > restart_number(id, current)
+        {
+            return Some(latest);
         }
         if env.clock.now() >= deadline {
-            return Err(alive);
+            return None;
         }
-        tokio::time::sleep(restart_poll(env)).await;
+        tokio::time::sleep(env.poll.clamp(Duration::from_millis(100), Duration::from_secs(5))).await;
     }
 }
 
-/// `id` and its restarts (`id-r1`, `id-r2`…) that exist, oldest first.
+/// `id` and the keeper's resubmissions of it (`id-r1`, `id-r2`…) that the cluster knows, oldest
+/// first. A head that restarted forgot the earlier ones, so there may be gaps.
 pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, Error> {
-    let mut chain = vec![id.to_owned()];
-    for attempt in 1..=MAX_CHAIN {
-        let next = gke_rl::recovery::restart_id(id, attempt);
-        match client.job(&next).await {
-            Ok(_) => chain.push(next),
-            Err(gke_rl_ray::Error::JobNotFound { .. }) => break,
-            Err(e) => return Err(e.into()),
-        }
+    let mut restarts: Vec<(u32, String)> = client
+        .jobs()
+        .await?
+        .iter()
+        .filter_map(|job| Some((restart_number(id, job.id()).filter(|n| *n > 0)?, job.id().to_owned())))
+        .collect();
+    restarts.sort();
+    restarts.dedup();
+    Ok(std::iter::once(id.to_owned()).chain(restarts.into_iter().map(|(_, id)| id)).collect())
+}
+
+/// 0 for `first` itself, N for its Nth resubmission, else `None`.
+fn restart_number(first: &str, id: &str) -> Option<u32> {
+    if id == first {
+        return Some(0);
     }
-    Ok(chain)
+    id.strip_prefix(first)?.strip_prefix(gke_rl::recovery::RESTART_SUFFIX)?.parse().ok()
 }
 
 /// The newest submission of `id`'s chain of restarts.
 pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, Error> {
     Ok(chain(client, id).await?.pop().unwrap_or_else(|| id.to_owned()))
 }
-
-/// The longest chain of restarts looked for.
-const MAX_CHAIN: u32 = 100;
 
 /// The runtime env to submit: the one given, else the render's; checked like `validate`.
 fn runtime_env(
@@ -456,7 +398,7 @@ pub enum Followed {
 /// Streams the job's log and state changes until it ends; the interrupt detaches.
 pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
     let mut checkpoints = CheckpointLog::default();
-    Ok(match follow_logging(client, id, env, progress, &mut checkpoints).await? {
+    Ok(match follow_logging(client, id, env, progress, &mut checkpoints, &mut Records::default()).await? {
         Some(job) => Followed::Finished { job: Box::new(job), checkpoints },
         None => Followed::Detached,
     })
@@ -470,6 +412,7 @@ async fn follow_logging(
     env: &Env,
     progress: &dyn Progress,
     checkpoints: &mut CheckpointLog,
+    records: &mut Records,
 ) -> Result<Option<JobDetails>, Error> {
     // Armed before anything else, so no interrupt from here on ends the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
@@ -479,6 +422,7 @@ async fn follow_logging(
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
         gke_rl_ray::Event::Log(text) => {
             checkpoints.feed(text, (env.clock.now() - started).as_secs_f64());
+            records.feed(text);
             progress.event(Event::Log(text));
             let saved: Vec<_> = checkpoints.saves().iter().filter(|s| s.path.is_some()).collect();
             for save in &saved[complete.min(saved.len())..] {

@@ -6,8 +6,7 @@
 //! that figure is the pause. Without the timing line, the time between the two messages as
 //! the log arrived is used (about a second of resolution).
 //!
-//! Every finished step ends its timing table with `• Total step time: X.XXs`; counting those
-//! tells how many steps a run finished after its last checkpoint: the work a restart redoes.
+
 //!
 //! ```
 //! let mut log = gke_rl::checkpoints::CheckpointLog::default();
@@ -18,6 +17,9 @@
 //! ```
 
 use std::fmt::Write as _;
+
+/// What NeMo-RL prints when a step has finished: the end of its timing table.
+pub const STEP_DONE: &str = "• Total step time: ";
 
 /// One checkpoint save.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,8 +33,6 @@ pub struct Save {
     /// Where it was written, from the `Saved checkpoint to` line.
     pub path: Option<String>,
     started_at: f64,
-    /// Steps the run had finished when this save began (the step it saves is not among them).
-    steps_before: u64,
 }
 
 /// Reads log text as it arrives; keeps a partial last line until its end comes.
@@ -42,19 +42,6 @@ pub struct CheckpointLog {
     partial: String,
     /// Steps finished (timing tables seen).
     steps: u64,
-    /// When the last step finished.
-    last_step_at: Option<f64>,
-}
-
-/// What a run had done since its last checkpoint when it ended: what a resumed run redoes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SinceCheckpoint {
-    /// The newest complete checkpoint's step, if any.
-    pub saved_step: Option<u64>,
-    /// Steps finished after it.
-    pub steps: u64,
-    /// Seconds from its end (or from the start, without one) to the run's end.
-    pub seconds: f64,
 }
 
 impl CheckpointLog {
@@ -70,14 +57,7 @@ impl CheckpointLog {
     fn line(&mut self, line: &str, now: f64) {
         if let Some(rest) = after(line, "Saving checkpoint for step ") {
             if let Ok(step) = rest.trim_end_matches('.').trim().parse() {
-                self.saves.push(Save {
-                    step,
-                    seconds: None,
-                    timed_by_nemo_rl: false,
-                    path: None,
-                    started_at: now,
-                    steps_before: self.steps,
-                });
+                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
             }
         } else if let Some(path) = after(line, "Saved checkpoint to ") {
             if let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none()) {
@@ -86,9 +66,8 @@ impl CheckpointLog {
                     save.seconds = Some(now - save.started_at);
                 }
             }
-        } else if after(line, "• Total step time: ").is_some() {
+        } else if after(line, STEP_DONE).is_some() {
             self.steps += 1;
-            self.last_step_at = Some(now);
         } else if let Some(rest) = after(line, "• checkpointing: ") {
             let seconds = rest.split_once('s').and_then(|(n, _)| n.trim().parse::<f64>().ok());
             if let (Some(save), Some(seconds)) = (self.saves.last_mut().filter(|s| !s.timed_by_nemo_rl), seconds) {
@@ -106,20 +85,6 @@ impl CheckpointLog {
     /// Steps finished so far.
     pub fn steps(&self) -> u64 {
         self.steps
-    }
-
-    /// What the run had done since its newest complete checkpoint, for a run that ended at
-    /// `ended` (seconds on the clock `feed` was given).
-    pub fn since_checkpoint(&self, ended: f64) -> SinceCheckpoint {
-        match self.saves.iter().rev().find(|s| s.path.is_some()) {
-            Some(save) => SinceCheckpoint {
-                saved_step: Some(save.step),
-                // The saved step itself finishes after its save.
-                steps: self.steps.saturating_sub(save.steps_before + 1),
-                seconds: ended - (save.started_at + save.seconds.unwrap_or(0.0)),
-            },
-            None => SinceCheckpoint { saved_step: None, steps: self.steps, seconds: ended },
-        }
     }
 
     /// Seconds spent saving, over the saves that finished.
@@ -152,10 +117,10 @@ fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{CheckpointLog, SinceCheckpoint};
+    use super::CheckpointLog;
 
     #[test]
-    fn steps_after_the_newest_checkpoint_are_what_a_restart_redoes() {
+    fn finished_steps_are_counted() {
         let mut log = CheckpointLog::default();
         let step = |log: &mut CheckpointLog, n: u64, at: f64| {
             log.feed(&format!("========================= Step {n}/10 =========================\n"), at - 1.0);
@@ -169,9 +134,7 @@ mod tests {
             step(&mut log, n, n as f64 * 10.0);
         }
         assert_eq!(log.steps(), 5);
-        // Step 4 was saved at 39.5 s and took 0.25 s; step 5 finished after it; the run ended at 57 s.
-        assert_eq!(log.since_checkpoint(57.0), SinceCheckpoint { saved_step: Some(4), steps: 1, seconds: 57.0 - 39.75 });
-        assert_eq!(CheckpointLog::default().since_checkpoint(3.0), SinceCheckpoint { saved_step: None, steps: 0, seconds: 3.0 });
+        assert_eq!(log.saves().len(), 2);
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub mod recovery;
 pub mod render;
 pub mod secrets;
 mod suggest;
+pub mod supervisor;
 
 // Crates of their own, used inside under their old names.
 use gke_rl_gitwildmatch as gitwildmatch;

@@ -41,35 +41,54 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// Ray's words for a lost node (2.46 to 2.54): actors and tasks that died with their node, and
-/// nodes the GCS marked dead.
-const NODE_LOST: &[&str] = &[
-    "its node has died",
-    "NodeDiedError",
-    "has been marked dead",
-    "was marked dead",
-    "node running the task has died",
-    "the actor's node was terminated",
-    // 2.46, for an actor whose owner's node went away.
-    "node has crashed",
-];
-/// Ray's words for a lost driver or job supervisor.
-const DRIVER_LOST: &[&str] = &["Job supervisor actor died", "job supervisor actor", "Job driver was lost", "driver was lost"];
-/// Out of memory on a node that stays alive: the program's own doing.
-const OUT_OF_MEMORY: &[&str] = &["OutOfMemoryError", "running low on memory"];
+/// Ray's words that tell a lost node or driver from a program failure: the one definition that
+/// [`classify`] reads and the in-cluster supervisor is generated with
+/// ([`crate::supervisor::program`]).
+#[derive(Debug, Serialize)]
+pub struct Patterns {
+    /// A lost node (2.46 to 2.54): actors and tasks that died with their node, and nodes the
+    /// GCS marked dead.
+    pub node_lost: &'static [&'static str],
+    /// A lost driver or job supervisor.
+    pub driver_lost: &'static [&'static str],
+    /// Out of memory on a node that stays alive: the program's own doing.
+    pub out_of_memory: &'static [&'static str],
+    /// How the name of a Python exception ends.
+    pub exception_ends: &'static [&'static str],
+    /// What starts another thread's traceback, after the main one.
+    pub thread_separator: &'static str,
+}
+
+/// The patterns.
+pub const PATTERNS: Patterns = Patterns {
+    node_lost: &[
+        "its node has died",
+        "NodeDiedError",
+        "has been marked dead",
+        "was marked dead",
+        "node running the task has died",
+        "the actor's node was terminated",
+        // 2.46, for an actor whose owner's node went away.
+        "node has crashed",
+    ],
+    driver_lost: &["Job supervisor actor died", "job supervisor actor", "Job driver was lost", "driver was lost"],
+    out_of_memory: &["OutOfMemoryError", "running low on memory"],
+    exception_ends: &["Error", "Exception", "Exit", "Interrupt"],
+    thread_separator: "\nException in thread ",
+};
 
 /// Why a job that ended FAILED failed, from Ray's `message` and the tail of its log. A program
 /// failure wins when both are seen: an out-of-memory kill reads like a lost worker.
 pub fn classify(message: &str, log_tail: &str) -> Failure {
     let lines = || message.lines().chain(log_tail.lines());
     let find = |markers: &[&str]| lines().find(|l| markers.iter().any(|m| l.contains(m))).map(|l| l.trim().to_owned());
-    if let Some(line) = find(OUT_OF_MEMORY) {
+    if let Some(line) = find(PATTERNS.out_of_memory) {
         return Failure::Program(line);
     }
-    if let Some(line) = find(NODE_LOST) {
+    if let Some(line) = find(PATTERNS.node_lost) {
         return Failure::NodeLost(line);
     }
-    if let Some(line) = find(DRIVER_LOST) {
+    if let Some(line) = find(PATTERNS.driver_lost) {
         return Failure::DriverLost(line);
     }
     Failure::Program(exception(log_tail).or_else(|| exception(message)).unwrap_or_else(|| "no reason given".to_owned()))
@@ -78,21 +97,21 @@ pub fn classify(message: &str, log_tail: &str) -> Failure {
 /// The exception a Python traceback ends in (`ValueError: step 2 went wrong`), before any other
 /// thread's traceback that follows it; else the last line.
 fn exception(text: &str) -> Option<String> {
-    let main = text.split("\nException in thread ").next().unwrap_or(text);
+    let main = text.split(PATTERNS.thread_separator).next().unwrap_or(text);
     let is_exception = |line: &&str| {
         let name = line.split([':', '(']).next().unwrap_or_default();
-        !name.is_empty()
-            && !name.contains(' ')
-            && line.contains(": ")
-            && ["Error", "Exception", "Exit", "Interrupt"].iter().any(|end| name.ends_with(end))
+        !name.is_empty() && !name.contains(' ') && line.contains(": ") && PATTERNS.exception_ends.iter().any(|end| name.ends_with(end))
     };
     let lines = || main.lines().map(str::trim).rev();
     lines().find(is_exception).or_else(|| lines().find(|l| !l.is_empty())).map(str::to_owned)
 }
 
-/// The id of the `attempt`th resubmission of `first`: `…-r1`, `…-r2`.
+/// What a resubmission's id adds to the first: `…-r1`, `…-r2`.
+pub const RESTART_SUFFIX: &str = "-r";
+
+/// The id of the `attempt`th resubmission of `first`.
 pub fn restart_id(first: &str, attempt: u32) -> String {
-    format!("{first}-r{attempt}")
+    format!("{first}{RESTART_SUFFIX}{attempt}")
 }
 
 #[cfg(test)]

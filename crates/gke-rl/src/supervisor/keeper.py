@@ -1,0 +1,162 @@
+"""gke-rl's run keeper: resubmits a run whose supervisor is gone.
+
+Run by a CronJob beside the RayCluster, with the shared file system mounted: for each run in
+GKE_RL_RUNS that has not ended, it asks the Ray dashboard (GKE_RL_DASHBOARD) for the run's
+newest submission. When the Jobs API no longer knows it (the head restarted: Ray forgets its
+jobs and packages) or it ended without its supervisor's final record (the supervisor was
+killed), it uploads the run's packages again from the run's folder and resubmits the recorded
+request as `<run>-rN`, within the run's restart budget. When the dashboard does not answer it
+does nothing: a keeper must never act on a guess. Standard library only.
+"""
+
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+TABLES = None  # generated
+MAX_BODY = 16 * 1024 * 1024
+
+
+def env(name, default=None):
+    value = os.environ.get(name, default)
+    if value is None:
+        sys.exit(f"keeper: {name} is not set")
+    return value
+
+
+class Dashboard:
+    def __init__(self, url):
+        self.url = url.rstrip("/")
+
+    def call(self, method, path, body=None, content_type="application/json"):
+        """(status, parsed JSON or None); an HTTP error is a status, no answer raises OSError."""
+        request = urllib.request.Request(self.url + path, method=method, data=body)
+        if body is not None:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                text = answer.read(MAX_BODY)
+                return answer.status, (json.loads(text) if text.strip() else None)
+        except urllib.error.HTTPError as e:
+            return e.code, None
+
+    def job(self, submission):
+        status, job = self.call("GET", f"/api/jobs/{submission}")
+        if status == 404:
+            return None
+        if status != 200 or not isinstance(job, dict):
+            raise OSError(f"the dashboard answered {status} for job {submission}")
+        return job
+
+
+def events_of(folder):
+    try:
+        with open(os.path.join(folder, "events.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def record(folder, event):
+    event = dict(event, at=round(time.time(), 3))
+    with open(os.path.join(folder, "events.jsonl"), "a") as f:
+        f.write(json.dumps(event) + "\n")
+    return event
+
+
+def newest(run, events):
+    """The newest submission of the run: the last one started or resubmitted."""
+    latest = run
+    for event in events:
+        latest = event.get("submission") or event.get("resubmitted") or latest
+    return latest
+
+
+def keep(dashboard, folder, now):
+    """What the keeper did for one run, in a line."""
+    info = read_json(os.path.join(folder, "run.json"))
+    if info is None:
+        return None
+    events = events_of(folder)
+    name = info["run"]
+    if any(e.get("event") == "ended" for e in events):
+        return None
+    latest = newest(name, events)
+    job = dashboard.job(latest)
+    if job is None:
+        kind, detail = "driver-lost", f"the Jobs API no longer knows job {latest}: the Ray head restarted"
+    elif job.get("status") in ("PENDING", "RUNNING"):
+        return f"{name}: {latest} is {job['status']}"
+    elif job.get("status") == "STOPPED":
+        record(folder, {"event": "ended", "status": "STOPPED", "reason": f"job {latest} was stopped"})
+        return f"{name}: {latest} was stopped"
+    else:
+        message = (job.get("message") or "").split("\n")[0]
+        kind, detail = "driver-lost", f"the supervisor of {latest} ended without its record: {job.get('status')}: {message}"
+    started = {e.get("submission") for e in events if e.get("event") == "started"}
+    # Each restart is recorded once running again; a resubmission that never started counts too.
+    done = sum(1 for e in events if e.get("event") == "restart")
+    done += sum(1 for e in events if e.get("event") == "pending" and e.get("resubmitted") not in started)
+    if done >= info["max_restarts"]:
+        record(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": "no restart left"})
+        return f"{name}: {detail}; no restart left"
+    for uri, file in (info.get("packages") or {}).items():
+        package = "/api/packages/" + uri.replace("://", "/", 1)
+        status, _ = dashboard.call("GET", package)
+        if status == 404:
+            with open(os.path.join(folder, file), "rb") as f:
+                body = f.read(MAX_BODY * 32)
+            status, _ = dashboard.call("PUT", package, body, "application/octet-stream")
+            if status != 200:
+                raise OSError(f"uploading {uri} was answered {status}")
+    resubmissions = sum(1 for e in events if e.get("event") == "pending")
+    submission = f"{name}{TABLES['restart_suffix']}{resubmissions + 1}"
+    request = dict(info["request"], submission_id=submission)
+    status, _ = dashboard.call("POST", "/api/jobs/", json.dumps(request).encode())
+    # 400 for an id that exists: an earlier keeper submitted it and stopped before recording.
+    if status not in (200, 400) or (status == 400 and dashboard.job(submission) is None):
+        raise OSError(f"resubmitting {submission} was answered {status}")
+    progress = read_json(os.path.join(folder, "progress.json")) or {}
+    record(folder, {
+        "event": "pending",
+        "kind": kind,
+        "detail": detail,
+        "failed": latest,
+        "failed_at": now,
+        "noticed_at": now,
+        "steps_reached": progress.get("steps_reached") if progress.get("submission") == latest else None,
+        "resubmitted": submission,
+    })
+    return f"{name}: {detail}; resubmitted as {submission}"
+
+
+def main():
+    dashboard = Dashboard(env("GKE_RL_DASHBOARD"))
+    runs = env("GKE_RL_RUNS")
+    if not os.path.isdir(runs):
+        print(f"no runs in {runs}")
+        return 0
+    for name in sorted(os.listdir(runs)):
+        folder = os.path.join(runs, name)
+        try:
+            said = keep(dashboard, folder, time.time())
+        except OSError as e:
+            said = f"{name}: the dashboard does not answer ({e}): not deciding"
+        if said:
+            print(said, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+"""gke-rl's run supervisor: the Ray job's entrypoint, on the Ray head, running the training.
+
+`python -m gke_rl_supervise --run ID --runs DIR [options] -- 'ENTRYPOINT'` runs ENTRYPOINT with
+/bin/sh and keeps the Ray job RUNNING through preemptions: when a Ray node is lost (Ray counts
+fewer alive nodes than the run had, or the training fails with Ray's words for a lost node or
+driver) it stops what is left of the training, waits until Ray counts the run's nodes again,
+removes half-written checkpoints (NeMo-RL's `tmp_step_N`) and runs ENTRYPOINT again, which
+resumes from the newest complete `step_N`. A program failure is never retried.
+
+Every restart is recorded in DIR/ID/events.jsonl (on the shared file system, for the keeper and
+the next supervisor) and printed as a `gke-rl-record:` line into the job's log, where
+`gke-rl status` reads it. The patterns that tell a lost node from a program failure, and
+NeMo-RL's log markers, are generated into TABLES from gke-rl's own tables (crates/gke-rl).
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import zipfile
+
+TABLES = None  # generated
+
+# The environment variable that marks every process of one attempt, so that a later attempt
+# can end processes an earlier one left behind (a killed supervisor's training).
+MARK = "GKE_RL_ATTEMPT"
+# Bound on what is read and copied: the Ray upload limit.
+MAX_PACKAGE_BYTES = 500 * 1024 * 1024
+POLL_S = 1.0
+
+
+def lines_of(text):
+    """Rust's str::lines: split on \\n, drop one trailing \\r per line, no final empty line."""
+    parts = text.split("\n")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return [p[:-1] if p.endswith("\r") else p for p in parts]
+
+
+def classify(message, log_tail):
+    """Why a run failed: ("node-lost" | "driver-lost" | "program", detail). gke_rl::recovery::classify."""
+    patterns = TABLES["recovery"]
+    lines = lines_of(message) + lines_of(log_tail)
+
+    def find(markers):
+        for line in lines:
+            if any(m in line for m in markers):
+                return line.strip()
+        return None
+
+    for kind, key in (("program", "out_of_memory"), ("node-lost", "node_lost"), ("driver-lost", "driver_lost")):
+        line = find(patterns[key])
+        if line is not None:
+            return kind, line
+    return "program", exception(log_tail, patterns) or exception(message, patterns) or "no reason given"
+
+
+def exception(text, patterns):
+    main = text.split(patterns["thread_separator"])[0]
+
+    def is_exception(line):
+        name = re.split(r"[:(]", line)[0]
+        return name != "" and " " not in name and ": " in line and any(name.endswith(e) for e in patterns["exception_ends"])
+
+    stripped = [line.strip() for line in reversed(lines_of(main))]
+    for line in stripped:
+        if is_exception(line):
+            return line
+    for line in stripped:
+        if line:
+            return line
+    return None
+
+
+def is_infrastructure(kind):
+    return kind in ("node-lost", "driver-lost")
+
+
+def describe(kind, detail):
+    words = {"node-lost": "a Ray node was lost", "driver-lost": "the job's driver was lost", "program": "the program failed"}
+    return f"{words[kind]} ({detail})"
+
+
+def say(text):
+    print(f"gke-rl: {text}", flush=True)
+
+
+class Run:
+    """The run's folder on the shared file system: run.json (what resubmits it) and
+    events.jsonl (what happened), appended to, one JSON object a line."""
+
+    def __init__(self, runs, run):
+        self.dir = os.path.join(runs, run)
+        os.makedirs(self.dir, exist_ok=True)
+        self.events_path = os.path.join(self.dir, "events.jsonl")
+
+    def read(self, name):
+        try:
+            with open(os.path.join(self.dir, name)) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+    def write(self, name, value):
+        path = os.path.join(self.dir, name)
+        temp = f"{path}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f)
+        os.replace(temp, path)
+
+    def events(self):
+        try:
+            with open(self.events_path) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def record(self, event, show=True):
+        event = dict(event, at=round(time.time(), 3))
+        with open(self.events_path, "a") as f:
+            f.write(json.dumps(event) + "\n")
+        if show:
+            print(TABLES["record_prefix"] + json.dumps(event), flush=True)
+        return event
+
+
+def alive_nodes(ray):
+    nodes = ray.nodes()
+    return [n for n in nodes if n.get("Alive")], [n for n in nodes if not n.get("Alive")]
+
+
+def dead_node_words(dead, known_alive):
+    """Ray's words for the nodes that died during the run."""
+    for node in dead:
+        if node.get("NodeID") in known_alive:
+            reason = node.get("DeathReasonMessage") or node.get("DeathReason") or "no reason given"
+            return f"node {node.get('NodeID', '?')[:12]} ({node.get('NodeManagerAddress', '?')}) was marked dead: {reason}"
+    return "a node of the run was marked dead"
+
+
+def checkpoints(folder):
+    """(newest complete step or None, half-written tmp_step folders)."""
+    if not folder or not os.path.isdir(folder):
+        return None, []
+    steps, partial = [], []
+    for name in os.listdir(folder):
+        if re.fullmatch(r"step_\d+", name):
+            steps.append(int(name[5:]))
+        elif re.fullmatch(r"tmp_step_\d+", name):
+            partial.append(name)
+    return (max(steps) if steps else None), sorted(partial)
+
+
+def size_of(path):
+    if os.path.islink(path) or not os.path.isdir(path):
+        return os.lstat(path).st_size
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def remove_partial(folder):
+    """Removes the half-written checkpoints a lost node left: NeMo-RL reuses tmp_step_N for its
+    next save of step N, which would mix the old shards into it. What was removed, and its bytes."""
+    removed, freed = [], 0
+    for name in checkpoints(folder)[1]:
+        path = os.path.join(folder, name)
+        size = size_of(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        removed.append(name)
+        freed += size
+    return removed, freed
+
+
+def end_processes(mark_prefix, keep):
+    """Kills processes on this host whose environment carries an earlier attempt's mark."""
+    import psutil  # Ray's own dependency
+
+    ended = 0
+    for process in psutil.process_iter():
+        try:
+            mark = process.environ().get(MARK, "")
+        except (psutil.Error, OSError):
+            continue
+        if mark.startswith(mark_prefix) and mark != keep and process.pid != os.getpid():
+            try:
+                process.kill()
+                ended += 1
+            except psutil.Error:
+                pass
+    return ended
+
+
+def kill_tree(child, grace):
+    """SIGTERM to the training and its descendants, SIGKILL after `grace` seconds."""
+    import psutil
+
+    try:
+        root = psutil.Process(child.pid)
+        tree = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return
+    for process in tree:
+        try:
+            process.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(tree, timeout=grace)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+
+
+def parent_death_signal():
+    """The training gets SIGKILL if the supervisor dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+class Attempt:
+    """One run of the training: its output echoed, its tail kept, its steps counted."""
+
+    def __init__(self, entrypoint, mark, run, submission, started_from):
+        self.run, self.submission, self.started_from = run, submission, started_from
+        env = dict(os.environ, **{MARK: mark})
+        self.child = subprocess.Popen(
+            ["/bin/sh", "-c", entrypoint],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=parent_death_signal,
+        )
+        self.tail = collections.deque(maxlen=200)
+        self.steps = 0
+        self.first_output = None
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        step_done = TABLES["checkpoints"]["step_done"]
+        for raw in iter(self.child.stdout.readline, b""):
+            if self.first_output is None:
+                self.first_output = time.time()
+            sys.stdout.buffer.write(raw)
+            sys.stdout.flush()
+            line = raw.decode("utf-8", "replace")
+            self.tail.append(line.rstrip("\n"))
+            if step_done in line:
+                self.steps += 1
+                # What a head lost mid-step would have reached, for the keeper's record.
+                progress = {"submission": self.submission, "steps_reached": self.started_from + self.steps}
+                self.run.write("progress.json", progress)
+
+    def wait(self, timeout):
+        try:
+            return self.child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def finish(self):
+        self.reader.join(timeout=10)
+        return "\n".join(self.tail)
+
+
+def job_details(dashboard, submission):
+    """The job as the Jobs API has it: what the keeper resubmits after a head loss."""
+    if not dashboard:
+        return None
+    url = dashboard if "://" in dashboard else f"http://{dashboard}"
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/api/jobs/{submission}", timeout=30) as answer:
+            return json.loads(answer.read(16 * 1024 * 1024))
+    except (OSError, ValueError):
+        return None
+
+
+def save_packages(run, runtime_env):
+    """Copies of this job's gcs:// packages, which a restarted head forgets, for the keeper."""
+    saved = {}
+    working_dir = runtime_env.get("working_dir")
+    if isinstance(working_dir, str) and working_dir.startswith("gcs://"):
+        saved[working_dir] = zip_folder(os.getcwd(), os.path.join(run.dir, "working_dir.zip"))
+    module = os.path.dirname(os.path.abspath(__file__))
+    for uri in runtime_env.get("py_modules") or []:
+        if isinstance(uri, str) and uri.startswith("gcs://") and module.endswith(uri.rsplit("/", 1)[-1].removesuffix(".zip")):
+            saved[uri] = zip_folder(module, os.path.join(run.dir, "supervisor.zip"))
+    return {uri: name for uri, name in saved.items() if name}
+
+
+def zip_folder(folder, target):
+    total = 0
+    temp = f"{target}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                total += os.path.getsize(path)
+                if total > MAX_PACKAGE_BYTES:
+                    os.unlink(temp)
+                    return None
+                z.write(path, os.path.relpath(path, folder))
+    os.replace(temp, target)
+    return os.path.basename(target)
+
+
+def snapshot(folder, limit=10000):
+    """The files of a folder and their sizes, up to `limit` of them."""
+    files = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            try:
+                files.append((os.path.relpath(path, folder), os.lstat(path).st_size))
+            except OSError:
+                pass
+            if len(files) >= limit:
+                return files
+    return files
+
+
+def same_folder(folder, files, seconds=60):
+    """Whether `folder` holds `files` again (the training may have added some): a node that joins
+    sets the job up again, and on a shared file system its copy replaces the one the training
+    ran in (waits `seconds`)."""
+    deadline = time.time() + seconds
+    while not set(files) <= set(snapshot(folder)):
+        if time.time() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def without_secrets(runtime_env, secrets):
+    env_vars = runtime_env.get("env_vars")
+    if isinstance(env_vars, dict):
+        runtime_env = dict(runtime_env, env_vars={k: v for k, v in env_vars.items() if k not in secrets})
+    return runtime_env
+
+
+def first_start(run, args, ray, submission, dashboard, packages):
+    """Records what resubmits the run: its request (no secret values), its size, its budgets."""
+    job = job_details(dashboard, submission) or {}
+    runtime_env = job.get("runtime_env") or {}
+    alive, _ = alive_nodes(ray)
+    request = {key: job.get(key) for key in TABLES["request_keys"] if job.get(key) is not None}
+    request["runtime_env"] = without_secrets(runtime_env, set(args.secret))
+    info = {
+        "run": args.run,
+        "nodes": max(args.nodes or 0, len(alive)),
+        "max_restarts": args.max_restarts,
+        "max_lost_s": args.max_lost,
+        "wait_s": args.wait,
+        "checkpoints": args.checkpoints,
+        "request": request,
+        "packages": packages,
+    }
+    run.write("run.json", info)
+    return info
+
+
+def restarts_so_far(events):
+    return [e for e in events if e.get("event") == "restart"]
+
+
+def lost_so_far(events):
+    return sum(e.get("lost_s", 0) for e in restarts_so_far(events))
+
+
+def wait_whole(ray, wanted, seconds):
+    """Waits until Ray counts `wanted` alive nodes; (alive, the time it did) or (alive, None)."""
+    deadline = time.time() + seconds
+    last = None
+    while True:
+        alive = len(alive_nodes(ray)[0])
+        if alive >= wanted:
+            return alive, time.time()
+        if alive != last:
+            say(f"waiting for Ray nodes: {alive} of {wanted} alive")
+            last = alive
+        if time.time() >= deadline:
+            return alive, None
+        time.sleep(POLL_S)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="gke_rl_supervise")
+    parser.add_argument("--run", required=True, help="the run's first submission id")
+    parser.add_argument("--runs", required=True, help="the folder of runs on the shared file system")
+    parser.add_argument("--nodes", type=int, default=0, help="Ray nodes the run has when whole")
+    parser.add_argument("--max-restarts", type=int, default=3)
+    parser.add_argument("--max-lost", type=float, default=0, help="seconds of wall time restarts may lose (0: no bound)")
+    parser.add_argument("--wait", type=float, default=1800, help="seconds to wait for the nodes before each restart")
+    parser.add_argument("--grace", type=float, default=10, help="seconds a training has to end after its node is lost")
+    parser.add_argument("--checkpoints", default="", help="NeMo-RL's checkpoint_dir")
+    parser.add_argument("--secret", action="append", default=[], help="an env var whose value is never written down")
+    parser.add_argument("entrypoint", help="the training command, for /bin/sh")
+    return parser.parse_args(argv)
+
+
+def main(argv):
+    args = parse(argv)
+    config = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
+    submission = (config.get("metadata") or {}).get("job_submission_id") or args.run
+    run = Run(args.runs, args.run)
+    events = run.events()
+    # The packages are copied first, while the working dir is the one Ray unpacked.
+    workdir = os.getcwd()
+    unpacked = snapshot(workdir)
+    info = run.read("run.json")
+    packages = None if info else save_packages(run, config.get("runtime_env") or {})
+    import ray
+
+    # The supervisor's own driver carries no runtime env: the job's would be set up again on
+    # every node (Ray's eager install) under the training's feet. The training gets it back.
+    job_config = os.environ.pop("RAY_JOB_CONFIG_JSON_ENV_VAR", None)
+    context = ray.init(logging_level="warning")
+    if job_config is not None:
+        os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = job_config
+    for event in events:  # this submission's log tells the whole story
+        print(TABLES["record_prefix"] + json.dumps(event), flush=True)
+    ended = end_processes(f"{args.run}:", f"{args.run}:{submission}:")
+    if ended:
+        say(f"ended {ended} processes an earlier attempt left behind")
+    info = info or first_start(run, args, ray, submission, getattr(context, "dashboard_url", ""), packages)
+    run.record({"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid()})
+    # A resubmission by the keeper carries the failure that caused it.
+    failure = next((e for e in reversed(events) if e.get("event") == "pending" and e.get("resubmitted") == submission), None)
+    attempt = 0
+    while True:
+        alive, back = wait_whole(ray, info["nodes"], args.wait)
+        if back is None:
+            reason = f"the cluster had {alive} of its {info['nodes']} nodes after {args.wait:.0f}s, so the run was not restarted"
+            run.record({"event": "ended", "status": "FAILED", "reason": reason})
+            say(reason)
+            return 1
+        if not same_folder(workdir, unpacked):
+            say(f"the working dir {workdir} was replaced (a node set the job up again) and is not complete")
+            return 1
+        os.chdir(workdir)
+        resumed, _ = checkpoints(args.checkpoints)
+        removed, freed = remove_partial(args.checkpoints)
+        for name in removed:
+            say(f"removed the half-written checkpoint {name}")
+        started_from = resumed or 0
+        current = Attempt(args.entrypoint, f"{args.run}:{submission}:{attempt}", run, submission, started_from)
+        restart = None
+        if failure:
+            reached = failure.get("steps_reached")
+            restart = {
+                "event": "restart",
+                "number": len(restarts_so_far(run.events())) + 1,
+                "kind": failure["kind"],
+                "cause": failure["detail"],
+                "failed": failure.get("failed", submission),
+                "failed_at": failure["failed_at"],
+                "noticed_at": failure["noticed_at"],
+                "node_back_at": back,
+                "resumed_from": resumed,
+                "steps_redone": None if reached is None else max(0, reached - started_from),
+                "removed": removed,
+                "freed_bytes": freed,
+            }
+        # Watch the training and the nodes.
+        whole = {n["NodeID"] for n in alive_nodes(ray)[0]}
+        lost_words, lost_at = None, None
+        while True:
+            code = current.wait(POLL_S)
+            if restart is not None and (current.first_output is not None or code is not None):
+                running = current.first_output or time.time()
+                restart.update(
+                    running_at=running,
+                    waited_s=round(back - restart["failed_at"], 3),
+                    back_to_running_s=round(running - back, 3),
+                    lost_s=round(running - restart["failed_at"], 3),
+                )
+                run.record(restart)
+                say(f"restart {restart['number']}: running again from step {started_from}")
+                restart = None
+            if code is not None:
+                break
+            alive, dead = alive_nodes(ray)
+            if lost_at is None and len(alive) < info["nodes"]:
+                lost_at = time.time()
+                lost_words = dead_node_words(dead, whole)
+                say(f"{lost_words}; the training has {args.grace:.0f}s to end")
+            if lost_at is not None and time.time() - lost_at > args.grace:
+                kill_tree(current.child, 10)
+        tail = current.finish()
+        if code == 0:
+            run.record({"event": "ended", "status": "SUCCEEDED", "reason": "the training succeeded"})
+            return 0
+        now = time.time()
+        kind, detail = classify(lost_words or "", tail)
+        events = run.events()
+        done = len(restarts_so_far(events))
+        over_time = info.get("max_lost_s") and lost_so_far(events) >= info["max_lost_s"]
+        if not is_infrastructure(kind):
+            reason = f"{describe(kind, detail)}: not restarted: a resubmission would fail the same way"
+        elif done >= info["max_restarts"]:
+            reason = f"{describe(kind, detail)}: not restarted: no restart left"
+        elif over_time:
+            reason = f"{describe(kind, detail)}: not restarted: restarts have lost {lost_so_far(events):.0f}s, the bound"
+        else:
+            say(f"{describe(kind, detail)}: restarting ({done + 1} of {info['max_restarts']})")
+            failure = {
+                "kind": kind,
+                "detail": detail,
+                "failed": submission,
+                "failed_at": lost_at or now,
+                "noticed_at": lost_at or now,
+                "steps_reached": started_from + current.steps,
+            }
+            attempt += 1
+            continue
+        run.record({"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
+        say(reason)
+        return code or 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
