@@ -103,8 +103,11 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l working-dir -d 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l include -d 'Add a file to the job folder (repeatable)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runtime-env -d 'Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l submission-id -d 'Submission id [default: raysubmit_ and 16 random characters, as Ray makes them]' -r
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l max-restarts -d 'Resubmit a job the infrastructure failed (a node or the driver lost) up to N times; NeMo-RL resumes from its newest checkpoint [default: the config\'s job.max_restarts, else 3 on Spot, 0 on a reservation]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l max-restarts -d 'Restart the training after a lost node (a preemption) up to N times, in the cluster; NeMo-RL resumes from its newest checkpoint [default: the config\'s job.max_restarts, else 3 on Spot, 0 on a reservation]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l max-lost -d 'Stop restarting once restarts have lost this much wall time in all (2h, 1d) [default: no bound]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l restart-wait -d 'How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runs-dir -d 'Where the run keeps its records, on the cluster\'s shared file system [default: LUSTRE_MOUNT/gke-rl/runs]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l checkpoint-dir -d 'NeMo-RL\'s checkpoint dir, whose half-written checkpoints a restart removes [default: the config\'s checkpointing.dir]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l then -d 'What to do with the RayCluster once the job and its restarts have ended: keep it, or suspend it (its pods deleted, its GPU nodes given back) [default: the config\'s job.when_done]' -r -f -a "keep\t''
 suspend\t''"
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-from-local -d 'Pass this variable from your environment to the job (its value becomes readable through the Jobs API; prefer the Kubernetes Secret)' -r

@@ -98,9 +98,11 @@ def keep(dashboard, folder, now):
         kind, detail = "driver-lost", f"the Jobs API no longer knows job {latest}: the Ray head restarted"
     elif job.get("status") in ("PENDING", "RUNNING"):
         return f"{name}: {latest} is {job['status']}"
-    elif job.get("status") == "STOPPED":
-        record(folder, {"event": "ended", "status": "STOPPED", "reason": f"job {latest} was stopped"})
-        return f"{name}: {latest} was stopped"
+    elif job.get("status") in ("STOPPED", "SUCCEEDED"):
+        # Stopped by someone, or a supervisor that ended before its last record.
+        status = job["status"]
+        record(folder, {"event": "ended", "status": status, "reason": f"job {latest} {status.lower()}"})
+        return f"{name}: {latest} {status.lower()}"
     else:
         message = (job.get("message") or "").split("\n")[0]
         kind, detail = "driver-lost", f"the supervisor of {latest} ended without its record: {job.get('status')}: {message}"

@@ -108,6 +108,8 @@ pub struct Supervision {
 
 impl Supervision {
     /// The Ray job's entrypoint: the supervisor running `command` (a /bin/sh command line).
+    /// `python` is the one with Ray: NVIDIA-NeMo/RL `docker/Dockerfile` (v0.7.0) puts
+    /// `/opt/nemo_rl_venv/bin` first on `PATH`, and Ray's own images have only theirs.
     pub fn entrypoint(&self, command: &str) -> String {
         let mut out = format!(
             "python -m {MODULE} --run {} --runs {} --nodes {} --max-restarts {} --max-lost {} --wait {} --checkpoints {}",
