@@ -232,6 +232,9 @@ impl SubmitArgs {
                 max_lost: self.max_lost,
                 wait: self.restart_wait,
                 runs_dir: self.runs_dir.clone().unwrap_or_else(|| gke_rl::supervisor::runs_dir(&loaded.deployment)),
+                cluster: gke_rl::supervisor::cluster_id(&loaded.deployment),
+                // Through the port-forward it is the deployment's cluster: its head and workers.
+                nodes: self.connection.forwards().then(|| loaded.deployment.topology.node_count.get() as usize + 1),
                 checkpoints: self.checkpoint_dir.clone().unwrap_or_else(|| loaded.deployment.job.checkpointing.dir.to_string()),
             }),
         };
@@ -383,15 +386,20 @@ impl StatusArgs {
                 }
             }
             // What the run's supervisors recorded, whether or not anyone followed it.
-            let records = gke_rl::supervisor::Records::of(&client.logs(&id).await.unwrap_or_default());
+            let log = client.logs(&id).await.unwrap_or_else(|e| {
+                connected.console.say(format_args!("warning: the run's records cannot be read from job {id}'s log: {e}"));
+                String::new()
+            });
+            let records = gke_rl::supervisor::Records::of(&log);
             let report = records.report();
             if !report.is_empty() {
                 eprint!("{}", crate::terminal::shown(&report));
             }
             match records.ended() {
                 Some((status, reason)) => connected.console.say(format_args!("run {status}: {reason}")),
-                None if records.supervised() && job.status.is_terminal() => connected.console.say(format_args!(
-                    "the run's supervisor ended without its record (it was killed, or its head was lost): the keeper resubmits it"
+                None if records.supervised() && job.status == JobStatus::Failed => connected.console.say(format_args!(
+                    "the run's supervisor ended without its record (it was killed, or its head was lost); in a deployment, \
+                     the run keeper resubmits it within a minute unless its restarts are used up"
                 )),
                 None => {}
             }

@@ -70,8 +70,18 @@ pub const PATTERNS: Patterns = Patterns {
         "the actor's node was terminated",
         // 2.46, for an actor whose owner's node went away.
         "node has crashed",
+        // 2.46, for a call to an actor whose node went away mid-call (ActorUnavailableError,
+        // recorded in tests/fixtures/ray-messages).
+        "The actor is temporarily unavailable",
     ],
-    driver_lost: &["Job supervisor actor died", "job supervisor actor", "Job driver was lost", "driver was lost"],
+    driver_lost: &[
+        "Job supervisor actor died",
+        "job supervisor actor",
+        "Job driver was lost",
+        "driver was lost",
+        // 2.46 names the dead supervisor actor's class only (recorded in tests/fixtures/ray-messages).
+        "class_name: JobSupervisor",
+    ],
     out_of_memory: &["OutOfMemoryError", "running low on memory"],
     exception_ends: &["Error", "Exception", "Exit", "Interrupt"],
     thread_separator: "\nException in thread ",

@@ -31,11 +31,13 @@ class Dashboard:
     def __init__(self, url):
         self.url = url.rstrip("/")
 
-    def call(self, method, path, body=None, content_type="application/json"):
+    def call(self, method, path, body=None, content_type="application/json", length=None):
         """(status, parsed JSON or None); an HTTP error is a status, no answer raises OSError."""
         request = urllib.request.Request(self.url + path, method=method, data=body)
         if body is not None:
             request.add_header("Content-Type", content_type)
+        if length is not None:
+            request.add_header("Content-Length", str(length))
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
                 text = answer.read(MAX_BODY)
@@ -52,10 +54,19 @@ class Dashboard:
         return job
 
 
+def decoded(line):
+    """A record line, or None for one a lost node left torn."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
 def events_of(folder):
     try:
         with open(os.path.join(folder, "events.jsonl")) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            return [event for event in map(decoded, f) if event is not None]
     except FileNotFoundError:
         return []
 
@@ -70,7 +81,8 @@ def read_json(path):
 
 def record(folder, event):
     event = dict(event, at=round(time.time(), 3))
-    with open(os.path.join(folder, "events.jsonl"), "a") as f:
+    fd = os.open(os.path.join(folder, "events.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "a") as f:
         f.write(json.dumps(event) + "\n")
     return event
 
@@ -83,10 +95,11 @@ def newest(run, events):
     return latest
 
 
-def keep(dashboard, folder, now):
+def keep(dashboard, cluster, folder, now):
     """What the keeper did for one run, in a line."""
     info = read_json(os.path.join(folder, "run.json"))
-    if info is None:
+    # Another cluster's run (the file system may be shared): its own keeper keeps it.
+    if info is None or info.get("cluster", "") != cluster:
         return None
     events = events_of(folder)
     name = info["run"]
@@ -106,20 +119,25 @@ def keep(dashboard, folder, now):
     else:
         message = (job.get("message") or "").split("\n")[0]
         kind, detail = "driver-lost", f"the supervisor of {latest} ended without its record: {job.get('status')}: {message}"
-    started = {e.get("submission") for e in events if e.get("event") == "started"}
-    # Each restart is recorded once running again; a resubmission that never started counts too.
-    done = sum(1 for e in events if e.get("event") == "restart")
-    done += sum(1 for e in events if e.get("event") == "pending" and e.get("resubmitted") not in started)
-    if done >= info["max_restarts"]:
-        record(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": "no restart left"})
-        return f"{name}: {detail}; no restart left"
+    # The supervisor may have ended the run between the first read and the job's answer.
+    events = events_of(folder)
+    if any(e.get("event") == "ended" for e in events):
+        return None
+    # As the supervisor counts: its own restarts, and each resubmission once.
+    done = sum(1 for e in events if e.get("event") == "restart" and not e.get("resubmitted"))
+    done += sum(1 for e in events if e.get("event") == "pending")
+    lost = sum(e.get("lost_s", 0) for e in events if e.get("event") == "restart")
+    if done >= info["max_restarts"] or (info.get("max_lost_s") and lost >= info["max_lost_s"]):
+        reason = f"{detail}: not resubmitted: no restart left"
+        record(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
+        return f"{name}: {reason}"
     for uri, file in (info.get("packages") or {}).items():
         package = "/api/packages/" + uri.replace("://", "/", 1)
         status, _ = dashboard.call("GET", package)
         if status == 404:
-            with open(os.path.join(folder, file), "rb") as f:
-                body = f.read(MAX_BODY * 32)
-            status, _ = dashboard.call("PUT", package, body, "application/octet-stream")
+            path = os.path.join(folder, file)
+            with open(path, "rb") as f:  # streamed, not read into memory
+                status, _ = dashboard.call("PUT", package, f, "application/octet-stream", os.fstat(f.fileno()).st_size)
             if status != 200:
                 raise OSError(f"uploading {uri} was answered {status}")
     resubmissions = sum(1 for e in events if e.get("event") == "pending")
@@ -146,15 +164,18 @@ def keep(dashboard, folder, now):
 def main():
     dashboard = Dashboard(env("GKE_RL_DASHBOARD"))
     runs = env("GKE_RL_RUNS")
+    cluster = env("GKE_RL_CLUSTER", "")
     if not os.path.isdir(runs):
         print(f"no runs in {runs}")
         return 0
     for name in sorted(os.listdir(runs)):
         folder = os.path.join(runs, name)
         try:
-            said = keep(dashboard, folder, time.time())
+            said = keep(dashboard, cluster, folder, time.time())
         except OSError as e:
             said = f"{name}: the dashboard does not answer ({e}): not deciding"
+        except Exception as e:  # one broken run folder must not leave the others unkept
+            said = f"{name}: cannot keep this run ({type(e).__name__}: {e})"
         if said:
             print(said, flush=True)
     return 0

@@ -92,6 +92,9 @@ pub struct Supervision {
     pub run: String,
     /// The folder of runs on the cluster's shared file system.
     pub runs_dir: String,
+    /// The RayCluster whose keeper may resubmit the run ([`cluster_id`]): several clusters may
+    /// share a file system.
+    pub cluster: String,
     /// Ray nodes the run has when whole (0: as many as are alive when it starts).
     pub nodes: usize,
     /// Restarts after lost nodes, at most.
@@ -112,9 +115,10 @@ impl Supervision {
     /// `/opt/nemo_rl_venv/bin` first on `PATH`, and Ray's own images have only theirs.
     pub fn entrypoint(&self, command: &str) -> String {
         let mut out = format!(
-            "python -m {MODULE} --run {} --runs {} --nodes {} --max-restarts {} --max-lost {} --wait {} --checkpoints {}",
+            "python -m {MODULE} --run {} --runs {} --cluster {} --nodes {} --max-restarts {} --max-lost {} --wait {} --checkpoints {}",
             sh(&self.run),
             sh(&self.runs_dir),
+            sh(&self.cluster),
             self.nodes,
             self.max_restarts,
             self.max_lost.map_or(0, |d| d.as_secs()),
@@ -132,6 +136,11 @@ impl Supervision {
 /// Where a deployment's runs keep their records and packages: on Lustre, beside the checkpoints.
 pub fn runs_dir(d: &Deployment) -> String {
     format!("{}/gke-rl/runs", d.lustre.mount_path.as_str().trim_end_matches('/'))
+}
+
+/// How a run names the RayCluster it runs on, and its keeper its own: `namespace/name`.
+pub fn cluster_id(d: &Deployment) -> String {
+    format!("{}/{}", d.ray.namespace, d.project.cluster_name)
 }
 
 /// One record of a run, as the supervisor and the keeper write them.
@@ -333,7 +342,8 @@ pub fn keeper_manifests(d: &Deployment) -> String {
          jobTemplate:\n    spec:\n      backoffLimit: 0\n      activeDeadlineSeconds: 50\n      template:\n        spec:\n          \
          automountServiceAccountToken: false\n          restartPolicy: Never\n          containers:\n            - name: keeper\n              \
          image: {image}\n              command: [\"python\", \"/keeper/keeper.py\"]\n              env:\n                \
-         - name: GKE_RL_DASHBOARD\n                  value: {dashboard}\n                - name: GKE_RL_RUNS\n                  value: {runs}\n              \
+         - name: GKE_RL_DASHBOARD\n                  value: {dashboard}\n                - name: GKE_RL_RUNS\n                  value: {runs}\n                \
+         - name: GKE_RL_CLUSTER\n                  value: {cluster_id}\n              \
          resources:\n                requests:\n                  cpu: 50m\n                  memory: 64Mi\n                limits:\n                  memory: 256Mi\n              \
          volumeMounts:\n                - name: keeper\n                  mountPath: /keeper\n                  readOnly: true\n                \
          - name: lustre\n                  mountPath: {mount}\n          \
@@ -344,6 +354,7 @@ pub fn keeper_manifests(d: &Deployment) -> String {
         image = yaml(KEEPER_IMAGE),
         dashboard = yaml(&format!("http://{cluster}-head-svc.{namespace}.svc:8265")),
         runs = yaml(&runs_dir(d)),
+        cluster_id = yaml(&cluster_id(d)),
         mount = yaml(d.lustre.mount_path.as_str()),
         pvc = yaml(d.lustre.pvc_name.as_str()),
     );
@@ -363,6 +374,7 @@ mod tests {
         let supervision = Supervision {
             run: "raysubmit_1".into(),
             runs_dir: "/lustre/gke-rl/runs".into(),
+            cluster: "default/ray-a4-gpu-spot".into(),
             nodes: 9,
             max_restarts: 3,
             max_lost: None,
@@ -372,7 +384,7 @@ mod tests {
         };
         assert_eq!(
             supervision.entrypoint("bash run_nemo_rl.sh 'a b'"),
-            "python -m gke_rl_supervise --run raysubmit_1 --runs /lustre/gke-rl/runs --nodes 9 --max-restarts 3 --max-lost 0 \
+            "python -m gke_rl_supervise --run raysubmit_1 --runs /lustre/gke-rl/runs --cluster default/ray-a4-gpu-spot --nodes 9 --max-restarts 3 --max-lost 0 \
              --wait 1800 --checkpoints /lustre/checkpoints --secret HF_TOKEN -- 'bash run_nemo_rl.sh '\\''a b'\\'''"
         );
     }
@@ -399,5 +411,6 @@ mod tests {
         let text = keeper_manifests(&Deployment::default());
         assert!(text.contains("automountServiceAccountToken: false"));
         assert!(text.contains("claimName: lustre-pvc") && text.contains("value: /lustre/gke-rl/runs"));
+        assert!(text.contains("- name: GKE_RL_CLUSTER\n                  value: default/ray-a4-gpu-spot\n"), "{text}");
     }
 }

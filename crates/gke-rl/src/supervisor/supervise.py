@@ -18,6 +18,7 @@ import collections
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -121,22 +122,56 @@ class Run:
     def events(self):
         try:
             with open(self.events_path) as f:
-                return [json.loads(line) for line in f if line.strip()]
+                return [event for event in map(decoded, f) if event is not None]
         except FileNotFoundError:
             return []
 
     def record(self, event, show=True):
         event = dict(event, at=round(time.time(), 3))
-        with open(self.events_path, "a") as f:
+        fd = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a") as f:
             f.write(json.dumps(event) + "\n")
         if show:
-            print(TABLES["record_prefix"] + json.dumps(event), flush=True)
+            show_record(event)
         return event
 
 
+def decoded(line):
+    """A record line, or None for one a lost node left torn."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+# Whether the last byte echoed from the training ended its line: a record starts one.
+AT_LINE_START = [True]
+
+
+def show_record(event):
+    print(("" if AT_LINE_START[0] else "\n") + TABLES["record_prefix"] + json.dumps(event), flush=True)
+    AT_LINE_START[0] = True
+
+
+def restarts_counted(events):
+    """Restarts the budget has paid for: the supervisors' own, and the keeper's resubmissions
+    (each counted once, when the keeper made it)."""
+    own = [e for e in events if e.get("event") == "restart" and not e.get("resubmitted")]
+    return len(own) + len([e for e in events if e.get("event") == "pending"])
+
+
 def alive_nodes(ray):
-    nodes = ray.nodes()
-    return [n for n in nodes if n.get("Alive")], [n for n in nodes if not n.get("Alive")]
+    """Ray's alive and dead nodes; a GCS that does not answer for a minute ends the supervisor."""
+    for attempt in range(60):
+        try:
+            nodes = ray.nodes()
+            return [n for n in nodes if n.get("Alive")], [n for n in nodes if not n.get("Alive")]
+        except Exception as e:  # Ray raises several kinds while its GCS restarts
+            if attempt == 59:
+                raise
+            say(f"Ray does not say its nodes ({e}); asking again")
+            time.sleep(1)
 
 
 def dead_node_words(dead, known_alive):
@@ -190,7 +225,7 @@ def remove_partial(folder):
     return removed, freed
 
 
-def end_processes(mark_prefix, keep):
+def end_processes(mark_prefix):
     """Kills processes on this host whose environment carries an earlier attempt's mark."""
     import psutil  # Ray's own dependency
 
@@ -200,7 +235,7 @@ def end_processes(mark_prefix, keep):
             mark = process.environ().get(MARK, "")
         except (psutil.Error, OSError):
             continue
-        if mark.startswith(mark_prefix) and mark != keep and process.pid != os.getpid():
+        if mark.startswith(mark_prefix) and process.pid != os.getpid():
             try:
                 process.kill()
                 ended += 1
@@ -253,6 +288,8 @@ class Attempt:
             stderr=subprocess.STDOUT,
             env=env,
             preexec_fn=parent_death_signal,
+            # Its own group, which the supervisor ends whatever way it exits.
+            start_new_session=True,
         )
         self.tail = collections.deque(maxlen=200)
         self.steps = 0
@@ -262,18 +299,23 @@ class Attempt:
 
     def read(self):
         step_done = TABLES["checkpoints"]["step_done"]
-        for raw in iter(self.child.stdout.readline, b""):
+        # Bounded: a progress bar redraws with \r and no \n.
+        for raw in iter(lambda: self.child.stdout.readline(65536), b""):
             if self.first_output is None:
                 self.first_output = time.time()
             sys.stdout.buffer.write(raw)
             sys.stdout.flush()
+            AT_LINE_START[0] = raw.endswith(b"\n")
             line = raw.decode("utf-8", "replace")
             self.tail.append(line.rstrip("\n"))
             if step_done in line:
                 self.steps += 1
                 # What a head lost mid-step would have reached, for the keeper's record.
                 progress = {"submission": self.submission, "steps_reached": self.started_from + self.steps}
-                self.run.write("progress.json", progress)
+                try:
+                    self.run.write("progress.json", progress)
+                except OSError as e:  # the training must not block on a full or flaky file system
+                    say(f"cannot record progress ({e})")
 
     def wait(self, timeout):
         try:
@@ -332,17 +374,18 @@ def zip_folder(folder, target):
 
 
 def snapshot(folder, limit=10000):
-    """The files of a folder and their sizes, up to `limit` of them."""
+    """The files of a folder, up to `limit` of them."""
     files = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(names):
             path = os.path.join(root, name)
             try:
-                files.append((os.path.relpath(path, folder), os.lstat(path).st_size))
+                if os.path.lexists(path):
+                    files.append(os.path.relpath(path, folder))
             except OSError:
                 pass
-            if len(files) >= limit:
+            if limit is not None and len(files) >= limit:
                 return files
     return files
 
@@ -352,7 +395,7 @@ def same_folder(folder, files, seconds=60):
     sets the job up again, and on a shared file system its copy replaces the one the training
     ran in (waits `seconds`)."""
     deadline = time.time() + seconds
-    while not set(files) <= set(snapshot(folder)):
+    while not set(files) <= set(snapshot(folder, limit=None)):
         if time.time() > deadline:
             return False
         time.sleep(0.2)
@@ -368,13 +411,17 @@ def without_secrets(runtime_env, secrets):
 
 def first_start(run, args, ray, submission, dashboard, packages):
     """Records what resubmits the run: its request (no secret values), its size, its budgets."""
-    job = job_details(dashboard, submission) or {}
+    job = job_details(dashboard, submission)
+    if job is None:  # the request as this process has it (the entrypoint's resources aside)
+        config = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
+        job = {"entrypoint": "python -m gke_rl_supervise " + shlex.join(sys.argv[1:]), "runtime_env": config.get("runtime_env")}
     runtime_env = job.get("runtime_env") or {}
     alive, _ = alive_nodes(ray)
     request = {key: job.get(key) for key in TABLES["request_keys"] if job.get(key) is not None}
     request["runtime_env"] = without_secrets(runtime_env, set(args.secret))
     info = {
         "run": args.run,
+        "cluster": args.cluster,
         "nodes": max(args.nodes or 0, len(alive)),
         "max_restarts": args.max_restarts,
         "max_lost_s": args.max_lost,
@@ -387,12 +434,8 @@ def first_start(run, args, ray, submission, dashboard, packages):
     return info
 
 
-def restarts_so_far(events):
-    return [e for e in events if e.get("event") == "restart"]
-
-
 def lost_so_far(events):
-    return sum(e.get("lost_s", 0) for e in restarts_so_far(events))
+    return sum(e.get("lost_s", 0) for e in events if e.get("event") == "restart")
 
 
 def wait_whole(ray, wanted, seconds):
@@ -415,6 +458,7 @@ def parse(argv):
     parser = argparse.ArgumentParser(prog="gke_rl_supervise")
     parser.add_argument("--run", required=True, help="the run's first submission id")
     parser.add_argument("--runs", required=True, help="the folder of runs on the shared file system")
+    parser.add_argument("--cluster", default="", help="the RayCluster (namespace/name) whose keeper may resubmit the run")
     parser.add_argument("--nodes", type=int, default=0, help="Ray nodes the run has when whole")
     parser.add_argument("--max-restarts", type=int, default=3)
     parser.add_argument("--max-lost", type=float, default=0, help="seconds of wall time restarts may lose (0: no bound)")
@@ -446,14 +490,32 @@ def main(argv):
     if job_config is not None:
         os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = job_config
     for event in events:  # this submission's log tells the whole story
-        print(TABLES["record_prefix"] + json.dumps(event), flush=True)
-    ended = end_processes(f"{args.run}:", f"{args.run}:{submission}:")
+        show_record(event)
+    ended = end_processes(f"{args.run}:")
     if ended:
         say(f"ended {ended} processes an earlier attempt left behind")
     info = info or first_start(run, args, ray, submission, getattr(context, "dashboard_url", ""), packages)
     run.record({"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid()})
     # A resubmission by the keeper carries the failure that caused it.
     failure = next((e for e in reversed(events) if e.get("event") == "pending" and e.get("resubmitted") == submission), None)
+    if any(e.get("event") == "ended" for e in events) and failure is None:
+        say(f"run {args.run} has ended already; not training again")
+        return 1
+    try:
+        return supervise(args, run, info, ray, submission, workdir, unpacked, failure)
+    finally:
+        for group in TRAINING_GROUPS:  # nothing of the training outlives its supervisor
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+# The process groups of the trainings started, each the group of its /bin/sh.
+TRAINING_GROUPS = []
+
+
+def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
     attempt = 0
     while True:
         alive, back = wait_whole(ray, info["nodes"], args.wait)
@@ -463,7 +525,9 @@ def main(argv):
             say(reason)
             return 1
         if not same_folder(workdir, unpacked):
-            say(f"the working dir {workdir} was replaced (a node set the job up again) and is not complete")
+            reason = f"the working dir {workdir} was replaced (a node set the job up again) and is not complete"
+            run.record({"event": "ended", "status": "FAILED", "reason": reason})
+            say(reason)
             return 1
         os.chdir(workdir)
         resumed, _ = checkpoints(args.checkpoints)
@@ -472,12 +536,14 @@ def main(argv):
             say(f"removed the half-written checkpoint {name}")
         started_from = resumed or 0
         current = Attempt(args.entrypoint, f"{args.run}:{submission}:{attempt}", run, submission, started_from)
+        TRAINING_GROUPS.append(current.child.pid)
         restart = None
         if failure:
             reached = failure.get("steps_reached")
             restart = {
                 "event": "restart",
-                "number": len(restarts_so_far(run.events())) + 1,
+                "number": len([e for e in run.events() if e.get("event") == "restart"]) + 1,
+                "resubmitted": bool(failure.get("resubmitted")),
                 "kind": failure["kind"],
                 "cause": failure["detail"],
                 "failed": failure.get("failed", submission),
@@ -515,13 +581,15 @@ def main(argv):
             if lost_at is not None and time.time() - lost_at > args.grace:
                 kill_tree(current.child, 10)
         tail = current.finish()
-        if code == 0:
+        # A training stopped after its node was lost did not finish, whatever its exit code.
+        if code == 0 and lost_at is None:
             run.record({"event": "ended", "status": "SUCCEEDED", "reason": "the training succeeded"})
             return 0
         now = time.time()
-        kind, detail = classify(lost_words or "", tail)
+        # A node the supervisor saw lost is the cause, whatever the tail also says.
+        kind, detail = ("node-lost", lost_words) if lost_words else classify("", tail)
         events = run.events()
-        done = len(restarts_so_far(events))
+        done = restarts_counted(events)
         over_time = info.get("max_lost_s") and lost_so_far(events) >= info["max_lost_s"]
         if not is_infrastructure(kind):
             reason = f"{describe(kind, detail)}: not restarted: a resubmission would fail the same way"
