@@ -68,6 +68,7 @@ fn free_ports<const N: usize>() -> [u16; N] {
 fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
     common::exited_cleanly(
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .env("GKE_RL_RUNS_DIR", common::runs_dir())
             .current_dir(cwd)
             .args(args)
             .env("HF_TOKEN", TOKEN)
@@ -252,6 +253,7 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
 fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .current_dir(dir.path())
         .args(["submit", "--address", &head.address, "--", "sleep", "60"])
         .stdout(Stdio::piped())
@@ -431,6 +433,7 @@ fn dropped_stream(head: &Head) -> Result<(), Failed> {
     wait_for_status(head, &id, "RUNNING")?;
     let proxy = Proxy::start(&head.address);
     let follower = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .args(["logs", &id, "--follow", "--address", &proxy.address])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -508,6 +511,7 @@ fn secrets(head: &Head) -> Result<(), Failed> {
     let unique = dir.path().join("unique.txt"); // a package no other test uploaded
     std::fs::write(&unique, format!("{} {:?}", head.version, Instant::now()))?;
     let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .current_dir(dir.path())
         .args(["submit", "--address", &proxy.address, "--include", "unique.txt", "--", "sleep", "3"])
         .env("HF_TOKEN", TOKEN)
@@ -598,6 +602,7 @@ fn refusals_before_connecting() -> Result<(), Failed> {
     std::fs::write(dir.path().join("notes.txt"), "token: hf_renamedTokenValue1234\n")?;
     let out = common::exited_cleanly(
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .env("GKE_RL_RUNS_DIR", common::runs_dir())
             .current_dir(dir.path())
             .args(["submit", "--config", "renamed.yaml", "--address", &address, "--include", "notes.txt"])
             .env("MY_HF", "hf_renamedTokenValue1234")

@@ -197,6 +197,7 @@ fn gke_rl(config: &str, args: &[&str]) -> Output {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("gke-rl.yaml"), config).expect("config");
     let out = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .current_dir(dir.path())
         .args(args)
         .env_remove("RAY_ADDRESS")
@@ -548,7 +549,12 @@ fn keep(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut said = String::new();
     while Instant::now() < deadline {
-        let out = Command::new("python3").arg(keeper.path()).env("GKE_RL_DASHBOARD", &cluster.address).env("GKE_RL_RUNS", runs).output()?;
+        let out = Command::new("python3")
+            .arg(keeper.path())
+            .env("GKE_RL_DASHBOARD", &cluster.address)
+            .env("GKE_RL_RUNS", runs)
+            .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
+            .output()?;
         said.push_str(&stdout(&out));
         if !out.status.success() {
             return Err(format!("the keeper failed:\n{said}{}", stderr(&out)).into());

@@ -10,7 +10,14 @@ use gke_rl_kube::fake::{FakeApiServer, Https, Pods};
 
 /// Runs `gke-rl ARGS…` (the built binary, as installed) in `cwd`.
 pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
-    exited_cleanly(Command::new(env!("CARGO_BIN_EXE_gke-rl")).current_dir(cwd).args(args).output().expect("gke-rl runs"))
+    exited_cleanly(
+        Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .env("GKE_RL_RUNS_DIR", runs_dir())
+            .current_dir(cwd)
+            .args(args)
+            .output()
+            .expect("gke-rl runs"),
+    )
 }
 
 /// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), 130 (Ctrl-C).
@@ -144,6 +151,7 @@ impl Cloud {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
+            .env("GKE_RL_RUNS_DIR", runs_dir())
             .current_dir(&self.root)
             .args(args)
             .env("PATH", format!("{}:{}", self.root.join("bin").display(), self.root.join("tools").display()))
@@ -206,4 +214,10 @@ async fn address_echo(file: PathBuf) -> std::io::Result<String> {
         }
     });
     Ok(url)
+}
+
+/// Where the supervisors of the tests' runs keep their records: the tests' Ray heads run on
+/// this machine, which has no Lustre.
+pub fn runs_dir() -> PathBuf {
+    project_root().join("target/test-runs")
 }

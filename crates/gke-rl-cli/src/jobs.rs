@@ -115,7 +115,7 @@ pub struct SubmitArgs {
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
     restart_wait: Duration,
     /// Where the run keeps its records, on the cluster's shared file system [default: LUSTRE_MOUNT/gke-rl/runs]
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "GKE_RL_RUNS_DIR")]
     runs_dir: Option<String>,
     /// NeMo-RL's checkpoint dir, whose half-written checkpoints a restart removes [default: the config's checkpointing.dir]
     #[arg(long, value_name = "DIR")]
@@ -233,8 +233,6 @@ impl SubmitArgs {
                 wait: self.restart_wait,
                 runs_dir: self.runs_dir.clone().unwrap_or_else(|| gke_rl::supervisor::runs_dir(&loaded.deployment)),
                 cluster: gke_rl::supervisor::cluster_id(&loaded.deployment),
-                // Through the port-forward it is the deployment's cluster: its head and workers.
-                nodes: self.connection.forwards().then(|| loaded.deployment.topology.node_count.get() as usize + 1),
                 checkpoints: self.checkpoint_dir.clone().unwrap_or_else(|| loaded.deployment.job.checkpointing.dir.to_string()),
             }),
         };

@@ -129,9 +129,6 @@ pub struct Supervise {
     pub runs_dir: String,
     /// The RayCluster whose keeper may resubmit the run (`gke_rl::supervisor::cluster_id`).
     pub cluster: String,
-    /// Ray nodes of the whole cluster, when the deployment says (head and workers); else the
-    /// count alive at submission.
-    pub nodes: Option<usize>,
     /// NeMo-RL's checkpoint dir, whose half-written checkpoints a restart removes.
     pub checkpoints: String,
 }
@@ -148,8 +145,7 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
         request.runtime_env.get_or_insert_with(serde_json::Map::new).insert("working_dir".into(), hashed.uri.clone().into());
     }
     if let Some(supervise) = prepared.supervise {
-        // A node still missing at submission must not make "whole" smaller.
-        let nodes = client.alive_nodes().await?.max(supervise.nodes.unwrap_or(0));
+        let nodes = client.alive_nodes().await?;
         let program = gke_rl::supervisor::program().into_bytes();
         let package = Plan::for_files(vec![(format!("{}.py", gke_rl::supervisor::MODULE), program, false)]).hash(&[])?;
         upload_unless_present(client, &package, progress).await?;

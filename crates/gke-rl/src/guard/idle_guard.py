@@ -62,9 +62,16 @@ def main():
     if active:
         print(f"busy: {', '.join(map(str, active))}")
         return 0
-    created = datetime.fromisoformat(raycluster["metadata"]["creationTimestamp"].replace("Z", "+00:00")).timestamp()
+    def seconds(stamp):
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+    # A head that restarted forgot its jobs: idle time counts from when it was Ready again
+    # (KubeRay's HeadPodReady condition), so the run keeper can resubmit the run first.
+    since = [seconds(raycluster["metadata"]["creationTimestamp"])]
+    conditions = raycluster.get("status", {}).get("conditions") or []
+    since += [seconds(c["lastTransitionTime"]) for c in conditions if c.get("type") == "HeadPodReady" and c.get("lastTransitionTime")]
     # Ray's times are milliseconds since the epoch.
-    last = max([created] + [(j.get("end_time") or j.get("start_time") or 0) / 1000 for j in jobs])
+    last = max(since + [(j.get("end_time") or j.get("start_time") or 0) / 1000 for j in jobs])
     idle = time.time() - last
     if idle < idle_limit:
         print(f"idle for {idle:.0f}s of {idle_limit:.0f}s")
