@@ -611,19 +611,18 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// The recovery's own overheads, over 5 preemptions of one run: from Ray marking the node dead
-/// to the supervisor noticing, and from Ray counting the node again to the training running.
+/// The recovery's own overheads, over 5 preemptions of one run: from the node's kill to the
+/// supervisor noticing, and from Ray counting the node again to the training running.
 fn recovery_overhead(cluster: &Cluster) -> Result<(), Failed> {
     const PREEMPTIONS: usize = 5;
     let training = Training::start(cluster, 200, &["--max-restarts", "5", "--restart-wait", "3m"], None);
     let id = training.id()?;
-    let (mut dead, mut back, mut detect, mut join) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut killed, mut back, mut detect, mut join) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for n in 1..=PREEMPTIONS {
         training.wait_until("a checkpoint after the last restart", |t| t.output().matches("Saved checkpoint to").count() >= 2 * n)?;
-        let killed = epoch();
+        killed.push(epoch());
         cluster.kill_node()?;
-        dead.push(epoch());
-        detect.push(dead[n - 1] - killed);
+        detect.push(epoch() - killed[n - 1]);
         let joining = epoch();
         cluster.join()?;
         back.push(epoch());
@@ -635,15 +634,16 @@ fn recovery_overhead(cluster: &Cluster) -> Result<(), Failed> {
     if restarts.len() != PREEMPTIONS {
         return Err(format!("{} restarts recorded, not {PREEMPTIONS}:\n{}", restarts.len(), training.stderr()).into());
     }
-    let noticed: Vec<f64> = restarts.iter().zip(&dead).map(|(r, dead)| r.noticed_at - dead).collect();
+    // From the kill, since the supervisor polls Ray faster than this harness does.
+    let noticed: Vec<f64> = restarts.iter().zip(&killed).map(|(r, killed)| r.noticed_at - killed).collect();
     let running: Vec<f64> = restarts.iter().zip(&back).map(|(r, back)| r.running_at - back).collect();
     let stop = gke_rl(TWO_NODES_NO_FABRIC, &["stop", &id, "--address", &cluster.address]);
     check(stop.status.success(), "the benchmark's run stops", &stop)?;
     training.finish()?;
     eprintln!(
         "ray {}: recovery overhead, median of {PREEMPTIONS} preemptions (target: under 10 s each, beyond Ray's own times):\n  \
-         Ray marks the killed node dead:          {:6.2} s (Ray's own)\n  \
-         the node dead -> the supervisor notices: {:6.2} s\n  \
+         the node killed -> Ray counts it dead:   {:6.2} s (Ray's own, as this harness polls)\n  \
+         the node killed -> the supervisor notices: {:6.2} s\n  \
          Ray's node join:                         {:6.2} s (Ray's own)\n  \
          the node back -> the training running:   {:6.2} s\n  \
          each: noticed {noticed:.2?}, running {running:.2?}",

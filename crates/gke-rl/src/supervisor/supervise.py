@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -402,6 +403,26 @@ def same_folder(folder, files, seconds=60):
     return True
 
 
+# The copies of the working dir made for restarts, removed when the supervisor ends.
+COPIES = []
+
+
+def private_copy(run):
+    """A fresh copy of the working dir, from the package saved at the run's first start."""
+    package = os.path.join(run.dir, "working_dir.zip")
+    if not os.path.isfile(package):
+        return None
+    folder = tempfile.mkdtemp(prefix="gke-rl-restart-")
+    COPIES.append(folder)
+    with zipfile.ZipFile(package) as z:
+        for member in z.infolist():
+            path = z.extract(member, folder)  # names made safe by zipfile
+            mode = (member.external_attr >> 16) & 0o777
+            if mode:
+                os.chmod(path, mode)
+    return folder
+
+
 def without_secrets(runtime_env, secrets):
     env_vars = runtime_env.get("env_vars")
     if isinstance(env_vars, dict):
@@ -509,6 +530,8 @@ def main(argv):
                 os.killpg(group, signal.SIGKILL)
             except OSError:
                 pass
+        for folder in COPIES:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # The process groups of the trainings started, each the group of its /bin/sh.
@@ -524,12 +547,15 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
             run.record({"event": "ended", "status": "FAILED", "reason": reason})
             say(reason)
             return 1
-        if not same_folder(workdir, unpacked):
+        # A restart runs in a copy of its own: a node that joins sets the job up again, and on a
+        # file system the nodes share, its copy replaces the one the training runs in.
+        folder = private_copy(run) if failure else None
+        if folder is None and not same_folder(workdir, unpacked):
             reason = f"the working dir {workdir} was replaced (a node set the job up again) and is not complete"
             run.record({"event": "ended", "status": "FAILED", "reason": reason})
             say(reason)
             return 1
-        os.chdir(workdir)
+        os.chdir(folder or workdir)
         resumed, _ = checkpoints(args.checkpoints)
         removed, freed = remove_partial(args.checkpoints)
         for name in removed:
