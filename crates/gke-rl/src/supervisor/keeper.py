@@ -54,37 +54,12 @@ class Dashboard:
         return job
 
 
-def decoded(line):
-    """A record line, or None for one a lost node left torn."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
-
-
-def events_of(folder):
-    try:
-        with open(os.path.join(folder, "events.jsonl")) as f:
-            return [event for event in map(decoded, f) if event is not None]
-    except FileNotFoundError:
-        return []
-
-
 def read_json(path):
     try:
         with open(path) as f:
             return json.load(f)
     except FileNotFoundError:
         return None
-
-
-def record(folder, event):
-    event = dict(event, at=round(time.time(), 3))
-    fd = os.open(os.path.join(folder, "events.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "a") as f:
-        f.write(json.dumps(event) + "\n")
-    return event
 
 
 def newest(run, events):
@@ -101,7 +76,7 @@ def keep(dashboard, cluster, folder, now):
     # Another cluster's run (the file system may be shared): its own keeper keeps it.
     if info is None or info.get("cluster", "") != cluster:
         return None
-    events = events_of(folder)
+    events = read_events(folder)
     name = info["run"]
     if any(e.get("event") == "ended" for e in events):
         return None
@@ -114,13 +89,13 @@ def keep(dashboard, cluster, folder, now):
     elif job.get("status") in ("STOPPED", "SUCCEEDED"):
         # Stopped by someone, or a supervisor that ended before its last record.
         status = job["status"]
-        record(folder, {"event": "ended", "status": status, "reason": f"job {latest} {status.lower()}"})
+        append_event(folder, {"event": "ended", "status": status, "reason": f"job {latest} {status.lower()}"})
         return f"{name}: {latest} {status.lower()}"
     else:
         message = (job.get("message") or "").split("\n")[0]
         kind, detail = "driver-lost", f"the supervisor of {latest} ended without its record: {job.get('status')}: {message}"
     # The supervisor may have ended the run between the first read and the job's answer.
-    events = events_of(folder)
+    events = read_events(folder)
     if any(e.get("event") == "ended" for e in events):
         return None
     # As the supervisor counts: its own restarts, and each resubmission once.
@@ -129,7 +104,7 @@ def keep(dashboard, cluster, folder, now):
     lost = sum(e.get("lost_s", 0) for e in events if e.get("event") == "restart")
     if done >= info["max_restarts"] or (info.get("max_lost_s") and lost >= info["max_lost_s"]):
         reason = f"{detail}: not resubmitted: no restart left"
-        record(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
+        append_event(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
         return f"{name}: {reason}"
     for uri, file in (info.get("packages") or {}).items():
         package = "/api/packages/" + uri.replace("://", "/", 1)
@@ -148,7 +123,7 @@ def keep(dashboard, cluster, folder, now):
     if status not in (200, 400) or (status == 400 and dashboard.job(submission) is None):
         raise OSError(f"resubmitting {submission} was answered {status}")
     progress = read_json(os.path.join(folder, "progress.json")) or {}
-    record(folder, {
+    append_event(folder, {
         "event": "pending",
         "kind": kind,
         "detail": detail,

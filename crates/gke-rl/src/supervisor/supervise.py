@@ -103,7 +103,6 @@ class Run:
     def __init__(self, runs, run):
         self.dir = os.path.join(runs, run)
         os.makedirs(self.dir, exist_ok=True)
-        self.events_path = os.path.join(self.dir, "events.jsonl")
 
     def read(self, name):
         try:
@@ -121,29 +120,13 @@ class Run:
         os.replace(temp, path)
 
     def events(self):
-        try:
-            with open(self.events_path) as f:
-                return [event for event in map(decoded, f) if event is not None]
-        except FileNotFoundError:
-            return []
+        return read_events(self.dir)
 
     def record(self, event, show=True):
-        event = dict(event, at=round(time.time(), 3))
-        fd = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "a") as f:
-            f.write(json.dumps(event) + "\n")
+        event = append_event(self.dir, event)
         if show:
             show_record(event)
         return event
-
-
-def decoded(line):
-    """A record line, or None for one a lost node left torn."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
 
 
 # Whether the last byte echoed from the training ended its line: a record starts one.
