@@ -666,7 +666,7 @@ fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
     let sa = tempfile::tempdir()?;
     std::fs::write(sa.path().join("token"), common::KUBE_TOKEN)?;
     std::fs::copy(cloud.root.join("ca.pem"), sa.path().join("ca.crt"))?;
-    std::fs::write(sa.path().join("idle_guard.py"), gke_rl::guard::IDLE_GUARD)?;
+    std::fs::write(sa.path().join("idle_guard.py"), gke_rl::guard::program())?;
     let guard = |idle_seconds: &str| -> Result<String, Failed> {
         let out = Command::new("python3")
             .arg(sa.path().join("idle_guard.py"))

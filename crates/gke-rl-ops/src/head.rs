@@ -12,8 +12,7 @@ use gke_rl_kube::portforward::{Forwarding, OnError};
 use crate::events::{Event, Progress};
 use crate::{Env, Error};
 
-/// The Ray dashboard's port on the head pod (the Jobs API).
-pub const DASHBOARD_PORT: u16 = 8265;
+pub use gke_rl::knowledge::DASHBOARD_PORT;
 
 /// How to reach the Ray dashboard.
 #[derive(Clone, Debug)]

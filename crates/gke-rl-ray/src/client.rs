@@ -59,10 +59,7 @@ impl Version {
 
     /// Whether the server's Ray is at least `major.minor.patch` (a dev build counts as new).
     pub fn at_least(&self, needs: &str) -> bool {
-        let parse = |v: &str| -> Vec<u64> {
-            v.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0)).collect()
-        };
-        self.ray_version.contains("dev") || parse(&self.ray_version) >= parse(needs)
+        gke_rl::knowledge::ray_at_least(&self.ray_version, needs)
     }
 }
 

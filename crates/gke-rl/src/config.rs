@@ -30,6 +30,15 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "add `ray_version: <version>` under `ray:` (run `ray --version` inside the image to find it)",
         ));
     }
+    if let Err(unsupported) = deployment.ray.token_auth() {
+        let at = root.get(&["ray", "auth"]).map_or((1, 1), Node::at);
+        return Err(Diagnostic::error(
+            "config-auth-unsupported",
+            at,
+            unsupported.to_string(),
+            "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
+        ));
+    }
     Ok(deployment)
 }
 
@@ -154,6 +163,17 @@ mod tests {
         assert_eq!((e.code, e.line), ("config-family-mismatch", 3));
         let unknown = from_yaml("topology:\n  machine_type: g2-standard-96\n  accelerator: nvidia-l4\n").unwrap();
         assert_eq!(unknown.topology.accelerator.as_str(), "nvidia-l4", "an unknown machine keeps what the config says");
+    }
+
+    #[test]
+    fn token_auth_follows_the_images_ray_and_is_refused_on_an_older_one() {
+        assert!(!Deployment::default().ray.token_auth().unwrap(), "v0.4.0 ships Ray 2.46");
+        assert!(from_yaml("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n").unwrap().ray.token_auth().unwrap());
+        let off = from_yaml("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n  auth: disabled\n").unwrap();
+        assert!(!off.ray.token_auth().unwrap());
+        let e = from_yaml("ray:\n  namespace: ml\n  auth: token\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-auth-unsupported", 3, 9));
+        assert!(e.message.contains("needs Ray 2.52.0 or newer; the image's Ray is 2.46.0"), "{}", e.message);
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub enum Error {
         /// The image.
         image: String,
     },
+    /// `ray.auth: token` on an image whose Ray has no token authentication.
+    #[error("`ray.auth: token` needs Ray {} or newer; the image's Ray is {version}", crate::auth::TOKEN_AUTH_SINCE)]
+    TokenAuthUnsupported {
+        /// The image's Ray.
+        version: String,
+    },
     /// `fabric.mode: on` on a machine type whose fabric gke-rl cannot wire.
     #[error("`fabric.mode: on`, but machine type `{machine}` has no fabric gke-rl wires: {why}; set `fabric.mode: auto` or `off`")]
     NoFabric {

@@ -31,6 +31,7 @@
 //! browser build, other tools) shares it. Values a user wrote are refused with a positioned
 //! [`Diagnostic`]; anything else with an [`Error`].
 
+pub mod auth;
 pub mod blueprint;
 pub mod checkpoints;
 pub mod config;

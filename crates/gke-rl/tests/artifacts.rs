@@ -233,7 +233,11 @@ fn job_script_requires_the_token_and_enables_wandb_only_with_a_key() {
 fn secret_command_reads_tokens_from_the_environment_never_from_argv() {
     for (config, d) in configs() {
         let instructions = artifact(&render(&d), "hf-token-secret.yaml").to_owned();
-        let command: String = instructions.lines().skip_while(|l| !l.starts_with("# { printf")).map(|l| format!("{}\n", &l[2..])).collect();
+        let block = |first: &str| -> String {
+            let lines = instructions.lines().skip_while(|l| !l.starts_with(first)).take_while(|l| l.len() > 2);
+            lines.map(|l| format!("{}\n", &l[2..])).collect()
+        };
+        let command = block("# { printf");
         let dir = tempfile::tempdir().unwrap();
         let kubectl = dir.path().join("kubectl");
         let log = dir.path().join("kubectl.log");
@@ -255,6 +259,25 @@ fn secret_command_reads_tokens_from_the_environment_never_from_argv() {
         assert!(argv.iter().any(|l| l.contains(&create)), "{config}: {argv:?}");
         assert!(log.contains("HF_TOKEN=hf_secret_value"), "{config}: the token goes through stdin");
         assert_eq!(log.contains("WANDB_API_KEY=wandb_secret_value"), d.secrets.wandb_api_key_env.is_some(), "{config}");
+
+        // The Ray token's Secret, where the cluster has one: random, through stdin only.
+        let token_command = block("# head -c 32");
+        assert_eq!(!token_command.is_empty(), d.ray.token_auth().unwrap(), "{config}");
+        if token_command.is_empty() {
+            continue;
+        }
+        std::fs::remove_file(dir.path().join("kubectl.log")).unwrap();
+        let out = Command::new("bash").args(["-c", &token_command]).env_clear().env("PATH", &path).output().unwrap();
+        assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+        let log = std::fs::read_to_string(dir.path().join("kubectl.log")).unwrap();
+        let (argv, token) = log.split_once('\n').unwrap();
+        let create = format!(
+            "argv: create secret generic {} --namespace {} --from-file=auth_token=/dev/stdin",
+            gke_rl::auth::secret_name(&d),
+            d.ray.namespace
+        );
+        assert_eq!(argv, create, "{config}");
+        assert!(token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()), "{config}: 32 random bytes in hex: {token:?}");
     }
 }
 

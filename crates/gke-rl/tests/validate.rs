@@ -142,6 +142,13 @@ const CASES: &[Case] = &[
     case("placeholder", "env.sh", "export REGION=us-east1", "export REGION='<REGION>'"),
     case("number-invalid", "ray-cluster.yaml", "      replicas: 8\n", "      replicas: -8\n"),
     case("ray-version-mismatch", "ray-cluster.yaml", "rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\""),
+    case("ray-auth-off", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: nvcr.io/nvidia/nemo-rl:v0.6.0"),
+    case(
+        "ray-auth-unsupported",
+        "ray-cluster.yaml",
+        "rayVersion: \"2.46.0\"\n",
+        "rayVersion: \"2.46.0\"\n  authOptions:\n    mode: token\n",
+    ),
     case("ray-unknown-image", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: example.com/trainer:1"),
     case("raycluster-name", "ray-cluster.yaml", "  name: ray-a4-gpu-spot\n", "  name: Ray_A4\n"),
     case("ray-start-param-not-string", "ray-cluster.yaml", "rayStartParams: {}", "rayStartParams: {num-cpus: 100}"),
@@ -601,7 +608,7 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
 /// patch `{"spec": {"suspend": true}}`: the RayCluster it leaves must still match the CRD.
 #[test]
 fn a_suspended_raycluster_matches_the_crd() {
-    assert!(gke_rl::guard::IDLE_GUARD.contains(r#"{"spec": {"suspend": True}}"#), "the guard's patch body is the one checked here");
+    assert!(gke_rl::guard::program().contains(r#"{"spec": {"suspend": True}}"#), "the guard's patch body is the one checked here");
     let crd = gke_rl::validate::CrdSchema::from_crd(&std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap(), true)
         .unwrap();
     let check = |suspend: &str| {

@@ -488,7 +488,7 @@ async fn deploy_installs_the_idle_guard() {
     let cronjob = w.server.object("cronjobs", "ray-a4-gpu-spot-idle-guard").expect("the CronJob");
     let env = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"];
     assert!(env.as_array().unwrap().iter().any(|e| e["name"] == "GKE_RL_IDLE_SECONDS" && e["value"] == "7200"), "{env}");
-    assert_eq!(w.server.object("configmaps", "ray-a4-gpu-spot-idle-guard").unwrap()["data"]["idle_guard.py"], gke_rl::guard::IDLE_GUARD);
+    assert_eq!(w.server.object("configmaps", "ray-a4-gpu-spot-idle-guard").unwrap()["data"]["idle_guard.py"], gke_rl::guard::program());
     let blueprint = std::fs::read_to_string(w.folder().join("gke-a4.yaml")).unwrap();
     assert!(blueprint.contains("autoscaling_total_min_nodes: 0"), "the GPU pool gives its nodes back when suspended");
 }

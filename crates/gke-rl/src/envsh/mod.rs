@@ -94,6 +94,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
         &[
             var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
             var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
+            var("RAY_AUTH", "/ray/auth", Kind::OptionalText, "token or disabled; empty: token where the image's Ray has it (2.52+)"),
             var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
             var("HEAD_NODE_POOL", "/ray/head/node_pool", Kind::Text, "dedicated, system or gpu: where the head pod runs"),
             var("HEAD_MACHINE_TYPE", "/ray/head/machine_type", Kind::Text, "machine type of the head's dedicated on-demand pool"),
@@ -220,7 +221,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     let mut model = serde_json::to_value(Deployment::default()).expect("the model serializes");
     let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut warnings = Vec::new();
-    let mut image_at = (1, 1);
+    let (mut image_at, mut auth_at) = ((1, 1), None);
     let assignments = parse(text)?;
     bound_expansion(&assignments)?;
     for assignment in assignments {
@@ -232,6 +233,9 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
         };
         if var.field == "/ray/image" {
             image_at = assignment.value_at;
+        }
+        if var.field == "/ray/auth" {
+            auth_at = Some(assignment.value_at);
         }
         // An empty RESERVATION leaves the mode as it is (Spot, or what PROVISIONING says).
         if var.kind == Kind::Reservation && value.as_deref() == Some("") {
@@ -257,6 +261,14 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             image_at,
             unknown.to_string(),
             "set RAYCLUSTER_RAY_VERSION to the Ray version inside RAY_IMAGE",
+        ));
+    }
+    if let Err(unsupported) = deployment.ray.token_auth() {
+        return Err(Diagnostic::error(
+            "env-sh-auth-unsupported",
+            auth_at.unwrap_or(image_at),
+            unsupported.to_string(),
+            "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
         ));
     }
     Ok(Imported { deployment, warnings })

@@ -13,10 +13,13 @@ import os
 import ssl
 import sys
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime
 
 ACTIVE = {"PENDING", "RUNNING"}
+
+AUTH = None  # generated
 
 
 def env(name, default=None):
@@ -53,8 +56,16 @@ def main():
         print(f"RayCluster {cluster} is suspended already")
         return 0
     try:
-        with urllib.request.urlopen(dashboard + "/api/jobs/", timeout=30) as answer:
+        request = urllib.request.Request(dashboard + "/api/jobs/", headers=auth_headers())
+        with urllib.request.urlopen(request, timeout=30) as answer:
             jobs = json.load(answer)
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            # Not a guess either: a guard that cannot read the jobs must say so, loudly.
+            print(f"the dashboard refused the guard ({e.code}): give it the cluster's Ray token as RAY_AUTH_TOKEN")
+            return 1
+        print(f"the dashboard answered {e.code}: not deciding")
+        return 0
     except (OSError, ValueError) as e:
         print(f"the dashboard does not answer ({e}): not deciding")
         return 0

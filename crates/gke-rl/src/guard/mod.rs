@@ -8,8 +8,12 @@ use std::fmt::Write as _;
 use crate::model::Deployment;
 use crate::quote::yaml;
 
-/// The guard's source.
-pub const IDLE_GUARD: &str = include_str!("idle_guard.py");
+const IDLE_GUARD: &str = include_str!("idle_guard.py");
+
+/// The guard's source, with its way to find the Ray token.
+pub fn program() -> String {
+    crate::auth::with_python(IDLE_GUARD)
+}
 
 /// The image the guard runs in: Python and nothing else.
 pub const GUARD_IMAGE: &str = "python:3.12-slim";
@@ -42,16 +46,16 @@ pub fn manifests(d: &Deployment) -> Option<String> {
         "---\n{}roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {name}\nsubjects:\n  - kind: ServiceAccount\n    name: {name}\n    namespace: {namespace}\n",
         meta("RoleBinding", "rbac.authorization.k8s.io/v1")
     );
-    let script: String = IDLE_GUARD.lines().map(|l| if l.is_empty() { "\n".to_owned() } else { format!("    {l}\n") }).collect();
+    let script: String = program().lines().map(|l| if l.is_empty() { "\n".to_owned() } else { format!("    {l}\n") }).collect();
     let _ = write!(out, "---\n{}data:\n  idle_guard.py: |\n{script}", meta("ConfigMap", "v1"));
     let _ = write!(
         out,
         "---\n{meta}spec:\n  schedule: {schedule}\n  concurrencyPolicy: Forbid\n  successfulJobsHistoryLimit: 1\n  failedJobsHistoryLimit: 3\n  \
-         jobTemplate:\n    spec:\n      backoffLimit: 0\n      activeDeadlineSeconds: 240\n      template:\n        spec:\n          \
+         jobTemplate:\n    spec:\n      backoffLimit: 0\n      activeDeadlineSeconds: 240\n      template:\n{helper}        spec:\n          \
          serviceAccountName: {name}\n          restartPolicy: Never\n          containers:\n            - name: guard\n              \
          image: {image}\n              command: [\"python\", \"/guard/idle_guard.py\"]\n              env:\n                \
          - name: GKE_RL_NAMESPACE\n                  value: {namespace}\n                - name: GKE_RL_CLUSTER\n                  value: {cluster_value}\n                \
-         - name: GKE_RL_DASHBOARD\n                  value: {dashboard}\n                - name: GKE_RL_IDLE_SECONDS\n                  value: {seconds}\n              \
+         - name: GKE_RL_DASHBOARD\n                  value: {dashboard}\n                - name: GKE_RL_IDLE_SECONDS\n                  value: {seconds}\n{token}              \
          resources:\n                requests:\n                  cpu: 50m\n                  memory: 64Mi\n                limits:\n                  memory: 128Mi\n              \
          volumeMounts:\n                - name: guard\n                  mountPath: /guard\n                  readOnly: true\n          \
          volumes:\n            - name: guard\n              configMap:\n                name: {name}\n",
@@ -61,8 +65,30 @@ pub fn manifests(d: &Deployment) -> Option<String> {
         cluster_value = yaml(cluster),
         dashboard = yaml(&format!("http://{cluster}-head-svc.{namespace}.svc:8265")),
         seconds = yaml(&(u64::from(minutes.get()) * 60).to_string()),
+        helper = helper_pod_labels(d),
+        token = token_env(d),
     );
     Some(out)
+}
+
+/// The pod labels of a gke-rl helper of the cluster (a CronJob's pod template metadata), which
+/// the NetworkPolicy of a cluster without tokens admits to the dashboard.
+pub(crate) fn helper_pod_labels(d: &Deployment) -> String {
+    format!("        metadata:\n          labels:\n            {}: {}\n", crate::auth::HELPER_LABEL, yaml(d.project.cluster_name.as_str()))
+}
+
+/// The Ray token in a helper's environment, from the cluster's Secret, when the cluster has one.
+pub(crate) fn token_env(d: &Deployment) -> String {
+    if !d.ray.token_auth().unwrap_or(false) {
+        return String::new();
+    }
+    let pad = " ".repeat(16);
+    format!(
+        "{pad}- name: {variable}\n{pad}  valueFrom:\n{pad}    secretKeyRef:\n{pad}      name: {secret}\n{pad}      key: {key}\n",
+        variable = crate::auth::TOKEN_VARIABLE,
+        secret = crate::auth::secret_name(d),
+        key = crate::auth::TOKEN_KEY,
+    )
 }
 
 #[cfg(test)]
@@ -87,7 +113,7 @@ mod tests {
             (words("resourceNames"), words("verbs")),
             (vec!["ray-a4-gpu-spot".to_owned()], vec!["get".to_owned(), "patch".to_owned()])
         );
-        assert_eq!(docs[3].get(&["data", "idle_guard.py"]).and_then(Node::text), Some(IDLE_GUARD));
+        assert_eq!(docs[3].get(&["data", "idle_guard.py"]).and_then(Node::text), Some(program().as_str()));
         let container = &docs[4].get(&["spec", "jobTemplate", "spec", "template", "spec", "containers"]).unwrap().items()[0];
         let env: Vec<(String, String)> = container
             .get(&["env"])

@@ -126,6 +126,18 @@ impl NemoRlRelease {
     }
 }
 
+/// The Ray dashboard's port on the head: the Jobs API.
+pub const DASHBOARD_PORT: u16 = 8265;
+
+/// Whether Ray `version` (`2.46.0`, `2.9.3rc1`, a `dev` build counts as new) is at least
+/// `needs`.
+pub fn ray_at_least(version: &str, needs: &str) -> bool {
+    let parse = |v: &str| -> Vec<u64> {
+        v.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0)).collect()
+    };
+    version.contains("dev") || parse(version) >= parse(needs)
+}
+
 /// Repositories whose tags are the Ray version (`rayproject/ray:2.46.0-py312-gpu`).
 const RAY_IMAGE_REPOSITORIES: &[&str] = &["rayproject/ray", "docker.io/rayproject/ray"];
 

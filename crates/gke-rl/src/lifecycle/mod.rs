@@ -136,9 +136,11 @@ impl Folder<'_> {
 }
 
 /// The environment variables that hold the deployment's secrets: no child process inherits
-/// them, no upload may contain their values, and job output redacts them.
+/// them, no upload may contain their values, and job output redacts them: the Secret's, and
+/// the Ray token's.
 pub fn secret_variables(deployment: &Deployment) -> Vec<String> {
-    secret_entries(deployment).into_iter().map(|(_, variable, _)| variable.to_owned()).collect()
+    let entries = secret_entries(deployment).into_iter().map(|(_, variable, _)| variable);
+    entries.chain([crate::auth::TOKEN_VARIABLE]).map(str::to_owned).collect()
 }
 
 /// The token Secret's entries: key in the Secret, local variable it is read from, required.

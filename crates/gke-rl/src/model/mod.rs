@@ -192,6 +192,10 @@ pub struct Ray {
     /// `rayVersion` of the RayCluster. Null: the Ray version inside `image`, from gke-rl's
     /// table of known images (required for images not in the table).
     pub ray_version: Option<Word>,
+    /// Who may use the cluster's Jobs API and GCS: `token` (Ray's token authentication, Ray
+    /// 2.52 and newer; deploy creates the token) or `disabled`. Null: `token` when the image's
+    /// Ray has it; older Rays get a NetworkPolicy that admits only the cluster's own pods.
+    pub auth: Option<RayAuth>,
     /// Kubernetes namespace of the RayCluster and the Secret.
     pub namespace: Name,
     /// Where the head pod runs and its resources (it requests no GPU).
@@ -205,6 +209,7 @@ impl Default for Ray {
         Self {
             image: Word::new("nvcr.io/nvidia/nemo-rl:v0.4.0").expect("valid"),
             ray_version: None,
+            auth: None,
             namespace: Name::new("default").expect("valid"),
             head: HeadResources::default(),
             worker: WorkerResources::default(),
@@ -222,6 +227,30 @@ impl Ray {
                 .ok_or_else(|| crate::Error::UnknownRayVersion { image: self.image.to_string() }),
         }
     }
+
+    /// Whether the cluster uses Ray's token authentication: as configured, else whenever its
+    /// Ray has it ([`crate::Error::TokenAuthUnsupported`] for `token` on an older Ray).
+    pub fn token_auth(&self) -> Result<bool, crate::Error> {
+        let version = self.resolved_version()?;
+        let supported = crate::auth::supports_token(version);
+        match self.auth {
+            None => Ok(supported),
+            Some(RayAuth::Disabled) => Ok(false),
+            Some(RayAuth::Token) if supported => Ok(true),
+            Some(RayAuth::Token) => Err(crate::Error::TokenAuthUnsupported { version: version.to_owned() }),
+        }
+    }
+}
+
+/// Ray's authentication mode, as KubeRay's `authOptions.mode` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RayAuth {
+    /// Only holders of the cluster's token reach the Jobs API and the GCS.
+    Token,
+    /// Anyone who reaches the head's ports.
+    Disabled,
 }
 
 /// Where the head pod runs and its resources.

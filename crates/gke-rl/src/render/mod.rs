@@ -56,12 +56,15 @@ pub struct Artifacts {
     pub runtime_env: Artifact,
     /// `run_nemo_rl.sh`: the job's entrypoint.
     pub job_script: Artifact,
+    /// `ray-network-policy.yaml`: who may connect to the Ray pods, for a Ray without token
+    /// authentication (`None` with tokens).
+    pub network_policy: Option<Artifact>,
 }
 
 impl Artifacts {
     /// Every artifact, in a fixed order.
-    pub fn iter(&self) -> std::array::IntoIter<&Artifact, 7> {
-        [
+    pub fn iter(&self) -> std::vec::IntoIter<&Artifact> {
+        let all = [
             &self.env_sh,
             &self.deployment_file,
             &self.ray_cluster,
@@ -69,8 +72,8 @@ impl Artifacts {
             &self.rayignore,
             &self.runtime_env,
             &self.job_script,
-        ]
-        .into_iter()
+        ];
+        all.into_iter().chain(self.network_policy.as_ref()).collect::<Vec<_>>().into_iter()
     }
 
     /// The artifact written as `name`.
@@ -81,17 +84,25 @@ impl Artifacts {
 
 impl IntoIterator for Artifacts {
     type Item = Artifact;
-    type IntoIter = std::array::IntoIter<Artifact, 7>;
+    type IntoIter = std::vec::IntoIter<Artifact>;
 
     fn into_iter(self) -> Self::IntoIter {
-        [self.env_sh, self.deployment_file, self.ray_cluster, self.secret_instructions, self.rayignore, self.runtime_env, self.job_script]
-            .into_iter()
+        let all = [
+            self.env_sh,
+            self.deployment_file,
+            self.ray_cluster,
+            self.secret_instructions,
+            self.rayignore,
+            self.runtime_env,
+            self.job_script,
+        ];
+        all.into_iter().chain(self.network_policy).collect::<Vec<_>>().into_iter()
     }
 }
 
 impl<'a> IntoIterator for &'a Artifacts {
     type Item = &'a Artifact;
-    type IntoIter = std::array::IntoIter<&'a Artifact, 7>;
+    type IntoIter = std::vec::IntoIter<&'a Artifact>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
@@ -102,6 +113,7 @@ impl<'a> IntoIterator for &'a Artifacts {
 /// image's Ray version is unknown and not configured).
 pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Artifacts, crate::Error> {
     let ray_version = deployment.ray.resolved_version()?;
+    let token_auth = deployment.ray.token_auth()?;
     let fabric = deployment.wired_fabric()?;
     let header = format!(
         "{GENERATED_MARKER} {} from {}. Do not edit: change the config and run `{}`.",
@@ -120,12 +132,12 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         ray_cluster: Artifact {
             name: "ray-cluster.yaml",
             executable: false,
-            contents: commented(ray_cluster::manifest(deployment, ray_version, fabric)),
+            contents: commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric)),
         },
         secret_instructions: Artifact {
             name: "hf-token-secret.yaml",
             executable: false,
-            contents: commented(secret_instructions(deployment)),
+            contents: commented(secret_instructions(deployment, token_auth)),
         },
         rayignore: Artifact { name: ".rayignore", executable: false, contents: commented(rayignore()) },
         runtime_env: Artifact {
@@ -138,8 +150,16 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
             executable: true,
             contents: format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment)),
         },
+        network_policy: (!token_auth).then(|| Artifact {
+            name: NETWORK_POLICY_FILE,
+            executable: false,
+            contents: commented(crate::auth::network_policy(deployment)),
+        }),
     })
 }
+
+/// The NetworkPolicy's file, rendered for a Ray without token authentication.
+pub const NETWORK_POLICY_FILE: &str = "ray-network-policy.yaml";
 
 /// Whether `contents` is a file gke-rl generated (and may therefore overwrite).
 pub fn is_generated(contents: &str) -> bool {
@@ -202,7 +222,7 @@ fn rayignore() -> String {
 
 /// The Secret's values never touch a file, so this file holds the command that creates it
 /// straight from the environment rather than a manifest.
-fn secret_instructions(d: &Deployment) -> String {
+fn secret_instructions(d: &Deployment, token_auth: bool) -> String {
     let secrets = &d.secrets;
     let wandb = secrets
         .wandb_api_key_env
@@ -218,9 +238,27 @@ fn secret_instructions(d: &Deployment) -> String {
          {wandb}\
          # }} | kubectl create secret generic {name} --namespace {namespace} \\\n\
          #       --from-env-file=/dev/stdin --dry-run=client --output yaml \\\n\
-         #   | kubectl apply --filename -\n",
+         #   | kubectl apply --filename -\n{ray_token}",
+        ray_token = if token_auth { ray_token_instructions(d) } else { String::new() },
         name = secrets.kubernetes_secret,
         hf = secrets.hf_token_env,
         namespace = d.ray.namespace,
+    )
+}
+
+/// How to create the Ray token's Secret by hand: once, from random bytes that no file, argv or
+/// terminal sees.
+fn ray_token_instructions(d: &Deployment) -> String {
+    format!(
+        "#\n\
+         # The Secret `{name}` holds the cluster's Ray token (authOptions in ray-cluster.yaml): only\n\
+         # its holders reach the Jobs API and the GCS. `gke-rl deploy` creates it; by hand, create it\n\
+         # once, before applying ray-cluster.yaml (a new token locks out the running pods):\n\
+         #\n\
+         # head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' \\\n\
+         #   | kubectl create secret generic {name} --namespace {namespace} --from-file={key}=/dev/stdin\n",
+        name = crate::auth::secret_name(d),
+        namespace = d.ray.namespace,
+        key = crate::auth::TOKEN_KEY,
     )
 }

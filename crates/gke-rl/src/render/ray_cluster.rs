@@ -20,7 +20,7 @@ pub const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
 /// What the head runs when KubeRay leaves the command to the containers.
 const HEAD_COMMAND: &str = r#"ulimit -n 65536; exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD""#;
 
-pub(super) fn manifest(d: &Deployment, ray_version: &str, fabric: Option<&GpuFabric>) -> String {
+pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabric: Option<&GpuFabric>) -> String {
     let ray = &d.ray;
     let gpus = d.topology.gpus_per_node.get().to_string();
     let workers = d.topology.node_count;
@@ -36,7 +36,7 @@ metadata:
   # The Ray inside the image, not the newest release: KubeRay >= 1.6 picks the pods' health
   # probes by this version, and a newer one leaves the pods of an older Ray un-Ready.
   rayVersion: {ray_version}
-  headGroupSpec:
+{auth}  headGroupSpec:
     rayStartParams:
       dashboard-host: {dashboard_host}
     template:
@@ -96,6 +96,7 @@ metadata:
         name = d.project.cluster_name,
         namespace = ray.namespace,
         ray_version = yaml(ray_version),
+        auth = if token_auth { auth_options(d) } else { String::new() },
         dashboard_host = yaml("0.0.0.0"),
         placement = head_placement(d),
         worker_placement = placement(d, 10),
@@ -138,6 +139,16 @@ metadata:
         worker_cpu = yaml(ray.worker.cpu.as_str()),
         worker_memory = yaml(ray.worker.memory.as_str()),
         gpus = yaml(&gpus),
+    )
+}
+
+/// Token authentication: KubeRay gives every Ray container the token of this Secret.
+fn auth_options(d: &Deployment) -> String {
+    format!(
+        "  # Only holders of the token in Secret {secret} (which deploy creates) reach the Jobs API\n  \
+         # and the GCS: KubeRay gives it to every Ray container as RAY_AUTH_TOKEN.\n  \
+         authOptions:\n    mode: token\n    secretName: {secret}\n",
+        secret = crate::auth::secret_name(d),
     )
 }
 

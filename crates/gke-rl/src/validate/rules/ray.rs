@@ -72,6 +72,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             sink.ran(rule);
         }
         version(cluster, &pods, sink);
+        auth(cluster, &pods, sink);
         name(cluster, sink);
         for pod in &pods {
             start_params(cluster, pod, sink);
@@ -128,6 +129,53 @@ fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
                 "make sure rayVersion equals `ray --version` inside the image",
             );
         }
+    }
+}
+
+/// Token authentication against the Ray inside the image (else `rayVersion`): off where that
+/// Ray has it, or on where it does not.
+fn auth(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
+    let image = pods.first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"])).and_then(Node::text);
+    let declared = cluster.root.get(&["spec", "rayVersion"]);
+    let ray = image.and_then(knowledge::ray_version_of_image).or_else(|| declared.and_then(Node::text));
+    let mode = cluster.root.get(&["spec", "authOptions", "mode"]);
+    let token = mode.and_then(Node::text) == Some("token");
+    let Some(ray) = ray else {
+        sink.skip(&RAY_AUTH_OFF, "neither the image's Ray nor rayVersion is known", "set spec.rayVersion in ray-cluster.yaml");
+        match mode.filter(|_| token) {
+            Some(mode) => sink.emit(
+                &RAY_AUTH_UNSUPPORTED,
+                cluster.file,
+                mode.at(),
+                "authOptions.mode is token, but the RayCluster names no rayVersion; KubeRay needs one, 2.52.0 or newer",
+                "set `rayVersion` to the Ray inside the image",
+            ),
+            None => sink.ran(&RAY_AUTH_UNSUPPORTED),
+        }
+        return;
+    };
+    sink.ran(&RAY_AUTH_OFF);
+    sink.ran(&RAY_AUTH_UNSUPPORTED);
+    let supported = crate::auth::supports_token(ray);
+    match (token, supported, mode) {
+        (true, false, Some(mode)) => sink.emit(
+            &RAY_AUTH_UNSUPPORTED,
+            cluster.file,
+            mode.at(),
+            format!("authOptions.mode is token, but the cluster runs Ray {ray}; token authentication needs {}", crate::auth::TOKEN_AUTH_SINCE),
+            "remove authOptions (and restrict the head with a NetworkPolicy, as gke-rl render does), or use an image with Ray 2.52 or newer",
+        ),
+        (false, true, _) => sink.emit(
+            &RAY_AUTH_OFF,
+            cluster.file,
+            mode.or(declared).map_or((1, 1), Node::at),
+            format!("Ray {ray} has token authentication, but this RayCluster leaves it off: any pod that reaches the head runs jobs"),
+            format!(
+                "add `authOptions: {{mode: token, secretName: <a Secret with key {}>}}` under spec (gke-rl render and deploy do)",
+                crate::auth::TOKEN_KEY
+            ),
+        ),
+        _ => {}
     }
 }
 
