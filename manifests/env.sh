@@ -45,6 +45,8 @@ export LUSTRE_PVC_NAME=lustre-pvc
 export RAY_IMAGE=nvcr.io/nvidia/nemo-rl:v0.4.0
 # rayVersion; empty: the Ray version inside RAY_IMAGE
 export RAYCLUSTER_RAY_VERSION=''
+# token or disabled; empty: token where the image's Ray has it (2.52+)
+export RAY_AUTH=''
 # namespace of the RayCluster and the Secret
 export K8S_NAMESPACE=default
 # dedicated, system or gpu: where the head pod runs

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, RAY_VERSIONS as VERSIONS, http_get};
+use ray_head::{Head, RAY_VERSIONS as VERSIONS};
 
 const TOKEN: &str = "hf_gkerlTestSecretValue42";
 
@@ -64,25 +64,48 @@ fn free_ports<const N: usize>() -> [u16; N] {
     std::array::from_fn(|i| listeners[i].local_addr().expect("bound").port())
 }
 
-/// Runs the gke-rl binary with `args` in `cwd`, with HF_TOKEN set, and returns its output.
+/// Runs the gke-rl binary with `args` in `cwd`, with HF_TOKEN and the heads' Ray token set,
+/// and returns its output.
 fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
-    common::exited_cleanly(
-        Command::new(env!("CARGO_BIN_EXE_gke-rl"))
-            .env("GKE_RL_RUNS_DIR", common::runs_dir())
-            .current_dir(cwd)
-            .args(args)
-            .env("HF_TOKEN", TOKEN)
-            .env_remove("RAY_ADDRESS")
-            // No cluster to port-forward to unless a test says so.
-            .env("KUBECONFIG", cwd.join("no-kubeconfig"))
-            .output()
-            .expect("gke-rl runs"),
-    )
+    gke_rl_with(cwd, args, &[])
 }
 
-/// `condition`, for a run that also ended cleanly (a documented exit code, no panic).
+/// [`gke_rl`] with variables set (or, when `None`, removed) on top.
+fn gke_rl_with(cwd: &Path, args: &[&str], vars: &[(&str, Option<&str>)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
+    command
+        .env("GKE_RL_RUNS_DIR", common::runs_dir())
+        .current_dir(cwd)
+        .args(args)
+        .env("HF_TOKEN", TOKEN)
+        // The heads' Ray token (the 2.46 head has no token authentication and ignores it).
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
+        .env_remove("RAY_AUTH_TOKEN_PATH")
+        .env_remove("RAY_ADDRESS")
+        // No cluster to port-forward to unless a test says so.
+        .env("KUBECONFIG", cwd.join("no-kubeconfig"));
+    for (name, value) in vars {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    common::exited_cleanly(command.output().expect("gke-rl runs"))
+}
+
+/// The library's client options for `head`: its token, if it has one.
+fn client_options(head: &Head) -> gke_rl_ray::ClientOptions {
+    let token = head.token.as_deref().and_then(|t| gke_rl_ray::Token::new(t, gke_rl_ray::TokenSource::Variable).ok().flatten());
+    gke_rl_ray::ClientOptions { token, ..gke_rl_ray::ClientOptions::default() }
+}
+
+/// `condition`, for a run that also ended cleanly (a documented exit code, no panic) and
+/// printed no Ray token.
 fn check(condition: bool, what: &str, out: &Output) -> Result<(), Failed> {
     common::clean_exit(out)?;
+    if [stdout(out), stderr(out)].iter().any(|text| text.contains(ray_head::test_token())) {
+        return Err(format!("{what}: the Ray token was printed").into());
+    }
     if condition {
         return Ok(());
     }
@@ -110,7 +133,7 @@ fn job_dir(script: &str) -> tempfile::TempDir {
 
 fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, Case); 13] = [
+    let mut cases: Vec<(&str, Case)> = vec![
         ("deploy_submit_status_destroy_through_a_tls_api_server", through_a_tls_api_server),
         ("a_zip_file_is_uploaded_as_it_is", zip_file_working_dir),
         ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
@@ -125,6 +148,9 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
         ("secrets_stay_out_of_package_request_and_processes", secrets),
         ("label_selector_is_gated_by_version", label_selector),
     ];
+    if head.token.is_some() {
+        cases.push(("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", token_auth));
+    }
     cases
         .into_iter()
         .map(|(name, case)| {
@@ -138,12 +164,44 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
 /// API server over HTTPS (a GKE-style kubeconfig, exec credentials), submit without an
 /// address through kube-rs's port-forward upgrade to this real head behind the fake head pod,
 /// status the same way, then destroy.
+///
+/// On a Ray with token authentication the config takes an image of that Ray (NeMo-RL v0.6.0),
+/// so the RayCluster asks for a token: deploy makes it, and a head of its own started with
+/// that token (as KubeRay starts the pods) stands behind the head pod.
 fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(0));
-    let dashboard: std::net::SocketAddr = head.address.trim_start_matches("http://").parse()?;
-    cloud.api.forward_head_to(dashboard);
+    if head.token.is_some() {
+        std::fs::write(cloud.root.join("gke-rl.yaml"), "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n")?;
+    }
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
     check(deploy.status.success(), "deploy over TLS", &deploy)?;
+    let secret = "ray-a4-gpu-spot-ray-token";
+    let pods_head = match &head.token {
+        None => {
+            check(
+                cloud.api.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_some(),
+                "a Ray without tokens gets the NetworkPolicy",
+                &deploy,
+            )?;
+            None
+        }
+        Some(_) => {
+            let token = cloud.api.secret_value(secret, "auth_token").ok_or("deploy made no Ray token")?;
+            check(
+                stderr(&deploy).contains(&format!("Secret default/{secret} holds a new Ray token"))
+                    && token.len() == 64
+                    && token.chars().all(|c| c.is_ascii_hexdigit())
+                    && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["authOptions"]["secretName"] == secret),
+                "deploy makes a random token and the RayCluster asks for it",
+                &deploy,
+            )?;
+            let bin = venv(head.version).ok_or("no venv")?;
+            Some(Head::start_with_token(head.version, &bin, &["", "", head.version], &[], Some(&token))?)
+        }
+    };
+    let behind_the_pod = pods_head.as_ref().unwrap_or(head);
+    let dashboard: std::net::SocketAddr = behind_the_pod.address.trim_start_matches("http://").parse()?;
+    cloud.api.forward_head_to(dashboard);
 
     std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 6); do echo tls-line-$i; sleep 0.2; done\n")?;
     let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
@@ -215,10 +273,27 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         &fabric,
     )?;
 
+    if let Some(token) = pods_head.as_ref().and_then(|h| h.token.as_deref()) {
+        check(cloud.api.secret_value(secret, "auth_token").as_deref() == Some(token), "a second deploy keeps the token", &fabric)?;
+    }
+
     let destroy = cloud.destroy(&[]);
     check(destroy.status.success() && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot"), "destroy", &destroy)?;
     check(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the RayCluster is gone", &destroy)?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &suspended, &resumed, &fabric, &destroy]);
+    check(cloud.api.object("secrets", secret).is_none(), "the Ray token's Secret is gone", &destroy)?;
+    let outputs = [&deploy, &submit, &status, &suspended, &resumed, &fabric, &destroy];
+    cloud.assert_token_stays_secret(&outputs);
+    if let Some(token) = pods_head.as_ref().and_then(|h| h.token.as_deref()) {
+        let printed = outputs.iter().any(|out| stdout(out).contains(token) || stderr(out).contains(token));
+        let in_uri = cloud.api.requests().iter().any(|r| r.uri.contains(token));
+        let on_disk = common::files_under(&cloud.root)
+            .into_iter()
+            .filter(|path| std::fs::read(path).is_ok_and(|b| memchr_find(&b, token.as_bytes())))
+            .collect::<Vec<_>>();
+        if printed || in_uri || cloud.calls().contains(token) || !on_disk.is_empty() {
+            return Err(format!("the Ray token leaked: printed {printed}, in a URI {in_uri}, in files {on_disk:?}").into());
+        }
+    }
     Ok(())
 }
 
@@ -253,6 +328,7 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
 fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
         .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .current_dir(dir.path())
         .args(["submit", "--address", &head.address, "--", "sleep", "60"])
@@ -310,7 +386,7 @@ fn stop_job(head: &Head) -> Result<(), Failed> {
     // The library's delete, which the CLI does not expose: a terminal job goes, then 404s.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let client = gke_rl_ray::Client::new(&head.address, gke_rl_ray::ClientOptions::default())?;
+        let client = gke_rl_ray::Client::new(&head.address, client_options(head))?;
         if !client.delete(&id).await? {
             return Err(Failed::from("delete answered false"));
         }
@@ -324,7 +400,7 @@ fn stop_job(head: &Head) -> Result<(), Failed> {
 fn wait_for_status(head: &Head, id: &str, wanted: &str) -> Result<(), Failed> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if http_get(&head.address, &format!("/api/jobs/{id}")).is_some_and(|r| r.contains(&format!("\"status\": \"{wanted}\""))) {
+        if head.get(&format!("/api/jobs/{id}")).is_some_and(|r| r.contains(&format!("\"status\": \"{wanted}\""))) {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -363,6 +439,102 @@ fn over_limit(head: &Head) -> Result<(), Failed> {
     check(err.contains("101.0 MiB  weights.bin") && err.contains("/weights.bin"), "naming the file and the .rayignore line", &out)?;
     check(err.contains("warning: weights.bin is large (101.0 MiB)"), "after the per-file warning", &out)?;
     check(!err.contains("Ray 2.") && !err.contains("uploading"), "before connecting or uploading", &out)
+}
+
+/// Against a head started with `RAY_AUTH_MODE=token`: the token from each place Ray's CLI
+/// looks, a missing and a wrong one refused in words that name where it came from, never what
+/// it is; a token in `--headers` refused before any request. (The other trials of this head
+/// submit, follow, stop and list with the token in `RAY_AUTH_TOKEN`.)
+fn token_auth(head: &Head) -> Result<(), Failed> {
+    let home = tempfile::tempdir()?;
+    let dir = tempfile::tempdir()?;
+    let token = head.token.as_deref().ok_or("the head has no token")?;
+    let jobs = ["jobs", "--address", &head.address];
+    let home_var = home.path().to_str().ok_or("utf-8")?;
+
+    let missing = gke_rl_with(dir.path(), &jobs, &[("RAY_AUTH_TOKEN", None), ("HOME", Some(home_var))]);
+    check(
+        missing.status.code() == Some(2)
+            && stderr(&missing).contains("refused GET /api/jobs/ (401: Unauthorized: Missing authentication token): it needs the cluster's Ray token, and none was given: set RAY_AUTH_TOKEN"),
+        "no token: a 401 that says where to put one",
+        &missing,
+    )?;
+    let wrong = gke_rl_with(dir.path(), &jobs, &[("RAY_AUTH_TOKEN", Some("0123456789abcdef-not-the-token"))]);
+    check(
+        wrong.status.code() == Some(2)
+            && stderr(&wrong).contains(
+                "(403: Forbidden: Invalid authentication token) with the token from RAY_AUTH_TOKEN, which is not this cluster's token",
+            )
+            && !stderr(&wrong).contains("0123456789abcdef-not-the-token"),
+        "a wrong token: a 403 that names its source, not its value",
+        &wrong,
+    )?;
+
+    let file = dir.path().join("ray-token");
+    std::fs::write(
+        &file,
+        format!(
+            "{token}
+"
+        ),
+    )?;
+    let path_var = file.to_str().ok_or("utf-8")?;
+    let from_path = gke_rl_with(dir.path(), &jobs, &[("RAY_AUTH_TOKEN", None), ("RAY_AUTH_TOKEN_PATH", Some(path_var))]);
+    check(from_path.status.success(), "the token from RAY_AUTH_TOKEN_PATH", &from_path)?;
+    std::fs::create_dir(home.path().join(".ray"))?;
+    std::fs::write(home.path().join(".ray/auth_token"), token)?;
+    let from_home = gke_rl_with(dir.path(), &jobs, &[("RAY_AUTH_TOKEN", None), ("HOME", Some(home_var))]);
+    check(from_home.status.success(), "the token from ~/.ray/auth_token", &from_home)?;
+    let wrong_file = dir.path().join("wrong-token");
+    std::fs::write(
+        &wrong_file,
+        "wrong
+",
+    )?;
+    let refused =
+        gke_rl_with(dir.path(), &jobs, &[("RAY_AUTH_TOKEN", None), ("RAY_AUTH_TOKEN_PATH", Some(wrong_file.to_str().ok_or("utf-8")?))]);
+    check(
+        refused.status.code() == Some(2)
+            && stderr(&refused).contains(&format!("with the token from {} (the file RAY_AUTH_TOKEN_PATH names)", wrong_file.display())),
+        "a wrong token file is named",
+        &refused,
+    )?;
+
+    let header = format!("{{\"Authorization\": \"Bearer {token}\"}}");
+    let in_argv = gke_rl(dir.path(), &["jobs", "--address", &head.address, "--headers", &header]);
+    check(
+        in_argv.status.code() == Some(2)
+            && stderr(&in_argv).contains("header `Authorization` would carry a token, and headers given on the command line show in `ps`"),
+        "a token in --headers is refused",
+        &in_argv,
+    )?;
+
+    // A followed log (the WebSocket) and a stop, with the token from the file.
+    std::fs::write(dir.path().join("job.sh"), "echo token-job-line\nsleep 30\n")?;
+    let submit = gke_rl_with(
+        dir.path(),
+        &["submit", "--address", &head.address, "--include", "job.sh", "--no-wait", "--", "bash", "job.sh"],
+        &[("RAY_AUTH_TOKEN", None), ("RAY_AUTH_TOKEN_PATH", Some(path_var))],
+    );
+    let id = submitted_id(&submit).ok_or("no submission id printed")?;
+    wait_for_status(head, &id, "RUNNING")?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !head.get(&format!("/api/jobs/{id}/logs")).is_some_and(|r| r.contains("token-job-line")) {
+        if Instant::now() > deadline {
+            return Err("the job printed nothing within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let stop = gke_rl_with(
+        dir.path(),
+        &["stop", &id, "--address", &head.address],
+        &[("RAY_AUTH_TOKEN", None), ("RAY_AUTH_TOKEN_PATH", Some(path_var))],
+    );
+    check(stop.status.success(), "stop with the token", &stop)?;
+    let logs = gke_rl(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
+    check(stdout(&logs).contains("token-job-line"), "logs --follow with the token", &logs)?;
+    let records = head.get("/api/jobs/").ok_or("the jobs")?;
+    check(!records.contains(token), "the token is in none of the Jobs API's records", &logs)
 }
 
 fn label_selector(head: &Head) -> Result<(), Failed> {
@@ -433,6 +605,7 @@ fn dropped_stream(head: &Head) -> Result<(), Failed> {
     wait_for_status(head, &id, "RUNNING")?;
     let proxy = Proxy::start(&head.address);
     let follower = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
         .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .args(["logs", &id, "--follow", "--address", &proxy.address])
         .stdout(Stdio::piped())
@@ -472,7 +645,7 @@ fn port_forward_across_a_cut(head: &Head) -> Result<(), Failed> {
     let (lines, reconnects) = runtime.block_on(async {
         let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let forwarding = gke_rl_kube::portforward::forward(local, upstream, Duration::from_secs(5), Arc::new(|_| {})).await?;
-        let client = gke_rl_ray::Client::new(&format!("http://{}", forwarding.local), gke_rl_ray::ClientOptions::default())?;
+        let client = gke_rl_ray::Client::new(&format!("http://{}", forwarding.local), client_options(head))?;
         let cutter = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs(3));
             proxy.cut();
@@ -515,6 +688,7 @@ fn secrets(head: &Head) -> Result<(), Failed> {
         .current_dir(dir.path())
         .args(["submit", "--address", &proxy.address, "--include", "unique.txt", "--", "sleep", "3"])
         .env("HF_TOKEN", TOKEN)
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -523,7 +697,7 @@ fn secrets(head: &Head) -> Result<(), Failed> {
     while Instant::now() < deadline {
         for entry in std::fs::read_dir("/proc")?.flatten() {
             if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
-                && memchr_find(&cmdline, TOKEN.as_bytes())
+                && (memchr_find(&cmdline, TOKEN.as_bytes()) || memchr_find(&cmdline, ray_head::test_token().as_bytes()))
             {
                 seen_in_ps.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
             }
@@ -535,7 +709,12 @@ fn secrets(head: &Head) -> Result<(), Failed> {
     let sent = proxy.sent.lock().map_err(|_| "lock")?.clone();
     check(memchr_find(&sent, b"PUT /api/packages/gcs/_ray_pkg_"), "the recording saw the upload", &out)?;
     check(!memchr_find(&sent, TOKEN.as_bytes()), "the token is in no request", &out)?;
-    check(seen_in_ps.is_empty(), &format!("the token is in no process's arguments: {seen_in_ps:?}"), &out)
+    check(seen_in_ps.is_empty(), &format!("no token is in any process's arguments: {seen_in_ps:?}"), &out)?;
+    // The Ray token goes in the Authorization header only (the head's own job records hold no copy).
+    let sent = String::from_utf8_lossy(&sent);
+    let carrying = sent.matches(ray_head::test_token()).count();
+    let headers = sent.matches(&format!("authorization: Bearer {}", ray_head::test_token())).count();
+    check(carrying == headers, &format!("the Ray token is only in Authorization headers ({carrying} copies, {headers} headers)"), &out)
 }
 
 fn memchr_find(haystack: &[u8], needle: &[u8]) -> bool {
@@ -602,6 +781,7 @@ fn refusals_before_connecting() -> Result<(), Failed> {
     std::fs::write(dir.path().join("notes.txt"), "token: hf_renamedTokenValue1234\n")?;
     let out = common::exited_cleanly(
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .env("RAY_AUTH_TOKEN", ray_head::test_token())
             .env("GKE_RL_RUNS_DIR", common::runs_dir())
             .current_dir(dir.path())
             .args(["submit", "--config", "renamed.yaml", "--address", &address, "--include", "notes.txt"])

@@ -142,7 +142,12 @@ impl Cluster {
         // The dashboard's job manager attaches to a raylet by IP at its first job: attach it
         // to the head's before the second node exists. (Attached to the second node, Ray 2.46
         // fails every later job once that node is gone.)
-        let first = Command::new("timeout")
+        let mut first = Command::new("timeout");
+        if let Some(token) = &head.token {
+            // Ray's CLI sends its token only in token mode.
+            first.env("RAY_AUTH_MODE", "token").env("RAY_AUTH_TOKEN", token);
+        }
+        let first = first
             .args(["120", &bin.join("ray").display().to_string(), "job", "submit", "--address", &head.address, "--", "true"])
             .output()
             .map_err(|e| e.to_string())?;
@@ -201,6 +206,7 @@ fn gke_rl(config: &str, args: &[&str]) -> Output {
         .current_dir(dir.path())
         .args(args)
         .env_remove("RAY_ADDRESS")
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
         .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
         .output()
         .expect("gke-rl runs");
@@ -209,6 +215,9 @@ fn gke_rl(config: &str, args: &[&str]) -> Output {
 
 fn check(condition: bool, what: &str, out: &Output) -> Result<(), Failed> {
     common::clean_exit(out)?;
+    if [stdout(out), stderr(out)].iter().any(|text| text.contains(ray_head::test_token())) {
+        return Err(format!("{what}: the Ray token was printed").into());
+    }
     if condition {
         return Ok(());
     }
@@ -328,6 +337,7 @@ impl Training {
         command
             .args(["submit", "--address", &cluster.address])
             .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
+            .env("RAY_AUTH_TOKEN", ray_head::test_token())
             .env_remove("RAY_ADDRESS")
             .env("KUBECONFIG", scratch.path().join("no-kubeconfig"));
         let mut training = Training::spawn(command, scratch.path(), steps, extra, fail_at);
@@ -551,6 +561,8 @@ fn keep(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
     while Instant::now() < deadline {
         let out = Command::new("python3")
             .arg(keeper.path())
+            // As the CronJob gives it, from the cluster's Secret.
+            .env("RAY_AUTH_TOKEN", ray_head::test_token())
             .env("GKE_RL_DASHBOARD", &cluster.address)
             .env("GKE_RL_RUNS", runs)
             .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
@@ -667,8 +679,13 @@ fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
     std::fs::write(sa.path().join("token"), common::KUBE_TOKEN)?;
     std::fs::copy(cloud.root.join("ca.pem"), sa.path().join("ca.crt"))?;
     std::fs::write(sa.path().join("idle_guard.py"), gke_rl::guard::program())?;
-    let guard = |idle_seconds: &str| -> Result<String, Failed> {
-        let out = Command::new("python3")
+    let run_guard = |idle_seconds: &str, token: Option<&str>| {
+        let mut command = Command::new("python3");
+        match token {
+            Some(token) => command.env("RAY_AUTH_TOKEN", token),
+            None => command.env_remove("RAY_AUTH_TOKEN"),
+        };
+        command
             .arg(sa.path().join("idle_guard.py"))
             .env("GKE_RL_API", &cloud.https.url)
             .env("GKE_RL_SERVICE_ACCOUNT_DIR", sa.path())
@@ -676,13 +693,25 @@ fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
             .env("GKE_RL_CLUSTER", "ray-a4-gpu-spot")
             .env("GKE_RL_DASHBOARD", &cluster.address)
             .env("GKE_RL_IDLE_SECONDS", idle_seconds)
-            .output()?;
+            .output()
+    };
+    // As its CronJob gives it, the cluster's Ray token (the 2.46 head ignores it).
+    let guard = |idle_seconds: &str| -> Result<String, Failed> {
+        let out = run_guard(idle_seconds, Some(ray_head::test_token()))?;
         if !out.status.success() {
             return Err(format!("the guard failed:\n{}{}", stdout(&out), stderr(&out)).into());
         }
         Ok(stdout(&out))
     };
     let suspended = || cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["suspend"] == true);
+    if ray_head::has_token_auth(cluster.version) {
+        // Without the token the guard cannot tell: it decides nothing and fails, saying why.
+        let out = run_guard("1", None)?;
+        let said = stdout(&out);
+        if out.status.code() != Some(1) || !said.contains("the dashboard refused the guard (401)") || suspended() {
+            return Err(format!("a guard without the token must fail loudly and suspend nothing: {said}{}", stderr(&out)).into());
+        }
+    }
 
     let busy = gke_rl(TWO_NODES_NO_FABRIC, &["submit", "--address", &cluster.address, "--no-wait", "--", "sleep", "60"]);
     let id = stderr(&busy).split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();

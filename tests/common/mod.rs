@@ -163,7 +163,10 @@ impl Cloud {
             .env("HF_TOKEN", HF_TOKEN)
             .env("GKE_RL_ADDRESS_ECHO", &self.echo)
             .env_remove("RAY_ADDRESS")
-            .env_remove("RAY_API_SERVER_ADDRESS");
+            .env_remove("RAY_API_SERVER_ADDRESS")
+            // Through the port-forward the RayCluster's own token is used, from its Secret.
+            .env_remove("RAY_AUTH_TOKEN")
+            .env_remove("RAY_AUTH_TOKEN_PATH");
         command
     }
 
@@ -196,6 +199,22 @@ impl Cloud {
             assert!(!stdout(out).contains(HF_TOKEN) && !stderr(out).contains(HF_TOKEN), "the token was printed");
         }
     }
+}
+
+/// Every file under `root`, links not followed.
+pub fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push(entry.path()),
+                Ok(kind) if kind.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    files
 }
 
 /// A plain-HTTP service that answers every request with the contents of `file`, as

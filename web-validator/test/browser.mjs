@@ -48,7 +48,8 @@ if ((await page.inputValue("#file-name")) !== "run_nemo_rl.sh") fail("Enter on a
 // Rendering a config: the artifacts to download, or the config error with its line.
 await page.click("#render");
 const links = await page.locator("#render-result a[download]").count();
-if (links !== 7) fail(`rendering the default gave ${links} download links, expected 7`);
+// Seven artifacts, and the NetworkPolicy of the default image's Ray 2.46 (no token authentication).
+if (links !== 8) fail(`rendering the default gave ${links} download links, expected 8`);
 const cost = await page.textContent("#render-result #cost");
 if (!cost.includes("total, at least") || !cost.includes("$262.97/hour") || !cost.includes("skypilot-catalog"))
   fail(`the default's cost block is ${cost}`);

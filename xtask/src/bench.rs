@@ -266,6 +266,9 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     // both compute the same URI, so neither uploads after the first run).
     let head = crate::ray_head::Head::start("2.54.0", &bin, &["2.54.0"]).map_err(anyhow::Error::msg)?;
     let (address, version) = (head.address.clone(), head.version);
+    // The head requires its token (Ray 2.52+); Ray's CLI sends one only in token mode.
+    let _token = head.token.as_deref().map(|t| sh.push_env("RAY_AUTH_TOKEN", t));
+    let _mode = head.token.as_ref().map(|_| sh.push_env("RAY_AUTH_MODE", "token"));
     let submit_args = [
         "submit".to_owned(),
         "--address".into(),

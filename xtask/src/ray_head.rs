@@ -27,10 +27,36 @@ fn fixed_ports(index: u16) -> Result<[u16; 4], String> {
     Err(format!("no 4 free ports between {} and {}", 25_000 + index * 1_000, 26_000 + index * 1_000))
 }
 
+/// The first Ray with token authentication: heads of it and newer start with a token, as
+/// gke-rl renders their RayClusters.
+const TOKEN_AUTH_SINCE: [u64; 2] = [2, 52];
+
+/// Whether Ray `version` has token authentication.
+pub fn has_token_auth(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    [parts.next().unwrap_or(0), parts.next().unwrap_or(0)] >= TOKEN_AUTH_SINCE
+}
+
+/// The Ray token of this process's heads: random, made once, in memory (and in the
+/// environment of the Ray processes and of the gke-rl runs that use it).
+pub fn test_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(random_token)
+}
+
+/// 32 random bytes in hex, as Ray makes tokens.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).expect("/dev/urandom");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A Ray head in its own process group; dropping it stops every process of the group.
 pub struct Head {
     pub version: &'static str,
     pub address: String,
+    /// The Ray token the head requires, if any.
+    pub token: Option<String>,
     /// The GCS port, which other nodes join.
     pub gcs: u16,
     child: Mutex<Child>,
@@ -46,8 +72,26 @@ impl Head {
         Head::start_with(version, bin, versions, &[])
     }
 
-    /// [`Head::start`] with extra variables in the environment of every Ray process.
+    /// [`Head::start`] with extra variables in the environment of every Ray process; a Ray
+    /// with token authentication requires [`test_token`].
     pub fn start_with(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)]) -> Result<Head, String> {
+        let token = has_token_auth(version).then(test_token);
+        Head::start_with_token(version, bin, versions, env, token)
+    }
+
+    /// [`Head::start_with`], requiring `token` when one is given (`RAY_AUTH_MODE=token`).
+    pub fn start_with_token(
+        version: &'static str,
+        bin: &Path,
+        versions: &[&str],
+        env: &[(&str, String)],
+        token: Option<&str>,
+    ) -> Result<Head, String> {
+        let mut env = env.to_vec();
+        if let Some(token) = token {
+            env.extend([("RAY_AUTH_MODE", "token".to_owned()), ("RAY_AUTH_TOKEN", token.to_owned())]);
+        }
+        let env = &env[..];
         let log = std::env::temp_dir().join(format!("gkerl-head-{}-{version}.log", std::process::id()));
         match Head::start_once(version, bin, versions, env, &log) {
             Ok(head) => Ok(head),
@@ -61,8 +105,8 @@ impl Head {
 
     fn start_once(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)], log_path: &Path) -> Result<Head, String> {
         // Unix socket paths must stay short, so not under target/.
-        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}", std::process::id(), version.replace('.', "")));
         let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
+        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}-{index}", std::process::id(), version.replace('.', "")));
         let [dashboard, gcs, client_server, agent] = fixed_ports(index)?;
         let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
         let args = [
@@ -79,13 +123,12 @@ impl Head {
         // Both heads run at once: give each its own worker ports (Ray's default range starts
         // at 10002 for every head, and the 2.54 agent binds there too).
         let child = ray_start(bin, &args, worker_ports, env, log_path).map_err(|e| format!("cannot start ray {version}: {e}"))?;
-        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), gcs, child: Mutex::new(child), temp_dir };
+        let token = env.iter().find(|(k, _)| *k == "RAY_AUTH_TOKEN").map(|(_, v)| v.clone());
+        let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), token, gcs, child: Mutex::new(child), temp_dir };
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             // The dashboard answers before its agent (which runs the jobs) listens: wait for both.
-            if http_get(&head.address, "/api/version").is_some_and(|body| body.contains(version))
-                && TcpStream::connect(("127.0.0.1", agent)).is_ok()
-            {
+            if head.get("/api/version").is_some_and(|body| body.contains(version)) && TcpStream::connect(("127.0.0.1", agent)).is_ok() {
                 return Ok(head);
             }
             std::thread::sleep(Duration::from_millis(500));
@@ -160,7 +203,12 @@ impl Node {
         ];
         args.extend_from_slice(extra);
         let log = std::env::temp_dir().join(format!("gkerl-node-{}-{}.log", std::process::id(), head.version));
-        let child = ray_start(bin, &args, workers, env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
+        // A node of a token-protected cluster holds the token, as KubeRay gives it to workers.
+        let mut env = env.to_vec();
+        if let Some(token) = &head.token {
+            env.extend([("RAY_AUTH_MODE", "token".to_owned()), ("RAY_AUTH_TOKEN", token.clone())]);
+        }
+        let child = ray_start(bin, &args, workers, &env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
         let node = Node { child: Mutex::new(child) };
         head.wait_for_nodes(nodes, Duration::from_secs(120))?;
         Ok(node)
@@ -186,7 +234,7 @@ impl Head {
         let deadline = Instant::now() + within;
         let mut alive = None;
         while Instant::now() < deadline {
-            alive = http_get(&self.address, "/api/v0/nodes?limit=100").map(|body| body.matches("\"ALIVE\"").count());
+            alive = self.get("/api/v0/nodes?limit=100").map(|body| body.matches("\"ALIVE\"").count());
             if alive == Some(count) {
                 return Ok(());
             }
@@ -203,12 +251,21 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// A plain HTTP/1.0 GET, to wait for the head without the code under test.
-pub fn http_get(address: &str, path: &str) -> Option<String> {
+impl Head {
+    /// [`http_get`] with the head's token.
+    pub fn get(&self, path: &str) -> Option<String> {
+        http_get(&self.address, path, self.token.as_deref())
+    }
+}
+
+/// A plain HTTP/1.0 GET, to wait for the head without the code under test; with `token`, as
+/// `Authorization: Bearer`.
+pub fn http_get(address: &str, path: &str, token: Option<&str>) -> Option<String> {
     let host = address.strip_prefix("http://")?;
     let mut stream = TcpStream::connect(host).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: test\r\n\r\n").ok()?;
+    let authorization = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: test\r\n{authorization}\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let status = response.lines().next()?;

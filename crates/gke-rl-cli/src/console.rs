@@ -131,6 +131,12 @@ impl Progress for Console {
             Event::SecretApplied { namespace, name, keys } => {
                 self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
             }
+            Event::RayTokenSecret { namespace, name, created: true } => {
+                self.say(format_args!("  Secret {namespace}/{name} holds a new Ray token: only its holders reach the Jobs API"))
+            }
+            Event::RayTokenSecret { namespace, name, created: false } => {
+                self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's Ray token"))
+            }
             Event::RayClusterApplied { namespace, name, uid } => {
                 self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
             }

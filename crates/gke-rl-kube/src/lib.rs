@@ -19,7 +19,7 @@ use std::time::Duration;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 
 pub use reach::{Connected, Options, Unreachable, connect, contexts};
@@ -89,6 +89,15 @@ impl Error {
     /// Whether the API answered 404.
     fn is_not_found(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+    }
+}
+
+/// KubeRay's `CheckName`: the last 50 characters, a leading digit or punctuation made `r`.
+fn kuberay_name(name: &str) -> String {
+    let kept = &name[name.len().saturating_sub(50)..];
+    match kept.chars().next() {
+        Some(first) if first.is_ascii_digit() || first.is_ascii_punctuation() => format!("r{}", &kept[first.len_utf8()..]),
+        _ => kept.to_owned(),
     }
 }
 
@@ -170,6 +179,52 @@ impl RayClusters {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         self.call(|| format!("apply Secret {name}"), api.patch(name, &params, &Patch::Apply(&secret))).await?;
         Ok(())
+    }
+
+    /// Creates the Opaque Secret `name` holding `key: value`, unless a Secret of that name
+    /// exists: that one is kept as it is (the running pods hold its value). Whether it was
+    /// created. The value goes to the API server in the request body only.
+    pub async fn create_secret_unless_present(&self, name: &str, key: &str, value: &str) -> Result<bool, Error> {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(self.namespace.clone()),
+                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned())])),
+                ..ObjectMeta::default()
+            },
+            type_: Some("Opaque".to_owned()),
+            data: Some(BTreeMap::from([(key.to_owned(), ByteString(value.as_bytes().to_vec()))])),
+            ..Secret::default()
+        };
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        match self.call(|| format!("create Secret {name}"), api.create(&PostParams::default(), &secret)).await {
+            Ok(_) => Ok(true),
+            Err(Error::Api { source: kube::Error::Api(status), .. }) if status.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The value of `key` in the Secret `name`, held in memory only; `None` when the Secret or
+    /// the key is missing.
+    pub async fn secret_value(&self, name: &str, key: &str) -> Result<Option<String>, Error> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
+        let secret = self.call(|| format!("read Secret {name}"), api.get_opt(name)).await?;
+        let value = secret.and_then(|s| s.data?.remove(key)).map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned());
+        Ok(value)
+    }
+
+    /// The Secret that holds the RayCluster's Ray token when its `authOptions` turn tokens on:
+    /// `secretName`, else the one KubeRay creates, named after the cluster by KubeRay's
+    /// `CheckName` (v1.7.0, `ray-operator/controllers/ray/utils/util.go`). `None` without tokens
+    /// or without the RayCluster.
+    pub async fn token_secret(&self, cluster: &str) -> Result<Option<String>, Error> {
+        let api = self.api();
+        let Some(object) = self.call(|| format!("read RayCluster {cluster}"), api.get_opt(cluster)).await? else { return Ok(None) };
+        let auth = &object.data["spec"]["authOptions"];
+        if auth["mode"] != "token" {
+            return Ok(None);
+        }
+        Ok(Some(auth["secretName"].as_str().map_or_else(|| kuberay_name(cluster), str::to_owned)))
     }
 
     /// Creates this namespace, or leaves it as it is (server-side apply), unless it is
@@ -380,6 +435,30 @@ mod tests {
         assert_eq!(readiness.progress(), (9, 9));
         assert_eq!(seen, [(0, 9), (0, 9), (9, 9)]);
         assert_eq!(clusters.head_pod(&name).await.unwrap(), "ray-a4-gpu-spot-head");
+    }
+
+    #[tokio::test]
+    async fn the_token_secret_is_created_once_and_found_from_the_rayclusters_auth_options() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        let clusters = RayClusters::new(client, "rl");
+        assert!(clusters.create_secret_unless_present("c-ray-token", "auth_token", "first").await.unwrap());
+        assert!(!clusters.create_secret_unless_present("c-ray-token", "auth_token", "second").await.unwrap(), "kept as it is");
+        assert_eq!(clusters.secret_value("c-ray-token", "auth_token").await.unwrap().as_deref(), Some("first"));
+        assert_eq!(clusters.secret_value("c-ray-token", "other").await.unwrap(), None);
+        assert_eq!(clusters.secret_value("missing", "auth_token").await.unwrap(), None);
+        assert!(server.requests().iter().all(|r| !r.uri.contains("first")), "the value is in the body only");
+
+        let cluster =
+            |auth: &str| format!("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: c\nspec:\n{auth}  headGroupSpec: {{}}\n");
+        clusters.apply(&cluster("")).await.unwrap();
+        assert_eq!(clusters.token_secret("c").await.unwrap(), None, "no authOptions, no token");
+        clusters.apply(&cluster("  authOptions:\n    mode: token\n    secretName: c-ray-token\n")).await.unwrap();
+        assert_eq!(clusters.token_secret("c").await.unwrap().as_deref(), Some("c-ray-token"));
+        clusters.apply(&cluster("  authOptions:\n    mode: token\n")).await.unwrap();
+        assert_eq!(clusters.token_secret("c").await.unwrap().as_deref(), Some("c"), "KubeRay's own Secret");
+        assert_eq!(clusters.token_secret("none").await.unwrap(), None);
+        assert_eq!(kuberay_name(&format!("1{}", "a".repeat(49))), format!("r{}", "a".repeat(49)));
+        assert_eq!(kuberay_name(&format!("xy{}", "b".repeat(50))), "b".repeat(50));
     }
 
     #[tokio::test]

@@ -467,6 +467,11 @@ async fn run_step(
                 name: d.secrets.kubernetes_secret.as_str(),
                 keys: &keys,
             });
+            if d.ray.token_auth()? {
+                let name = gke_rl::auth::secret_name(d);
+                let created = clusters.create_secret_unless_present(&name, gke_rl::auth::TOKEN_KEY, &new_ray_token()?).await?;
+                progress.event(Event::RayTokenSecret { namespace: d.ray.namespace.as_str(), name: &name, created });
+            }
             state.created.namespace = Some(d.ray.namespace.to_string());
             state.created.secret = Some(d.secrets.kubernetes_secret.to_string());
             Ok(())
@@ -476,8 +481,10 @@ async fn run_step(
             let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
             progress.event(Event::RayClusterApplied { namespace: d.ray.namespace.as_str(), name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
+            let policy = written.artifacts.network_policy.as_ref().map(|a| ("network policy", a.contents.clone()));
             let keeper = Some(("run keeper", gke_rl::supervisor::keeper_manifests(d)));
-            for (what, manifests) in keeper.into_iter().chain(gke_rl::guard::manifests(d).map(|m| ("idle guard", m))) {
+            let guard = gke_rl::guard::manifests(d).map(|m| ("idle guard", m));
+            for (what, manifests) in policy.into_iter().chain(keeper).chain(guard) {
                 let applied = clusters.apply_all(&manifests).await?;
                 progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }
@@ -485,6 +492,15 @@ async fn run_step(
         }
         Step::Ready => wait_ready(options, env, resolved, interrupt, progress).await,
     }
+}
+
+/// A new Ray token: 32 bytes from the operating system's generator, in hex (as Ray's own
+/// `ray get-auth-token --generate` makes them). It lives in memory until it is in the Secret.
+fn new_ray_token() -> Result<String, Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::Local { what: "cannot draw a random Ray token".into(), source: std::io::Error::other(e.to_string()) })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Waits for the pods, reporting progress and every new reason a pod is not Ready.

@@ -210,12 +210,14 @@ async fn delete_objects(
 ) -> Result<(), Error> {
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
-    let (namespace, name, secret) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str(), d.secrets.kubernetes_secret.as_str());
+    let (namespace, name) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str());
     if clusters.delete(name).await? {
         progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
     }
-    if clusters.delete_secret(secret).await? {
-        progress.event(Event::Deleted { kind: "Secret", namespace, name: secret });
+    for secret in lifecycle::cluster_secrets(d) {
+        if clusters.delete_secret(&secret).await? {
+            progress.event(Event::Deleted { kind: "Secret", namespace, name: &secret });
+        }
     }
     let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
     tokio::select! {

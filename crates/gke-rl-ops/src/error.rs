@@ -147,6 +147,18 @@ pub enum Error {
     /// The Ray Jobs API or the packager.
     #[error(transparent)]
     Ray(#[from] gke_rl_ray::Error),
+    /// The RayCluster asks for a Ray token that its Secret does not hold.
+    #[error(
+        "RayCluster {namespace}/{cluster} admits only holders of the Ray token in Secret {namespace}/{secret}, which holds none (or does not exist): run deploy again, which creates it, or set RAY_AUTH_TOKEN to the cluster's token"
+    )]
+    NoRayToken {
+        /// The RayCluster.
+        cluster: String,
+        /// Its namespace.
+        namespace: String,
+        /// The Secret.
+        secret: String,
+    },
     /// A supervised run's submission went away without its supervisor's final record, and no
     /// resubmission followed in time.
     #[error("{why}, and no resubmission of it appeared within {}s", .after.as_secs())]

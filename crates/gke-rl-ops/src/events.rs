@@ -78,6 +78,15 @@ pub enum Event<'a> {
         /// The deployment.
         name: &'a str,
     },
+    /// The Ray token's Secret: made with a new token, or kept (the running pods hold its token).
+    RayTokenSecret {
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+        /// Whether it was created now.
+        created: bool,
+    },
     /// The objects of an in-cluster helper (the run keeper, the idle guard) were applied.
     HelperApplied {
         /// Which helper.

@@ -55,20 +55,43 @@ impl Head {
 /// Connects to the dashboard of `deployment`'s RayCluster: `options.address`, or a free local
 /// port forwarded to the head pod's dashboard port. `progress` is kept to report the
 /// forward's failed connections for as long as it runs.
+///
+/// The Ray token is the one Ray's CLI would use (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`,
+/// `~/.ray/auth_token`); through the port-forward, a token set in either variable, else the
+/// RayCluster's own, read from its Secret into memory when its `authOptions` ask for one.
 pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
-    let (address, forwarding) = match &options.address {
-        Some(address) => (address.clone(), None),
+    let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
+    let given = |home: Option<std::path::PathBuf>| gke_rl_ray::Token::discover(variable, home.as_deref());
+    let (address, forwarding, token) = match &options.address {
+        Some(address) => (address.clone(), None, given(env.var("HOME").map(Into::into))?),
         None => {
             let forwarding = forward(deployment, env, progress).await?;
-            (format!("http://{}", forwarding.0.local), Some(forwarding))
+            let token = match given(None)? {
+                Some(token) => Some(token),
+                None => cluster_token(deployment, &forwarding.1).await?,
+            };
+            (format!("http://{}", forwarding.0.local), Some(forwarding), token)
         }
     };
     let client_options = gke_rl_ray::ClientOptions {
+        token,
         headers: options.headers.clone(),
         request_timeout: options.request_timeout,
         ..gke_rl_ray::ClientOptions::default()
     };
     Ok(Head { client: gke_rl_ray::Client::new(&address, client_options)?, forwarding })
+}
+
+/// The RayCluster's Ray token, from the Secret its `authOptions` name; `None` when it uses none.
+async fn cluster_token(deployment: &Deployment, clusters: &gke_rl_kube::RayClusters) -> Result<Option<gke_rl_ray::Token>, Error> {
+    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
+    let Some(secret) = clusters.token_secret(cluster).await? else { return Ok(None) };
+    let value = clusters.secret_value(&secret, gke_rl::auth::TOKEN_KEY).await?;
+    let source = gke_rl_ray::TokenSource::Secret { namespace: namespace.to_owned(), name: secret.clone() };
+    match value.map(|v| gke_rl_ray::Token::new(&v, source)).transpose()?.flatten() {
+        Some(token) => Ok(Some(token)),
+        None => Err(Error::NoRayToken { cluster: cluster.to_owned(), namespace: namespace.to_owned(), secret }),
+    }
 }
 
 /// The kubeconfig context of the deployment's cluster: the one get-credentials names

@@ -217,8 +217,10 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// The package upload (up to 100 MiB).
     pub upload_timeout: Duration,
-    /// Extra headers on every request (`RAY_JOB_HEADERS`, a bearer token).
+    /// Extra headers on every request (`RAY_JOB_HEADERS`); none may carry a token.
     pub headers: BTreeMap<String, String>,
+    /// The Ray token, sent as `Authorization: Bearer` on every request.
+    pub token: Option<crate::Token>,
 }
 
 impl Default for ClientOptions {
@@ -228,6 +230,7 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(30),
             upload_timeout: Duration::from_secs(600),
             headers: BTreeMap::new(),
+            token: None,
         }
     }
 }
@@ -292,6 +295,9 @@ impl Client {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::USER_AGENT, reqwest::header::HeaderValue::from_static(USER_AGENT));
         for (name, value) in &options.headers {
+            if crate::auth::is_authorization(name) {
+                return Err(Error::AuthorizationHeader { name: name.clone() });
+            }
             let header = |reason| Error::Header { name: name.clone(), reason };
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| header("not a header name (letters, digits and `-`)"))?;
@@ -299,6 +305,12 @@ impl Client {
                 .map_err(|_| header("its value holds a character headers cannot carry (a control character or a line break)"))?;
             value.set_sensitive(true);
             headers.insert(name, value);
+        }
+        if let Some(token) = &options.token {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.reveal()))
+                .map_err(|_| Error::BadToken { from: token.source().to_string() })?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
         }
         crate::ensure_crypto_provider();
         let http = reqwest::Client::builder()
@@ -341,6 +353,10 @@ impl Client {
             let location = location.chars().take(200).collect();
             return Err(Error::Redirected { address: self.address.clone(), what: what.to_owned(), status: status.as_u16(), location });
         }
+        if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            let body = response.chunk().await.ok().flatten().map(|c| String::from_utf8_lossy(&c).into_owned()).unwrap_or_default();
+            return Err(self.unauthorized(what, status, &body));
+        }
         let too_large = || Error::AnswerTooLarge { what: what.to_owned(), limit };
         if response.content_length().is_some_and(|length| length > limit as u64) {
             return Err(too_large());
@@ -360,6 +376,17 @@ impl Client {
             Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() }
         } else {
             Error::Unreachable { address: self.address.clone(), reason: root_cause(e) }
+        }
+    }
+
+    /// A 401 or 403: the token was missing or wrong.
+    fn unauthorized(&self, what: &str, status: StatusCode, body: &str) -> Error {
+        Error::Unauthorized {
+            address: self.address.clone(),
+            what: what.to_owned(),
+            status: status.as_u16(),
+            tried: self.options.token.as_ref().map(|t| t.source().clone()),
+            message: server_message(body),
         }
     }
 
@@ -563,6 +590,8 @@ impl Client {
                 let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
                 if status == StatusCode::NOT_FOUND {
                     Err(Error::JobNotFound { id: id.to_owned() })
+                } else if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                    Err(self.unauthorized(&what, status, &body))
                 } else {
                     Err(Error::Server { what, status: status.as_u16(), message: server_message(&body) })
                 }

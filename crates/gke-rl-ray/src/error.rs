@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::TokenSource;
 use crate::package::too_large_message;
 
 /// Everything a call or the packager can fail with.
@@ -31,6 +32,19 @@ pub enum Error {
     AnswerTooLarge { what: String, limit: usize },
     #[error("header `{name}`: {reason}")]
     Header { name: String, reason: &'static str },
+    #[error(
+        "header `{name}` would carry a token, and headers given on the command line show in `ps`: put the Ray token in {}, or in a file that {} names, or in ~/{}",
+        gke_rl::auth::TOKEN_VARIABLE,
+        gke_rl::auth::TOKEN_PATH_VARIABLE,
+        gke_rl::auth::TOKEN_HOME_FILE
+    )]
+    AuthorizationHeader { name: String },
+    #[error("cannot read the Ray token from {}: {reason}", .path.display())]
+    TokenFile { path: PathBuf, reason: String },
+    #[error("the Ray token from {from} holds a space, a line break or a control character, which no Ray token has")]
+    BadToken { from: String },
+    #[error("{}", unauthorized_message(address, what, *status, tried.as_ref(), message))]
+    Unauthorized { address: String, what: String, status: u16, tried: Option<crate::TokenSource>, message: String },
     #[error("the working dir changed after it was hashed as {uri}: submit again")]
     PackageChanged { uri: String },
     #[error("job {id} does not exist")]
@@ -71,4 +85,26 @@ pub enum Error {
     Changed { path: PathBuf },
     #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
     TooManyFiles,
+}
+
+/// A refusal for want of the right token: which token was tried (by where it came from, never
+/// its value) and where the right one is.
+fn unauthorized_message(address: &str, what: &str, status: u16, tried: Option<&TokenSource>, message: &str) -> String {
+    use gke_rl::auth::{TOKEN_HOME_FILE, TOKEN_PATH_VARIABLE, TOKEN_VARIABLE};
+    let refused = format!("the Ray dashboard at {address} refused {what} ({status}: {message})");
+    match tried {
+        None => format!(
+            "{refused}: it needs the cluster's Ray token, and none was given: set {TOKEN_VARIABLE}, or {TOKEN_PATH_VARIABLE} to a file \
+             that holds it, or write it to ~/{TOKEN_HOME_FILE}; for a cluster gke-rl deployed, leave out --address and gke-rl reads \
+             the token from the cluster's Secret"
+        ),
+        Some(source @ TokenSource::Secret { .. }) => format!(
+            "{refused} with the token of {source}: the Ray pods started with another token (the Secret was replaced after they \
+             started); restart them with `gke-rl suspend` and `gke-rl resume`"
+        ),
+        Some(source) => format!(
+            "{refused} with the token from {source}, which is not this cluster's token; give the cluster's token there, or for a \
+             cluster gke-rl deployed, leave out --address and gke-rl reads the token from the cluster's Secret"
+        ),
+    }
 }

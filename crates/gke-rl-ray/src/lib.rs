@@ -19,11 +19,13 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod client;
 mod error;
 mod follow;
 pub mod package;
 
+pub use auth::{Token, TokenSource};
 pub use client::{
     Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TESTED_RAY, TailEnd, Version, entrypoint, latest_submission,
     new_submission_id,

@@ -9,7 +9,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use gke_rl_ray::{Client, ClientOptions, Error, SubmitRequest};
+use gke_rl_ray::{Client, ClientOptions, Error, SubmitRequest, Token, TokenSource};
 
 /// A raw HTTP/1.1 server on a thread: each request's path goes to `answer`, which writes the
 /// whole response (and may keep writing until the client hangs up). Returns its address.
@@ -45,8 +45,8 @@ fn version_body(ray: &str) -> String {
 }
 
 fn client(address: &str) -> Client {
-    let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer do-not-leak".to_owned())]);
-    Client::new(address, ClientOptions { headers, ..ClientOptions::default() }).unwrap()
+    let token = Token::new("do-not-leak", TokenSource::Variable).unwrap();
+    Client::new(address, ClientOptions { token, ..ClientOptions::default() }).unwrap()
 }
 
 #[tokio::test]
@@ -122,4 +122,46 @@ fn bad_header_values_name_the_header() {
     let headers = BTreeMap::from([("X-Token".to_owned(), "line\nbreak".to_owned())]);
     let error = Client::new("localhost:8265", ClientOptions { headers, ..ClientOptions::default() }).unwrap_err().to_string();
     assert!(error.starts_with("header `X-Token`: its value holds a character") && !error.contains("dashboard address"), "{error}");
+}
+
+/// A dashboard that refuses the token, on the HTTP routes and on the log stream's upgrade:
+/// each refusal names where the token came from, never the token.
+#[tokio::test]
+async fn refusals_of_the_token_name_its_source_on_every_route_and_the_log_stream() {
+    let address = serve(|path, stream| {
+        let (status, body) = if path.contains("missing") {
+            ("401 Unauthorized", "Unauthorized: Missing authentication token")
+        } else {
+            ("403 Forbidden", "Forbidden: Invalid authentication token")
+        };
+        respond(stream, status, "", body);
+    });
+    let from_file = TokenSource::PathVariable("/run/ray-token".into());
+    let token = Token::new("s3cret-value", from_file).unwrap();
+    let client = Client::new(&address, ClientOptions { token, ..ClientOptions::default() }).unwrap();
+    let errors = [client.version().await.unwrap_err(), client.jobs().await.unwrap_err(), client.tail("raysubmit_x").await.err().unwrap()];
+    for error in errors {
+        let text = error.to_string();
+        assert!(matches!(error, Error::Unauthorized { status: 403, .. }), "{text}");
+        assert!(
+            text.contains("with the token from /run/ray-token (the file RAY_AUTH_TOKEN_PATH names), which is not this cluster's token"),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+    let anonymous = Client::new(&address, ClientOptions::default()).unwrap();
+    let text = anonymous.job("missing").await.unwrap_err().to_string();
+    assert!(
+        text.contains("(401: Unauthorized: Missing authentication token): it needs the cluster's Ray token, and none was given"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_token_in_the_headers_is_refused_before_any_request() {
+    for name in ["Authorization", "x-ray-authorization"] {
+        let headers = BTreeMap::from([(name.to_owned(), "Bearer s3cret".to_owned())]);
+        let error = Client::new("localhost:8265", ClientOptions { headers, ..ClientOptions::default() }).unwrap_err().to_string();
+        assert!(error.contains("would carry a token") && error.contains("RAY_AUTH_TOKEN") && !error.contains("s3cret"), "{error}");
+    }
 }

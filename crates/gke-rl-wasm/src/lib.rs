@@ -84,7 +84,9 @@ mod tests {
     #[test]
     fn render_json_gives_artifacts_or_a_positioned_error() {
         let rendered = render_json("");
-        assert_eq!(rendered["artifacts"].as_array().map(Vec::len), Some(7));
+        let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
+        let count = gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().iter().count();
+        assert_eq!((rendered["artifacts"].as_array().map(Vec::len), count), (Some(8), 8), "with the NetworkPolicy of Ray 2.46");
         assert_eq!(rendered["cost"]["text"], gke_rl::cost::estimate(&gke_rl::Deployment::default()).to_string());
         let error = &render_json("project:\n  nope: 1\n")["error"];
         assert_eq!((error["line"].as_u64(), error["code"].as_str()), (Some(2), Some("config-unknown-key")), "{error}");

@@ -119,6 +119,13 @@ impl FakeApiServer {
         self.lock().objects.get(&(plural.to_owned(), name.to_owned())).cloned()
     }
 
+    /// The decoded value of `key` in the stored Secret `name`, as a pod would see it.
+    pub fn secret_value(&self, name: &str, key: &str) -> Option<String> {
+        let secret = self.object("secrets", name)?;
+        let bytes: k8s_openapi::ByteString = serde_json::from_value(secret["data"][key].clone()).ok()?;
+        String::from_utf8(bytes.0).ok()
+    }
+
     /// Forbids applying objects of this kind (plural), or allows it again.
     pub fn refuse(&self, plural: &str, refused: bool) {
         let mut state = self.lock();
@@ -203,6 +210,21 @@ impl FakeApiServer {
                 }
                 state.objects.insert(key, object.clone());
                 (StatusCode::OK, object)
+            }
+            // A create: refused when the name is taken, as the API server does.
+            ("POST", [plural]) => {
+                let Ok(mut object) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
+                let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+                let key = ((*plural).to_owned(), name.clone());
+                if state.objects.contains_key(&key) {
+                    let mut conflict = status(409, &format!("{plural} \"{name}\" already exists"));
+                    conflict["reason"] = json!("AlreadyExists");
+                    return (StatusCode::CONFLICT, conflict);
+                }
+                state.uids += 1;
+                object["metadata"]["uid"] = json!(format!("uid-{}", state.uids));
+                state.objects.insert(key, object.clone());
+                (StatusCode::CREATED, object)
             }
             ("GET", [plural, name]) => match state.objects.get(&((*plural).to_owned(), (*name).to_owned())) {
                 Some(object) => {
