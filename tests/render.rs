@@ -6,7 +6,9 @@ use std::path::Path;
 
 use common::{gke_rl, project_root, stderr};
 
-const ARTIFACTS: [&str; 7] = [
+/// The default render's files: the default image's Ray 2.46 has no token authentication, so
+/// the NetworkPolicy is among them.
+const ARTIFACTS: [&str; 8] = [
     "env.sh",
     "gke-a4-deployment.yaml",
     "ray-cluster.yaml",
@@ -14,6 +16,7 @@ const ARTIFACTS: [&str; 7] = [
     ".rayignore",
     "ray_runtime_env.json",
     "run_nemo_rl.sh",
+    "ray-network-policy.yaml",
 ];
 
 fn listing(dir: &Path) -> Vec<String> {

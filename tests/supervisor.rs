@@ -46,3 +46,46 @@ fn the_supervisor_and_gke_rl_classify_every_recorded_message_alike() {
     }
     assert_eq!(kinds.len(), 3, "the corpus has a lost node, a lost driver and a program failure: {kinds:?}");
 }
+
+/// The in-cluster programs send the Ray token to the dashboard they call and to no one else:
+/// against a dashboard that redirects to another host, each program's own `authorized` (from
+/// the generated source) gives the token to the first and nothing to the second.
+#[test]
+fn the_in_cluster_programs_send_the_ray_token_to_their_dashboard_only() {
+    let probe = r#"
+import http.server, json, sys, threading, urllib.request
+heard = {}
+class Other(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        heard["other"] = self.headers.get("Authorization")
+        self.send_response(200); self.end_headers(); self.wfile.write(b"[]")
+    def log_message(self, *a): pass
+class Dashboard(Other):
+    def do_GET(self):
+        heard["dashboard"] = self.headers.get("Authorization")
+        self.send_response(307); self.send_header("Location", f"http://127.0.0.2:{other.server_port}/"); self.end_headers()
+other = http.server.HTTPServer(("127.0.0.2", 0), Other)
+dashboard = http.server.HTTPServer(("127.0.0.1", 0), Dashboard)
+for server in (other, dashboard):
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+urllib.request.urlopen(authorized(urllib.request.Request(f"http://127.0.0.1:{dashboard.server_port}/api/jobs/")), timeout=10).read()
+print(json.dumps(heard))
+"#;
+    let token = "0123456789abcdef0123456789abcdef";
+    for (name, source) in
+        [("supervisor", gke_rl::supervisor::program()), ("keeper", gke_rl::supervisor::keeper()), ("guard", gke_rl::guard::program())]
+    {
+        // The program's definitions without its `main()` call, then the probe.
+        let definitions = source.split("\nif __name__ == \"__main__\":").next().unwrap();
+        let out = Command::new("python3")
+            .args(["-c", &format!("{definitions}\n{probe}")])
+            .env("RAY_AUTH_TOKEN", token)
+            .env_remove("RAY_AUTH_TOKEN_PATH")
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let heard: serde_json::Value = serde_json::from_slice(&out.stdout).expect("what the servers heard");
+        assert_eq!(heard["dashboard"], format!("Bearer {token}"), "{name}");
+        assert!(heard.get("other").is_some_and(serde_json::Value::is_null), "{name}: the other host heard {heard}");
+    }
+}

@@ -522,7 +522,9 @@ fn preempted(cluster: &Cluster) -> Result<(), Failed> {
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
     check(deploy.status.success(), "deploy", &deploy)?;
     check(stderr(&deploy).contains("run keeper applied in default: ConfigMap ray-a4-gpu-spot-keeper, CronJob"), "the keeper", &deploy)?;
-    let submit = cloud.command(&["submit"]);
+    // The head's token, given explicitly: it wins over the RayCluster's (here none, Ray 2.46's render).
+    let mut submit = cloud.command(&["submit"]);
+    submit.env("RAY_AUTH_TOKEN", ray_head::test_token());
     let training = Training::spawn(submit, &cloud.root, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
     training.wait_until("the checkpoint of step 4", |t| t.markers() >= 2)?;
     cluster.kill_node()?;
@@ -534,7 +536,7 @@ fn preempted(cluster: &Cluster) -> Result<(), Failed> {
     check(said.contains("restarts: 1 (") && said.contains(" a Ray node was lost ("), "the report, with the cause in Ray's words", &out)?;
     check(log.contains("resuming after step") && log.contains("trained step 8"), "it resumed from its newest marker", &out)?;
     let first = said.split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();
-    let status = cloud.gke_rl(&["status", &first], &[]);
+    let status = cloud.gke_rl(&["status", &first], &[("RAY_AUTH_TOKEN", ray_head::test_token())]);
     check(stdout(&status).contains("SUCCEEDED") && stderr(&status).contains("restarts: 1 ("), "status reads the records", &status)?;
     cloud.assert_token_stays_secret(&[&deploy, &out, &status]);
     Ok(())

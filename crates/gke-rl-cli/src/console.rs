@@ -137,6 +137,9 @@ impl Progress for Console {
             Event::RayTokenSecret { namespace, name, created: false } => {
                 self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's Ray token"))
             }
+            Event::PodsWithoutToken { namespace, name } => self.say(format_args!(
+                "  ! RayCluster {namespace}/{name} ran without token authentication; its running pods keep running without it until they restart: `gke-rl suspend`, then `gke-rl resume`"
+            )),
             Event::RayClusterApplied { namespace, name, uid } => {
                 self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
             }

@@ -30,7 +30,9 @@ pub(crate) struct Connection {
     /// Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config's RayCluster]
     #[arg(long, value_name = "URL", env = "RAY_API_SERVER_ADDRESS")]
     address: Option<String>,
-    /// Extra HTTP headers for every request, as a JSON object
+    /// Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads
+    /// it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with
+    /// --address), or from the RayCluster's Secret (through the port-forward)
     #[arg(long, value_name = "JSON", env = "RAY_JOB_HEADERS", hide_env_values = true)]
     headers: Option<String>,
     /// Give up on a request the dashboard does not answer within this many seconds
@@ -63,7 +65,10 @@ impl Connection {
 
     async fn head(&self, deployment: &Deployment, env: &Env, console: Arc<Console>) -> anyhow::Result<Head> {
         let headers: BTreeMap<String, String> = match &self.headers {
-            Some(json) => serde_json::from_str(json).context("--headers / RAY_JOB_HEADERS must be a JSON object of strings")?,
+            // serde's message would quote the value, which may hold a secret: only where it is.
+            Some(json) => serde_json::from_str(json).map_err(|e| {
+                anyhow::anyhow!("--headers / RAY_JOB_HEADERS must be a JSON object of strings (line {}, column {})", e.line(), e.column())
+            })?,
             None => BTreeMap::new(),
         };
         let address = self.address.clone().or_else(|| std::env::var("RAY_ADDRESS").ok()).filter(|a| !a.is_empty());
@@ -427,7 +432,14 @@ impl StatusArgs {
                 }
             }
             if self.json {
-                outln!("{}", serde_json::to_string_pretty(&gke_rl_ops::jobs::redacted(&job, &connected.loaded.deployment))?);
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&gke_rl_ops::jobs::redacted(
+                        &job,
+                        &connected.loaded.deployment,
+                        connected.head.client.token()
+                    ))?
+                );
             } else {
                 outln!("{}", crate::terminal::shown(&describe(&job, env.clock.unix_millis())));
             }
@@ -485,7 +497,10 @@ impl JobsArgs {
             let connected = self.connection.connect(&env).await?;
             let jobs = connected.head.client.jobs().await?;
             if self.json {
-                let jobs: Vec<_> = jobs.iter().map(|job| gke_rl_ops::jobs::redacted(job, &connected.loaded.deployment)).collect();
+                let jobs: Vec<_> = jobs
+                    .iter()
+                    .map(|job| gke_rl_ops::jobs::redacted(job, &connected.loaded.deployment, connected.head.client.token()))
+                    .collect();
                 outln!("{}", serde_json::to_string_pretty(&jobs)?);
                 return Ok(0);
             }
@@ -564,7 +579,7 @@ mod tests {
         assert_eq!(started(&job), "2026-11-18 11:06:40"); // Python: datetime.utcfromtimestamp(1795000000)
         assert_eq!(duration(&job, 1_795_000_090_000), "1m30s");
         let renamed = gke_rl::config::from_yaml("secrets:\n  hf_token_env: MY_HF\n").unwrap();
-        let json = gke_rl_ops::jobs::redacted(&job, &renamed);
+        let json = gke_rl_ops::jobs::redacted(&job, &renamed, None);
         assert_eq!(json["runtime_env"]["env_vars"]["HF_TOKEN"], "<redacted>");
         assert_eq!(json["runtime_env"]["env_vars"]["MY_HF"], "<redacted>", "the config's own name for the token");
         assert_eq!(json["runtime_env"]["env_vars"]["HF_HOME"], "/lustre");

@@ -127,9 +127,13 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
         unknown.push("AUTHORIZED_CIDR");
     }
     let set_first = if unknown.is_empty() { String::new() } else { format!(" (after exporting {})", unknown.join(" and ")) };
+    let (secrets, policy) = match d.ray.token_auth() {
+        Ok(true) => ("the Secrets with the commands", String::new()),
+        _ => ("the Secret with the command", format!("kubectl apply -f {out}/{}, ", gke_rl::render::NETWORK_POLICY_FILE)),
+    };
     format!(
         "next steps:\n  source {out}/env.sh{set_first}\n  \
          deploy the gke-a4 blueprint with gcluster: -d {out}/gke-a4-deployment.yaml\n  \
-         create the Secret with the command in {out}/hf-token-secret.yaml, then kubectl apply -f {out}/ray-cluster.yaml"
+         create {secrets} in {out}/hf-token-secret.yaml, then {policy}kubectl apply -f {out}/ray-cluster.yaml"
     )
 }

@@ -470,6 +470,16 @@ async fn run_step(
             if d.ray.token_auth()? {
                 let name = gke_rl::auth::secret_name(d);
                 let created = clusters.create_secret_unless_present(&name, gke_rl::auth::TOKEN_KEY, &new_ray_token()?).await?;
+                // A Secret of that name without a token would keep the pods from starting.
+                let holds_token =
+                    created || clusters.secret_value(&name, gke_rl::auth::TOKEN_KEY).await?.is_some_and(|t| !t.trim().is_empty());
+                if !holds_token {
+                    return Err(Error::NoRayToken {
+                        cluster: d.project.cluster_name.to_string(),
+                        namespace: d.ray.namespace.to_string(),
+                        secret: name,
+                    });
+                }
                 progress.event(Event::RayTokenSecret { namespace: d.ray.namespace.as_str(), name: &name, created });
             }
             state.created.namespace = Some(d.ray.namespace.to_string());
@@ -478,13 +488,30 @@ async fn run_step(
         }
         Step::RayCluster => {
             let clusters = resolved.clusters(env).await?;
+            let namespace = d.ray.namespace.as_str();
+            // The NetworkPolicy first, so that no pod of a Ray without tokens starts open.
+            if let Some(policy) = &written.artifacts.network_policy {
+                let applied = clusters.apply_all(&policy.contents).await?;
+                progress.event(Event::HelperApplied { what: "network policy", namespace, objects: &applied });
+            }
+            let cluster = d.project.cluster_name.as_str();
+            let ran_open = clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
             let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
-            progress.event(Event::RayClusterApplied { namespace: d.ray.namespace.as_str(), name: &name, uid: &uid });
+            progress.event(Event::RayClusterApplied { namespace, name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
-            let policy = written.artifacts.network_policy.as_ref().map(|a| ("network policy", a.contents.clone()));
+            if d.ray.token_auth()? {
+                // An operator whose CRD predates authOptions (KubeRay before 1.5.1) drops the
+                // field without a word, and the pods would start without tokens.
+                if clusters.token_secret(&name).await?.is_none() {
+                    return Err(Error::TokenAuthDropped { namespace: namespace.to_owned(), name });
+                }
+                if ran_open {
+                    progress.event(Event::PodsWithoutToken { namespace, name: &name });
+                }
+            }
             let keeper = Some(("run keeper", gke_rl::supervisor::keeper_manifests(d)));
             let guard = gke_rl::guard::manifests(d).map(|m| ("idle guard", m));
-            for (what, manifests) in policy.into_iter().chain(keeper).chain(guard) {
+            for (what, manifests) in keeper.into_iter().chain(guard) {
                 let applied = clusters.apply_all(&manifests).await?;
                 progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }

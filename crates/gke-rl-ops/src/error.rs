@@ -147,9 +147,30 @@ pub enum Error {
     /// The Ray Jobs API or the packager.
     #[error(transparent)]
     Ray(#[from] gke_rl_ray::Error),
+    /// `--env-from-local RAY_AUTH_TOKEN`.
+    #[error(
+        "--env-from-local RAY_AUTH_TOKEN would write the Ray token into the job's runtime env, which the Jobs API shows to everyone who lists jobs; the Ray pods have it already (KubeRay sets RAY_AUTH_TOKEN in every Ray container)"
+    )]
+    RayTokenToJob,
+    /// A file of the package holds the Ray token.
+    #[error("the package holds the Ray token (the one from {from}); a secret must never be uploaded: exclude the file in .rayignore")]
+    RayTokenInPackage {
+        /// Where the token came from.
+        from: String,
+    },
+    /// The API server dropped `authOptions` from the applied RayCluster.
+    #[error(
+        "the API server dropped spec.authOptions from RayCluster {namespace}/{name}: the cluster's KubeRay is older than 1.5.1 and its pods would start without token authentication; upgrade KubeRay (GKE's Ray operator add-on with the cluster), or set `ray.auth: disabled` to get the NetworkPolicy instead"
+    )]
+    TokenAuthDropped {
+        /// Namespace.
+        namespace: String,
+        /// The RayCluster.
+        name: String,
+    },
     /// The RayCluster asks for a Ray token that its Secret does not hold.
     #[error(
-        "RayCluster {namespace}/{cluster} admits only holders of the Ray token in Secret {namespace}/{secret}, which holds none (or does not exist): run deploy again, which creates it, or set RAY_AUTH_TOKEN to the cluster's token"
+        "RayCluster {namespace}/{cluster} admits only holders of the Ray token in Secret {namespace}/{secret} (key auth_token), which holds none or does not exist: delete that Secret if it is there and run deploy, which makes a new token, then restart the pods with `gke-rl suspend` and `gke-rl resume`; or set RAY_AUTH_TOKEN to the cluster's token"
     )]
     NoRayToken {
         /// The RayCluster.

@@ -87,6 +87,14 @@ pub enum Event<'a> {
         /// Whether it was created now.
         created: bool,
     },
+    /// The RayCluster ran without token authentication before this deploy turned it on: its
+    /// running pods keep running without it until they are recreated.
+    PodsWithoutToken {
+        /// Namespace.
+        namespace: &'a str,
+        /// The RayCluster.
+        name: &'a str,
+    },
     /// The objects of an in-cluster helper (the run keeper, the idle guard) were applied.
     HelperApplied {
         /// Which helper.

@@ -75,6 +75,9 @@ pub fn prepare(
     let package = package(deployment, artifacts, options, &runtime_env, env, progress)?;
     let mut env_vars = Vec::new();
     for name in &options.env_from_local {
+        if name == gke_rl::auth::TOKEN_VARIABLE {
+            return Err(Error::RayTokenToJob);
+        }
         let value = env.runner.var(name).ok_or_else(|| Error::EnvFromLocalUnset(name.clone()))?;
         progress.event(Event::EnvFromLocal { name });
         env_vars.push((name.clone(), value));
@@ -180,6 +183,9 @@ async fn upload_unless_present(client: &Client, hashed: &Hashed, progress: &dyn 
         progress.event(Event::PackageReused { uri: &hashed.uri, files });
     } else {
         let package = hashed.zip()?;
+        if let Some(token) = client.token().filter(|t| package.holds(t.reveal())) {
+            return Err(Error::RayTokenInPackage { from: token.source().to_string() });
+        }
         progress.event(Event::Uploading { uri: &hashed.uri, files, bytes: package.zip.len() as u64 });
         client.upload_package(&hashed.uri, package.zip).await?;
     }
@@ -314,8 +320,15 @@ fn package(
     };
     // The model's secret variables, whatever the config names them, and the ones passed in.
     let names: Vec<String> = lifecycle::secret_variables(deployment).into_iter().chain(options.env_from_local.iter().cloned()).collect();
-    let values: Vec<(&str, String)> =
+    let mut values: Vec<(&str, String)> =
         names.iter().filter_map(|name| env.runner.var(name).filter(|v| v.len() >= 8).map(|v| (name.as_str(), v))).collect();
+    // The Ray token wherever Ray's CLI finds it (the cluster's own, from its Secret, is
+    // checked at the upload: it is read after connecting).
+    let variable = |name: &str| env.runner.var(name).map(std::ffi::OsString::from);
+    let token = gke_rl_ray::Token::discover(variable, env.runner.var("HOME").map(PathBuf::from).as_deref())?;
+    if let Some(token) = token.filter(|t| t.reveal().len() >= 8) {
+        values.push((gke_rl::auth::TOKEN_VARIABLE, token.reveal().to_owned()));
+    }
     let secrets: Vec<Secret<'_>> = values.iter().map(|(name, value)| Secret { name, value }).collect();
     let plan = match dir {
         Some(zip) if zip.is_file() && zip.extension().is_some_and(|e| e == "zip") => {
@@ -506,12 +519,13 @@ pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &d
 /// variables wherever they appear, values held by secret names (the config's own among them),
 /// and tokens by their shape in any string (metadata, entrypoint, messages). The API returns
 /// every env var to anyone; gke-rl's output need not repeat them.
-pub fn redacted(job: &JobDetails, deployment: &Deployment) -> serde_json::Value {
+pub fn redacted(job: &JobDetails, deployment: &Deployment, token: Option<&gke_rl_ray::Token>) -> serde_json::Value {
     let mut value = serde_json::to_value(job).unwrap_or_default();
     let names = lifecycle::secret_variables(deployment);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     // Shorter values would redact ordinary words.
-    let local: Vec<String> = names.iter().filter_map(|name| std::env::var(name).ok()).filter(|v| v.len() >= 8).collect();
+    let mut local: Vec<String> = names.iter().filter_map(|name| std::env::var(name).ok()).filter(|v| v.len() >= 8).collect();
+    local.extend(token.map(|t| t.reveal().to_owned()));
     redact_json(&mut value, "", &names, &local);
     value
 }

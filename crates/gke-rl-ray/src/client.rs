@@ -324,6 +324,11 @@ impl Client {
         Ok(Client { http, address, headers, options })
     }
 
+    /// The Ray token this client sends, if any.
+    pub fn token(&self) -> Option<&crate::Token> {
+        self.options.token.as_ref()
+    }
+
     /// The normalised dashboard address, e.g. `http://localhost:8265`.
     pub fn address(&self) -> &str {
         &self.address
@@ -385,7 +390,7 @@ impl Client {
             address: self.address.clone(),
             what: what.to_owned(),
             status: status.as_u16(),
-            tried: self.options.token.as_ref().map(|t| t.source().clone()),
+            tried: self.options.token.as_ref().map(|t| Box::new(t.source().clone())),
             message: server_message(body),
         }
     }

@@ -43,8 +43,8 @@ pub enum Error {
     TokenFile { path: PathBuf, reason: String },
     #[error("the Ray token from {from} holds a space, a line break or a control character, which no Ray token has")]
     BadToken { from: String },
-    #[error("{}", unauthorized_message(address, what, *status, tried.as_ref(), message))]
-    Unauthorized { address: String, what: String, status: u16, tried: Option<crate::TokenSource>, message: String },
+    #[error("{}", unauthorized_message(address, what, *status, tried.as_deref(), message))]
+    Unauthorized { address: String, what: String, status: u16, tried: Option<Box<crate::TokenSource>>, message: String },
     #[error("the working dir changed after it was hashed as {uri}: submit again")]
     PackageChanged { uri: String },
     #[error("job {id} does not exist")]
@@ -95,16 +95,17 @@ fn unauthorized_message(address: &str, what: &str, status: u16, tried: Option<&T
     match tried {
         None => format!(
             "{refused}: it needs the cluster's Ray token, and none was given: set {TOKEN_VARIABLE}, or {TOKEN_PATH_VARIABLE} to a file \
-             that holds it, or write it to ~/{TOKEN_HOME_FILE}; for a cluster gke-rl deployed, leave out --address and gke-rl reads \
-             the token from the cluster's Secret"
+             that holds it, or write it to ~/{TOKEN_HOME_FILE}; for a cluster gke-rl deployed, gke-rl's own port-forward (no \
+             --address) reads the token from the cluster's Secret"
         ),
         Some(source @ TokenSource::Secret { .. }) => format!(
             "{refused} with the token of {source}: the Ray pods started with another token (the Secret was replaced after they \
              started); restart them with `gke-rl suspend` and `gke-rl resume`"
         ),
         Some(source) => format!(
-            "{refused} with the token from {source}, which is not this cluster's token; give the cluster's token there, or for a \
-             cluster gke-rl deployed, leave out --address and gke-rl reads the token from the cluster's Secret"
+            "{refused} with the token from {source}, which is not this cluster's token: give the cluster's token there, or \
+             unset {TOKEN_VARIABLE} and {TOKEN_PATH_VARIABLE} so that gke-rl's own port-forward (no --address) reads a deployed \
+             cluster's token from its Secret"
         ),
     }
 }

@@ -139,6 +139,14 @@ pub struct Package {
     pub file_count: usize,
 }
 
+impl Package {
+    /// Whether the zip's bytes hold `value` (its files are stored as they are, so a file that
+    /// holds it does).
+    pub fn holds(&self, value: &str) -> bool {
+        memchr::memmem::find(&self.zip, value.as_bytes()).is_some()
+    }
+}
+
 impl Plan {
     /// Walks `dir` with Ray's exclusion rules.
     pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, Error> {

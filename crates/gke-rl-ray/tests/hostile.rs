@@ -14,6 +14,11 @@ use gke_rl_ray::{Client, ClientOptions, Error, SubmitRequest, Token, TokenSource
 /// A raw HTTP/1.1 server on a thread: each request's path goes to `answer`, which writes the
 /// whole response (and may keep writing until the client hangs up). Returns its address.
 fn serve(answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> String {
+    serve_heads(move |path, _, stream| answer(path, stream))
+}
+
+/// [`serve`], with each request's head (its request line and headers) given to `answer` too.
+fn serve_heads(answer: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let answer = Arc::new(answer);
@@ -28,7 +33,7 @@ fn serve(answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> Strin
                 }
                 let head = String::from_utf8_lossy(&head);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                answer(&path, &mut stream);
+                answer(&path, &head, &mut stream);
             });
         }
     });
@@ -128,11 +133,12 @@ fn bad_header_values_name_the_header() {
 /// each refusal names where the token came from, never the token.
 #[tokio::test]
 async fn refusals_of_the_token_name_its_source_on_every_route_and_the_log_stream() {
-    let address = serve(|path, stream| {
-        let (status, body) = if path.contains("missing") {
-            ("401 Unauthorized", "Unauthorized: Missing authentication token")
-        } else {
+    // As Ray's dashboard answers: 401 without a token, 403 with one it does not know.
+    let address = serve_heads(|_, head, stream| {
+        let (status, body) = if head.to_ascii_lowercase().contains("\r\nauthorization: bearer s3cret-value\r\n") {
             ("403 Forbidden", "Forbidden: Invalid authentication token")
+        } else {
+            ("401 Unauthorized", "Unauthorized: Missing authentication token")
         };
         respond(stream, status, "", body);
     });
@@ -150,7 +156,7 @@ async fn refusals_of_the_token_name_its_source_on_every_route_and_the_log_stream
         assert!(!text.contains("s3cret"), "{text}");
     }
     let anonymous = Client::new(&address, ClientOptions::default()).unwrap();
-    let text = anonymous.job("missing").await.unwrap_err().to_string();
+    let text = anonymous.job("raysubmit_y").await.unwrap_err().to_string();
     assert!(
         text.contains("(401: Unauthorized: Missing authentication token): it needs the cluster's Ray token, and none was given"),
         "{text}"

@@ -26,8 +26,8 @@ pub const TOKEN_PATH_VARIABLE: &str = "RAY_AUTH_TOKEN_PATH";
 /// The token file under the home directory, Ray's third place to look.
 pub const TOKEN_HOME_FILE: &str = ".ray/auth_token";
 
-/// How gke-rl's in-cluster programs (the supervisor, the run keeper, the idle guard) find the
-/// token: `auth_headers()`, generated into each of them.
+/// How gke-rl's in-cluster programs (the supervisor, the run keeper, the idle guard) find and
+/// send the token: `authorized(request)`, generated into each of them.
 pub const PYTHON: &str = include_str!("auth.py");
 
 /// The line of an in-cluster program that [`PYTHON`] replaces.

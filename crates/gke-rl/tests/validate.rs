@@ -670,3 +670,49 @@ fn logs_and_caches_off_lustre_are_named_with_what_is_lost() {
         && m.contains("HF_HOME `/root/.cache/huggingface`")
         && m.contains("every node downloads Qwen/Qwen2.5-72B-Instruct (145 GB in bf16) again")));
 }
+
+/// Token authentication as KubeRay and Ray decide it: by `rayVersion` (which KubeRay needs)
+/// and the image's Ray; set by `authOptions`, or by Ray's own variables in the container.
+#[test]
+fn token_authentication_is_checked_as_kuberay_and_ray_decide_it() {
+    let mut d = gke_rl::Deployment::default();
+    d.ray.image = gke_rl::model::Word::new("nvcr.io/nvidia/nemo-rl:v0.6.0").unwrap();
+    let files = rendered(&d);
+    let auth = |edit: &dyn Fn(&str) -> String| -> Vec<(&'static str, String)> {
+        let mut files = files.clone();
+        let cluster = files.get_mut("ray-cluster.yaml").unwrap();
+        *cluster = edit(cluster);
+        check(&files)
+            .into_iter()
+            .filter(|f| f.diagnostic.code.starts_with("ray-auth"))
+            .map(|f| (f.diagnostic.code, f.diagnostic.message))
+            .collect()
+    };
+    assert_eq!(auth(&|c| c.to_owned()), [], "the render has tokens");
+    let without = |c: &str| c.replace("  authOptions:\n    mode: token\n    secretName: ray-a4-gpu-spot-ray-token\n", "");
+    assert_eq!(auth(&without).iter().map(|f| f.0).collect::<Vec<_>>(), ["ray-auth-off"]);
+    let by_hand = |c: &str| {
+        without(c).replacen(
+            "            env:\n",
+            "            env:\n              - name: RAY_AUTH_MODE\n                value: token\n",
+            1,
+        )
+    };
+    assert_eq!(auth(&by_hand), [], "Ray's own variables turn it on");
+    let unversioned = |c: &str| c.replace("  rayVersion: \"2.54.0\"\n", "");
+    assert_eq!(
+        auth(&unversioned),
+        [(
+            "ray-auth-unsupported",
+            "authOptions.mode is token, but the RayCluster names no rayVersion, which KubeRay needs for it".to_owned()
+        )]
+    );
+    let old_version = |c: &str| c.replace("rayVersion: \"2.54.0\"", "rayVersion: \"2.50.0\"");
+    assert_eq!(auth(&old_version)[0].1, "authOptions.mode is token, but the cluster runs Ray 2.50.0; token authentication needs 2.52.0");
+    let short = |c: &str| {
+        c.replace("rayVersion: \"2.54.0\"", "rayVersion: \"2.52\"")
+            .replace("nemo-rl:v0.6.0", "rayproject/ray:2.52.0")
+            .replace("nvcr.io/nvidia/", "")
+    };
+    assert_eq!(auth(&short), [], "2.52 is 2.52.0");
+}

@@ -583,3 +583,40 @@ async fn a_namespace_of_its_own_is_created_before_the_secret() {
     let blueprint = std::fs::read_to_string(w.folder().join("gke-a4.yaml")).unwrap();
     assert!(blueprint.contains("namespace: rl"), "the Lustre PVC is created in rl");
 }
+
+/// A Ray with token authentication: deploy makes the token (32 random bytes in hex) in the
+/// Secret the RayCluster names, shows it nowhere, keeps it when it runs again, and warns when it
+/// turns tokens on for pods that ran without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
+    let w = world(Pods::ReadyAfter(0));
+    assert_eq!(w.deploy(&[]).await, 0, "{}", w.log());
+    assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_some(), "Ray 2.46: the NetworkPolicy");
+    assert!(w.server.object("secrets", "ray-a4-gpu-spot-ray-token").is_none(), "and no token");
+
+    let config = w.root.join("tokens.yaml");
+    std::fs::write(&config, "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n").unwrap();
+    let config = config.display().to_string();
+    std::fs::remove_file(w.folder().join("state.json")).unwrap();
+    assert_eq!(w.deploy(&["--config", &config]).await, 0, "{}", w.log());
+    let token = w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token").expect("a token");
+    assert!(token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()), "{}", token.len());
+    let cluster = w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap();
+    assert_eq!(cluster["spec"]["authOptions"], serde_json::json!({"mode": "token", "secretName": "ray-a4-gpu-spot-ray-token"}));
+    let log = w.log();
+    assert!(log.contains("Secret default/ray-a4-gpu-spot-ray-token holds a new Ray token"), "{log}");
+    assert!(
+        log.contains("RayCluster default/ray-a4-gpu-spot ran without token authentication; its running pods keep running without it"),
+        "{log}"
+    );
+
+    std::fs::remove_file(w.folder().join("state.json")).unwrap();
+    assert_eq!(w.deploy(&["--config", &config]).await, 0, "{}", w.log());
+    assert_eq!(w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token"), Some(token.clone()), "kept: the pods hold it");
+    assert!(w.log().contains("Secret default/ray-a4-gpu-spot-ray-token keeps the cluster's Ray token"), "{}", w.log());
+
+    assert!(!w.log().contains(&token) && !w.calls().contains(&token), "printed or passed to a program");
+    assert!(walk(&w.root).iter().all(|f| !std::fs::read_to_string(f).unwrap_or_default().contains(&token)), "written to a file");
+    assert!(w.server.requests().iter().all(|r| !r.uri.contains(&token)), "in a request's URI");
+    w.assert_token_stays_secret();
+}

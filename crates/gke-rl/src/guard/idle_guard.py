@@ -56,7 +56,7 @@ def main():
         print(f"RayCluster {cluster} is suspended already")
         return 0
     try:
-        request = urllib.request.Request(dashboard + "/api/jobs/", headers=auth_headers())
+        request = authorized(urllib.request.Request(dashboard + "/api/jobs/"))
         with urllib.request.urlopen(request, timeout=30) as answer:
             jobs = json.load(answer)
     except urllib.error.HTTPError as e:

@@ -129,11 +129,12 @@ impl NemoRlRelease {
 /// The Ray dashboard's port on the head: the Jobs API.
 pub const DASHBOARD_PORT: u16 = 8265;
 
-/// Whether Ray `version` (`2.46.0`, `2.9.3rc1`, a `dev` build counts as new) is at least
-/// `needs`.
+/// Whether Ray `version` (`2.46.0`, `2.52`, `2.9.3rc1`; a `dev` build counts as new) is at
+/// least `needs`.
 pub fn ray_at_least(version: &str, needs: &str) -> bool {
-    let parse = |v: &str| -> Vec<u64> {
-        v.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0)).collect()
+    let parse = |v: &str| -> [u64; 3] {
+        let mut parts = v.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0));
+        std::array::from_fn(|_| parts.next().unwrap_or(0))
     };
     version.contains("dev") || parse(version) >= parse(needs)
 }
@@ -656,6 +657,12 @@ mod tests {
             assert!(ray_version_of_image(release.image).is_some(), "{}", release.tag);
             assert!(release.launchers.contains(&release.launcher));
         }
+    }
+
+    #[test]
+    fn ray_versions_compare_by_their_numbers() {
+        assert!(ray_at_least("2.52", "2.52.0") && ray_at_least("2.54.0", "2.52.0") && ray_at_least("3.0.0.dev0", "2.52.0"));
+        assert!(!ray_at_least("2.46.0", "2.52.0") && !ray_at_least("2.9.3rc1", "2.10.0"));
     }
 
     #[test]

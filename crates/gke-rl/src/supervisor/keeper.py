@@ -33,7 +33,7 @@ class Dashboard:
 
     def call(self, method, path, body=None, content_type="application/json", length=None):
         """(status, parsed JSON or None); an HTTP error is a status, no answer raises OSError."""
-        request = urllib.request.Request(self.url + path, method=method, data=body, headers=auth_headers())
+        request = authorized(urllib.request.Request(self.url + path, method=method, data=body))
         if body is not None:
             request.add_header("Content-Type", content_type)
         if length is not None:

@@ -318,7 +318,7 @@ def job_details(dashboard, submission):
         return None
     url = dashboard if "://" in dashboard else f"http://{dashboard}"
     try:
-        request = urllib.request.Request(f"{url.rstrip('/')}/api/jobs/{submission}", headers=auth_headers())
+        request = authorized(urllib.request.Request(f"{url.rstrip('/')}/api/jobs/{submission}"))
         with urllib.request.urlopen(request, timeout=30) as answer:
             return json.loads(answer.read(16 * 1024 * 1024))
     except (OSError, ValueError):

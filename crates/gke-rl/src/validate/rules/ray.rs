@@ -133,49 +133,56 @@ fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
 }
 
 /// Token authentication against the Ray inside the image (else `rayVersion`): off where that
-/// Ray has it, or on where it does not.
+/// Ray has it, or on where it does not, or without the `rayVersion` KubeRay checks it by.
 fn auth(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
-    let image = pods.first().and_then(|p| p.containers().first()).and_then(|c| c.get(&["image"])).and_then(Node::text);
+    let container = pods.first().and_then(|p| p.containers().first());
+    let image = container.and_then(|c| c.get(&["image"])).and_then(Node::text);
     let declared = cluster.root.get(&["spec", "rayVersion"]);
     let ray = image.and_then(knowledge::ray_version_of_image).or_else(|| declared.and_then(Node::text));
-    let mode = cluster.root.get(&["spec", "authOptions", "mode"]);
-    let token = mode.and_then(Node::text) == Some("token");
-    let Some(ray) = ray else {
-        sink.skip(&RAY_AUTH_OFF, "neither the image's Ray nor rayVersion is known", "set spec.rayVersion in ray-cluster.yaml");
-        match mode.filter(|_| token) {
-            Some(mode) => sink.emit(
+    let mode = cluster.root.get(&["spec", "authOptions", "mode"]).filter(|m| m.text() == Some("token"));
+    sink.ran(&RAY_AUTH_UNSUPPORTED);
+    if let Some(mode) = mode {
+        // KubeRay refuses the RayCluster by its rayVersion (validation.go, v1.7.0); the image's
+        // Ray decides whether the pods could authenticate at all.
+        let too_old = [declared.and_then(Node::text), ray].into_iter().flatten().find(|v| !crate::auth::supports_token(v));
+        let problem = match (declared.and_then(Node::text), too_old) {
+            (None, _) => Some("the RayCluster names no rayVersion, which KubeRay needs for it".to_owned()),
+            (_, Some(old)) => Some(format!("the cluster runs Ray {old}; token authentication needs {}", crate::auth::TOKEN_AUTH_SINCE)),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            sink.emit(
                 &RAY_AUTH_UNSUPPORTED,
                 cluster.file,
                 mode.at(),
-                "authOptions.mode is token, but the RayCluster names no rayVersion; KubeRay needs one, 2.52.0 or newer",
-                "set `rayVersion` to the Ray inside the image",
-            ),
-            None => sink.ran(&RAY_AUTH_UNSUPPORTED),
+                format!("authOptions.mode is token, but {problem}"),
+                "set `rayVersion` to the Ray inside the image (2.52 or newer), or remove authOptions: gke-rl render then restricts the pods with a NetworkPolicy",
+            );
         }
+        sink.ran(&RAY_AUTH_OFF);
+        return;
+    }
+    let Some(ray) = ray else {
+        sink.skip(&RAY_AUTH_OFF, "neither the image's Ray nor rayVersion is known", "set spec.rayVersion in ray-cluster.yaml");
         return;
     };
     sink.ran(&RAY_AUTH_OFF);
-    sink.ran(&RAY_AUTH_UNSUPPORTED);
-    let supported = crate::auth::supports_token(ray);
-    match (token, supported, mode) {
-        (true, false, Some(mode)) => sink.emit(
-            &RAY_AUTH_UNSUPPORTED,
-            cluster.file,
-            mode.at(),
-            format!("authOptions.mode is token, but the cluster runs Ray {ray}; token authentication needs {}", crate::auth::TOKEN_AUTH_SINCE),
-            "remove authOptions (and restrict the head with a NetworkPolicy, as gke-rl render does), or use an image with Ray 2.52 or newer",
-        ),
-        (false, true, _) => sink.emit(
+    // Ray's own way without KubeRay's help: the variables in the Ray container.
+    let by_hand =
+        container.and_then(|c| c.get(&["env"])).map(Node::items).unwrap_or_default().iter().any(|e| {
+            e.get(&["name"]).and_then(Node::text) == Some("RAY_AUTH_MODE") && e.get(&["value"]).and_then(Node::text) == Some("token")
+        });
+    if crate::auth::supports_token(ray) && !by_hand {
+        sink.emit(
             &RAY_AUTH_OFF,
             cluster.file,
-            mode.or(declared).map_or((1, 1), Node::at),
+            cluster.root.get(&["spec", "authOptions"]).or(declared).map_or((1, 1), Node::at),
             format!("Ray {ray} has token authentication, but this RayCluster leaves it off: any pod that reaches the head runs jobs"),
             format!(
                 "add `authOptions: {{mode: token, secretName: <a Secret with key {}>}}` under spec (gke-rl render and deploy do)",
                 crate::auth::TOKEN_KEY
             ),
-        ),
-        _ => {}
+        );
     }
 }
 
