@@ -158,13 +158,9 @@ impl RayClusters {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Creates or updates an Opaque Secret holding exactly `entries` (server-side apply, so
-    /// keys this manager set before and that are gone now are removed). Values go to the API
-    /// server in the request body only.
-    pub async fn apply_secret(&self, name: &str, entries: &[(&str, &str)]) -> Result<(), Error> {
-        let data: BTreeMap<String, ByteString> =
-            entries.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect();
-        let secret = Secret {
+    /// The Opaque Secret `name` of this namespace, labelled as gke-rl's, holding `entries`.
+    fn opaque_secret(&self, name: &str, entries: &[(&str, &str)]) -> Secret {
+        Secret {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
                 namespace: Some(self.namespace.clone()),
@@ -172,9 +168,16 @@ impl RayClusters {
                 ..ObjectMeta::default()
             },
             type_: Some("Opaque".to_owned()),
-            data: Some(data),
+            data: Some(entries.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect()),
             ..Secret::default()
-        };
+        }
+    }
+
+    /// Creates or updates an Opaque Secret holding exactly `entries` (server-side apply, so
+    /// keys this manager set before and that are gone now are removed). Values go to the API
+    /// server in the request body only.
+    pub async fn apply_secret(&self, name: &str, entries: &[(&str, &str)]) -> Result<(), Error> {
+        let secret = self.opaque_secret(name, entries);
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = PatchParams::apply(FIELD_MANAGER).force();
         self.call(|| format!("apply Secret {name}"), api.patch(name, &params, &Patch::Apply(&secret))).await?;
@@ -185,17 +188,7 @@ impl RayClusters {
     /// exists: that one is kept as it is (the running pods hold its value). Whether it was
     /// created. The value goes to the API server in the request body only.
     pub async fn create_secret_unless_present(&self, name: &str, key: &str, value: &str) -> Result<bool, Error> {
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some(self.namespace.clone()),
-                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned())])),
-                ..ObjectMeta::default()
-            },
-            type_: Some("Opaque".to_owned()),
-            data: Some(BTreeMap::from([(key.to_owned(), ByteString(value.as_bytes().to_vec()))])),
-            ..Secret::default()
-        };
+        let secret = self.opaque_secret(name, &[(key, value)]);
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
         match self.call(|| format!("create Secret {name}"), api.create(&PostParams::default(), &secret)).await {
             Ok(_) => Ok(true),
