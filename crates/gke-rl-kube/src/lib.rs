@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -89,6 +90,15 @@ impl Error {
     /// Whether the API answered 404.
     fn is_not_found(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+    }
+}
+
+/// A delete's outcome: whether there was something to delete.
+fn deleted<T>(result: Result<T, Error>) -> Result<bool, Error> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -348,21 +358,19 @@ impl RayClusters {
     /// Deletes the RayCluster (its pods go with it); `false` when there was none.
     pub async fn delete(&self, name: &str) -> Result<bool, Error> {
         let api = self.api();
-        match self.call(|| format!("delete RayCluster {name}"), api.delete(name, &DeleteParams::foreground())).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(e),
-        }
+        deleted(self.call(|| format!("delete RayCluster {name}"), api.delete(name, &DeleteParams::foreground())).await)
+    }
+
+    /// Deletes the NetworkPolicy; `false` when there was none.
+    pub async fn delete_network_policy(&self, name: &str) -> Result<bool, Error> {
+        let api: Api<NetworkPolicy> = Api::namespaced(self.client.clone(), &self.namespace);
+        deleted(self.call(|| format!("delete NetworkPolicy {name}"), api.delete(name, &DeleteParams::default())).await)
     }
 
     /// Deletes the Secret; `false` when there was none.
     pub async fn delete_secret(&self, name: &str) -> Result<bool, Error> {
         let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.namespace);
-        match self.call(|| format!("delete Secret {name}"), api.delete(name, &DeleteParams::default())).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.is_not_found() => Ok(false),
-            Err(e) => Err(e),
-        }
+        deleted(self.call(|| format!("delete Secret {name}"), api.delete(name, &DeleteParams::default())).await)
     }
 
     /// Waits until no pod of the RayCluster is left.

@@ -508,6 +508,12 @@ async fn run_step(
                 if ran_open {
                     progress.event(Event::PodsWithoutToken { namespace, name: &name });
                 }
+                // The NetworkPolicy an earlier deploy made for a Ray without tokens would keep out
+                // the token's other holders.
+                let policy = gke_rl::auth::network_policy_name(d);
+                if clusters.delete_network_policy(&policy).await? {
+                    progress.event(Event::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
+                }
             }
             let keeper = Some(("run keeper", gke_rl::supervisor::keeper_manifests(d)));
             let guard = gke_rl::guard::manifests(d).map(|m| ("idle guard", m));

@@ -48,6 +48,11 @@ pub fn secret_name(d: &Deployment) -> String {
     format!("{}-ray-token", d.project.cluster_name)
 }
 
+/// The NetworkPolicy's name.
+pub fn network_policy_name(d: &Deployment) -> String {
+    format!("{}-ray-pods", d.project.cluster_name)
+}
+
 /// The pod label that marks gke-rl's own helpers of a cluster (the idle guard, the run
 /// keeper), which the NetworkPolicy of a cluster without tokens lets reach the dashboard.
 pub const HELPER_LABEL: &str = "gke-rl/helper-of";
@@ -89,7 +94,7 @@ spec:
         - protocol: TCP
           port: {port}
 ",
-        name = yaml(&format!("{cluster}-ray-pods")),
+        name = yaml(&network_policy_name(d)),
         cluster_value = yaml(cluster),
         port = knowledge::DASHBOARD_PORT,
     )

@@ -609,6 +609,7 @@ async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
         log.contains("RayCluster default/ray-a4-gpu-spot ran without token authentication; its running pods keep running without it"),
         "{log}"
     );
+    assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_none(), "tokens take the NetworkPolicy's place");
 
     std::fs::remove_file(w.folder().join("state.json")).unwrap();
     assert_eq!(w.deploy(&["--config", &config]).await, 0, "{}", w.log());
