@@ -27,14 +27,10 @@ fn fixed_ports(index: u16) -> Result<[u16; 4], String> {
     Err(format!("no 4 free ports between {} and {}", 25_000 + index * 1_000, 26_000 + index * 1_000))
 }
 
-/// The first Ray with token authentication: heads of it and newer start with a token, as
+/// Whether Ray `version` has token authentication: heads of such a Ray start with a token, as
 /// gke-rl renders their RayClusters.
-const TOKEN_AUTH_SINCE: [u64; 2] = [2, 52];
-
-/// Whether Ray `version` has token authentication.
 pub fn has_token_auth(version: &str) -> bool {
-    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-    [parts.next().unwrap_or(0), parts.next().unwrap_or(0)] >= TOKEN_AUTH_SINCE
+    gke_rl::auth::supports_token(version)
 }
 
 /// The Ray token of this process's heads: random, made once, in memory (and in the

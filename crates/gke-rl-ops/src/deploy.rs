@@ -495,11 +495,13 @@ async fn run_step(
                 progress.event(Event::HelperApplied { what: "network policy", namespace, objects: &applied });
             }
             let cluster = d.project.cluster_name.as_str();
-            let ran_open = clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
+            let token_auth = d.ray.token_auth()?;
+            // Whether pods already run without the tokens this apply turns on.
+            let ran_open = token_auth && clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
             let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
             progress.event(Event::RayClusterApplied { namespace, name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
-            if d.ray.token_auth()? {
+            if token_auth {
                 // An operator whose CRD predates authOptions (KubeRay before 1.5.1) drops the
                 // field without a word, and the pods would start without tokens.
                 if clusters.token_secret(&name).await?.is_none() {
