@@ -10,6 +10,7 @@ mod ci;
 mod codegen;
 mod fuzz;
 mod models;
+mod nemo_rl;
 mod ray_head;
 mod recipes;
 #[cfg(test)]

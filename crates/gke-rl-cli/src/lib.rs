@@ -122,7 +122,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
 fn long_version() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
-        let images: Vec<String> = gke_rl::knowledge::KNOWN_IMAGES.iter().map(|(image, ray)| format!("{image} (Ray {ray})")).collect();
+        let images: Vec<String> = gke_rl::knowledge::known_images().map(|(image, ray)| format!("{image} (Ray {ray})")).collect();
         let releases: Vec<&str> = gke_rl::knowledge::NEMO_RL_RELEASES.iter().map(|r| r.tag).collect();
         format!(
             "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (their GRPO launchers and recipe keys); {} models (docs/models.md)",

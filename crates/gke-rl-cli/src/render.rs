@@ -35,11 +35,14 @@ impl Args {
         let artifacts = loaded.render()?;
         let artifacts: Vec<&Artifact> = artifacts.iter().collect();
         let sources: Vec<SourceFile<'_>> = artifacts.iter().map(|a| SourceFile::from(*a)).collect();
-        let errors: Vec<_> = validate::validate(&sources).into_iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
-        for finding in &errors {
+        // Errors stop the render; warnings (an assumed NeMo-RL layout, an open Ray) are shown
+        // with the files written.
+        let shown: Vec<_> = validate::validate(&sources).into_iter().filter(|f| f.diagnostic.severity >= Severity::Warning).collect();
+        for finding in &shown {
             let text = artifacts.iter().find(|a| a.name == finding.file).map_or("", |a| a.contents.as_str());
             eprintln!("{}\n", Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic });
         }
+        let errors: Vec<_> = shown.iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
         if !errors.is_empty() {
             let fix = if self.output.force {
                 "writing anyway (--force)"

@@ -160,9 +160,9 @@ fn ray_cluster_validates_against_the_real_kuberay_crd() {
         let errors: Vec<String> = validator.iter_errors(&manifest).map(|e| format!("{}: {e}", e.instance_path())).collect();
         assert!(errors.is_empty(), "{config}: {errors:#?}");
         assert_eq!(manifest["spec"]["rayVersion"], d.ray.resolved_version().unwrap());
-        // Token authentication wherever the image's Ray has it: NeMo-RL v0.6.0's Ray 2.54 does.
+        // Token authentication wherever the image's Ray has it: from NeMo-RL v0.6.0's Ray 2.54 on.
         let token = manifest["spec"]["authOptions"]["mode"] == "token";
-        assert_eq!(token, d.ray.image.as_str() == "nvcr.io/nvidia/nemo-rl:v0.6.0", "{config}");
+        assert_eq!(token, gke_rl::auth::supports_token(d.ray.resolved_version().unwrap()), "{config}");
         assert_eq!(token, d.ray.token_auth().unwrap(), "{config}");
     }
     // The check has teeth: a misspelt field and a numeric rayStartParams value are rejected.

@@ -17,7 +17,18 @@ fn each_release_runs_the_ray_it_pins_and_ships_the_launchers_listed() {
     for release in NEMO_RL_RELEASES {
         let pyproject = read(&format!("nemo-rl/{}/pyproject.toml", release.tag));
         let ray = ray_version_of_image(release.image).unwrap();
-        assert!(pyproject.contains(&format!("\"ray[default]=={ray}\"")), "{}: Ray {ray} is not the pin", release.tag);
+        // Pinned exactly, or (from v0.7.0) required as a minimum that the image's lock resolves.
+        let pinned = pyproject.contains(&format!("\"ray[default]=={ray}\""));
+        let locked = pyproject.contains(&format!("\"ray[default]>={ray}\""))
+            && read(&format!("nemo-rl/{}/uv-lock-ray.txt", release.tag)) == format!("ray \"{ray}\"\n");
+        assert!(pinned || locked, "{}: Ray {ray} is neither the pin nor the locked version", release.tag);
+        let guide = read(&format!("nemo-rl/{}/docs/guides/grpo.md", release.tag));
+        assert!(
+            guide.contains(&format!("uv run {} --config", release.launcher)),
+            "{}: the guide does not run {}",
+            release.tag,
+            release.launcher
+        );
         let listed: Vec<String> = read(&format!("nemo-rl/{}/examples-run_grpo.txt", release.tag)).lines().map(str::to_owned).collect();
         let mut ours: Vec<String> = release.launchers.iter().map(|l| (*l).to_owned()).collect();
         ours.sort();
@@ -81,6 +92,68 @@ fn a_newer_image_renders_its_launcher_and_keys_and_catches_the_old_script() {
     let moved: Vec<_> = caught.iter().filter(|(code, _, m)| *code == "override-unknown-key" && m.contains("data.dataset_name")).collect();
     assert_eq!(moved.len(), 1, "{caught:#?}");
     assert!(moved[0].2.contains("moved `data.dataset_name` to `data.train.dataset_name`"), "{}", moved[0].2);
+}
+
+#[test]
+fn a_v0_7_0_config_renders_its_ray_launcher_and_dataset_key_and_validates_clean() {
+    let artifacts = common::render(&with_image("nvcr.io/nvidia/nemo-rl:v0.7.0"));
+    let cluster = common::artifact(&artifacts, "ray-cluster.yaml");
+    let script = common::artifact(&artifacts, "run_nemo_rl.sh");
+    assert!(cluster.contains("rayVersion: \"2.55.1\""), "{cluster}");
+    assert!(script.contains("python examples/run_grpo.py") && script.contains("data.train.dataset_name=DeepScaler"), "{script}");
+    // v0.7.0's recipe dropped `converter_type`: the render never passes it.
+    assert!(!script.contains("converter_type"));
+    let all = findings(&[("ray-cluster.yaml", cluster), ("run_nemo_rl.sh", script)]);
+    let clean: Vec<_> = all.iter().filter(|(code, _, _)| *code != "checkpoint-save-time").collect();
+    assert!(clean.is_empty(), "{clean:#?}");
+
+    // The codelab's script, with its `converter_type` override, under the v0.7.0 image.
+    let old = common::render(&gke_rl::Deployment::default());
+    let old_script = common::artifact(&old, "run_nemo_rl.sh").replace(
+        "policy.model_name=Qwen/Qwen2.5-72B-Instruct \\",
+        "policy.model_name=Qwen/Qwen2.5-72B-Instruct policy.megatron_cfg.converter_type=Qwen2ForCausalLM \\",
+    );
+    let caught = findings(&[("ray-cluster.yaml", cluster), ("run_nemo_rl.sh", &old_script)]);
+    let dropped: Vec<_> = caught.iter().filter(|(code, _, m)| *code == "override-unknown-key" && m.contains("converter_type")).collect();
+    assert_eq!(dropped.len(), 1, "{caught:#?}");
+    assert!(dropped[0].2.contains("is in NeMo-RL v0.4.0 and v0.5.0 and v0.6.0's recipe, not v0.7.0's"), "{}", dropped[0].2);
+}
+
+#[test]
+fn a_nemo_rl_image_newer_than_every_known_release_gets_the_newest_layout_and_a_warning() {
+    let mut d = with_image("nvcr.io/nvidia/nemo-rl:v0.9.1");
+    // Its Ray is not known: the config must say it, as for any image without a known Ray.
+    let refused = gke_rl::render(&d, &common::OPTIONS).unwrap_err();
+    assert!(refused.to_string().contains("set `ray.ray_version`"), "{refused}");
+    d.ray.ray_version = Some(gke_rl::model::Word::new("2.61.0").unwrap());
+    let artifacts = common::render(&d);
+    let script = common::artifact(&artifacts, "run_nemo_rl.sh");
+    let newest = gke_rl::knowledge::newest_nemo_rl();
+    assert_eq!(newest.tag, "v0.7.0");
+    assert!(script.contains(&format!("python {} ", newest.launcher)) && script.contains("data.train.dataset_name="), "{script}");
+    assert!(!script.contains("run_grpo_math.py") && !script.contains("data.dataset_name="), "never the oldest layout: {script}");
+    let all = findings(&[("ray-cluster.yaml", common::artifact(&artifacts, "ray-cluster.yaml")), ("run_nemo_rl.sh", script)]);
+    let warning: Vec<_> = all.iter().filter(|(code, _, _)| *code == "nemo-rl-newer-image").collect();
+    assert_eq!(warning.len(), 1, "{all:#?}");
+    assert!(warning[0].2.contains(
+        "NeMo-RL v0.9.1 is newer than every release gke-rl knows: its layout is assumed to be v0.7.0's (launcher `examples/run_grpo.py`, dataset key"
+    ));
+    assert!(warning[0].2.contains("the launcher, the override keys and the dataset are not checked"));
+    // An assumed layout fails nothing: a key new in v0.9.1 is not an error.
+    let with_new_key = script.replace("data.train.dataset_name=", "grpo.some_v0_9_key=1 data.train.dataset_name=");
+    let errors: Vec<_> =
+        findings(&[("ray-cluster.yaml", common::artifact(&artifacts, "ray-cluster.yaml")), ("run_nemo_rl.sh", &with_new_key)])
+            .into_iter()
+            .filter(|(code, _, _)| matches!(*code, "override-unknown-key" | "launcher-missing" | "dataset-unknown"))
+            .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // A release candidate of a known release, or an older tag, is not newer.
+    use gke_rl::knowledge::NemoRlImage;
+    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.7.0-rc1"), NemoRlImage::Unknown);
+    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.3.9"), NemoRlImage::Unknown);
+    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:latest"), NemoRlImage::Unknown);
+    assert_eq!(NemoRlImage::of("example.com/nemo-rl:v9.0.0"), NemoRlImage::Unknown);
+    assert!(matches!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v1.0.0"), NemoRlImage::Newer { tag: "v1.0.0", .. }));
 }
 
 #[test]

@@ -238,6 +238,7 @@ const CASES: &[Case] = &[
         "run_nemo_rl.sh",
     ),
     case_in("launcher-missing", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.6.0", "run_nemo_rl.sh"),
+    case_in("nemo-rl-newer-image", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.9.0", "run_nemo_rl.sh"),
     case("model-unknown", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=acme/house-model-7B"),
     case("tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"),
     case("vllm-tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-7B-Instruct"),

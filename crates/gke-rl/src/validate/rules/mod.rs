@@ -90,7 +90,8 @@ rules! {
     PP_LAYERS = "pp-layers", Error, [JobScript], "Megatron's pipeline parallelism must split the model's layers evenly.";
     EXPERT_PARALLEL = "expert-parallel", Error, [JobScript], "Megatron's expert parallelism needs a MoE model whose experts it divides, and must divide the ranks TP × PP leave.";
     GPU_MEMORY = "gpu-memory", Warning, [JobScript], "An estimate of each GPU's training memory (bf16 weights, fp32 gradients, Adam state under the parallelism) exceeds the GPU's memory.";
-    NEMO_RL_UNKNOWN_IMAGE = "nemo-rl-unknown-image", Info, [JobScript], "The Ray pods' image is not a NeMo-RL release gke-rl knows (v0.4.0, v0.5.0, v0.6.0), so the launcher, the override keys and the dataset are not checked.";
+    NEMO_RL_UNKNOWN_IMAGE = "nemo-rl-unknown-image", Info, [JobScript], "The Ray pods' image is not a NeMo-RL release gke-rl knows (`gke-rl --version` lists them), so the launcher, the override keys and the dataset are not checked.";
+    NEMO_RL_NEWER_IMAGE = "nemo-rl-newer-image", Warning, [JobScript], "The Ray pods' image is a NeMo-RL release newer than every one gke-rl knows: the job is rendered with the newest known release's launcher, dataset key and recipe, an assumption nothing has checked, so the launcher, the override keys and the dataset are not checked.";
     LAUNCHER_MISSING = "launcher-missing", Error, [JobScript], "The job launches a script the image's NeMo-RL release does not ship (v0.6.0 has only `examples/run_grpo.py`).";
     SECRET_LITERAL = "secret-literal", Error, [EnvSh, RuntimeEnv, JobScript, RayCluster, DeploymentFile, Blueprint], "A token is written in a file (by the name of its variable, or its shape: Hugging Face, GitHub, W&B keys, passwords in URLs); files get copied, committed and uploaded.";
     UPLOAD_INCLUDES_SECRETS = "upload-includes-secrets", Error, [RayIgnore], "`.rayignore` lets env.sh, the runtime-env JSON or `.git/` into the Ray working_dir upload.";

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::knowledge::{self, NemoRlRelease, ValueType};
+use crate::knowledge::{self, NemoRlImage, NemoRlRelease, ValueType};
 use crate::validate::JobView;
-use crate::validate::facts::Fact;
 use crate::validate::job_script::{HydraValue, Launch, Override};
 use crate::yaml::Node;
 
@@ -15,28 +14,34 @@ use crate::yaml::Node;
 pub(super) struct Job<'a> {
     pub view: &'a JobView<'a>,
     launch: &'a Launch,
-    /// The NeMo-RL release the job runs: its image's, else the codelab's; `None` for an image
-    /// gke-rl does not know.
+    /// The NeMo-RL release the job runs: its image's (or, for a newer NeMo-RL image, the
+    /// newest known), else the codelab's; `None` for an image gke-rl does not know.
     release: Option<&'static NemoRlRelease>,
-    keys: Option<&'static [(&'static str, ValueType, &'static str)]>,
+    /// The release whose recipe keys the launch's `--config` has, when gke-rl knows them.
+    recipe: Option<&'static NemoRlRelease>,
+    /// A NeMo-RL image newer than every known release: its version tag. Its values are read
+    /// from the newest known recipe, but nothing that would fail the job is said of it.
+    newer: Option<String>,
     overrides: BTreeMap<&'a str, &'a Override>,
 }
 
-/// The release the Ray pods' image is: `Err(image)` when gke-rl does not know it.
-pub(super) fn release(facts: &Facts) -> Result<&'static NemoRlRelease, &Fact<String>> {
-    match &facts.image {
-        None => Ok(knowledge::CODELAB_NEMO_RL),
-        Some(image) => knowledge::nemo_rl_release(&image.value).ok_or(image),
-    }
+/// What the Ray pods' image is; no image means the codelab's.
+fn image(facts: &Facts) -> NemoRlImage<'_> {
+    facts.image.as_ref().map_or(NemoRlImage::Known(knowledge::CODELAB_NEMO_RL), |image| NemoRlImage::of(&image.value))
 }
 
 impl<'a> Job<'a> {
     pub fn new(view: &'a JobView<'a>, facts: &Facts) -> Option<Self> {
         let launch = view.script.launch.as_ref()?;
-        let release = release(facts).ok();
-        let keys = release.filter(|_| launch.config.as_ref().is_some_and(|c| c.text == knowledge::GRPO_RECIPE)).map(|r| r.recipe_keys);
+        let image = image(facts);
+        let release = image.layout();
+        let recipe = release.filter(|_| launch.config.as_ref().is_some_and(|c| c.text == knowledge::GRPO_RECIPE));
+        let newer = match image {
+            NemoRlImage::Newer { tag, .. } => Some(tag.to_owned()),
+            _ => None,
+        };
         let overrides = launch.overrides.iter().filter(|o| o.prefix != "~").map(|o| (o.key.as_str(), o)).collect();
-        Some(Self { view, launch, release, keys, overrides })
+        Some(Self { view, launch, release, recipe, newer, overrides })
     }
 
     pub fn launch_at(&self) -> (u32, u32) {
@@ -44,7 +49,7 @@ impl<'a> Job<'a> {
     }
 
     fn recipe(&self, key: &str) -> Option<(ValueType, &'static str)> {
-        self.keys?.iter().find(|(k, _, _)| *k == key).map(|(_, t, v)| (*t, *v))
+        self.recipe?.recipe_key(key)
     }
 
     /// A whole-number setting and, when overridden, where.
@@ -91,8 +96,9 @@ impl<'a> Job<'a> {
 }
 
 /// Every rule this module runs.
-const LAUNCH_RULES: [&Rule; 15] = [
+const LAUNCH_RULES: [&Rule; 16] = [
     &NEMO_RL_UNKNOWN_IMAGE,
+    &NEMO_RL_NEWER_IMAGE,
     &LAUNCHER_MISSING,
     &WORLD_SIZE_PARALLELISM,
     &ROLLOUT_BATCH,
@@ -129,10 +135,32 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     }
 }
 
-/// The image's release is one gke-rl knows (else an info saying what was not checked), and
-/// its launcher is one the release ships.
+/// Rules whose findings would fail the job, and so are not raised on an assumed layout.
+const LAYOUT_RULES: [&Rule; 5] = [&LAUNCHER_MISSING, &OVERRIDE_UNKNOWN_KEY, &OVERRIDE_QUOTED, &OVERRIDE_NO_OP, &DATASET_UNKNOWN];
+
+/// The image's release is one gke-rl knows (else an info saying what was not checked, or for
+/// a newer NeMo-RL image a warning naming the layout assumed), and its launcher is one the
+/// release ships.
 fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
     sink.ran(&NEMO_RL_UNKNOWN_IMAGE);
+    sink.ran(&NEMO_RL_NEWER_IMAGE);
+    if let (Some(tag), Some(assumed)) = (&job.newer, job.release) {
+        sink.emit(
+            &NEMO_RL_NEWER_IMAGE,
+            job.view.file,
+            job.launch.at,
+            format!(
+                "NeMo-RL {tag} is newer than every release gke-rl knows: its layout is assumed to be {}'s (launcher `{}`, \
+                 dataset key `{}`, the recipe's keys and defaults); the launcher, the override keys and the dataset are not checked",
+                assumed.tag, assumed.launcher, assumed.dataset_key
+            ),
+            format!("check these against NeMo-RL {tag}'s docs/guides/grpo.md, or use a gke-rl that knows {tag}"),
+        );
+        for rule in LAYOUT_RULES {
+            sink.skip(rule, format!("NeMo-RL {tag} is newer than gke-rl knows"), "use a gke-rl that knows it");
+        }
+        return;
+    }
     let Some(release) = job.release else {
         let image = facts.image.as_ref().map_or("?", |f| f.value.as_str());
         let known: Vec<&str> = knowledge::NEMO_RL_RELEASES.iter().map(|r| r.tag).collect();
@@ -165,8 +193,11 @@ fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
 fn overrides(job: &Job<'_>, sink: &mut Sink) {
     let file = job.view.file;
     sink.ran(&RECIPE_UNKNOWN);
+    if job.newer.is_some() {
+        return;
+    }
     sink.ran(&OVERRIDE_NO_OP);
-    match (&job.launch.config, job.keys) {
+    match (&job.launch.config, job.recipe) {
         (_, Some(_)) => {
             sink.ran(&OVERRIDE_UNKNOWN_KEY);
             sink.ran(&OVERRIDE_QUOTED);
@@ -181,7 +212,7 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
             }
         }
     }
-    if job.keys.is_none()
+    if job.recipe.is_none()
         && let Some(config) = &job.launch.config
     {
         sink.emit(
@@ -193,7 +224,7 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
         );
     }
     for o in &job.launch.overrides {
-        if let Some(release) = job.release.filter(|r| r.no_op_overrides.contains(&o.key.as_str())) {
+        if let Some(release) = job.release.filter(|r| r.never_reads(&o.key)) {
             sink.emit(
                 &OVERRIDE_NO_OP,
                 file,
@@ -203,16 +234,15 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
             );
             continue;
         }
-        let (Some(keys), Some(release)) = (job.keys, job.release) else { continue };
-        let known = keys.iter().find(|(k, _, _)| *k == o.key);
-        match known {
+        let Some(release) = job.recipe else { continue };
+        match release.recipe_key(&o.key) {
             None if o.prefix.is_empty() => {
                 let why = release.missing_key(&o.key).map(|why| format!(" ({why})")).unwrap_or_default();
                 let moved = knowledge::MOVED_KEYS.iter().find(|(_, old, new)| o.key == *old || o.key == *new);
                 let suggestion = moved
                     .map(|(_, old, new)| if o.key == *old { *new } else { *old })
                     .filter(|other| release.recipe_key(other).is_some())
-                    .or_else(|| crate::suggest::closest(&o.key, keys.iter().map(|(k, _, _)| *k)));
+                    .or_else(|| crate::suggest::closest(&o.key, release.recipe_keys()));
                 let help = match suggestion {
                     Some(key) => format!("did you mean `{key}`? If NeMo-RL reads a new key, add it with `+{}=…`", o.key),
                     None => format!("add it with `+{}=…` if NeMo-RL reads it, or fix the key", o.key),
@@ -228,7 +258,7 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
                     help,
                 );
             }
-            Some((_, expected, _)) => {
+            Some((expected, _)) => {
                 let HydraValue::Str { text, quoted: true } = &o.value else { continue };
                 let would_be = match expected {
                     ValueType::Int if text.parse::<i64>().is_ok() => "a number",
@@ -396,6 +426,9 @@ fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
 }
 
 fn dataset(job: &Job<'_>, sink: &mut Sink) {
+    if job.newer.is_some() {
+        return;
+    }
     let Some(release) = job.release else {
         sink.skip(&DATASET_UNKNOWN, "the image is not a NeMo-RL release gke-rl knows", "use a known NeMo-RL image");
         return;
