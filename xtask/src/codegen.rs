@@ -135,7 +135,7 @@ fn rules_doc() -> String {
          | code | severity | what it checks |\n| --- | --- | --- |\n",
     );
     for rule in gke_rl::validate::RULES {
-        doc.push_str(&format!("| `{}` | {} | {} |\n", rule.code, rule.severity, rule.explanation.replace('|', "\\|")));
+        doc.push_str(&format!("| `{}` | {} | {} |\n", rule.code, rule.severity, rule.explanation().replace('|', "\\|")));
     }
     doc
 }

@@ -136,6 +136,7 @@ pub fn table(releases: &[Release], image_repository: &str) -> String {
          use super::NemoRlRelease;\n\
          use super::ValueType::{self, *};\n\n\
          /// The releases, oldest first.\n\
+         #[rustfmt::skip]\n\
          pub const NEMO_RL_RELEASES: &[NemoRlRelease] = &[\n",
     );
     for r in releases {

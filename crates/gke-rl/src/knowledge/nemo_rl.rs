@@ -7,6 +7,7 @@ use super::NemoRlRelease;
 use super::ValueType::{self, *};
 
 /// The releases, oldest first.
+#[rustfmt::skip]
 pub const NEMO_RL_RELEASES: &[NemoRlRelease] = &[
     NemoRlRelease {
         tag: "v0.4.0",
@@ -21,13 +22,7 @@ pub const NEMO_RL_RELEASES: &[NemoRlRelease] = &[
         image: "nvcr.io/nvidia/nemo-rl:v0.5.0",
         ray: "2.49.2",
         launcher: "examples/run_grpo_math.py",
-        launchers: &[
-            "examples/nemo_gym/run_grpo_nemo_gym.py",
-            "examples/run_grpo.py",
-            "examples/run_grpo_math.py",
-            "examples/run_grpo_rm.py",
-            "examples/run_grpo_sliding_puzzle.py",
-        ],
+        launchers: &["examples/nemo_gym/run_grpo_nemo_gym.py", "examples/run_grpo.py", "examples/run_grpo_math.py", "examples/run_grpo_rm.py", "examples/run_grpo_sliding_puzzle.py"],
         dataset_key: "data.dataset_name",
     },
     NemoRlRelease {

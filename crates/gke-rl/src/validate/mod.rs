@@ -315,7 +315,10 @@ enum View<'a> {
 /// Parses every file into its view. Files are independent, so on a platform with threads
 /// they are parsed in parallel; views and findings keep the input order either way.
 fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len().div_ceil(8)).max(1);
+    // The browser has no threads: without this branch, the wasm build would carry the thread
+    // machinery it can never use.
+    let cores = if cfg!(target_family = "wasm") { 1 } else { std::thread::available_parallelism().map_or(1, usize::from) };
+    let threads = cores.min(files.len().div_ceil(8)).max(1);
     let parsed: Vec<(Option<View<'a>>, Sink)> = if threads == 1 {
         files.iter().map(parse_file).collect()
     } else {

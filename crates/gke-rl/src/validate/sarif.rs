@@ -14,7 +14,7 @@ pub fn sarif(validation: &Validation) -> serde_json::Value {
     };
     let rules: Vec<serde_json::Value> = RULES
         .iter()
-        .map(|r| serde_json::json!({ "id": r.code, "shortDescription": { "text": r.explanation }, "defaultConfiguration": { "level": level(r.severity) } }))
+        .map(|r| serde_json::json!({ "id": r.code, "shortDescription": { "text": r.explanation() }, "defaultConfiguration": { "level": level(r.severity) } }))
         .collect();
     let results: Vec<serde_json::Value> = findings
         .iter()

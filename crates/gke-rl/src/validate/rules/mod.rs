@@ -23,18 +23,26 @@ pub struct Rule {
     pub severity: Severity,
     /// The kinds of file it reads, any of them (none: every file).
     pub reads: &'static [Kind],
-    /// What it checks and why it matters.
-    pub explanation: &'static str,
+}
+
+impl Rule {
+    /// What it checks and why it matters. Kept out of the rule itself, so that a program that
+    /// never explains (the browser's) carries none of the text.
+    pub fn explanation(&self) -> &'static str {
+        EXPLANATIONS.iter().find(|(code, _)| *code == self.code).map_or("", |(_, text)| text)
+    }
 }
 
 macro_rules! rules {
     ($($name:ident = $code:literal, $severity:ident, [$($reads:ident),*], $explanation:literal;)*) => {
         $(
             #[doc = $explanation]
-            pub const $name: Rule = Rule { code: $code, severity: Severity::$severity, reads: &[$(Kind::$reads),*], explanation: $explanation };
+            pub const $name: Rule = Rule { code: $code, severity: Severity::$severity, reads: &[$(Kind::$reads),*] };
         )*
         /// Every rule, in documentation order.
         pub const RULES: &[Rule] = &[$($name),*];
+        /// Each rule's explanation, by code.
+        const EXPLANATIONS: &[(&str, &str)] = &[$(($code, $explanation)),*];
     };
 }
 
