@@ -757,3 +757,40 @@ fn a_flex_start_run_longer_than_its_checkpoint_deadline_is_warned_at_its_steps()
     let skipped = v.skipped.iter().find(|s| s.code == "checkpoint-deadline").expect("said why not");
     assert_eq!(skipped.missing, "no checkpointing.checkpoint_must_save_by", "Spot has no deadline");
 }
+
+/// A blueprint whose managed-lustre module enables the Dynamic tier is sized against it, not
+/// against the per-TiB throughput its vars still name.
+#[test]
+fn the_dynamic_lustre_tier_is_sized_by_its_own_range_and_step() {
+    let deployment = gke_rl::Deployment::default();
+    let upstream_blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    let patched = gke_rl::blueprint::patch(&upstream_blueprint, &deployment).unwrap();
+    let throughput = "      per_unit_storage_throughput: $(vars.per_unit_storage_throughput)\n";
+    assert!(patched.contains(throughput), "{patched}");
+    let blueprint = |size: &str| {
+        let dynamic = patched.replacen(throughput, &format!("{throughput}      enable_dynamic_tier: true\n"), 1);
+        Files::from([("gke-a4.yaml".to_owned(), dynamic.replacen("lustre_size_gib: 9000", &format!("lustre_size_gib: {size}"), 1))])
+    };
+    let lustre = |files: &Files| -> Vec<(&'static str, String)> {
+        check(files)
+            .into_iter()
+            .filter(|f| f.diagnostic.code.starts_with("lustre-"))
+            .map(|f| (f.diagnostic.code, f.diagnostic.message))
+            .collect()
+    };
+    assert_eq!(
+        lustre(&blueprint("9000")),
+        [(
+            "lustre-capacity-range",
+            "9000 GiB is outside the Dynamic tier (25 MB/s/TiB aggregate)'s range of 472000 to 84016000 GiB".to_owned()
+        )],
+        "9,000 GiB suits the 1000 MB/s/TiB tier, not the Dynamic one"
+    );
+    assert_eq!(
+        lustre(&blueprint("500000")),
+        [("lustre-capacity-step", "500000 GiB is not a multiple of the Dynamic tier (25 MB/s/TiB aggregate)'s 472000 GiB step".to_owned())]
+    );
+    assert_eq!(lustre(&blueprint("944000")), [], "two steps of 472,000 GiB");
+    let files = Files::from([("gke-a4.yaml".to_owned(), patched.clone())]);
+    assert_eq!(lustre(&files), [], "without the setting, the numbered tier of the vars");
+}
