@@ -194,10 +194,17 @@ pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32, was_whole: 
 
 /// An init container that exited with an error (now, or before the back-off it waits in), as
 /// a problem naming the node it ran on: a failed GPU health check is the node's fault, and the
-/// fix is to keep the pod off that node.
+/// fix is to keep the pod off that node. One that failed once and has since run or passed is not.
 fn failed_init_container(pod: &str, node: Option<&str>, init: &ContainerStatus) -> Option<String> {
-    let states = [init.state.as_ref(), init.last_state.as_ref()];
-    let terminated = states.into_iter().flatten().find_map(|s| s.terminated.as_ref().filter(|t| t.exit_code != 0))?;
+    let state = init.state.as_ref()?;
+    let terminated = match (&state.terminated, &state.waiting) {
+        (Some(terminated), _) => terminated,
+        (None, Some(_)) => init.last_state.as_ref()?.terminated.as_ref()?,
+        (None, None) => return None,
+    };
+    if terminated.exit_code == 0 {
+        return None;
+    }
     let node = node.map_or_else(|| "an unknown node".to_owned(), |n| format!("node {n}"));
     let output = terminated.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
     let why = output.map_or_else(|| format!("exit code {}", terminated.exit_code), |m| m.lines().last().unwrap_or(m).to_owned());
@@ -287,6 +294,12 @@ mod tests {
         let r = assess(&[pod("h", "head", ready()), pod("w1", "worker", other)], &[], 1, false);
         assert_eq!(r.problems, ["w1 (setup): an unknown node: init container failed: exit code 2"]);
         assert_eq!(r.state, ClusterState::Broken);
+
+        let passed_on_retry = json!({"phase": "Pending", "initContainerStatuses": [{"name": "gpu-healthcheck", "image": "i", "imageID": "",
+            "ready": true, "restartCount": 1, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": "GPU 3: 2 uncorrected ECC errors"}}}]});
+        let r = assess(&[pod("h", "head", ready()), pod("w1", "worker", passed_on_retry)], &[], 1, false);
+        assert_eq!((r.problems.len(), r.state), (0, ClusterState::Starting), "an old failure is history: {r:?}");
     }
 
     #[test]
