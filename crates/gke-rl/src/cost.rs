@@ -26,8 +26,12 @@ pub const PRICE_DATE: &str = "2026-12-01";
 /// as a range from the largest discount up to on-demand.
 pub const FLEX_START_MAX_DISCOUNT: f64 = 0.53;
 /// Where [`FLEX_START_MAX_DISCOUNT`] comes from, printed with a flex-start estimate.
-pub const FLEX_START_DISCOUNT_SOURCE: &str =
-    "flex-start: up to 53% off on-demand, GKE's flex-start pricing (cloud.google.com/kubernetes-engine/docs/concepts/dws)";
+pub const FLEX_START_PRICING: &str = "GKE's flex-start pricing (cloud.google.com/kubernetes-engine/docs/concepts/dws)";
+
+/// "up to 53%".
+fn flex_start_discount() -> String {
+    format!("up to {:.0}%", FLEX_START_MAX_DISCOUNT * 100.0)
+}
 
 /// Hours Google Cloud bills as a month, to turn a per-GiB-month storage price into an hourly one.
 const HOURS_PER_MONTH: f64 = 730.0;
@@ -255,7 +259,7 @@ impl fmt::Display for Estimate {
         writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", self.amount(1.0), self.amount(24.0))?;
         write!(f, "prices: {PRICE_SOURCE}, read {PRICE_DATE}")?;
         if self.is_range() {
-            write!(f, "; {FLEX_START_DISCOUNT_SOURCE}")?;
+            write!(f, "; flex-start: {} off on-demand, {FLEX_START_PRICING}", flex_start_discount())?;
         }
         if let Some(source) = &self.config_source {
             write!(f, "; config prices: {source}")?;
@@ -321,7 +325,7 @@ pub fn estimate(d: &Deployment) -> Estimate {
         Provisioning::FlexStart => (
             gpu.map(|p| p.on_demand),
             Some(FLEX_START_MAX_DISCOUNT),
-            Some("flex-start: up to 53% below on-demand; nodes bill only while GKE holds them".to_owned()),
+            Some(format!("flex-start: {} below on-demand; nodes bill only while GKE holds them", flex_start_discount())),
         ),
     };
     let mut lines = vec![node_line(
