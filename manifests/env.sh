@@ -111,6 +111,8 @@ export MAX_RESTARTS=''
 export WHEN_DONE=keep
 # minutes without a job before the in-cluster guard suspends the RayCluster; empty: no guard
 export IDLE_TIMEOUT_MINUTES=''
+# seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline
+export EXPECTED_STEP_SECONDS=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

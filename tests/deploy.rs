@@ -244,3 +244,19 @@ fn job_commands_connect_to_the_cluster_of_their_config() {
     assert!(asked.len() >= 2 && asked.iter().all(|r| about_other(&r.uri)), "{asked:#?}");
     assert!(cloud.api.requests().is_empty(), "the current context's cluster was not asked: {:#?}", cloud.api.requests());
 }
+
+#[test]
+fn a_node_that_fails_the_gpu_health_check_is_named_by_deploy() {
+    let node = "gke-ray-a4-gpu-spot-a4-highgpu-8g-a4-pool-0c5f";
+    let cloud = Cloud::new(Pods::GpuHealthCheckFails { node: node.into(), output: "only 7 GPUs, expected 8\n".into() });
+    let deploy = ["deploy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--timeout", "3s"];
+    let out = cloud.gke_rl(&[&deploy[..], &["--authorized-cidr", "203.0.113.7/32"]].concat(), &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("! ray-a4-gpu-spot-worker-0: node {node}: GPU health check failed: only 7 GPUs, expected 8")),
+        "the node by name, with the check's own words:\n{err}"
+    );
+    assert!(err.contains("broken: waiting will not help"), "{err}");
+    assert!(!err.contains("CrashLoopBackOff"), "the back-off is the check's failure, told once:\n{err}");
+}

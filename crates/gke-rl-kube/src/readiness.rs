@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use gke_rl::knowledge::GPU_HEALTH_CHECK;
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 
 /// The state of a RayCluster's pods at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,7 +41,8 @@ pub enum ClusterState {
     /// recreating their pods, which wait for nodes to come back.
     Recovering,
     /// Something waiting will not fix: an image that does not pull, a crash loop, a volume
-    /// that does not mount, a pod that failed on a live node.
+    /// that does not mount, a pod that failed on a live node, a node that fails the GPU health
+    /// check.
     Broken,
     /// Suspended (KubeRay's `spec.suspend`): no pods, on purpose, until it is resumed.
     Suspended,
@@ -149,8 +151,17 @@ pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32, was_whole: 
             problems.insert(format!("{name}: Failed: {why}"));
             broken |= !shut_down_with_node;
         }
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        let mut failed_init = BTreeSet::new();
+        for init in status.and_then(|s| s.init_container_statuses.as_deref()).unwrap_or_default() {
+            if let Some(problem) = failed_init_container(name, node, init) {
+                broken = true;
+                failed_init.insert(init.name.as_str());
+                problems.insert(problem);
+            }
+        }
         let containers = status.into_iter().flat_map(|s| s.init_container_statuses.iter().chain(&s.container_statuses)).flatten();
-        for container in containers {
+        for container in containers.filter(|c| !failed_init.contains(c.name.as_str())) {
             let waiting = container.state.as_ref().and_then(|s| s.waiting.as_ref());
             if let Some(waiting) = waiting.filter(|w| w.reason.as_deref().is_some_and(|r| TELLING_WAITS.contains(&r))) {
                 let reason = waiting.reason.as_deref().unwrap_or_default();
@@ -179,6 +190,29 @@ pub fn assess(pods: &[Pod], events: &[Event], workers_expected: u32, was_whole: 
         ClusterState::Starting
     };
     readiness
+}
+
+/// An init container that exited with an error (now, or before the back-off it waits in), as
+/// a problem naming the node it ran on: a failed GPU health check is the node's fault, and the
+/// fix is to keep the pod off that node. One that failed once and has since run or passed is not.
+fn failed_init_container(pod: &str, node: Option<&str>, init: &ContainerStatus) -> Option<String> {
+    let state = init.state.as_ref()?;
+    let terminated = match (&state.terminated, &state.waiting) {
+        (Some(terminated), _) => terminated,
+        (None, Some(_)) => init.last_state.as_ref()?.terminated.as_ref()?,
+        (None, None) => return None,
+    };
+    if terminated.exit_code == 0 {
+        return None;
+    }
+    let node = node.map_or_else(|| "an unknown node".to_owned(), |n| format!("node {n}"));
+    let output = terminated.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
+    let why = output.map_or_else(|| format!("exit code {}", terminated.exit_code), |m| m.lines().last().unwrap_or(m).to_owned());
+    Some(if init.name == GPU_HEALTH_CHECK.container {
+        format!("{pod}: {node}: GPU health check failed: {why} (cordon the node so the pod goes elsewhere)")
+    } else {
+        format!("{pod} ({}): {node}: init container failed: {why}", init.name)
+    })
 }
 
 #[cfg(test)]
@@ -237,6 +271,35 @@ mod tests {
     fn unschedulable() -> serde_json::Value {
         json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]})
+    }
+
+    #[test]
+    fn a_node_that_fails_the_gpu_health_check_is_named() {
+        let failing = json!({"phase": "Pending", "initContainerStatuses": [{"name": "gpu-healthcheck", "image": "i", "imageID": "",
+            "ready": false, "restartCount": 2,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s restarting failed container=gpu-healthcheck"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": "only 7 GPUs, expected 8\n"}}}]});
+        let mut worker = pod("w1", "worker", failing);
+        worker.spec = Some(serde_json::from_value(json!({"nodeName": "gke-a4-pool-7f3k", "containers": []})).unwrap());
+        let r = assess(&[pod("h", "head", ready()), worker], &[], 1, false);
+        assert_eq!(
+            r.problems,
+            ["w1: node gke-a4-pool-7f3k: GPU health check failed: only 7 GPUs, expected 8 (cordon the node so the pod goes elsewhere)"],
+            "the node, the check's own words, and no second line for its back-off"
+        );
+        assert_eq!(r.state, ClusterState::Broken, "waiting does not mend a GPU");
+
+        let other = json!({"phase": "Pending", "initContainerStatuses": [{"name": "setup", "image": "i", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]});
+        let r = assess(&[pod("h", "head", ready()), pod("w1", "worker", other)], &[], 1, false);
+        assert_eq!(r.problems, ["w1 (setup): an unknown node: init container failed: exit code 2"]);
+        assert_eq!(r.state, ClusterState::Broken);
+
+        let passed_on_retry = json!({"phase": "Pending", "initContainerStatuses": [{"name": "gpu-healthcheck", "image": "i", "imageID": "",
+            "ready": true, "restartCount": 1, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": "GPU 3: 2 uncorrected ECC errors"}}}]});
+        let r = assess(&[pod("h", "head", ready()), pod("w1", "worker", passed_on_retry)], &[], 1, false);
+        assert_eq!((r.problems.len(), r.state), (0, ClusterState::Starting), "an old failure is history: {r:?}");
     }
 
     #[test]

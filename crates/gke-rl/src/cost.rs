@@ -19,6 +19,20 @@ pub const PRICE_SOURCE: &str = "SkyPilot's GCP catalog (github.com/skypilot-org/
 /// When the embedded prices were read.
 pub const PRICE_DATE: &str = "2026-12-01";
 
+/// Dynamic Workload Scheduler's largest discount on flex-start's vCPUs and GPUs against
+/// on-demand: GKE's "About flex-start provisioning mode", section "Flex-start pricing"
+/// (cloud.google.com/kubernetes-engine/docs/concepts/dws): "Discounted (up to 53%) for vCPUs,
+/// GPUs, and TPUs". No source gives an A4 node's own flex-start price, so its nodes are priced
+/// as a range from the largest discount up to on-demand.
+pub const FLEX_START_MAX_DISCOUNT: f64 = 0.53;
+/// Where [`FLEX_START_MAX_DISCOUNT`] comes from, printed with a flex-start estimate.
+pub const FLEX_START_PRICING: &str = "GKE's flex-start pricing (cloud.google.com/kubernetes-engine/docs/concepts/dws)";
+
+/// "up to 53%".
+fn flex_start_discount() -> String {
+    format!("up to {:.0}%", FLEX_START_MAX_DISCOUNT * 100.0)
+}
+
 /// Hours Google Cloud bills as a month, to turn a per-GiB-month storage price into an hourly one.
 const HOURS_PER_MONTH: f64 = 730.0;
 
@@ -148,8 +162,10 @@ pub enum PriceFrom {
 pub struct Line {
     /// What bills: "8 × a4-highgpu-8g (Spot)".
     pub component: String,
-    /// USD per hour, when priced.
+    /// USD per hour, when priced; the most it bills when its price is a range.
     pub per_hour: Option<f64>,
+    /// The least it bills per hour, when its price is a range up to `per_hour` (flex-start).
+    pub lowest_per_hour: Option<f64>,
     /// Where the price came from, when priced.
     pub from: Option<PriceFrom>,
     /// Why the price is what it is, or why there is none.
@@ -168,9 +184,19 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// The sum of the priced lines, USD per hour.
+    /// The sum of the priced lines, USD per hour (the most, where a price is a range).
     pub fn per_hour(&self) -> f64 {
         self.lines.iter().filter_map(|l| l.per_hour).sum()
+    }
+
+    /// The sum of the priced lines at their least, USD per hour.
+    pub fn lowest_per_hour(&self) -> f64 {
+        self.lines.iter().filter_map(|l| l.lowest_per_hour.or(l.per_hour)).sum()
+    }
+
+    /// Whether a line's price is a range.
+    fn is_range(&self) -> bool {
+        self.lines.iter().any(|l| l.lowest_per_hour.is_some())
     }
 
     /// The components with no price.
@@ -178,11 +204,17 @@ impl Estimate {
         self.lines.iter().filter(|l| l.per_hour.is_none())
     }
 
-    /// "about $300.17/hour ($7,204.08/day)", with "at least" when a component is unpriced:
-    /// the one-line form for questions and status.
+    /// "about $300.17/hour ($7,204.08/day)", with "at least" when a component is unpriced, and
+    /// "$141.08–$300.17" when a price is a range: the one-line form for questions and status.
     pub fn summary(&self) -> String {
         let at_least = if self.unpriced().next().is_some() { "at least " } else { "about " };
-        format!("{at_least}{}/hour ({}/day)", dollars(self.per_hour()), dollars(self.per_hour() * 24.0))
+        format!("{at_least}{}/hour ({}/day)", self.amount(1.0), self.amount(24.0))
+    }
+
+    /// The total over `hours`: one amount, or the range.
+    fn amount(&self, hours: f64) -> String {
+        let most = dollars(self.per_hour() * hours);
+        if self.is_range() { format!("{}–{most}", dollars(self.lowest_per_hour() * hours)) } else { most }
     }
 
     /// The estimate without the GPU nodes (the first line).
@@ -211,18 +243,24 @@ impl fmt::Display for Estimate {
         let width = self.lines.iter().map(|l| l.component.chars().count()).max().unwrap_or(0);
         writeln!(f, "cost in {} while the deployment exists:", self.region)?;
         for line in &self.lines {
+            let range = |most: f64, hours: f64| match line.lowest_per_hour {
+                Some(least) => format!("{}–{}", dollars(least * hours), dollars(most * hours)),
+                None => dollars(most * hours),
+            };
             let money = match line.per_hour {
-                Some(hour) => format!("{:>12}/hour {:>13}/day", dollars(hour), dollars(hour * 24.0)),
+                Some(hour) => format!("{:>12}/hour {:>13}/day", range(hour, 1.0), range(hour, 24.0)),
                 None => format!("{:>12}", "unpriced"),
             };
             let config = if line.from == Some(PriceFrom::Config) { " (config price)" } else { "" };
             let note = line.note.as_deref().map(|n| format!("  {n}")).unwrap_or_default();
             writeln!(f, "  {:<width$}  {money}{config}{note}", line.component)?;
         }
-        let total = self.per_hour();
         let label = if self.unpriced().next().is_some() { "total, at least" } else { "total" };
-        writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", dollars(total), dollars(total * 24.0))?;
+        writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", self.amount(1.0), self.amount(24.0))?;
         write!(f, "prices: {PRICE_SOURCE}, read {PRICE_DATE}")?;
+        if self.is_range() {
+            write!(f, "; flex-start: {} off on-demand, {FLEX_START_PRICING}", flex_start_discount())?;
+        }
         if let Some(source) = &self.config_source {
             write!(f, "; config prices: {source}")?;
         }
@@ -234,13 +272,27 @@ fn table_price(machine_type: &str, region: &str) -> Option<&'static MachinePrice
     MACHINE_PRICES.iter().find(|p| p.machine_type == machine_type && p.region == region)
 }
 
-/// A node pool's line: `count` nodes at the config's price, else the table's, else unpriced.
-fn node_line(component: String, configured: Option<Usd>, listed: Option<f64>, count: u32, note: Option<String>) -> Line {
+/// A node pool's line: `count` nodes at the config's price, else the table's (less up to
+/// `discount` of it, for a range), else unpriced.
+fn node_line(
+    component: String,
+    configured: Option<Usd>,
+    listed: Option<f64>,
+    discount: Option<f64>,
+    count: u32,
+    note: Option<String>,
+) -> Line {
     let unit = configured.map(|p| (p.dollars(), PriceFrom::Config)).or(listed.map(|p| (p, PriceFrom::Table)));
     let missing = "no price in the table for this machine and region: set `cost` prices in the config".to_owned();
+    let per_hour = unit.map(|(p, _)| p * f64::from(count));
     Line {
         component,
-        per_hour: unit.map(|(p, _)| p * f64::from(count)),
+        per_hour,
+        // A config price is the user's own: never a range.
+        lowest_per_hour: match (unit, discount) {
+            (Some((_, PriceFrom::Table)), Some(discount)) => per_hour.map(|p| p * (1.0 - discount)),
+            _ => None,
+        },
         from: unit.map(|(_, from)| from),
         // The mode's note explains a table price; a config price is the user's own.
         note: match unit {
@@ -264,21 +316,23 @@ pub fn estimate(d: &Deployment) -> Estimate {
     let prices = &d.cost;
     let topology = &d.topology;
     let gpu = table_price(topology.machine_type.as_str(), region);
-    let (listed, note) = match &topology.provisioning {
-        Provisioning::Spot => (gpu.map(|p| p.spot), Some("Spot price; it changes with demand".to_owned())),
-        Provisioning::OnDemand => (gpu.map(|p| p.on_demand), None),
+    let (listed, discount, note) = match &topology.provisioning {
+        Provisioning::Spot => (gpu.map(|p| p.spot), None, Some("Spot price; it changes with demand".to_owned())),
+        Provisioning::OnDemand => (gpu.map(|p| p.on_demand), None, None),
         Provisioning::Reservation(_) => {
-            (gpu.map(|p| p.on_demand), Some("on-demand price: a reservation bills at it unless a commitment applies".to_owned()))
+            (gpu.map(|p| p.on_demand), None, Some("on-demand price: a reservation bills at it unless a commitment applies".to_owned()))
         }
         Provisioning::FlexStart => (
             gpu.map(|p| p.on_demand),
-            Some("on-demand price: the table has no flex-start price; nodes bill only while GKE holds them".to_owned()),
+            Some(FLEX_START_MAX_DISCOUNT),
+            Some(format!("flex-start: {} below on-demand; nodes bill only while GKE holds them", flex_start_discount())),
         ),
     };
     let mut lines = vec![node_line(
         format!("{} × {} ({})", topology.node_count, topology.machine_type, topology.provisioning.describe()),
         prices.gpu_node_per_hour,
         listed,
+        discount,
         topology.node_count.get(),
         note,
     )];
@@ -288,6 +342,7 @@ pub fn estimate(d: &Deployment) -> Estimate {
             format!("1 × {machine} (Ray head, on-demand)"),
             prices.head_node_per_hour,
             table_price(machine, region).map(|p| p.on_demand),
+            None,
             1,
             None,
         ));
@@ -297,6 +352,7 @@ pub fn estimate(d: &Deployment) -> Estimate {
         format!("{SYSTEM_POOL_MIN_NODES} × {system_machine} (system pool, on-demand)"),
         prices.system_node_per_hour,
         table_price(system_machine, region).map(|p| p.on_demand),
+        None,
         SYSTEM_POOL_MIN_NODES,
         Some("its minimum; it autoscales to 10".to_owned()),
     ));
@@ -304,6 +360,7 @@ pub fn estimate(d: &Deployment) -> Estimate {
     lines.push(Line {
         component: format!("Lustre {capacity} GiB at {} MB/s per TiB", d.lustre.throughput_mbps_per_tib),
         per_hour: prices.lustre_per_gib_month.map(|p| p.dollars() * f64::from(capacity) / HOURS_PER_MONTH),
+        lowest_per_hour: None,
         from: prices.lustre_per_gib_month.map(|_| PriceFrom::Config),
         note: prices
             .lustre_per_gib_month
@@ -359,6 +416,23 @@ mod tests {
         d.job.when_done = crate::model::WhenDone::Suspend;
         let (idle, nodes_go) = suspended(&d);
         assert!(nodes_go && idle.lines.len() == 3 && !idle.lines[0].component.contains("a4-highgpu-8g"));
+    }
+
+    #[test]
+    fn flex_start_is_a_range_up_to_on_demand_unless_the_config_prices_it() {
+        let mut d = Deployment::default();
+        d.topology.provisioning = Provisioning::FlexStart;
+        let e = estimate(&d);
+        let on_demand = 8.0 * 90.216;
+        assert_eq!(e.lines[0].per_hour, Some(on_demand));
+        assert!((e.lines[0].lowest_per_hour.unwrap() - on_demand * 0.47).abs() < 1e-9);
+        assert!((e.per_hour() - e.lowest_per_hour() - on_demand * 0.53).abs() < 1e-9, "only the GPU nodes are discounted");
+        assert!(e.summary().starts_with("at least $341.33–$723.85/hour"), "{}", e.summary());
+        assert!(e.to_string().contains("GKE's flex-start pricing (cloud.google.com/kubernetes-engine/docs/concepts/dws)"), "{e}");
+        d.cost.gpu_node_per_hour = Usd::new(50.0);
+        let e = estimate(&d);
+        assert_eq!((e.lines[0].per_hour, e.lines[0].lowest_per_hour), (Some(400.0), None), "the config's own price");
+        assert!(!e.summary().contains('–') && !e.to_string().contains("flex-start pricing"), "{e}");
     }
 
     #[test]

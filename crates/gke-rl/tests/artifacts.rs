@@ -311,3 +311,90 @@ fn rayignore_keeps_secrets_and_local_state_out_of_the_upload() {
         assert!(!ignored(kept), "{kept} must be uploaded");
     }
 }
+
+/// The `args` script of the init container `name` in a pod template.
+fn init_script(template: &Value, name: &str) -> String {
+    let containers = template["spec"]["initContainers"].as_array().unwrap_or_else(|| panic!("no initContainers in {template}"));
+    let container = containers.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no init container {name}"));
+    container["args"][0].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_gpu_health_gate_judges_nodes_as_cluster_toolkits_does() {
+    let check = gke_rl::knowledge::GPU_HEALTH_CHECK;
+    let jobset: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(upstream("cluster-toolkit/nccl-jobset-example.yaml")).unwrap()).unwrap();
+    let theirs = init_script(&jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"], check.container);
+    let d = gke_rl::Deployment::default();
+    let cluster: Value = serde_saphyr::from_str(artifact(&render(&d), "ray-cluster.yaml")).unwrap();
+    let worker = &cluster["spec"]["workerGroupSpecs"][0]["template"];
+    let ours = init_script(worker, check.container);
+    let gate = &worker["spec"]["initContainers"][0];
+    let gpus = gke_rl::knowledge::machine(d.topology.machine_type.as_str()).unwrap().gpus;
+    assert_eq!(gate["resources"]["limits"]["nvidia.com/gpu"], Value::from(gpus.to_string()), "it takes the whole node's GPUs");
+    assert_eq!(gate["terminationMessagePolicy"], "FallbackToLogsOnError", "its output is what readiness reports");
+    assert!(ours.contains(&format!("-lt {gpus} ]")), "the machine table's count:\n{ours}");
+
+    // Both scripts against a pretend nvidia-smi: `FAKE_GPUS` lines of driver version, and one
+    // uncorrected-ECC value per word of `FAKE_ECC`; `FAKE_FAILS` makes it fail silently.
+    let dir = tempfile::tempdir().unwrap();
+    let smi = dir.path().join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\n[ -n \"$FAKE_FAILS\" ] && exit 9\ncase \"$1\" in\n\
+         --query-gpu=driver_version) i=0; while [ $i -lt \"$FAKE_GPUS\" ]; do echo 570.124.06; i=$((i+1)); done ;;\n\
+         --query-gpu=ecc.errors.uncorrected.volatile.total) for e in $FAKE_ECC; do echo \"$e\"; done ;;\n\
+         *) exit 2 ;;\nesac\n",
+    )
+    .unwrap();
+    let apk = dir.path().join("apk");
+    std::fs::write(&apk, "#!/bin/sh\nexit 0\n").unwrap();
+    for program in [&smi, &apk] {
+        make_executable(program);
+    }
+    let path = format!("{}:/usr/bin:/bin", dir.path().display());
+    let passes = |script: &str, shell: &str, env: &[(&str, &str)]| {
+        let script = script.replace(check.nvidia_smi, smi.to_str().unwrap());
+        let out = Command::new(shell).args(["-c", &script]).env_clear().env("PATH", &path).envs(env.iter().copied()).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let zeros = "0 0 0 0 0 0 0 0";
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(&str, Env<'_>, bool); 7] = [
+        ("a healthy node", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros)], true),
+        ("more GPUs than asked", &[("FAKE_GPUS", "9"), ("FAKE_ECC", "0 0 0 0 0 0 0 0 0")], true),
+        ("a GPU missing", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0 0 0 0 0 0 0")], false),
+        ("an uncorrected ECC error", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0 0 0 2 0 0 0 0")], false),
+        ("an unreadable count", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0 0 0 0 0 [N/A] 0 0")], false),
+        ("nvidia-smi failing", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros), ("FAKE_FAILS", "1")], false),
+        ("no GPU at all", &[("FAKE_GPUS", "0"), ("FAKE_ECC", "")], false),
+    ];
+    for (case, env, healthy) in cases {
+        let (upstream_passes, _) = passes(&theirs, "/bin/sh", env);
+        let (render_passes, said) = passes(&ours, "bash", env);
+        assert_eq!(upstream_passes, healthy, "{case}: upstream's check");
+        assert_eq!(render_passes, healthy, "{case}: the render's check said {said}");
+    }
+    let (_, said) = passes(&ours, "bash", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0 0 0 0 0 0 0")]);
+    assert_eq!(said, "only 7 GPUs, expected 8\n", "what deploy and status show");
+}
+
+/// The workers' library path is upstream's, `/usr/local/nvidia/lib64` alone: the blueprint's gIB
+/// installer copies gIB's libraries into the node folder that path mounts.
+#[test]
+fn gibs_libraries_are_on_upstreams_library_path() {
+    use gke_rl::knowledge::{NVIDIA_HOST_PATH, NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH};
+    let installer = std::fs::read_to_string(upstream("cluster-toolkit/nccl-installer.yaml.tftpl")).unwrap();
+    let host_lib64 = format!("{NVIDIA_HOST_PATH}/lib64");
+    assert!(installer.contains(&format!("path: {host_lib64}\n")), "the installer's host folder");
+    assert!(installer.contains(&format!("cp -r /var/lib/gib/lib64/. /usr/local{host_lib64}\n")), "gIB's lib64 goes there");
+    assert_eq!(NVIDIA_LIBRARY_PATH, format!("{NVIDIA_MOUNT_PATH}/lib64"), "which the pods mount as the library path");
+    let jobset: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(upstream("cluster-toolkit/nccl-jobset-example.yaml")).unwrap()).unwrap();
+    let gate = &jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"][0];
+    assert_eq!(gate["env"][0], serde_json::json!({"name": "LD_LIBRARY_PATH", "value": NVIDIA_LIBRARY_PATH}));
+    let cluster: Value = serde_saphyr::from_str(artifact(&render(&gke_rl::Deployment::default()), "ray-cluster.yaml")).unwrap();
+    let start = cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["args"][0].as_str().unwrap();
+    let exported: Vec<&str> = start.lines().filter(|l| l.contains("LD_LIBRARY_PATH=")).collect();
+    assert_eq!(exported, [format!("export LD_LIBRARY_PATH={NVIDIA_LIBRARY_PATH}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}")]);
+}

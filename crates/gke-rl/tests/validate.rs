@@ -358,7 +358,8 @@ fn flex_start_conflicts_quote_the_node_pools_preconditions() {
 fn every_rule_has_a_case() {
     // Tested on their own: the CRD with its schema, the network names with the upstream blueprint.
     // The PVC's namespace with a patched blueprint.
-    let special = ["file-too-large", "crd-schema", "fabric-unknown-network", "pvc-namespace-mismatch"];
+    // The checkpoint deadline with flex-start and a measured step time (two settings apart).
+    let special = ["file-too-large", "crd-schema", "fabric-unknown-network", "pvc-namespace-mismatch", "checkpoint-deadline"];
     for rule in RULES {
         assert!(CASES.iter().any(|c| c.code == rule.code) || special.contains(&rule.code), "rule {} has no test case", rule.code);
     }
@@ -375,7 +376,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
         .filter(|f| f.diagnostic.code == "placeholder")
         .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
         .collect();
-    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 128, 28)]);
+    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 161, 28)]);
     assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
 }
 
@@ -503,10 +504,19 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     let full = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
     // The default config names no project or authorized CIDR (env.sh reads them at run time),
-    // and no blueprint or CRD was given: everything else is checked.
+    // its Spot nodes have no checkpoint deadline, and no blueprint or CRD was given: everything
+    // else is checked.
     let expected = |code: &&str| {
         code.starts_with("blueprint-")
-            || ["crd-schema", "project-id-empty", "authorized-cidr-wide", "fabric-unknown-network", "pvc-namespace-mismatch"].contains(code)
+            || [
+                "crd-schema",
+                "project-id-empty",
+                "authorized-cidr-wide",
+                "fabric-unknown-network",
+                "pvc-namespace-mismatch",
+                "checkpoint-deadline",
+            ]
+            .contains(code)
     };
     assert!(skipped.iter().all(expected), "the full render checks all else: {skipped:?}");
 }
@@ -560,7 +570,7 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
     let worker_env = "                  value: gIB\n                - name: HF_TOKEN\n";
     let cases: [(&str, &str, String, u32); 8] = [
         ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 40),
-        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 97),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 130),
         (
             "ray-cluster.yaml",
             head_env,
@@ -716,4 +726,72 @@ fn token_authentication_is_checked_as_kuberay_and_ray_decide_it() {
             .replace("nvcr.io/nvidia/", "")
     };
     assert_eq!(auth(&short), [], "2.52 is 2.52.0");
+}
+
+/// Flex-start sets NeMo-RL's checkpoint deadline; a run whose steps at the measured step time
+/// end after it is warned at `grpo.max_num_steps`, and without a step time the rule says why.
+#[test]
+fn a_flex_start_run_longer_than_its_checkpoint_deadline_is_warned_at_its_steps() {
+    use std::num::NonZeroU32;
+    let mut d = gke_rl::Deployment::default();
+    d.topology.provisioning = gke_rl::model::Provisioning::FlexStart;
+    d.job.expected_step_seconds = NonZeroU32::new(3600);
+    d.job.max_num_steps = NonZeroU32::new(200).unwrap();
+    let files = rendered(&d);
+    let script = &files["run_nemo_rl.sh"];
+    assert!(script.contains("checkpointing.checkpoint_must_save_by=06:12:00:00"), "{script}");
+    let hits: Vec<Finding> = check(&files).into_iter().filter(|f| f.diagnostic.code == "checkpoint-deadline").collect();
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+    let steps_line = script.lines().position(|l| l.contains("grpo.max_num_steps=200")).unwrap() + 1;
+    assert!(hits[0].file.ends_with("run_nemo_rl.sh") && hits[0].diagnostic.line as usize == steps_line, "{hits:#?}");
+    let message = &hits[0].diagnostic.message;
+    assert!(message.starts_with("200 steps at 3600 s each (env.sh:") && message.contains("200.0 h"), "{message}");
+    assert!(message.contains("(156.0 h)") && message.contains("after about 156 steps"), "{message}");
+
+    d.job.max_num_steps = NonZeroU32::new(156).unwrap();
+    assert!(!codes(&check(&rendered(&d))).contains(&"checkpoint-deadline"), "156 steps of an hour end at the deadline");
+    d.job.expected_step_seconds = None;
+    let v = validation(&rendered(&d));
+    let skipped = v.skipped.iter().find(|s| s.code == "checkpoint-deadline").expect("said why not");
+    assert!(skipped.missing.contains("no expected step time"), "{skipped:?}");
+    let v = validation(&rendered(&gke_rl::Deployment::default()));
+    let skipped = v.skipped.iter().find(|s| s.code == "checkpoint-deadline").expect("said why not");
+    assert_eq!(skipped.missing, "no checkpointing.checkpoint_must_save_by", "Spot has no deadline");
+}
+
+/// A blueprint whose managed-lustre module enables the Dynamic tier is sized against it, not
+/// against the per-TiB throughput its vars still name.
+#[test]
+fn the_dynamic_lustre_tier_is_sized_by_its_own_range_and_step() {
+    let deployment = gke_rl::Deployment::default();
+    let upstream_blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    let patched = gke_rl::blueprint::patch(&upstream_blueprint, &deployment).unwrap();
+    let throughput = "      per_unit_storage_throughput: $(vars.per_unit_storage_throughput)\n";
+    assert!(patched.contains(throughput), "{patched}");
+    let blueprint = |size: &str| {
+        let dynamic = patched.replacen(throughput, &format!("{throughput}      enable_dynamic_tier: true\n"), 1);
+        Files::from([("gke-a4.yaml".to_owned(), dynamic.replacen("lustre_size_gib: 9000", &format!("lustre_size_gib: {size}"), 1))])
+    };
+    let lustre = |files: &Files| -> Vec<(&'static str, String)> {
+        check(files)
+            .into_iter()
+            .filter(|f| f.diagnostic.code.starts_with("lustre-"))
+            .map(|f| (f.diagnostic.code, f.diagnostic.message))
+            .collect()
+    };
+    assert_eq!(
+        lustre(&blueprint("9000")),
+        [(
+            "lustre-capacity-range",
+            "9000 GiB is outside the Dynamic tier (25 MB/s/TiB aggregate)'s range of 472000 to 84016000 GiB".to_owned()
+        )],
+        "9,000 GiB suits the 1000 MB/s/TiB tier, not the Dynamic one"
+    );
+    assert_eq!(
+        lustre(&blueprint("500000")),
+        [("lustre-capacity-step", "500000 GiB is not a multiple of the Dynamic tier (25 MB/s/TiB aggregate)'s 472000 GiB step".to_owned())]
+    );
+    assert_eq!(lustre(&blueprint("944000")), [], "two steps of 472,000 GiB");
+    let files = Files::from([("gke-a4.yaml".to_owned(), patched.clone())]);
+    assert_eq!(lustre(&files), [], "without the setting, the numbered tier of the vars");
 }

@@ -11,6 +11,7 @@ pub use https::Https;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use gke_rl::knowledge::GPU_HEALTH_CHECK;
 use http::{Method, Request, Response, StatusCode};
 use kube::Client;
 use kube::client::Body;
@@ -33,6 +34,14 @@ pub enum Pods {
         lost: usize,
         /// Why the recreated pods wait.
         message: String,
+    },
+    /// The first worker's GPU health check fails on `node`, printing `output`, and the kubelet
+    /// restarts it with a back-off; the other pods are Ready.
+    GpuHealthCheckFails {
+        /// The node the worker was scheduled on.
+        node: String,
+        /// What the check printed, which the kubelet keeps as its termination message.
+        output: String,
     },
 }
 
@@ -315,12 +324,21 @@ impl State {
             // Index 0 is the head; the last `lost` workers were lost.
             Some(Pods::Preempted { lost, message }) if index + *lost as u64 > workers => unschedulable(message),
             Some(Pods::Preempted { .. }) => ready.clone(),
+            Some(Pods::GpuHealthCheckFails { output, .. }) if index == 1 => json!({"phase": "Pending",
+                "initContainerStatuses": [{"name": GPU_HEALTH_CHECK.container, "image": "i", "imageID": "", "ready": false, "restartCount": self.pod_listings,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": format!("back-off restarting failed container={}", GPU_HEALTH_CHECK.container)}},
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": output}}}]}),
+            Some(Pods::GpuHealthCheckFails { .. }) => ready.clone(),
             _ => json!({"phase": "Pending"}),
+        };
+        let spec = |index: u64| match &self.pods {
+            Some(Pods::GpuHealthCheckFails { node, .. }) if index == 1 => json!({"nodeName": node, "containers": [{"name": "ray-worker"}]}),
+            _ => Value::Null,
         };
         if matches!(self.pods, Some(Pods::ReadyAfter(n)) if self.pod_listings > n) {
             self.provisioned = true;
         }
-        let pod = |pod_name: String, node_type: &str, index: u64| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "status": status(index)});
+        let pod = |pod_name: String, node_type: &str, index: u64| json!({"metadata": {"name": pod_name, "namespace": "default", "labels": {"ray.io/cluster": name, "ray.io/node-type": node_type}}, "spec": spec(index), "status": status(index)});
         State::pod_names(&name, workers)
             .zip(0..)
             .map(|((pod_name, node_type), index)| pod(pod_name, node_type, index))

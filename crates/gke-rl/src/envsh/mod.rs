@@ -150,6 +150,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 Kind::OptionalNumber,
                 "minutes without a job before the in-cluster guard suspends the RayCluster; empty: no guard",
             ),
+            var(
+                "EXPECTED_STEP_SECONDS",
+                "/job/expected_step_seconds",
+                Kind::OptionalNumber,
+                "seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline",
+            ),
         ],
     ),
     (

@@ -485,12 +485,82 @@ pub const NVIDIA_HOST_PATH: &str = "/home/kubernetes/bin/nvidia";
 pub const NVIDIA_MOUNT_PATH: &str = "/usr/local/nvidia";
 /// The `NCCL_NET` value that selects gIB: NCCL then fails instead of falling back to sockets.
 pub const GIB_NCCL_NET: &str = "gIB";
+/// Where the library path points: the NVIDIA driver's `lib64`, as Cluster Toolkit's A4 examples
+/// set it (`examples/gke-a4/nccl-jobset-example.yaml`, v1.95.0). gIB's libraries are there too:
+/// the blueprint's installer copies them in (`examples/gke-a4/nccl-installer.yaml.tftpl`:
+/// `cp -r /var/lib/gib/lib64/. …/bin/nvidia/lib64`), so `/usr/local/gib/lib64` adds nothing.
+pub const NVIDIA_LIBRARY_PATH: &str = "/usr/local/nvidia/lib64";
 
-/// A Managed Lustre throughput tier and its capacity rules.
+/// A GPU node's health gate: what a worker's init container asks `nvidia-smi` before Ray
+/// starts, so that a node with a missing GPU or an uncorrectable memory error is named instead
+/// of hanging or corrupting a run. It is Cluster Toolkit's `gpu-healthcheck` init container
+/// (`examples/gke-a4/nccl-jobset-example.yaml`, v1.95.0), with the GPU count taken from
+/// [`MACHINES`] rather than its literal 8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuHealthCheck {
+    /// The init container's name, which readiness reports a failure by.
+    pub container: &'static str,
+    /// `nvidia-smi` as GKE's device plugin mounts it into a container that requests GPUs.
+    pub nvidia_smi: &'static str,
+    /// The query that prints one line per GPU present: there must be at least the machine's GPUs.
+    pub count_query: &'static str,
+    /// The query whose value must be 0 on every GPU.
+    pub zero_query: &'static str,
+    /// What `nvidia-smi` prints for a value it cannot read, which fails the GPU.
+    pub unreadable: &'static str,
+}
+
+/// See [`GpuHealthCheck`].
+pub const GPU_HEALTH_CHECK: GpuHealthCheck = GpuHealthCheck {
+    container: "gpu-healthcheck",
+    nvidia_smi: "/usr/local/nvidia/bin/nvidia-smi",
+    count_query: "driver_version",
+    zero_query: "ecc.errors.uncorrected.volatile.total",
+    unreadable: "[N/A]",
+};
+
+/// How long a flex-start node runs at most: "Flex-start VMs run uninterrupted for up to seven
+/// days" (Compute Engine's "About Flex-start VMs", docs.cloud.google.com/compute/docs/instances/about-flex-start-vms;
+/// GKE's "About flex-start provisioning mode" gives the same seven days).
+pub const FLEX_START_MAX_RUN_SECONDS: u64 = 7 * 24 * 3600;
+/// What a flex-start run keeps back from [`FLEX_START_MAX_RUN_SECONDS`] for NeMo-RL's deadline:
+/// its clock starts with the training loop, after the nodes came up, the image was pulled, Ray
+/// started and the model was downloaded, converted and loaded, and the save it forces still has
+/// to be written (NeMo-RL also keeps back its slowest step). Twelve hours holds all of that for
+/// the catalogue's largest models on a fresh cluster; a run submitted to nodes that are already
+/// days old has less, which validate cannot see.
+pub const FLEX_START_SAVE_MARGIN_SECONDS: u64 = 12 * 3600;
+/// NeMo-RL's checkpoint deadline key (`checkpointing.checkpoint_must_save_by`, read by
+/// `TimeoutChecker` in `nemo_rl/utils/timer.py`: save, then stop training, once the slowest step
+/// so far would end past it).
+pub const CHECKPOINT_DEADLINE_KEY: &str = "checkpointing.checkpoint_must_save_by";
+
+/// The deadline a flex-start run's NeMo-RL must save by, in seconds of training.
+pub const fn flex_start_deadline_seconds() -> u64 {
+    FLEX_START_MAX_RUN_SECONDS - FLEX_START_SAVE_MARGIN_SECONDS
+}
+
+/// `seconds` as NeMo-RL's `DD:HH:MM:SS` (`convert_to_seconds` in `nemo_rl/utils/timer.py`).
+pub fn nemo_rl_duration(seconds: u64) -> String {
+    format!("{:02}:{:02}:{:02}:{:02}", seconds / 86_400, seconds / 3600 % 24, seconds / 60 % 60, seconds % 60)
+}
+
+/// NeMo-RL's `DD:HH:MM:SS` in seconds, as `convert_to_seconds` reads it (four whole numbers).
+pub fn nemo_rl_duration_seconds(text: &str) -> Option<u64> {
+    let parts: Vec<u64> = text.split(':').map(|p| p.trim().parse().ok()).collect::<Option<_>>()?;
+    let [days, hours, minutes, seconds] = parts[..] else { return None };
+    Some(days * 86_400 + hours * 3600 + minutes * 60 + seconds)
+}
+
+/// A Managed Lustre performance tier and its capacity rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LustreTier {
-    /// `per_unit_storage_throughput`, MB/s per TiB.
+    /// Throughput in MB/s per TiB: `per_unit_storage_throughput` of a numbered tier, the
+    /// aggregate figure of the Dynamic tier.
     pub throughput: u32,
+    /// The Dynamic tier, which the API chooses by `dynamic_tier_options.mode: DEFAULT_CACHE`
+    /// with `per_unit_storage_throughput` unset or zero, not by a throughput.
+    pub dynamic: bool,
     /// Smallest capacity, GiB.
     pub min_gib: u64,
     /// Largest capacity, GiB.
@@ -503,10 +573,16 @@ pub struct LustreTier {
     pub large_step_gib: u64,
 }
 
-/// `cluster-toolkit.md` §3.1 (Managed Lustre "Performance tiers" and "Increase capacity").
+/// Managed Lustre's "Performance tiers" and "Increase capacity" pages
+/// (docs.cloud.google.com/managed-lustre/docs/performance-tiers, …/increase-capacity;
+/// `cluster-toolkit.md` §3.1). The Dynamic tier: "an aggregate throughput of 25 MBps per TiB"
+/// ("Create a Managed Lustre instance", …/create-instance), 472,000 to 84,016,000 GiB in steps of
+/// 472,000 GiB; the docs give it one step size and no threshold, and no per-TiB IOPS figure.
+/// `DynamicTierOptions.Mode` in the Managed Lustre v1 API says how it is chosen.
 pub const LUSTRE_TIERS: &[LustreTier] = &[
     LustreTier {
         throughput: 1000,
+        dynamic: false,
         min_gib: 9_000,
         max_gib: 10_008_000,
         small_step_gib: 9_000,
@@ -515,6 +591,7 @@ pub const LUSTRE_TIERS: &[LustreTier] = &[
     },
     LustreTier {
         throughput: 500,
+        dynamic: false,
         min_gib: 18_000,
         max_gib: 20_016_000,
         small_step_gib: 18_000,
@@ -523,6 +600,7 @@ pub const LUSTRE_TIERS: &[LustreTier] = &[
     },
     LustreTier {
         throughput: 250,
+        dynamic: false,
         min_gib: 36_000,
         max_gib: 40_032_000,
         small_step_gib: 36_000,
@@ -531,23 +609,47 @@ pub const LUSTRE_TIERS: &[LustreTier] = &[
     },
     LustreTier {
         throughput: 125,
+        dynamic: false,
         min_gib: 72_000,
         max_gib: 12_240_000,
         small_step_gib: 72_000,
         threshold_gib: 12_240_000,
         large_step_gib: 72_000,
     },
+    LustreTier {
+        throughput: 25,
+        dynamic: true,
+        min_gib: 472_000,
+        max_gib: 84_016_000,
+        small_step_gib: 472_000,
+        threshold_gib: 84_016_000,
+        large_step_gib: 472_000,
+    },
 ];
 
-/// The tier with this throughput, when it exists.
+/// The numbered tier whose `per_unit_storage_throughput` is `throughput`, when it exists.
 pub fn lustre_tier(throughput: u64) -> Option<&'static LustreTier> {
-    LUSTRE_TIERS.iter().find(|t| u64::from(t.throughput) == throughput)
+    LUSTRE_TIERS.iter().find(|t| !t.dynamic && u64::from(t.throughput) == throughput)
+}
+
+/// The Dynamic tier.
+pub fn lustre_dynamic_tier() -> &'static LustreTier {
+    LUSTRE_TIERS.iter().find(|t| t.dynamic).expect("the table has the Dynamic tier")
 }
 
 impl LustreTier {
     /// The step `capacity_gib` must be a multiple of.
     pub fn step_for(&self, capacity_gib: u64) -> u64 {
         if capacity_gib <= self.threshold_gib { self.small_step_gib } else { self.large_step_gib }
+    }
+
+    /// For people: "the 1000 MB/s/TiB tier", "the Dynamic tier (25 MB/s/TiB aggregate)".
+    pub fn describe(&self) -> String {
+        if self.dynamic {
+            format!("the Dynamic tier ({} MB/s/TiB aggregate)", self.throughput)
+        } else {
+            format!("the {} MB/s/TiB tier", self.throughput)
+        }
     }
 }
 
@@ -662,6 +764,29 @@ mod tests {
         assert_eq!(tier.step_for(9_000), 9_000);
         assert_eq!(tier.step_for(1_602_000), 72_000);
         assert!(LUSTRE_TIERS.iter().all(|t| t.min_gib % t.small_step_gib == 0 && t.max_gib % t.large_step_gib == 0));
+        let dynamic = lustre_dynamic_tier();
+        assert_eq!((dynamic.throughput, dynamic.min_gib, dynamic.max_gib), (25, 472_000, 84_016_000));
+        assert_eq!((dynamic.step_for(472_000), dynamic.step_for(84_016_000)), (472_000, 472_000));
+        assert_eq!(lustre_tier(25), None, "the Dynamic tier is not chosen by a throughput");
+    }
+
+    #[test]
+    fn the_flex_start_deadline_is_nemo_rls_format_inside_seven_days() {
+        assert_eq!(nemo_rl_duration(flex_start_deadline_seconds()), "06:12:00:00");
+        assert_eq!(nemo_rl_duration(3_723), "00:01:02:03");
+        assert_eq!(nemo_rl_duration_seconds("06:12:00:00"), Some(flex_start_deadline_seconds()));
+        assert_eq!(nemo_rl_duration_seconds("00:03:45:00"), Some(13_500), "NeMo-RL's own default");
+        assert_eq!(nemo_rl_duration_seconds("3:45:00"), None);
+        assert_eq!(nemo_rl_duration_seconds("a:b:c:d"), None);
+        for release in NEMO_RL_RELEASES {
+            assert!(release.recipe_key(CHECKPOINT_DEADLINE_KEY).is_some(), "{}", release.tag);
+        }
+    }
+
+    #[test]
+    fn the_library_path_is_the_drivers_lib64() {
+        assert_eq!(NVIDIA_LIBRARY_PATH, format!("{NVIDIA_MOUNT_PATH}/lib64"));
+        assert!(GPU_HEALTH_CHECK.nvidia_smi.starts_with(NVIDIA_MOUNT_PATH));
     }
 
     #[test]

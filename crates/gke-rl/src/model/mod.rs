@@ -447,6 +447,10 @@ pub struct Job {
     /// Minutes without a running job after which an in-cluster guard suspends the RayCluster.
     /// Null: no guard.
     pub idle_timeout_minutes: Option<NonZeroU32>,
+    /// Seconds one GRPO step takes on this setup, as NeMo-RL's `Total step time` line reports
+    /// it; gke-rl has no estimate of its own. With flex-start, validate warns when
+    /// `max_num_steps` steps do not end before the checkpoint deadline. Null: not checked.
+    pub expected_step_seconds: Option<NonZeroU32>,
 }
 
 /// What happens to the RayCluster after a job.
@@ -480,6 +484,7 @@ impl Default for Job {
             max_restarts: None,
             when_done: WhenDone::Keep,
             idle_timeout_minutes: None,
+            expected_step_seconds: None,
         }
     }
 }

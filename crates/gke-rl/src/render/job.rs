@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY, upload_excludes};
 use crate::knowledge::{self, NemoRlRelease};
-use crate::model::Deployment;
+use crate::model::{Deployment, Provisioning};
 use crate::quote::{hydra_string, sh};
 
 /// Where NeMo-RL lives in its image.
@@ -38,13 +38,14 @@ pub(super) fn runtime_env(d: &Deployment, header: &str, fabric: bool) -> String 
 }
 
 /// The Hydra overrides, in the codelab's order, minus `policy.megatron_cfg.converter_type`
-/// (nothing in NeMo-RL v0.4.0 reads it), the dataset under the release's key.
+/// (nothing in NeMo-RL v0.4.0 reads it), the dataset under the release's key, and on
+/// flex-start the checkpoint deadline.
 /// `logger.wandb_enabled` is decided at run time.
 fn overrides(d: &Deployment) -> Vec<(&'static str, String)> {
     let job = &d.job;
     let ckpt = &job.checkpointing;
     let string = |s: &str| hydra_string(s);
-    vec![
+    let mut overrides = vec![
         ("policy.model_name", string(job.model.as_str())),
         ("cluster.num_nodes", d.topology.node_count.to_string()),
         ("cluster.gpus_per_node", d.topology.gpus_per_node.to_string()),
@@ -60,7 +61,12 @@ fn overrides(d: &Deployment) -> Vec<(&'static str, String)> {
         ("checkpointing.checkpoint_dir", string(ckpt.dir.as_str())),
         ("logger.log_dir", string(job.log_dir.as_str())),
         (release(d).dataset_key, string(job.dataset.as_str())),
-    ]
+    ];
+    // Flex-start nodes go after seven days: NeMo-RL saves (and stops) before then.
+    if d.topology.provisioning == Provisioning::FlexStart && release(d).recipe_key(knowledge::CHECKPOINT_DEADLINE_KEY).is_some() {
+        overrides.push((knowledge::CHECKPOINT_DEADLINE_KEY, knowledge::nemo_rl_duration(knowledge::flex_start_deadline_seconds())));
+    }
+    overrides
 }
 
 pub(super) fn script(d: &Deployment) -> String {

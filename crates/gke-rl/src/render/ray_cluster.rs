@@ -3,9 +3,10 @@
 use std::fmt::Write as _;
 
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
+use crate::knowledge::GpuHealthCheck;
 use crate::knowledge::{
-    self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH, NVIDIA_MOUNT_PATH,
-    SYSTEM_POOL,
+    self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH,
+    NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, SYSTEM_POOL,
 };
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
@@ -24,6 +25,7 @@ pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabr
     let ray = &d.ray;
     let gpus = d.topology.gpus_per_node.get().to_string();
     let workers = d.topology.node_count;
+    let image_text = yaml(ray.image.as_str());
     format!(
         "apiVersion: ray.io/v1
 kind: RayCluster
@@ -70,7 +72,7 @@ metadata:
       rayStartParams: {{}}
       template:
 {worker_metadata}        spec:
-{worker_placement}          containers:
+{worker_placement}{health_check}          containers:
             - name: ray-worker
               image: {image}
 {worker_command}{worker_env}              resources:
@@ -100,7 +102,8 @@ metadata:
         dashboard_host = yaml("0.0.0.0"),
         placement = head_placement(d),
         worker_placement = placement(d, 10),
-        image = yaml(ray.image.as_str()),
+        health_check = health_check_container(d, &image_text),
+        image = image_text,
         head_env = secret_env(d, None, 12),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
         cluster_annotations = if fabric.is_some() {
@@ -206,11 +209,12 @@ fn worker_annotations(fabric: &GpuFabric) -> String {
 }
 
 /// gIB's libraries and NCCL settings in the environment `ray start` (and so every Ray worker
-/// process) inherits. gIB's own script sets the NCCL variables, which change between its releases.
+/// process) inherits. gIB's own script sets the NCCL variables, which change between its releases;
+/// the library path is the NVIDIA driver's alone, as upstream's ([`NVIDIA_LIBRARY_PATH`]).
 fn worker_start() -> String {
     format!(
         "ulimit -n 65536\n\
-         export LD_LIBRARY_PATH={GIB_MOUNT_PATH}/lib64:{NVIDIA_MOUNT_PATH}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n\
+         export LD_LIBRARY_PATH={NVIDIA_LIBRARY_PATH}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\n\
          source {GIB_MOUNT_PATH}/scripts/set_nccl_env.sh\n\
          exec /bin/bash -c \"$KUBERAY_GEN_RAY_START_CMD\"\n"
     )
@@ -251,4 +255,51 @@ fn secret_env(d: &Deployment, plain: Option<(&str, &str)>, indent: usize) -> Str
 fn lustre_volume(d: &Deployment, indent: usize) -> String {
     let pad = " ".repeat(indent);
     format!("{pad}- name: {LUSTRE_VOLUME}\n{pad}  persistentVolumeClaim:\n{pad}    claimName: {}\n", d.lustre.pvc_name)
+}
+
+/// The GPU workers' health gate ([`GPU_HEALTH_CHECK`]): an init container that takes all the
+/// node's GPUs before the worker does, so the device plugin mounts `nvidia-smi`, the driver and
+/// every GPU without a privileged container (upstream's runs privileged in Alpine), and fails,
+/// with its output as the termination message that readiness reports with the node's name,
+/// unless the machine's GPUs are all there without uncorrected ECC errors.
+fn health_check_container(d: &Deployment, image: &str) -> String {
+    let pad = " ".repeat(12);
+    let node_gpus = expected_gpus(d);
+    let script = command(&gpu_health_script(node_gpus), 14);
+    let gpus = yaml(&node_gpus.to_string());
+    format!(
+        "          # A node with a missing GPU or uncorrected ECC errors is named, not used (Cluster Toolkit's\n          \
+         # gpu-healthcheck in examples/gke-a4/nccl-jobset-example.yaml, v1.95.0).\n          \
+         initContainers:\n{pad}- name: {name}\n{pad}  image: {image}\n{script}\
+         {pad}  env:\n{pad}    - name: LD_LIBRARY_PATH\n{pad}      value: {NVIDIA_LIBRARY_PATH}\n\
+         {pad}  terminationMessagePolicy: FallbackToLogsOnError\n\
+         {pad}  resources:\n{pad}    requests:\n{pad}      nvidia.com/gpu: {gpus}\n{pad}    limits:\n{pad}      nvidia.com/gpu: {gpus}\n",
+        name = GPU_HEALTH_CHECK.container,
+    )
+}
+
+/// The GPUs a node of the deployment's machine type has ([`knowledge::MACHINES`]), else the
+/// GPUs a worker requests.
+fn expected_gpus(d: &Deployment) -> u32 {
+    knowledge::machine(d.topology.machine_type.as_str()).map_or(d.topology.gpus_per_node.get(), |m| m.gpus)
+}
+
+/// The health gate's bash script for a node of `gpus` GPUs: upstream's checks, in order, with
+/// upstream's outcomes (fewer GPUs than expected, an unreadable or non-zero uncorrected ECC
+/// count fail).
+fn gpu_health_script(gpus: u32) -> String {
+    let GpuHealthCheck { nvidia_smi, count_query, zero_query, unreadable, .. } = GPU_HEALTH_CHECK;
+    format!(
+        "gpus=$({nvidia_smi} --query-gpu={count_query} --format=csv,noheader,nounits | wc -l)\n\
+         if [ \"$gpus\" -lt {gpus} ]; then\n  \
+           echo \"only $gpus GPUs, expected {gpus}\"\n  exit 1\nfi\n\
+         errors=($({nvidia_smi} --query-gpu={zero_query} --format=csv,noheader,nounits))\n\
+         for gpu in \"${{!errors[@]}}\"; do\n  \
+           if [ \"${{errors[$gpu]}}\" == '{unreadable}' ]; then\n    \
+             echo \"GPU $gpu: {zero_query} is {unreadable}\"\n    exit 1\n  \
+           elif [ \"${{errors[$gpu]}}\" -gt 0 ]; then\n    \
+             echo \"GPU $gpu: ${{errors[$gpu]}} uncorrected ECC errors\"\n    exit 1\n  \
+           fi\ndone\n\
+         echo \"$gpus GPUs, no uncorrected ECC errors\"\n"
+    )
 }

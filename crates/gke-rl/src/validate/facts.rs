@@ -31,6 +31,13 @@ pub struct Facts {
     pub cluster_name: Option<Fact<String>>,
     pub lustre_capacity_gib: Option<Fact<u64>>,
     pub lustre_throughput: Option<Fact<u64>>,
+    /// A blueprint's `managed-lustre` module with `enable_dynamic_tier: true`, where it says so:
+    /// Cluster Toolkit's setting for the Dynamic tier (GoogleCloudPlatform/cluster-toolkit PR
+    /// #5791). v1.95.0's module, which gke-rl's blueprint patch targets, lacks it, so gke-rl's
+    /// own config cannot choose the Dynamic tier yet.
+    pub lustre_dynamic_tier: Option<Fact<()>>,
+    /// Seconds per GRPO step as the user measured them (env.sh's `EXPECTED_STEP_SECONDS`).
+    pub expected_step_seconds: Option<Fact<u64>>,
     pub pvc_name: Option<Fact<String>>,
     pub authorized_cidr: Option<Fact<String>>,
     pub fabric_mode: Option<Fact<String>>,
@@ -74,6 +81,9 @@ fn number(fact: Option<Fact<String>>) -> Option<Fact<u64>> {
     Some(Fact { value: fact.value.trim().parse().ok()?, file: fact.file, at: fact.at })
 }
 
+/// Cluster Toolkit's Managed Lustre module.
+const LUSTRE_SOURCE: &str = "modules/file-system/managed-lustre";
+
 /// The `gke-persistent-volume` module that uses `managed-lustre`.
 fn lustre_pv_module(blueprint: &Node) -> Option<&Node> {
     modules(blueprint).find(|m| {
@@ -113,6 +123,11 @@ pub fn gather(views: &Views<'_>) -> Facts {
         cluster_name: from("CLUSTER_NAME", "deployment_name"),
         lustre_capacity_gib: number(from("LUSTRE_CAPACITY", "lustre_size_gib")),
         lustre_throughput: number(from("LUSTRE_THROUGHPUT", "per_unit_storage_throughput")),
+        lustre_dynamic_tier: blueprint.and_then(|b| {
+            let enabled = module_by_source(&b.root, LUSTRE_SOURCE)?.get(&["settings", "enable_dynamic_tier"])?;
+            (enabled.text() == Some("true")).then(|| Fact { value: (), file: b.file.to_owned(), at: enabled.at() })
+        }),
+        expected_step_seconds: number(env.and_then(|e| env_fact(e, "EXPECTED_STEP_SECONDS"))),
         pvc_name,
         authorized_cidr: from("AUTHORIZED_CIDR", "authorized_cidr"),
         fabric_mode: env.and_then(|e| env_fact(e, "FABRIC_MODE")),

@@ -4,7 +4,7 @@
 use super::ray::{ACCELERATOR_LABEL, Pod, pods};
 use super::*;
 use crate::blueprint::{GkeNetworks, gke_networks};
-use crate::knowledge::{self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric};
+use crate::knowledge::{self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GpuFabric, NVIDIA_LIBRARY_PATH};
 use crate::render::INTERFACES_ANNOTATION;
 use crate::validate::Tree;
 use crate::yaml::Node;
@@ -170,7 +170,9 @@ fn gib(cluster: &Tree<'_>, pod: &Pod<'_>, container: &Node, name: &str, sink: &m
         .flat_map(|n| n.items().iter().filter_map(Node::text).chain(n.text()))
         .collect::<Vec<_>>()
         .join("\n");
-    let lib64 = format!("{GIB_MOUNT_PATH}/lib64");
+    // gIB's libraries are in both: its installer copies them into the driver's lib64, which
+    // Cluster Toolkit's A4 examples put on the path.
+    let lib64 = [NVIDIA_LIBRARY_PATH.to_owned(), format!("{GIB_MOUNT_PATH}/lib64")];
     let env_path = container
         .get(&["env"])
         .map(Node::items)
@@ -178,12 +180,12 @@ fn gib(cluster: &Tree<'_>, pod: &Pod<'_>, container: &Node, name: &str, sink: &m
         .iter()
         .find(|e| e.get(&["name"]).and_then(Node::text) == Some("LD_LIBRARY_PATH"))
         .and_then(|e| e.get(&["value"])?.text());
-    let on_path = env_path.is_some_and(|p| p.split(':').any(|d| d == lib64))
-        || script.lines().any(|l| l.contains("LD_LIBRARY_PATH=") && l.contains(&lib64));
+    let on_path = env_path.is_some_and(|p| p.split(':').any(|d| lib64.iter().any(|l| d == l)))
+        || script.lines().any(|l| l.contains("LD_LIBRARY_PATH=") && lib64.iter().any(|d| l.contains(d.as_str())));
     let sourced = script.contains(&format!("{GIB_MOUNT_PATH}/scripts/set_nccl_env.sh"));
     let missing: Vec<String> = [
         (!mounted).then(|| format!("no hostPath {GIB_HOST_PATH} mounted at {GIB_MOUNT_PATH}")),
-        (!on_path).then(|| format!("{lib64} is not on LD_LIBRARY_PATH")),
+        (!on_path).then(|| format!("{NVIDIA_LIBRARY_PATH} (where gIB's installer puts its libraries) is not on LD_LIBRARY_PATH")),
         (!sourced).then(|| format!("{GIB_MOUNT_PATH}/scripts/set_nccl_env.sh is not sourced before `ray start`")),
     ]
     .into_iter()

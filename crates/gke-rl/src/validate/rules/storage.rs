@@ -17,26 +17,32 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     capacity(facts, tier, sink);
     let capacity = facts.lustre_capacity_gib.as_ref();
     for job in views.jobs.iter().filter_map(|view| Job::new(view, facts)) {
-        fits(&job, capacity, tier.zip(facts.lustre_throughput.as_ref()).map(|(_, t)| t), sink);
+        fits(&job, capacity, tier, sink);
+        deadline(&job, facts, sink);
     }
     on_lustre(views, facts, sink);
 }
 
-/// The throughput tier, when it is stated and one Managed Lustre offers.
+/// The performance tier, when it is stated and one Managed Lustre offers: the Dynamic tier where
+/// the blueprint enables it, else the numbered tier of the throughput.
 fn tier(facts: &Facts, sink: &mut Sink) -> Option<&'static knowledge::LustreTier> {
+    if facts.lustre_dynamic_tier.is_some() {
+        sink.ran(&LUSTRE_TIER_UNKNOWN);
+        return Some(knowledge::lustre_dynamic_tier());
+    }
     let Some(throughput) = &facts.lustre_throughput else {
         sink.skip(&LUSTRE_TIER_UNKNOWN, "no Lustre throughput tier", TIER_FROM);
         return None;
     };
     let tier = knowledge::lustre_tier(throughput.value);
     if tier.is_none() {
-        let tiers: Vec<String> = knowledge::LUSTRE_TIERS.iter().map(|t| t.throughput.to_string()).collect();
+        let tiers: Vec<String> = knowledge::LUSTRE_TIERS.iter().filter(|t| !t.dynamic).map(|t| t.throughput.to_string()).collect();
         sink.emit(
             &LUSTRE_TIER_UNKNOWN,
             &throughput.file,
             throughput.at,
             format!("{} MB/s per TiB is not a Managed Lustre tier", throughput.value),
-            format!("use one of {}", tiers.join(", ")),
+            format!("use one of {}, or the Dynamic tier (enable_dynamic_tier on the managed-lustre module)", tiers.join(", ")),
         );
     }
     sink.ran(&LUSTRE_TIER_UNKNOWN);
@@ -61,7 +67,7 @@ fn capacity(facts: &Facts, tier: Option<&knowledge::LustreTier>, sink: &mut Sink
             &LUSTRE_CAPACITY_RANGE,
             &capacity.file,
             capacity.at,
-            format!("{gib} GiB is outside the {} MB/s/TiB tier's range of {} to {} GiB", tier.throughput, tier.min_gib, tier.max_gib),
+            format!("{gib} GiB is outside {}'s range of {} to {} GiB", tier.describe(), tier.min_gib, tier.max_gib),
             format!("use at least {} GiB, or another tier", tier.min_gib),
         );
     } else if gib % tier.step_for(gib) != 0 {
@@ -70,15 +76,15 @@ fn capacity(facts: &Facts, tier: Option<&knowledge::LustreTier>, sink: &mut Sink
             &LUSTRE_CAPACITY_STEP,
             &capacity.file,
             capacity.at,
-            format!("{gib} GiB is not a multiple of the {} MB/s/TiB tier's {step} GiB step", tier.throughput),
+            format!("{gib} GiB is not a multiple of {}'s {step} GiB step", tier.describe()),
             format!("use {} or {} GiB", gib / step * step.max(1), (gib / step + 1) * step),
         );
     }
 }
 
-/// Peak footprint against capacity, and the time one save takes; `throughput` is given when it
-/// is a real tier.
-fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u64>>, sink: &mut Sink) {
+/// Peak footprint against capacity, and the time one save takes; `tier` is given when it is a
+/// real tier.
+fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::LustreTier>, sink: &mut Sink) {
     let Some(capacity) = capacity else {
         sink.skip(&LUSTRE_TOO_SMALL, "no Lustre capacity", CAPACITY_FROM);
         sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre capacity", CAPACITY_FROM);
@@ -139,11 +145,11 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u6
             format!("raise the capacity to at least {} GiB, or lower checkpointing.keep_top_k", peak.div_ceil(GIB)),
         );
     }
-    let Some(throughput) = throughput else {
+    let Some(tier) = tier else {
         sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre throughput tier", TIER_FROM);
         return;
     };
-    let bytes_per_second = capacity.value as f64 / 1024.0 * throughput.value as f64 * 1e6;
+    let bytes_per_second = capacity.value as f64 / 1024.0 * f64::from(tier.throughput) * 1e6;
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
     sink.emit(
@@ -151,14 +157,53 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, throughput: Option<&Fact<u6
         job.view.file,
         at,
         format!(
-            "each checkpoint save writes {:.2} TB at up to {:.1} GB/s ({} GiB × {} MB/s/TiB): at least {seconds:.0} s of paused training per save",
+            "each checkpoint save writes {:.2} TB at up to {:.1} GB/s ({} GiB at {}): at least {seconds:.0} s of paused training per save",
             tb(checkpoint),
             bytes_per_second / 1e9,
             capacity.value,
-            throughput.value
+            tier.describe()
         ),
         "a larger instance or a higher tier saves faster; saves are synchronous in NeMo-RL v0.4.0",
     );
+}
+
+/// Whether the run's steps end before NeMo-RL's checkpoint deadline, at the step time the user
+/// measured.
+fn deadline(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
+    let Some((deadline, deadline_at)) = job.string(knowledge::CHECKPOINT_DEADLINE_KEY) else {
+        let enable = "set provisioning: flex-start (gke-rl then sets it), or the override in the job script";
+        sink.skip(&CHECKPOINT_DEADLINE, "no checkpointing.checkpoint_must_save_by", enable);
+        return;
+    };
+    let Some(step) = &facts.expected_step_seconds else {
+        let enable = "set job.expected_step_seconds (EXPECTED_STEP_SECONDS in env.sh) to NeMo-RL's measured `Total step time`";
+        sink.skip(&CHECKPOINT_DEADLINE, "no expected step time (gke-rl has no estimate of its own)", enable);
+        return;
+    };
+    let (Some(limit), Some((steps, steps_at))) = (knowledge::nemo_rl_duration_seconds(deadline), job.int("grpo.max_num_steps")) else {
+        sink.skip(&CHECKPOINT_DEADLINE, "no readable deadline or grpo.max_num_steps", "write the deadline as DD:HH:MM:SS");
+        return;
+    };
+    sink.ran(&CHECKPOINT_DEADLINE);
+    let needed = steps.max(0) as u64 * step.value;
+    if needed > limit {
+        let hours = |s: u64| s as f64 / 3600.0;
+        let fit = limit.checked_div(step.value).unwrap_or(0);
+        sink.emit(
+            &CHECKPOINT_DEADLINE,
+            job.view.file,
+            steps_at.or(deadline_at).unwrap_or(job.launch_at()),
+            format!(
+                "{steps} steps at {} s each ({}) take {:.1} h, past checkpointing.checkpoint_must_save_by={deadline} ({:.1} h): \
+                 NeMo-RL saves there and stops after about {fit} steps",
+                step.value,
+                step.cite(),
+                hours(needed),
+                hours(limit),
+            ),
+            format!("lower grpo.max_num_steps to {fit} and resubmit to resume for the rest, or run on nodes without a time limit"),
+        );
+    }
 }
 
 /// Environment variables that place a download cache: the model, the datasets.
