@@ -1,6 +1,7 @@
-//! The job commands and the packager against real Ray heads: Ray 2.46.0 (what the NeMo-RL
-//! image runs) and 2.54.0, from PyPI in `target/ray/<version>/` (`cargo xtask ci` installs
-//! them), each started here with `ray start --head` on free ports and stopped at the end.
+//! The job commands and the packager against real Ray heads: one of each Ray in
+//! `gke_rl_ray::TESTED_RAY`, from PyPI in `target/ray/<version>/` (`cargo xtask ci` installs
+//! them), each started here with `ray start --head` on its own ports and stopped at the end.
+//! Every head runs the trials of its Jobs API; the trials of gke-rl's own side run on one.
 //! Ray's own Python packaging code is the reference for package URIs and pattern matching.
 //!
 //! A custom harness (libtest-mimic) so that each head starts once for all its tests.
@@ -17,34 +18,69 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
+use gke_rl_ray::TESTED_RAY;
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, RAY_VERSIONS as VERSIONS};
+use ray_head::{Head, Role};
 
 const TOKEN: &str = "hf_gkerlTestSecretValue42";
 
 fn main() {
     let args = Arguments::from_args();
-    let mut heads = Vec::new();
     let mut trials = packaging_trials();
-    // One head at a time: two starting at once on a loaded 2-core machine miss Ray's own
-    // start-up deadlines.
-    for version in VERSIONS {
+    let mut heads = Vec::new();
+    for version in TESTED_RAY {
         let Some(bin) = venv(version) else {
             trials.push(Trial::test(format!("ray_{version}"), || Ok(())).with_ignored_flag(true));
             continue;
         };
-        match Head::start(version, &bin, &VERSIONS) {
-            Ok(head) => {
-                let head = Arc::new(head);
-                trials.extend(head_trials(&head));
-                heads.push(head);
-            }
-            Err(e) => trials.push(Trial::test(format!("ray_{version}::head_starts"), move || Err(e.clone().into()))),
+        let head = Arc::new(Starting::default());
+        trials.extend(head_trials(version, &head));
+        heads.push((version, bin, head));
+    }
+    // The heads start one at a time (see `Head::start`) while the trials run: those of a head
+    // wait for it, the first head's for less than the packaging trials take.
+    let starting: Vec<Arc<Starting>> = heads.iter().map(|(_, _, head)| Arc::clone(head)).collect();
+    let starter = std::thread::spawn(move || {
+        for (version, bin, head) in heads {
+            head.started(Head::start(version, &bin).map(Arc::new));
+        }
+    });
+    let conclusion = libtest_mimic::run(&args, trials);
+    let _ = starter.join();
+    // Every head stops (dropped) before the process exits.
+    for head in starting {
+        if let Ok(mut started) = head.head.lock() {
+            drop(started.take());
         }
     }
-    let conclusion = libtest_mimic::run(&args, trials);
-    drop(heads);
     conclusion.exit();
+}
+
+/// A head being started, which its trials wait for.
+#[derive(Default)]
+struct Starting {
+    head: Mutex<Option<Result<Arc<Head>, String>>>,
+    started: std::sync::Condvar,
+}
+
+impl Starting {
+    fn started(&self, head: Result<Arc<Head>, String>) {
+        if let Ok(mut slot) = self.head.lock() {
+            *slot = Some(head);
+        }
+        self.started.notify_all();
+    }
+
+    /// The head once started (each start waits at most a few minutes), or why it did not.
+    fn wait(&self) -> Result<Arc<Head>, Failed> {
+        let slot = self.head.lock().map_err(|_| "a trial panicked holding the head")?;
+        let slot = self.started.wait_while(slot, |slot| slot.is_none()).map_err(|_| "a trial panicked holding the head")?;
+        match slot.as_ref() {
+            Some(Ok(head)) => Ok(Arc::clone(head)),
+            Some(Err(e)) => Err(format!("the head did not start: {e}").into()),
+            None => Err("the head did not start".into()),
+        }
+    }
 }
 
 /// The venv's bin directory; missing fails under `CI` and skips elsewhere.
@@ -131,31 +167,59 @@ fn job_dir(script: &str) -> tempfile::TempDir {
     dir
 }
 
-fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
-    type Case = fn(&Head) -> Result<(), Failed>;
-    let mut cases: Vec<(&str, Case)> = vec![
-        ("deploy_submit_status_destroy_through_a_tls_api_server", through_a_tls_api_server),
-        ("a_zip_file_is_uploaded_as_it_is", zip_file_working_dir),
-        ("ctrl_c_detaches_and_the_job_keeps_running", ctrl_c_detaches),
-        ("submit_working_dir_and_runtime_env_then_logs_and_status", submit_and_inspect),
-        ("failed_job_exits_1", failed_job),
-        ("duplicate_submission_id_is_reported", duplicate_id),
-        ("stop_a_running_job", stop_job),
-        ("unchanged_package_is_not_uploaded_again", package_reuse),
-        ("over_limit_folder_is_refused_before_upload", over_limit),
-        ("follow_survives_a_dropped_stream", dropped_stream),
-        ("port_forward_carries_a_followed_job_across_a_cut", port_forward_across_a_cut),
-        ("secrets_stay_out_of_package_request_and_processes", secrets),
-        ("label_selector_is_gated_by_version", label_selector),
-    ];
-    if head.token.is_some() {
-        cases.push(("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", token_auth));
+/// Which heads a trial runs on.
+enum On {
+    /// Every head: the trial checks how that Ray's Jobs API answers.
+    Every,
+    /// Every head with token authentication.
+    TokenHeads,
+    /// The heads whose Ray a known NeMo-RL image ships: the trial deploys that image.
+    KnownImages,
+    /// The newest head only: the trial checks gke-rl's own side (what it refuses before
+    /// connecting, sends, or does on a signal or a cut connection), which no Ray changes.
+    Newest,
+}
+
+impl On {
+    fn includes(&self, version: &str) -> bool {
+        match self {
+            On::Every => true,
+            On::TokenHeads => ray_head::has_token_auth(version),
+            On::KnownImages => known_image(version).is_some(),
+            On::Newest => version == gke_rl_ray::NEWEST_TESTED_RAY,
+        }
     }
+}
+
+/// The newest known NeMo-RL image that ships Ray `version`.
+fn known_image(version: &str) -> Option<&'static str> {
+    gke_rl::knowledge::KNOWN_IMAGES.iter().rev().find(|(_, ray)| *ray == version).map(|(image, _)| *image)
+}
+
+fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
+    type Case = fn(&Head) -> Result<(), Failed>;
+    let cases: [(&str, On, Case); 14] = [
+        ("deploy_submit_status_destroy_through_a_tls_api_server", On::KnownImages, through_a_tls_api_server),
+        ("a_zip_file_is_uploaded_as_it_is", On::Newest, zip_file_working_dir),
+        ("ctrl_c_detaches_and_the_job_keeps_running", On::Newest, ctrl_c_detaches),
+        ("submit_working_dir_and_runtime_env_then_logs_and_status", On::Every, submit_and_inspect),
+        ("failed_job_exits_1", On::Every, failed_job),
+        ("duplicate_submission_id_is_reported", On::Every, duplicate_id),
+        ("stop_a_running_job", On::Every, stop_job),
+        ("unchanged_package_is_not_uploaded_again", On::Every, package_reuse),
+        ("over_limit_folder_is_refused_before_upload", On::Newest, over_limit),
+        ("follow_survives_a_dropped_stream", On::Every, dropped_stream),
+        ("port_forward_carries_a_followed_job_across_a_cut", On::Newest, port_forward_across_a_cut),
+        ("secrets_stay_out_of_package_request_and_processes", On::Newest, secrets),
+        ("label_selector_is_gated_by_version", On::Every, label_selector),
+        ("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", On::TokenHeads, token_auth),
+    ];
     cases
         .into_iter()
-        .map(|(name, case)| {
+        .filter(|(_, on, _)| on.includes(version))
+        .map(|(name, _, case)| {
             let head = Arc::clone(head);
-            Trial::test(format!("ray_{}::{name}", head.version), move || case(&head))
+            Trial::test(format!("ray_{version}::{name}"), move || case(&*head.wait()?))
         })
         .collect()
 }
@@ -165,14 +229,13 @@ fn head_trials(head: &Arc<Head>) -> Vec<Trial> {
 /// address through kube-rs's port-forward upgrade to this real head behind the fake head pod,
 /// status the same way, then destroy.
 ///
-/// On a Ray with token authentication the config takes an image of that Ray (NeMo-RL v0.6.0),
-/// so the RayCluster asks for a token: deploy makes it, and a head of its own started with
-/// that token (as KubeRay starts the pods) stands behind the head pod.
+/// The config takes the NeMo-RL image that ships this head's Ray. On a Ray with token
+/// authentication the RayCluster asks for a token: deploy makes it, and a second head started
+/// with that token (as KubeRay starts the pods) stands behind the head pod.
 fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(0));
-    if head.token.is_some() {
-        std::fs::write(cloud.root.join("gke-rl.yaml"), "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n")?;
-    }
+    let image = known_image(head.version).ok_or("no known image ships this Ray")?;
+    std::fs::write(cloud.root.join("gke-rl.yaml"), format!("ray:\n  image: {image}\n"))?;
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
     check(deploy.status.success(), "deploy over TLS", &deploy)?;
     let secret = "ray-a4-gpu-spot-ray-token";
@@ -196,7 +259,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
                 &deploy,
             )?;
             let bin = venv(head.version).ok_or("no venv")?;
-            Some(Head::start_with_token(head.version, &bin, &["", "", head.version], &[], Some(&token))?)
+            Some(Head::start_as(Role::SecondHead, head.version, &bin, &[], Some(&token))?)
         }
     };
     let behind_the_pod = pods_head.as_ref().unwrap_or(head);
@@ -541,12 +604,12 @@ fn label_selector(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let out =
         gke_rl(dir.path(), &["submit", "--address", &head.address, "--no-wait", "--entrypoint-label-selector", "pool=a4", "--", "true"]);
-    if head.version == "2.46.0" {
-        check(out.status.code() == Some(2), "2.46 does not know entrypoint_label_selector", &out)?;
-        check(stderr(&out).contains("entrypoint_label_selector needs Ray 2.54.0 or newer; the cluster runs Ray 2.46.0"), "said so", &out)
-    } else {
-        check(out.status.success(), "2.54 accepts it", &out)
+    if gke_rl::knowledge::ray_at_least(head.version, "2.54.0") {
+        return check(out.status.success(), "Ray 2.54 and newer accept it", &out);
     }
+    check(out.status.code() == Some(2), "an older Ray does not know entrypoint_label_selector", &out)?;
+    let said = format!("entrypoint_label_selector needs Ray 2.54.0 or newer; the cluster runs Ray {}", head.version);
+    check(stderr(&out).contains(&said), "said so", &out)
 }
 
 /// A TCP proxy to the head that records what clients send and can cut every connection.

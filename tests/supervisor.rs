@@ -1,6 +1,6 @@
 //! The in-cluster supervisor and gke-rl agree on what failed a run: the generated program's
 //! `classify` and `gke_rl::recovery::classify` give the same verdict on every message of the
-//! corpus in `tests/fixtures/ray-messages/`, recorded from real Ray heads.
+//! corpus in `tests/fixtures/ray-messages/`, recorded from real heads of every tested Ray.
 
 mod common;
 
@@ -15,7 +15,9 @@ fn the_supervisor_and_gke_rl_classify_every_recorded_message_alike() {
     let text = std::fs::read_to_string(&corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display()));
     let cases: Vec<serde_json::Value> = serde_json::from_str(&text).expect("the corpus is JSON");
     let versions: std::collections::BTreeSet<&str> = cases.iter().filter_map(|c| c["ray"].as_str()).collect();
-    assert!(versions.contains("2.46.0") && versions.contains("2.54.0"), "messages of each tested Ray: {versions:?}");
+    for tested in gke_rl_ray::TESTED_RAY {
+        assert!(versions.contains(tested), "no messages of Ray {tested}, which the tests run: record them (see SOURCE.md): {versions:?}");
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
     let driver = "import json, sys\nfrom gke_rl_supervise import classify\n\

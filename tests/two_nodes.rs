@@ -1,6 +1,7 @@
 //! Real two-node Ray clusters: a head and a second node joined with `ray start --address`, for
-//! Ray 2.46.0 and 2.54.0 from `target/ray/<version>/`; the second node is killed and restarted
-//! as a preempted Spot VM would be.
+//! each Ray in `gke_rl_ray::TESTED_RAY`, from `target/ray/<version>/`; the second node is killed
+//! and restarted as a preempted Spot VM would be. Every Ray runs the recovery of a killed node,
+//! the check across both nodes and a lost node; the other trials are spread over the Rays.
 //!
 //! - `gke-rl fabric-check`: no GPU here, so the job's collective is gloo on CPU (torch from
 //!   Debian's python3-torch, which `cargo xtask ci` installs). It places one task per node,
@@ -20,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
 use gke_rl_kube::fake::Pods;
+use gke_rl_ray::TESTED_RAY;
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, Node, RAY_VERSIONS};
+use ray_head::{Head, Node};
 
 /// Debian's CPU build of torch (python3-torch) and its numpy, for the venvs' Python 3.11.
 const DEBIAN_PACKAGES: &str = "/usr/lib/python3/dist-packages";
@@ -32,7 +34,7 @@ fn main() {
     args.test_threads = Some(1);
     let mut trials = Vec::new();
     let torch = torch_path();
-    for version in RAY_VERSIONS {
+    for version in TESTED_RAY {
         let bin = project_root().join("target/ray").join(version).join("bin");
         let (Some(torch), true) = (&torch, bin.join("ray").is_file()) else {
             assert!(
@@ -63,30 +65,58 @@ fn torch_path() -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
+/// Which Rays a trial runs on.
+enum On {
+    /// Every tested Ray.
+    Every,
+    /// One Ray: the expensive trials, each on the next Ray of [`TESTED_RAY`] in turn, so that
+    /// each runs on one Ray and every Ray runs some. The paths every Ray must take (a run
+    /// recovering from a killed node, the check across both nodes, a lost node, the guard's
+    /// reading of the Jobs API) are [`On::Every`].
+    Spread,
+}
+
 /// The trials of one version on one cluster, started by the first trial and kept for the rest.
 fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Trial> {
     type Case = fn(&Cluster) -> Result<(), Failed>;
     // In this order: the recovery trials first, since a stopped check's collective may hold the
-    // second node's CPUs until its rendezvous times out; the last two take the node away and
-    // restart the whole cluster.
-    let cases: [(&str, Case); 12] = [
-        ("a_program_failure_is_not_retried", application_error),
-        ("max_restarts_0_fails_on_a_lost_node_as_before", no_restarts),
-        ("a_preempted_run_recovers_in_the_cluster_with_nobody_watching_and_sets_aside_a_half_written_checkpoint", nobody_watching),
-        ("a_preempted_run_is_observed_through_the_port_forward", preempted),
-        ("a_node_that_never_comes_back_ends_in_a_clear_failed", never_returns),
-        ("a_killed_supervisor_is_resubmitted_by_the_keeper", supervisor_killed),
-        ("without_a_fabric_the_check_measures_both_nodes_and_passes", measures_without_a_fabric),
-        ("ranks_on_tcp_sockets_fail_an_rdma_deployment", sockets_fail_rdma),
-        ("a_check_past_its_time_is_stopped", past_its_time),
-        ("a_lost_node_fails_the_check", lost_node),
-        ("a_restarted_head_is_resubmitted_in_the_cluster", head_restarted),
-        ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", idle_guard),
+    // second node's CPUs until its rendezvous times out; `lost_node` takes the node away, and
+    // `head_restarted` restarts the whole cluster.
+    let cases: [(&str, On, Case); 12] = [
+        ("a_program_failure_is_not_retried", On::Spread, application_error),
+        ("max_restarts_0_fails_on_a_lost_node_as_before", On::Spread, no_restarts),
+        (
+            "a_preempted_run_recovers_in_the_cluster_with_nobody_watching_and_sets_aside_a_half_written_checkpoint",
+            On::Every,
+            nobody_watching,
+        ),
+        ("a_preempted_run_is_observed_through_the_port_forward", On::Spread, preempted),
+        ("a_node_that_never_comes_back_ends_in_a_clear_failed", On::Spread, never_returns),
+        ("a_killed_supervisor_is_resubmitted_by_the_keeper", On::Spread, supervisor_killed),
+        ("without_a_fabric_the_check_measures_both_nodes_and_passes", On::Every, measures_without_a_fabric),
+        ("ranks_on_tcp_sockets_fail_an_rdma_deployment", On::Spread, sockets_fail_rdma),
+        ("a_check_past_its_time_is_stopped", On::Spread, past_its_time),
+        ("a_lost_node_fails_the_check", On::Every, lost_node),
+        ("a_restarted_head_is_resubmitted_in_the_cluster", On::Spread, head_restarted),
+        ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Every, idle_guard),
     ];
+    let index = TESTED_RAY.iter().position(|v| *v == version).unwrap_or(0);
+    let mut spread = 0;
+    let mut mine = |on: &On| match on {
+        On::Every => true,
+        On::Spread => {
+            spread += 1;
+            (spread - 1) % TESTED_RAY.len() == index
+        }
+    };
     let cluster: Arc<Slot> = Arc::default();
     // The recovery benchmark (`cargo xtask bench recovery`) runs alone, when asked for.
     let bench_wanted = std::env::var_os("GKE_RL_BENCH_RECOVERY").is_some();
-    let cases: Vec<(&str, Case)> = if bench_wanted { vec![("recovery_overhead", recovery_overhead)] } else { cases.into_iter().collect() };
+    let cases: Vec<(&str, Case)> = if bench_wanted {
+        vec![("recovery_overhead", recovery_overhead)]
+    } else {
+        cases.into_iter().filter(|(_, on, _)| mine(on)).map(|(name, _, case)| (name, case)).collect()
+    };
     let count = cases.len();
     cases
         .into_iter()
@@ -138,7 +168,7 @@ impl Cluster {
     }
 
     fn start_head(version: &'static str, bin: &Path, env: &[(&str, String)]) -> Result<Head, String> {
-        let head = Head::start_with(version, bin, &RAY_VERSIONS, env)?;
+        let head = Head::start_with(version, bin, env)?;
         // The dashboard's job manager attaches to a raylet by IP at its first job: attach it
         // to the head's before the second node exists. (Attached to the second node, Ray 2.46
         // fails every later job once that node is gone.)

@@ -22,6 +22,7 @@ import time
 import urllib.request
 
 import ray
+import requests
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 BIN = os.path.dirname(sys.executable)
@@ -84,6 +85,18 @@ def answers(url):
         return False
 
 
+def submit_when_ready(client, entrypoint):
+    """Submits once the job agent takes jobs: the dashboard answers before the agent listens."""
+    deadline = time.time() + 120
+    while True:
+        try:
+            return client.submit_job(entrypoint=entrypoint)
+        except (requests.exceptions.ConnectionError, RuntimeError):
+            if time.time() > deadline:
+                raise
+            time.sleep(1)
+
+
 def alive(address):
     """Ray's count of alive nodes, from the dashboard's state API (no driver of our own)."""
     with urllib.request.urlopen(address + "/api/v0/nodes?limit=1000&detail=false", timeout=30) as answer:
@@ -105,7 +118,7 @@ def main(out):
         client = JobSubmissionClient(address)
         # The job manager attaches to the raylet of its first job: the head's, before any other
         # node exists (attached to the second node, Ray 2.46 fails every job once it is gone).
-        first = client.submit_job(entrypoint="true")
+        first = submit_when_ready(client, "true")
         wait_for(lambda: client.get_job_status(first).is_terminal(), 120, "a first job")
         for name, (verdict, kills_node, body) in CASES.items():
             node = start([f"--address=127.0.0.1:{gcs}", "--node-ip-address=127.0.0.2", "--num-cpus=1", '--resources={"trainer": 1}'], log)

@@ -43,7 +43,7 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
         Target::Validate => validate(sh),
         Target::Submit => submit(sh),
         Target::Recovery => {
-            for version in crate::ray_head::RAY_VERSIONS {
+            for version in gke_rl_ray::TESTED_RAY {
                 crate::ci::ray_venv(sh, version)?;
             }
             crate::ci::debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")?;
@@ -264,7 +264,7 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
 
     // (a) process start to "job accepted", same head, same folder (packages are reused, as
     // both compute the same URI, so neither uploads after the first run).
-    let head = crate::ray_head::Head::start("2.54.0", &bin, &["2.54.0"]).map_err(anyhow::Error::msg)?;
+    let head = crate::ray_head::Head::start("2.54.0", &bin).map_err(anyhow::Error::msg)?;
     let (address, version) = (head.address.clone(), head.version);
     // The head requires its token (Ray 2.52+); Ray's CLI sends one only in token mode.
     let _token = head.token.as_deref().map(|t| sh.push_env("RAY_AUTH_TOKEN", t));

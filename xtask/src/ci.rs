@@ -19,10 +19,14 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("the SDK builds for wasm32 (the browser validator's core)", || {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
-    step("Ray 2.46.0 and 2.54.0 from PyPI, and a CPU torch, for the job tests", || {
-        for version in crate::ray_head::RAY_VERSIONS {
-            ray_venv(sh, version)?;
-        }
+    let rays = gke_rl_ray::TESTED_RAY.join(", ");
+    step(&format!("Ray {rays} from PyPI, and a CPU torch, for the job tests"), || {
+        // Side by side: each install mostly waits on PyPI.
+        std::thread::scope(|scope| {
+            let installs: Vec<_> =
+                gke_rl_ray::TESTED_RAY.iter().map(|version| scope.spawn(move || ray_venv(&Shell::new()?, version))).collect();
+            installs.into_iter().try_for_each(|install| install.join().map_err(|_| anyhow::anyhow!("a Ray install panicked"))?.map(drop))
+        })?;
         // The fabric check's collective on CPU (gloo): Debian's build, 1/10 the size of PyPI's CUDA one.
         debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")
     })?;

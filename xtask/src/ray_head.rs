@@ -1,11 +1,9 @@
 //! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
 //! free ports, in its own process group so that dropping it stops every Ray process it made.
 //! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/two_nodes.rs`
-//! (included by path), each of which uses part of it.
+//! (included by path), each of which uses part of it. The Rays are
+//! [`gke_rl_ray::TESTED_RAY`]'s, installed by `cargo xtask ci` under `target/ray/<version>/`.
 #![allow(dead_code)]
-
-/// The Ray in the NeMo-RL v0.4.0 image, and the codelab's: the job tests run against both.
-pub const RAY_VERSIONS: [&str; 2] = ["2.46.0", "2.54.0"];
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -14,17 +12,48 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The head's fixed ports (dashboard, GCS, client server, agent), below the kernel's
-/// ephemeral range (32768 and up) so that no port another process picks at random — another
-/// head starting at the same time, say — can take one between this check and Ray's bind.
-fn fixed_ports(index: u16) -> Result<[u16; 4], String> {
-    for base in (25_000 + index * 1_000..26_000 + index * 1_000).step_by(10) {
-        let ports = [base, base + 1, base + 2, base + 3];
+use gke_rl_ray::TESTED_RAY;
+
+/// What a group of Ray processes of one version is: each takes ports of its own, so that the
+/// heads of every tested Ray, a second head of each and a joined node of each can run at once.
+#[derive(Debug, Clone, Copy)]
+pub enum Role {
+    Head = 0,
+    /// Another head of the same Ray, started while the shared one runs.
+    SecondHead = 1,
+    Node = 2,
+}
+
+/// Ports of the process groups: a block of [`PORT_BLOCK`] for each role of each tested Ray,
+/// from [`FIRST_PORT`]: above Ray's default worker ports (10002 to 19999) and below the
+/// kernel's ephemeral range (32768 and up), so that no port another process picks at random
+/// (another head starting at the same time, say) can take one between the check and Ray's bind.
+const FIRST_PORT: u16 = 20_000;
+const PORT_BLOCK: u16 = 1_000;
+const _: () = assert!(FIRST_PORT as usize + 3 * TESTED_RAY.len() * PORT_BLOCK as usize <= 32_768);
+
+/// The first port of the block of `role` of Ray `version`.
+fn port_block(version: &str, role: Role) -> Result<u16, String> {
+    let index = TESTED_RAY.iter().position(|v| *v == version).ok_or_else(|| format!("Ray {version} is not one of {TESTED_RAY:?}"))?;
+    Ok(FIRST_PORT + (role as u16 * TESTED_RAY.len() as u16 + index as u16) * PORT_BLOCK)
+}
+
+/// Four fixed ports (dashboard, GCS, client server, agent) among the first 100 of the block at
+/// `base`.
+fn fixed_ports(base: u16) -> Result<[u16; 4], String> {
+    for first in (base..base + 100).step_by(10) {
+        let ports = [first, first + 1, first + 2, first + 3];
         if ports.iter().all(|p| TcpListener::bind(("0.0.0.0", *p)).is_ok()) {
             return Ok(ports);
         }
     }
-    Err(format!("no 4 free ports between {} and {}", 25_000 + index * 1_000, 26_000 + index * 1_000))
+    Err(format!("no 4 free ports between {base} and {}", base + 100))
+}
+
+/// The worker ports of the block at `base`: the rest of it (Ray's default range starts at
+/// 10002 for every node, and the 2.54 agent binds there too).
+fn worker_ports(base: u16) -> std::ops::Range<u16> {
+    (base + 100)..(base + PORT_BLOCK - 1)
 }
 
 /// Whether Ray `version` has token authentication: heads of such a Ray start with a token, as
@@ -60,51 +89,49 @@ pub struct Head {
 }
 
 impl Head {
-    /// Starts `ray start --head --block` from the venv `bin`; `versions` are the heads that
-    /// may run at once, each given its own worker ports. On a loaded machine Ray's own
-    /// start-up deadlines can pass (Ray 2.46: "Failed to start the dashboard"): a failed
-    /// start is retried once, with its log shown.
-    pub fn start(version: &'static str, bin: &Path, versions: &[&str]) -> Result<Head, String> {
-        Head::start_with(version, bin, versions, &[])
+    /// Starts `ray start --head --block` from the venv `bin`, on the ports of Ray `version`'s
+    /// [`Role::Head`], once no other head of this process is starting. On a loaded machine
+    /// Ray's own start-up deadlines can pass (Ray 2.46: "Failed to start the dashboard"): a
+    /// failed start is retried once, with its log shown.
+    pub fn start(version: &'static str, bin: &Path) -> Result<Head, String> {
+        Head::start_with(version, bin, &[])
     }
 
     /// [`Head::start`] with extra variables in the environment of every Ray process; a Ray
     /// with token authentication requires [`test_token`].
-    pub fn start_with(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)]) -> Result<Head, String> {
+    pub fn start_with(version: &'static str, bin: &Path, env: &[(&str, String)]) -> Result<Head, String> {
         let token = has_token_auth(version).then(test_token);
-        Head::start_with_token(version, bin, versions, env, token)
+        Head::start_as(Role::Head, version, bin, env, token)
     }
 
-    /// [`Head::start_with`], requiring `token` when one is given (`RAY_AUTH_MODE=token`).
-    pub fn start_with_token(
-        version: &'static str,
-        bin: &Path,
-        versions: &[&str],
-        env: &[(&str, String)],
-        token: Option<&str>,
-    ) -> Result<Head, String> {
+    /// [`Head::start_with`] on the ports of `role`, requiring `token` when one is given
+    /// (`RAY_AUTH_MODE=token`).
+    pub fn start_as(role: Role, version: &'static str, bin: &Path, env: &[(&str, String)], token: Option<&str>) -> Result<Head, String> {
         let mut env = env.to_vec();
         if let Some(token) = token {
             env.extend([("RAY_AUTH_MODE", "token".to_owned()), ("RAY_AUTH_TOKEN", token.to_owned())]);
         }
         let env = &env[..];
-        let log = std::env::temp_dir().join(format!("gkerl-head-{}-{version}.log", std::process::id()));
-        match Head::start_once(version, bin, versions, env, &log) {
+        let base = port_block(version, role)?;
+        let log = std::env::temp_dir().join(format!("gkerl-head-{}-{base}.log", std::process::id()));
+        // One head starts at a time: two starting at once on a loaded 2-core machine miss Ray's
+        // own start-up deadlines.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match Head::start_once(version, bin, base, env, &log) {
             Ok(head) => Ok(head),
             Err(first) => {
                 eprintln!("ray {version} did not start ({first}); retrying once. Its log:\n{}", tail(&log));
-                Head::start_once(version, bin, versions, env, &log)
+                Head::start_once(version, bin, base, env, &log)
                     .map_err(|second| format!("{second} (twice; the first time: {first}). Its log:\n{}", tail(&log)))
             }
         }
     }
 
-    fn start_once(version: &'static str, bin: &Path, versions: &[&str], env: &[(&str, String)], log_path: &Path) -> Result<Head, String> {
+    fn start_once(version: &'static str, bin: &Path, base: u16, env: &[(&str, String)], log_path: &Path) -> Result<Head, String> {
         // Unix socket paths must stay short, so not under target/.
-        let index = versions.iter().position(|v| *v == version).unwrap_or(0) as u16;
-        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{}-{index}", std::process::id(), version.replace('.', "")));
-        let [dashboard, gcs, client_server, agent] = fixed_ports(index)?;
-        let worker_ports = (20_000 + index * 2_000)..(20_000 + index * 2_000 + 1_999);
+        let temp_dir = PathBuf::from(format!("/tmp/gkerl-{}-{base}", std::process::id()));
+        let [dashboard, gcs, client_server, agent] = fixed_ports(base)?;
         let args = [
             "--head".to_owned(),
             "--include-dashboard=true".to_owned(),
@@ -116,9 +143,7 @@ impl Head {
             format!("--dashboard-agent-listen-port={agent}"),
             format!("--temp-dir={}", temp_dir.display()),
         ];
-        // Both heads run at once: give each its own worker ports (Ray's default range starts
-        // at 10002 for every head, and the 2.54 agent binds there too).
-        let child = ray_start(bin, &args, worker_ports, env, log_path).map_err(|e| format!("cannot start ray {version}: {e}"))?;
+        let child = ray_start(bin, &args, worker_ports(base), env, log_path).map_err(|e| format!("cannot start ray {version}: {e}"))?;
         let token = env.iter().find(|(k, _)| *k == "RAY_AUTH_TOKEN").map(|(_, v)| v.clone());
         let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), token, gcs, child: Mutex::new(child), temp_dir };
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -186,9 +211,8 @@ impl Node {
     /// Joins `head` with 2 CPUs, its own ports and `extra` arguments (`--resources=…`), and
     /// waits until the head counts `nodes` alive.
     pub fn join(head: &Head, bin: &Path, env: &[(&str, String)], extra: &[String], nodes: usize) -> Result<Node, String> {
-        let index = RAY_VERSIONS.iter().position(|v| *v == head.version).unwrap_or(0) as u16;
-        let [agent, ..] = fixed_ports(index + 4)?;
-        let workers = (24_000 + index * 500)..(24_000 + index * 500 + 499);
+        let base = port_block(head.version, Role::Node)?;
+        let [agent, ..] = fixed_ports(base)?;
         // An address of its own, as a second machine would have: Ray tells nodes apart by
         // address when it finds the node a driver runs on.
         let mut args = vec![
@@ -204,7 +228,7 @@ impl Node {
         if let Some(token) = &head.token {
             env.extend([("RAY_AUTH_MODE", "token".to_owned()), ("RAY_AUTH_TOKEN", token.clone())]);
         }
-        let child = ray_start(bin, &args, workers, &env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
+        let child = ray_start(bin, &args, worker_ports(base), &env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
         let node = Node { child: Mutex::new(child) };
         head.wait_for_nodes(nodes, Duration::from_secs(120))?;
         Ok(node)

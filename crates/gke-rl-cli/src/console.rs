@@ -169,7 +169,7 @@ impl Progress for Console {
             Event::Connected { ray_version, address, tested } => {
                 self.say(format_args!("Ray {ray_version} at {address}"));
                 if !tested {
-                    let (low, high) = gke_rl_ray::TESTED_RAY;
+                    let (low, high) = (gke_rl_ray::OLDEST_TESTED_RAY, gke_rl_ray::NEWEST_TESTED_RAY);
                     self.say(format_args!("warning: gke-rl is tested with Ray {low} to {high}; Ray {ray_version} may answer differently"));
                 }
             }

@@ -1,4 +1,4 @@
-//! The Ray Jobs REST API (version "4", Ray 2.46 to 2.54), typed.
+//! The Ray Jobs REST API (version "4", Ray 2.46 to 2.60), typed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -25,8 +25,19 @@ pub struct Version {
     pub session_name: String,
 }
 
-/// The Ray releases gke-rl's tests run against real heads; others get a warning.
-pub const TESTED_RAY: (&str, &str) = ("2.46.0", "2.54.0");
+/// The Ray releases gke-rl's tests run against real heads, oldest first; the one table the
+/// tests, `cargo xtask ci` (which installs each under `target/ray/<version>/`) and the
+/// "untested version" warning read. The Ray of NeMo-RL v0.4.0's image, of v0.6.0's, of
+/// v0.7.0's (its `uv.lock`), and the newest Ray on PyPI when last bumped, to catch API drift
+/// early. Pinned, so that CI is reproducible without asking PyPI: to bump it, put what
+/// `pip index versions ray` names first in the last row, record that Ray's messages
+/// (`tests/fixtures/ray-messages/SOURCE.md`) and run `cargo xtask ci`. A Ray between the
+/// oldest and the newest counts as tested; others get a warning.
+pub const TESTED_RAY: [&str; 4] = ["2.46.0", "2.54.0", "2.55.1", "2.60.0"];
+/// The oldest Ray of [`TESTED_RAY`].
+pub const OLDEST_TESTED_RAY: &str = TESTED_RAY[0];
+/// The newest Ray of [`TESTED_RAY`].
+pub const NEWEST_TESTED_RAY: &str = TESTED_RAY[TESTED_RAY.len() - 1];
 
 /// The most gke-rl reads of one API answer or log-stream message: job lists and runtime envs
 /// are kilobytes.
@@ -51,10 +62,12 @@ impl Version {
         Some(release)
     }
 
-    /// Whether gke-rl's tests ran against this Ray ([`TESTED_RAY`]).
+    /// Whether this Ray is within the releases gke-rl's tests run against
+    /// ([`OLDEST_TESTED_RAY`] to [`NEWEST_TESTED_RAY`]).
     pub fn is_tested(&self) -> bool {
         let parse = |v: &str| Version { ray_version: v.to_owned(), ..self.clone() }.release();
-        self.release().is_some_and(|r| parse(TESTED_RAY.0).is_some_and(|lo| r >= lo) && parse(TESTED_RAY.1).is_some_and(|hi| r <= hi))
+        self.release()
+            .is_some_and(|r| parse(OLDEST_TESTED_RAY).is_some_and(|lo| r >= lo) && parse(NEWEST_TESTED_RAY).is_some_and(|hi| r <= hi))
     }
 
     /// Whether the server's Ray is at least `major.minor.patch` (a dev build counts as new).
@@ -740,7 +753,18 @@ mod tests {
         for garbage in ["99", "garbage", "", "2.x.0", "1.2", "99999999999.0.0"] {
             assert_eq!(version(garbage).release(), None, "{garbage}");
         }
-        assert!(version("2.46.0").is_tested() && version("2.54.0").is_tested() && !version("2.55.0").is_tested());
+        for tested in TESTED_RAY.into_iter().chain(["2.50.0", "2.55.0"]) {
+            assert!(version(tested).is_tested(), "{tested}");
+        }
+        for untested in ["2.45.9", "2.60.1", "2.61.0", "3.0.0.dev0", "garbage"] {
+            assert!(!version(untested).is_tested(), "{untested}");
+        }
+    }
+
+    #[test]
+    fn the_tested_rays_are_distinct_releases_oldest_first() {
+        let releases: Vec<[u64; 3]> = TESTED_RAY.iter().map(|v| version(v).release().unwrap()).collect();
+        assert!(releases.windows(2).all(|pair| pair[0] < pair[1]), "{TESTED_RAY:?}");
     }
 
     #[test]

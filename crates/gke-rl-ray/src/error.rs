@@ -22,7 +22,11 @@ pub enum Error {
     NotADashboard { address: String },
     #[error("{address} answered /api/version with `{found}`: that is not a Ray dashboard's version answer")]
     NotAVersion { address: String, found: String },
-    #[error("the dashboard at {address} runs Ray {found}; the Jobs API needs Ray {needs} or newer (gke-rl is tested with Ray {} to {})", crate::TESTED_RAY.0, crate::TESTED_RAY.1)]
+    #[error(
+        "the dashboard at {address} runs Ray {found}; the Jobs API needs Ray {needs} or newer (gke-rl is tested with Ray {} to {})",
+        crate::OLDEST_TESTED_RAY,
+        crate::NEWEST_TESTED_RAY
+    )]
     RayTooOld { address: String, found: String, needs: &'static str },
     #[error(
         "the dashboard at {address} answered {what} with a redirect ({status}) to {location}; gke-rl does not follow redirects (Ray's dashboard sends none), so nothing went there: use the address the dashboard really has"

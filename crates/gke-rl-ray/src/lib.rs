@@ -27,8 +27,8 @@ pub mod package;
 
 pub use auth::{Token, TokenSource};
 pub use client::{
-    Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TESTED_RAY, TailEnd, Version, entrypoint, latest_submission,
-    new_submission_id,
+    Client, ClientOptions, JobDetails, JobStatus, LogTail, NEWEST_TESTED_RAY, OLDEST_TESTED_RAY, SubmitRequest, TESTED_RAY, TailEnd,
+    Version, entrypoint, latest_submission, new_submission_id,
 };
 pub use error::Error;
 pub use follow::{Event, FollowOptions, follow};
