@@ -191,9 +191,9 @@ impl On {
     }
 }
 
-/// The newest known NeMo-RL image that ships Ray `version`.
+/// The newest NeMo-RL release's image that ships Ray `version`.
 fn known_image(version: &str) -> Option<&'static str> {
-    gke_rl::knowledge::KNOWN_IMAGES.iter().rev().find(|(_, ray)| *ray == version).map(|(image, _)| *image)
+    gke_rl::knowledge::NEMO_RL_RELEASES.iter().rev().find(|r| r.ray == version).map(|r| r.image)
 }
 
 fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
@@ -292,6 +292,18 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
             && stderr(&preempted).contains("! ray-a4-gpu-spot-worker-7: Unschedulable: 0/9 nodes are available"),
         "status tells a preempted cluster apart",
         &preempted,
+    )?;
+    let node = "gke-ray-a4-gpu-spot-a4-highgpu-8g-a4-pool-0c5f";
+    cloud
+        .api
+        .set_pods(gke_rl_kube::fake::Pods::GpuHealthCheckFails { node: node.into(), output: "GPU 3: 2 uncorrected ECC errors\n".into() });
+    let unhealthy = cloud.gke_rl(&["status", &id], &[]);
+    check(
+        stderr(&unhealthy).contains("cluster ray-a4-gpu-spot: 8/9 pods Ready, broken")
+            && stderr(&unhealthy)
+                .contains(&format!("! ray-a4-gpu-spot-worker-0: node {node}: GPU health check failed: GPU 3: 2 uncorrected ECC errors")),
+        "status names the node that failed the GPU health check",
+        &unhealthy,
     )?;
     cloud.api.set_pods(gke_rl_kube::fake::Pods::ReadyAfter(0));
 
