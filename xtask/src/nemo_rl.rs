@@ -32,23 +32,22 @@ pub struct Release {
 
 /// Every release under `dir` (`tests/fixtures/upstream/nemo-rl`), oldest first.
 pub fn releases(dir: &Path) -> anyhow::Result<Vec<Release>> {
-    let mut tags: Vec<(Vec<u64>, String)> = Vec::new();
+    let mut tags: Vec<([u64; 3], String)> = Vec::new();
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if let Some(version) = release_version(&name) {
-            tags.push((version, name));
+        if !name.starts_with('v') {
+            continue;
+        }
+        // A release folder is named by its exact tag, as the SDK reads image tags.
+        match gke_rl::knowledge::release_version(&name) {
+            Some(v) if name == format!("v{}.{}.{}", v[0], v[1], v[2]) => tags.push((v, name)),
+            _ => bail!("{}/{name}: a release folder is named by its tag, vX.Y.Z", dir.display()),
         }
     }
     tags.sort();
     anyhow::ensure!(!tags.is_empty(), "{}: no release folder (vX.Y.Z)", dir.display());
     anyhow::ensure!(tags.len() <= MOST_RELEASES, "more than {MOST_RELEASES} NeMo-RL releases: widen the table's release mask");
     tags.into_iter().map(|(_, tag)| read(&dir.join(&tag), tag)).collect()
-}
-
-/// `[0, 7, 0]` for `v0.7.0`.
-fn release_version(name: &str) -> Option<Vec<u64>> {
-    let parts: Option<Vec<u64>> = name.strip_prefix('v')?.split('.').map(|p| p.parse().ok()).collect();
-    parts.filter(|p| p.len() == 3)
 }
 
 fn read(dir: &Path, tag: String) -> anyhow::Result<Release> {
@@ -179,7 +178,9 @@ mod tests {
         let locked = ray_version("  \"ray[default]>=2.55.1\",\n", || Ok("ray \"2.55.1\"\n".to_owned())).unwrap();
         assert_eq!(locked, "2.55.1");
         assert!(ray_version("\"ray[default]>=2.55.1\"", || Ok("ray = 2".to_owned())).is_err());
-        assert_eq!(release_version("v0.10.0"), Some(vec![0, 10, 0]));
-        assert_eq!(release_version("derived"), None);
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("v0.8.0-rc1")).unwrap();
+        let refused = releases(dir.path()).err().unwrap().to_string();
+        assert!(refused.contains("v0.8.0-rc1: a release folder is named by its tag, vX.Y.Z"), "{refused}");
     }
 }

@@ -205,11 +205,16 @@ fn failed_init_container(pod: &str, node: Option<&str>, init: &ContainerStatus) 
     if terminated.exit_code == 0 {
         return None;
     }
+    // Cordoning alone leaves the pod where it is, retrying the check: it must be deleted too.
+    let fix = node.map_or_else(
+        || format!("delete pod {pod}: KubeRay recreates it"),
+        |n| format!("kubectl cordon {n}, then delete pod {pod}: KubeRay recreates it on another node"),
+    );
     let node = node.map_or_else(|| "an unknown node".to_owned(), |n| format!("node {n}"));
     let output = terminated.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
     let why = output.map_or_else(|| format!("exit code {}", terminated.exit_code), |m| m.lines().last().unwrap_or(m).to_owned());
     Some(if init.name == GPU_HEALTH_CHECK.container {
-        format!("{pod}: {node}: GPU health check failed: {why} (cordon the node so the pod goes elsewhere)")
+        format!("{pod}: {node}: GPU health check failed: {why} ({fix})")
     } else {
         format!("{pod} ({}): {node}: init container failed: {why}", init.name)
     })
@@ -284,7 +289,9 @@ mod tests {
         let r = assess(&[pod("h", "head", ready()), worker], &[], 1, false);
         assert_eq!(
             r.problems,
-            ["w1: node gke-a4-pool-7f3k: GPU health check failed: only 7 GPUs, expected 8 (cordon the node so the pod goes elsewhere)"],
+            [
+                "w1: node gke-a4-pool-7f3k: GPU health check failed: only 7 GPUs, expected 8 (kubectl cordon gke-a4-pool-7f3k, then delete pod w1: KubeRay recreates it on another node)"
+            ],
             "the node, the check's own words, and no second line for its back-off"
         );
         assert_eq!(r.state, ClusterState::Broken, "waiting does not mend a GPU");

@@ -149,7 +149,7 @@ impl SubmitRequest {
             ("entrypoint_num_gpus", "2.2.0", self.entrypoint_num_gpus.is_some()),
             ("entrypoint_resources", "2.2.0", self.entrypoint_resources.is_some()),
             ("entrypoint_memory", "2.8.0", self.entrypoint_memory.is_some()),
-            // Absent in 2.46.0, present in 2.54.0 (the versions checked against real heads).
+            // Absent in 2.46.0, present from 2.54.0 (the oldest and the next of the Rays the real-head trials run).
             ("entrypoint_label_selector", "2.54.0", self.entrypoint_label_selector.is_some()),
         ]
         .into_iter()

@@ -336,14 +336,15 @@ fn the_gpu_health_gate_judges_nodes_as_cluster_toolkits_does() {
     assert!(ours.contains(&format!("-lt {gpus} ]")), "the machine table's count:\n{ours}");
 
     // Both scripts against a pretend nvidia-smi: `FAKE_GPUS` lines of driver version, and one
-    // uncorrected-ECC value per word of `FAKE_ECC`; `FAKE_FAILS` makes it fail silently.
+    // uncorrected-ECC value per `,`-separated item of `FAKE_ECC`; `FAKE_FAILS` makes it fail
+    // silently, `FAKE_ECC_FAILS` only its ECC query.
     let dir = tempfile::tempdir().unwrap();
     let smi = dir.path().join("nvidia-smi");
     std::fs::write(
         &smi,
         "#!/bin/sh\n[ -n \"$FAKE_FAILS\" ] && exit 9\ncase \"$1\" in\n\
          --query-gpu=driver_version) i=0; while [ $i -lt \"$FAKE_GPUS\" ]; do echo 570.124.06; i=$((i+1)); done ;;\n\
-         --query-gpu=ecc.errors.uncorrected.volatile.total) for e in $FAKE_ECC; do echo \"$e\"; done ;;\n\
+         --query-gpu=ecc.errors.uncorrected.volatile.total) [ -n \"$FAKE_ECC_FAILS\" ] && exit 9; printf '%s' \"$FAKE_ECC\" | tr , '\\n'; echo ;;\n\
          *) exit 2 ;;\nesac\n",
     )
     .unwrap();
@@ -358,24 +359,31 @@ fn the_gpu_health_gate_judges_nodes_as_cluster_toolkits_does() {
         let out = Command::new(shell).args(["-c", &script]).env_clear().env("PATH", &path).envs(env.iter().copied()).output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let zeros = "0 0 0 0 0 0 0 0";
+    let zeros = "0,0,0,0,0,0,0,0";
     type Env<'a> = &'a [(&'a str, &'a str)];
-    let cases: [(&str, Env<'_>, bool); 7] = [
-        ("a healthy node", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros)], true),
-        ("more GPUs than asked", &[("FAKE_GPUS", "9"), ("FAKE_ECC", "0 0 0 0 0 0 0 0 0")], true),
-        ("a GPU missing", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0 0 0 0 0 0 0")], false),
-        ("an uncorrected ECC error", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0 0 0 2 0 0 0 0")], false),
-        ("an unreadable count", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0 0 0 0 0 [N/A] 0 0")], false),
-        ("nvidia-smi failing", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros), ("FAKE_FAILS", "1")], false),
-        ("no GPU at all", &[("FAKE_GPUS", "0"), ("FAKE_ECC", "")], false),
+    // (case, nvidia-smi's answers, healthy by upstream's check, healthy by the render's)
+    let cases: [(&str, Env<'_>, bool, bool); 10] = [
+        ("a healthy node", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros)], true, true),
+        ("more GPUs than asked", &[("FAKE_GPUS", "9"), ("FAKE_ECC", "0,0,0,0,0,0,0,0,0")], true, true),
+        ("a GPU missing", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0,0,0,0,0,0,0")], false, false),
+        ("an uncorrected ECC error", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0,0,0,2,0,0,0,0")], false, false),
+        ("an unreadable count", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0,0,0,0,0,[N/A],0,0")], false, false),
+        ("nvidia-smi failing", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros), ("FAKE_FAILS", "1")], false, false),
+        ("no GPU at all", &[("FAKE_GPUS", "0"), ("FAKE_ECC", "")], false, false),
+        // Where upstream's `set -e` does not reach, the render's check is stricter.
+        ("the ECC query failing", &[("FAKE_GPUS", "8"), ("FAKE_ECC", zeros), ("FAKE_ECC_FAILS", "1")], false, false),
+        ("ECC counts for half the GPUs", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0,0,0,0")], true, false),
+        ("a count nvidia-smi could not read", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0,0,[Unknown Error],0,0,0,0,0")], true, false),
     ];
-    for (case, env, healthy) in cases {
+    for (case, env, upstream_healthy, healthy) in cases {
         let (upstream_passes, _) = passes(&theirs, "/bin/sh", env);
         let (render_passes, said) = passes(&ours, "bash", env);
-        assert_eq!(upstream_passes, healthy, "{case}: upstream's check");
+        assert_eq!(upstream_passes, upstream_healthy, "{case}: upstream's check");
         assert_eq!(render_passes, healthy, "{case}: the render's check said {said}");
     }
-    let (_, said) = passes(&ours, "bash", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0 0 0 0 0 0 0")]);
+    let (_, said) = passes(&ours, "bash", &[("FAKE_GPUS", "8"), ("FAKE_ECC", "0,0,[Unknown Error],0,0,0,0,0")]);
+    assert_eq!(said, "GPU 2: ecc.errors.uncorrected.volatile.total is [Unknown Error]\n");
+    let (_, said) = passes(&ours, "bash", &[("FAKE_GPUS", "7"), ("FAKE_ECC", "0,0,0,0,0,0,0")]);
     assert_eq!(said, "only 7 GPUs, expected 8\n", "what deploy and status show");
 }
 

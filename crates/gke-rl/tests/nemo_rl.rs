@@ -120,40 +120,53 @@ fn a_v0_7_0_config_renders_its_ray_launcher_and_dataset_key_and_validates_clean(
 }
 
 #[test]
-fn a_nemo_rl_image_newer_than_every_known_release_gets_the_newest_layout_and_a_warning() {
-    let mut d = with_image("nvcr.io/nvidia/nemo-rl:v0.9.1");
+fn a_nemo_rl_version_gke_rl_does_not_know_gets_the_newest_layout_at_or_before_it_and_a_warning() {
+    let newest = gke_rl::knowledge::newest_nemo_rl();
+    let mut d = with_image("nvcr.io/nvidia/nemo-rl:v9.1.0");
     // Its Ray is not known: the config must say it, as for any image without a known Ray.
     let refused = gke_rl::render(&d, &common::OPTIONS).unwrap_err();
     assert!(refused.to_string().contains("set `ray.ray_version`"), "{refused}");
     d.ray.ray_version = Some(gke_rl::model::Word::new("2.61.0").unwrap());
     let artifacts = common::render(&d);
     let script = common::artifact(&artifacts, "run_nemo_rl.sh");
-    let newest = gke_rl::knowledge::newest_nemo_rl();
-    assert_eq!(newest.tag, "v0.7.0");
-    assert!(script.contains(&format!("python {} ", newest.launcher)) && script.contains("data.train.dataset_name="), "{script}");
-    assert!(!script.contains("run_grpo_math.py") && !script.contains("data.dataset_name="), "never the oldest layout: {script}");
+    assert!(script.contains(&format!("python {} ", newest.launcher)) && script.contains(&format!("{}=", newest.dataset_key)), "{script}");
+    assert!(!script.contains("run_grpo_math.py") && !script.contains(" data.dataset_name="), "never the oldest layout: {script}");
     let all = findings(&[("ray-cluster.yaml", common::artifact(&artifacts, "ray-cluster.yaml")), ("run_nemo_rl.sh", script)]);
-    let warning: Vec<_> = all.iter().filter(|(code, _, _)| *code == "nemo-rl-newer-image").collect();
+    let warning: Vec<_> = all.iter().filter(|(code, _, _)| *code == "nemo-rl-assumed-layout").collect();
     assert_eq!(warning.len(), 1, "{all:#?}");
-    assert!(warning[0].2.contains(
-        "NeMo-RL v0.9.1 is newer than every release gke-rl knows: its layout is assumed to be v0.7.0's (launcher `examples/run_grpo.py`, dataset key"
-    ));
+    let expected = format!(
+        "NeMo-RL v9.1.0 is not a release gke-rl knows: its layout is assumed to be {}'s, the newest known at or before it (launcher `{}`, dataset key `{}`",
+        newest.tag, newest.launcher, newest.dataset_key
+    );
+    assert!(warning[0].2.contains(&expected), "{}", warning[0].2);
     assert!(warning[0].2.contains("the launcher, the override keys and the dataset are not checked"));
-    // An assumed layout fails nothing: a key new in v0.9.1 is not an error.
-    let with_new_key = script.replace("data.train.dataset_name=", "grpo.some_v0_9_key=1 data.train.dataset_name=");
+    // An assumed layout fails nothing: a key new in v9.1.0 is not an error.
+    let with_new_key = script.replace(&format!("{}=", newest.dataset_key), &format!("grpo.some_new_key=1 {}=", newest.dataset_key));
     let errors: Vec<_> =
         findings(&[("ray-cluster.yaml", common::artifact(&artifacts, "ray-cluster.yaml")), ("run_nemo_rl.sh", &with_new_key)])
             .into_iter()
             .filter(|(code, _, _)| matches!(*code, "override-unknown-key" | "launcher-missing" | "dataset-unknown"))
             .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    // A release candidate of a known release, or an older tag, is not newer.
-    use gke_rl::knowledge::NemoRlImage;
-    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.7.0-rc1"), NemoRlImage::Unknown);
-    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.3.9"), NemoRlImage::Unknown);
-    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:latest"), NemoRlImage::Unknown);
-    assert_eq!(NemoRlImage::of("example.com/nemo-rl:v9.0.0"), NemoRlImage::Unknown);
-    assert!(matches!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v1.0.0"), NemoRlImage::Newer { tag: "v1.0.0", .. }));
+
+    // Patches, candidates, short tags and digests take the newest release at or before them.
+    use gke_rl::knowledge::{NEMO_RL_RELEASES, NemoRlImage};
+    let layout = |image: &str| NemoRlImage::of(image).layout().map(|r| r.tag);
+    let v6 = NEMO_RL_RELEASES.iter().find(|r| r.tag == "v0.6.0").unwrap();
+    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.6.1"), NemoRlImage::Assumed { tag: "v0.6.1", assumed: v6 });
+    assert_eq!(layout("nvcr.io/nvidia/nemo-rl:v0.7.0-rc1"), Some("v0.7.0"));
+    assert_eq!(layout("nvcr.io/nvidia/nemo-rl:v0.6"), Some("v0.6.0"));
+    assert_eq!(layout("nvcr.io/nvidia/nemo-rl:v0.10.0"), Some(newest.tag));
+    assert_eq!(layout("nvcr.io/nvidia/nemo-rl:v1.0"), Some(newest.tag));
+    assert_eq!(NemoRlImage::of("nvcr.io/nvidia/nemo-rl:v0.6.0@sha256:0123abcd"), NemoRlImage::Known(v6));
+    assert_eq!(gke_rl::knowledge::ray_version_of_image("nvcr.io/nvidia/nemo-rl:v0.6.0@sha256:0123abcd"), Some(v6.ray));
+    assert_eq!(layout("nvcr.io/nvidia/nemo-rl:v0.8.0@sha256:0123abcd"), Some(newest.tag));
+    // Older than every known release, no version, another repository: unknown.
+    for image in
+        ["nvcr.io/nvidia/nemo-rl:v0.3.9", "nvcr.io/nvidia/nemo-rl:latest", "nvcr.io/nvidia/nemo-rl:v0.x.0", "example.com/nemo-rl:v9.0.0"]
+    {
+        assert_eq!(NemoRlImage::of(image), NemoRlImage::Unknown, "{image}");
+    }
 }
 
 #[test]

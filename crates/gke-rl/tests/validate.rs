@@ -238,7 +238,7 @@ const CASES: &[Case] = &[
         "run_nemo_rl.sh",
     ),
     case_in("launcher-missing", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.6.0", "run_nemo_rl.sh"),
-    case_in("nemo-rl-newer-image", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.9.0", "run_nemo_rl.sh"),
+    case_in("nemo-rl-assumed-layout", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.9.0", "run_nemo_rl.sh"),
     case("model-unknown", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=acme/house-model-7B"),
     case("tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-1.5B-Instruct"),
     case("vllm-tp-heads", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=Qwen/Qwen2.5-7B-Instruct"),
@@ -376,7 +376,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
         .filter(|f| f.diagnostic.code == "placeholder")
         .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
         .collect();
-    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 161, 28)]);
+    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 172, 28)]);
     assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
 }
 
@@ -570,7 +570,7 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
     let worker_env = "                  value: gIB\n                - name: HF_TOKEN\n";
     let cases: [(&str, &str, String, u32); 8] = [
         ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 40),
-        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 130),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 141),
         (
             "ray-cluster.yaml",
             head_env,
@@ -757,6 +757,27 @@ fn a_flex_start_run_longer_than_its_checkpoint_deadline_is_warned_at_its_steps()
     let v = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped = v.skipped.iter().find(|s| s.code == "checkpoint-deadline").expect("said why not");
     assert_eq!(skipped.missing, "no checkpointing.checkpoint_must_save_by", "Spot has no deadline");
+
+    // Hostile numbers are findings at their line, never an overflow.
+    d.job.expected_step_seconds = NonZeroU32::new(3600);
+    let mut files = rendered(&d);
+    let (env, script) = (files["env.sh"].clone(), files["run_nemo_rl.sh"].clone());
+    for (step_time, problem) in
+        [("18446744073709551615", "larger than 4294967295 allows"), ("nan", "not a whole number"), ("0", "outside 1..=4294967295")]
+    {
+        let hostile = env.replace("export EXPECTED_STEP_SECONDS=3600", &format!("export EXPECTED_STEP_SECONDS={step_time}"));
+        let findings = check(&Files::from([("env.sh".to_owned(), hostile), ("run_nemo_rl.sh".to_owned(), script.clone())]));
+        let invalid: Vec<&Finding> = findings.iter().filter(|f| f.diagnostic.code == "number-invalid").collect();
+        assert_eq!(invalid.len(), 1, "{step_time}: {findings:#?}");
+        assert!(
+            invalid[0].diagnostic.message.starts_with("EXPECTED_STEP_SECONDS") && invalid[0].diagnostic.message.contains(problem),
+            "{invalid:#?}"
+        );
+    }
+    files.insert("env.sh".to_owned(), env.replace("export EXPECTED_STEP_SECONDS=3600", "export EXPECTED_STEP_SECONDS=4294967295"));
+    let far = script.replace("checkpoint_must_save_by=06:12:00:00", "checkpoint_must_save_by=999999999999999999:00:00:00");
+    files.insert("run_nemo_rl.sh".to_owned(), far);
+    assert!(!codes(&check(&files)).contains(&"checkpoint-deadline"), "a deadline past u64 is unreadable, not a panic");
 }
 
 /// A blueprint whose managed-lustre module enables the Dynamic tier is sized against it, not

@@ -61,14 +61,15 @@ pub fn nemo_rl_release(image: &str) -> Option<&'static NemoRlRelease> {
 /// What gke-rl knows of the NeMo-RL inside an image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NemoRlImage<'a> {
-    /// A release gke-rl knows.
+    /// A release gke-rl knows (by its tag, digest-pinned or not).
     Known(&'static NemoRlRelease),
-    /// A NeMo-RL image whose tag is a version newer than every release gke-rl knows: it is
-    /// taken to have the newest known release's layout, which nothing here has checked.
-    Newer {
+    /// A NeMo-RL image whose version tag names no release gke-rl knows (a newer release, a
+    /// patch, a candidate): taken to have the layout of the newest known release at or before
+    /// its version, never an older one, which nothing here has checked.
+    Assumed {
         /// The image's version tag, `v0.8.0`.
         tag: &'a str,
-        /// The release whose layout it is taken to have: the newest known.
+        /// The release whose layout it is taken to have.
         assumed: &'static NemoRlRelease,
     },
     /// Any other image.
@@ -78,33 +79,42 @@ pub enum NemoRlImage<'a> {
 impl<'a> NemoRlImage<'a> {
     /// What `image` is.
     pub fn of(image: &'a str) -> Self {
-        if let Some(release) = nemo_rl_release(image) {
+        let Some(tag) = image_tag(image, NEMO_RL_IMAGE_REPOSITORY) else { return Self::Unknown };
+        if let Some(release) = NEMO_RL_RELEASES.iter().find(|r| r.tag == tag) {
             return Self::Known(release);
         }
-        let newest = newest_nemo_rl();
-        let tag = image.strip_prefix(NEMO_RL_IMAGE_REPOSITORY).and_then(|rest| rest.strip_prefix(':'));
-        match tag.and_then(|tag| Some((tag, release_number(tag)?))) {
-            Some((tag, number)) if Some(number) > release_number(newest.tag) => Self::Newer { tag, assumed: newest },
-            _ => Self::Unknown,
-        }
+        let Some(version) = release_version(tag) else { return Self::Unknown };
+        let at_or_before = NEMO_RL_RELEASES.iter().rev().find(|r| release_version(r.tag).is_some_and(|v| v <= version));
+        at_or_before.map_or(Self::Unknown, |assumed| Self::Assumed { tag, assumed })
     }
 
     /// The release whose layout (launcher, recipe keys, dataset key) the image has, known or
     /// assumed.
     pub fn layout(self) -> Option<&'static NemoRlRelease> {
         match self {
-            Self::Known(release) | Self::Newer { assumed: release, .. } => Some(release),
+            Self::Known(release) | Self::Assumed { assumed: release, .. } => Some(release),
             Self::Unknown => None,
         }
     }
 }
 
-/// `[0, 7, 0]` for `v0.7.0` and `v0.7.0-rc1`: a release tag's version.
-fn release_number(tag: &str) -> Option<[u64; 3]> {
+/// The tag of `image` when it is in `repository`, without a `@sha256:` digest.
+fn image_tag<'a>(image: &'a str, repository: &str) -> Option<&'a str> {
+    let named = image.split_once('@').map_or(image, |(named, _)| named);
+    named.strip_prefix(repository)?.strip_prefix(':')
+}
+
+/// `[0, 7, 0]` for a release tag such as `v0.7.0`, `v0.7` or `v0.7.0-rc1` (a candidate or
+/// build of a version counts as the version).
+pub fn release_version(tag: &str) -> Option<[u64; 3]> {
     let version = tag.strip_prefix('v')?.split(['-', '+']).next()?;
-    let mut parts = version.split('.').map(|p| if p.bytes().all(|b| b.is_ascii_digit()) { p.parse().ok() } else { None });
-    let number = [parts.next()??, parts.next()??, parts.next()??];
-    parts.next().is_none().then_some(number)
+    let parts: Vec<u64> =
+        version.split('.').map(|p| p.bytes().all(|b| b.is_ascii_digit()).then(|| p.parse().ok()).flatten()).collect::<Option<_>>()?;
+    match parts[..] {
+        [major, minor] => Some([major, minor, 0]),
+        [major, minor, patch] => Some([major, minor, patch]),
+        _ => None,
+    }
 }
 
 /// Keys a release moved: (the release, the key before it, the key from it on)
@@ -195,10 +205,11 @@ const RAY_IMAGE_REPOSITORIES: &[&str] = &["rayproject/ray", "docker.io/rayprojec
 
 /// The Ray version inside `image`, when gke-rl knows it.
 pub fn ray_version_of_image(image: &str) -> Option<&str> {
-    if let Some((_, version)) = known_images().find(|(known, _)| *known == image) {
+    let named = image.split_once('@').map_or(image, |(named, _)| named);
+    if let Some((_, version)) = known_images().find(|(known, _)| *known == named) {
         return Some(version);
     }
-    let (repository, tag) = image.rsplit_once(':')?;
+    let (repository, tag) = named.rsplit_once(':')?;
     if !RAY_IMAGE_REPOSITORIES.contains(&repository) {
         return None;
     }
@@ -504,10 +515,9 @@ pub struct GpuHealthCheck {
     pub nvidia_smi: &'static str,
     /// The query that prints one line per GPU present: there must be at least the machine's GPUs.
     pub count_query: &'static str,
-    /// The query whose value must be 0 on every GPU.
+    /// The query whose value must be 0 on every GPU; anything else it prints for a GPU (`[N/A]`,
+    /// `[Unknown Error]`) fails it too.
     pub zero_query: &'static str,
-    /// What `nvidia-smi` prints for a value it cannot read, which fails the GPU.
-    pub unreadable: &'static str,
 }
 
 /// See [`GpuHealthCheck`].
@@ -516,7 +526,6 @@ pub const GPU_HEALTH_CHECK: GpuHealthCheck = GpuHealthCheck {
     nvidia_smi: "/usr/local/nvidia/bin/nvidia-smi",
     count_query: "driver_version",
     zero_query: "ecc.errors.uncorrected.volatile.total",
-    unreadable: "[N/A]",
 };
 
 /// How long a flex-start node runs at most: "Flex-start VMs run uninterrupted for up to seven
@@ -549,7 +558,7 @@ pub fn nemo_rl_duration(seconds: u64) -> String {
 pub fn nemo_rl_duration_seconds(text: &str) -> Option<u64> {
     let parts: Vec<u64> = text.split(':').map(|p| p.trim().parse().ok()).collect::<Option<_>>()?;
     let [days, hours, minutes, seconds] = parts[..] else { return None };
-    Some(days * 86_400 + hours * 3600 + minutes * 60 + seconds)
+    days.checked_mul(86_400)?.checked_add(hours.checked_mul(3600)?)?.checked_add(minutes.checked_mul(60)?)?.checked_add(seconds)
 }
 
 /// A Managed Lustre performance tier and its capacity rules.
@@ -574,8 +583,7 @@ pub struct LustreTier {
 }
 
 /// Managed Lustre's "Performance tiers" and "Increase capacity" pages
-/// (docs.cloud.google.com/managed-lustre/docs/performance-tiers, …/increase-capacity;
-/// `cluster-toolkit.md` §3.1). The Dynamic tier: "an aggregate throughput of 25 MBps per TiB"
+/// (docs.cloud.google.com/managed-lustre/docs/performance-tiers, …/increase-capacity). The Dynamic tier: "an aggregate throughput of 25 MBps per TiB"
 /// ("Create a Managed Lustre instance", …/create-instance), 472,000 to 84,016,000 GiB in steps of
 /// 472,000 GiB; the docs give it one step size and no threshold, and no per-TiB IOPS figure.
 /// `DynamicTierOptions.Mode` in the Managed Lustre v1 API says how it is chosen.
@@ -707,8 +715,12 @@ pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
 /// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
 pub const BF16_BYTES_PER_PARAMETER: u64 = 2;
 
-/// `data.dataset_name` values NeMo-RL v0.4.0's GRPO math launcher accepts (`nemo-rl.md` §4.1),
-/// with the extra keys each needs.
+/// The release whose data sets [`GRPO_DATASETS`] lists; later releases accept others
+/// (NVIDIA-NeMo/RL v0.7.0 `nemo_rl/data/datasets/response_datasets/__init__.py` has a registry).
+pub const GRPO_DATASETS_OF: &str = "v0.4.0";
+
+/// `data.dataset_name` values NeMo-RL v0.4.0's GRPO math launcher accepts (NVIDIA-NeMo/RL v0.4.0
+/// `nemo_rl/data/datasets/response_datasets/__init__.py`), with the extra keys each needs.
 pub const GRPO_DATASETS: &[(&str, &[&str])] =
     &[("OpenMathInstruct-2", &[]), ("DeepScaler", &[]), ("DAPOMath17K", &[]), ("ResponseDataset", &["data.train_data_path"])];
 

@@ -11,9 +11,9 @@ use crate::quote::{hydra_string, sh};
 /// Where NeMo-RL lives in its image.
 const NEMO_RL_DIR: &str = "/opt/nemo-rl";
 
-/// The NeMo-RL release the image runs. A NeMo-RL image newer than every known release gets
-/// the newest known layout, never an older one; any other image gets the codelab's launcher
-/// and keys. Validate says which were assumed and not checked.
+/// The NeMo-RL release the image runs. A NeMo-RL version gke-rl does not know gets the layout
+/// of the newest known release at or before it, never an older one; any other image gets the
+/// codelab's launcher and keys. Validate says which were assumed and not checked.
 fn release(d: &Deployment) -> &'static NemoRlRelease {
     knowledge::NemoRlImage::of(d.ray.image.as_str()).layout().unwrap_or(knowledge::CODELAB_NEMO_RL)
 }

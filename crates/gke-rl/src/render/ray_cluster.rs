@@ -102,7 +102,7 @@ metadata:
         dashboard_host = yaml("0.0.0.0"),
         placement = head_placement(d),
         worker_placement = placement(d, 10),
-        health_check = health_check_container(d, &image_text),
+        health_check = health_check_container(d, &image_text, fabric.is_some()),
         image = image_text,
         head_env = secret_env(d, None, 12),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
@@ -261,8 +261,9 @@ fn lustre_volume(d: &Deployment, indent: usize) -> String {
 /// node's GPUs before the worker does, so the device plugin mounts `nvidia-smi`, the driver and
 /// every GPU without a privileged container (upstream's runs privileged in Alpine), and fails,
 /// with its output as the termination message that readiness reports with the node's name,
-/// unless the machine's GPUs are all there without uncorrected ECC errors.
-fn health_check_container(d: &Deployment, image: &str) -> String {
+/// unless the machine's GPUs are all there without uncorrected ECC errors. Where the pod mounts
+/// the node's NVIDIA folder itself (the fabric's), the check mounts it too, as upstream's does.
+fn health_check_container(d: &Deployment, image: &str, nvidia_volume: bool) -> String {
     let pad = " ".repeat(12);
     let node_gpus = expected_gpus(d);
     let script = command(&gpu_health_script(node_gpus), 14);
@@ -272,9 +273,15 @@ fn health_check_container(d: &Deployment, image: &str) -> String {
          # gpu-healthcheck in examples/gke-a4/nccl-jobset-example.yaml, v1.95.0).\n          \
          initContainers:\n{pad}- name: {name}\n{pad}  image: {image}\n{script}\
          {pad}  env:\n{pad}    - name: LD_LIBRARY_PATH\n{pad}      value: {NVIDIA_LIBRARY_PATH}\n\
+         {mounts}\
          {pad}  terminationMessagePolicy: FallbackToLogsOnError\n\
          {pad}  resources:\n{pad}    requests:\n{pad}      nvidia.com/gpu: {gpus}\n{pad}    limits:\n{pad}      nvidia.com/gpu: {gpus}\n",
         name = GPU_HEALTH_CHECK.container,
+        mounts = if nvidia_volume {
+            format!("{pad}  volumeMounts:\n{pad}    - name: nvidia\n{pad}      mountPath: {NVIDIA_MOUNT_PATH}\n")
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -286,18 +293,24 @@ fn expected_gpus(d: &Deployment) -> u32 {
 
 /// The health gate's bash script for a node of `gpus` GPUs: upstream's checks, in order, with
 /// upstream's outcomes (fewer GPUs than expected, an unreadable or non-zero uncorrected ECC
-/// count fail).
+/// count fail), and stricter where upstream's `set -e` does not reach: an ECC query that fails
+/// or answers for fewer GPUs than there are, and any count that is not a number, fail too.
 fn gpu_health_script(gpus: u32) -> String {
-    let GpuHealthCheck { nvidia_smi, count_query, zero_query, unreadable, .. } = GPU_HEALTH_CHECK;
+    let GpuHealthCheck { nvidia_smi, count_query, zero_query, .. } = GPU_HEALTH_CHECK;
     format!(
         "gpus=$({nvidia_smi} --query-gpu={count_query} --format=csv,noheader,nounits | wc -l)\n\
          if [ \"$gpus\" -lt {gpus} ]; then\n  \
            echo \"only $gpus GPUs, expected {gpus}\"\n  exit 1\nfi\n\
-         errors=($({nvidia_smi} --query-gpu={zero_query} --format=csv,noheader,nounits))\n\
+         if ! counts=$({nvidia_smi} --query-gpu={zero_query} --format=csv,noheader,nounits); then\n  \
+           echo \"nvidia-smi cannot read {zero_query}\"\n  exit 1\nfi\n\
+         mapfile -t errors <<< \"$counts\"\n\
+         if [ \"${{#errors[@]}}\" -lt \"$gpus\" ]; then\n  \
+           echo \"{zero_query} for ${{#errors[@]}} of $gpus GPUs\"\n  exit 1\nfi\n\
          for gpu in \"${{!errors[@]}}\"; do\n  \
-           if [ \"${{errors[$gpu]}}\" == '{unreadable}' ]; then\n    \
-             echo \"GPU $gpu: {zero_query} is {unreadable}\"\n    exit 1\n  \
-           elif [ \"${{errors[$gpu]}}\" -gt 0 ]; then\n    \
+           case \"${{errors[$gpu]}}\" in\n    \
+             ''|*[!0-9]*) echo \"GPU $gpu: {zero_query} is ${{errors[$gpu]}}\"; exit 1 ;;\n  \
+           esac\n  \
+           if [ \"${{errors[$gpu]}}\" -gt 0 ]; then\n    \
              echo \"GPU $gpu: ${{errors[$gpu]}} uncorrected ECC errors\"\n    exit 1\n  \
            fi\ndone\n\
          echo \"$gpus GPUs, no uncorrected ECC errors\"\n"

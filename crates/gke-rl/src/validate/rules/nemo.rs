@@ -19,9 +19,9 @@ pub(super) struct Job<'a> {
     release: Option<&'static NemoRlRelease>,
     /// The release whose recipe keys the launch's `--config` has, when gke-rl knows them.
     recipe: Option<&'static NemoRlRelease>,
-    /// A NeMo-RL image newer than every known release: its version tag. Its values are read
-    /// from the newest known recipe, but nothing that would fail the job is said of it.
-    newer: Option<String>,
+    /// A NeMo-RL image of a version gke-rl does not know: its tag. Its values are read from the
+    /// assumed release's recipe, but nothing that would fail the job is said of it.
+    assumed: Option<String>,
     overrides: BTreeMap<&'a str, &'a Override>,
 }
 
@@ -36,12 +36,12 @@ impl<'a> Job<'a> {
         let image = image(facts);
         let release = image.layout();
         let recipe = release.filter(|_| launch.config.as_ref().is_some_and(|c| c.text == knowledge::GRPO_RECIPE));
-        let newer = match image {
-            NemoRlImage::Newer { tag, .. } => Some(tag.to_owned()),
+        let assumed = match image {
+            NemoRlImage::Assumed { tag, .. } => Some(tag.to_owned()),
             _ => None,
         };
         let overrides = launch.overrides.iter().filter(|o| o.prefix != "~").map(|o| (o.key.as_str(), o)).collect();
-        Some(Self { view, launch, release, recipe, newer, overrides })
+        Some(Self { view, launch, release, recipe, assumed, overrides })
     }
 
     pub fn launch_at(&self) -> (u32, u32) {
@@ -98,7 +98,7 @@ impl<'a> Job<'a> {
 /// Every rule this module runs.
 const LAUNCH_RULES: [&Rule; 16] = [
     &NEMO_RL_UNKNOWN_IMAGE,
-    &NEMO_RL_NEWER_IMAGE,
+    &NEMO_RL_ASSUMED_LAYOUT,
     &LAUNCHER_MISSING,
     &WORLD_SIZE_PARALLELISM,
     &ROLLOUT_BATCH,
@@ -139,25 +139,25 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
 const LAYOUT_RULES: [&Rule; 5] = [&LAUNCHER_MISSING, &OVERRIDE_UNKNOWN_KEY, &OVERRIDE_QUOTED, &OVERRIDE_NO_OP, &DATASET_UNKNOWN];
 
 /// The image's release is one gke-rl knows (else an info saying what was not checked, or for
-/// a newer NeMo-RL image a warning naming the layout assumed), and its launcher is one the
-/// release ships.
+/// a NeMo-RL version it does not know a warning naming the layout assumed), and its launcher is
+/// one the release ships.
 fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
     sink.ran(&NEMO_RL_UNKNOWN_IMAGE);
-    sink.ran(&NEMO_RL_NEWER_IMAGE);
-    if let (Some(tag), Some(assumed)) = (&job.newer, job.release) {
+    sink.ran(&NEMO_RL_ASSUMED_LAYOUT);
+    if let (Some(tag), Some(assumed)) = (&job.assumed, job.release) {
         sink.emit(
-            &NEMO_RL_NEWER_IMAGE,
+            &NEMO_RL_ASSUMED_LAYOUT,
             job.view.file,
             job.launch.at,
             format!(
-                "NeMo-RL {tag} is newer than every release gke-rl knows: its layout is assumed to be {}'s (launcher `{}`, \
-                 dataset key `{}`, the recipe's keys and defaults); the launcher, the override keys and the dataset are not checked",
+                "NeMo-RL {tag} is not a release gke-rl knows: its layout is assumed to be {}'s, the newest known at or before it \
+                 (launcher `{}`, dataset key `{}`, the recipe's keys and defaults); the launcher, the override keys and the dataset are not checked",
                 assumed.tag, assumed.launcher, assumed.dataset_key
             ),
             format!("check these against NeMo-RL {tag}'s docs/guides/grpo.md, or use a gke-rl that knows {tag}"),
         );
         for rule in LAYOUT_RULES {
-            sink.skip(rule, format!("NeMo-RL {tag} is newer than gke-rl knows"), "use a gke-rl that knows it");
+            sink.skip(rule, format!("NeMo-RL {tag} is not a release gke-rl knows"), "use a gke-rl that knows it");
         }
         return;
     }
@@ -193,7 +193,7 @@ fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
 fn overrides(job: &Job<'_>, sink: &mut Sink) {
     let file = job.view.file;
     sink.ran(&RECIPE_UNKNOWN);
-    if job.newer.is_some() {
+    if job.assumed.is_some() {
         return;
     }
     sink.ran(&OVERRIDE_NO_OP);
@@ -426,13 +426,18 @@ fn checkpointing(job: &Job<'_>, sink: &mut Sink) {
 }
 
 fn dataset(job: &Job<'_>, sink: &mut Sink) {
-    if job.newer.is_some() {
+    if job.assumed.is_some() {
         return;
     }
     let Some(release) = job.release else {
         sink.skip(&DATASET_UNKNOWN, "the image is not a NeMo-RL release gke-rl knows", "use a known NeMo-RL image");
         return;
     };
+    if release.tag != knowledge::GRPO_DATASETS_OF {
+        let why = format!("the data sets NeMo-RL {} accepts are not recorded (only {}'s)", release.tag, knowledge::GRPO_DATASETS_OF);
+        sink.skip(&DATASET_UNKNOWN, why, format!("check the data set against NeMo-RL {}'s response_datasets registry", release.tag));
+        return;
+    }
     let Some((name, at)) = job.string(release.dataset_key) else {
         sink.skip(&DATASET_UNKNOWN, format!("no {}", release.dataset_key), SET_IT);
         return;

@@ -45,9 +45,18 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
         }
     }
     for env in &views.env_sh {
-        for name in ["LUSTRE_CAPACITY", "LUSTRE_THROUGHPUT", "MAX_STEPS", "SAVE_PERIOD"] {
+        // (variable, its range, whether empty means unset)
+        let variables = [
+            ("LUSTRE_CAPACITY", 0..=INT32_MAX, false),
+            ("LUSTRE_THROUGHPUT", 0..=INT32_MAX, false),
+            ("MAX_STEPS", 0..=INT32_MAX, false),
+            ("SAVE_PERIOD", 0..=INT32_MAX, false),
+            ("EXPECTED_STEP_SECONDS", 1..=u64::from(u32::MAX), true),
+        ];
+        for (name, range, optional) in variables {
             if let Some((assignment, Some(value))) = env.get(name)
-                && let Err((problem, fix)) = in_range(value, 0..=INT32_MAX)
+                && !(optional && value.is_empty())
+                && let Err((problem, fix)) = in_range(value, range)
             {
                 sink.emit(&NUMBER_INVALID, env.file, assignment.value_at, format!("{name} {problem}"), format!("set {name} to {fix}"));
             }

@@ -185,7 +185,8 @@ fn deadline(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
         return;
     };
     sink.ran(&CHECKPOINT_DEADLINE);
-    let needed = steps.max(0) as u64 * step.value;
+    // A product past u64 is past any deadline.
+    let needed = (steps.max(0) as u64).saturating_mul(step.value);
     if needed > limit {
         let hours = |s: u64| s as f64 / 3600.0;
         let fit = limit.checked_div(step.value).unwrap_or(0);
