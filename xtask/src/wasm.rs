@@ -1,6 +1,6 @@
 //! `cargo xtask wasm`: the browser build of the validator into `web-validator/pkg/`, with its
 //! size against the budget. Installs what it needs (the wasm32 target, `wasm-bindgen-cli` at
-//! exactly the version of the `wasm-bindgen` crate in Cargo.lock, Debian's binaryen) when missing.
+//! exactly the version of the `wasm-bindgen` crate in Cargo.lock) when missing.
 
 use anyhow::{Context, bail};
 use xshell::{Shell, cmd};
@@ -8,8 +8,9 @@ use xshell::{Shell, cmd};
 use crate::project_root;
 
 /// The `.wasm`, gzipped, must stay under this: a ratchet a little above today's size, on the way
-/// to the 230 KB the page's budget asks for.
-pub const BUDGET_GZIP_BYTES: u64 = 242 * 1000;
+/// to the 230 KB the page's budget asks for. (Binaryen's `wasm-opt` is no help: `-O1` takes 1 %
+/// off but breaks wasm-bindgen's externref table, and its size levels grow the gzip size.)
+pub const BUDGET_GZIP_BYTES: u64 = 245 * 1000;
 
 /// Builds the wasm package and reports its size.
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
@@ -28,15 +29,6 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     cmd!(sh, "wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir {out} {built}").run()?;
     write_examples(&out)?;
     let wasm = out.join("gke_rl_wasm_bg.wasm");
-    // Binaryen's light passes take about 1 % more off the gzip size. Its size levels (`-Os`,
-    // `-Oz`) shrink the raw file but grow the gzip size by 5 %, which is what the page costs.
-    // The features are the ones rustc's wasm32 target turns on.
-    crate::ci::debian_package(sh, "binaryen", "/usr/bin/wasm-opt")?;
-    let optimized = out.join("gke_rl_wasm_bg.opt.wasm");
-    let features = ["bulk-memory", "sign-ext", "mutable-globals", "nontrapping-float-to-int", "reference-types", "multivalue"]
-        .map(|f| format!("--enable-{f}"));
-    cmd!(sh, "wasm-opt -O1 --converge {features...} {wasm} -o {optimized}").run()?;
-    std::fs::rename(&optimized, &wasm)?;
     let raw = std::fs::metadata(&wasm)?.len();
     let gzip = cmd!(sh, "gzip -9 -c {wasm}").quiet().output()?.stdout.len() as u64;
     let report = format!(
