@@ -100,8 +100,12 @@ impl<'a> NemoRlImage<'a> {
 
 /// The tag of `image` when it is in `repository`, without a `@sha256:` digest.
 fn image_tag<'a>(image: &'a str, repository: &str) -> Option<&'a str> {
-    let named = image.split_once('@').map_or(image, |(named, _)| named);
-    named.strip_prefix(repository)?.strip_prefix(':')
+    without_digest(image).strip_prefix(repository)?.strip_prefix(':')
+}
+
+/// `image` without its `@sha256:…` digest: a digest pins the bytes, the tag names the release.
+fn without_digest(image: &str) -> &str {
+    image.split_once('@').map_or(image, |(named, _)| named)
 }
 
 /// `[0, 7, 0]` for a release tag such as `v0.7.0`, `v0.7` or `v0.7.0-rc1` (a candidate or
@@ -205,7 +209,7 @@ const RAY_IMAGE_REPOSITORIES: &[&str] = &["rayproject/ray", "docker.io/rayprojec
 
 /// The Ray version inside `image`, when gke-rl knows it.
 pub fn ray_version_of_image(image: &str) -> Option<&str> {
-    let named = image.split_once('@').map_or(image, |(named, _)| named);
+    let named = without_digest(image);
     if let Some((_, version)) = known_images().find(|(known, _)| *known == named) {
         return Some(version);
     }
