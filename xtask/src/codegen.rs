@@ -51,7 +51,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     ensure(RULES_DOC_PATH, &rules_doc())?;
     ensure(MODELS_DOC_PATH, &models_doc())?;
     let releases = crate::nemo_rl::releases(&root.join(UPSTREAM).join("nemo-rl"))?;
-    ensure(crate::nemo_rl::TABLE_PATH, &crate::nemo_rl::table(&releases, gke_rl::knowledge::NEMO_RL_IMAGE_REPOSITORY))?;
+    ensure(crate::nemo_rl::TABLE_PATH, &crate::nemo_rl::table(&releases, gke_rl::knowledge::NEMO_RL_IMAGE_REPOSITORY)?)?;
     let facts = crate::models::FACT_FILES
         .iter()
         .map(|file| {

@@ -119,7 +119,7 @@ fn flatten(prefix: &str, value: &Value, keys: &mut Vec<(String, &'static str, St
 /// The generated table: the releases, and one list of every recipe key with each distinct
 /// (type, value) once, marked with the releases that have it. A key most releases share costs
 /// one row, not one per release: the web page's size grows by what a release changes.
-pub fn table(releases: &[Release], image_repository: &str) -> String {
+pub fn table(releases: &[Release], image_repository: &str) -> anyhow::Result<String> {
     use std::collections::BTreeMap;
     let mut rows: BTreeMap<(&str, &str, &str), u16> = BTreeMap::new();
     for (index, release) in releases.iter().enumerate() {
@@ -132,8 +132,7 @@ pub fn table(releases: &[Release], image_repository: &str) -> String {
          //! Ray (its `pyproject.toml` pin, else its `uv.lock`), launchers, its GRPO guide's launcher, and\n\
          //! its recipe `examples/configs/grpo_math_70B_megatron.yaml` merged with its `defaults:` parents\n\
          //! and its interpolations resolved. Do not edit.\n\n\
-         use super::NemoRlRelease;\n\
-         use super::ValueType::{self, *};\n\n\
+         use super::NemoRlRelease;\n\n\
          /// The releases, oldest first.\n\
          #[rustfmt::skip]\n\
          pub const NEMO_RL_RELEASES: &[NemoRlRelease] = &[\n",
@@ -151,18 +150,26 @@ pub fn table(releases: &[Release], image_repository: &str) -> String {
             r.dataset_key
         ));
     }
+    // Text, not a slice of tuples: the page pays for each tuple's pointers, and gzip squeezes
+    // sorted lines of text three times better.
     out.push_str(
         "];\n\n\
-         /// Every key of any release's merged recipe, sorted, with its type and value, and the releases\n\
-         /// that have that value (bit i: `NEMO_RL_RELEASES[i]`).\n\
-         #[rustfmt::skip]\n\
-         pub(super) const RECIPE_KEYS: &[(&str, ValueType, &str, u16)] = &[\n",
+         /// Every key of any release's merged recipe, sorted, with each distinct type and value once:\n\
+         /// one line `key type releases value`, where bit i of the hexadecimal `releases` is\n\
+         /// `NEMO_RL_RELEASES[i]` and the value, the rest of the line, may be empty.\n\
+         pub(super) const RECIPE_KEYS: &str = r#\"\n",
     );
     for ((key, kind, value), mask) in rows {
-        out.push_str(&format!("    ({key:?}, {kind}, {value:?}, {mask:#b}),\n"));
+        anyhow::ensure!(
+            !key.contains([' ', '\n']) && !value.contains(['\n', '\r']) && !value.ends_with(' ') && !value.contains("\"#"),
+            "recipe key {key} = {value:?}: a key with a space, or a value with a line break, a trailing space or `\"#`, does not fit the table's lines; give it an escape"
+        );
+        let line = format!("{key} {kind} {mask:x} {value}");
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
-    out.push_str("];\n");
-    out
+    out.push_str("\"#;\n");
+    Ok(out)
 }
 
 #[cfg(test)]

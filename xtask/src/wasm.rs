@@ -7,10 +7,12 @@ use xshell::{Shell, cmd};
 
 use crate::project_root;
 
-/// The `.wasm`, gzipped, must stay under this: a ratchet a little above today's size, on the way
-/// to the 230 KB the page's budget asks for. (Binaryen's `wasm-opt` is no help: `-O1` takes 1 %
-/// off but breaks wasm-bindgen's externref table, and its size levels grow the gzip size.)
-pub const BUDGET_GZIP_BYTES: u64 = 245 * 1000;
+/// The `.wasm`, gzipped, must stay under this: the page's budget (219 KB today). What keeps it
+/// there: no `core` float formatting (`gke_rl_yaml::decimal`), no `serde_json::Value` and no
+/// serde_json reader on the page's path, and the recipe key table as text. (Binaryen's
+/// `wasm-opt` is no help: `-O1` breaks wasm-bindgen's externref table, and its size levels grow
+/// the gzip size.)
+pub const BUDGET_GZIP_BYTES: u64 = 230 * 1000;
 
 /// Builds the wasm package and reports its size.
 pub fn run(sh: &Shell) -> anyhow::Result<()> {

@@ -97,8 +97,12 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
 
     // The page and the native SDK must agree exactly on the same files.
     let codelab = codelab_files(&root)?;
-    let native_codelab = gke_rl_wasm::validate_json(&serde_json::Value::Object(codelab).to_string());
-    let native_valid = gke_rl_wasm::validate_json(&serde_json::Value::Object(valid).to_string());
+    let native = |files: serde_json::Map<String, serde_json::Value>| -> anyhow::Result<serde_json::Value> {
+        let files: Vec<(String, String)> =
+            files.into_iter().map(|(name, text)| (name, text.as_str().unwrap_or_default().to_owned())).collect();
+        Ok(serde_json::from_str(&gke_rl_wasm::validate_files(&files))?)
+    };
+    let (native_codelab, native_valid) = (native(codelab)?, native(valid)?);
     if report["codelab"] != native_codelab || report["valid"] != native_valid {
         bail!("the browser's findings differ from the native ones:\nbrowser: {}\nnative:  {native_codelab}", report["codelab"]);
     }

@@ -2,21 +2,29 @@
 //! `cargo xtask render`, behind three functions. Every result is a value; bad input gives
 //! `{"error": …}`, never an exception.
 //!
-//! The JSON shapes are computed by [`validate_json`] and [`render_json`], which native tests
+//! The JSON shapes are computed by [`validate_files`] and [`render_json`], which native tests
 //! call directly, so the browser and the CLI cannot drift apart.
 
-use std::collections::BTreeMap;
-
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 /// `validate({"env.sh": "…", "ray-cluster.yaml": "…"})`: `{findings, skipped, rules_checked,
 /// rules}`, what `gke-rl validate --format json` prints.
 #[wasm_bindgen]
 pub fn validate(files: JsValue) -> JsValue {
-    to_js(&js_sys::JSON::stringify(&files).ok().and_then(|s| s.as_string()).map_or_else(
-        || serde_json::json!({ "error": "validate takes an object mapping file names to their text" }),
-        |json| validate_json(&json),
-    ))
+    // Read field by field, not through serde_json: its typed reader would bring core's float
+    // formatting into the page (7 KB gzip) for its error messages.
+    let entries = files.is_object().then(|| js_sys::Object::entries(&files.into()));
+    let files: Option<Vec<(String, String)>> = entries.and_then(|entries| {
+        entries
+            .iter()
+            .map(|entry| {
+                let pair = js_sys::Array::from(&entry);
+                Some((pair.get(0).as_string()?, pair.get(1).as_string()?))
+            })
+            .collect()
+    });
+    to_js(&files.map_or_else(|| failed("validate takes an object mapping file names to their text"), |files| validate_files(&files)))
 }
 
 /// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}], "cost": {text,
@@ -33,39 +41,65 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
-/// [`validate`] on JSON text: `{name: text}` in, the validation out.
-pub fn validate_json(files: &str) -> serde_json::Value {
-    let files: BTreeMap<String, String> = match serde_json::from_str(files) {
-        Ok(files) => files,
-        Err(e) => return serde_json::json!({ "error": format!("validate takes an object mapping file names to their text: {e}") }),
-    };
+/// [`validate`] on (name, text) pairs: the validation, as JSON text.
+pub fn validate_files(files: &[(String, String)]) -> String {
     let sources: Vec<gke_rl::validate::SourceFile<'_>> =
         files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
-    serde_json::to_value(gke_rl::validate::check(&sources).finish()).unwrap_or_default()
+    json(&gke_rl::validate::check(&sources).finish())
 }
 
-/// [`render`]'s value for a config's text.
-pub fn render_json(config: &str) -> serde_json::Value {
+/// [`render`]'s value for a config's text, as JSON text.
+pub fn render_json(config: &str) -> String {
+    #[derive(Serialize)]
+    struct Rendered<'a> {
+        artifacts: Vec<Artifact<'a>>,
+        cost: Cost,
+    }
+    #[derive(Serialize)]
+    struct Artifact<'a> {
+        name: &'a str,
+        contents: &'a str,
+        executable: bool,
+    }
+    #[derive(Serialize)]
+    struct Cost {
+        text: String,
+        summary: String,
+    }
+    #[derive(Serialize)]
+    struct Message {
+        message: String,
+    }
     let deployment = match gke_rl::config::from_yaml(config) {
         Ok(deployment) => deployment,
-        Err(diagnostic) => return serde_json::json!({ "error": diagnostic }),
+        Err(diagnostic) => return failed(diagnostic),
     };
     let options = gke_rl::RenderOptions { source: "the web validator", regenerate: "gke-rl render" };
     match gke_rl::render(&deployment, &options) {
         Ok(artifacts) => {
-            let artifacts: Vec<_> = artifacts
-                .iter()
-                .map(|a| serde_json::json!({ "name": a.name, "contents": a.contents, "executable": a.executable }))
-                .collect();
+            let artifacts = artifacts.iter().map(|a| Artifact { name: a.name, contents: &a.contents, executable: a.executable }).collect();
             let cost = gke_rl::cost::estimate(&deployment);
-            serde_json::json!({ "artifacts": artifacts, "cost": { "text": cost.to_string(), "summary": cost.summary() } })
+            json(&Rendered { artifacts, cost: Cost { text: cost.to_string(), summary: cost.summary() } })
         }
-        Err(e) => serde_json::json!({ "error": { "message": e.to_string() } }),
+        Err(e) => failed(Message { message: e.to_string() }),
     }
 }
 
-fn to_js(value: &serde_json::Value) -> JsValue {
-    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+/// `{"error": …}`.
+fn failed(error: impl Serialize) -> String {
+    #[derive(Serialize)]
+    struct Failed<T> {
+        error: T,
+    }
+    json(&Failed { error })
+}
+
+fn json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("maps with string keys serialize")
+}
+
+fn to_js(json: &str) -> JsValue {
+    js_sys::JSON::parse(json).unwrap_or(JsValue::NULL)
 }
 
 #[cfg(test)]
@@ -73,22 +107,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn validate_json_matches_the_sdk() {
-        let files = serde_json::json!({ ".rayignore": "[z-a]\n" }).to_string();
-        let findings = validate_json(&files);
+    fn validate_files_matches_the_sdk() {
+        let files = [(".rayignore".to_owned(), "[z-a]\n".to_owned())];
+        let findings: serde_json::Value = serde_json::from_str(&validate_files(&files)).unwrap();
         assert_eq!(findings["findings"][0]["code"], "syntax", "{findings}");
         assert!(findings["skipped"].as_array().is_some_and(|s| s.iter().any(|s| s["code"] == "ray-version-mismatch")), "{findings}");
-        assert!(validate_json("[1]")["error"].as_str().is_some_and(|e| e.starts_with("validate takes an object")));
     }
 
     #[test]
     fn render_json_gives_artifacts_or_a_positioned_error() {
-        let rendered = render_json("");
+        let read = |config: &str| serde_json::from_str::<serde_json::Value>(&render_json(config)).unwrap();
+        let rendered = read("");
         let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
         let count = gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().iter().count();
         assert_eq!((rendered["artifacts"].as_array().map(Vec::len), count), (Some(8), 8), "with the NetworkPolicy of Ray 2.46");
         assert_eq!(rendered["cost"]["text"], gke_rl::cost::estimate(&gke_rl::Deployment::default()).to_string());
-        let error = &render_json("project:\n  nope: 1\n")["error"];
+        let error = &read("project:\n  nope: 1\n")["error"];
         assert_eq!((error["line"].as_u64(), error["code"].as_str()), (Some(2), Some("config-unknown-key")), "{error}");
     }
 }

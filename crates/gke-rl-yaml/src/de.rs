@@ -73,6 +73,12 @@ impl TypeError {
         self
     }
 
+    /// The error of a value inside `segment`: positioned at `node`, with the segment on its path.
+    #[inline(never)]
+    fn inside(self, node: &Node, segment: &str) -> Self {
+        self.at_node(node).within(segment.to_owned())
+    }
+
     fn at_key(mut self, key_at: Option<(u32, u32)>) -> Self {
         self.at = self.at.or(key_at);
         self
@@ -97,12 +103,49 @@ impl de::Error for TypeError {
         TypeError { message: message.to_string(), at: None, found: None, path: Vec::new() }
     }
 
+    fn invalid_type(found: Unexpected<'_>, expected: &dyn de::Expected) -> Self {
+        de::Error::custom(format_args!("invalid type: {}, expected {expected}", Found(found)))
+    }
+
+    fn invalid_value(found: Unexpected<'_>, expected: &dyn de::Expected) -> Self {
+        de::Error::custom(format_args!("invalid value: {}, expected {expected}", Found(found)))
+    }
+
     fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
         de::Error::custom(format_args!("unknown field `{field}`, {}", one_of(expected)))
     }
 
     fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
         de::Error::custom(format_args!("unknown variant `{variant}`, {}", one_of(expected)))
+    }
+}
+
+/// serde's words for what was found (`serde::de::Unexpected`'s Display), but with a float
+/// written without `core`'s float formatting, which would cost the web page 7 KB gzip.
+struct Found<'a>(Unexpected<'a>);
+
+impl fmt::Display for Found<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Unexpected::Bool(b) => write!(f, "boolean `{b}`"),
+            Unexpected::Unsigned(n) => write!(f, "integer `{n}`"),
+            Unexpected::Signed(n) => write!(f, "integer `{n}`"),
+            Unexpected::Float(x) => write!(f, "floating point `{}`", crate::decimal::short(x, 6)),
+            Unexpected::Char(c) => write!(f, "character `{c}`"),
+            Unexpected::Str(s) => write!(f, "string {s:?}"),
+            Unexpected::Bytes(_) => f.write_str("byte array"),
+            Unexpected::Unit => f.write_str("unit value"),
+            Unexpected::Option => f.write_str("Option value"),
+            Unexpected::NewtypeStruct => f.write_str("newtype struct"),
+            Unexpected::Seq => f.write_str("sequence"),
+            Unexpected::Map => f.write_str("map"),
+            Unexpected::Enum => f.write_str("enum"),
+            Unexpected::UnitVariant => f.write_str("unit variant"),
+            Unexpected::NewtypeVariant => f.write_str("newtype variant"),
+            Unexpected::TupleVariant => f.write_str("tuple variant"),
+            Unexpected::StructVariant => f.write_str("struct variant"),
+            Unexpected::Other(other) => f.write_str(other),
+        }
     }
 }
 
@@ -115,6 +158,33 @@ fn one_of(expected: &[&str]) -> String {
 }
 
 struct NodeDeserializer<'a>(&'a Node);
+
+/// What a plain scalar reads as. Decided once, outside the generic deserializer, so each
+/// visitor's instance holds only the dispatch (the browser build has one per model type).
+enum Scalar {
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Text,
+}
+
+impl Scalar {
+    #[inline(never)]
+    fn of(text: &str) -> Self {
+        if let Ok(b) = text.parse() {
+            Scalar::Bool(b)
+        } else if let Ok(u) = text.parse() {
+            Scalar::U64(u)
+        } else if let Ok(i) = text.parse() {
+            Scalar::I64(i)
+        } else if let Ok(f) = text.parse() {
+            Scalar::F64(f)
+        } else {
+            Scalar::Text
+        }
+    }
+}
 
 impl NodeDeserializer<'_> {
     /// An empty value where a value is required names itself, rather than serde's "unit value".
@@ -143,19 +213,13 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_> {
             Value::Map(entries) => visitor.visit_map(Entries { entries: entries.iter(), value: None }),
             Value::Seq(items) => visitor.visit_seq(Items { items: items.iter().enumerate() }),
             Value::String(s) => visitor.visit_str(s),
-            Value::Number(n) => {
-                if let Ok(b) = n.parse() {
-                    visitor.visit_bool(b)
-                } else if let Ok(u) = n.parse() {
-                    visitor.visit_u64(u)
-                } else if let Ok(i) = n.parse() {
-                    visitor.visit_i64(i)
-                } else if let Ok(f) = n.parse() {
-                    visitor.visit_f64(f)
-                } else {
-                    visitor.visit_str(n)
-                }
-            }
+            Value::Number(n) => match Scalar::of(n) {
+                Scalar::Bool(b) => visitor.visit_bool(b),
+                Scalar::U64(u) => visitor.visit_u64(u),
+                Scalar::I64(i) => visitor.visit_i64(i),
+                Scalar::F64(f) => visitor.visit_f64(f),
+                Scalar::Text => visitor.visit_str(n),
+            },
             Value::Null => visitor.visit_unit(),
         }
     }
@@ -253,7 +317,7 @@ impl<'de> MapAccess<'de> for Entries<'_> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, TypeError> {
         let (key, value) = self.value.take().ok_or_else(|| de::Error::custom("a value was read before its key"))?;
-        seed.deserialize(NodeDeserializer(value)).map_err(|e| e.at_node(value).within(key.to_owned()))
+        seed.deserialize(NodeDeserializer(value)).map_err(|e| e.inside(value, key))
     }
 }
 
@@ -266,7 +330,7 @@ impl<'de> SeqAccess<'de> for Items<'_> {
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, TypeError> {
         let Some((index, item)) = self.items.next() else { return Ok(None) };
-        seed.deserialize(NodeDeserializer(item)).map(Some).map_err(|e| e.at_node(item).within(format!("[{index}]")))
+        seed.deserialize(NodeDeserializer(item)).map(Some).map_err(|e| e.inside(item, &format!("[{index}]")))
     }
 }
 
@@ -299,7 +363,7 @@ impl<'de> VariantAccess<'de> for Variant<'_> {
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, TypeError> {
         let value = self.value.ok_or_else(|| de::Error::invalid_type(Unexpected::UnitVariant, &"a variant with a value"))?;
-        seed.deserialize(NodeDeserializer(value)).map_err(|e| e.at_node(value).within(self.name.to_owned()))
+        seed.deserialize(NodeDeserializer(value)).map_err(|e| e.inside(value, self.name))
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, TypeError> {
@@ -308,7 +372,7 @@ impl<'de> VariantAccess<'de> for Variant<'_> {
 
     fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> Result<V::Value, TypeError> {
         let value = self.value.ok_or_else(|| de::Error::invalid_type(Unexpected::UnitVariant, &visitor))?;
-        de::Deserializer::deserialize_any(NodeDeserializer(value), visitor).map_err(|e| e.at_node(value).within(self.name.to_owned()))
+        de::Deserializer::deserialize_any(NodeDeserializer(value), visitor).map_err(|e| e.inside(value, self.name))
     }
 }
 

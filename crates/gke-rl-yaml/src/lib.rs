@@ -21,6 +21,7 @@
 //! ```
 
 mod de;
+pub mod decimal;
 mod parse;
 
 pub use de::{TypeError, from_node};
@@ -151,7 +152,11 @@ impl Node {
             Value::Map(entries) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
             Value::Seq(items) => Json::Array(items.iter().map(Node::to_json).collect()),
             Value::String(s) => Json::String(s.clone()),
-            Value::Number(n) => serde_json::from_str(n).unwrap_or_else(|_| Json::String(n.clone())),
+            // A float keeps YAML's text (`.5`, `+1.5`), which JSON may not read: read it as YAML does.
+            Value::Number(n) => serde_json::from_str(n)
+                .ok()
+                .or_else(|| n.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number))
+                .unwrap_or_else(|| Json::String(n.clone())),
             Value::Null => Json::Null,
         }
     }

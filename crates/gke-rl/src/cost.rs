@@ -30,7 +30,7 @@ pub const FLEX_START_PRICING: &str = "GKE's flex-start pricing (cloud.google.com
 
 /// "up to 53%".
 fn flex_start_discount() -> String {
-    format!("up to {:.0}%", FLEX_START_MAX_DISCOUNT * 100.0)
+    format!("up to {}%", crate::yaml::decimal::fixed(FLEX_START_MAX_DISCOUNT * 100.0, 0))
 }
 
 /// Hours Google Cloud bills as a month, to turn a per-GiB-month storage price into an hourly one.
@@ -115,7 +115,9 @@ impl Serialize for Usd {
 impl<'de> Deserialize<'de> for Usd {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let dollars = f64::deserialize(d)?;
-        Usd::new(dollars).ok_or_else(|| serde::de::Error::custom(format!("{dollars} is not a price: give US dollars, 0 or more")))
+        Usd::new(dollars).ok_or_else(|| {
+            serde::de::Error::custom(format!("{} is not a price: give US dollars, 0 or more", crate::yaml::decimal::short(dollars, 6)))
+        })
     }
 }
 

@@ -21,7 +21,7 @@ pub fn yaml(s: &str) -> String {
         && !s.contains(": ")
         && !s.ends_with(':')
         && !is_yaml_keyword(s);
-    if plain { s.to_owned() } else { serde_json::Value::from(s).to_string() }
+    if plain { s.to_owned() } else { serde_json::to_string(s).expect("a string serializes") }
 }
 
 /// A POSIX shell word for the string `s`: bare when safe, otherwise single-quoted.

@@ -6,6 +6,7 @@ mod parse;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use gke_rl_yaml::Value as YamlValue;
 use serde_json::Value;
 
 pub use parse::{Assignment, Fallback, Part, parse};
@@ -185,29 +186,32 @@ fn vars() -> impl Iterator<Item = &'static Var> {
 
 /// The body of env.sh for `deployment` (the caller adds the header).
 pub fn render(deployment: &Deployment) -> String {
-    let model = serde_json::to_value(deployment).expect("the model serializes");
+    // The model as JSON, read back as nodes to look fields up by pointer: the JSON serializer
+    // and the node reader are in every build already, and `serde_json::Value`'s serializer
+    // would cost the web page 3 KB gzip.
+    let json = serde_json::to_string(deployment).expect("the model serializes");
+    let model = gke_rl_yaml::Node::parse(&json).expect("JSON is YAML");
     let mut out = String::new();
     for (title, vars) in SECTIONS {
         let _ = writeln!(out, "\n# --- {title} ---");
         for var in *vars {
-            let value = model.pointer(var.field).unwrap_or(&Value::Null);
+            let value = model.pointer(var.field).map_or(&YamlValue::Null, |node| &node.value);
             let _ = writeln!(out, "# {}\nexport {}={}", var.doc, var.name, shell_value(var, value));
         }
     }
     out
 }
 
-fn shell_value(var: &Var, value: &Value) -> String {
+fn shell_value(var: &Var, value: &YamlValue) -> String {
     match (var.kind, value) {
-        (Kind::Reservation, Value::Object(reservation)) => {
-            reservation.values().next().and_then(Value::as_str).map_or_else(String::new, quote::sh)
+        (Kind::Reservation, YamlValue::Map(reservation)) => {
+            reservation.first().and_then(|(_, name)| name.text()).map_or_else(String::new, quote::sh)
         }
         (Kind::Reservation, _) => "''".to_owned(),
-        (Kind::Mode, Value::Object(_)) => "reservation".to_owned(),
-        (_, Value::String(s)) => quote::sh(s),
-        (_, Value::Number(n)) => n.to_string(),
-        (_, Value::Bool(b)) => b.to_string(),
-        (Kind::FromEnvironment, Value::Null) => format!("\"${{{0}:?set {0} to the {1}}}\"", var.name, var.doc),
+        (Kind::Mode, YamlValue::Map(_)) => "reservation".to_owned(),
+        (_, YamlValue::String(s)) => quote::sh(s),
+        (_, YamlValue::Number(n)) => n.clone(),
+        (Kind::FromEnvironment, YamlValue::Null) => format!("\"${{{0}:?set {0} to the {1}}}\"", var.name, var.doc),
         _ => "''".to_owned(),
     }
 }

@@ -146,18 +146,13 @@ impl NemoRlRelease {
     /// The key's type and value in this release's recipe.
     pub fn recipe_key(&self, key: &str) -> Option<(ValueType, &'static str)> {
         let bit = self.bit();
-        let from = nemo_rl::RECIPE_KEYS.partition_point(|(k, _, _, _)| *k < key);
-        nemo_rl::RECIPE_KEYS[from..]
-            .iter()
-            .take_while(|(k, _, _, _)| *k == key)
-            .find(|(_, _, _, releases)| releases & bit != 0)
-            .map(|(_, t, v, _)| (*t, *v))
+        recipe_rows_of(key).find(|row| row.releases & bit != 0).map(|row| (row.kind, row.value))
     }
 
     /// Every key of this release's recipe, sorted.
     pub fn recipe_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
         let bit = self.bit();
-        nemo_rl::RECIPE_KEYS.iter().filter(move |(_, _, _, releases)| releases & bit != 0).map(|(k, _, _, _)| *k)
+        recipe_rows().filter(move |row| row.releases & bit != 0).map(|row| row.key)
     }
 
     /// Whether this release's code never reads `key`, although its recipe has it.
@@ -747,6 +742,57 @@ pub enum ValueType {
     Map,
 }
 
+impl ValueType {
+    /// The type its variant's name names: how `codegen` writes it.
+    fn from_name(name: &str) -> Option<Self> {
+        use ValueType::*;
+        Some(match name {
+            "Int" => Int,
+            "Float" => Float,
+            "Bool" => Bool,
+            "Str" => Str,
+            "Null" => Null,
+            "List" => List,
+            "Map" => Map,
+            _ => return None,
+        })
+    }
+}
+
+/// One line of the generated `RECIPE_KEYS`.
+struct RecipeRow {
+    key: &'static str,
+    kind: ValueType,
+    releases: u16,
+    value: &'static str,
+}
+
+impl RecipeRow {
+    fn read(line: &'static str) -> Option<Self> {
+        let mut fields = line.splitn(4, ' ');
+        Some(RecipeRow {
+            key: fields.next()?,
+            kind: ValueType::from_name(fields.next()?)?,
+            releases: u16::from_str_radix(fields.next()?, 16).ok()?,
+            value: fields.next().unwrap_or_default(),
+        })
+    }
+}
+
+/// The lines of the generated `RECIPE_KEYS` whose key is `key`, read.
+fn recipe_rows_of(key: &str) -> impl Iterator<Item = RecipeRow> {
+    nemo_rl::RECIPE_KEYS
+        .lines()
+        .skip_while(move |line| line.split(' ').next().is_some_and(|k| k < key))
+        .take_while(move |line| line.split(' ').next() == Some(key))
+        .filter_map(RecipeRow::read)
+}
+
+/// Every row of the generated `RECIPE_KEYS`, sorted by key.
+fn recipe_rows() -> impl Iterator<Item = RecipeRow> {
+    nemo_rl::RECIPE_KEYS.lines().filter_map(RecipeRow::read)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -754,6 +800,20 @@ mod tests {
     #[test]
     fn nemo_rl_v0_4_0_ships_ray_2_46_0_not_the_codelab_2_54_0() {
         assert_eq!(ray_version_of_image("nvcr.io/nvidia/nemo-rl:v0.4.0"), Some("2.46.0"));
+    }
+
+    #[test]
+    fn every_line_of_the_recipe_key_table_reads_in_key_order() {
+        let lines: Vec<&str> = nemo_rl::RECIPE_KEYS.lines().filter(|line| !line.is_empty()).collect();
+        let rows: Vec<RecipeRow> = recipe_rows().collect();
+        assert_eq!(rows.len(), lines.len());
+        assert!(rows.windows(2).all(|pair| pair[0].key <= pair[1].key), "sorted, so a lookup stops at the first greater key");
+        let all = (1 << NEMO_RL_RELEASES.len()) - 1;
+        assert!(rows.iter().all(|row| row.releases != 0 && row.releases & !all == 0));
+        let save_period = CODELAB_NEMO_RL.recipe_key("checkpointing.save_period");
+        assert_eq!(save_period, Some((ValueType::Int, "10")));
+        let map = CODELAB_NEMO_RL.recipe_key("checkpointing");
+        assert_eq!(map, Some((ValueType::Map, "")));
     }
 
     #[test]

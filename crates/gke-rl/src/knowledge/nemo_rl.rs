@@ -4,7 +4,6 @@
 //! and its interpolations resolved. Do not edit.
 
 use super::NemoRlRelease;
-use super::ValueType::{self, *};
 
 /// The releases, oldest first.
 #[rustfmt::skip]
@@ -43,350 +42,350 @@ pub const NEMO_RL_RELEASES: &[NemoRlRelease] = &[
     },
 ];
 
-/// Every key of any release's merged recipe, sorted, with its type and value, and the releases
-/// that have that value (bit i: `NEMO_RL_RELEASES[i]`).
-#[rustfmt::skip]
-pub(super) const RECIPE_KEYS: &[(&str, ValueType, &str, u16)] = &[
-    ("checkpointing", Map, "", 0b1111),
-    ("checkpointing.checkpoint_dir", Str, "results/grpo_megatron", 0b1111),
-    ("checkpointing.checkpoint_must_save_by", Null, "null", 0b1111),
-    ("checkpointing.enabled", Bool, "false", 0b1111),
-    ("checkpointing.higher_is_better", Bool, "true", 0b1111),
-    ("checkpointing.keep_top_k", Int, "3", 0b1111),
-    ("checkpointing.metric_name", Str, "val:accuracy", 0b1111),
-    ("checkpointing.model_save_format", Str, "safetensors", 0b1111),
-    ("checkpointing.save_consolidated", Bool, "false", 0b1111),
-    ("checkpointing.save_optimizer", Bool, "true", 0b1100),
-    ("checkpointing.save_period", Int, "10", 0b1111),
-    ("cluster", Map, "", 0b1111),
-    ("cluster.gpus_per_node", Int, "8", 0b1111),
-    ("cluster.master_port_range_high", Int, "28000", 0b1000),
-    ("cluster.master_port_range_low", Int, "25000", 0b1000),
-    ("cluster.num_nodes", Int, "8", 0b1111),
-    ("cluster.segment_size", Null, "null", 0b1000),
-    ("data", Map, "", 0b1111),
-    ("data.dataset_name", Str, "OpenMathInstruct-2", 0b11),
-    ("data.default", Map, "", 0b1100),
-    ("data.default.env_name", Str, "math", 0b1100),
-    ("data.default.processor", Str, "math_hf_data_processor", 0b1100),
-    ("data.default.prompt_file", Str, "examples/prompts/cot.txt", 0b1100),
-    ("data.default.system_prompt_file", Null, "null", 0b1100),
-    ("data.env_name", Str, "math", 0b10),
-    ("data.max_input_seq_length", Int, "4096", 0b1111),
-    ("data.num_workers", Int, "1", 0b1111),
-    ("data.processor", Str, "math_hf_data_processor", 0b10),
-    ("data.prompt_file", Str, "examples/prompts/cot.txt", 0b11),
-    ("data.shuffle", Bool, "true", 0b1111),
-    ("data.system_prompt_file", Null, "null", 0b11),
-    ("data.train", Map, "", 0b1100),
-    ("data.train.dataset_name", Str, "OpenMathInstruct-2", 0b1100),
-    ("data.train.seed", Int, "42", 0b1100),
-    ("data.train.split_validation_size", Float, "0.05", 0b1100),
-    ("data.use_multiple_dataloader", Bool, "false", 0b1100),
-    ("data.validation", Null, "null", 0b1100),
-    ("data_plane", Map, "", 0b1000),
-    ("data_plane.backend", Str, "simple", 0b1000),
-    ("data_plane.claim_meta_poll_interval_s", Float, "0.5", 0b1000),
-    ("data_plane.enabled", Bool, "false", 0b1000),
-    ("data_plane.global_segment_size", Int, "549755813888", 0b1000),
-    ("data_plane.impl", Str, "transfer_queue", 0b1000),
-    ("data_plane.local_buffer_size", Int, "68719476736", 0b1000),
-    ("data_plane.num_storage_units", Int, "2", 0b1000),
-    ("data_plane.storage_capacity", Int, "1000000", 0b1000),
-    ("env", Map, "", 0b1111),
-    ("env.dapo", Map, "", 0b1),
-    ("env.dapo.math_verify_impl", Str, "dapo_math_verify", 0b1),
-    ("env.dapo.num_workers", Int, "8", 0b1),
-    ("env.math", Map, "", 0b1111),
-    ("env.math.math_verify_impl", Str, "hf_math_verify", 0b1111),
-    ("env.math.num_workers", Int, "8", 0b1111),
-    ("grpo", Map, "", 0b1111),
-    ("grpo.adv_estimator", Map, "", 0b1100),
-    ("grpo.adv_estimator.minus_baseline", Bool, "true", 0b1100),
-    ("grpo.adv_estimator.name", Str, "grpo", 0b1100),
-    ("grpo.adv_estimator.normalize_rewards", Bool, "true", 0b1100),
-    ("grpo.adv_estimator.use_leave_one_out_baseline", Bool, "true", 0b1100),
-    ("grpo.advantage_clip_high", Null, "null", 0b1000),
-    ("grpo.advantage_clip_low", Null, "null", 0b1000),
-    ("grpo.async_grpo", Map, "", 0b1111),
-    ("grpo.async_grpo.enabled", Bool, "false", 0b1111),
-    ("grpo.async_grpo.in_flight_weight_updates", Bool, "false", 0b1111),
-    ("grpo.async_grpo.max_trajectory_age_steps", Int, "1", 0b1111),
-    ("grpo.async_grpo.recompute_kv_cache_after_weight_updates", Bool, "false", 0b1111),
-    ("grpo.batch_multiplier", Int, "1", 0b1111),
-    ("grpo.dynamic_sampling_max_gen_batches", Int, "10", 0b1111),
-    ("grpo.invalid_tool_call_advantage", Null, "null", 0b1000),
-    ("grpo.malformed_thinking_advantage", Null, "null", 0b1000),
-    ("grpo.max_num_epochs", Int, "1", 0b1111),
-    ("grpo.max_num_steps", Int, "1000000", 0b1111),
-    ("grpo.max_rollout_turns", Int, "1", 0b1111),
-    ("grpo.max_val_samples", Int, "256", 0b1111),
-    ("grpo.normalize_rewards", Bool, "true", 0b1111),
-    ("grpo.num_generations_per_prompt", Int, "32", 0b1111),
-    ("grpo.num_prompts_per_step", Int, "64", 0b1111),
-    ("grpo.overlong_filtering", Bool, "false", 0b1111),
-    ("grpo.reward_scaling", Map, "", 0b1111),
-    ("grpo.reward_scaling.enabled", Bool, "false", 0b1111),
-    ("grpo.reward_scaling.source_max", Float, "1.0", 0b1111),
-    ("grpo.reward_scaling.source_min", Float, "0.0", 0b1111),
-    ("grpo.reward_scaling.target_max", Float, "1.0", 0b1111),
-    ("grpo.reward_scaling.target_min", Float, "0.0", 0b1111),
-    ("grpo.reward_shaping", Map, "", 0b1111),
-    ("grpo.reward_shaping.enabled", Bool, "false", 0b1111),
-    ("grpo.reward_shaping.max_response_length", Int, "4096", 0b1111),
-    ("grpo.reward_shaping.overlong_buffer_length", Int, "128", 0b1111),
-    ("grpo.reward_shaping.overlong_buffer_penalty", Int, "1", 0b1111),
-    ("grpo.reward_shaping.stop_properly_penalty_coef", Null, "null", 0b1100),
-    ("grpo.seed", Int, "42", 0b1111),
-    ("grpo.seq_logprob_error_threshold", Null, "null", 0b1100),
-    ("grpo.use_dynamic_sampling", Bool, "false", 0b1111),
-    ("grpo.use_leave_one_out_baseline", Bool, "true", 0b1111),
-    ("grpo.val_at_end", Bool, "false", 0b1100),
-    ("grpo.val_at_start", Bool, "false", 0b1111),
-    ("grpo.val_batch_size", Int, "256", 0b1111),
-    ("grpo.val_period", Int, "10", 0b1111),
-    ("logger", Map, "", 0b1111),
-    ("logger.gpu_monitoring", Map, "", 0b1111),
-    ("logger.gpu_monitoring.collection_interval", Int, "10", 0b1111),
-    ("logger.gpu_monitoring.flush_interval", Int, "10", 0b1111),
-    ("logger.log_dir", Str, "logs", 0b1111),
-    ("logger.mlflow", Map, "", 0b1111),
-    ("logger.mlflow.experiment_name", Str, "grpo-dev", 0b1111),
-    ("logger.mlflow.run_name", Str, "sj_megatron_1B", 0b1111),
-    ("logger.mlflow.tracking_uri", Str, "http://localhost:5000", 0b1100),
-    ("logger.mlflow_enabled", Bool, "false", 0b1111),
-    ("logger.monitor_gpus", Bool, "false", 0b1111),
-    ("logger.num_val_samples_to_print", Int, "0", 0b1111),
-    ("logger.swanlab", Map, "", 0b1110),
-    ("logger.swanlab.name", Str, "sj_megatron_1B", 0b1110),
-    ("logger.swanlab.project", Str, "grpo-dev", 0b1110),
-    ("logger.swanlab_enabled", Bool, "false", 0b1111),
-    ("logger.tensorboard", Map, "", 0b1111),
-    ("logger.tensorboard_enabled", Bool, "false", 0b1111),
-    ("logger.wandb", Map, "", 0b1111),
-    ("logger.wandb.name", Str, "sj_megatron_1B", 0b1111),
-    ("logger.wandb.project", Str, "grpo-dev", 0b1111),
-    ("logger.wandb_enabled", Bool, "false", 0b1111),
-    ("loss_fn", Map, "", 0b1111),
-    ("loss_fn.disable_ppo_ratio", Bool, "false", 0b1000),
-    ("loss_fn.force_on_policy_ratio", Bool, "false", 0b1110),
-    ("loss_fn.kl_input_clamp_value", Float, "20.0", 0b1110),
-    ("loss_fn.kl_output_clamp_value", Float, "10.0", 0b1110),
-    ("loss_fn.positive_example_nll_weight", Float, "0.0", 0b1000),
-    ("loss_fn.ratio_clip_c", Null, "null", 0b1111),
-    ("loss_fn.ratio_clip_max", Float, "0.2", 0b1111),
-    ("loss_fn.ratio_clip_min", Float, "0.2", 0b1111),
-    ("loss_fn.reference_policy_kl_penalty", Float, "0.01", 0b1111),
-    ("loss_fn.reference_policy_kl_type", Str, "k3", 0b1110),
-    ("loss_fn.sequence_level_importance_ratios", Bool, "false", 0b1111),
-    ("loss_fn.token_level_loss", Bool, "true", 0b1111),
-    ("loss_fn.truncated_importance_sampling_ratio", Null, "null", 0b1111),
-    ("loss_fn.truncated_importance_sampling_ratio_min", Null, "null", 0b1100),
-    ("loss_fn.truncated_importance_sampling_type", Null, "null", 0b1000),
-    ("loss_fn.truncated_importance_sampling_type", Str, "tis", 0b100),
-    ("loss_fn.use_cispo", Bool, "false", 0b1000),
-    ("loss_fn.use_importance_sampling_correction", Bool, "false", 0b1111),
-    ("loss_fn.use_kl_in_reward", Bool, "false", 0b1100),
-    ("loss_fn.use_on_policy_kl_approximation", Bool, "false", 0b1111),
-    ("on_policy_distillation", Null, "null", 0b1000),
-    ("policy", Map, "", 0b1111),
-    ("policy.draft", Map, "", 0b1100),
-    ("policy.draft.aux_layer_indices", Null, "null", 0b1100),
-    ("policy.draft.enabled", Bool, "false", 0b1100),
-    ("policy.draft.loss_weight", Float, "0.1", 0b1100),
-    ("policy.draft.model_name", Null, "null", 0b1100),
-    ("policy.draft.num_layers", Null, "null", 0b1100),
-    ("policy.dtensor_cfg", Map, "", 0b1111),
-    ("policy.dtensor_cfg._v2", Bool, "true", 0b1111),
-    ("policy.dtensor_cfg.activation_checkpointing", Bool, "false", 0b1111),
-    ("policy.dtensor_cfg.automodel_kwargs", Map, "", 0b1100),
-    ("policy.dtensor_cfg.context_parallel_size", Int, "1", 0b1111),
-    ("policy.dtensor_cfg.cpu_offload", Bool, "false", 0b1111),
-    ("policy.dtensor_cfg.custom_parallel_plan", Null, "null", 0b1111),
-    ("policy.dtensor_cfg.enabled", Bool, "false", 0b1111),
-    ("policy.dtensor_cfg.lora_cfg", Map, "", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.alpha", Int, "32", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.dim", Int, "8", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.dropout", Float, "0.0", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.dropout_position", Str, "post", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.enabled", Bool, "false", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.exclude_modules", List, "[]", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.lora_A_init", Str, "xavier", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.match_all_linear", Bool, "true", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.target_modules", List, "[]", 0b1100),
-    ("policy.dtensor_cfg.lora_cfg.use_triton", Bool, "true", 0b1100),
-    ("policy.dtensor_cfg.sequence_parallel", Bool, "false", 0b1111),
-    ("policy.dtensor_cfg.tensor_parallel_size", Int, "1", 0b1111),
-    ("policy.dynamic_batching", Map, "", 0b1111),
-    ("policy.dynamic_batching.enabled", Bool, "false", 0b1111),
-    ("policy.dynamic_batching.logprob_mb_tokens", Int, "16384", 0b11),
-    ("policy.dynamic_batching.logprob_mb_tokens", Int, "4096", 0b1100),
-    ("policy.dynamic_batching.sequence_length_round", Int, "64", 0b1111),
-    ("policy.dynamic_batching.train_mb_tokens", Int, "4096", 0b1111),
-    ("policy.generation", Map, "", 0b1111),
-    ("policy.generation.backend", Str, "vllm", 0b1111),
-    ("policy.generation.colocated", Map, "", 0b1111),
-    ("policy.generation.colocated.enabled", Bool, "true", 0b1111),
-    ("policy.generation.colocated.resources", Map, "", 0b1111),
-    ("policy.generation.colocated.resources.gpus_per_node", Null, "null", 0b1111),
-    ("policy.generation.colocated.resources.num_nodes", Null, "null", 0b1111),
-    ("policy.generation.max_new_tokens", Int, "4096", 0b1111),
-    ("policy.generation.mcore_generation_config", Map, "", 0b1110),
-    ("policy.generation.mcore_generation_config.async_engine", Bool, "false", 0b1000),
-    ("policy.generation.mcore_generation_config.block_size_tokens", Int, "256", 0b1110),
-    ("policy.generation.mcore_generation_config.buffer_guaranteed_fraction", Float, "0.1", 0b10),
-    ("policy.generation.mcore_generation_config.buffer_size_gb", Int, "10", 0b1100),
-    ("policy.generation.mcore_generation_config.buffer_size_gb", Int, "20", 0b10),
-    ("policy.generation.mcore_generation_config.cuda_graph_impl", Str, "local", 0b1000),
-    ("policy.generation.mcore_generation_config.enable_chunked_prefill", Bool, "false", 0b100),
-    ("policy.generation.mcore_generation_config.enable_chunked_prefill", Bool, "true", 0b1010),
-    ("policy.generation.mcore_generation_config.enable_prefix_caching", Bool, "false", 0b1000),
-    ("policy.generation.mcore_generation_config.expose_http_server", Bool, "false", 0b1000),
-    ("policy.generation.mcore_generation_config.inference_cuda_graph_scope", Str, "block", 0b1000),
-    ("policy.generation.mcore_generation_config.kv_cache_management_mode", Str, "persist", 0b1000),
-    ("policy.generation.mcore_generation_config.materialize_only_last_token_logits", Bool, "true", 0b1000),
-    ("policy.generation.mcore_generation_config.max_model_len", Int, "4096", 0b1000),
-    ("policy.generation.mcore_generation_config.max_tokens", Int, "16384", 0b1110),
-    ("policy.generation.mcore_generation_config.num_cuda_graphs", Int, "16", 0b10),
-    ("policy.generation.mcore_generation_config.num_cuda_graphs", Int, "4", 0b1100),
-    ("policy.generation.mcore_generation_config.num_speculative_tokens", Int, "0", 0b1000),
-    ("policy.generation.mcore_generation_config.parsers", List, "[]", 0b1000),
-    ("policy.generation.mcore_generation_config.refit_backend", Str, "nvshmem", 0b1000),
-    ("policy.generation.mcore_generation_config.unified_memory_level", Int, "0", 0b110),
-    ("policy.generation.mcore_generation_config.use_cuda_graphs_for_non_decode_steps", Bool, "true", 0b1110),
-    ("policy.generation.port_range_high", Int, "15000", 0b1000),
-    ("policy.generation.port_range_low", Int, "11001", 0b1000),
-    ("policy.generation.stop_strings", Null, "null", 0b1111),
-    ("policy.generation.stop_token_ids", Null, "null", 0b1111),
-    ("policy.generation.temperature", Float, "1.0", 0b1111),
-    ("policy.generation.top_k", Null, "null", 0b1111),
-    ("policy.generation.top_p", Float, "1.0", 0b1111),
-    ("policy.generation.vllm_cfg", Map, "", 0b1111),
-    ("policy.generation.vllm_cfg.async_engine", Bool, "false", 0b1111),
-    ("policy.generation.vllm_cfg.enable_vllm_metrics_logger", Bool, "true", 0b1110),
-    ("policy.generation.vllm_cfg.enforce_eager", Bool, "false", 0b1111),
-    ("policy.generation.vllm_cfg.expert_parallel_size", Int, "1", 0b1111),
-    ("policy.generation.vllm_cfg.gpu_memory_utilization", Float, "0.6", 0b1111),
-    ("policy.generation.vllm_cfg.kv_cache_dtype", Str, "auto", 0b1110),
-    ("policy.generation.vllm_cfg.max_model_len", Int, "4096", 0b1111),
-    ("policy.generation.vllm_cfg.num_first_layers_in_bf16", Int, "0", 0b1111),
-    ("policy.generation.vllm_cfg.num_last_layers_in_bf16", Int, "0", 0b1111),
-    ("policy.generation.vllm_cfg.pipeline_parallel_size", Int, "1", 0b1111),
-    ("policy.generation.vllm_cfg.precision", Str, "bfloat16", 0b1111),
-    ("policy.generation.vllm_cfg.tensor_parallel_size", Int, "8", 0b1111),
-    ("policy.generation.vllm_cfg.use_deep_gemm", Bool, "false", 0b1111),
-    ("policy.generation.vllm_cfg.use_tqdm", Bool, "true", 0b1000),
-    ("policy.generation.vllm_cfg.vllm_metrics_logger_interval", Float, "0.5", 0b1110),
-    ("policy.generation.vllm_kwargs", Map, "", 0b1111),
-    ("policy.generation_batch_size", Int, "32", 0b1111),
-    ("policy.hf_config_overrides", Map, "", 0b1111),
-    ("policy.logprob_batch_size", Int, "1", 0b1100),
-    ("policy.logprob_batch_size", Int, "4", 0b11),
-    ("policy.logprob_chunk_size", Null, "null", 0b1111),
-    ("policy.make_sequence_length_divisible_by", Int, "4", 0b1111),
-    ("policy.max_grad_norm", Float, "1.0", 0b1111),
-    ("policy.max_total_sequence_length", Int, "4096", 0b1111),
-    ("policy.megatron_cfg", Map, "", 0b1111),
-    ("policy.megatron_cfg.activation_checkpointing", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.apply_rope_fusion", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.bias_activation_fusion", Bool, "true", 0b1110),
-    ("policy.megatron_cfg.context_parallel_size", Int, "1", 0b1111),
-    ("policy.megatron_cfg.converter_type", Str, "LlamaForCausalLM", 0b111),
-    ("policy.megatron_cfg.defer_fp32_logits", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config", Map, "", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config.data_parallel_sharding_strategy", Str, "optim_grads_params", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config.grad_reduce_in_fp32", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config.overlap_grad_reduce", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config.overlap_param_gather", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.distributed_data_parallel_config.use_custom_fsdp", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.empty_unused_memory_level", Int, "1", 0b1111),
-    ("policy.megatron_cfg.enabled", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.env_vars", Null, "null", 0b1111),
-    ("policy.megatron_cfg.expert_model_parallel_size", Int, "1", 0b1111),
-    ("policy.megatron_cfg.expert_tensor_parallel_size", Int, "1", 0b1111),
-    ("policy.megatron_cfg.force_reconvert_from_hf", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.fp8_cfg", Map, "", 0b1100),
-    ("policy.megatron_cfg.fp8_cfg", Null, "null", 0b11),
-    ("policy.megatron_cfg.fp8_cfg.enabled", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.fp8_cfg.fp8", Str, "e4m3", 0b1100),
-    ("policy.megatron_cfg.fp8_cfg.fp8_param", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.fp8_cfg.fp8_recipe", Str, "blockwise", 0b1100),
-    ("policy.megatron_cfg.freeze_moe_router", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.gradient_accumulation_fusion", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.moe_enable_deepep", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.moe_per_layer_logging", Bool, "false", 0b1110),
-    ("policy.megatron_cfg.moe_permute_fusion", Bool, "false", 0b111),
-    ("policy.megatron_cfg.moe_permute_fusion", Bool, "true", 0b1000),
-    ("policy.megatron_cfg.moe_router_bias_update_rate", Float, "0.0", 0b1111),
-    ("policy.megatron_cfg.moe_router_dtype", Str, "fp64", 0b1111),
-    ("policy.megatron_cfg.moe_router_load_balancing_type", Str, "none", 0b1111),
-    ("policy.megatron_cfg.moe_shared_expert_overlap", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.moe_token_dispatcher_type", Str, "alltoall", 0b1100),
-    ("policy.megatron_cfg.mtp_detach_heads", Bool, "false", 0b1000),
-    ("policy.megatron_cfg.mtp_loss_scaling_factor", Float, "0.0", 0b1000),
-    ("policy.megatron_cfg.mtp_num_layers", Int, "0", 0b1000),
-    ("policy.megatron_cfg.mtp_use_repeated_layer", Bool, "false", 0b1000),
-    ("policy.megatron_cfg.num_layers_in_first_pipeline_stage", Null, "null", 0b1111),
-    ("policy.megatron_cfg.num_layers_in_last_pipeline_stage", Null, "null", 0b1111),
-    ("policy.megatron_cfg.optimizer", Map, "", 0b1111),
-    ("policy.megatron_cfg.optimizer.adam_beta1", Float, "0.9", 0b1111),
-    ("policy.megatron_cfg.optimizer.adam_beta2", Float, "0.999", 0b1111),
-    ("policy.megatron_cfg.optimizer.adam_eps", Float, "1e-8", 0b1111),
-    ("policy.megatron_cfg.optimizer.bf16", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.optimizer.clip_grad", Float, "1.0", 0b1111),
-    ("policy.megatron_cfg.optimizer.fp16", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.optimizer.lr", Float, "3e-7", 0b1111),
-    ("policy.megatron_cfg.optimizer.min_lr", Float, "3e-8", 0b1111),
-    ("policy.megatron_cfg.optimizer.optimizer", Str, "adam", 0b1111),
-    ("policy.megatron_cfg.optimizer.optimizer_cpu_offload", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.optimizer.optimizer_offload_fraction", Float, "0.0", 0b1111),
-    ("policy.megatron_cfg.optimizer.params_dtype", Str, "float32", 0b1111),
-    ("policy.megatron_cfg.optimizer.sgd_momentum", Float, "0.9", 0b1111),
-    ("policy.megatron_cfg.optimizer.use_distributed_optimizer", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.optimizer.use_precision_aware_optimizer", Bool, "true", 0b1111),
-    ("policy.megatron_cfg.optimizer.weight_decay", Float, "0.01", 0b1111),
-    ("policy.megatron_cfg.peft", Map, "", 0b1100),
-    ("policy.megatron_cfg.peft.a2a_experimental", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.peft.alpha", Int, "32", 0b1100),
-    ("policy.megatron_cfg.peft.dim", Int, "8", 0b1100),
-    ("policy.megatron_cfg.peft.dropout", Float, "0.0", 0b1100),
-    ("policy.megatron_cfg.peft.dropout_position", Str, "post", 0b1100),
-    ("policy.megatron_cfg.peft.enabled", Bool, "false", 0b1100),
-    ("policy.megatron_cfg.peft.exclude_modules", List, "[]", 0b1100),
-    ("policy.megatron_cfg.peft.lora_A_init_method", Str, "xavier", 0b1100),
-    ("policy.megatron_cfg.peft.lora_B_init_method", Str, "zero", 0b1100),
-    ("policy.megatron_cfg.peft.lora_dtype", Null, "null", 0b1100),
-    ("policy.megatron_cfg.peft.target_modules", List, "[]", 0b1100),
-    ("policy.megatron_cfg.pipeline_dtype", Str, "bfloat16", 0b1111),
-    ("policy.megatron_cfg.pipeline_model_parallel_size", Int, "4", 0b1111),
-    ("policy.megatron_cfg.recompute_granularity", Str, "full", 0b1000),
-    ("policy.megatron_cfg.recompute_modules", Null, "null", 0b1000),
-    ("policy.megatron_cfg.scheduler", Map, "", 0b1111),
-    ("policy.megatron_cfg.scheduler.end_weight_decay", Float, "0.01", 0b1111),
-    ("policy.megatron_cfg.scheduler.lr_decay_iters", Int, "1000", 0b1111),
-    ("policy.megatron_cfg.scheduler.lr_decay_style", Str, "constant", 0b1111),
-    ("policy.megatron_cfg.scheduler.lr_warmup_init", Float, "3e-8", 0b1111),
-    ("policy.megatron_cfg.scheduler.lr_warmup_iters", Int, "13", 0b1111),
-    ("policy.megatron_cfg.scheduler.start_weight_decay", Float, "0.01", 0b1111),
-    ("policy.megatron_cfg.scheduler.weight_decay_incr_style", Str, "constant", 0b1111),
-    ("policy.megatron_cfg.sequence_parallel", Bool, "false", 0b1111),
-    ("policy.megatron_cfg.tensor_model_parallel_size", Int, "4", 0b1111),
-    ("policy.megatron_cfg.use_fused_weighted_squared_relu", Bool, "false", 0b1000),
-    ("policy.model_name", Str, "meta-llama/Llama-3.3-70B-Instruct", 0b1111),
-    ("policy.offload_optimizer_for_logprob", Bool, "false", 0b1110),
-    ("policy.optimizer", Null, "null", 0b1111),
-    ("policy.precision", Str, "bfloat16", 0b1111),
-    ("policy.scheduler", Null, "null", 0b1111),
-    ("policy.sequence_packing", Map, "", 0b1111),
-    ("policy.sequence_packing.algorithm", Str, "modified_first_fit_decreasing", 0b1111),
-    ("policy.sequence_packing.enabled", Bool, "true", 0b1111),
-    ("policy.sequence_packing.logprob_mb_tokens", Int, "16384", 0b11),
-    ("policy.sequence_packing.logprob_mb_tokens", Int, "4096", 0b1100),
-    ("policy.sequence_packing.sequence_length_round", Int, "64", 0b1111),
-    ("policy.sequence_packing.train_mb_tokens", Int, "4096", 0b1111),
-    ("policy.tokenizer", Map, "", 0b1111),
-    ("policy.tokenizer.chat_template_kwargs", Null, "null", 0b1111),
-    ("policy.tokenizer.name", Str, "meta-llama/Llama-3.3-70B-Instruct", 0b1111),
-    ("policy.train_global_batch_size", Int, "512", 0b1111),
-    ("policy.train_micro_batch_size", Int, "1", 0b1111),
-];
+/// Every key of any release's merged recipe, sorted, with each distinct type and value once:
+/// one line `key type releases value`, where bit i of the hexadecimal `releases` is
+/// `NEMO_RL_RELEASES[i]` and the value, the rest of the line, may be empty.
+pub(super) const RECIPE_KEYS: &str = r#"
+checkpointing Map f
+checkpointing.checkpoint_dir Str f results/grpo_megatron
+checkpointing.checkpoint_must_save_by Null f null
+checkpointing.enabled Bool f false
+checkpointing.higher_is_better Bool f true
+checkpointing.keep_top_k Int f 3
+checkpointing.metric_name Str f val:accuracy
+checkpointing.model_save_format Str f safetensors
+checkpointing.save_consolidated Bool f false
+checkpointing.save_optimizer Bool c true
+checkpointing.save_period Int f 10
+cluster Map f
+cluster.gpus_per_node Int f 8
+cluster.master_port_range_high Int 8 28000
+cluster.master_port_range_low Int 8 25000
+cluster.num_nodes Int f 8
+cluster.segment_size Null 8 null
+data Map f
+data.dataset_name Str 3 OpenMathInstruct-2
+data.default Map c
+data.default.env_name Str c math
+data.default.processor Str c math_hf_data_processor
+data.default.prompt_file Str c examples/prompts/cot.txt
+data.default.system_prompt_file Null c null
+data.env_name Str 2 math
+data.max_input_seq_length Int f 4096
+data.num_workers Int f 1
+data.processor Str 2 math_hf_data_processor
+data.prompt_file Str 3 examples/prompts/cot.txt
+data.shuffle Bool f true
+data.system_prompt_file Null 3 null
+data.train Map c
+data.train.dataset_name Str c OpenMathInstruct-2
+data.train.seed Int c 42
+data.train.split_validation_size Float c 0.05
+data.use_multiple_dataloader Bool c false
+data.validation Null c null
+data_plane Map 8
+data_plane.backend Str 8 simple
+data_plane.claim_meta_poll_interval_s Float 8 0.5
+data_plane.enabled Bool 8 false
+data_plane.global_segment_size Int 8 549755813888
+data_plane.impl Str 8 transfer_queue
+data_plane.local_buffer_size Int 8 68719476736
+data_plane.num_storage_units Int 8 2
+data_plane.storage_capacity Int 8 1000000
+env Map f
+env.dapo Map 1
+env.dapo.math_verify_impl Str 1 dapo_math_verify
+env.dapo.num_workers Int 1 8
+env.math Map f
+env.math.math_verify_impl Str f hf_math_verify
+env.math.num_workers Int f 8
+grpo Map f
+grpo.adv_estimator Map c
+grpo.adv_estimator.minus_baseline Bool c true
+grpo.adv_estimator.name Str c grpo
+grpo.adv_estimator.normalize_rewards Bool c true
+grpo.adv_estimator.use_leave_one_out_baseline Bool c true
+grpo.advantage_clip_high Null 8 null
+grpo.advantage_clip_low Null 8 null
+grpo.async_grpo Map f
+grpo.async_grpo.enabled Bool f false
+grpo.async_grpo.in_flight_weight_updates Bool f false
+grpo.async_grpo.max_trajectory_age_steps Int f 1
+grpo.async_grpo.recompute_kv_cache_after_weight_updates Bool f false
+grpo.batch_multiplier Int f 1
+grpo.dynamic_sampling_max_gen_batches Int f 10
+grpo.invalid_tool_call_advantage Null 8 null
+grpo.malformed_thinking_advantage Null 8 null
+grpo.max_num_epochs Int f 1
+grpo.max_num_steps Int f 1000000
+grpo.max_rollout_turns Int f 1
+grpo.max_val_samples Int f 256
+grpo.normalize_rewards Bool f true
+grpo.num_generations_per_prompt Int f 32
+grpo.num_prompts_per_step Int f 64
+grpo.overlong_filtering Bool f false
+grpo.reward_scaling Map f
+grpo.reward_scaling.enabled Bool f false
+grpo.reward_scaling.source_max Float f 1.0
+grpo.reward_scaling.source_min Float f 0.0
+grpo.reward_scaling.target_max Float f 1.0
+grpo.reward_scaling.target_min Float f 0.0
+grpo.reward_shaping Map f
+grpo.reward_shaping.enabled Bool f false
+grpo.reward_shaping.max_response_length Int f 4096
+grpo.reward_shaping.overlong_buffer_length Int f 128
+grpo.reward_shaping.overlong_buffer_penalty Int f 1
+grpo.reward_shaping.stop_properly_penalty_coef Null c null
+grpo.seed Int f 42
+grpo.seq_logprob_error_threshold Null c null
+grpo.use_dynamic_sampling Bool f false
+grpo.use_leave_one_out_baseline Bool f true
+grpo.val_at_end Bool c false
+grpo.val_at_start Bool f false
+grpo.val_batch_size Int f 256
+grpo.val_period Int f 10
+logger Map f
+logger.gpu_monitoring Map f
+logger.gpu_monitoring.collection_interval Int f 10
+logger.gpu_monitoring.flush_interval Int f 10
+logger.log_dir Str f logs
+logger.mlflow Map f
+logger.mlflow.experiment_name Str f grpo-dev
+logger.mlflow.run_name Str f sj_megatron_1B
+logger.mlflow.tracking_uri Str c http://localhost:5000
+logger.mlflow_enabled Bool f false
+logger.monitor_gpus Bool f false
+logger.num_val_samples_to_print Int f 0
+logger.swanlab Map e
+logger.swanlab.name Str e sj_megatron_1B
+logger.swanlab.project Str e grpo-dev
+logger.swanlab_enabled Bool f false
+logger.tensorboard Map f
+logger.tensorboard_enabled Bool f false
+logger.wandb Map f
+logger.wandb.name Str f sj_megatron_1B
+logger.wandb.project Str f grpo-dev
+logger.wandb_enabled Bool f false
+loss_fn Map f
+loss_fn.disable_ppo_ratio Bool 8 false
+loss_fn.force_on_policy_ratio Bool e false
+loss_fn.kl_input_clamp_value Float e 20.0
+loss_fn.kl_output_clamp_value Float e 10.0
+loss_fn.positive_example_nll_weight Float 8 0.0
+loss_fn.ratio_clip_c Null f null
+loss_fn.ratio_clip_max Float f 0.2
+loss_fn.ratio_clip_min Float f 0.2
+loss_fn.reference_policy_kl_penalty Float f 0.01
+loss_fn.reference_policy_kl_type Str e k3
+loss_fn.sequence_level_importance_ratios Bool f false
+loss_fn.token_level_loss Bool f true
+loss_fn.truncated_importance_sampling_ratio Null f null
+loss_fn.truncated_importance_sampling_ratio_min Null c null
+loss_fn.truncated_importance_sampling_type Null 8 null
+loss_fn.truncated_importance_sampling_type Str 4 tis
+loss_fn.use_cispo Bool 8 false
+loss_fn.use_importance_sampling_correction Bool f false
+loss_fn.use_kl_in_reward Bool c false
+loss_fn.use_on_policy_kl_approximation Bool f false
+on_policy_distillation Null 8 null
+policy Map f
+policy.draft Map c
+policy.draft.aux_layer_indices Null c null
+policy.draft.enabled Bool c false
+policy.draft.loss_weight Float c 0.1
+policy.draft.model_name Null c null
+policy.draft.num_layers Null c null
+policy.dtensor_cfg Map f
+policy.dtensor_cfg._v2 Bool f true
+policy.dtensor_cfg.activation_checkpointing Bool f false
+policy.dtensor_cfg.automodel_kwargs Map c
+policy.dtensor_cfg.context_parallel_size Int f 1
+policy.dtensor_cfg.cpu_offload Bool f false
+policy.dtensor_cfg.custom_parallel_plan Null f null
+policy.dtensor_cfg.enabled Bool f false
+policy.dtensor_cfg.lora_cfg Map c
+policy.dtensor_cfg.lora_cfg.alpha Int c 32
+policy.dtensor_cfg.lora_cfg.dim Int c 8
+policy.dtensor_cfg.lora_cfg.dropout Float c 0.0
+policy.dtensor_cfg.lora_cfg.dropout_position Str c post
+policy.dtensor_cfg.lora_cfg.enabled Bool c false
+policy.dtensor_cfg.lora_cfg.exclude_modules List c []
+policy.dtensor_cfg.lora_cfg.lora_A_init Str c xavier
+policy.dtensor_cfg.lora_cfg.match_all_linear Bool c true
+policy.dtensor_cfg.lora_cfg.target_modules List c []
+policy.dtensor_cfg.lora_cfg.use_triton Bool c true
+policy.dtensor_cfg.sequence_parallel Bool f false
+policy.dtensor_cfg.tensor_parallel_size Int f 1
+policy.dynamic_batching Map f
+policy.dynamic_batching.enabled Bool f false
+policy.dynamic_batching.logprob_mb_tokens Int 3 16384
+policy.dynamic_batching.logprob_mb_tokens Int c 4096
+policy.dynamic_batching.sequence_length_round Int f 64
+policy.dynamic_batching.train_mb_tokens Int f 4096
+policy.generation Map f
+policy.generation.backend Str f vllm
+policy.generation.colocated Map f
+policy.generation.colocated.enabled Bool f true
+policy.generation.colocated.resources Map f
+policy.generation.colocated.resources.gpus_per_node Null f null
+policy.generation.colocated.resources.num_nodes Null f null
+policy.generation.max_new_tokens Int f 4096
+policy.generation.mcore_generation_config Map e
+policy.generation.mcore_generation_config.async_engine Bool 8 false
+policy.generation.mcore_generation_config.block_size_tokens Int e 256
+policy.generation.mcore_generation_config.buffer_guaranteed_fraction Float 2 0.1
+policy.generation.mcore_generation_config.buffer_size_gb Int c 10
+policy.generation.mcore_generation_config.buffer_size_gb Int 2 20
+policy.generation.mcore_generation_config.cuda_graph_impl Str 8 local
+policy.generation.mcore_generation_config.enable_chunked_prefill Bool 4 false
+policy.generation.mcore_generation_config.enable_chunked_prefill Bool a true
+policy.generation.mcore_generation_config.enable_prefix_caching Bool 8 false
+policy.generation.mcore_generation_config.expose_http_server Bool 8 false
+policy.generation.mcore_generation_config.inference_cuda_graph_scope Str 8 block
+policy.generation.mcore_generation_config.kv_cache_management_mode Str 8 persist
+policy.generation.mcore_generation_config.materialize_only_last_token_logits Bool 8 true
+policy.generation.mcore_generation_config.max_model_len Int 8 4096
+policy.generation.mcore_generation_config.max_tokens Int e 16384
+policy.generation.mcore_generation_config.num_cuda_graphs Int 2 16
+policy.generation.mcore_generation_config.num_cuda_graphs Int c 4
+policy.generation.mcore_generation_config.num_speculative_tokens Int 8 0
+policy.generation.mcore_generation_config.parsers List 8 []
+policy.generation.mcore_generation_config.refit_backend Str 8 nvshmem
+policy.generation.mcore_generation_config.unified_memory_level Int 6 0
+policy.generation.mcore_generation_config.use_cuda_graphs_for_non_decode_steps Bool e true
+policy.generation.port_range_high Int 8 15000
+policy.generation.port_range_low Int 8 11001
+policy.generation.stop_strings Null f null
+policy.generation.stop_token_ids Null f null
+policy.generation.temperature Float f 1.0
+policy.generation.top_k Null f null
+policy.generation.top_p Float f 1.0
+policy.generation.vllm_cfg Map f
+policy.generation.vllm_cfg.async_engine Bool f false
+policy.generation.vllm_cfg.enable_vllm_metrics_logger Bool e true
+policy.generation.vllm_cfg.enforce_eager Bool f false
+policy.generation.vllm_cfg.expert_parallel_size Int f 1
+policy.generation.vllm_cfg.gpu_memory_utilization Float f 0.6
+policy.generation.vllm_cfg.kv_cache_dtype Str e auto
+policy.generation.vllm_cfg.max_model_len Int f 4096
+policy.generation.vllm_cfg.num_first_layers_in_bf16 Int f 0
+policy.generation.vllm_cfg.num_last_layers_in_bf16 Int f 0
+policy.generation.vllm_cfg.pipeline_parallel_size Int f 1
+policy.generation.vllm_cfg.precision Str f bfloat16
+policy.generation.vllm_cfg.tensor_parallel_size Int f 8
+policy.generation.vllm_cfg.use_deep_gemm Bool f false
+policy.generation.vllm_cfg.use_tqdm Bool 8 true
+policy.generation.vllm_cfg.vllm_metrics_logger_interval Float e 0.5
+policy.generation.vllm_kwargs Map f
+policy.generation_batch_size Int f 32
+policy.hf_config_overrides Map f
+policy.logprob_batch_size Int c 1
+policy.logprob_batch_size Int 3 4
+policy.logprob_chunk_size Null f null
+policy.make_sequence_length_divisible_by Int f 4
+policy.max_grad_norm Float f 1.0
+policy.max_total_sequence_length Int f 4096
+policy.megatron_cfg Map f
+policy.megatron_cfg.activation_checkpointing Bool f false
+policy.megatron_cfg.apply_rope_fusion Bool f true
+policy.megatron_cfg.bias_activation_fusion Bool e true
+policy.megatron_cfg.context_parallel_size Int f 1
+policy.megatron_cfg.converter_type Str 7 LlamaForCausalLM
+policy.megatron_cfg.defer_fp32_logits Bool f false
+policy.megatron_cfg.distributed_data_parallel_config Map f
+policy.megatron_cfg.distributed_data_parallel_config.data_parallel_sharding_strategy Str f optim_grads_params
+policy.megatron_cfg.distributed_data_parallel_config.grad_reduce_in_fp32 Bool f false
+policy.megatron_cfg.distributed_data_parallel_config.overlap_grad_reduce Bool f true
+policy.megatron_cfg.distributed_data_parallel_config.overlap_param_gather Bool f true
+policy.megatron_cfg.distributed_data_parallel_config.use_custom_fsdp Bool f false
+policy.megatron_cfg.empty_unused_memory_level Int f 1
+policy.megatron_cfg.enabled Bool f true
+policy.megatron_cfg.env_vars Null f null
+policy.megatron_cfg.expert_model_parallel_size Int f 1
+policy.megatron_cfg.expert_tensor_parallel_size Int f 1
+policy.megatron_cfg.force_reconvert_from_hf Bool c false
+policy.megatron_cfg.fp8_cfg Map c
+policy.megatron_cfg.fp8_cfg Null 3 null
+policy.megatron_cfg.fp8_cfg.enabled Bool c false
+policy.megatron_cfg.fp8_cfg.fp8 Str c e4m3
+policy.megatron_cfg.fp8_cfg.fp8_param Bool c false
+policy.megatron_cfg.fp8_cfg.fp8_recipe Str c blockwise
+policy.megatron_cfg.freeze_moe_router Bool f true
+policy.megatron_cfg.gradient_accumulation_fusion Bool c false
+policy.megatron_cfg.moe_enable_deepep Bool c false
+policy.megatron_cfg.moe_per_layer_logging Bool e false
+policy.megatron_cfg.moe_permute_fusion Bool 7 false
+policy.megatron_cfg.moe_permute_fusion Bool 8 true
+policy.megatron_cfg.moe_router_bias_update_rate Float f 0.0
+policy.megatron_cfg.moe_router_dtype Str f fp64
+policy.megatron_cfg.moe_router_load_balancing_type Str f none
+policy.megatron_cfg.moe_shared_expert_overlap Bool c false
+policy.megatron_cfg.moe_token_dispatcher_type Str c alltoall
+policy.megatron_cfg.mtp_detach_heads Bool 8 false
+policy.megatron_cfg.mtp_loss_scaling_factor Float 8 0.0
+policy.megatron_cfg.mtp_num_layers Int 8 0
+policy.megatron_cfg.mtp_use_repeated_layer Bool 8 false
+policy.megatron_cfg.num_layers_in_first_pipeline_stage Null f null
+policy.megatron_cfg.num_layers_in_last_pipeline_stage Null f null
+policy.megatron_cfg.optimizer Map f
+policy.megatron_cfg.optimizer.adam_beta1 Float f 0.9
+policy.megatron_cfg.optimizer.adam_beta2 Float f 0.999
+policy.megatron_cfg.optimizer.adam_eps Float f 1e-8
+policy.megatron_cfg.optimizer.bf16 Bool f true
+policy.megatron_cfg.optimizer.clip_grad Float f 1.0
+policy.megatron_cfg.optimizer.fp16 Bool f false
+policy.megatron_cfg.optimizer.lr Float f 3e-7
+policy.megatron_cfg.optimizer.min_lr Float f 3e-8
+policy.megatron_cfg.optimizer.optimizer Str f adam
+policy.megatron_cfg.optimizer.optimizer_cpu_offload Bool f false
+policy.megatron_cfg.optimizer.optimizer_offload_fraction Float f 0.0
+policy.megatron_cfg.optimizer.params_dtype Str f float32
+policy.megatron_cfg.optimizer.sgd_momentum Float f 0.9
+policy.megatron_cfg.optimizer.use_distributed_optimizer Bool f true
+policy.megatron_cfg.optimizer.use_precision_aware_optimizer Bool f true
+policy.megatron_cfg.optimizer.weight_decay Float f 0.01
+policy.megatron_cfg.peft Map c
+policy.megatron_cfg.peft.a2a_experimental Bool c false
+policy.megatron_cfg.peft.alpha Int c 32
+policy.megatron_cfg.peft.dim Int c 8
+policy.megatron_cfg.peft.dropout Float c 0.0
+policy.megatron_cfg.peft.dropout_position Str c post
+policy.megatron_cfg.peft.enabled Bool c false
+policy.megatron_cfg.peft.exclude_modules List c []
+policy.megatron_cfg.peft.lora_A_init_method Str c xavier
+policy.megatron_cfg.peft.lora_B_init_method Str c zero
+policy.megatron_cfg.peft.lora_dtype Null c null
+policy.megatron_cfg.peft.target_modules List c []
+policy.megatron_cfg.pipeline_dtype Str f bfloat16
+policy.megatron_cfg.pipeline_model_parallel_size Int f 4
+policy.megatron_cfg.recompute_granularity Str 8 full
+policy.megatron_cfg.recompute_modules Null 8 null
+policy.megatron_cfg.scheduler Map f
+policy.megatron_cfg.scheduler.end_weight_decay Float f 0.01
+policy.megatron_cfg.scheduler.lr_decay_iters Int f 1000
+policy.megatron_cfg.scheduler.lr_decay_style Str f constant
+policy.megatron_cfg.scheduler.lr_warmup_init Float f 3e-8
+policy.megatron_cfg.scheduler.lr_warmup_iters Int f 13
+policy.megatron_cfg.scheduler.start_weight_decay Float f 0.01
+policy.megatron_cfg.scheduler.weight_decay_incr_style Str f constant
+policy.megatron_cfg.sequence_parallel Bool f false
+policy.megatron_cfg.tensor_model_parallel_size Int f 4
+policy.megatron_cfg.use_fused_weighted_squared_relu Bool 8 false
+policy.model_name Str f meta-llama/Llama-3.3-70B-Instruct
+policy.offload_optimizer_for_logprob Bool e false
+policy.optimizer Null f null
+policy.precision Str f bfloat16
+policy.scheduler Null f null
+policy.sequence_packing Map f
+policy.sequence_packing.algorithm Str f modified_first_fit_decreasing
+policy.sequence_packing.enabled Bool f true
+policy.sequence_packing.logprob_mb_tokens Int 3 16384
+policy.sequence_packing.logprob_mb_tokens Int c 4096
+policy.sequence_packing.sequence_length_round Int f 64
+policy.sequence_packing.train_mb_tokens Int f 4096
+policy.tokenizer Map f
+policy.tokenizer.chat_template_kwargs Null f null
+policy.tokenizer.name Str f meta-llama/Llama-3.3-70B-Instruct
+policy.train_global_batch_size Int f 512
+policy.train_micro_batch_size Int f 1
+"#;

@@ -31,8 +31,12 @@ pub(super) fn runtime_env(d: &Deployment, header: &str, fabric: bool) -> String 
         env_vars.insert("NCCL_SOCKET_IFNAME", "eth0");
     }
     let excludes: Vec<&str> = upload_excludes().collect();
-    let json = serde_json::json!({ "env_vars": env_vars, "excludes": excludes });
-    let mut text = serde_json::to_string_pretty(&json).expect("strings serialize");
+    #[derive(serde::Serialize)]
+    struct RuntimeEnv<'a> {
+        env_vars: BTreeMap<&'a str, &'a str>,
+        excludes: Vec<&'a str>,
+    }
+    let mut text = serde_json::to_string_pretty(&RuntimeEnv { env_vars, excludes }).expect("strings serialize");
     text.push('\n');
     text
 }

@@ -379,7 +379,7 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
             }
             Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) }))
         }
-        Kind::RuntimeEnv => match serde_json::from_str::<serde_json::Value>(file.text) {
+        Kind::RuntimeEnv => match serde_json::from_str::<serde::de::IgnoredAny>(file.text) {
             Err(e) => {
                 let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
                 sink.emit(&rules::SYNTAX, file.name, at, format!("invalid JSON: {e}"), "fix the JSON syntax");

@@ -190,9 +190,9 @@ fn memory(job: &Job<'_>, model: &ModelFacts, facts: &Facts, sink: &mut Sink) {
             job.view.file,
             at,
             format!(
-                "training {} needs about {:.0} GB per GPU for weights, gradients and Adam state ({how}), more than the {} GB of an {} ({}), before activations and vLLM's share",
+                "training {} needs about {} GB per GPU for weights, gradients and Adam state ({how}), more than the {} GB of an {} ({}), before activations and vLLM's share",
                 model.name,
-                bytes as f64 / 1e9,
+                crate::yaml::decimal::fixed(bytes as f64 / 1e9, 0),
                 memory_gb,
                 family.gpu,
                 family.name

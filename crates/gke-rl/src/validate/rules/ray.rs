@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::knowledge;
 use crate::validate::{Tree, quantity};
+use crate::yaml::decimal::{fixed, short};
 use crate::yaml::{Node, Value};
 
 const GPU: &str = "nvidia.com/gpu";
@@ -361,9 +362,10 @@ fn exceeds(cluster: &Tree<'_>, pod: &Pod<'_>, sharing: Option<&Pod<'_>>, machine
             .and_then(|c| c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource])));
         let Some(at) = at.map(Node::at) else { continue };
         let (asked, available) = if unit == "bytes" {
-            (format!("{:.0}Gi", asked / knowledge::GIB as f64), format!("{:.0}Gi", available / knowledge::GIB as f64))
+            let gib = |bytes: f64| format!("{}Gi", fixed(bytes / knowledge::GIB as f64, 0));
+            (gib(asked), gib(available))
         } else {
-            (format!("{asked}"), format!("{available:.2}"))
+            (short(asked, 3).to_string(), fixed(available, 2).to_string())
         };
         let message = match sharing {
             None => format!("{} requests {asked} {resource}; an {} node can allocate about {available}", pod.name(), machine.name),

@@ -6,6 +6,7 @@ use super::*;
 use crate::knowledge::{self, BF16_BYTES_PER_PARAMETER, CHECKPOINT_BYTES_PER_PARAMETER, GIB};
 use crate::validate::facts::Fact;
 use crate::yaml::Node;
+use crate::yaml::decimal::fixed;
 
 /// Where the Lustre capacity comes from.
 const CAPACITY_FROM: &str = "add gke-a4-deployment.yaml, or LUSTRE_CAPACITY to env.sh";
@@ -127,14 +128,14 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::Lu
     };
     let peak = kept.min(saves.unwrap_or(kept)).max(1) * checkpoint + 2 * BF16_BYTES_PER_PARAMETER * parameters;
     let available = capacity.value * GIB;
-    let tb = |bytes: u64| bytes as f64 / 1e12;
+    let tb = |bytes: u64| fixed(bytes as f64 / 1e12, 2);
     if peak > available {
         sink.emit(
             &LUSTRE_TOO_SMALL,
             &capacity.file,
             capacity.at,
             format!(
-                "the run needs about {:.2} TB at its peak ({kept} checkpoints of {:.2} TB for {model} plus two {:.2} TB model copies) but Lustre holds {:.2} TB ({} GiB)",
+                "the run needs about {} TB at its peak ({kept} checkpoints of {} TB for {model} plus two {} TB model copies) but Lustre holds {} TB ({} GiB)",
                 tb(peak),
                 tb(checkpoint),
                 tb(BF16_BYTES_PER_PARAMETER * parameters),
@@ -157,11 +158,12 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::Lu
         job.view.file,
         at,
         format!(
-            "each checkpoint save writes {:.2} TB at up to {:.1} GB/s ({} GiB at {}): at least {seconds:.0} s of paused training per save",
+            "each checkpoint save writes {} TB at up to {} GB/s ({} GiB at {}): at least {} s of paused training per save",
             tb(checkpoint),
-            bytes_per_second / 1e9,
+            fixed(bytes_per_second / 1e9, 1),
             capacity.value,
-            tier.describe()
+            tier.describe(),
+            fixed(seconds, 0)
         ),
         "a larger instance or a higher tier saves faster; saves are synchronous in NeMo-RL v0.4.0",
     );
@@ -188,14 +190,14 @@ fn deadline(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
     // A product past u64 is past any deadline.
     let needed = (steps.max(0) as u64).saturating_mul(step.value);
     if needed > limit {
-        let hours = |s: u64| s as f64 / 3600.0;
+        let hours = |s: u64| fixed(s as f64 / 3600.0, 1);
         let fit = limit.checked_div(step.value).unwrap_or(0);
         sink.emit(
             &CHECKPOINT_DEADLINE,
             job.view.file,
             steps_at.or(deadline_at).unwrap_or(job.launch_at()),
             format!(
-                "{steps} steps at {} s each ({}) take {:.1} h, past checkpointing.checkpoint_must_save_by={deadline} ({:.1} h): \
+                "{steps} steps at {} s each ({}) take {} h, past checkpointing.checkpoint_must_save_by={deadline} ({} h): \
                  NeMo-RL saves there and stops after about {fit} steps",
                 step.value,
                 step.cite(),
@@ -246,7 +248,7 @@ fn on_lustre(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         }
     }
     let download = match model.as_deref().and_then(knowledge::model) {
-        Some(m) => format!("{} ({:.0} GB in bf16)", m.name, (BF16_BYTES_PER_PARAMETER * m.parameters) as f64 / 1e9),
+        Some(m) => format!("{} ({} GB in bf16)", m.name, fixed((BF16_BYTES_PER_PARAMETER * m.parameters) as f64 / 1e9, 0)),
         None => "the model".to_owned(),
     };
     let runtime_env = views
