@@ -64,6 +64,12 @@ const validFindings = await page.evaluate((files) => window.gkeRl.validate(files
 const validErrors = validFindings.findings.filter((f) => f.severity === "error");
 if (validErrors.length) fail(`the valid render has errors: ${JSON.stringify(validErrors)}`);
 
+// Bad input is a value with an error, never an exception: a list, a number, a file that is not text.
+for (const bad of [["x"], 7, { "env.sh": 1 }, null]) {
+  const result = await page.evaluate((input) => window.gkeRl.validate(input), bad);
+  if (!String(result?.error).startsWith("validate takes an object")) fail(`validate(${JSON.stringify(bad)}) gives ${JSON.stringify(result)}`);
+}
+
 // The same inputs, for the native comparison, and the time validate takes here.
 const codelab = await page.evaluate(async () => (await import("./pkg/examples.js")).codelab);
 const inBrowser = await page.evaluate((files) => window.gkeRl.validate(files), codelab);

@@ -161,8 +161,12 @@ pub fn table(releases: &[Release], image_repository: &str) -> anyhow::Result<Str
     );
     for ((key, kind, value), mask) in rows {
         anyhow::ensure!(
-            !key.contains([' ', '\n']) && !value.contains(['\n', '\r']) && !value.ends_with(' ') && !value.contains("\"#"),
-            "recipe key {key} = {value:?}: a key with a space, or a value with a line break, a trailing space or `\"#`, does not fit the table's lines; give it an escape"
+            !key.is_empty()
+                && !key.contains(char::is_whitespace)
+                && !value.contains(['\n', '\r'])
+                && value.trim_end() == value
+                && !format!("{key}{value}").contains("\"#"),
+            "recipe key {key:?} = {value:?}: a key with whitespace, or a value with a line break or trailing whitespace, or `\"#` anywhere, does not fit the table's lines; give it an escape"
         );
         let line = format!("{key} {kind} {mask:x} {value}");
         out.push_str(line.trim_end());

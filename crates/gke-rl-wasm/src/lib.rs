@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 pub fn validate(files: JsValue) -> JsValue {
     // Read field by field, not through serde_json: its typed reader would bring core's float
     // formatting into the page (7 KB gzip) for its error messages.
-    let entries = files.is_object().then(|| js_sys::Object::entries(&files.into()));
+    let entries = (files.is_object() && !js_sys::Array::is_array(&files)).then(|| js_sys::Object::entries(&files.into()));
     let files: Option<Vec<(String, String)>> = entries.and_then(|entries| {
         entries
             .iter()
@@ -41,10 +41,13 @@ pub fn version() -> String {
     env!("CARGO_PKG_VERSION").to_owned()
 }
 
-/// [`validate`] on (name, text) pairs: the validation, as JSON text.
+/// [`validate`] on (name, text) pairs: the validation, as JSON text. The files are taken in
+/// name order, as the CLI takes them, so the page and the CLI agree whatever order the page
+/// added them in.
 pub fn validate_files(files: &[(String, String)]) -> String {
-    let sources: Vec<gke_rl::validate::SourceFile<'_>> =
+    let mut sources: Vec<gke_rl::validate::SourceFile<'_>> =
         files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
+    sources.sort_by_key(|source| source.name);
     json(&gke_rl::validate::check(&sources).finish())
 }
 
@@ -107,11 +110,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn validate_files_matches_the_sdk() {
+    fn validate_files_matches_the_sdk_in_any_order() {
         let files = [(".rayignore".to_owned(), "[z-a]\n".to_owned())];
         let findings: serde_json::Value = serde_json::from_str(&validate_files(&files)).unwrap();
         assert_eq!(findings["findings"][0]["code"], "syntax", "{findings}");
         assert!(findings["skipped"].as_array().is_some_and(|s| s.iter().any(|s| s["code"] == "ray-version-mismatch")), "{findings}");
+        let env = |dir: &str, zone: &str| (format!("{dir}env.sh"), format!("export ZONE={zone}\nexport LUSTRE_CAPACITY=nope\n"));
+        let (a, b) = (env("", "us-central1-b"), env("old/", "europe-west4-a"));
+        assert_eq!(validate_files(&[a.clone(), b.clone()]), validate_files(&[b, a]));
     }
 
     #[test]

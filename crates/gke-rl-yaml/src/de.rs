@@ -120,8 +120,9 @@ impl de::Error for TypeError {
     }
 }
 
-/// serde's words for what was found (`serde::de::Unexpected`'s Display), but with a float
-/// written without `core`'s float formatting, which would cost the web page 7 KB gzip.
+/// serde's words for what was found (`serde::de::Unexpected`'s Display), but a float without
+/// its value: `core`'s float formatting would cost the web page 7 KB gzip, and the error's
+/// `found` holds the node's text as written.
 struct Found<'a>(Unexpected<'a>);
 
 impl fmt::Display for Found<'_> {
@@ -130,7 +131,7 @@ impl fmt::Display for Found<'_> {
             Unexpected::Bool(b) => write!(f, "boolean `{b}`"),
             Unexpected::Unsigned(n) => write!(f, "integer `{n}`"),
             Unexpected::Signed(n) => write!(f, "integer `{n}`"),
-            Unexpected::Float(x) => write!(f, "floating point `{}`", crate::decimal::short(x, 6)),
+            Unexpected::Float(_) => f.write_str("floating point"),
             Unexpected::Char(c) => write!(f, "character `{c}`"),
             Unexpected::Str(s) => write!(f, "string {s:?}"),
             Unexpected::Bytes(_) => f.write_str("byte array"),

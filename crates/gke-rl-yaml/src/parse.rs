@@ -235,12 +235,13 @@ fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
     if let Some(n) = integer(text) {
         return Value::Number(n.to_string());
     }
-    // A float keeps its text, which Rust reads back; an integral one reads as the integer, as
-    // Go's YAML-to-JSON conversion gives it (`1e3` is a valid `replicas`).
+    // A float keeps its text, which Rust reads back; an integral one that an f64 holds exactly
+    // (up to 2^53) reads as the integer, as Go's YAML-to-JSON conversion gives it (`1e3` is a
+    // valid `replicas`).
     match float(text) {
         Some(f) if f.is_nan() => Value::Number("NaN".to_owned()),
         Some(f) if f.is_infinite() => Value::Number(if f > 0.0 { "inf" } else { "-inf" }.to_owned()),
-        Some(f) if f.fract() == 0.0 && f.abs() < 1e18 => Value::Number((f as i64).to_string()),
+        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => Value::Number((f as i64).to_string()),
         Some(_) => Value::Number(text.to_owned()),
         None => Value::String(text.to_owned()),
     }

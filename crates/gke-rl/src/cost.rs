@@ -115,9 +115,7 @@ impl Serialize for Usd {
 impl<'de> Deserialize<'de> for Usd {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let dollars = f64::deserialize(d)?;
-        Usd::new(dollars).ok_or_else(|| {
-            serde::de::Error::custom(format!("{} is not a price: give US dollars, 0 or more", crate::yaml::decimal::short(dollars, 6)))
-        })
+        Usd::new(dollars).ok_or_else(|| serde::de::Error::custom("the value is not a price: give US dollars, 0 or more"))
     }
 }
 

@@ -188,15 +188,32 @@ fn vars() -> impl Iterator<Item = &'static Var> {
 pub fn render(deployment: &Deployment) -> String {
     // The model as JSON, read back as nodes to look fields up by pointer: the JSON serializer
     // and the node reader are in every build already, and `serde_json::Value`'s serializer
-    // would cost the web page 3 KB gzip.
-    let json = serde_json::to_string(deployment).expect("the model serializes");
-    let model = gke_rl_yaml::Node::parse(&json).expect("JSON is YAML");
+    // would cost the web page 3 KB gzip. JSON is YAML once the characters YAML does not print
+    // are escaped; the model has no lists or maps of its own, so no node bound is reached.
+    let json = yaml_printable(&serde_json::to_string(deployment).expect("the model serializes"));
+    let model = gke_rl_yaml::Node::parse(&json).expect("printable JSON of a fixed shape is YAML");
     let mut out = String::new();
     for (title, vars) in SECTIONS {
         let _ = writeln!(out, "\n# --- {title} ---");
         for var in *vars {
             let value = model.pointer(var.field).map_or(&YamlValue::Null, |node| &node.value);
             let _ = writeln!(out, "# {}\nexport {}={}", var.doc, var.name, shell_value(var, value));
+        }
+    }
+    out
+}
+
+/// `json` with every character that YAML refuses or reads as a line break or a byte order mark
+/// (DEL, C1 controls, U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF) written as a `\u` escape, which
+/// both read back as it was.
+/// serde_json escapes only the C0 controls; these can only stand inside strings.
+fn yaml_printable(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}') {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
         }
     }
     out
@@ -446,6 +463,16 @@ fn closest(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_free_text_in_the_model_renders() {
+        let mut deployment = Deployment::default();
+        let hostile = "\u{7f}\u{85}\u{9f}\u{2028}\u{2029}\u{feff}\u{fffe}\u{ffff}\u{1}\"\\\n\t'`$(x)";
+        deployment.cost.source = Some(hostile.to_owned());
+        assert_eq!(render(&deployment), render(&Deployment::default()), "cost is not in env.sh, and nothing panics");
+        let json = yaml_printable(&serde_json::to_string(&hostile).unwrap());
+        assert_eq!(gke_rl_yaml::Node::parse(&json).and_then(|node| node.text().map(str::to_owned)).as_deref(), Some(hostile));
+    }
 
     #[test]
     fn every_table_field_exists_in_the_model() {

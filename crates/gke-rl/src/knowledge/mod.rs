@@ -808,8 +808,8 @@ mod tests {
         let rows: Vec<RecipeRow> = recipe_rows().collect();
         assert_eq!(rows.len(), lines.len());
         assert!(rows.windows(2).all(|pair| pair[0].key <= pair[1].key), "sorted, so a lookup stops at the first greater key");
-        let all = (1 << NEMO_RL_RELEASES.len()) - 1;
-        assert!(rows.iter().all(|row| row.releases != 0 && row.releases & !all == 0));
+        let all = (1u32 << NEMO_RL_RELEASES.len()) - 1;
+        assert!(rows.iter().all(|row| row.releases != 0 && u32::from(row.releases) & !all == 0));
         let save_period = CODELAB_NEMO_RL.recipe_key("checkpointing.save_period");
         assert_eq!(save_period, Some((ValueType::Int, "10")));
         let map = CODELAB_NEMO_RL.recipe_key("checkpointing");

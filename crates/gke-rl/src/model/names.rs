@@ -92,13 +92,13 @@ fn check_path(s: &str) -> Result<(), Error> {
     if ok { Ok(()) } else { Err(invalid(s, "is not an absolute path of letters, digits and `_ - . / : @ +`")) }
 }
 
-/// A Kubernetes quantity: a decimal number with an optional SI or binary suffix.
+/// A Kubernetes quantity a request can hold: one that reads, finite and not negative. (A YAML
+/// float keeps its text, so `.5` and `2.5e-1` arrive as written.)
 fn check_quantity(s: &str) -> Result<(), Error> {
-    let number_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(number_end);
-    let number_ok = !number.is_empty() && number.split('.').count() <= 2 && number.split('.').all(|part| !part.is_empty());
-    let suffix_ok = matches!(suffix, "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei");
-    if number_ok && suffix_ok { Ok(()) } else { Err(invalid(s, "is not a Kubernetes quantity such as `8`, `500m` or `64Gi`")) }
+    match crate::validate::quantity::parse(s) {
+        Some(q) if q.is_finite() && q >= 0.0 && !s.starts_with('-') => Ok(()),
+        _ => Err(invalid(s, "is not a Kubernetes quantity such as `8`, `500m` or `64Gi`")),
+    }
 }
 
 macro_rules! validated_string {
@@ -205,7 +205,7 @@ validated_string!(
 );
 validated_string!(
     /// A Kubernetes resource quantity, e.g. `32`, `500m`, `1000Gi`.
-    Quantity, check_quantity, "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+    Quantity, check_quantity, "^\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+|n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 );
 
 impl Cidr {
@@ -261,10 +261,11 @@ mod tests {
 
     #[test]
     fn quantities() {
-        for good in ["8", "0.5", "500m", "64Gi", "1000Gi"] {
+        // apimachinery's grammar: `.5`, `5.`, a `+` sign and an exponent are quantities.
+        for good in ["8", "0.5", "500m", "64Gi", "1000Gi", ".5", "5.", "+1", "2.5e-1", "1E3"] {
             assert!(Quantity::new(good).is_ok(), "{good:?}");
         }
-        for bad in ["", "Gi", "8 Gi", "1.2.3", "8gb", ".5"] {
+        for bad in ["", "Gi", "8 Gi", "1.2.3", "8gb", ".", "-1", "1e", "inf", "1e400"] {
             assert!(Quantity::new(bad).is_err(), "{bad:?}");
         }
     }

@@ -3,7 +3,7 @@
 
 mod facts;
 pub mod job_script;
-mod quantity;
+pub(crate) mod quantity;
 mod rules;
 mod sarif;
 #[cfg(feature = "crd-schema")]

@@ -1,9 +1,10 @@
 //! Kubernetes resource quantities as numbers: CPU in cores, memory in bytes.
 
 /// The value of a quantity such as `500m`, `8`, `64Gi`, `1.5G` or `1e3`; `None` when
-/// malformed. The grammar is apimachinery's (kubernetes/apimachinery
-/// `pkg/api/resource/quantity.go`): a signed decimal, then a binary or decimal SI suffix or a
-/// decimal exponent. A YAML float keeps its text, so `1e3` and `+.5` arrive here as written.
+/// malformed. The grammar follows apimachinery's (kubernetes/apimachinery
+/// `pkg/api/resource/quantity.go`): a signed decimal with at least one digit, then a binary or
+/// decimal SI suffix or a decimal exponent. A YAML float keeps its text, so `1e3` and `+.5`
+/// arrive here as written.
 pub fn parse(text: &str) -> Option<f64> {
     let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
     let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
@@ -22,6 +23,8 @@ pub fn parse(text: &str) -> Option<f64> {
     }
     let factor = match suffix {
         "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
         "m" => 1e-3,
         "k" => 1e3,
         "M" => 1e6,
@@ -49,8 +52,11 @@ mod tests {
         assert_eq!(super::parse("1.5G"), Some(1.5e9));
         assert_eq!(super::parse("8"), Some(8.0));
         assert_eq!(super::parse("8gb"), None);
-        assert_eq!((super::parse("1e3"), super::parse("15E-1"), super::parse("+.5"), super::parse("-2")), (Some(1e3), Some(1.5), Some(0.5), Some(-2.0)));
+        assert_eq!(
+            (super::parse("1e3"), super::parse("15E-1"), super::parse("+.5"), super::parse("-2")),
+            (Some(1e3), Some(1.5), Some(0.5), Some(-2.0))
+        );
         assert_eq!((super::parse("1e"), super::parse("1e+-2"), super::parse("."), super::parse("+")), (None, None, None, None));
-        assert_eq!(super::parse("2E"), Some(2e18));
+        assert_eq!((super::parse("2E"), super::parse("500000u")), (Some(2e18), Some(0.5)));
     }
 }

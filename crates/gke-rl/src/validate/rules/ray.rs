@@ -32,12 +32,14 @@ impl<'n> Pod<'n> {
         }
     }
 
-    /// Sum of a resource over the containers: requests, or limits where no request is set.
+    /// Sum of a resource over the containers: requests, or limits where no request is set. A
+    /// negative or endless quantity, which the API server refuses, adds nothing.
     fn request(&self, resource: &str) -> f64 {
         self.containers()
             .iter()
             .filter_map(|c| c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource])))
             .filter_map(|q| quantity::parse(q.text()?))
+            .filter(|q| q.is_finite() && *q >= 0.0)
             .sum()
     }
 
@@ -365,7 +367,7 @@ fn exceeds(cluster: &Tree<'_>, pod: &Pod<'_>, sharing: Option<&Pod<'_>>, machine
             let gib = |bytes: f64| format!("{}Gi", fixed(bytes / knowledge::GIB as f64, 0));
             (gib(asked), gib(available))
         } else {
-            (short(asked, 3).to_string(), fixed(available, 2).to_string())
+            (short(asked, 3).to_string(), short(available, 3).to_string())
         };
         let message = match sharing {
             None => format!("{} requests {asked} {resource}; an {} node can allocate about {available}", pod.name(), machine.name),
