@@ -7,7 +7,7 @@ use xshell::{Shell, cmd};
 
 use crate::project_root;
 
-/// The `.wasm`, gzipped, must stay under this: the page's budget (219 KB today). What keeps it
+/// The `.wasm`, gzipped, must stay under this: the page's budget (221 KB today). What keeps it
 /// there: no `core` float formatting (`gke_rl_yaml::decimal`), no `serde_json::Value` and no
 /// serde_json reader on the page's path, and the recipe key table as text. (Binaryen's
 /// `wasm-opt` is no help: `-O1` breaks wasm-bindgen's externref table, and its size levels grow
