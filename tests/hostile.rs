@@ -264,3 +264,17 @@ fn out_of_range_values_are_refused_or_warned_about() {
     assert!(stderr(&out).contains("format version 999; this gke-rl reads version 1"), "{}", both(&out));
     assert!(!cloud.calls().contains("gcluster destroy"), "nothing was destroyed");
 }
+
+/// Issue 31, item 1: the job ended but its log stream went silent instead of closing (a
+/// half-open port-forward). `logs --follow` asks the job's state after the idle time, prints
+/// the rest of the log and ends with the job, instead of waiting forever.
+#[test]
+fn following_ends_with_the_job_when_its_log_stream_goes_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = gke_rl_ray::fake::silent_head("step 1\n", "step 1\nstep 2\ndone\n", |_| "SUCCEEDED");
+    let started = std::time::Instant::now();
+    let out = bash(dir.path(), &format!("timeout 90 \"$GKE_RL\" logs --follow --address {address} {}", gke_rl_ray::fake::JOB));
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(stdout(&out).contains("step 1\nstep 2\ndone\n"), "{}", both(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+}

@@ -5,18 +5,22 @@ use std::time::Duration;
 use crate::Error;
 use crate::client::{Client, JobDetails, TailEnd};
 
-/// How long to keep reconnecting before giving up, and the pause between attempts.
+/// How long to keep reconnecting before giving up, the pause between attempts, and how long a
+/// silent stream is trusted.
 #[derive(Debug, Clone)]
 pub struct FollowOptions {
     /// Give up after failing to reconnect for this long.
     pub retry_for: Duration,
     /// The pause between reconnection attempts.
     pub retry_every: Duration,
+    /// After this long without a byte, the job's state is asked and the stream pinged: a
+    /// terminal job ends the follow, and a ping unanswered for as long again reconnects.
+    pub idle: Duration,
 }
 
 impl Default for FollowOptions {
     fn default() -> Self {
-        FollowOptions { retry_for: Duration::from_secs(60), retry_every: Duration::from_secs(1) }
+        FollowOptions { retry_for: Duration::from_secs(60), retry_every: Duration::from_secs(1), idle: Duration::from_secs(15) }
     }
 }
 
@@ -32,7 +36,8 @@ pub enum Event<'a> {
 /// final details. The server replays a log from its start on every connection, so after a
 /// reconnect the bytes already delivered are skipped: nothing repeats and nothing is lost.
 /// A dashboard out of reach, or a job it does not know, is an error at once: only a stream
-/// that worked is reconnected.
+/// that worked is reconnected. A stream that goes silent never holds the follow past the job:
+/// after `idle` the job's state is asked, and a terminal job's log is read whole for the rest.
 pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_event: impl FnMut(Event<'_>)) -> Result<JobDetails, Error> {
     client.job(id).await?;
     let mut delivered = 0usize;
@@ -42,7 +47,7 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
             Ok(mut tail) => {
                 let mut offset = 0usize;
                 loop {
-                    match tail.next().await {
+                    match tail.next(options.idle).await {
                         Ok(chunk) => {
                             failing_since = None;
                             let end = offset + chunk.len();
@@ -58,15 +63,21 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
                             if job.status.is_terminal() {
                                 if delivered == 0 {
                                     // The job ended before its supervisor started: the stream was empty.
-                                    let logs = client.logs(id).await?;
-                                    if !logs.is_empty() {
-                                        on_event(Event::Log(&logs));
-                                    }
+                                    deliver_rest(client, id, delivered, &mut on_event).await?;
                                 }
                                 return Ok(job);
                             }
                             break "the log stream ended before the job did".to_owned();
                         }
+                        Err(TailEnd::Silent) => match client.job(id).await {
+                            Ok(job) if job.status.is_terminal() => {
+                                deliver_rest(client, id, delivered, &mut on_event).await?;
+                                return Ok(job);
+                            }
+                            Ok(_) => {}
+                            Err(e @ (Error::Unreachable { .. } | Error::Timeout { .. })) => break e.to_string(),
+                            Err(e) => return Err(e),
+                        },
                         Err(TailEnd::Dropped(reason)) => break reason,
                     }
                 }
@@ -83,4 +94,16 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
         on_event(Event::Reconnecting(&reason));
         tokio::time::sleep(options.retry_every).await;
     }
+}
+
+/// The part of the job's whole log past the `delivered` bytes the stream gave: the end of a
+/// log whose stream stopped delivering.
+async fn deliver_rest(client: &Client, id: &str, delivered: usize, on_event: &mut impl FnMut(Event<'_>)) -> Result<(), Error> {
+    let logs = client.logs(id).await?;
+    // Lossy UTF-8 on the stream can shift byte counts; a cut inside a character skips it.
+    let rest = (delivered..=delivered + 3).find_map(|at| logs.get(at..)).unwrap_or_default();
+    if !rest.is_empty() {
+        on_event(Event::Log(rest));
+    }
+    Ok(())
 }

@@ -22,6 +22,8 @@
 mod auth;
 mod client;
 mod error;
+#[cfg(feature = "fake")]
+pub mod fake;
 mod follow;
 pub mod package;
 

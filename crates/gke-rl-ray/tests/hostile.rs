@@ -4,49 +4,17 @@
 //! that says what was found (issue 13, items 3, 5 and 19).
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write as _;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use gke_rl_ray::fake::{respond, serve as serve_heads, version_body};
 use gke_rl_ray::{Client, ClientOptions, Error, SubmitRequest, Token, TokenSource};
 
-/// A raw HTTP/1.1 server on a thread: each request's path goes to `answer`, which writes the
-/// whole response (and may keep writing until the client hangs up). Returns its address.
+/// [`serve_heads`] for answers that need only the path.
 fn serve(answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> String {
     serve_heads(move |path, _, stream| answer(path, stream))
-}
-
-/// [`serve`], with each request's head (its request line and headers) given to `answer` too.
-fn serve_heads(answer: impl Fn(&str, &str, &mut TcpStream) + Send + Sync + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let answer = Arc::new(answer);
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let answer = answer.clone();
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head);
-                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                answer(&path, &head, &mut stream);
-            });
-        }
-    });
-    address
-}
-
-fn respond(stream: &mut TcpStream, status: &str, headers: &str, body: &str) {
-    let response = format!("HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-    let _ = stream.write_all(response.as_bytes());
-}
-
-fn version_body(ray: &str) -> String {
-    format!(r#"{{"version": "4", "ray_version": "{ray}", "ray_commit": "x"}}"#)
 }
 
 fn client(address: &str) -> Client {
@@ -170,4 +138,42 @@ fn a_token_in_the_headers_is_refused_before_any_request() {
         let error = Client::new("localhost:8265", ClientOptions { headers, ..ClientOptions::default() }).unwrap_err().to_string();
         assert!(error.contains("would carry a token") && error.contains("RAY_AUTH_TOKEN") && !error.contains("s3cret"), "{error}");
     }
+}
+
+async fn follow_within(address: &str, idle: std::time::Duration) -> (Result<gke_rl_ray::JobDetails, Error>, String, Vec<String>) {
+    let options = gke_rl_ray::FollowOptions { idle, ..gke_rl_ray::FollowOptions::default() };
+    let (mut log, mut reconnects) = (String::new(), Vec::new());
+    let client = client(address);
+    let follow = gke_rl_ray::follow(&client, gke_rl_ray::fake::JOB, &options, |event| match event {
+        gke_rl_ray::Event::Log(text) => log.push_str(text),
+        gke_rl_ray::Event::Reconnecting(why) => reconnects.push(why.to_owned()),
+    });
+    let job = tokio::time::timeout(std::time::Duration::from_secs(30), follow).await.expect("the follow ends");
+    (job, log, reconnects)
+}
+
+/// Issue 31, item 1: the job ended, but its stream went silent instead of closing. The follow
+/// asks the state after the idle time and ends with the rest of the log.
+#[tokio::test]
+async fn a_silent_stream_does_not_hold_the_follow_past_the_job() {
+    let address = gke_rl_ray::fake::silent_head("step 1\n", "step 1\nstep 2\ndone\n", |_| "SUCCEEDED");
+    let (job, log, reconnects) = follow_within(&address, std::time::Duration::from_millis(500)).await;
+    assert_eq!(job.unwrap().status, gke_rl_ray::JobStatus::Succeeded);
+    assert_eq!((log.as_str(), reconnects.len()), ("step 1\nstep 2\ndone\n", 0), "{reconnects:?}");
+}
+
+/// Issue 31, item 1: the job runs on while its stream is half-open. An unanswered ping
+/// reconnects, and the new stream carries the follow to the end without repeating a line.
+#[tokio::test]
+async fn a_half_open_stream_is_pinged_then_reconnected() {
+    let address =
+        gke_rl_ray::fake::silent_head(
+            "step 1\n",
+            "step 1\nstep 2\ndone\n",
+            |connections| if connections > 1 { "SUCCEEDED" } else { "RUNNING" },
+        );
+    let (job, log, reconnects) = follow_within(&address, std::time::Duration::from_millis(500)).await;
+    assert_eq!(job.unwrap().status, gke_rl_ray::JobStatus::Succeeded);
+    assert_eq!(log, "step 1\nstep 2\ndone\n");
+    assert!(reconnects.len() == 1 && reconnects[0].contains("no answer to a ping"), "{reconnects:?}");
 }
