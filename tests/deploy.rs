@@ -260,3 +260,35 @@ fn a_node_that_fails_the_gpu_health_check_is_named_by_deploy() {
     assert!(err.contains("broken: waiting will not help"), "{err}");
     assert!(!err.contains("CrashLoopBackOff"), "the back-off is the check's failure, told once:\n{err}");
 }
+
+/// Issue 31, item 2: while a deploy is inside `gcluster deploy`, a destroy or a second deploy
+/// of its folder is refused, naming the deploy's PID, instead of racing it. The hold ends with
+/// the process, however it ends.
+#[test]
+fn a_deployment_folder_is_held_by_one_command_at_a_time() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let child = {
+        use std::os::unix::process::CommandExt as _;
+        let args = ["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"];
+        let mut command = cloud.command(&args);
+        command.args(["--folder", "deployment"]).env("FAKE_SLEEP", "30").process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let started = Instant::now();
+    while !cloud.calls().contains("gcluster deploy") {
+        assert!(started.elapsed() < Duration::from_secs(30), "gcluster never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let holder = format!("in use by pid {}: gke-rl deploy; wait for it to end, or stop that process", child.id());
+    for out in [cloud.destroy(&[]), cloud.deploy(&[], &[])] {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(&holder), "{}", stderr(&out));
+    }
+    assert!(!cloud.calls().contains("gcluster destroy"), "destroy never ran into the deploy");
+    let group = format!("-{}", child.id());
+    assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
+    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let out = cloud.destroy(&[]);
+    assert_eq!(out.status.code(), Some(0), "the deploy's hold ended with it: {}", stderr(&out));
+}

@@ -71,6 +71,7 @@ pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Res
 pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: &dyn Progress) -> Result<Destroyed, Error> {
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let resolved = options.target.resolve(deployment, env, false)?;
+    let _held = crate::files::lock_folder(resolved.folder(), "gke-rl destroy")?;
     let d = deployment;
     let Some(state) = resolved.load_state()? else {
         // No state, perhaps a lost folder: never "nothing to destroy" while resources bill.

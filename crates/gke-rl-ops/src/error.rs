@@ -21,6 +21,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Another process holds the deployment folder (a deploy or destroy in progress).
+    #[error("{} is in use by {holder}; wait for it to end, or stop that process", folder.display())]
+    FolderInUse {
+        /// The deployment folder.
+        folder: PathBuf,
+        /// Who holds it, as its lock file says: `pid 4242: gke-rl deploy`.
+        holder: String,
+    },
     /// A file could not be read or is not text.
     #[error("cannot read {}", path.display())]
     Read {
