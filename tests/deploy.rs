@@ -292,3 +292,34 @@ fn a_deployment_folder_is_held_by_one_command_at_a_time() {
     let out = cloud.destroy(&[]);
     assert_eq!(out.status.code(), Some(0), "the deploy's hold ended with it: {}", stderr(&out));
 }
+
+/// Issue 31, item 3: a credential plugin that never answers is bounded like a call, and destroy
+/// goes on to `gcluster destroy` and its check without the Kubernetes API.
+#[test]
+fn a_credential_plugin_that_hangs_cannot_hold_destroy() {
+    let cloud = deployed();
+    let started = Instant::now();
+    let out = cloud.destroy(&[("FAKE_PLUGIN_HANGS", "1")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("credential plugin failed: it did not answer within 30 s"), "{err}");
+    assert!(cloud.calls().contains("gcluster destroy") && err.contains("destroyed in"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(60), "bounded: {:?}", started.elapsed());
+}
+
+/// Issue 31, item 6: nothing the credential plugin writes reaches the terminal with its token: not
+/// a cut-off ExecCredential's parse error, not an error line that quotes the token.
+#[test]
+fn the_credential_plugins_token_never_reaches_the_terminal() {
+    let cloud = deployed();
+    for (mode, value, said) in [
+        ("FAKE_PLUGIN_MALFORMED", "1", "its answer is not an ExecCredential"),
+        ("FAKE_PLUGIN_FAILS", "loudly", "refreshing <redacted> failed: token expired"),
+    ] {
+        let out = cloud.gke_rl(&["status"], &[(mode, value)]);
+        let both = format!("{}{}", common::stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{both}");
+        assert!(both.contains(said), "{mode}: {both}");
+        assert!(!both.contains(common::KUBE_TOKEN) && !both.contains("fake-gke-access-token"), "{mode}: the token was printed: {both}");
+    }
+}

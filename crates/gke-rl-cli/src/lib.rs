@@ -138,8 +138,21 @@ fn long_version() -> &'static str {
 
 /// The one runtime of the commands that talk to a cluster: multi-threaded, so the Ctrl-C
 /// listener runs while a child process (gcluster) blocks the main thread.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
+fn runtime() -> anyhow::Result<Runtime> {
+    Ok(Runtime(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?))
+}
+
+/// A runtime that runs one future and then stops, waiting at most a second for blocking work:
+/// a credential plugin that never answers holds a blocking thread, and must not hold the exit
+/// (tokio's own drop waits for it forever).
+struct Runtime(tokio::runtime::Runtime);
+
+impl Runtime {
+    fn block_on<F: std::future::Future>(self, future: F) -> F::Output {
+        let output = self.0.block_on(future);
+        self.0.shutdown_timeout(std::time::Duration::from_secs(1));
+        output
+    }
 }
 
 /// Parses `90s`, `30m`, `1h` or `500ms`, as kubectl's `--timeout` does, up to a week: longer

@@ -55,13 +55,29 @@ pub async fn connect(path: Option<&Path>, context: Option<&str>, options: &Optio
     config.write_timeout = Some(options.call_timeout);
     if let Some(exec) = &mut config.auth_info.exec {
         exec.drop_env.get_or_insert_with(Vec::new).extend(options.hidden_env.iter().cloned());
+        // Never interactive: kube-rs would hand the plugin our terminal's stdin and stderr,
+        // so what it writes (a token in an error line) would reach the terminal unredacted, and
+        // a plugin that hangs would hold our stderr open after we exit. Captured, its stderr is
+        // shown bounded and redacted (`plugin_said`).
+        exec.interactive_mode = Some(kube::config::ExecInteractiveMode::Never);
     }
     let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
-    // An exec plugin runs here already, for the first token.
-    let client = Client::try_from(config).map_err(|e| match plugin_failure(&e) {
-        Some(cause) => Error::Unreachable { action: format!("authenticate to {server}"), cause },
-        None => kubeconfig_error(&e, path),
-    })?;
+    // An exec plugin runs here already, for the first token: on the blocking pool and within
+    // the call bound, so a plugin that never answers cannot hold the caller (destroy goes on
+    // without the API). kube-rs runs each refresh on the blocking pool too, inside a call's bound.
+    let authenticate = || format!("authenticate to {server}");
+    let build = tokio::task::spawn_blocking(move || Client::try_from(config));
+    let client = match tokio::time::timeout(options.call_timeout, build).await {
+        Err(_) => {
+            let detail = format!("it did not answer within {} s", options.call_timeout.as_secs());
+            return Err(Error::Unreachable { action: authenticate(), cause: Unreachable::CredentialPlugin { missing: false, detail } });
+        }
+        Ok(Err(joined)) => return Err(Error::Kubeconfig(format!("the client could not be built: {joined}"))),
+        Ok(Ok(built)) => built.map_err(|e| match plugin_failure(&e) {
+            Some(cause) => Error::Unreachable { action: authenticate(), cause },
+            None => kubeconfig_error(&e, path),
+        })?,
+    };
     Ok(Connected { client, server })
 }
 
@@ -159,10 +175,11 @@ fn plugin_failure(error: &(dyn std::error::Error + 'static)) -> Option<Unreachab
                 kube::client::AuthError::AuthExecStart(io) => {
                     Unreachable::CredentialPlugin { missing: io.kind() == std::io::ErrorKind::NotFound, detail: io.to_string() }
                 }
-                // Not `cmd`: it spells out the environment, the cluster's CA included.
+                // Not `cmd`: it spells out the environment, the cluster's CA included. Not its
+                // stdout: that is where a credential goes. Its stderr, the last lines, bounded,
+                // with anything shaped like a token cut out.
                 kube::client::AuthError::AuthExecRun { out, .. } => {
-                    let said = String::from_utf8_lossy(if out.stderr.is_empty() { &out.stdout } else { &out.stderr });
-                    let said = said.trim();
+                    let said = plugin_said(&out.stderr);
                     let detail = if said.is_empty() {
                         format!("it exited with {}", out.status)
                     } else {
@@ -170,12 +187,26 @@ fn plugin_failure(error: &(dyn std::error::Error + 'static)) -> Option<Unreachab
                     };
                     Unreachable::CredentialPlugin { missing: false, detail }
                 }
-                other => Unreachable::CredentialPlugin { missing: false, detail: other.to_string() },
+                // The parser's message quotes the answer, which holds the token.
+                kube::client::AuthError::AuthExecParse(_) => Unreachable::CredentialPlugin {
+                    missing: false,
+                    detail: "its answer is not an ExecCredential (JSON with kind ExecCredential and status.token)".to_owned(),
+                },
+                other => Unreachable::CredentialPlugin { missing: false, detail: gke_rl::secrets::redact(&other.to_string()).into_owned() },
             });
         }
         cause = e.source();
     }
     None
+}
+
+/// What a failed plugin wrote to stderr, for a message: its last 512 bytes, on one line, with
+/// token shapes and the values of secret names cut out.
+fn plugin_said(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    let tail = text.char_indices().map(|(i, _)| i).find(|i| text.len() - i <= 512).map_or(text, |i| &text[i..]);
+    gke_rl::secrets::redact(&tail.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned()
 }
 
 /// The innermost cause: what the system or the TLS library said ("Connection refused").

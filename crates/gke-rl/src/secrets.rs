@@ -40,10 +40,13 @@ const SHAPES: &[Shape] = &[
     shape("ghu_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
     shape("ghs_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
     shape("ghr_", "a GitHub token", |c| c.is_ascii_alphanumeric(), 30),
+    // Google OAuth access tokens (gcloud's, gke-gcloud-auth-plugin's): `ya29.` then base64url
+    // with dots.
+    shape("ya29.", "a Google access token", |c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'), 20),
 ];
 
-/// Every token in `text` by its shape alone: Hugging Face and GitHub tokens, and passwords in
-/// URLs (`scheme://user:password@host`).
+/// Every token in `text` by its shape alone: Hugging Face, GitHub and Google access tokens, and
+/// passwords in URLs (`scheme://user:password@host`).
 pub fn tokens(text: &str) -> Vec<Token> {
     let mut found = Vec::new();
     let starts_word = |i: usize| !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
