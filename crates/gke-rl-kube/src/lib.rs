@@ -80,7 +80,12 @@ pub enum Error {
 
 impl Error {
     /// kube's error for `action`, classified: out of reach, or refused by the API.
-    fn from_kube(action: String, source: kube::Error) -> Self {
+    fn from_kube(action: String, mut source: kube::Error) -> Self {
+        // The server's message is printed: a server gone wrong may send megabytes of it.
+        if let kube::Error::Api(status) = &mut source {
+            status.message = reach::cut(&status.message);
+            status.reason = reach::cut(&status.reason);
+        }
         match reach::classify(&source) {
             Some(cause) => Error::Unreachable { action, cause },
             None => Error::Api { action, source },

@@ -10,6 +10,11 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
 use crate::Error;
 
+/// The most of one answer's body the client reads. The answers gke-rl asks for (a namespace's
+/// pods, one RayCluster) are far smaller; an endless or huge answer ends in
+/// [`Unreachable::AnswerTooLarge`] instead of eating memory. The Ray client's bound is the same.
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
+
 /// How to reach an API server.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -66,7 +71,10 @@ pub async fn connect(path: Option<&Path>, context: Option<&str>, options: &Optio
     // the call bound, so a plugin that never answers cannot hold the caller (destroy goes on
     // without the API). kube-rs runs each refresh on the blocking pool too, inside a call's bound.
     let authenticate = || format!("authenticate to {server}");
-    let build = tokio::task::spawn_blocking(move || Client::try_from(config));
+    let build = tokio::task::spawn_blocking(move || {
+        let limit = tower_http::map_response_body::MapResponseBodyLayer::new(|body| http_body_util::Limited::new(body, MAX_ANSWER_BYTES));
+        Ok::<_, kube::Error>(kube::client::ClientBuilder::try_from(config)?.with_layer(&limit).build())
+    });
     let client = match tokio::time::timeout(options.call_timeout, build).await {
         Err(_) => {
             let detail = format!("it did not answer within {} s", options.call_timeout.as_secs());
@@ -110,6 +118,8 @@ pub enum Unreachable {
     Connect(String),
     /// Connected, but the call got no answer in time.
     NoAnswer(Duration),
+    /// An answer larger than [`MAX_ANSWER_BYTES`] (a proxy or a server gone wrong).
+    AnswerTooLarge,
     /// 401: the credentials were refused (expired, or for another cluster).
     Unauthorized(String),
     /// 403: the credentials are valid but not allowed.
@@ -128,6 +138,7 @@ impl fmt::Display for Unreachable {
         match self {
             Unreachable::Connect(detail) => write!(f, "cannot connect to the API server: {detail}"),
             Unreachable::NoAnswer(after) => write!(f, "the API server did not answer within {}s", after.as_secs()),
+            Unreachable::AnswerTooLarge => write!(f, "the API server's answer is larger than {} MiB", MAX_ANSWER_BYTES >> 20),
             Unreachable::Unauthorized(message) => write!(f, "the API server refused the credentials (401 {message})"),
             Unreachable::Forbidden(message) => write!(f, "the API server denied access (403): {message}"),
             Unreachable::CredentialPlugin { missing: true, detail } => {
@@ -149,7 +160,12 @@ pub(crate) fn classify(error: &kube::Error) -> Option<Unreachable> {
         | kube::Error::BuildRequest(_)
         | kube::Error::FromUtf8(_)
         | kube::Error::LinesCodecMaxLineLengthExceeded => None,
-        _ => Some(plugin_failure(error).or_else(|| timed_out(error)).unwrap_or_else(|| Unreachable::Connect(root_cause(error)))),
+        _ => Some(
+            plugin_failure(error)
+                .or_else(|| timed_out(error))
+                .or_else(|| too_large(error))
+                .unwrap_or_else(|| Unreachable::Connect(root_cause(error))),
+        ),
     }
 }
 
@@ -160,6 +176,18 @@ fn timed_out(error: &(dyn std::error::Error + 'static)) -> Option<Unreachable> {
         let io_timeout = e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
         if io_timeout || e.is::<tokio::time::error::Elapsed>() {
             return Some(Unreachable::Connect("the connection timed out: no answer to the TCP or TLS handshake".to_owned()));
+        }
+        cause = e.source();
+    }
+    None
+}
+
+/// An answer cut at [`MAX_ANSWER_BYTES`], wherever it sits in the chain of causes.
+fn too_large(error: &(dyn std::error::Error + 'static)) -> Option<Unreachable> {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return Some(Unreachable::AnswerTooLarge);
         }
         cause = e.source();
     }
@@ -198,6 +226,16 @@ fn plugin_failure(error: &(dyn std::error::Error + 'static)) -> Option<Unreachab
         cause = e.source();
     }
     None
+}
+
+/// `text` for a message: at most 512 bytes (cut at a character), with how much was left out.
+pub(crate) fn cut(text: &str) -> String {
+    const MOST: usize = 512;
+    if text.len() <= MOST {
+        return text.to_owned();
+    }
+    let end = (0..=MOST).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    format!("{}… ({} bytes more)", &text[..end], text.len() - end)
 }
 
 /// What a failed plugin wrote to stderr, for a message: its last 512 bytes, on one line, with

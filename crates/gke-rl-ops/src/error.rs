@@ -449,6 +449,8 @@ impl Error {
                 Unreachable::Forbidden(_) => Fix::GrantDeveloperRole,
                 Unreachable::CredentialPlugin { missing: true, .. } => Fix::InstallAuthPlugin,
                 Unreachable::CredentialPlugin { missing: false, .. } => Fix::GcloudLogin,
+                // Not the API server's doing: a proxy, or a server gone wrong. Nothing to run.
+                Unreachable::AnswerTooLarge => return None,
             },
             _ => return None,
         })
