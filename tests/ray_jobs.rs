@@ -725,14 +725,18 @@ fn port_forward_across_a_cut(head: &Head) -> Result<(), Failed> {
             std::thread::sleep(Duration::from_secs(3));
             proxy.cut();
         });
-        let (mut text, mut reconnects) = (String::new(), 0);
+        let (mut text, mut reconnects, mut unread) = (String::new(), 0, None);
         let options = gke_rl_ray::FollowOptions { retry_every: Duration::from_millis(200), ..Default::default() };
         gke_rl_ray::follow(&client, &id, &options, |event| match event {
             gke_rl_ray::Event::Log(chunk) => text.push_str(chunk),
             gke_rl_ray::Event::Reconnecting(_) => reconnects += 1,
+            gke_rl_ray::Event::Unread(why) => unread = Some(why.to_owned()),
         })
         .await?;
         cutter.join().map_err(|_| "the cutter panicked")?;
+        if let Some(why) = unread {
+            return Err(format!("the end of the log was not read: {why}").into());
+        }
         Ok::<_, Failed>((text, reconnects))
     })?;
     let lines: Vec<&str> = lines.lines().filter(|l| l.starts_with("numbered-line-")).collect();

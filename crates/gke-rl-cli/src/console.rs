@@ -121,6 +121,9 @@ impl Progress for Console {
                 lifecycle::GCSFUSE_ROLE,
                 lifecycle::GCSFUSE_VALIDATOR,
             )),
+            Event::Unlocked { folder, why } => {
+                self.say(format_args!("warning: cannot lock {} ({why}); going on without the lock", folder.display()));
+            }
             Event::ConfigChanged => {
                 self.say("the config or the blueprint changed since the last deploy: running the steps from render again")
             }
@@ -201,6 +204,7 @@ impl Progress for Console {
             Event::Resubmitted { id } => self.say(format_args!("following the keeper's resubmission {id}")),
             Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
+            Event::LogUnread(why) => self.say(format_args!("warning: the end of the job's log could not be read ({why}); `logs` shows it whole")),
             Event::JobState { id, status, message } => {
                 self.say(format_args!("job {id}: {status}{}", message.map(|m| format!(" ({m})")).unwrap_or_default()))
             }

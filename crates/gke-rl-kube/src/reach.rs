@@ -108,7 +108,7 @@ fn kubeconfig_error(error: &(dyn std::error::Error + 'static), path: Option<&Pat
         Some(path) => path.display().to_string(),
         None => std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".to_owned()),
     };
-    Error::Kubeconfig(format!("{file}: {first_line}"))
+    Error::Kubeconfig(format!("{file}: {}", gke_rl::secrets::redact(first_line)))
 }
 
 /// Why an API server could not be used.
@@ -241,10 +241,11 @@ pub(crate) fn cut(text: &str) -> String {
 /// What a failed plugin wrote to stderr, for a message: its last 512 bytes, on one line, with
 /// token shapes and the values of secret names cut out.
 fn plugin_said(stderr: &[u8]) -> String {
+    // Redacted whole first: a cut inside a token would hide its shape.
     let text = String::from_utf8_lossy(stderr);
-    let text = text.trim();
-    let tail = text.char_indices().map(|(i, _)| i).find(|i| text.len() - i <= 512).map_or(text, |i| &text[i..]);
-    gke_rl::secrets::redact(&tail.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned()
+    let text = gke_rl::secrets::redact(text.trim()).split_whitespace().collect::<Vec<_>>().join(" ");
+    let tail = text.char_indices().map(|(i, _)| i).find(|i| text.len() - i <= 512).map_or(text.as_str(), |i| &text[i..]);
+    tail.to_owned()
 }
 
 /// The innermost cause: what the system or the TLS library said ("Connection refused").

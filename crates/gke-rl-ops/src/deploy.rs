@@ -122,7 +122,9 @@ pub async fn deploy(
 ) -> Result<Deployed, Error> {
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
-    let _held = files::lock_folder(resolved.folder(), "gke-rl deploy")?;
+    let folder = resolved.folder();
+    std::fs::create_dir_all(folder).map_err(|source| Error::Write { path: folder.to_owned(), source })?;
+    let _held = files::lock_folder(folder, "gke-rl deploy")?;
     let mut state = match resolved.load_state()? {
         Some(state) => state,
         None => State::new(deployment, &resolved.site.project_id, ""),

@@ -71,7 +71,17 @@ pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Res
 pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: &dyn Progress) -> Result<Destroyed, Error> {
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let resolved = options.target.resolve(deployment, env, false)?;
-    let _held = crate::files::lock_folder(resolved.folder(), "gke-rl destroy")?;
+    // No folder, nothing of it to race over. A folder that cannot be locked is destroyed
+    // anyway: refusing would leave resources billing.
+    let folder = resolved.folder();
+    let _held = match folder.is_dir().then(|| crate::files::lock_folder(folder, "gke-rl destroy")).transpose() {
+        Ok(held) => held,
+        Err(busy @ Error::FolderInUse { .. }) => return Err(busy),
+        Err(other) => {
+            progress.event(Event::Unlocked { folder, why: other.to_string() });
+            None
+        }
+    };
     let d = deployment;
     let Some(state) = resolved.load_state()? else {
         // No state, perhaps a lost folder: never "nothing to destroy" while resources bill.

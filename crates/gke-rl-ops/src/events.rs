@@ -16,6 +16,14 @@ use gke_rl_ray::JobStatus;
 #[non_exhaustive]
 pub enum Event<'a> {
     // ---- deploy and destroy ----
+    /// The deployment folder could not be locked (a file system without locks, a read-only
+    /// folder); destroy goes on without the lock rather than leave resources billing.
+    Unlocked {
+        /// The folder.
+        folder: &'a std::path::Path,
+        /// Why.
+        why: String,
+    },
     /// A deploy step began.
     StepStarted(Step),
     /// It completed.
@@ -252,6 +260,8 @@ pub enum Event<'a> {
     Log(&'a str),
     /// The log stream dropped; it reconnects.
     Reconnecting(&'a str),
+    /// The job ended, but the end of its log could not be read, and why.
+    LogUnread(&'a str),
     /// The job's state changed while it is followed.
     JobState {
         /// Submission id.

@@ -76,10 +76,9 @@ pub struct FolderLock {
     _file: std::fs::File,
 }
 
-/// Takes `folder` (created if missing) for `holder` (e.g. `gke-rl deploy`), or says which
-/// process holds it. The lock file is opened without following a link planted in its place.
+/// Takes the existing `folder` for `holder` (e.g. `gke-rl deploy`), or says which process holds
+/// it. The lock file is opened without following a link planted in its place.
 pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, Error> {
-    std::fs::create_dir_all(folder).map_err(|source| Error::Write { path: folder.to_owned(), source })?;
     let path = folder.join(LOCK_FILE);
     let write = |source| Error::Write { path: path.clone(), source };
     let mut file = match std::fs::File::create_new(&path) {
@@ -133,6 +132,7 @@ mod tests {
     fn a_folder_is_held_by_one_lock_until_it_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("deployment");
+        std::fs::create_dir(&folder).unwrap();
         let held = lock_folder(&folder, "gke-rl deploy").unwrap();
         let refused = lock_folder(&folder, "gke-rl destroy").unwrap_err();
         let pid = std::process::id();

@@ -447,6 +447,7 @@ async fn follow_logging(
             complete = saved.len();
         }
         gke_rl_ray::Event::Reconnecting(reason) => progress.event(Event::Reconnecting(reason)),
+        gke_rl_ray::Event::Unread(why) => progress.event(Event::LogUnread(why)),
     });
     let job = {
         tokio::pin!(follow);

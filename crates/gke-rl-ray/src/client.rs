@@ -262,8 +262,6 @@ pub struct Client {
 /// A live log stream of one job (`/api/jobs/{id}/logs/tail`).
 pub struct LogTail {
     socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    /// A ping sent after a silence, not answered yet.
-    pinged: bool,
 }
 
 /// How a log stream ended, or paused.
@@ -273,33 +271,22 @@ pub enum TailEnd {
     Finished,
     /// The connection dropped; the job may still be running.
     Dropped(String),
-    /// Nothing came for the idle time given to [`LogTail::next`]; a ping went out. The stream is
-    /// still open: a quiet job, or a job that ended behind a stream that no longer delivers.
+    /// No log text came for the idle time given to [`LogTail::next`]. The stream is still
+    /// open: a quiet job, or a job that ended behind a stream that no longer delivers (a
+    /// half-open port-forward). Only the job's state tells them apart: Ray's handler never
+    /// reads the socket, so a ping is never answered.
     Silent,
 }
 
 impl LogTail {
-    /// The next chunk of log text (one or more whole lines), or how the stream ended. After
-    /// `idle` of silence it pings the server and answers [`TailEnd::Silent`]; a ping that gets
-    /// no answer within the next `idle` is a dropped stream (a half-open port-forward delivers
-    /// nothing and never closes). Ray's dashboard (aiohttp) answers pings by itself.
+    /// The next chunk of log text (one or more whole lines), or how the stream ended;
+    /// [`TailEnd::Silent`] after `idle` without log text (control frames do not count).
     pub async fn next(&mut self, idle: std::time::Duration) -> Result<String, TailEnd> {
+        let deadline = tokio::time::Instant::now() + idle;
         loop {
-            let Ok(frame) = tokio::time::timeout(idle, self.socket.next()).await else {
-                if self.pinged {
-                    return Err(TailEnd::Dropped(format!("no answer to a ping in {} s", idle.as_secs())));
-                }
-                self.pinged = true;
-                use futures_util::SinkExt as _;
-                let ping = tokio::time::timeout(idle, self.socket.send(Message::Ping(Vec::new().into()))).await;
-                return match ping {
-                    Ok(Ok(())) => Err(TailEnd::Silent),
-                    Ok(Err(e)) => Err(TailEnd::Dropped(e.to_string())),
-                    Err(_) => Err(TailEnd::Dropped(format!("a ping could not be sent in {} s", idle.as_secs()))),
-                };
+            let Ok(frame) = tokio::time::timeout_at(deadline, self.socket.next()).await else {
+                return Err(TailEnd::Silent);
             };
-            // Any frame shows the other end is there.
-            self.pinged = false;
             match frame {
                 Some(Ok(Message::Text(text))) => return Ok(text.as_str().to_owned()),
                 Some(Ok(Message::Binary(bytes))) => return Ok(String::from_utf8_lossy(&bytes).into_owned()),
@@ -625,7 +612,7 @@ impl Client {
         let timeout = self.options.connect_timeout + self.options.request_timeout;
         match tokio::time::timeout(timeout, connect).await {
             Err(_) => Err(Error::Timeout { address: self.address.clone(), what, seconds: timeout.as_secs() }),
-            Ok(Ok((socket, _))) => Ok(LogTail { socket, pinged: false }),
+            Ok(Ok((socket, _))) => Ok(LogTail { socket }),
             Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
                 let status = response.status();
                 let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();

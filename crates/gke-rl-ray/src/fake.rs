@@ -68,8 +68,8 @@ pub fn upgrade(head: &str, stream: &TcpStream) -> tungstenite::WebSocket<TcpStre
     tungstenite::WebSocket::from_raw_socket(stream, tungstenite::protocol::Role::Server, None)
 }
 
-/// A Ray head whose log stream for [`JOB`] sends `first`, then goes silent without closing and
-/// without answering pings, as a half-open port-forward does. A later connection replays
+/// A Ray head whose log stream for [`JOB`] sends `first`, then goes silent without closing, as
+/// a half-open port-forward does (and without reading, as Ray's handler never does). A later connection replays
 /// `whole` and closes, as a head does for an ended job. `/logs` holds `whole`, and the job's
 /// state is `status(n)`, where n counts the stream's connections so far.
 pub fn silent_head(first: &'static str, whole: &'static str, status: impl Fn(usize) -> &'static str + Send + Sync + 'static) -> String {
@@ -89,7 +89,7 @@ pub fn silent_head(first: &'static str, whole: &'static str, status: impl Fn(usi
                 return;
             }
             let _ = socket.send(Message::text(first));
-            // Read nothing, so no ping is answered, and never close.
+            // Read nothing, and never close.
             std::thread::sleep(Duration::from_secs(600));
         }
         _ => respond(stream, "404 Not Found", "", ""),

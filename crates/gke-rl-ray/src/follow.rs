@@ -13,8 +13,8 @@ pub struct FollowOptions {
     pub retry_for: Duration,
     /// The pause between reconnection attempts.
     pub retry_every: Duration,
-    /// After this long without a byte, the job's state is asked and the stream pinged: a
-    /// terminal job ends the follow, and a ping unanswered for as long again reconnects.
+    /// After this long without log text, the job's state is asked: a terminal job ends the
+    /// follow, whatever its stream does.
     pub idle: Duration,
 }
 
@@ -30,6 +30,8 @@ pub enum Event<'a> {
     Log(&'a str),
     /// The stream dropped; a reconnect follows.
     Reconnecting(&'a str),
+    /// The job ended but the end of its log could not be read, and why.
+    Unread(&'a str),
 }
 
 /// Streams the log of job `id` into `on_event` until the job is terminal and returns its
@@ -37,7 +39,8 @@ pub enum Event<'a> {
 /// reconnect the bytes already delivered are skipped: nothing repeats and nothing is lost.
 /// A dashboard out of reach, or a job it does not know, is an error at once: only a stream
 /// that worked is reconnected. A stream that goes silent never holds the follow past the job:
-/// after `idle` the job's state is asked, and a terminal job's log is read whole for the rest.
+/// after `idle` the job's state is asked, and a terminal job's log is read whole for the rest
+/// (best effort: a rest that cannot be read is said, and the job's end still returned).
 pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_event: impl FnMut(Event<'_>)) -> Result<JobDetails, Error> {
     client.job(id).await?;
     let mut delivered = 0usize;
@@ -63,20 +66,21 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
                             if job.status.is_terminal() {
                                 if delivered == 0 {
                                     // The job ended before its supervisor started: the stream was empty.
-                                    deliver_rest(client, id, delivered, &mut on_event).await?;
+                                    deliver_rest(client, id, delivered, &mut on_event).await;
                                 }
                                 return Ok(job);
                             }
                             break "the log stream ended before the job did".to_owned();
                         }
+                        // A quiet job, or a stream that stopped delivering: the job's state decides.
+                        // Anything but a known answer (a busy head's 503, a timeout) waits on.
                         Err(TailEnd::Silent) => match client.job(id).await {
                             Ok(job) if job.status.is_terminal() => {
-                                deliver_rest(client, id, delivered, &mut on_event).await?;
+                                deliver_rest(client, id, delivered, &mut on_event).await;
                                 return Ok(job);
                             }
-                            Ok(_) => {}
-                            Err(e @ (Error::Unreachable { .. } | Error::Timeout { .. })) => break e.to_string(),
-                            Err(e) => return Err(e),
+                            Err(e @ (Error::JobNotFound { .. } | Error::Unauthorized { .. })) => return Err(e),
+                            Ok(_) | Err(_) => {}
                         },
                         Err(TailEnd::Dropped(reason)) => break reason,
                     }
@@ -97,13 +101,17 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
 }
 
 /// The part of the job's whole log past the `delivered` bytes the stream gave: the end of a
-/// log whose stream stopped delivering.
-async fn deliver_rest(client: &Client, id: &str, delivered: usize, on_event: &mut impl FnMut(Event<'_>)) -> Result<(), Error> {
-    let logs = client.logs(id).await?;
-    // Lossy UTF-8 on the stream can shift byte counts; a cut inside a character skips it.
-    let rest = (delivered..=delivered + 3).find_map(|at| logs.get(at..)).unwrap_or_default();
-    if !rest.is_empty() {
-        on_event(Event::Log(rest));
+/// log whose stream stopped delivering. Best effort: when the log cannot be read (too large,
+/// too slow), that is said, and the follow still ends with the job.
+async fn deliver_rest(client: &Client, id: &str, delivered: usize, on_event: &mut impl FnMut(Event<'_>)) {
+    match client.logs(id).await {
+        Ok(logs) => {
+            // Lossy UTF-8 on the stream can shift byte counts; a cut inside a character skips it.
+            let rest = (delivered..=delivered + 3).find_map(|at| logs.get(at..)).unwrap_or_default();
+            if !rest.is_empty() {
+                on_event(Event::Log(rest));
+            }
+        }
+        Err(e) => on_event(Event::Unread(&e.to_string())),
     }
-    Ok(())
 }

@@ -146,7 +146,7 @@ async fn follow_within(address: &str, idle: std::time::Duration) -> (Result<gke_
     let client = client(address);
     let follow = gke_rl_ray::follow(&client, gke_rl_ray::fake::JOB, &options, |event| match event {
         gke_rl_ray::Event::Log(text) => log.push_str(text),
-        gke_rl_ray::Event::Reconnecting(why) => reconnects.push(why.to_owned()),
+        gke_rl_ray::Event::Reconnecting(why) | gke_rl_ray::Event::Unread(why) => reconnects.push(why.to_owned()),
     });
     let job = tokio::time::timeout(std::time::Duration::from_secs(30), follow).await.expect("the follow ends");
     (job, log, reconnects)
@@ -162,18 +162,44 @@ async fn a_silent_stream_does_not_hold_the_follow_past_the_job() {
     assert_eq!((log.as_str(), reconnects.len()), ("step 1\nstep 2\ndone\n", 0), "{reconnects:?}");
 }
 
-/// Issue 31, item 1: the job runs on while its stream is half-open. An unanswered ping
-/// reconnects, and the new stream carries the follow to the end without repeating a line.
+/// Issue 31, item 1: the job runs on while its stream is half-open, or merely quiet (Ray's
+/// handler never answers a ping, so the two look alike). The follow waits on, asking the job's
+/// state at each idle time, without reconnecting (which would download the whole log again),
+/// and ends with the job and the rest of its log.
 #[tokio::test]
-async fn a_half_open_stream_is_pinged_then_reconnected() {
-    let address =
-        gke_rl_ray::fake::silent_head(
-            "step 1\n",
-            "step 1\nstep 2\ndone\n",
-            |connections| if connections > 1 { "SUCCEEDED" } else { "RUNNING" },
-        );
+async fn a_quiet_or_half_open_stream_waits_for_the_job_without_reconnecting() {
+    let started = std::time::Instant::now();
+    let status = move |_| if started.elapsed() > std::time::Duration::from_millis(1800) { "SUCCEEDED" } else { "RUNNING" };
+    let address = gke_rl_ray::fake::silent_head("step 1\n", "step 1\nstep 2\ndone\n", status);
     let (job, log, reconnects) = follow_within(&address, std::time::Duration::from_millis(500)).await;
     assert_eq!(job.unwrap().status, gke_rl_ray::JobStatus::Succeeded);
-    assert_eq!(log, "step 1\nstep 2\ndone\n");
-    assert!(reconnects.len() == 1 && reconnects[0].contains("no answer to a ping"), "{reconnects:?}");
+    assert_eq!((log.as_str(), reconnects.len()), ("step 1\nstep 2\ndone\n", 0), "{reconnects:?}");
+}
+
+/// Issue 31, item 1: when the end of an ended job's log cannot be read, the follow says so and
+/// still returns the job, so what waits for its end (`--then suspend`) runs.
+#[tokio::test]
+async fn an_unreadable_end_of_log_still_ends_the_follow_with_the_job() {
+    let address = serve_heads(|path, head, stream| match path {
+        "/api/version" => respond(stream, "200 OK", "", &version_body("2.46.0")),
+        "/api/jobs/raysubmit_x" => respond(stream, "200 OK", "", &gke_rl_ray::fake::job_body("SUCCEEDED")),
+        "/api/jobs/raysubmit_x/logs/tail" => {
+            let mut socket = gke_rl_ray::fake::upgrade(head, stream);
+            let _ = socket.send(tokio_tungstenite::tungstenite::Message::text("step 1\n"));
+            std::thread::sleep(std::time::Duration::from_secs(600));
+        }
+        _ => respond(stream, "503 Service Unavailable", "", "busy"),
+    });
+    let options = gke_rl_ray::FollowOptions { idle: std::time::Duration::from_millis(500), ..gke_rl_ray::FollowOptions::default() };
+    let (mut log, mut unread) = (String::new(), Vec::new());
+    let client = client(&address);
+    let follow = gke_rl_ray::follow(&client, gke_rl_ray::fake::JOB, &options, |event| match event {
+        gke_rl_ray::Event::Log(text) => log.push_str(text),
+        gke_rl_ray::Event::Unread(why) => unread.push(why.to_owned()),
+        gke_rl_ray::Event::Reconnecting(_) => {}
+    });
+    let job = tokio::time::timeout(std::time::Duration::from_secs(30), follow).await.expect("the follow ends");
+    assert_eq!(job.unwrap().status, gke_rl_ray::JobStatus::Succeeded);
+    assert_eq!(log, "step 1\n");
+    assert!(unread.len() == 1 && unread[0].contains("503"), "{unread:?}");
 }
