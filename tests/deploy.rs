@@ -323,3 +323,39 @@ fn the_credential_plugins_token_never_reaches_the_terminal() {
         assert!(!both.contains(common::KUBE_TOKEN) && !both.contains("fake-gke-access-token"), "{mode}: the token was printed: {both}");
     }
 }
+
+/// Issue 31, item 4: SIGTERM or SIGHUP to gke-rl alone (a CI runner cancelling, a closed
+/// terminal) reaches gcluster's whole process group, as Ctrl-C does: nothing is orphaned to run
+/// on, the step is recorded, and the exit code is 128 + the signal's number.
+#[test]
+fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
+    for (signal, code) in [("TERM", 143), ("HUP", 129)] {
+        let cloud = Cloud::new(Pods::ReadyAfter(0));
+        let mut command = cloud.command(&["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"]);
+        command.args(["--folder", "deployment"]).env("FAKE_SLEEP", "30").stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        let started = Instant::now();
+        let pid_file = cloud.root.join("cloud/gcluster.pid");
+        while !pid_file.exists() {
+            assert!(started.elapsed() < Duration::from_secs(30), "gcluster never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let gcluster = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+        // To gke-rl's PID alone, not its group: as `kill`, systemd or a CI runner sends it.
+        assert!(Command::new("kill").args([format!("-{signal}"), child.id().to_string()]).status().unwrap().success());
+        let out = common::exited_cleanly(child.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(code), "SIG{signal}: {}", stderr(&out));
+        assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
+        assert!(stderr(&out).contains("interrupted during \"provision with gcluster"), "{}", stderr(&out));
+        let state = std::fs::read_to_string(cloud.root.join("deployment/state.json")).unwrap();
+        assert!(state.contains("\"render\"") && !state.contains("\"provision\""), "{state}");
+        let group_gone =
+            || !Command::new("kill").args(["-0", "--", &format!("-{gcluster}")]).stderr(Stdio::null()).status().unwrap().success();
+        let waited = Instant::now();
+        while !group_gone() {
+            assert!(waited.elapsed() < Duration::from_secs(5), "SIG{signal}: gcluster's process group {gcluster} outlived gke-rl");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

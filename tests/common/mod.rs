@@ -20,8 +20,9 @@ pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
     )
 }
 
-/// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), 130 (Ctrl-C).
-pub const EXIT_CODES: [i32; 4] = [0, 1, 2, 130];
+/// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), and
+/// 128 + a signal's number for a stop by SIGHUP (129), Ctrl-C (130) or SIGTERM (143).
+pub const EXIT_CODES: [i32; 6] = [0, 1, 2, 129, 130, 143];
 
 /// Whether the run ended as gke-rl promises: a documented exit code, and no panic.
 pub fn clean_exit(out: &Output) -> Result<(), String> {

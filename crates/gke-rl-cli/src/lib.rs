@@ -3,7 +3,8 @@
 //!
 //! The binary is `gke-rl`; `cargo xtask <command>` runs the same [`Command`]s through [`run`],
 //! so the two cannot drift. Exit codes: 0 success, 1 findings, a failed job or a failed deploy
-//! step, 2 usage or I/O errors, 130 when Ctrl-C detaches from a job or interrupts deploy/destroy.
+//! step, 2 usage or I/O errors, 130 when Ctrl-C detaches from a job or interrupts deploy/destroy,
+//! 143 or 129 when SIGTERM or SIGHUP interrupts deploy/destroy.
 
 mod blueprint;
 mod cluster;

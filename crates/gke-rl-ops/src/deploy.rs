@@ -84,6 +84,8 @@ pub enum Deployed {
         step: Step,
         /// The state file.
         state: PathBuf,
+        /// The signal's number (2 for Ctrl-C, 15 for SIGTERM, 1 for SIGHUP).
+        signal: i32,
     },
 }
 
@@ -198,7 +200,7 @@ pub async fn deploy(
         let interrupted = if result.is_err() { interrupt.is_set_after_failure().await } else { interrupt.is_set() };
         if interrupted {
             resolved.save_state(&state)?;
-            return Ok(Deployed::Interrupted { step, state: resolved.state_path() });
+            return Ok(Deployed::Interrupted { step, state: resolved.state_path(), signal: interrupt.signal().unwrap_or(2) });
         }
         if let Err(error) = result {
             resolved.save_state(&state)?;

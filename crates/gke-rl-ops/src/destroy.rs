@@ -42,7 +42,10 @@ pub enum Destroyed {
         state: PathBuf,
     },
     /// Interrupted; nothing is lost: a second destroy finishes.
-    Interrupted,
+    Interrupted {
+        /// The signal's number (2 for Ctrl-C, 15 for SIGTERM, 1 for SIGHUP).
+        signal: i32,
+    },
 }
 
 /// What a dry run of destroy shows.
@@ -105,7 +108,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     if state.done(Step::Credentials) {
         delete_ray_cluster(env, &resolved, &mut interrupt, progress).await;
         if interrupt.is_set() {
-            return Ok(Destroyed::Interrupted);
+            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
         }
     }
     if provisioned {
@@ -117,7 +120,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
         let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
         if std::path::Path::new(&gcluster_folder).is_dir() && !resolved.stream(env, progress, &lifecycle::teardown(d, &resolved.site)) {
             if interrupt.is_set_after_failure().await {
-                return Ok(Destroyed::Interrupted);
+                return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
             }
             progress.event(Event::TeardownFailed);
             teardown_failed = true;

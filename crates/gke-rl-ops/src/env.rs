@@ -4,10 +4,15 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use gke_rl::lifecycle::Command;
 use tokio::sync::watch;
+
+/// The process group of the child streaming now (its PID), 0 when none: where a signal that
+/// stops the operation is passed on.
+static STREAMING: AtomicI32 = AtomicI32::new(0);
 
 /// Runs programs and reads the variables of the environment they run in.
 pub trait Runner: Send + Sync {
@@ -60,8 +65,17 @@ impl Runner for Processes {
         }
     }
 
+    /// The child gets a process group of its own (with everything it starts: gcluster's
+    /// terraform), so that a signal to gke-rl (Ctrl-C, SIGTERM, SIGHUP) reaches all of it through
+    /// [`Interrupt`] and none of it is orphaned. Its stdin is empty: a background group that read
+    /// the terminal would stop.
     fn stream(&self, command: &Command, hidden: &[String]) -> bool {
-        self.command(command, hidden).status().is_ok_and(|status| status.success())
+        use std::os::unix::process::CommandExt as _;
+        let Ok(mut child) = self.command(command, hidden).stdin(Stdio::null()).process_group(0).spawn() else { return false };
+        STREAMING.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+        let status = child.wait();
+        STREAMING.store(0, Ordering::SeqCst);
+        status.is_ok_and(|status| status.success())
     }
 
     fn var(&self, name: &str) -> Option<String> {
@@ -118,35 +132,50 @@ impl Kube {
     }
 }
 
-/// What stops a running operation early: Ctrl-C, or a signal a test or an embedding tool sends.
+/// What stops a running operation early: Ctrl-C, SIGTERM or SIGHUP, or what a test or an
+/// embedding tool sends.
 #[derive(Clone)]
 pub enum Interrupt {
-    /// SIGINT. An operation listens only from the moment it can stop cleanly; before that
-    /// Ctrl-C ends the process as usual.
-    CtrlC,
-    /// Set by sending `true`.
-    Manual(watch::Receiver<bool>),
+    /// SIGINT, SIGTERM and SIGHUP, each passed on to the child that streams at the time. An
+    /// operation listens only from the moment it can stop cleanly; before that a signal ends
+    /// the process as usual.
+    Signals,
+    /// Set by sending the signal's number (`2`, as Ctrl-C).
+    Manual(watch::Receiver<Option<i32>>),
 }
 
 impl Interrupt {
-    /// An interrupt set by sending `true`.
-    pub fn manual() -> (watch::Sender<bool>, Interrupt) {
-        let (set, seen) = watch::channel(false);
+    /// An interrupt set by sending a signal's number.
+    pub fn manual() -> (watch::Sender<Option<i32>>, Interrupt) {
+        let (set, seen) = watch::channel(None);
         (set, Interrupt::Manual(seen))
     }
 
-    /// Starts listening. Ctrl-C (and the children in the process group, which get it too)
-    /// then ends the operation cleanly instead of the process. Call inside a tokio runtime.
+    /// Starts listening. A signal then ends the operation cleanly instead of the process.
+    /// Call inside a tokio runtime.
     pub(crate) fn arm(&self) -> std::io::Result<Armed> {
         match self {
             Interrupt::Manual(seen) => Ok(Armed(seen.clone())),
-            Interrupt::CtrlC => {
-                // Registered now, synchronously: a Ctrl-C from here on is ours.
-                let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-                let (set, seen) = watch::channel(false);
+            Interrupt::Signals => {
+                use tokio::signal::unix::{SignalKind, signal};
+                // Registered now, synchronously: a signal from here on is ours.
+                let mut interrupt = signal(SignalKind::interrupt())?;
+                let mut terminate = signal(SignalKind::terminate())?;
+                let mut hangup = signal(SignalKind::hangup())?;
+                let (set, seen) = watch::channel(None);
                 tokio::spawn(async move {
-                    if signal.recv().await.is_some() {
-                        let _ = set.send(true);
+                    loop {
+                        let (number, signal) = tokio::select! {
+                            Some(()) = interrupt.recv() => (2, rustix::process::Signal::INT),
+                            Some(()) = terminate.recv() => (15, rustix::process::Signal::TERM),
+                            Some(()) = hangup.recv() => (1, rustix::process::Signal::HUP),
+                            else => break,
+                        };
+                        if let Some(group) = rustix::process::Pid::from_raw(STREAMING.load(Ordering::SeqCst)) {
+                            let _ = rustix::process::kill_process_group(group, signal);
+                        }
+                        // The first signal names the stop.
+                        set.send_if_modified(|first| first.is_none() && first.replace(number).is_none());
                     }
                 });
                 Ok(Armed(seen))
@@ -157,16 +186,21 @@ impl Interrupt {
 
 /// An interrupt being listened for.
 #[derive(Clone)]
-pub(crate) struct Armed(watch::Receiver<bool>);
+pub(crate) struct Armed(watch::Receiver<Option<i32>>);
 
 impl Armed {
     pub(crate) fn is_set(&self) -> bool {
+        self.0.borrow().is_some()
+    }
+
+    /// The number of the signal that set it (2 for Ctrl-C), if set.
+    pub(crate) fn signal(&self) -> Option<i32> {
         *self.0.borrow()
     }
 
-    /// Whether the interrupt is set, after a failed child process: one that Ctrl-C ended fails
-    /// as the signal reaches this process, before the signal's task may have run, so it gets a
-    /// moment to arrive.
+    /// Whether the interrupt is set, after a failed child process: one that a signal ended
+    /// fails as the signal reaches this process, before the signal's task may have run, so it
+    /// gets a moment to arrive.
     pub(crate) async fn is_set_after_failure(&mut self) -> bool {
         let _ = tokio::time::timeout(std::time::Duration::from_millis(500), self.wait()).await;
         self.is_set()
@@ -174,7 +208,7 @@ impl Armed {
 
     /// Resolves when the interrupt is set; never, when nothing can set it any more.
     pub(crate) async fn wait(&mut self) {
-        if self.0.wait_for(|set| *set).await.is_err() {
+        if self.0.wait_for(Option::is_some).await.is_err() {
             std::future::pending::<()>().await;
         }
     }
@@ -202,7 +236,7 @@ impl Env {
             runner: Arc::new(Processes::default()),
             kube: Kube::FromKubeconfig,
             clock: Arc::new(SystemClock),
-            interrupt: Interrupt::CtrlC,
+            interrupt: Interrupt::Signals,
             poll: Duration::from_secs(2),
         }
     }

@@ -6,7 +6,7 @@ use gke_rl::lifecycle::Step;
 use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::{Env, address::ADDRESS_ECHO};
 
-use super::{INTERRUPTED, Target};
+use super::{Target, interrupted};
 use crate::console::{Console, explain};
 
 /// Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until
@@ -104,13 +104,13 @@ impl DeployArgs {
                 console.say(format_args!("✗ cannot check RayCluster {cluster}\n{}", explain(&error, fix.as_ref(), &get_credentials)));
                 1
             }
-            Deployed::Interrupted { step, state } => {
+            Deployed::Interrupted { step, state, signal } => {
                 console.say(format_args!(
                     "interrupted during \"{}\"; the state is saved in {}\n  {cli} deploy    resumes from there\n  {cli} destroy   removes what exists",
                     step.title(),
                     state.display()
                 ));
-                INTERRUPTED
+                interrupted(signal)
             }
             other => anyhow::bail!("deploy ended in a way this version does not know: {other:?}"),
         };

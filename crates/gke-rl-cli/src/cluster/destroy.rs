@@ -3,7 +3,7 @@
 use gke_rl_ops::Env;
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed};
 
-use super::{INTERRUPTED, Target};
+use super::{Target, interrupted};
 use crate::console::{Console, explain};
 
 /// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
@@ -70,9 +70,9 @@ impl DestroyArgs {
                 ));
                 1
             }
-            Destroyed::Interrupted => {
+            Destroyed::Interrupted { signal } => {
                 console.say(format_args!("interrupted; nothing is lost: re-run `{cli} destroy` to finish"));
-                INTERRUPTED
+                interrupted(signal)
             }
             other => anyhow::bail!("destroy ended in a way this version does not know: {other:?}"),
         })

@@ -13,7 +13,7 @@ use gke_rl::lifecycle::{State, Step};
 use gke_rl_kube::fake::{FakeApiServer, Pods};
 use gke_rl_ops::{Env, Interrupt, Kube, Processes, SystemClock};
 
-use super::{DeployArgs, DestroyArgs, INTERRUPTED, ResumeArgs, SuspendArgs};
+use super::{DeployArgs, DestroyArgs, ResumeArgs, SuspendArgs, interrupted};
 use crate::console::Console;
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
@@ -311,14 +311,14 @@ async fn ctrl_c_mid_deploy_leaves_a_state_that_deploy_and_destroy_accept() {
         while server.requests().iter().filter(|r| r.uri.contains("/pods")).count() < 3 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let _ = press.send(true);
+        let _ = press.send(Some(2));
     });
     let matches = DeployArgs::augment_args(clap::Command::new("deploy"))
         .try_get_matches_from(w.flags(&["--authorized-cidr", "203.0.113.7/32", "--timeout", "1h"]))
         .unwrap();
     let (env, console) = w.env(interrupt);
     let code = DeployArgs::from_arg_matches(&matches).unwrap().execute(env, console).await.unwrap();
-    assert_eq!(code, INTERRUPTED, "{}", w.log());
+    assert_eq!(code, interrupted(2), "{}", w.log());
     assert!(w.log().contains("gke-rl deploy    resumes from there"), "{}", w.log());
     let state = w.state().unwrap();
     assert!(state.done(Step::RayCluster) && !state.done(Step::Ready), "{state:?}");
