@@ -278,3 +278,20 @@ fn following_ends_with_the_job_when_its_log_stream_goes_silent() {
     assert!(stdout(&out).contains("step 1\nstep 2\ndone\n"), "{}", both(&out));
     assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
 }
+
+/// Issue 31, item 12: amounts Ray cannot reserve are refused before anything is sent: JSON has
+/// no NaN or infinity (serde_json would send `null`), and a negative count is no reservation.
+#[test]
+fn resource_amounts_are_finite_and_not_negative() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["--entrypoint-num-gpus", "--entrypoint-num-cpus"] {
+        for value in ["NaN", "inf", "1e400", "-1"] {
+            let out = gke_rl(dir.path(), &["submit", "--address", "http://127.0.0.1:1", &format!("{flag}={value}"), "--", "echo"]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", both(&out));
+            assert!(stderr(&out).contains("is not an amount Ray can reserve"), "{flag} {value}: {}", both(&out));
+        }
+    }
+    let out = gke_rl(dir.path(), &["submit", "--address", "http://127.0.0.1:1", "--entrypoint-resources", r#"{"TPU": -1}"#, "--", "echo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("`TPU` is -1; give a finite number, 0 or more"), "{}", both(&out));
+}

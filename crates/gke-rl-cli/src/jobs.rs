@@ -137,10 +137,10 @@ pub struct SubmitArgs {
     #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
     metadata: Vec<(String, String)>,
     /// CPUs reserved for the entrypoint
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = amount)]
     entrypoint_num_cpus: Option<f64>,
     /// GPUs reserved for the entrypoint
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = amount)]
     entrypoint_num_gpus: Option<f64>,
     /// Memory reserved for the entrypoint, in bytes
     #[arg(long, value_name = "BYTES")]
@@ -154,6 +154,16 @@ pub struct SubmitArgs {
     /// The command to run [default: bash run_nemo_rl.sh]
     #[arg(last = true, value_name = "ENTRYPOINT")]
     entrypoint: Vec<String>,
+}
+
+/// A resource amount Ray can reserve: a finite number, 0 or more. (JSON has no NaN or infinity:
+/// serde_json would send them as `null`, which Ray reads as "not given".)
+fn amount(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        Ok(_) => Err(format!("`{s}` is not an amount Ray can reserve: give a finite number, 0 or more")),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
 }
 
 fn key_value(s: &str) -> Result<(String, String), String> {
@@ -215,10 +225,13 @@ impl SubmitArgs {
             Some(path) => Some((path.display().to_string(), gke_rl_ops::files::read_text(path)?)),
             None => None,
         };
-        let entrypoint_resources = match &self.entrypoint_resources {
+        let entrypoint_resources: Option<std::collections::BTreeMap<String, f64>> = match &self.entrypoint_resources {
             Some(json) => Some(serde_json::from_str(json).context("--entrypoint-resources must be a JSON object of numbers")?),
             None => None,
         };
+        if let Some((name, n)) = entrypoint_resources.iter().flatten().find(|(_, n)| !(n.is_finite() && **n >= 0.0)) {
+            anyhow::bail!("--entrypoint-resources: `{name}` is {n}; give a finite number, 0 or more");
+        }
         let options = SubmitOptions {
             working_dir: self.working_dir.clone(),
             include: self.include.clone(),
