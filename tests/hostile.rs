@@ -295,3 +295,20 @@ fn resource_amounts_are_finite_and_not_negative() {
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(stderr(&out).contains("`TPU` is -1; give a finite number, 0 or more"), "{}", both(&out));
 }
+
+/// Issue 31, item 10: a closed or full stderr never turns a finished command into a panic, and
+/// output that could not be written is an error (status 2 and the reason), never a success.
+#[test]
+fn output_that_cannot_be_written_is_an_error_and_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let codelab = project_root().join("tests/fixtures/codelab");
+    let codelab = codelab.display();
+    for stderr_to in ["2>&-", "2>/dev/full"] {
+        let out = bash(dir.path(), &format!("\"$GKE_RL\" render --out out {stderr_to}; echo \"status $?\""));
+        assert!(stdout(&out).contains("status 0"), "render {stderr_to}: {}", both(&out));
+        assert!(dir.path().join("out/ray-cluster.yaml").is_file(), "render {stderr_to} wrote its files");
+    }
+    let out = bash(dir.path(), &format!("\"$GKE_RL\" validate {codelab} --format sarif >/dev/full"));
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("error: cannot write to stdout: No space left on device"), "{}", both(&out));
+}

@@ -69,7 +69,7 @@ impl Args {
         .collect();
         let vars = if unknown.is_empty() { String::new() } else { format!(" --vars {}", unknown.join(",")) };
         let out = self.output.out.display();
-        eprintln!(
+        crate::terminal::errln!(
             "{}",
             crate::terminal::shown(&format!(
                 "{changed} lines changed; review {out}/gke-a4.yaml.patch, then:\n  gcluster deploy {out}/gke-a4.yaml -d {out}/gke-a4-deployment.yaml{vars} --auto-approve"

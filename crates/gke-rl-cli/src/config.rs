@@ -71,7 +71,7 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
     let deployment = if from_env_sh {
         let imported = envsh::import(&text).map_err(|d| reported(&d))?;
         for warning in &imported.warnings {
-            eprintln!("{}\n", reported(warning));
+            crate::terminal::errln!("{}\n", reported(warning));
         }
         imported.deployment
     } else {

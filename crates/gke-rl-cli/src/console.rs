@@ -230,7 +230,7 @@ impl Progress for Console {
         if !std::io::stdin().is_terminal() {
             return Err("stdin is not a terminal; pass --yes".into());
         }
-        eprint!("{asked} [y/N] ");
+        crate::terminal::err(&format!("{asked} [y/N] "));
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer).map_err(|e| e.to_string())?;
         Ok(matches!(answer.trim(), "y" | "Y" | "yes"))

@@ -280,7 +280,7 @@ impl SubmitArgs {
                 .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
             let report = recovered.records.report();
             if !report.is_empty() {
-                eprint!("{}", crate::terminal::shown(&report));
+                crate::terminal::err(&crate::terminal::shown(&report));
             }
             let finished = matches!(recovered.followed, Followed::Finished { .. });
             let code = ended(&head, &id, recovered.followed, &console)?;
@@ -359,7 +359,7 @@ fn ended(head: &Head, id: &str, followed: Followed, console: &Console) -> anyhow
         Followed::Finished { job, checkpoints } => {
             let report = checkpoints.report();
             if !report.is_empty() {
-                eprint!("{}", crate::terminal::shown(&report));
+                crate::terminal::err(&crate::terminal::shown(&report));
             }
             let message = job.message.as_deref().unwrap_or_default();
             console.say(format_args!("job {} {}: {message}", job.id(), job.status));
@@ -409,7 +409,7 @@ impl StatusArgs {
             let records = gke_rl::supervisor::Records::of(&log);
             let report = records.report();
             if !report.is_empty() {
-                eprint!("{}", crate::terminal::shown(&report));
+                crate::terminal::err(&crate::terminal::shown(&report));
             }
             match records.ended() {
                 Some((status, reason)) => connected.console.say(format_args!("run {status}: {reason}")),

@@ -111,8 +111,8 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             match e.downcast_ref::<report::Reported>() {
-                Some(reported) => eprintln!("{}", terminal::shown(&reported.0)),
-                None => eprintln!("error: {}", terminal::shown(&format!("{e:#}"))),
+                Some(reported) => crate::terminal::errln!("{}", terminal::shown(&reported.0)),
+                None => crate::terminal::errln!("error: {}", terminal::shown(&format!("{e:#}"))),
             }
             ExitCode::from(2)
         }

@@ -40,7 +40,7 @@ impl Args {
         let shown: Vec<_> = validate::validate(&sources).into_iter().filter(|f| f.diagnostic.severity >= Severity::Warning).collect();
         for finding in &shown {
             let text = artifacts.iter().find(|a| a.name == finding.file).map_or("", |a| a.contents.as_str());
-            eprintln!("{}\n", Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic });
+            crate::terminal::errln!("{}\n", Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic });
         }
         let errors: Vec<_> = shown.iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
         if !errors.is_empty() {
@@ -49,7 +49,7 @@ impl Args {
             } else {
                 "nothing was written; fix the config, or pass --force to write anyway"
             };
-            eprintln!("the render has {} error{}: {fix}", errors.len(), if errors.len() == 1 { "" } else { "s" });
+            crate::terminal::errln!("the render has {} error{}: {fix}", errors.len(), if errors.len() == 1 { "" } else { "s" });
             if !self.output.force {
                 return Ok(1);
             }
@@ -57,7 +57,7 @@ impl Args {
         let out = &self.output.out;
         let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
         summarize(out, &artifacts, &outcomes);
-        eprintln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment)));
+        crate::terminal::errln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment)));
         Ok(0)
     }
 }
@@ -71,7 +71,7 @@ pub fn summarize(out: &Path, artifacts: &[&Artifact], outcomes: &[Outcome]) {
             Outcome::Unchanged => "unchanged",
         };
         let path = crate::terminal::shown(&out.join(artifact.name).display().to_string());
-        eprintln!("{verb:>9}  {path:<32} {:>3} lines", artifact.contents.lines().count());
+        crate::terminal::errln!("{verb:>9}  {path:<32} {:>3} lines", artifact.contents.lines().count());
     }
 }
 

@@ -22,14 +22,25 @@ pub fn shown(text: &str) -> String {
 }
 
 /// Writes `text` to stdout. When the reader has gone (`gke-rl validate | head -1`), the process
-/// ends quietly with status 0, as other Unix tools do, instead of panicking.
+/// ends quietly with status 0, as other Unix tools do, instead of panicking. Any other failure
+/// (`>/dev/full`, a closed stdout) ends it with status 2 and the reason: output that was asked
+/// for and not written is an error, never a success.
 pub fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush())
-        && e.kind() == std::io::ErrorKind::BrokenPipe
-    {
-        std::process::exit(0);
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            err(&format!("error: cannot write to stdout: {e}\n"));
+            std::process::exit(2);
+        }
     }
+}
+
+/// Writes `text` to stderr, ignoring failure: a closed or full stderr has no one to tell, and
+/// must not turn a finished command into a panic (`eprintln!` panics there).
+pub fn err(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// [`out`] with a newline.
@@ -39,6 +50,14 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+/// [`err`] with a newline: `eprintln!` that never panics.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::terminal::err(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use errln;
 
 #[cfg(test)]
 mod tests {

@@ -47,7 +47,11 @@ impl Args {
     pub fn run(self) -> anyhow::Result<bool> {
         let Inputs { mut files, unreadable, unknown } = self.read_paths()?;
         if !unknown.is_empty() {
-            eprintln!("note: skipped {} that gke-rl does not check: {}", plural(unknown.len(), "file"), shown(&unknown.join(", ")));
+            crate::terminal::errln!(
+                "note: skipped {} that gke-rl does not check: {}",
+                plural(unknown.len(), "file"),
+                shown(&unknown.join(", "))
+            );
         }
         if !self.paths.is_empty() && files.is_empty() && unreadable.is_empty() && !self.source.is_explicit() {
             let named: Vec<String> = self.paths.iter().map(|p| display(p)).collect();
