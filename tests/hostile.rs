@@ -312,3 +312,27 @@ fn output_that_cannot_be_written_is_an_error_and_never_a_panic() {
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(stderr(&out).contains("error: cannot write to stdout: No space left on device"), "{}", both(&out));
 }
+
+/// Issue 31, item 11: a server that answers another submission id than the one sent is
+/// refused, so no id of its choosing reaches a command printed to be pasted.
+#[test]
+fn a_submission_id_the_server_chose_is_refused() {
+    use gke_rl_ray::fake::{respond, serve, version_body};
+    let dir = tempfile::tempdir().unwrap();
+    let address = serve(|path, head, stream| match path {
+        "/api/version" => respond(stream, "200 OK", "", &version_body("2.46.0")),
+        "/api/jobs/" if head.starts_with("POST") => {
+            respond(stream, "200 OK", "", r#"{"submission_id": "x; touch pwned", "job_id": null}"#);
+        }
+        "/api/jobs/" => respond(stream, "200 OK", "", "[]"),
+        _ if path.starts_with("/api/v0/nodes") => {
+            respond(stream, "200 OK", "", r#"{"data": {"result": {"result": [{"state": "ALIVE"}, {"state": "ALIVE"}]}}}"#);
+        }
+        _ if path.starts_with("/api/packages/") => respond(stream, "200 OK", "", ""),
+        _ => respond(stream, "404 Not Found", "", ""),
+    });
+    let out = gke_rl(dir.path(), &["submit", "--no-wait", "--address", &address, "--", "echo", "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains(r#"the server answered submission id "x; touch pwned" for the "raysubmit_"#), "{}", both(&out));
+    assert!(!both(&out).contains("logs x; touch pwned"), "{}", both(&out));
+}

@@ -271,7 +271,7 @@ impl SubmitArgs {
             let head = self.connection.head(d, &env, console.clone()).await?;
             let submitted = gke_rl_ops::jobs::submit_supervised(&head.client, prepared, &*console).await.map_err(submit_error)?;
             if self.no_wait {
-                console.say(format_args!("follow it with: {cli} logs {} --follow{}", submitted.id, reattach(&head)));
+                console.say(format_args!("follow it with: {}", follow_command(&head, &submitted.id)));
                 return Ok(0);
             }
             let id = submitted.id;
@@ -333,8 +333,16 @@ fn submit_error(error: gke_rl_ops::Error) -> anyhow::Error {
 }
 
 /// The `--address` that reaches the same dashboard again, when it was given.
-fn reattach(head: &Head) -> String {
-    if head.is_forwarded() { String::new() } else { format!(" --address {}", head.client.address()) }
+/// `gke-rl logs ID --follow`, with the `--address` that reaches the same dashboard when one was
+/// given: each word shell-quoted, since it is printed to be pasted.
+fn follow_command(head: &Head, id: &str) -> String {
+    let mut words = crate::name().split_whitespace().map(str::to_owned);
+    let program = words.next().unwrap_or_default();
+    let mut args: Vec<String> = words.chain(["logs".to_owned(), id.to_owned(), "--follow".to_owned()]).collect();
+    if !head.is_forwarded() {
+        args.extend(["--address".to_owned(), head.client.address().to_owned()]);
+    }
+    gke_rl::lifecycle::Command { program, args, dir: None }.to_string()
 }
 
 /// Follows the job to its end; Ctrl-C detaches.
@@ -347,13 +355,9 @@ async fn watch(head: &Head, id: &str, env: &Env, console: &Console) -> anyhow::R
 /// The end of following a job: the re-attach hint on Ctrl-C, else the checkpoint report and
 /// the final state; the exit code.
 fn ended(head: &Head, id: &str, followed: Followed, console: &Console) -> anyhow::Result<u8> {
-    let cli = crate::name();
     match followed {
         Followed::Detached => {
-            console.say(format_args!(
-                "\ndetached from job {id}; it keeps running. Re-attach with:\n  {cli} logs {id} --follow{}",
-                reattach(head)
-            ));
+            console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, id)));
             Ok(DETACHED)
         }
         Followed::Finished { job, checkpoints } => {

@@ -525,7 +525,15 @@ impl Client {
             struct Submitted {
                 submission_id: String,
             }
-            return parse::<Submitted>(what, &body).map(|s| s.submission_id);
+            // The id is printed in commands to paste and used in URLs: the server gets no say.
+            let answered = parse::<Submitted>(what, &body)?.submission_id;
+            return match &request.submission_id {
+                Some(sent) if *sent != answered => Err(Error::Protocol {
+                    what: what.to_owned(),
+                    reason: format!("the server answered submission id {answered:?} for the {sent:?} sent"),
+                }),
+                _ => Ok(answered),
+            };
         }
         // The head relays the agent's 400 as a 500 with a traceback: the text is what counts.
         if body.contains("already exists") {
