@@ -336,3 +336,46 @@ fn a_submission_id_the_server_chose_is_refused() {
     assert!(stderr(&out).contains(r#"the server answered submission id "x; touch pwned" for the "raysubmit_"#), "{}", both(&out));
     assert!(!both(&out).contains("logs x; touch pwned"), "{}", both(&out));
 }
+
+/// Issue 31, item 14: a signal during `render` leaves no temporary file behind, and one that a
+/// killed run left (older than a minute) is swept by the next run.
+#[test]
+fn render_leaves_no_temporary_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let temporaries = |out: &Path| -> Vec<String> {
+        std::fs::read_dir(out)
+            .map(|entries| {
+                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".tmp")).collect()
+            })
+            .unwrap_or_default()
+    };
+    for round in 0..24u64 {
+        let out = dir.path().join(format!("out{round}"));
+        let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .current_dir(dir.path())
+            .args(["render", "--out", out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(round * 700));
+        let signal = ["-INT", "-TERM", "-HUP"][usize::try_from(round % 3).unwrap()];
+        let _ = Command::new("kill").args([signal, &child.id().to_string()]).status();
+        let status = child.wait_with_output().unwrap().status;
+        // Killed by the signal itself before render listens: it has written nothing yet.
+        use std::os::unix::process::ExitStatusExt as _;
+        assert!(
+            matches!((status.code(), status.signal()), (Some(0 | 129 | 130 | 143), _) | (None, Some(1 | 2 | 15))),
+            "round {round}: {status:?}"
+        );
+        assert_eq!(temporaries(&out), Vec::<String>::new(), "round {round} ({signal}) left temporary files");
+    }
+    let out = dir.path().join("out0");
+    std::fs::create_dir_all(&out).unwrap();
+    let stale = std::fs::File::create(out.join(".gke-rl-killed.tmp")).unwrap();
+    stale.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
+    std::fs::write(out.join(".gke-rl-writing.tmp"), "").unwrap();
+    let rendered = gke_rl(dir.path(), &["render", "--out", out.to_str().unwrap(), "--force"]);
+    assert_eq!(rendered.status.code(), Some(0), "{}", both(&rendered));
+    assert_eq!(temporaries(&out), vec![".gke-rl-writing.tmp".to_owned()], "the stale one is swept, the young one kept");
+}

@@ -112,6 +112,8 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
         );
     }
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    gke_rl_ops::files::sweep_temporaries(out);
+    gke_rl_ops::files::remove_temporaries_on_signals().context("cannot listen for signals")?;
     for (artifact, outcome) in artifacts.iter().zip(&outcomes) {
         if *outcome != Outcome::Unchanged {
             gke_rl_ops::files::write_atomically(&out.join(artifact.name), artifact.contents.as_bytes(), artifact.executable)?;

@@ -55,14 +55,76 @@ fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
 pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Result<(), Error> {
     let write = |source| Error::Write { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut temp = tempfile::Builder::new().prefix(".gke-rl-").suffix(".tmp").tempfile_in(dir).map_err(write)?;
-    temp.write_all(contents).map_err(write)?;
-    temp.as_file().sync_all().map_err(write)?;
-    let mode = if executable { 0o755 } else { 0o644 };
-    use std::os::unix::fs::PermissionsExt as _;
-    temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode)).map_err(write)?;
-    temp.persist(path).map_err(|e| write(e.error))?;
+    // Made and listed under the list's lock: the signal handler, which takes it too, sees every
+    // temporary file that exists.
+    let (mut temp, pending) = {
+        let mut listed = pending_temporaries();
+        let temp = tempfile::Builder::new().prefix(TEMP_PREFIX).suffix(TEMP_SUFFIX).tempfile_in(dir).map_err(write)?;
+        listed.push(temp.path().to_owned());
+        let pending = temp.path().to_owned();
+        (temp, pending)
+    };
+    let written = (|| {
+        temp.write_all(contents)?;
+        temp.as_file().sync_all()?;
+        let mode = if executable { 0o755 } else { 0o644 };
+        use std::os::unix::fs::PermissionsExt as _;
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+        temp.persist(path).map(drop).map_err(|e| e.error)
+    })();
+    pending_temporaries().retain(|p| *p != pending);
+    written.map_err(write)
+}
+
+const TEMP_PREFIX: &str = ".gke-rl-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// The temporary files [`write_atomically`] has made and not yet renamed.
+fn pending_temporaries() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
+    static PENDING: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    PENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// For a command without signal handling of its own (`render`): a SIGINT, SIGTERM or SIGHUP
+/// from now on removes [`write_atomically`]'s unrenamed temporary files, then ends the process
+/// with 128 + the signal's number, as the default action would have.
+pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    let listening = {
+        let _inside = runtime.enter();
+        (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::hangup())?)
+    };
+    std::thread::spawn(move || {
+        let (mut interrupt, mut terminate, mut hangup) = listening;
+        let number = runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => 2,
+                _ = terminate.recv() => 15,
+                _ = hangup.recv() => 1,
+            }
+        });
+        for path in pending_temporaries().drain(..) {
+            let _ = std::fs::remove_file(path);
+        }
+        std::process::exit(128 + number);
+    });
     Ok(())
+}
+
+/// Removes temporary files of [`write_atomically`] in `dir` older than a minute: what a process
+/// killed mid-write (SIGKILL, a power cut) left. A younger one may be another run's, mid-write.
+pub fn sweep_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten().take(100_000) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let stale = entry.metadata().ok().filter(std::fs::Metadata::is_file).and_then(|m| m.modified().ok()).and_then(|m| m.elapsed().ok());
+        if name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX) && stale.is_some_and(|age| age > std::time::Duration::from_secs(60))
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The lock file in a deployment folder.
