@@ -379,3 +379,22 @@ fn render_leaves_no_temporary_file_behind() {
     assert_eq!(rendered.status.code(), Some(0), "{}", both(&rendered));
     assert_eq!(temporaries(&out), vec![".gke-rl-writing.tmp".to_owned()], "the stale one is swept, the young one kept");
 }
+
+/// Issue 31, item 13: `deploy --dry-run` refuses what `render` refuses, and shows every object
+/// deploy would apply, the idle guard's included.
+#[test]
+fn deploy_dry_run_refuses_what_render_refuses_and_shows_the_idle_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let dry_run = ["deploy", "--dry-run", "--project", "my-project", "--authorized-cidr", "203.0.113.7/32"];
+    let mut guarded = dry_run.to_vec();
+    guarded.extend(["--idle-timeout", "30m"]);
+    let out = gke_rl(dir.path(), &guarded);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let plan = both(&out);
+    assert!(plan.contains("the run keeper: ConfigMap default/ray-a4-gpu-spot-keeper, CronJob default/ray-a4-gpu-spot-keeper"), "{plan}");
+    assert!(plan.contains("the idle guard: ServiceAccount default/") && plan.contains("CronJob default/"), "{plan}");
+    std::fs::write(dir.path().join("gke-rl.yaml"), "lustre:\n  capacity_gib: 1\n").unwrap();
+    let out = gke_rl(dir.path(), &dry_run);
+    assert_ne!(out.status.code(), Some(0), "{}", both(&out));
+    assert!(stderr(&out).contains("the render fails validation") && stderr(&out).contains("1 GiB is outside"), "{}", both(&out));
+}

@@ -18,15 +18,19 @@ pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rende
         text: original.to_owned(),
         diagnostic: Box::new(diagnostic),
     })?;
+    check_render(rendered, Some(&patched))?;
+    Ok(patched)
+}
+
+/// The render validated as `render` validates it, with the patched blueprint when there is
+/// one: its errors refuse a deploy, and its plan.
+pub fn check_render(rendered: &Artifacts, patched: Option<&str>) -> Result<(), Error> {
     let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
-    files.push(SourceFile { name: "gke-a4.yaml", text: &patched });
+    files.extend(patched.map(|text| SourceFile { name: "gke-a4.yaml", text }));
     let errors: Vec<String> = validate::validate(&files)
         .into_iter()
         .filter(|f| f.diagnostic.severity == Severity::Error)
         .map(|f| format!("{}:{}: {}", f.file, f.diagnostic.line, f.diagnostic.message))
         .collect();
-    if !errors.is_empty() {
-        return Err(Error::Invalid { errors });
-    }
-    Ok(patched)
+    if errors.is_empty() { Ok(()) } else { Err(Error::Invalid { errors }) }
 }

@@ -98,6 +98,13 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         (None, Some(cidr)) => cidr.to_string(),
         (None, None) => "<this machine's public address>/32".to_owned(),
     };
+    // What a deploy would refuse, the plan refuses: a render with errors, with the patched
+    // blueprint when the toolkit is there (without it, preflight would stop; warned below).
+    let blueprint_path = Path::new(&resolved.site.toolkit).join(TOOLKIT_BLUEPRINT);
+    match files::read_text(&blueprint_path) {
+        Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
+        Err(_) => crate::blueprint::check_render(artifacts, None)?,
+    }
     let wait = crate::took(options.timeout);
     let plan = lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
@@ -522,9 +529,7 @@ async fn run_step(
                     progress.event(Event::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
                 }
             }
-            let keeper = Some(("run keeper", gke_rl::supervisor::keeper_manifests(d)));
-            let guard = gke_rl::guard::manifests(d).map(|m| ("idle guard", m));
-            for (what, manifests) in keeper.into_iter().chain(guard) {
+            for (what, manifests) in lifecycle::helpers(d) {
                 let applied = clusters.apply_all(&manifests).await?;
                 progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }

@@ -101,8 +101,9 @@ pub enum Error {
         /// Where and what.
         diagnostic: Box<gke_rl::Diagnostic>,
     },
-    /// The patched blueprint and the artifacts disagree: nothing was written.
-    #[error("the patched blueprint fails validation; nothing was written:\n  {}", errors.join("\n  "))]
+    /// The render (with the patched blueprint, when there is one) fails validation: nothing was
+    /// written or deployed.
+    #[error("the render fails validation, as `render` would say; nothing was written or deployed:\n  {}", errors.join("\n  "))]
     Invalid {
         /// `file:line: message` of each error.
         errors: Vec<String>,

@@ -104,7 +104,9 @@ pub fn remove_temporaries_on_signals() -> std::io::Result<()> {
                 _ = hangup.recv() => 1,
             }
         });
-        for path in pending_temporaries().drain(..) {
+        // The list stays locked until the process is gone: no new temporary file is made after.
+        let mut pending = pending_temporaries();
+        for path in pending.drain(..) {
             let _ = std::fs::remove_file(path);
         }
         std::process::exit(128 + number);

@@ -135,6 +135,14 @@ impl Folder<'_> {
     }
 }
 
+/// The in-cluster helpers deploy applies after the RayCluster, each with its objects (one YAML
+/// document each): the run keeper, and the idle guard when the deployment has an idle timeout.
+pub fn helpers(deployment: &Deployment) -> Vec<(&'static str, String)> {
+    let keeper = Some(("run keeper", crate::supervisor::keeper_manifests(deployment)));
+    let guard = crate::guard::manifests(deployment).map(|m| ("idle guard", m));
+    keeper.into_iter().chain(guard).collect()
+}
+
 /// The environment variables that hold the deployment's secrets: no child process inherits
 /// them, no upload may contain their values, and job output redacts them: the Secret's, and
 /// the Ray token's.

@@ -78,6 +78,16 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
             crate::render::NETWORK_POLICY_FILE
         )
     });
+    for (what, manifests) in super::helpers(deployment) {
+        let objects: Vec<String> = manifests
+            .split("\n---\n")
+            .filter_map(|document| {
+                let root = crate::yaml::Node::parse(document)?;
+                Some(format!("{} {namespace}/{}", root.get(&["kind"])?.text()?, root.get(&["metadata", "name"])?.text()?))
+            })
+            .collect();
+        cluster_step.push(format!("server-side apply (field manager gke-rl) the {what}: {}", objects.join(", ")));
+    }
     step(Step::RayCluster, &cluster_step);
     let workers = deployment.topology.node_count;
     step(
