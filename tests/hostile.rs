@@ -398,3 +398,19 @@ fn deploy_dry_run_refuses_what_render_refuses_and_shows_the_idle_guard() {
     assert_ne!(out.status.code(), Some(0), "{}", both(&out));
     assert!(stderr(&out).contains("the render fails validation") && stderr(&out).contains("1 GiB is outside"), "{}", both(&out));
 }
+
+/// Issue 31, item 15: a named pipe reached through /proc (not a shell's `<(…)` descriptor) is
+/// refused at once like any other, and bidirectional overrides in a file are shown escaped.
+#[test]
+fn proc_paths_to_named_pipes_are_refused_and_bidi_overrides_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.yaml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let through_proc = format!("/proc/self/root{}", fifo.display());
+    let out = bash(dir.path(), &format!("timeout 20 \"$GKE_RL\" render --config {through_proc}"));
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("is a named pipe, not a file"), "{}", both(&out));
+    std::fs::write(dir.path().join("env.sh"), "export REGION=us-east1\nexport ZONE=us-west1-a # \u{202e}txt.exe\n").unwrap();
+    let out = gke_rl(dir.path(), &["validate", "env.sh"]);
+    assert!(stdout(&out).contains("\\u{202e}txt.exe") && !both(&out).contains('\u{202e}'), "{}", both(&out));
+}

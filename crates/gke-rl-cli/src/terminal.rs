@@ -5,14 +5,16 @@
 use std::io::Write as _;
 
 /// `text` as it may be shown: secrets replaced by `<redacted>`
-/// ([`gke_rl::secrets::redact`]), and control characters other than newline and tab written
-/// as `\u{…}`, so input files and server answers cannot move the cursor, retitle the
-/// terminal or hide text.
+/// ([`gke_rl::secrets::redact`]), and control characters other than newline and tab, and the
+/// bidirectional overrides and isolates (U+202E and the like), written as `\u{…}`, so input
+/// files and server answers cannot move the cursor, retitle the terminal, or reorder or hide
+/// text.
 pub fn shown(text: &str) -> String {
     let redacted = gke_rl::secrets::redact(text);
     let mut out = String::with_capacity(redacted.len());
+    let bidi = |c: char| matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     for c in redacted.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if (c.is_control() && c != '\n' && c != '\t') || bidi(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
@@ -65,5 +67,6 @@ mod tests {
     fn escapes_control_characters_and_redacts_secrets() {
         assert_eq!(super::shown("a\u{1b}]0;pwned\u{7}b\r\n\tc"), "a\\u{1b}]0;pwned\\u{7}b\\u{d}\n\tc");
         assert_eq!(super::shown("HF_TOKEN=hf_x"), "HF_TOKEN=<redacted>");
+        assert_eq!(super::shown("ok \u{202e}gpj.exe\u{2069}"), "ok \\u{202e}gpj.exe\\u{2069}");
     }
 }

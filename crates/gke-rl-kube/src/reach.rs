@@ -67,6 +67,17 @@ pub async fn connect(path: Option<&Path>, context: Option<&str>, options: &Optio
         exec.interactive_mode = Some(kube::config::ExecInteractiveMode::Never);
     }
     let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+    // Credentials over plain HTTP are readable by anyone on the path; only this machine's
+    // loopback (`kubectl proxy`, a tunnel) is spared.
+    let loopback = config.cluster_url.host().is_some_and(|host| {
+        host == "localhost" || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    });
+    let credentials = config.auth_info.exec.is_some() || config.auth_info.token.is_some() || config.auth_info.token_file.is_some();
+    if config.cluster_url.scheme_str() == Some("http") && !loopback && credentials {
+        return Err(Error::Kubeconfig(format!(
+            "{server} is plain http://: the cluster's credentials would cross the network in clear text; use its https:// address"
+        )));
+    }
     // An exec plugin runs here already, for the first token: on the blocking pool and within
     // the call bound, so a plugin that never answers cannot hold the caller (destroy goes on
     // without the API). kube-rs runs each refresh on the blocking pool too, inside a call's bound.

@@ -274,3 +274,18 @@ async fn answers_are_bounded_in_size_and_printed_messages_are_cut() {
         &printed[..printed.len().min(300)]
     );
 }
+
+/// Issue 31, item 15: credentials never go to a plain-HTTP API server off this machine.
+#[tokio::test]
+async fn credentials_never_go_to_a_plain_http_server_off_this_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("plugin-ran");
+    let plugin_path = dir.path().join("auth-plugin");
+    std::fs::write(&plugin_path, format!("#!/bin/sh\ntouch {}\nexit 1\n", ran.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&plugin_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = kubeconfig(dir.path(), "http://192.0.2.1:8080", None, &plugin_path.display().to_string());
+    let refused = connect(Some(&config), None, &quick()).await.err().unwrap().to_string();
+    assert!(refused.contains("plain http://") && refused.contains("use its https:// address"), "{refused}");
+    assert!(!ran.exists(), "the credential plugin never ran");
+}

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use gke_rl::lifecycle::Command;
 use tokio::sync::watch;
 
+/// How long a query ([`Runner::read`]) may take: gcloud's slowest answer here is a project's
+/// quotas, in seconds.
+pub const READ_WITHIN: Duration = Duration::from_secs(120);
+
 /// The process group of the child streaming now (its PID), 0 when none: where a signal that
 /// stops the operation is passed on.
 static STREAMING: AtomicI32 = AtomicI32::new(0);
@@ -53,16 +57,57 @@ impl Processes {
     }
 }
 
-impl Runner for Processes {
-    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String> {
-        let output = self.command(command, hidden).stdin(Stdio::null()).output();
-        match output {
-            Ok(output) if output.status.success() => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-            Ok(output) => {
-                Err(format!("{} exited with {}: {}", command.program, output.status, String::from_utf8_lossy(&output.stderr).trim()))
+impl Processes {
+    /// [`Runner::read`] within `within`.
+    fn read_within(&self, command: &Command, hidden: &[String], within: Duration) -> Result<String, String> {
+        let spawned = self.command(command, hidden).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let mut child = spawned.map_err(|e| format!("cannot run {}: {e}", command.program))?;
+        // Read on threads that hand over what they read by the deadline: a grandchild that
+        // keeps a pipe open must not hold the answer.
+        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            let (send, receive) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(pipe) = pipe {
+                    use std::io::Read as _;
+                    let _ = pipe.take(16 << 20).read_to_end(&mut bytes);
+                }
+                let _ = send.send(bytes);
+            });
+            receive
+        };
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+        let deadline = Instant::now() + within;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("{} did not answer within {} s", command.program, within.as_secs()));
+                }
+                Err(e) => return Err(format!("cannot wait for {}: {e}", command.program)),
             }
-            Err(e) => Err(format!("cannot run {}: {e}", command.program)),
+        };
+        let collect = |pipe: std::sync::mpsc::Receiver<Vec<u8>>| {
+            pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()
+        };
+        let (stdout, stderr) = (collect(stdout), collect(stderr));
+        if status.success() {
+            Ok(String::from_utf8_lossy(&stdout).into_owned())
+        } else {
+            Err(format!("{} exited with {status}: {}", command.program, String::from_utf8_lossy(&stderr).trim()))
         }
+    }
+}
+
+impl Runner for Processes {
+    /// Bounded like a call: a query (gcloud asking the network, a prompt nobody answers) that
+    /// takes longer than [`READ_WITHIN`] is killed, and each of its outputs is read up to 16 MiB.
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String> {
+        self.read_within(command, hidden, READ_WITHIN)
     }
 
     /// The child gets a process group of its own (with everything it starts: gcluster's
@@ -244,5 +289,28 @@ impl Env {
     /// A variable of the environment the runner's programs see, if set and not empty.
     pub(crate) fn var(&self, name: &str) -> Option<String> {
         self.runner.var(name).filter(|v| !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 31, item 15: a query that never answers (gcloud on a dead network) is killed at its
+    /// bound instead of holding preflight; one that answers gives its output.
+    #[test]
+    fn a_query_is_bounded_in_time() {
+        let run = |program: &str, args: &[&str]| Command {
+            program: program.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            dir: None,
+        };
+        let started = Instant::now();
+        let error = Processes::default().read_within(&run("sleep", &["30"]), &[], Duration::from_secs(1)).unwrap_err();
+        assert!(error.contains("sleep did not answer within 1 s"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert_eq!(Processes::default().read_within(&run("echo", &["hi"]), &[], Duration::from_secs(10)), Ok("hi\n".to_owned()));
+        let failed = Processes::default().read_within(&run("sh", &["-c", "echo no >&2; exit 3"]), &[], Duration::from_secs(10));
+        assert!(failed.is_err_and(|e| e.contains("exit status: 3: no")));
     }
 }

@@ -22,7 +22,7 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
     let metadata = std::fs::metadata(path).map_err(read)?;
-    let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || path.starts_with("/proc");
+    let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || is_proc_fd(path);
     if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
         return Err(Error::NotAFile { path: path.to_owned(), kind });
     }
@@ -34,6 +34,14 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
         return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(bytes.len() as u64) });
     }
     Ok(bytes)
+}
+
+/// `/proc/self/fd/N` or `/proc/<pid>/fd/N`: how some shells pass `<(command)`. Any other path
+/// under /proc (`/proc/self/root/tmp/fifo`) is a path like any other.
+fn is_proc_fd(path: &Path) -> bool {
+    let parts: Vec<_> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    matches!(parts.as_slice(), [root, proc, process, fd, n] if root == "/" && proc == "proc" && (process == "self" || number(process)) && fd == "fd" && number(n))
 }
 
 /// What a file that is neither a regular file nor a folder is.
