@@ -256,14 +256,19 @@ fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
         Ok(clusters) => clusters.iter().map(|(name, location)| format!("GKE cluster {name} ({location}, {label})")).collect(),
         Err(reason) => vec![format!("GKE clusters {label} (gcloud could not list them: {reason})")],
     };
-    remains.extend(
-        lifecycle::leftovers(d, site)
-            .into_iter()
-            .filter(|(_, command)| resolved.read(env, command).is_ok_and(|out| !out.trim().is_empty()))
-            .map(|(what, _)| what),
-    );
-    if let Ok(buckets) = resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
-        remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}")));
+    // A describe that fails says "not found"; one that gave no answer in time says nothing, and
+    // what it asked about may remain.
+    for (what, command) in lifecycle::leftovers(d, site) {
+        match resolved.read(env, &command) {
+            Ok(out) if !out.trim().is_empty() => remains.push(what),
+            Err(reason) if reason.contains(crate::env::NO_ANSWER) => remains.push(format!("{what} (unknown: {reason})")),
+            Ok(_) | Err(_) => {}
+        }
+    }
+    match resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
+        Ok(buckets) => remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}"))),
+        Err(reason) if reason.contains(crate::env::NO_ANSWER) => remains.push(format!("buckets (unknown: {reason})")),
+        Err(_) => {}
     }
     remains
 }

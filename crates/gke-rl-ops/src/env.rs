@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use gke_rl::lifecycle::Command;
 use tokio::sync::watch;
 
+/// What a query's error says when the program gave no (whole) answer in time: "unknown", not
+/// "not there".
+pub const NO_ANSWER: &str = "did not answer";
+
 /// How long a query ([`Runner::read`]) may take: gcloud's slowest answer here is a project's
 /// quotas, in seconds.
 pub const READ_WITHIN: Duration = Duration::from_secs(120);
@@ -17,6 +21,10 @@ pub const READ_WITHIN: Duration = Duration::from_secs(120);
 /// The process group of the child streaming now (its PID), 0 when none: where a signal that
 /// stops the operation is passed on.
 static STREAMING: AtomicI32 = AtomicI32::new(0);
+
+/// The number of the signal that stopped the operation, 0 while none has: a child is not started
+/// after it, and one started as it came is stopped by [`Processes::stream`] itself.
+static STOPPING: AtomicI32 = AtomicI32::new(0);
 
 /// Runs programs and reads the variables of the environment they run in.
 pub trait Runner: Send + Sync {
@@ -86,15 +94,20 @@ impl Processes {
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!("{} did not answer within {} s", command.program, within.as_secs()));
+                    return Err(format!("{} {NO_ANSWER} within {} s", command.program, within.as_secs()));
                 }
                 Err(e) => return Err(format!("cannot wait for {}: {e}", command.program)),
             }
         };
-        let collect = |pipe: std::sync::mpsc::Receiver<Vec<u8>>| {
-            pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()
+        let collect = |pipe: std::sync::mpsc::Receiver<Vec<u8>>| pipe.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        // An answer cut short is no answer: an empty one would read as "nothing there".
+        let (Ok(stdout), Ok(stderr)) = (collect(stdout), collect(stderr)) else {
+            return Err(format!(
+                "{} {NO_ANSWER} in full within {} s (something it started keeps its output open)",
+                command.program,
+                within.as_secs()
+            ));
         };
-        let (stdout, stderr) = (collect(stdout), collect(stderr));
         if status.success() {
             Ok(String::from_utf8_lossy(&stdout).into_owned())
         } else {
@@ -116,8 +129,18 @@ impl Runner for Processes {
     /// the terminal would stop.
     fn stream(&self, command: &Command, hidden: &[String]) -> bool {
         use std::os::unix::process::CommandExt as _;
+        if STOPPING.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
         let Ok(mut child) = self.command(command, hidden).stdin(Stdio::null()).process_group(0).spawn() else { return false };
-        STREAMING.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+        let group = i32::try_from(child.id()).unwrap_or(0);
+        STREAMING.store(group, Ordering::SeqCst);
+        // The handler stores STOPPING before it reads STREAMING: either it saw this child, or
+        // this sees its signal.
+        let stopping = STOPPING.load(Ordering::SeqCst);
+        if let (Some(group), Some(signal)) = (rustix::process::Pid::from_raw(group), signal_of(stopping)) {
+            let _ = rustix::process::kill_process_group(group, signal);
+        }
         let status = child.wait();
         STREAMING.store(0, Ordering::SeqCst);
         status.is_ok_and(|status| status.success())
@@ -210,22 +233,36 @@ impl Interrupt {
                 let (set, seen) = watch::channel(None);
                 tokio::spawn(async move {
                     loop {
-                        let (number, signal) = tokio::select! {
-                            Some(()) = interrupt.recv() => (2, rustix::process::Signal::INT),
-                            Some(()) = terminate.recv() => (15, rustix::process::Signal::TERM),
-                            Some(()) = hangup.recv() => (1, rustix::process::Signal::HUP),
+                        let number = tokio::select! {
+                            Some(()) = interrupt.recv() => 2,
+                            Some(()) = terminate.recv() => 15,
+                            Some(()) = hangup.recv() => 1,
                             else => break,
                         };
-                        if let Some(group) = rustix::process::Pid::from_raw(STREAMING.load(Ordering::SeqCst)) {
+                        // Recorded before the child is signalled: its failure is then always
+                        // seen as the stop it is. The first signal names the stop.
+                        let _ = STOPPING.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                        set.send_if_modified(|first| first.is_none() && first.replace(number).is_none());
+                        if let (Some(group), Some(signal)) =
+                            (rustix::process::Pid::from_raw(STREAMING.load(Ordering::SeqCst)), signal_of(number))
+                        {
                             let _ = rustix::process::kill_process_group(group, signal);
                         }
-                        // The first signal names the stop.
-                        set.send_if_modified(|first| first.is_none() && first.replace(number).is_none());
                     }
                 });
                 Ok(Armed(seen))
             }
         }
+    }
+}
+
+/// The signal numbered `number` (2, 15 or 1), for passing on.
+fn signal_of(number: i32) -> Option<rustix::process::Signal> {
+    match number {
+        2 => Some(rustix::process::Signal::INT),
+        15 => Some(rustix::process::Signal::TERM),
+        1 => Some(rustix::process::Signal::HUP),
+        _ => None,
     }
 }
 
@@ -310,6 +347,9 @@ mod tests {
         assert!(error.contains("sleep did not answer within 1 s"), "{error}");
         assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
         assert_eq!(Processes::default().read_within(&run("echo", &["hi"]), &[], Duration::from_secs(10)), Ok("hi\n".to_owned()));
+        // A grandchild keeps the output open: the answer is unknown, never an empty one.
+        let cut = Processes::default().read_within(&run("sh", &["-c", "sleep 30 & echo hi"]), &[], Duration::from_secs(1)).unwrap_err();
+        assert!(cut.contains("did not answer in full within 1 s"), "{cut}");
         let failed = Processes::default().read_within(&run("sh", &["-c", "echo no >&2; exit 3"]), &[], Duration::from_secs(10));
         assert!(failed.is_err_and(|e| e.contains("exit status: 3: no")));
     }
