@@ -414,3 +414,28 @@ fn proc_paths_to_named_pipes_are_refused_and_bidi_overrides_escaped() {
     let out = gke_rl(dir.path(), &["validate", "env.sh"]);
     assert!(stdout(&out).contains("\\u{202e}txt.exe") && !both(&out).contains('\u{202e}'), "{}", both(&out));
 }
+
+/// Issue 31, item 8: parsing is near-linear and bounded. A mapping of 249k keys (390 s when
+/// each key was checked against every one before it) validates at once; a log that draws a
+/// progress bar with `\r` and never a `\n` is followed in memory bounded by one line, not by
+/// the log: 192 MiB of it under a 128 MiB address-space limit.
+#[test]
+fn mapping_keys_and_log_lines_cost_linear_time_and_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let render = gke_rl(dir.path(), &["render", "--out", "r"]);
+    assert!(render.status.success(), "{}", both(&render));
+    let path = dir.path().join("r/ray-cluster.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let labels: String = (0..249_000).map(|n| format!("    k{n}: v{n}\n")).collect();
+    std::fs::write(&path, text.replacen("  labels:\n", &format!("  labels:\n{labels}"), 1)).unwrap();
+    let out = bash(dir.path(), "ulimit -v 1048576; timeout 120 \"$GKE_RL\" validate r/ray-cluster.yaml; echo \"exit $?\"");
+    assert!(stdout(&out).ends_with("exit 0\n"), "{}", &both(&out)[..both(&out).len().min(2000)]);
+
+    let address = gke_rl_ray::fake::progress_bar_head(192 << 20);
+    let job = gke_rl_ray::fake::JOB;
+    let out = bash(
+        dir.path(),
+        &format!("set -o pipefail; ulimit -v 131072; timeout 120 \"$GKE_RL\" logs --follow --address {address} {job} | tail -c 40"),
+    );
+    assert!(out.status.success() && stdout(&out).ends_with("\rloading  35%"), "{}", both(&out));
+}

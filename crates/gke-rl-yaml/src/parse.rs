@@ -5,7 +5,7 @@
 //! `tests/yaml_oracle.rs` checks the trees against serde-saphyr on every YAML file the project
 //! reads and on edge cases.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use granit_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
 
@@ -132,6 +132,10 @@ impl<'input> Builder<'input> {
     fn entries(&mut self, depth: usize) -> Result<Vec<(String, Node)>, Error> {
         let mut entries: Vec<(String, Node)> = Vec::new();
         let mut merged: Vec<(String, Node)> = Vec::new();
+        // The keys so far, so a mapping of N keys is checked in O(N log N), not O(N²). A
+        // BTreeSet, not a HashSet: wasm32 has no random hash keys, and a page must not be
+        // slowed by keys chosen to collide.
+        let mut keys: BTreeSet<String> = BTreeSet::new();
         loop {
             let (event, key_span) = self.next_data()?;
             let key_at = at(&key_span);
@@ -163,14 +167,14 @@ impl<'input> Builder<'input> {
                 }
                 continue;
             }
-            if entries.iter().any(|(existing, _)| *existing == key) {
+            if !keys.insert(key.clone()) {
                 return Err((format!("duplicate mapping key `{key}`"), key_at));
             }
             value.key_at = Some(key_at);
             entries.push((key, value));
         }
         for (key, node) in merged {
-            if !entries.iter().any(|(existing, _)| *existing == key) {
+            if keys.insert(key.clone()) {
                 entries.push((key, node));
             }
         }

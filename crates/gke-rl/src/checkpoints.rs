@@ -18,6 +18,8 @@
 
 use std::fmt::Write as _;
 
+use crate::log_lines::LineBuffer;
+
 /// What NeMo-RL prints when a step has finished: the end of its timing table.
 pub const STEP_DONE: &str = "• Total step time: ";
 
@@ -39,7 +41,7 @@ pub struct Save {
 #[derive(Debug, Default)]
 pub struct CheckpointLog {
     saves: Vec<Save>,
-    partial: String,
+    lines: LineBuffer,
     /// Steps finished (timing tables seen).
     steps: u64,
 }
@@ -47,11 +49,9 @@ pub struct CheckpointLog {
 impl CheckpointLog {
     /// Feeds a chunk of log text that arrived at `now` (seconds on any monotonic clock).
     pub fn feed(&mut self, chunk: &str, now: f64) {
-        self.partial.push_str(chunk);
-        while let Some(end) = self.partial.find('\n') {
-            let line: String = self.partial.drain(..=end).collect();
-            self.line(line.trim_end(), now);
-        }
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.feed(chunk, |line| self.line(line.trim_end(), now));
+        self.lines = lines;
     }
 
     fn line(&mut self, line: &str, now: f64) {

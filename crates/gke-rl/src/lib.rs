@@ -43,6 +43,7 @@ pub mod fabric;
 pub mod guard;
 pub mod knowledge;
 pub mod lifecycle;
+pub mod log_lines;
 pub mod model;
 mod quote;
 pub mod recovery;

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::log_lines::LineBuffer;
 use crate::model::Deployment;
 use crate::quote::{sh, yaml};
 
@@ -223,40 +224,43 @@ impl Restart {
     }
 }
 
+/// The most records read from one log: a run restarts far fewer times.
+const MAX_RECORDS: usize = 4096;
+
 /// The records in a job's log, read as it arrives.
 #[derive(Debug, Default)]
 pub struct Records {
     records: Vec<Record>,
-    partial: String,
+    lines: LineBuffer,
 }
-
-/// A record line longer than this is not one.
-const MAX_RECORD: usize = 64 * 1024;
 
 impl Records {
     /// Reads the records of a whole log.
     pub fn of(log: &str) -> Records {
         let mut records = Records::default();
         records.feed(log);
-        records.feed("\n");
+        let mut lines = std::mem::take(&mut records.lines);
+        lines.finish(|line| records.line(line));
         records
     }
 
     /// Feeds a chunk of log text; keeps a partial last line until its end comes.
     pub fn feed(&mut self, chunk: &str) {
-        self.partial.push_str(chunk);
-        while let Some(end) = self.partial.find('\n') {
-            let line: String = self.partial.drain(..=end).collect();
-            if let Some(json) = line.trim_end().strip_prefix(RECORD_PREFIX)
-                && let Ok(record) = serde_json::from_str::<Record>(json)
-                // A supervisor started by the keeper prints the records before it again.
-                && !self.records.contains(&record)
-            {
-                self.records.push(record);
-            }
-        }
-        if self.partial.len() > MAX_RECORD {
-            self.partial.clear();
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.feed(chunk, |line| self.line(line));
+        self.lines = lines;
+    }
+
+    fn line(&mut self, line: &str) {
+        if let Some(json) = line.trim_end().strip_prefix(RECORD_PREFIX)
+            && let Ok(record) = serde_json::from_str::<Record>(json)
+            // A supervisor started by the keeper prints the records before it again.
+            && !self.records.contains(&record)
+            // A log can print lines that look like records: checking each against the ones
+            // before stays bounded.
+            && self.records.len() < MAX_RECORDS
+        {
+            self.records.push(record);
         }
     }
 
