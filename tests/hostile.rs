@@ -439,3 +439,67 @@ fn mapping_keys_and_log_lines_cost_linear_time_and_bounded_memory() {
     );
     assert!(out.status.success() && stdout(&out).ends_with("\rloading  35%"), "{}", both(&out));
 }
+
+/// A loopback address nothing listens on: reaching it fails at once, so a test sees whether a
+/// command got as far as connecting.
+fn closed_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", listener.local_addr().unwrap().port())
+}
+
+/// Issue 31, items 7 and 9, through `submit`, before it connects: a link out of the working
+/// dir is refused by name, credential files are left out and listed, a name holding the token
+/// is refused without showing it, and a 2^40-path link maze and a 3 GB `.rayignore` end at
+/// their bounds (under a 1 GiB address-space limit).
+#[test]
+fn the_upload_carries_no_link_out_no_credentials_and_no_secret_in_a_name() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join(".ssh")).unwrap();
+    std::fs::write(work.join("train.py"), "print('step')\n").unwrap();
+    // A runtime env of its own: the rendered one's `excludes` leave the credential files out already.
+    std::fs::write(dir.path().join("plain.json"), "{}").unwrap();
+    let submit = format!(
+        "ulimit -v 1048576; timeout 60 \"$GKE_RL\" submit --no-wait --runtime-env plain.json --working-dir work --address {}",
+        closed_address()
+    );
+
+    symlink("/etc/passwd", work.join("passwd")).unwrap();
+    let out = bash(dir.path(), &submit);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("work/passwd: a symlink to /etc/passwd, outside the working dir"), "{}", both(&out));
+    assert!(!stderr(&out).contains("cannot reach"), "refused before connecting: {}", both(&out));
+    let out = bash(dir.path(), &format!("{submit} --follow-links-out"));
+    assert!(stderr(&out).contains("cannot reach"), "followed as Ray follows it: {}", both(&out));
+    std::fs::remove_file(work.join("passwd")).unwrap();
+
+    std::fs::write(work.join(".ssh/id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+    std::fs::write(work.join(".npmrc"), "//registry.npmjs.org/:_authToken=x\n").unwrap();
+    let out = bash(dir.path(), &submit);
+    assert!(stderr(&out).contains("left out of the upload, as credentials: .npmrc, .ssh/id_ed25519"), "{}", both(&out));
+    assert!(stderr(&out).contains("cannot reach"), "{}", both(&out));
+
+    std::fs::write(work.join(format!("notes-{HF}.txt")), "x\n").unwrap();
+    let out = bash(dir.path(), &submit);
+    assert!(
+        stderr(&out).contains("notes-<HF_TOKEN>.txt: the name holds the value of HF_TOKEN") && !both(&out).contains(HF),
+        "{}",
+        both(&out)
+    );
+    std::fs::remove_file(work.join(format!("notes-{HF}.txt"))).unwrap();
+
+    for level in 0..40 {
+        let folder = work.join(format!("maze/l{level}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for link in ["a", "b"] {
+            symlink(format!("../l{}", level + 1), folder.join(link)).unwrap();
+        }
+    }
+    let out = bash(dir.path(), &submit);
+    assert!(stderr(&out).contains("more than 16 times through symlinks"), "{}", both(&out));
+    std::fs::write(work.join(".rayignore"), "maze/\n").unwrap();
+    std::fs::OpenOptions::new().append(true).open(work.join(".rayignore")).unwrap().set_len(3 << 30).unwrap();
+    let out = bash(dir.path(), &submit);
+    assert!(stderr(&out).contains("work/.rayignore: larger than 1 MiB"), "{}", both(&out));
+}

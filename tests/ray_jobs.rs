@@ -946,7 +946,7 @@ fn uri_matches_python(python: &Path) -> Result<(), Failed> {
         std::fs::create_dir(root.join("empty-dir"))?;
         let excludes: Vec<String> = if seed % 2 == 0 { vec!["a*".into(), "data".into()] } else { Vec::new() };
         let options = gke_rl_ray::package::Options { excludes: excludes.clone(), ..Default::default() };
-        let plan = gke_rl_ray::package::Plan::for_dir(root, &options).map_err(|e| e.to_string())?;
+        let plan = gke_rl_ray::package::Plan::for_dir(root, &options, &[]).map_err(|e| e.to_string())?;
         let package = plan.build(&[]).map_err(|e| e.to_string())?;
         let root_str = root.to_str().ok_or("utf-8 temp dir")?;
         let mut args = vec!["uri", root_str];
@@ -969,6 +969,63 @@ fn uri_matches_python(python: &Path) -> Result<(), Failed> {
                 return Err(format!("seed {seed}: zip entries differ\nours:\n{a}\nRay's:\n{b}").into());
             }
         }
+    }
+    leaving_out_keeps_rays_uri(python)?;
+    zip64_matches_python(python)
+}
+
+/// Issue 31, item 7: a folder with the rendered `.rayignore` gets Ray's URI although it holds
+/// credential files (Ray leaves them out too), and so does one with a link out of it when
+/// `--follow-links-out` says to follow it as Ray does.
+fn leaving_out_keeps_rays_uri(python: &Path) -> Result<(), Failed> {
+    let outside = tempfile::tempdir()?;
+    std::fs::write(outside.path().join("shared.txt"), "shared\n")?;
+    let dir = tempfile::tempdir()?;
+    let root = dir.path();
+    let deployment = gke_rl::config::from_yaml("").map_err(|e| e.to_string())?;
+    let rendered = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "test", regenerate: "test" }).map_err(|e| e.to_string())?;
+    std::fs::write(root.join(".rayignore"), &rendered.rayignore.contents)?;
+    for path in [".ssh/id_ed25519", "sub/.aws/credentials", "sub/.npmrc", "deploy/key.pem", "train.py"] {
+        std::fs::create_dir_all(root.join(path).parent().ok_or("a parent")?)?;
+        std::fs::write(root.join(path), "x\n")?;
+    }
+    std::os::unix::fs::symlink(outside.path().join("shared.txt"), root.join("shared.txt"))?;
+    let options = gke_rl_ray::package::Options { follow_links_out: true, ..Default::default() };
+    let plan = gke_rl_ray::package::Plan::for_dir(root, &options, &[]).map_err(|e| e.to_string())?;
+    if !plan.credentials_left_out.is_empty() {
+        return Err(format!("the rendered .rayignore leaves out {:?} already", plan.credentials_left_out).into());
+    }
+    let ours = plan.hash(&[]).map_err(|e| e.to_string())?.uri;
+    let theirs = oracle(python, &["uri", root.to_str().ok_or("utf-8")?], None)?;
+    if ours != theirs {
+        return Err(format!("gke-rl {ours} but Ray {theirs}; tree:\n{}", tree(root)).into());
+    }
+    Ok(())
+}
+
+/// Issue 31, item 15: 66,000 files zip as ZIP64, which Python reads back entry for entry as it
+/// reads Ray's own zip of the folder.
+fn zip64_matches_python(python: &Path) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("many");
+    for i in 0..66_000 {
+        let folder = root.join(format!("d{}", i / 1000));
+        if i % 1000 == 0 {
+            std::fs::create_dir_all(&folder)?;
+        }
+        std::fs::write(folder.join(format!("f{i}")), i.to_string())?;
+    }
+    let plan = gke_rl_ray::package::Plan::for_dir(&root, &Default::default(), &[]).map_err(|e| e.to_string())?;
+    let package = plan.build(&[]).map_err(|e| e.to_string())?;
+    let (ours, theirs) = (dir.path().join("ours.zip"), dir.path().join("theirs.zip"));
+    std::fs::write(&ours, &package.zip)?;
+    let uri = oracle(python, &["package", root.to_str().ok_or("utf-8")?, theirs.to_str().ok_or("utf-8")?], None)?;
+    let (a, b) = (
+        oracle(python, &["zipnames", ours.to_str().ok_or("utf-8")?], None)?,
+        oracle(python, &["zipnames", theirs.to_str().ok_or("utf-8")?], None)?,
+    );
+    if package.uri != uri || a != b || a.lines().count() != 66_000 {
+        return Err(format!("gke-rl {} with {} entries, Ray {uri} with {}", package.uri, a.lines().count(), b.lines().count()).into());
     }
     Ok(())
 }

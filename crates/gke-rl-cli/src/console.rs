@@ -181,6 +181,15 @@ impl Progress for Console {
                 self.say(format_args!("{report}\n"));
             }
             Event::IgnoreFiles { dir, count } => self.say(format_args!("working dir {dir}: {count} ignore file(s) applied")),
+            Event::CredentialFilesLeftOut { paths } => {
+                let shown: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
+                let more = paths.len().saturating_sub(shown.len());
+                self.say(format_args!(
+                    "left out of the upload, as credentials: {}{}; list them in .rayignore to silence this, or pass --with-credential-files to upload them",
+                    shown.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ))
+            }
             Event::LargeFile { path, bytes } => self.say(format_args!(
                 "warning: {path} is large ({}); add it to .rayignore unless the job needs it",
                 gke_rl_ray::package::mib(bytes)

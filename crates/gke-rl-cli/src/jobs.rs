@@ -100,6 +100,12 @@ pub struct SubmitArgs {
     /// Add a file to the job folder (repeatable)
     #[arg(long, value_name = "FILE", conflicts_with = "working_dir")]
     include: Vec<PathBuf>,
+    /// Upload what symlinks out of the working dir point at, as Ray does [default: refuse them]
+    #[arg(long, requires = "working_dir")]
+    follow_links_out: bool,
+    /// Upload credential files in the working dir (.ssh/, .aws/, .npmrc, *.pem, ...), as Ray does [default: leave them out]
+    #[arg(long, requires = "working_dir")]
+    with_credential_files: bool,
     /// Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]
     #[arg(long, value_name = "FILE")]
     runtime_env: Option<PathBuf>,
@@ -245,6 +251,8 @@ impl SubmitArgs {
             entrypoint_resources,
             entrypoint_label_selector: self.entrypoint_label_selector.iter().cloned().collect(),
             entrypoint: self.entrypoint.clone(),
+            follow_links_out: self.follow_links_out,
+            with_credential_files: self.with_credential_files,
             supervise: Some(Supervise {
                 max_restarts: self.max_restarts.unwrap_or_else(|| loaded.deployment.max_restarts()),
                 max_lost: self.max_lost,

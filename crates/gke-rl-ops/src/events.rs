@@ -221,6 +221,11 @@ pub enum Event<'a> {
         /// How many `.gitignore`/`.rayignore` files apply.
         count: usize,
     },
+    /// Credential files left out of the upload (Ray's packager would have uploaded them).
+    CredentialFilesLeftOut {
+        /// Their paths in the working dir.
+        paths: &'a [String],
+    },
     /// A file Ray warns about for its size.
     LargeFile {
         /// Its path in the package.

@@ -47,6 +47,10 @@ pub struct SubmitOptions {
     pub entrypoint: Vec<String>,
     /// Run it under the in-cluster supervisor, which recovers it from lost nodes.
     pub supervise: Option<Supervise>,
+    /// Upload what symlinks out of the working dir point at, as Ray does, instead of refusing.
+    pub follow_links_out: bool,
+    /// Upload credential files (`.ssh/`, `.npmrc`, ...), as Ray does, instead of leaving them out.
+    pub with_credential_files: bool,
 }
 
 /// The job script `submit` runs by default, from the render.
@@ -338,9 +342,16 @@ fn package(
             if options.working_dir.is_some() && from_env.is_some() {
                 progress.event(Event::WorkingDirOverridden);
             }
-            let package_options = PackageOptions::for_runtime_env(runtime_env, |name| env.runner.var(name))?;
-            let plan = Plan::for_dir(&dir, &package_options)?;
+            let package_options = PackageOptions {
+                follow_links_out: options.follow_links_out,
+                credential_files: options.with_credential_files,
+                ..PackageOptions::for_runtime_env(runtime_env, |name| env.runner.var(name))?
+            };
+            let plan = Plan::for_dir(&dir, &package_options, &secrets)?;
             progress.event(Event::IgnoreFiles { dir: &dir.display().to_string(), count: plan.ignore_files.len() });
+            if !plan.credentials_left_out.is_empty() {
+                progress.event(Event::CredentialFilesLeftOut { paths: &plan.credentials_left_out });
+            }
             plan
         }
         None => {

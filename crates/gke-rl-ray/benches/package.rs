@@ -12,13 +12,13 @@ fn package(c: &mut Criterion) {
     let mut group = c.benchmark_group("package");
     group.sample_size(20);
     group.bench_function("hash and zip the benchmark tree", |b| {
-        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default()).and_then(|plan| plan.build(&[])).expect("the tree packages"));
+        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default(), &[]).and_then(|plan| plan.build(&[])).expect("the tree packages"));
     });
     group.bench_function("hash the benchmark tree", |b| {
-        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default()).and_then(|plan| plan.hash(&[])).expect("the tree hashes"));
+        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default(), &[]).and_then(|plan| plan.hash(&[])).expect("the tree hashes"));
     });
     group.bench_function("walk the benchmark tree", |b| {
-        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default()).expect("the tree walks"));
+        b.iter(|| Plan::for_dir(tree.as_ref(), &Options::default(), &[]).expect("the tree walks"));
     });
     group.finish();
 }

@@ -87,8 +87,31 @@ pub enum Error {
     NotADirectory { path: PathBuf },
     #[error("{path} changed while it was being packaged; submit again")]
     Changed { path: PathBuf },
-    #[error("the working dir holds more than 65535 files, more than a zip without ZIP64 takes; exclude some in .rayignore")]
-    TooManyFiles,
+    #[error(
+        "{}: a symlink to {}, outside the working dir: gke-rl does not upload what such a link points at (Ray would); exclude the link in .rayignore, or pass --follow-links-out to upload it",
+        .link.display(), .target.display()
+    )]
+    LinkOut { link: PathBuf, target: PathBuf },
+    #[error(
+        "{}: the walk entered {} more than {limit} times through symlinks; exclude the links in .rayignore",
+        .path.display(), .target.display()
+    )]
+    LinkMaze { path: PathBuf, target: PathBuf, limit: usize },
+    #[error("{}: deeper than {limit} folders, more than Ray's packager can walk; exclude it in .rayignore", .path.display())]
+    TooDeep { path: PathBuf, limit: usize },
+    #[error("the working dir holds more than {limit} paths, more than one upload can carry; exclude some in .rayignore")]
+    TooManyPaths { limit: usize },
+    #[error("{}: larger than {} MiB; an ignore file that large is not one (gke-rl stopped reading it)", .path.display(), limit >> 20)]
+    IgnoreFileTooLarge { path: PathBuf, limit: u64 },
+    #[error(
+        "{path}: the name holds the value of {name} (shown as <{name}>); a secret must never be uploaded: rename it or exclude it in .rayignore"
+    )]
+    SecretInName { path: String, name: String },
+    #[error(
+        "the working dir's {files} files and folders zip to {}, over the {} the Ray dashboard accepts; exclude some in .rayignore",
+        crate::package::mib(*bytes), crate::package::mib(crate::package::MAX_UPLOAD_BYTES)
+    )]
+    ZipTooLarge { bytes: u64, files: usize },
 }
 
 /// A refusal for want of the right token: which token was tried (by where it came from, never

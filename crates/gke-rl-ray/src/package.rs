@@ -6,7 +6,15 @@
 //! and `.rayignore` apply to its subtree, relative to it; a matched path is skipped with
 //! everything under it; symlinks are followed. Hash: eight ASCII `0` bytes, XORed with the
 //! first 8 bytes of `sha1(relative path + file bytes)` for every visited path, the root `.`
-//! and directories included. Zip: stored, files and empty directories only.
+//! and directories included. Zip: stored, files and empty directories only, ZIP64 past 65,535
+//! entries as Python's `zipfile` writes it.
+//!
+//! Where Ray would upload what the user never meant to, gke-rl does not, and says so: a
+//! symlink to outside the working dir is refused unless [`Options::follow_links_out`] (Ray
+//! would upload `/etc/shadow` through it), [`gke_rl::secrets::CREDENTIAL_FILES`] are left out
+//! unless [`Options::credential_files`], and a path whose name holds a secret is refused. A
+//! folder with none of these gets Ray's URI exactly. The walk is bounded in paths, depth and
+//! visits to one directory, and an ignore file in size.
 
 use std::fs;
 use std::io::Read as _;
@@ -21,6 +29,16 @@ use sha1::{Digest, Sha1};
 pub const MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
 /// Ray warns about every file at least this large.
 pub const LARGE_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// The most paths a walk visits: a zip entry takes at least 76 bytes, so no more than about
+/// 1.4 million fit in an upload.
+pub const MAX_PATHS: usize = 1 << 20;
+/// The deepest a walk goes (Ray's recursive walk fails at Python's recursion limit, 1,000).
+pub const MAX_DEPTH: usize = 256;
+/// The most times a walk enters one directory through symlinks: a few links to one folder
+/// are fine, a maze of them (2^40 paths through 40 folders) is not.
+pub const MAX_DIRECTORY_VISITS: usize = 16;
+/// The largest `.gitignore` or `.rayignore` read.
+pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 /// `RAY_RUNTIME_ENV_DEFAULT_EXCLUDES` (Ray 2.54; 2.46 has none).
 pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".venv", "venv", "__pycache__"];
 
@@ -33,6 +51,10 @@ pub struct Options {
     pub excludes: Vec<String>,
     /// Read `.gitignore` files (Ray does unless `RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1`).
     pub gitignore: bool,
+    /// Follow symlinks that lead out of the working dir, as Ray does, instead of refusing them.
+    pub follow_links_out: bool,
+    /// Upload [`gke_rl::secrets::CREDENTIAL_FILES`], as Ray does, instead of leaving them out.
+    pub credential_files: bool,
 }
 
 impl Options {
@@ -60,7 +82,13 @@ impl Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { default_excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(), excludes: Vec::new(), gitignore: true }
+        Options {
+            default_excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
+            excludes: Vec::new(),
+            gitignore: true,
+            follow_links_out: false,
+            credential_files: false,
+        }
     }
 }
 
@@ -126,6 +154,9 @@ pub struct Plan {
     entries: Vec<(String, Entry)>,
     /// The `.gitignore` and `.rayignore` files that applied, relative to the root.
     pub ignore_files: Vec<String>,
+    /// Credential files Ray would have uploaded and gke-rl left out, relative to the root
+    /// (a folder with a trailing `/`).
+    pub credentials_left_out: Vec<String>,
 }
 
 /// A built package: its URI and zip bytes.
@@ -148,15 +179,31 @@ impl Package {
 }
 
 impl Plan {
-    /// Walks `dir` with Ray's exclusion rules.
-    pub fn for_dir(dir: &Path, options: &Options) -> Result<Plan, Error> {
+    /// Walks `dir` with Ray's exclusion rules, refusing a path whose name holds one of
+    /// `secrets` before anything names what is under it.
+    pub fn for_dir(dir: &Path, options: &Options, secrets: &[Secret<'_>]) -> Result<Plan, Error> {
         if !dir.is_dir() {
             return Err(Error::NotADirectory { path: dir.to_owned() });
         }
         let root_patterns = options.default_excludes.iter().chain(&options.excludes).map(String::as_str);
         let root_set = PatternSet::from_lines(root_patterns).map_err(|error| Error::Pattern { file: "excludes".into(), error })?;
-        let mut walk =
-            Walk { plan: Plan { entries: Vec::new(), ignore_files: Vec::new() }, gitignore: options.gitignore, ancestors: Vec::new() };
+        let credentials = match options.credential_files {
+            true => None,
+            false => {
+                Some(PatternSet::from_lines(gke_rl::secrets::CREDENTIAL_FILES.iter().copied()).expect("the credential patterns parse"))
+            }
+        };
+        let root = fs::canonicalize(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+        let mut walk = Walk {
+            plan: Plan { entries: Vec::new(), ignore_files: Vec::new(), credentials_left_out: Vec::new() },
+            gitignore: options.gitignore,
+            links_out: if options.follow_links_out { None } else { Some(root) },
+            credentials,
+            secrets,
+            ancestors: Vec::new(),
+            visits: std::collections::HashMap::new(),
+            paths: 0,
+        };
         let mut active = vec![(".".to_owned(), root_set)];
         walk.travel(dir, ".", &mut active)?;
         Ok(walk.plan)
@@ -169,7 +216,7 @@ impl Plan {
             let size = bytes.len() as u64;
             entries.push((name, Entry::File { content: Content::Memory(bytes), size, executable }));
         }
-        Plan { entries, ignore_files: Vec::new() }
+        Plan { entries, ignore_files: Vec::new(), credentials_left_out: Vec::new() }
     }
 
     /// Total bytes of file contents.
@@ -196,15 +243,20 @@ impl Plan {
         files
     }
 
-    /// Refuses a plan whose files exceed the upload limit, naming the largest five.
+    /// Refuses a plan whose files exceed the upload limit, naming the largest five, or whose
+    /// zip would: names and headers count too, and many files with long names add up.
     pub fn check_size(&self) -> Result<(), Error> {
         let total = self.total_size();
-        if total <= MAX_UPLOAD_BYTES {
-            return Ok(());
+        if total > MAX_UPLOAD_BYTES {
+            let mut largest = self.largest_first();
+            largest.truncate(5);
+            return Err(Error::TooLarge { total, largest });
         }
-        let mut largest = self.largest_first();
-        largest.truncate(5);
-        Err(Error::TooLarge { total, largest })
+        let layout = ZipLayout::of(&self.entries);
+        match layout.local + layout.central {
+            bytes if bytes > MAX_UPLOAD_BYTES => Err(Error::ZipTooLarge { bytes, files: layout.count }),
+            _ => Ok(()),
+        }
     }
 
     /// Reads and hashes every file on all cores, refusing the package if a file holds one of
@@ -214,9 +266,12 @@ impl Plan {
         let digests = parallel_map(self.entries.iter().collect(), Vec::new, |buffer: &mut Vec<u8>, (path, entry)| {
             buffer.clear();
             match entry {
-                Entry::File { content: Content::Disk(fs_path), .. } => {
-                    let mut file = fs::File::open(fs_path).map_err(|source| Error::Io { path: fs_path.clone(), source })?;
-                    file.read_to_end(buffer).map_err(|source| Error::Io { path: fs_path.clone(), source })?;
+                Entry::File { content: Content::Disk(fs_path), size, .. } => {
+                    let io = |source| Error::Io { path: fs_path.clone(), source };
+                    open_regular(fs_path).map_err(io)?.take(size + 1).read_to_end(buffer).map_err(io)?;
+                    if buffer.len() as u64 != *size {
+                        return Err(Error::Changed { path: fs_path.clone() });
+                    }
                 }
                 Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
                 Entry::File { content: Content::Unreadable, .. } | Entry::Dir { .. } => {}
@@ -350,6 +405,7 @@ fn file_count(entries: &[(String, Entry)]) -> usize {
 /// An entry's share of the package hash: the first 8 bytes of `sha1(path + bytes)`. Refuses
 /// bytes holding a secret's value.
 fn digest(path: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<[u8; 8], Error> {
+    refuse_secret_name(path, secrets)?;
     if let Some(secret) = secrets.iter().find(|s| !s.value.is_empty() && memchr::memmem::find(bytes, s.value.as_bytes()).is_some()) {
         return Err(Error::SecretInFile { path: path.to_owned(), name: secret.name.to_owned() });
     }
@@ -414,6 +470,37 @@ const DOS_DATE: u16 = (1 << 5) | 1;
 const LOCAL_HEADER: usize = 30;
 const CENTRAL_HEADER: usize = 46;
 const END_OF_CENTRAL_DIRECTORY: usize = 22;
+/// The ZIP64 end of central directory record and its locator.
+const ZIP64_END_OF_CENTRAL_DIRECTORY: usize = 56;
+const ZIP64_LOCATOR: usize = 20;
+
+/// Where a plan's zip puts its bytes, known before any file is read.
+struct ZipLayout {
+    /// Local headers, names and file data.
+    local: u64,
+    /// The central directory and the records that end it.
+    central: u64,
+    /// Entries in the zip.
+    count: usize,
+}
+
+impl ZipLayout {
+    fn of(entries: &[(String, Entry)]) -> ZipLayout {
+        let mut layout = ZipLayout { local: 0, central: END_OF_CENTRAL_DIRECTORY as u64, count: 0 };
+        for (path, entry) in entries {
+            if let Some((name, _)) = zip_name(path, entry) {
+                let data = if let Entry::File { size, .. } = entry { *size } else { 0 };
+                layout.local += (LOCAL_HEADER + name.len()) as u64 + data;
+                layout.central += (CENTRAL_HEADER + name.len()) as u64;
+                layout.count += 1;
+            }
+        }
+        if layout.count > usize::from(u16::MAX) {
+            layout.central += (ZIP64_END_OF_CENTRAL_DIRECTORY + ZIP64_LOCATOR) as u64;
+        }
+        layout
+    }
+}
 
 /// What a zip entry is called and its Unix mode; `None` for what Ray leaves out of the zip
 /// (the root, non-empty directories, unreadable paths).
@@ -450,16 +537,8 @@ fn write_zip(
     visit: impl Fn(&str, &[u8]) -> Result<[u8; 8], Error> + Sync,
 ) -> Result<(Vec<u8>, Vec<[u8; 8]>), Error> {
     let names: Vec<Option<(String, u32)>> = entries.iter().map(|(path, entry)| zip_name(path, entry)).collect();
-    let count = u16::try_from(names.iter().flatten().count()).map_err(|_| Error::TooManyFiles)?;
-    let mut local_size = 0usize;
-    let mut central_size = END_OF_CENTRAL_DIRECTORY;
-    for ((_, entry), name) in entries.iter().zip(&names) {
-        if let Some((name, _)) = name {
-            let data = if let Entry::File { size, .. } = entry { *size as usize } else { 0 };
-            local_size += LOCAL_HEADER + name.len() + data;
-            central_size += CENTRAL_HEADER + name.len();
-        }
-    }
+    let layout = ZipLayout::of(entries);
+    let (local_size, central_size) = (layout.local as usize, layout.central as usize);
     // Zeroed pages come from the kernel on first touch, so the workers fault them in in parallel.
     let mut out = vec![0u8; local_size + central_size];
     let (mut rest, central) = out.split_at_mut(local_size);
@@ -488,7 +567,7 @@ fn write_zip(
             match entry {
                 Entry::File { content: Content::Disk(fs_path), .. } => {
                     let io = |source| Error::Io { path: fs_path.clone(), source };
-                    let mut file = fs::File::open(fs_path).map_err(io)?;
+                    let mut file = open_regular(fs_path).map_err(io)?;
                     file.read_exact(data).map_err(io)?;
                     if file.read(&mut [0u8]).map_err(io)? != 0 {
                         return Err(Error::Changed { path: fs_path.clone() });
@@ -518,58 +597,110 @@ fn write_zip(
         directory.extend_from_slice(&offset.to_le_bytes());
         directory.extend_from_slice(name.as_bytes());
     }
-    let directory_size = directory.len() as u32;
+    let directory_size = directory.len() as u64;
+    let count = layout.count as u64;
+    if count > u64::from(u16::MAX) {
+        // ZIP64 end of central directory record, then its locator (APPNOTE 4.3.14, 4.3.15).
+        let record_at = local_size as u64 + directory_size;
+        directory.extend_from_slice(&0x0606_4b50u32.to_le_bytes());
+        directory.extend_from_slice(&(ZIP64_END_OF_CENTRAL_DIRECTORY as u64 - 12).to_le_bytes());
+        directory.extend_from_slice(&MADE_BY_UNIX.to_le_bytes());
+        directory.extend_from_slice(&45u16.to_le_bytes());
+        directory.extend_from_slice(&[0; 8]); // this disk, the directory's disk
+        for word in [count, count, directory_size, local_size as u64] {
+            directory.extend_from_slice(&word.to_le_bytes());
+        }
+        directory.extend_from_slice(&0x0706_4b50u32.to_le_bytes());
+        directory.extend_from_slice(&[0; 4]);
+        directory.extend_from_slice(&record_at.to_le_bytes());
+        directory.extend_from_slice(&1u32.to_le_bytes()); // disks in all
+    }
+    // The classic record: counts past 65,535 say "see the ZIP64 record", as Python writes them.
+    let short_count = u16::try_from(count).unwrap_or(u16::MAX);
     directory.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
     directory.extend_from_slice(&[0; 4]);
-    directory.extend_from_slice(&count.to_le_bytes());
-    directory.extend_from_slice(&count.to_le_bytes());
-    directory.extend_from_slice(&directory_size.to_le_bytes());
+    directory.extend_from_slice(&short_count.to_le_bytes());
+    directory.extend_from_slice(&short_count.to_le_bytes());
+    directory.extend_from_slice(&(directory_size as u32).to_le_bytes());
     directory.extend_from_slice(&(local_size as u32).to_le_bytes());
     directory.extend_from_slice(&[0; 2]);
     central.copy_from_slice(&directory);
     Ok((out, results.into_iter().map(|(digest, ..)| digest).collect()))
 }
 
-struct Walk {
+struct Walk<'a> {
     plan: Plan,
     gitignore: bool,
+    /// The working dir, canonical, when symlinks out of it are refused.
+    links_out: Option<PathBuf>,
+    /// [`gke_rl::secrets::CREDENTIAL_FILES`], when they are left out.
+    credentials: Option<PatternSet>,
+    secrets: &'a [Secret<'a>],
     /// Canonical paths of the directories being walked, to stop at a symlink loop.
     ancestors: Vec<PathBuf>,
+    /// How many times each directory (device, inode) was entered.
+    visits: std::collections::HashMap<(u64, u64), usize>,
+    /// Paths visited so far.
+    paths: usize,
 }
 
-impl Walk {
+impl Walk<'_> {
     /// `_dir_travel`: a directory's ignore files are read before the directory itself is
-    /// matched, so its own patterns can exclude it (`*` in a `.rayignore`).
+    /// matched, so its own patterns can exclude it (`*` in a `.rayignore`). Unlike Ray, a path
+    /// excluded from above is not looked into at all: neither its name nor its ignore files.
     fn travel(&mut self, fs_path: &Path, rel: &str, active: &mut Vec<(String, PatternSet)>) -> Result<(), Error> {
+        use std::os::unix::fs::MetadataExt as _;
         let io = |source| Error::Io { path: fs_path.to_owned(), source };
+        self.paths += 1;
+        if self.paths > MAX_PATHS {
+            return Err(Error::TooManyPaths { limit: MAX_PATHS });
+        }
+        if rel.split('/').count() > MAX_DEPTH {
+            return Err(Error::TooDeep { path: fs_path.to_owned(), limit: MAX_DEPTH });
+        }
         let meta = fs::metadata(fs_path).ok();
         let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
         let before = active.len();
-        if is_dir {
-            for name in [".gitignore", ".rayignore"] {
-                if name == ".gitignore" && !self.gitignore {
-                    continue;
+        let excluded = |active: &[(String, PatternSet)]| active.iter().any(|(base, set)| set.is_match(relative_to(rel, base)));
+        let mut skip = excluded(active);
+        if !skip {
+            refuse_secret_name(rel, self.secrets)?;
+            if is_dir {
+                for name in [".gitignore", ".rayignore"] {
+                    if name == ".gitignore" && !self.gitignore {
+                        continue;
+                    }
+                    if let Some(text) = read_ignore_file(&fs_path.join(name))? {
+                        let shown = if rel == "." { name.to_owned() } else { format!("{rel}/{name}") };
+                        let set = PatternSet::parse(&text).map_err(|error| Error::Pattern { file: shown.clone(), error })?;
+                        active.push((rel.to_owned(), set));
+                        self.plan.ignore_files.push(shown);
+                    }
                 }
-                let file = fs_path.join(name);
-                if file.is_file() {
-                    let shown = if rel == "." { name.to_owned() } else { format!("{rel}/{name}") };
-                    let bytes = fs::read(&file).map_err(|source| Error::Io { path: file.clone(), source })?;
-                    let text = String::from_utf8(bytes).map_err(|e| Error::Io {
-                        path: file.clone(),
-                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
-                    })?;
-                    let set = PatternSet::parse(&text).map_err(|error| Error::Pattern { file: shown.clone(), error })?;
-                    active.push((rel.to_owned(), set));
-                    self.plan.ignore_files.push(shown);
-                }
+                skip = excluded(&active[before..]);
             }
         }
-        let skip = active.iter().any(|(base, set)| set.is_match(relative_to(rel, base)));
-        if !skip {
-            if is_dir {
+        let credential = !skip && self.credentials.as_ref().is_some_and(|set| set.is_match(rel));
+        if credential {
+            self.plan.credentials_left_out.push(if is_dir { format!("{rel}/") } else { rel.to_owned() });
+        }
+        if !skip && !credential {
+            if let Some(root) = &self.links_out
+                && fs::symlink_metadata(fs_path).is_ok_and(|m| m.file_type().is_symlink())
+                && let Ok(target) = fs::canonicalize(fs_path)
+                && !target.starts_with(root)
+            {
+                return Err(Error::LinkOut { link: fs_path.to_owned(), target });
+            }
+            if let (true, Some(meta)) = (is_dir, &meta) {
                 let canonical = fs::canonicalize(fs_path).map_err(io)?;
                 if let Some(target) = self.ancestors.iter().find(|a| **a == canonical) {
                     return Err(Error::SymlinkLoop { path: fs_path.to_owned(), target: target.clone() });
+                }
+                let visits = self.visits.entry((meta.dev(), meta.ino())).or_default();
+                *visits += 1;
+                if *visits > MAX_DIRECTORY_VISITS {
+                    return Err(Error::LinkMaze { path: fs_path.to_owned(), target: canonical, limit: MAX_DIRECTORY_VISITS });
                 }
                 let mut children = Vec::new();
                 for child in fs::read_dir(fs_path).map_err(io)? {
@@ -600,6 +731,42 @@ impl Walk {
         active.truncate(before);
         Ok(())
     }
+}
+
+/// An ignore file's text, or `None` where Ray reads none (no regular file there): opened
+/// without blocking (a named pipe swapped in after the check does not hang the walk) and read
+/// to at most [`MAX_IGNORE_FILE_BYTES`].
+fn read_ignore_file(path: &Path) -> Result<Option<String>, Error> {
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    open_regular(path).map_err(io)?.take(MAX_IGNORE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
+        return Err(Error::IgnoreFileTooLarge { path: path.to_owned(), limit: MAX_IGNORE_FILE_BYTES });
+    }
+    let text = String::from_utf8(bytes).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())))?;
+    Ok(Some(text))
+}
+
+/// Opens a file to read it, without blocking on a named pipe and refusing anything but a
+/// regular file: what was a file when the walk saw it may not be one when it is read.
+fn open_regular(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file any more"));
+    }
+    Ok(file)
+}
+
+/// Refuses a path whose name holds a secret's value, naming it with every secret hidden.
+fn refuse_secret_name(path: &str, secrets: &[Secret<'_>]) -> Result<(), Error> {
+    let held = |s: &&Secret<'_>| !s.value.is_empty() && path.contains(s.value);
+    let Some(secret) = secrets.iter().find(held) else { return Ok(()) };
+    let shown = secrets.iter().filter(held).fold(path.to_owned(), |shown, s| shown.replace(s.value, &format!("<{}>", s.name)));
+    Err(Error::SecretInName { path: shown, name: secret.name.to_owned() })
 }
 
 /// `rel` relative to `base` (both relative to the root; `.` is the root), as Ray computes
@@ -641,8 +808,8 @@ mod tests {
     fn a_folder_that_changed_after_hashing_is_not_zipped() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("train.py"), "print('step')\n").unwrap();
-        let hashed = Plan::for_dir(dir.path(), &Options::default()).unwrap().hash(&[]).unwrap();
-        let built = Plan::for_dir(dir.path(), &Options::default()).unwrap().build(&[]).unwrap();
+        let hashed = Plan::for_dir(dir.path(), &Options::default(), &[]).unwrap().hash(&[]).unwrap();
+        let built = Plan::for_dir(dir.path(), &Options::default(), &[]).unwrap().build(&[]).unwrap();
         assert_eq!((hashed.zip().unwrap().uri, hashed.zip().unwrap().zip), (built.uri.clone(), built.zip), "zipped twice, the same");
         // Hours later, before a restart's upload: the folder is not what was hashed (and
         // scanned for secrets), at the same size or another.
@@ -655,7 +822,7 @@ mod tests {
 
     #[test]
     fn a_missing_working_dir_is_an_error() {
-        let error = Plan::for_dir(Path::new("/nonexistent/gke-rl"), &Options::default()).unwrap_err();
+        let error = Plan::for_dir(Path::new("/nonexistent/gke-rl"), &Options::default(), &[]).unwrap_err();
         assert_eq!(error.to_string(), "/nonexistent/gke-rl is not a directory (nor a .zip file): pass the folder to upload");
     }
 
@@ -709,5 +876,131 @@ mod tests {
         assert!(fs::metadata(&bomb).unwrap().len() < MAX_UPLOAD_BYTES, "within the upload limit, far past it unpacked");
         let error = Hashed::for_zip_file(&bomb, &[]).unwrap_err();
         assert!(error.to_string().contains("unpacks to more than 400 MiB"), "{error}");
+    }
+
+    fn plan(dir: &Path, options: &Options) -> Result<Plan, Error> {
+        Plan::for_dir(dir, options, &[])
+    }
+
+    fn paths(plan: &Plan) -> Vec<&str> {
+        plan.entries.iter().map(|(path, _)| path.as_str()).collect()
+    }
+
+    /// Issue 31, item 7: a link out of the working dir is refused by name (Ray would upload
+    /// what it points at); one inside is followed as Ray follows it; the flag follows both.
+    #[test]
+    fn links_out_of_the_working_dir_are_refused_unless_asked_for() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("shadow"), "root:$6$hash\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        fs::create_dir_all(work.join("data")).unwrap();
+        fs::write(work.join("data/a.txt"), "a\n").unwrap();
+        symlink("data", work.join("inside")).unwrap();
+        assert_eq!(paths(&plan(&work, &Options::default()).unwrap()), [".", "data", "data/a.txt", "inside", "inside/a.txt"]);
+        symlink(outside.path().join("shadow"), work.join("data/shadow")).unwrap();
+        symlink(outside.path(), work.join("home")).unwrap();
+        let error = plan(&work, &Options::default()).unwrap_err();
+        assert!(matches!(&error, Error::LinkOut { link, .. } if link.ends_with("data/shadow")), "{error}");
+        assert!(error.to_string().contains("--follow-links-out"), "{error}");
+        // Excluded, it is never looked at.
+        fs::write(work.join(".rayignore"), "shadow\nhome\n").unwrap();
+        assert!(plan(&work, &Options::default()).is_ok());
+        fs::remove_file(work.join(".rayignore")).unwrap();
+        let followed = plan(&work, &Options { follow_links_out: true, ..Options::default() }).unwrap();
+        assert!(paths(&followed).contains(&"home/shadow") && paths(&followed).contains(&"data/shadow"));
+    }
+
+    /// Issue 31, item 7: credential files are left out and listed, wherever they are; the
+    /// flag uploads them.
+    #[test]
+    fn credential_files_are_left_out_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        for path in [".ssh/id_ed25519", ".aws/credentials", "sub/.docker/config.json", "sub/.npmrc", "train.py", "sub/keep.json"] {
+            let path = dir.path().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x\n").unwrap();
+        }
+        let kept = plan(dir.path(), &Options::default()).unwrap();
+        assert_eq!(kept.credentials_left_out, [".aws/credentials", ".ssh/id_ed25519", "sub/.docker/config.json", "sub/.npmrc"]);
+        assert!(paths(&kept).contains(&"sub/keep.json") && paths(&kept).contains(&"train.py"));
+        assert!(!paths(&kept).iter().any(|p| p.contains("id_ed25519") || p.contains("npmrc") || p.ends_with("config.json")));
+        let all = plan(dir.path(), &Options { credential_files: true, ..Options::default() }).unwrap();
+        assert!(all.credentials_left_out.is_empty() && paths(&all).contains(&"sub/.npmrc"));
+    }
+
+    /// Issue 31, item 7: a name holding a secret is refused, and the error shows the name
+    /// with the secret hidden; an excluded one is not looked at.
+    #[test]
+    fn a_name_holding_a_secret_is_refused_without_showing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = "hf_AbCdEfGhIjKlMnOpQrSt";
+        fs::create_dir(dir.path().join(format!("run-{token}"))).unwrap();
+        fs::write(dir.path().join(format!("run-{token}/notes.txt")), "x\n").unwrap();
+        let secrets = [Secret { name: "HF_TOKEN", value: token }];
+        let error = Plan::for_dir(dir.path(), &Options::default(), &secrets).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "run-<HF_TOKEN>: the name holds the value of HF_TOKEN (shown as <HF_TOKEN>); a secret must never be uploaded: rename it or exclude it in .rayignore"
+        );
+        fs::write(dir.path().join(".rayignore"), "run-*/\nrun-*\n").unwrap();
+        assert!(Plan::for_dir(dir.path(), &Options::default(), &secrets).is_ok());
+        let files = vec![(format!("{token}.txt"), b"x".to_vec(), false)];
+        assert!(matches!(Plan::for_files(files).build(&secrets), Err(Error::SecretInName { path, .. }) if path == "<HF_TOKEN>.txt"));
+    }
+
+    /// Issue 31, item 9: 40 folders each linking twice to the next (2^40 paths, no loop) end
+    /// at the visit bound at once; so do depth and a huge ignore file.
+    #[test]
+    fn walks_are_bounded_in_visits_depth_and_ignore_file_size() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        for level in 0..40 {
+            let folder = dir.path().join(format!("l{level}"));
+            fs::create_dir(&folder).unwrap();
+            if level < 39 {
+                symlink(format!("../l{}", level + 1), folder.join("a")).unwrap();
+                symlink(format!("../l{}", level + 1), folder.join("b")).unwrap();
+            }
+        }
+        let error = plan(dir.path(), &Options::default()).unwrap_err();
+        assert!(matches!(error, Error::LinkMaze { limit: MAX_DIRECTORY_VISITS, .. }), "{error}");
+
+        let deep = tempfile::tempdir().unwrap();
+        let mut path = deep.path().to_path_buf();
+        for _ in 0..MAX_DEPTH + 1 {
+            path.push("d");
+        }
+        fs::create_dir_all(&path).unwrap();
+        assert!(matches!(plan(deep.path(), &Options::default()), Err(Error::TooDeep { limit: MAX_DEPTH, .. })));
+
+        // A sparse 3 GB ignore file: refused after reading its first MiB.
+        let huge = tempfile::tempdir().unwrap();
+        fs::File::create(huge.path().join(".rayignore")).unwrap().set_len(3 << 30).unwrap();
+        let error = plan(huge.path(), &Options::default()).unwrap_err();
+        assert!(matches!(error, Error::IgnoreFileTooLarge { .. }), "{error}");
+    }
+
+    /// Issue 31, item 15: more than 65,535 entries make a ZIP64 archive, as Python's zipfile
+    /// writes one (Ray's packager does), instead of a refusal.
+    #[test]
+    fn past_65535_entries_the_zip_is_zip64() {
+        let files: Vec<(String, Vec<u8>, bool)> = (0..70_000).map(|i| (format!("f{i}"), i.to_string().into_bytes(), false)).collect();
+        let package = Plan::for_files(files).build(&[]).unwrap();
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&package.zip)).unwrap();
+        assert_eq!(archive.len(), 70_000);
+        let mut last = String::new();
+        archive.by_name("f69999").unwrap().read_to_string(&mut last).unwrap();
+        assert_eq!(last, "69999");
+    }
+
+    /// Names count towards the upload limit: a million long names zip past it.
+    #[test]
+    fn a_zip_over_the_limit_for_its_names_is_refused_before_reading() {
+        let name = "n".repeat(200);
+        let files: Vec<(String, Vec<u8>, bool)> = (0..300_000).map(|i| (format!("{name}{i}"), Vec::new(), false)).collect();
+        let error = Plan::for_files(files).check_size().unwrap_err();
+        assert!(matches!(error, Error::ZipTooLarge { files: 300_000, .. }), "{error}");
     }
 }

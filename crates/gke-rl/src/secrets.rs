@@ -8,6 +8,32 @@ use std::ops::Range;
 /// Variables that hold secrets, whatever a config calls its own.
 pub const WELL_KNOWN_NAMES: &[&str] = &["HF_TOKEN", "WANDB_API_KEY", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"];
 
+/// Files that hold credentials wherever they are found (gitignore syntax). The rendered
+/// `.rayignore` lists them, and gke-rl's packager leaves them out of every upload unless told
+/// otherwise, so a working dir that holds a home folder's copy does not carry it to the cluster.
+pub const CREDENTIAL_FILES: &[&str] = &[
+    ".ssh/",
+    ".aws/",
+    ".azure/",
+    ".gnupg/",
+    ".kube/",
+    ".huggingface/",
+    "**/.config/gcloud/",
+    "**/.docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*credentials*.json",
+    "*service-account*.json",
+];
+
 /// What replaces a secret in printed text.
 pub const REDACTED: &str = "<redacted>";
 

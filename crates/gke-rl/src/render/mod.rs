@@ -177,28 +177,10 @@ fn env_sh(deployment: &Deployment) -> String {
 /// Patterns kept out of the Ray working_dir upload. They go into `.rayignore` and into the
 /// runtime env's `excludes`, which Ray clients older than 2.54 (no `.rayignore`) also honour.
 const UPLOAD_EXCLUDES: &[(&str, &[&str])] = &[
+    ("credentials", crate::secrets::CREDENTIAL_FILES),
     (
-        "files that hold or may hold secrets",
-        &[
-            "env.sh",
-            ".env",
-            ".env.*",
-            "*.env",
-            "ray_runtime_env*.json",
-            "hf-token-secret.yaml",
-            "*.pem",
-            "*.key",
-            "*.p12",
-            "*credentials*.json",
-            "*service-account*.json",
-            ".netrc",
-            ".kube/",
-            "kubeconfig*",
-            ".config/gcloud/",
-            ".huggingface/",
-            ".cache/",
-            ".gke-rl/",
-        ],
+        "files of this deployment that may hold secrets",
+        &["env.sh", "ray_runtime_env*.json", "hf-token-secret.yaml", "kubeconfig*", ".cache/", ".gke-rl/"],
     ),
     ("version control and local tooling", &[".git/", "cluster-toolkit/", ".venv/", "venv/", "__pycache__/", "out/"]),
     ("logs", &["*.log", "logs/"]),
