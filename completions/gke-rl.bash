@@ -759,7 +759,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__submit)
-            opts="-h --config --env-file --address --headers --request-timeout --working-dir --include --runtime-env --submission-id --no-wait --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
+            opts="-h --config --env-file --address --headers --request-timeout --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

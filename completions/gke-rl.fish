@@ -117,6 +117,8 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-num-
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-memory -d 'Memory reserved for the entrypoint, in bytes' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-resources -d 'Custom resources for the entrypoint, as a JSON object' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l entrypoint-label-selector -d 'Node labels the entrypoint must run on, KEY=VALUE (repeatable; Ray 2.54+)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l follow-links-out -d 'Upload what symlinks out of the working dir point at, as Ray does [default: refuse them]'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l with-credential-files -d 'Upload credential files in the working dir (.ssh/, .aws/, .npmrc, *.pem, ...), as Ray does [default: leave them out]'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l no-wait -d 'Return once the job is accepted'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F

@@ -24,6 +24,8 @@ const TARGETS: &[(&str, &[&str])] = &[
     ("gitwildmatch", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
     ("blueprint", &["tests/fixtures/blueprints", "manifests/gke-a4-deployment.yaml", "tests/fixtures/upstream/cluster-toolkit"]),
     ("blueprint_patch", &["tests/fixtures/upstream/cluster-toolkit/gke-a4.yaml", "tests/fixtures/blueprints"]),
+    ("job_log", &["tests/fixtures/ray-messages"]),
+    ("redact", &["tests/fixtures/codelab"]),
 ];
 
 #[derive(clap::Args)]

@@ -444,18 +444,23 @@ async fn follow_logging(
     // Armed before anything else, so no interrupt from here on ends the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let started = env.clock.now();
-    let mut complete = 0;
+    let mut next = 0;
     let options = FollowOptions::default();
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
         gke_rl_ray::Event::Log(text) => {
             checkpoints.feed(text, (env.clock.now() - started).as_secs_f64());
             records.feed(text);
             progress.event(Event::Log(text));
-            let saved: Vec<_> = checkpoints.saves().iter().filter(|s| s.path.is_some()).collect();
-            for save in &saved[complete.min(saved.len())..] {
-                progress.event(Event::CheckpointSaved(save));
+            // Only the newest save gets its path, so the saves before `next` are done with.
+            let saves = checkpoints.saves();
+            while let Some(save) = saves.get(next) {
+                match &save.path {
+                    Some(_) => progress.event(Event::CheckpointSaved(save)),
+                    None if next + 1 == saves.len() => break,
+                    None => {}
+                }
+                next += 1;
             }
-            complete = saved.len();
         }
         gke_rl_ray::Event::Reconnecting(reason) => progress.event(Event::Reconnecting(reason)),
         gke_rl_ray::Event::Unread(why) => progress.event(Event::LogUnread(why)),

@@ -99,10 +99,14 @@ pub enum Error {
     LinkMaze { path: PathBuf, target: PathBuf, limit: usize },
     #[error("{}: deeper than {limit} folders, more than Ray's packager can walk; exclude it in .rayignore", .path.display())]
     TooDeep { path: PathBuf, limit: usize },
+    #[error("{message}")]
+    Hidden { message: String },
     #[error("the working dir holds more than {limit} paths, more than one upload can carry; exclude some in .rayignore")]
     TooManyPaths { limit: usize },
     #[error("{}: larger than {} MiB; an ignore file that large is not one (gke-rl stopped reading it)", .path.display(), limit >> 20)]
     IgnoreFileTooLarge { path: PathBuf, limit: u64 },
+    #[error("{}: the ignore files read so far pass {} MiB in all; gke-rl stopped reading them: exclude folders whose ignore files you do not need", .path.display(), limit >> 20)]
+    IgnoreFilesTooLarge { path: PathBuf, limit: u64 },
     #[error(
         "{path}: the name holds the value of {name} (shown as <{name}>); a secret must never be uploaded: rename it or exclude it in .rayignore"
     )]
@@ -112,6 +116,25 @@ pub enum Error {
         crate::package::mib(*bytes), crate::package::mib(crate::package::MAX_UPLOAD_BYTES)
     )]
     ZipTooLarge { bytes: u64, files: usize },
+}
+
+impl Error {
+    /// This error, or, when its text (with its sources) holds one of `secrets`, that text
+    /// with each shown as `<NAME>`: a path or pattern the packager names may hold a value no
+    /// shape gives away.
+    pub(crate) fn hiding(self, secrets: &[crate::package::Secret<'_>]) -> Error {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(&self);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        let held: Vec<_> = secrets.iter().filter(|s| !s.value.is_empty() && text.contains(s.value)).collect();
+        if held.is_empty() {
+            return self;
+        }
+        Error::Hidden { message: held.iter().fold(text, |text, s| text.replace(s.value, &format!("<{}>", s.name))) }
+    }
 }
 
 /// A refusal for want of the right token: which token was tried (by where it came from, never

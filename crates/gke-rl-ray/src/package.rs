@@ -19,6 +19,7 @@
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use gke_rl_gitwildmatch::PatternSet;
 
@@ -39,6 +40,9 @@ pub const MAX_DEPTH: usize = 256;
 pub const MAX_DIRECTORY_VISITS: usize = 16;
 /// The largest `.gitignore` or `.rayignore` read.
 pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+/// The most bytes of ignore files read in one walk: each is parsed and matched against every
+/// path under it.
+pub const MAX_IGNORE_BYTES: u64 = 4 * MAX_IGNORE_FILE_BYTES;
 /// `RAY_RUNTIME_ENV_DEFAULT_EXCLUDES` (Ray 2.54; 2.46 has none).
 pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".venv", "venv", "__pycache__"];
 
@@ -125,6 +129,7 @@ pub fn mib(bytes: u64) -> String {
 }
 
 /// A value that must not appear in any packaged file, with the name to report.
+#[derive(Clone, Copy)]
 pub struct Secret<'a> {
     /// The environment variable it came from.
     pub name: &'a str,
@@ -134,10 +139,67 @@ pub struct Secret<'a> {
 
 #[derive(Debug)]
 enum Content {
-    Disk(PathBuf),
+    Disk(Disk),
     Memory(Vec<u8>),
     /// A broken symlink or an unreadable special file: Ray hashes its path and zips nothing.
     Unreadable,
+}
+
+/// A file the walk saw: where, which file it was, and where it must still be when read.
+#[derive(Debug)]
+struct Disk {
+    path: PathBuf,
+    /// Its device and inode when the walk saw it.
+    identity: (u64, u64),
+    /// The working dir, canonical, when what is read must be inside it.
+    inside: Option<Arc<Path>>,
+}
+
+impl Disk {
+    /// The file, opened and checked to be the one the walk saw: a file swapped (for a link out
+    /// of the working dir, or for a credential file the walk left out) is not read.
+    fn open(&self) -> Result<fs::File, Error> {
+        use std::os::unix::fs::MetadataExt as _;
+        let file = open_nonblocking(&self.path, false).map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        let meta = file.metadata().map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        if !meta.is_file() || (meta.dev(), meta.ino()) != self.identity {
+            return Err(Error::Changed { path: self.path.clone() });
+        }
+        confined(&file, &self.path, self.inside.as_deref())?;
+        Ok(file)
+    }
+}
+
+/// Opens `path` to read, without blocking on a named pipe.
+fn open_nonblocking(path: &Path, directory: bool) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut flags = rustix::fs::OFlags::NONBLOCK;
+    if directory {
+        flags |= rustix::fs::OFlags::DIRECTORY;
+    }
+    fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)
+}
+
+/// Refuses an open file or folder that is not inside `inside`, by where the open file really
+/// is (Linux names it in /proc; elsewhere the path is resolved again).
+fn confined(file: &fs::File, path: &Path, inside: Option<&Path>) -> Result<(), Error> {
+    let Some(root) = inside else { return Ok(()) };
+    #[cfg(target_os = "linux")]
+    let real = {
+        use std::os::fd::AsRawFd as _;
+        let _ = path;
+        fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    };
+    #[cfg(not(target_os = "linux"))]
+    let real = {
+        let _ = file;
+        fs::canonicalize(path)
+    };
+    match real {
+        Ok(real) if real.starts_with(root) => Ok(()),
+        Ok(real) => Err(Error::LinkOut { link: path.to_owned(), target: real }),
+        Err(source) => Err(Error::Io { path: path.to_owned(), source }),
+    }
 }
 
 #[derive(Debug)]
@@ -182,6 +244,10 @@ impl Plan {
     /// Walks `dir` with Ray's exclusion rules, refusing a path whose name holds one of
     /// `secrets` before anything names what is under it.
     pub fn for_dir(dir: &Path, options: &Options, secrets: &[Secret<'_>]) -> Result<Plan, Error> {
+        Plan::walk(dir, options, secrets).map_err(|error| error.hiding(secrets))
+    }
+
+    fn walk(dir: &Path, options: &Options, secrets: &[Secret<'_>]) -> Result<Plan, Error> {
         if !dir.is_dir() {
             return Err(Error::NotADirectory { path: dir.to_owned() });
         }
@@ -194,18 +260,23 @@ impl Plan {
             }
         };
         let root = fs::canonicalize(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+        // A working dir that is itself a credential folder (~/.ssh, ~/.config/gcloud): every
+        // path in it is matched where it really is.
+        let root_real = root.to_string_lossy().trim_start_matches('/').to_owned();
+        let in_credentials = credentials.as_ref().is_some_and(|set| set.is_match(&format!("{root_real}/x")));
         let mut walk = Walk {
             plan: Plan { entries: Vec::new(), ignore_files: Vec::new(), credentials_left_out: Vec::new() },
             gitignore: options.gitignore,
-            links_out: if options.follow_links_out { None } else { Some(root) },
+            inside: if options.follow_links_out { None } else { Some(Arc::from(root.as_path())) },
             credentials,
             secrets,
             ancestors: Vec::new(),
             visits: std::collections::HashMap::new(),
             paths: 0,
+            ignore_bytes: 0,
         };
         let mut active = vec![(".".to_owned(), root_set)];
-        walk.travel(dir, ".", &mut active)?;
+        walk.travel(dir, ".", in_credentials.then_some(root_real.as_str()), &mut active)?;
         Ok(walk.plan)
     }
 
@@ -262,15 +333,19 @@ impl Plan {
     /// Reads and hashes every file on all cores, refusing the package if a file holds one of
     /// `secrets`. `submit` zips (reading the files again) only if the cluster lacks the package.
     pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
+        self.hash_unhidden(secrets).map_err(|error| error.hiding(secrets))
+    }
+
+    fn hash_unhidden(self, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
         self.check_size()?;
         let digests = parallel_map(self.entries.iter().collect(), Vec::new, |buffer: &mut Vec<u8>, (path, entry)| {
             buffer.clear();
             match entry {
-                Entry::File { content: Content::Disk(fs_path), size, .. } => {
-                    let io = |source| Error::Io { path: fs_path.clone(), source };
-                    open_regular(fs_path).map_err(io)?.take(size + 1).read_to_end(buffer).map_err(io)?;
+                Entry::File { content: Content::Disk(disk), size, .. } => {
+                    let io = |source| Error::Io { path: disk.path.clone(), source };
+                    disk.open()?.take(size + 1).read_to_end(buffer).map_err(io)?;
                     if buffer.len() as u64 != *size {
-                        return Err(Error::Changed { path: fs_path.clone() });
+                        return Err(Error::Changed { path: disk.path.clone() });
                     }
                 }
                 Entry::File { content: Content::Memory(bytes), .. } => buffer.extend_from_slice(bytes),
@@ -284,8 +359,8 @@ impl Plan {
     /// Hash and zip in one pass: each file is read straight into its place in the zip and
     /// hashed there.
     pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, Error> {
-        self.check_size()?;
-        let (zip, digests) = write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets))?;
+        self.check_size().map_err(|error| error.hiding(secrets))?;
+        let (zip, digests) = write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets)).map_err(|error| error.hiding(secrets))?;
         let file_count = file_count(&self.entries);
         Ok(Package { uri: uri(&digests), zip, file_count })
     }
@@ -323,7 +398,7 @@ impl Hashed {
             let size = fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
             return Err(Error::TooLarge { total: size, largest: vec![(name, size)] });
         }
-        let file_count = scan_zip(&name, &bytes, secrets)?;
+        let file_count = scan_zip(&name, &bytes, secrets).map_err(|error| error.hiding(secrets))?;
         let hex: String = Sha1::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
         Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), contents: Contents::Zip { bytes, file_count } })
     }
@@ -364,7 +439,7 @@ pub const MAX_UNPACKED_ZIP_BYTES: u64 = 4 * MAX_UPLOAD_BYTES;
 fn scan_zip(name: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<usize, Error> {
     let unreadable = |reason: String| Error::BadZip { path: name.to_owned(), reason };
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| unreadable(e.to_string()))?;
-    let secrets: Vec<&Secret<'_>> = secrets.iter().filter(|s| !s.value.is_empty()).collect();
+    let secrets: Vec<Secret<'_>> = secrets.iter().copied().filter(|s| !s.value.is_empty()).collect();
     // A secret may straddle two pieces: each piece is scanned with the tail of the one before.
     let overlap = secrets.iter().map(|s| s.value.len()).max().unwrap_or(1) - 1;
     let mut budget = MAX_UNPACKED_ZIP_BYTES;
@@ -378,6 +453,7 @@ fn scan_zip(name: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<usize, E
         }
         files += 1;
         let entry_name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        refuse_secret_name(&entry_name, &secrets)?;
         window.clear();
         loop {
             let read = entry.read(&mut piece).map_err(|e| unreadable(format!("{entry_name}: {e}")))?;
@@ -394,6 +470,11 @@ fn scan_zip(name: &str, bytes: &[u8], secrets: &[Secret<'_>]) -> Result<usize, E
             let keep = window.len().min(overlap);
             window.drain(..window.len() - keep);
         }
+    }
+    // Names of folders, comments and extra fields are the zip's own records.
+    if let Some(secret) = secrets.iter().find(|s| memchr::memmem::find(bytes, s.value.as_bytes()).is_some()) {
+        let entry = "its own records (a folder's name, a comment or an extra field)".to_owned();
+        return Err(Error::SecretInZip { zip: name.to_owned(), entry, name: secret.name.to_owned() });
     }
     Ok(files)
 }
@@ -565,12 +646,12 @@ fn write_zip(
             let Some((slot, name, offset)) = slot else { return Ok((visit(path, &[])?, 0, 0, 0)) };
             let (header, data) = slot.split_at_mut(LOCAL_HEADER + name.len());
             match entry {
-                Entry::File { content: Content::Disk(fs_path), .. } => {
-                    let io = |source| Error::Io { path: fs_path.clone(), source };
-                    let mut file = open_regular(fs_path).map_err(io)?;
-                    file.read_exact(data).map_err(io)?;
-                    if file.read(&mut [0u8]).map_err(io)? != 0 {
-                        return Err(Error::Changed { path: fs_path.clone() });
+                Entry::File { content: Content::Disk(disk), .. } => {
+                    let mut file = disk.open()?;
+                    let changed = || Error::Changed { path: disk.path.clone() };
+                    file.read_exact(data).map_err(|_| changed())?;
+                    if file.read(&mut [0u8]).map_err(|_| changed())? != 0 {
+                        return Err(changed());
                     }
                 }
                 Entry::File { content: Content::Memory(bytes), .. } => data.copy_from_slice(bytes),
@@ -631,8 +712,9 @@ fn write_zip(
 struct Walk<'a> {
     plan: Plan,
     gitignore: bool,
-    /// The working dir, canonical, when symlinks out of it are refused.
-    links_out: Option<PathBuf>,
+    /// The working dir, canonical, when what is read must be inside it (symlinks out of it
+    /// are refused).
+    inside: Option<Arc<Path>>,
     /// [`gke_rl::secrets::CREDENTIAL_FILES`], when they are left out.
     credentials: Option<PatternSet>,
     secrets: &'a [Secret<'a>],
@@ -640,23 +722,25 @@ struct Walk<'a> {
     ancestors: Vec<PathBuf>,
     /// How many times each directory (device, inode) was entered.
     visits: std::collections::HashMap<(u64, u64), usize>,
-    /// Paths visited so far.
+    /// Paths visited or listed so far.
     paths: usize,
+    /// Bytes of ignore files read so far.
+    ignore_bytes: u64,
 }
 
 impl Walk<'_> {
     /// `_dir_travel`: a directory's ignore files are read before the directory itself is
     /// matched, so its own patterns can exclude it (`*` in a `.rayignore`). Unlike Ray, a path
     /// excluded from above is not looked into at all: neither its name nor its ignore files.
-    fn travel(&mut self, fs_path: &Path, rel: &str, active: &mut Vec<(String, PatternSet)>) -> Result<(), Error> {
+    /// `real` is where the path really is, absolute without its leading `/`, where that differs
+    /// from the working dir's own path to it (through a link, or in a credential folder), so
+    /// credential files are known wherever a link leads.
+    fn travel(&mut self, fs_path: &Path, rel: &str, real: Option<&str>, active: &mut Vec<(String, PatternSet)>) -> Result<(), Error> {
         use std::os::unix::fs::MetadataExt as _;
         let io = |source| Error::Io { path: fs_path.to_owned(), source };
         self.paths += 1;
         if self.paths > MAX_PATHS {
             return Err(Error::TooManyPaths { limit: MAX_PATHS });
-        }
-        if rel.split('/').count() > MAX_DEPTH {
-            return Err(Error::TooDeep { path: fs_path.to_owned(), limit: MAX_DEPTH });
         }
         let meta = fs::metadata(fs_path).ok();
         let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
@@ -665,12 +749,15 @@ impl Walk<'_> {
         let mut skip = excluded(active);
         if !skip {
             refuse_secret_name(rel, self.secrets)?;
+            if rel.split('/').count() > MAX_DEPTH {
+                return Err(Error::TooDeep { path: fs_path.to_owned(), limit: MAX_DEPTH });
+            }
             if is_dir {
                 for name in [".gitignore", ".rayignore"] {
                     if name == ".gitignore" && !self.gitignore {
                         continue;
                     }
-                    if let Some(text) = read_ignore_file(&fs_path.join(name))? {
+                    if let Some(text) = self.read_ignore_file(&fs_path.join(name))? {
                         let shown = if rel == "." { name.to_owned() } else { format!("{rel}/{name}") };
                         let set = PatternSet::parse(&text).map_err(|error| Error::Pattern { file: shown.clone(), error })?;
                         active.push((rel.to_owned(), set));
@@ -680,18 +767,33 @@ impl Walk<'_> {
                 skip = excluded(&active[before..]);
             }
         }
-        let credential = !skip && self.credentials.as_ref().is_some_and(|set| set.is_match(rel));
+        // Where a link leads, if it is one.
+        let mut real = real.map(str::to_owned);
+        if !skip && fs::symlink_metadata(fs_path).is_ok_and(|m| m.file_type().is_symlink()) {
+            match fs::canonicalize(fs_path) {
+                Ok(target) => {
+                    if let Some(root) = &self.inside
+                        && !target.starts_with(root)
+                    {
+                        return Err(Error::LinkOut { link: fs_path.to_owned(), target });
+                    }
+                    real = Some(target.to_string_lossy().trim_start_matches('/').to_owned());
+                }
+                // Ray hashes a broken link's path; one that opens but does not resolve (a
+                // deleted file's /proc/PID/fd entry) leads nowhere gke-rl can check.
+                Err(_) if meta.is_some() && self.inside.is_some() => {
+                    let target = fs::read_link(fs_path).unwrap_or_default();
+                    return Err(Error::LinkOut { link: fs_path.to_owned(), target });
+                }
+                Err(_) => {}
+            }
+        }
+        let credential = !skip
+            && self.credentials.as_ref().is_some_and(|set| set.is_match(rel) || real.as_deref().is_some_and(|real| set.is_match(real)));
         if credential {
             self.plan.credentials_left_out.push(if is_dir { format!("{rel}/") } else { rel.to_owned() });
         }
         if !skip && !credential {
-            if let Some(root) = &self.links_out
-                && fs::symlink_metadata(fs_path).is_ok_and(|m| m.file_type().is_symlink())
-                && let Ok(target) = fs::canonicalize(fs_path)
-                && !target.starts_with(root)
-            {
-                return Err(Error::LinkOut { link: fs_path.to_owned(), target });
-            }
             if let (true, Some(meta)) = (is_dir, &meta) {
                 let canonical = fs::canonicalize(fs_path).map_err(io)?;
                 if let Some(target) = self.ancestors.iter().find(|a| **a == canonical) {
@@ -702,26 +804,21 @@ impl Walk<'_> {
                 if *visits > MAX_DIRECTORY_VISITS {
                     return Err(Error::LinkMaze { path: fs_path.to_owned(), target: canonical, limit: MAX_DIRECTORY_VISITS });
                 }
-                let mut children = Vec::new();
-                for child in fs::read_dir(fs_path).map_err(io)? {
-                    let child = child.map_err(io)?;
-                    let name = child.file_name().into_string().map_err(|_| Error::NonUtf8Name { path: child.path() })?;
-                    children.push(name);
-                }
-                children.sort();
+                let children = self.list(fs_path, (meta.dev(), meta.ino()))?;
                 self.plan.entries.push((rel.to_owned(), Entry::Dir { empty: children.is_empty() }));
                 self.ancestors.push(canonical);
                 for name in children {
                     let child_rel = if rel == "." { name.clone() } else { format!("{rel}/{name}") };
-                    self.travel(&fs_path.join(&name), &child_rel, active)?;
+                    let child_real = real.as_ref().map(|real| format!("{real}/{name}"));
+                    self.travel(&fs_path.join(&name), &child_rel, child_real.as_deref(), active)?;
                 }
                 self.ancestors.pop();
             } else {
                 let entry = match &meta {
                     Some(m) if m.is_file() => {
                         use std::os::unix::fs::PermissionsExt as _;
-                        let content = Content::Disk(fs_path.to_owned());
-                        Entry::File { content, size: m.len(), executable: m.permissions().mode() & 0o111 != 0 }
+                        let disk = Disk { path: fs_path.to_owned(), identity: (m.dev(), m.ino()), inside: self.inside.clone() };
+                        Entry::File { content: Content::Disk(disk), size: m.len(), executable: m.permissions().mode() & 0o111 != 0 }
                     }
                     _ => Entry::File { content: Content::Unreadable, size: 0, executable: false },
                 };
@@ -731,34 +828,65 @@ impl Walk<'_> {
         active.truncate(before);
         Ok(())
     }
-}
 
-/// An ignore file's text, or `None` where Ray reads none (no regular file there): opened
-/// without blocking (a named pipe swapped in after the check does not hang the walk) and read
-/// to at most [`MAX_IGNORE_FILE_BYTES`].
-fn read_ignore_file(path: &Path) -> Result<Option<String>, Error> {
-    let io = |source| Error::Io { path: path.to_owned(), source };
-    if !path.is_file() {
-        return Ok(None);
+    /// A folder's entries, sorted, read from the folder the walk checked (not one swapped in
+    /// since), each counted towards [`MAX_PATHS`] as it is read.
+    fn list(&mut self, fs_path: &Path, identity: (u64, u64)) -> Result<Vec<String>, Error> {
+        use std::os::unix::fs::MetadataExt as _;
+        let io = |source: std::io::Error| Error::Io { path: fs_path.to_owned(), source };
+        let folder = open_nonblocking(fs_path, true).map_err(io)?;
+        let meta = folder.metadata().map_err(io)?;
+        if (meta.dev(), meta.ino()) != identity {
+            return Err(Error::Changed { path: fs_path.to_owned() });
+        }
+        confined(&folder, fs_path, self.inside.as_deref())?;
+        let mut children = Vec::new();
+        for child in rustix::fs::Dir::read_from(&folder).map_err(|e| io(e.into()))? {
+            let child = child.map_err(|e| io(e.into()))?;
+            let name = child.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            self.paths += 1;
+            if self.paths > MAX_PATHS {
+                return Err(Error::TooManyPaths { limit: MAX_PATHS });
+            }
+            let name =
+                String::from_utf8(name.to_vec()).map_err(|_| Error::NonUtf8Name { path: fs_path.join(&*String::from_utf8_lossy(name)) })?;
+            children.push(name);
+        }
+        // Each child is counted again when it is walked.
+        self.paths -= children.len();
+        children.sort();
+        Ok(children)
     }
-    let mut bytes = Vec::new();
-    open_regular(path).map_err(io)?.take(MAX_IGNORE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
-        return Err(Error::IgnoreFileTooLarge { path: path.to_owned(), limit: MAX_IGNORE_FILE_BYTES });
-    }
-    let text = String::from_utf8(bytes).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())))?;
-    Ok(Some(text))
-}
 
-/// Opens a file to read it, without blocking on a named pipe and refusing anything but a
-/// regular file: what was a file when the walk saw it may not be one when it is read.
-fn open_regular(path: &Path) -> std::io::Result<fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file any more"));
+    /// An ignore file's text, or `None` where Ray reads none (no regular file there): opened
+    /// without blocking (a named pipe swapped in after the check does not hang the walk), inside
+    /// the working dir unless links out are followed, and read to at most
+    /// [`MAX_IGNORE_FILE_BYTES`], and [`MAX_IGNORE_BYTES`] over the whole walk.
+    fn read_ignore_file(&mut self, path: &Path) -> Result<Option<String>, Error> {
+        let io = |source| Error::Io { path: path.to_owned(), source };
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let file = open_nonblocking(path, false).map_err(io)?;
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(Error::Changed { path: path.to_owned() });
+        }
+        confined(&file, path, self.inside.as_deref())?;
+        let mut bytes = Vec::new();
+        file.take(MAX_IGNORE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
+            return Err(Error::IgnoreFileTooLarge { path: path.to_owned(), limit: MAX_IGNORE_FILE_BYTES });
+        }
+        self.ignore_bytes += bytes.len() as u64;
+        if self.ignore_bytes > MAX_IGNORE_BYTES {
+            return Err(Error::IgnoreFilesTooLarge { path: path.to_owned(), limit: MAX_IGNORE_BYTES });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())))?;
+        Ok(Some(text))
     }
-    Ok(file)
 }
 
 /// Refuses a path whose name holds a secret's value, naming it with every secret hidden.
@@ -1002,5 +1130,69 @@ mod tests {
         let files: Vec<(String, Vec<u8>, bool)> = (0..300_000).map(|i| (format!("{name}{i}"), Vec::new(), false)).collect();
         let error = Plan::for_files(files).check_size().unwrap_err();
         assert!(matches!(error, Error::ZipTooLarge { files: 300_000, .. }), "{error}");
+    }
+
+    /// Review of issue 31, item 7: what is read is what the walk saw. A file swapped after the
+    /// walk (for another of the same size, or a link out) is refused, and so is a link that
+    /// opens but does not resolve (a deleted file's /proc/self/fd entry).
+    #[test]
+    fn files_swapped_after_the_walk_and_unresolvable_links_are_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("id_rsa"), "PRIVATE\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("train.py"), "print()\n").unwrap();
+        let walked = plan(dir.path(), &Options::default()).unwrap();
+        fs::remove_file(dir.path().join("train.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("id_rsa"), dir.path().join("train.py")).unwrap();
+        assert!(matches!(walked.hash(&[]), Err(Error::Changed { .. })));
+
+        let deleted = fs::File::create(outside.path().join("key")).unwrap();
+        fs::remove_file(outside.path().join("key")).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&deleted);
+        let work = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{fd}"), work.path().join("key")).unwrap();
+        let error = plan(work.path(), &Options::default()).unwrap_err();
+        assert!(matches!(error, Error::LinkOut { .. }), "{error}");
+    }
+
+    /// Review of issue 31, item 7: credential files are known where a link leads, and in a
+    /// working dir that is itself a credential folder.
+    #[test]
+    fn credential_files_are_known_through_links_and_as_the_working_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".ssh")).unwrap();
+        fs::write(dir.path().join(".ssh/id_ed25519"), "x\n").unwrap();
+        std::os::unix::fs::symlink(".ssh", dir.path().join("keys")).unwrap();
+        let walked = plan(dir.path(), &Options::default()).unwrap();
+        assert_eq!(walked.credentials_left_out, [".ssh/id_ed25519", "keys/id_ed25519"]);
+        let aws = dir.path().join("home/.aws");
+        fs::create_dir_all(&aws).unwrap();
+        fs::write(aws.join("config"), "x\n").unwrap();
+        assert_eq!(plan(&aws, &Options::default()).unwrap().credentials_left_out, ["config"]);
+    }
+
+    /// Review of issue 31, item 7: a secret with no known shape is hidden in every error the
+    /// packager gives, and a zip's entry names and own records are scanned too.
+    #[test]
+    fn secrets_are_hidden_in_every_packager_error_and_found_in_zip_names() {
+        let secret = "wandbkey0123456789";
+        let secrets = [Secret { name: "WANDB_API_KEY", value: secret }];
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir(outside.path().join(secret)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join(secret), dir.path().join("data")).unwrap();
+        let error = Plan::for_dir(dir.path(), &Options::default(), &secrets).map(|_| ()).unwrap_err().to_string();
+        assert!(!error.contains(secret) && error.contains("<WANDB_API_KEY>"), "{error}");
+
+        let zip = deflated_zip(dir.path(), &[(&format!("{secret}.txt"), b"x")]);
+        let error = Hashed::for_zip_file(&zip, &secrets).unwrap_err().to_string();
+        assert!(error.starts_with("<WANDB_API_KEY>.txt: the name holds the value"), "{error}");
+        let path = dir.path().join("commented.zip");
+        let mut writer = zip::ZipWriter::new(fs::File::create(&path).unwrap());
+        writer.set_comment(secret).unwrap();
+        writer.start_file("a.txt", zip::write::SimpleFileOptions::default()).unwrap();
+        writer.finish().unwrap();
+        let error = Hashed::for_zip_file(&path, &secrets).unwrap_err().to_string();
+        assert!(error.contains("its own records") && !error.contains(secret), "{error}");
     }
 }

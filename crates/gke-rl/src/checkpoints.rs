@@ -23,6 +23,11 @@ use crate::log_lines::LineBuffer;
 /// What NeMo-RL prints when a step has finished: the end of its timing table.
 pub const STEP_DONE: &str = "• Total step time: ";
 
+/// The most saves read from one log: a run of thousands of steps saves far fewer times.
+pub const MAX_SAVES: usize = 10_000;
+/// The longest checkpoint path kept (Linux's PATH_MAX).
+const MAX_PATH: usize = 4096;
+
 /// One checkpoint save.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Save {
@@ -56,12 +61,15 @@ impl CheckpointLog {
 
     fn line(&mut self, line: &str, now: f64) {
         if let Some(rest) = after(line, "Saving checkpoint for step ") {
-            if let Ok(step) = rest.trim_end_matches('.').trim().parse() {
+            if let Ok(step) = rest.trim_end_matches('.').trim().parse()
+                && self.saves.len() < MAX_SAVES
+            {
                 self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
             }
         } else if let Some(path) = after(line, "Saved checkpoint to ") {
             if let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none()) {
-                save.path = Some(path.trim().to_owned());
+                let path = path.trim();
+                save.path = Some(path[..path.floor_char_boundary(MAX_PATH)].to_owned());
                 if save.seconds.is_none() {
                     save.seconds = Some(now - save.started_at);
                 }

@@ -25,6 +25,9 @@ pub struct LineBuffer {
 impl LineBuffer {
     /// Feeds a chunk of text and calls `line` with each line it completes, without its end.
     pub fn feed(&mut self, chunk: &str, mut line: impl FnMut(&str)) {
+        if chunk.is_empty() {
+            return;
+        }
         let mut rest = chunk;
         if self.after_carriage_return && rest.starts_with('\n') {
             rest = &rest[1..];
@@ -91,7 +94,7 @@ mod tests {
         let whole = lines_of(&[text]);
         assert_eq!(whole, ["a", "b", "c", "", "d", "", "e"]);
         for split in 1..text.len() {
-            assert_eq!(lines_of(&[&text[..split], &text[split..]]), whole, "split at {split}");
+            assert_eq!(lines_of(&[&text[..split], "", &text[split..]]), whole, "split at {split}, an empty chunk between");
         }
     }
 

@@ -18,11 +18,21 @@ pub const CREDENTIAL_FILES: &[&str] = &[
     ".gnupg/",
     ".kube/",
     ".huggingface/",
+    ".kaggle/",
     "**/.config/gcloud/",
+    "**/.config/gh/",
+    "**/.cache/huggingface/token",
     "**/.docker/config.json",
+    "**/.cargo/credentials*",
+    "id_rsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "id_dsa*",
     ".netrc",
     ".npmrc",
     ".pypirc",
+    ".pgpass",
+    ".vault-token",
     ".git-credentials",
     ".env",
     ".env.*",
@@ -75,12 +85,20 @@ const SHAPES: &[Shape] = &[
 /// passwords in URLs (`scheme://user:password@host`).
 pub fn tokens(text: &str) -> Vec<Token> {
     let mut found = Vec::new();
+    // The tokens found so far as disjoint spans (start to end), so that whether a match lies
+    // inside one is a lookup, and text of many tokens costs O(n log n), not O(n²).
+    let mut covered: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
     let starts_word = |i: usize| !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
     for shape in SHAPES {
         for (start, _) in text.match_indices(shape.prefix).filter(|(i, _)| starts_word(*i)) {
+            if covered.range(..=start).next_back().is_some_and(|(_, end)| start < *end) {
+                continue;
+            }
             let body = text[start + shape.prefix.len()..].chars().take_while(|c| (shape.body)(*c)).count();
-            if body >= shape.minimum && !found.iter().any(|t: &Token| t.range.contains(&start)) {
-                found.push(Token { range: start..start + shape.prefix.len() + body, kind: shape.kind });
+            if body >= shape.minimum {
+                let range = start..start + shape.prefix.len() + body;
+                cover(&mut covered, range.clone());
+                found.push(Token { range, kind: shape.kind });
             }
         }
     }
@@ -133,6 +151,22 @@ pub fn secret_value(name: &str, value: &str, extra_names: &[&str]) -> Option<&'s
 /// A W&B API key: 40 lowercase hex digits.
 fn is_wandb_key(value: &str) -> bool {
     value.len() == 40 && value.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Adds `range` to disjoint spans, merging the ones it touches.
+fn cover(spans: &mut std::collections::BTreeMap<usize, usize>, range: Range<usize>) {
+    let (mut start, mut end) = (range.start, range.end);
+    if let Some((&before, &before_end)) = spans.range(..=start).next_back()
+        && before_end >= start
+    {
+        start = before;
+        end = end.max(before_end);
+    }
+    let inside: Vec<usize> = spans.range(start..=end).map(|(s, _)| *s).collect();
+    for key in inside {
+        end = end.max(spans.remove(&key).unwrap_or(end));
+    }
+    spans.insert(start, end);
 }
 
 /// `text` with every secret replaced by [`REDACTED`]: tokens by their shape, passwords in URLs,
@@ -214,6 +248,24 @@ fn assigned_secrets(text: &str) -> Vec<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 31, item 8's sibling: text of many tokens (a credential plugin's 16 MiB of
+    /// output) is redacted in O(n log n); each match was checked against every token before.
+    #[test]
+    fn many_tokens_are_found_in_near_linear_time() {
+        let text = "hf_AbCdEfGhIjKlMnOpQrStUv ".repeat(200_000);
+        assert_eq!(tokens(&text).len(), 200_000);
+        assert_eq!(redact(&text).matches(REDACTED).count(), 200_000);
+        // A run of prefixes inside one token's body: one token, each prefix skipped at once.
+        let run = format!("ya29.{}", "-ya29.".repeat(500_000));
+        assert_eq!(tokens(&run).len(), 1);
+        // Spans that touch or nest merge into one.
+        let mut spans = std::collections::BTreeMap::new();
+        for range in [10..20, 30..40, 15..32, 50..60, 0..5, 5..10] {
+            cover(&mut spans, range);
+        }
+        assert_eq!(spans.into_iter().collect::<Vec<_>>(), [(0, 40), (50, 60)]);
+    }
 
     const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
 

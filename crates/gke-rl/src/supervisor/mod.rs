@@ -252,14 +252,20 @@ impl Records {
     }
 
     fn line(&mut self, line: &str) {
-        if let Some(json) = line.trim_end().strip_prefix(RECORD_PREFIX)
-            && let Ok(record) = serde_json::from_str::<Record>(json)
-            // A supervisor started by the keeper prints the records before it again.
-            && !self.records.contains(&record)
-            // A log can print lines that look like records: checking each against the ones
-            // before stays bounded.
-            && self.records.len() < MAX_RECORDS
-        {
+        let Some(record) = line.trim_end().strip_prefix(RECORD_PREFIX).and_then(|json| serde_json::from_str::<Record>(json).ok()) else {
+            return;
+        };
+        // A log can print lines that look like records: past the bound, only the newest end
+        // is kept, so checking each against the ones before stays bounded.
+        if self.records.len() >= MAX_RECORDS {
+            if matches!(record, Record::Ended { .. }) {
+                match self.records.last_mut() {
+                    Some(last @ Record::Ended { .. }) => *last = record,
+                    _ => self.records.push(record),
+                }
+            }
+        // A supervisor started by the keeper prints the records before it again.
+        } else if !self.records.contains(&record) {
             self.records.push(record);
         }
     }

@@ -1,0 +1,38 @@
+//! A job's log as it arrives: cut into the same lines wherever the chunks split, each line free
+//! of line ends and at most `MAX_LINE` bytes; the checkpoint and record readers take any text.
+#![no_main]
+
+use gke_rl::log_lines::{LineBuffer, MAX_LINE};
+
+fn lines(chunks: &[&str]) -> Vec<String> {
+    let mut buffer = LineBuffer::default();
+    let mut seen = Vec::new();
+    for chunk in chunks {
+        buffer.feed(chunk, |line| seen.push(line.to_owned()));
+    }
+    buffer.finish(|line| seen.push(line.to_owned()));
+    seen
+}
+
+libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
+    let (text, cuts) = input;
+    let mut points: Vec<usize> = cuts.iter().map(|c| usize::from(*c) % (text.len() + 1)).filter(|p| text.is_char_boundary(*p)).collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut chunks = Vec::new();
+    let mut from = 0;
+    for point in points.into_iter().chain([text.len()]) {
+        chunks.push(&text[from..point]);
+        from = point;
+    }
+    let whole = lines(&[text]);
+    assert_eq!(lines(&chunks), whole, "the same lines, however the text is split");
+    assert!(whole.iter().all(|line| line.len() <= MAX_LINE && !line.contains(['\n', '\r'])));
+
+    let mut checkpoints = gke_rl::checkpoints::CheckpointLog::default();
+    for (i, chunk) in chunks.iter().enumerate() {
+        checkpoints.feed(chunk, i as f64);
+    }
+    let _ = checkpoints.report();
+    let _ = gke_rl::supervisor::Records::of(text).report();
+});
