@@ -261,6 +261,31 @@ fn a_node_that_fails_the_gpu_health_check_is_named_by_deploy() {
     assert!(!err.contains("CrashLoopBackOff"), "the back-off is the check's failure, told once:\n{err}");
 }
 
+/// Issue 31, item 15: Ctrl-C while preflight's `gcloud` query runs ends the deploy as an
+/// interrupt (130, the step named), not as a failed check (1).
+#[test]
+fn ctrl_c_in_preflight_is_an_interrupt() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let child = {
+        use std::os::unix::process::CommandExt as _;
+        let args = ["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"];
+        let mut command = cloud.command(&args);
+        command.args(["--folder", "deployment"]).env("FAKE_PREFLIGHT_SLEEP", "30").process_group(0);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let started = Instant::now();
+    while !cloud.calls().contains("gcloud auth list") {
+        assert!(started.elapsed() < Duration::from_secs(30), "preflight never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
+    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted during \"preflight"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(20), "the query's 30 s sleep was cut short");
+}
+
 /// Issue 31, item 2: while a deploy is inside `gcluster deploy`, a destroy or a second deploy
 /// of its folder is refused, naming the deploy's PID, instead of racing it. The hold ends with
 /// the process, however it ends.
@@ -358,4 +383,35 @@ fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Issue 31, item 5, through the binary under a 1 GiB address-space limit: an API server whose
+/// answer never ends (it once took gke-rl past 11 GB within the call's 30 s) is cut at the
+/// bound, and `status` ends with an error that says so.
+#[test]
+fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
+    let cloud = deployed();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endless = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{Read as _, Write as _};
+                let _ = stream.read(&mut [0u8; 4096]);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+                let chunk = format!("{:x}\r\n{{\"items\": [{}\r\n", 1 << 20, " ".repeat((1 << 20) - 11));
+                while stream.write_all(chunk.as_bytes()).is_ok() {}
+            });
+        }
+    });
+    let kubeconfig = cloud.root.join("kubeconfig");
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    std::fs::write(&kubeconfig, text.replace(&cloud.https.url, &endless)).unwrap();
+    let command = cloud.command(&["status"]);
+    let mut limited = Command::new("bash");
+    limited.args(["-c", "ulimit -v 1048576; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_gke-rl"), "status"]);
+    limited.current_dir(&cloud.root).envs(command.get_envs().filter_map(|(name, value)| Some((name, value?))));
+    let out = common::exited_cleanly(limited.output().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("larger than") && stderr(&out).contains("MiB"), "{}", stderr(&out));
 }

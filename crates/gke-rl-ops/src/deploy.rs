@@ -150,7 +150,15 @@ pub async fn deploy(
 
     let started = env.clock.now();
     progress.event(Event::StepStarted(Step::Preflight));
-    if let Err(error) = preflight(options, env, &mut resolved, &state, progress).await {
+    let result = preflight(options, env, &mut resolved, &state, progress).await;
+    // Ctrl-C ends preflight's query (the terminal signals its whole group): an interrupt, not a
+    // failed check.
+    let interrupted = if result.is_err() { interrupt.is_set_after_failure().await } else { interrupt.is_set() };
+    if interrupted {
+        resolved.save_state(&state)?;
+        return Ok(Deployed::Interrupted { step: Step::Preflight, state: resolved.state_path(), signal: interrupt.signal().unwrap_or(2) });
+    }
+    if let Err(error) = result {
         let took = env.clock.now() - started;
         return Ok(Deployed::Failed { step: Step::Preflight, took, error, fix: None, state: resolved.state_path() });
     }
