@@ -101,6 +101,8 @@ pub enum Error {
     TooDeep { path: PathBuf, limit: usize },
     #[error("{message}")]
     Hidden { message: String },
+    #[error("{}: the working dir is a credential folder ({pattern}); pass --with-credential-files to upload it", .path.display())]
+    CredentialFolder { path: PathBuf, pattern: &'static str },
     #[error("the working dir holds more than {limit} paths, more than one upload can carry; exclude some in .rayignore")]
     TooManyPaths { limit: usize },
     #[error("{}: larger than {} MiB; an ignore file that large is not one (gke-rl stopped reading it)", .path.display(), limit >> 20)]

@@ -151,8 +151,15 @@ struct Disk {
     path: PathBuf,
     /// Its device and inode when the walk saw it.
     identity: (u64, u64),
-    /// The working dir, canonical, when what is read must be inside it.
-    inside: Option<Arc<Path>>,
+    /// Where what is read must be, when links out of the working dir are refused.
+    confine: Option<Arc<Confine>>,
+}
+
+/// The working dir, canonical, and the credential files that must not be read in it.
+#[derive(Debug)]
+struct Confine {
+    root: PathBuf,
+    credentials: Option<PatternSet>,
 }
 
 impl Disk {
@@ -165,7 +172,7 @@ impl Disk {
         if !meta.is_file() || (meta.dev(), meta.ino()) != self.identity {
             return Err(Error::Changed { path: self.path.clone() });
         }
-        confined(&file, &self.path, self.inside.as_deref())?;
+        confined(&file, &self.path, self.confine.as_deref())?;
         Ok(file)
     }
 }
@@ -180,10 +187,11 @@ fn open_nonblocking(path: &Path, directory: bool) -> std::io::Result<fs::File> {
     fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)
 }
 
-/// Refuses an open file or folder that is not inside `inside`, by where the open file really
-/// is (Linux names it in /proc; elsewhere the path is resolved again).
-fn confined(file: &fs::File, path: &Path, inside: Option<&Path>) -> Result<(), Error> {
-    let Some(root) = inside else { return Ok(()) };
+/// Refuses an open file or folder that is not inside the working dir, or is a credential file
+/// there, by where the open file really is (Linux names it in /proc; elsewhere the path is
+/// resolved again): a folder swapped for a link after the walk passed it leads nowhere.
+fn confined(file: &fs::File, path: &Path, confine: Option<&Confine>) -> Result<(), Error> {
+    let Some(Confine { root, credentials }) = confine else { return Ok(()) };
     #[cfg(target_os = "linux")]
     let real = {
         use std::os::fd::AsRawFd as _;
@@ -196,8 +204,13 @@ fn confined(file: &fs::File, path: &Path, inside: Option<&Path>) -> Result<(), E
         fs::canonicalize(path)
     };
     match real {
-        Ok(real) if real.starts_with(root) => Ok(()),
-        Ok(real) => Err(Error::LinkOut { link: path.to_owned(), target: real }),
+        Ok(real) => match real.strip_prefix(root) {
+            Ok(inside) if credentials.as_ref().is_some_and(|set| set.is_match(&inside.to_string_lossy())) => {
+                Err(Error::Changed { path: path.to_owned() })
+            }
+            Ok(_) => Ok(()),
+            Err(_) => Err(Error::LinkOut { link: path.to_owned(), target: real }),
+        },
         Err(source) => Err(Error::Io { path: path.to_owned(), source }),
     }
 }
@@ -260,14 +273,15 @@ impl Plan {
             }
         };
         let root = fs::canonicalize(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
-        // A working dir that is itself a credential folder (~/.ssh, ~/.config/gcloud): every
-        // path in it is matched where it really is.
-        let root_real = root.to_string_lossy().trim_start_matches('/').to_owned();
-        let in_credentials = credentials.as_ref().is_some_and(|set| set.is_match(&format!("{root_real}/x")));
+        if let Some(pattern) = credentials.as_ref().and(credential_folder(&root)) {
+            return Err(Error::CredentialFolder { path: dir.to_owned(), pattern });
+        }
+        let confine = (!options.follow_links_out).then(|| Arc::new(Confine { root: root.clone(), credentials: credentials.clone() }));
         let mut walk = Walk {
             plan: Plan { entries: Vec::new(), ignore_files: Vec::new(), credentials_left_out: Vec::new() },
             gitignore: options.gitignore,
-            inside: if options.follow_links_out { None } else { Some(Arc::from(root.as_path())) },
+            root,
+            confine,
             credentials,
             secrets,
             ancestors: Vec::new(),
@@ -276,7 +290,7 @@ impl Plan {
             ignore_bytes: 0,
         };
         let mut active = vec![(".".to_owned(), root_set)];
-        walk.travel(dir, ".", in_credentials.then_some(root_real.as_str()), &mut active)?;
+        walk.travel(dir, ".", None, &mut active)?;
         Ok(walk.plan)
     }
 
@@ -712,9 +726,10 @@ fn write_zip(
 struct Walk<'a> {
     plan: Plan,
     gitignore: bool,
-    /// The working dir, canonical, when what is read must be inside it (symlinks out of it
-    /// are refused).
-    inside: Option<Arc<Path>>,
+    /// The working dir, canonical.
+    root: PathBuf,
+    /// Where what is read must be, when symlinks out of the working dir are refused.
+    confine: Option<Arc<Confine>>,
     /// [`gke_rl::secrets::CREDENTIAL_FILES`], when they are left out.
     credentials: Option<PatternSet>,
     secrets: &'a [Secret<'a>],
@@ -747,12 +762,42 @@ impl Walk<'_> {
         let before = active.len();
         let excluded = |active: &[(String, PatternSet)]| active.iter().any(|(base, set)| set.is_match(relative_to(rel, base)));
         let mut skip = excluded(active);
+        let mut real = real.map(str::to_owned);
+        let mut credential = false;
         if !skip {
             refuse_secret_name(rel, self.secrets)?;
             if rel.split('/').count() > MAX_DEPTH {
                 return Err(Error::TooDeep { path: fs_path.to_owned(), limit: MAX_DEPTH });
             }
-            if is_dir {
+            // Where a link leads, before anything behind it is read.
+            if fs::symlink_metadata(fs_path).is_ok_and(|m| m.file_type().is_symlink()) {
+                match fs::canonicalize(fs_path) {
+                    Ok(target) => {
+                        real = match (&self.confine, target.strip_prefix(&self.root)) {
+                            (_, Ok(inside)) => Some(inside.to_string_lossy().into_owned()),
+                            (Some(_), Err(_)) => return Err(Error::LinkOut { link: fs_path.to_owned(), target }),
+                            // Followed out: a credential folder as a whole, else matched from
+                            // its own name down, never by the folders above it.
+                            (None, Err(_)) => {
+                                credential = self.credentials.is_some() && credential_folder(&target).is_some();
+                                target.file_name().map(|name| name.to_string_lossy().into_owned())
+                            }
+                        };
+                    }
+                    // Ray hashes a broken link's path; one that opens but does not resolve (a
+                    // deleted file's /proc/PID/fd entry) leads nowhere gke-rl can check.
+                    Err(_) if meta.is_some() && self.confine.is_some() => {
+                        let target = fs::read_link(fs_path).unwrap_or_default();
+                        return Err(Error::LinkOut { link: fs_path.to_owned(), target });
+                    }
+                    Err(_) => {}
+                }
+            }
+            credential |=
+                self.credentials.as_ref().is_some_and(|set| set.is_match(rel) || real.as_deref().is_some_and(|real| set.is_match(real)));
+            if credential {
+                self.plan.credentials_left_out.push(if is_dir { format!("{rel}/") } else { rel.to_owned() });
+            } else if is_dir {
                 for name in [".gitignore", ".rayignore"] {
                     if name == ".gitignore" && !self.gitignore {
                         continue;
@@ -766,32 +811,6 @@ impl Walk<'_> {
                 }
                 skip = excluded(&active[before..]);
             }
-        }
-        // Where a link leads, if it is one.
-        let mut real = real.map(str::to_owned);
-        if !skip && fs::symlink_metadata(fs_path).is_ok_and(|m| m.file_type().is_symlink()) {
-            match fs::canonicalize(fs_path) {
-                Ok(target) => {
-                    if let Some(root) = &self.inside
-                        && !target.starts_with(root)
-                    {
-                        return Err(Error::LinkOut { link: fs_path.to_owned(), target });
-                    }
-                    real = Some(target.to_string_lossy().trim_start_matches('/').to_owned());
-                }
-                // Ray hashes a broken link's path; one that opens but does not resolve (a
-                // deleted file's /proc/PID/fd entry) leads nowhere gke-rl can check.
-                Err(_) if meta.is_some() && self.inside.is_some() => {
-                    let target = fs::read_link(fs_path).unwrap_or_default();
-                    return Err(Error::LinkOut { link: fs_path.to_owned(), target });
-                }
-                Err(_) => {}
-            }
-        }
-        let credential = !skip
-            && self.credentials.as_ref().is_some_and(|set| set.is_match(rel) || real.as_deref().is_some_and(|real| set.is_match(real)));
-        if credential {
-            self.plan.credentials_left_out.push(if is_dir { format!("{rel}/") } else { rel.to_owned() });
         }
         if !skip && !credential {
             if let (true, Some(meta)) = (is_dir, &meta) {
@@ -817,7 +836,7 @@ impl Walk<'_> {
                 let entry = match &meta {
                     Some(m) if m.is_file() => {
                         use std::os::unix::fs::PermissionsExt as _;
-                        let disk = Disk { path: fs_path.to_owned(), identity: (m.dev(), m.ino()), inside: self.inside.clone() };
+                        let disk = Disk { path: fs_path.to_owned(), identity: (m.dev(), m.ino()), confine: self.confine.clone() };
                         Entry::File { content: Content::Disk(disk), size: m.len(), executable: m.permissions().mode() & 0o111 != 0 }
                     }
                     _ => Entry::File { content: Content::Unreadable, size: 0, executable: false },
@@ -839,7 +858,7 @@ impl Walk<'_> {
         if (meta.dev(), meta.ino()) != identity {
             return Err(Error::Changed { path: fs_path.to_owned() });
         }
-        confined(&folder, fs_path, self.inside.as_deref())?;
+        confined(&folder, fs_path, self.confine.as_deref())?;
         let mut children = Vec::new();
         for child in rustix::fs::Dir::read_from(&folder).map_err(|e| io(e.into()))? {
             let child = child.map_err(|e| io(e.into()))?;
@@ -874,7 +893,7 @@ impl Walk<'_> {
         if !file.metadata().map_err(io)?.is_file() {
             return Err(Error::Changed { path: path.to_owned() });
         }
-        confined(&file, path, self.inside.as_deref())?;
+        confined(&file, path, self.confine.as_deref())?;
         let mut bytes = Vec::new();
         file.take(MAX_IGNORE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
         if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
@@ -887,6 +906,15 @@ impl Walk<'_> {
         let text = String::from_utf8(bytes).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())))?;
         Ok(Some(text))
     }
+}
+
+/// The credential folder pattern (`.ssh/`, `**/.config/gcloud/`) that `path` is, if any.
+fn credential_folder(path: &Path) -> Option<&'static str> {
+    gke_rl::secrets::CREDENTIAL_FILES
+        .iter()
+        .copied()
+        .filter(|pattern| pattern.ends_with('/'))
+        .find(|pattern| path.ends_with(pattern.trim_start_matches("**/").trim_end_matches('/')))
 }
 
 /// Refuses a path whose name holds a secret's value, naming it with every secret hidden.
@@ -1168,7 +1196,45 @@ mod tests {
         let aws = dir.path().join("home/.aws");
         fs::create_dir_all(&aws).unwrap();
         fs::write(aws.join("config"), "x\n").unwrap();
-        assert_eq!(plan(&aws, &Options::default()).unwrap().credentials_left_out, ["config"]);
+        let error = plan(&aws, &Options::default()).unwrap_err();
+        assert!(matches!(error, Error::CredentialFolder { pattern: ".aws/", .. }), "{error}");
+        assert_eq!(paths(&plan(&aws, &Options { credential_files: true, ..Options::default() }).unwrap()), [".", "config"]);
+
+        // Folders above the working dir, or above a link's target, are not matched: `*.env`
+        // names files, and a project in `rl.env/` is uploaded whole.
+        let project = dir.path().join("rl.env");
+        fs::create_dir(&project).unwrap();
+        fs::write(project.join("train.py"), "x\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(outside.path().join("shared.env/.ssh")).unwrap();
+        fs::write(outside.path().join("shared.env/data.txt"), "x\n").unwrap();
+        fs::write(outside.path().join("shared.env/.ssh/id_rsa"), "x\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("shared.env/data.txt"), project.join("data.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("shared.env/.ssh"), project.join("keys")).unwrap();
+        let followed = plan(&project, &Options { follow_links_out: true, ..Options::default() }).unwrap();
+        assert_eq!(paths(&followed), [".", "data.txt", "train.py"]);
+        assert_eq!(followed.credentials_left_out, ["keys/"]);
+    }
+
+    /// Review of issue 31, item 7: a file reached through a folder swapped for a link after the
+    /// walk passed it is refused where it really is: a credential file, though its inode is the
+    /// one the walk saw.
+    #[test]
+    fn a_credential_file_reached_through_a_swapped_folder_is_refused() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".ssh")).unwrap();
+        fs::write(dir.path().join(".ssh/config"), "Host x\n").unwrap();
+        std::os::unix::fs::symlink(".ssh", dir.path().join("data")).unwrap();
+        let meta = fs::metadata(dir.path().join(".ssh/config")).unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let credentials = Some(PatternSet::from_lines(gke_rl::secrets::CREDENTIAL_FILES.iter().copied()).unwrap());
+        let disk = Disk {
+            path: dir.path().join("data/config"),
+            identity: (meta.dev(), meta.ino()),
+            confine: Some(Arc::new(Confine { root, credentials })),
+        };
+        assert!(matches!(disk.open(), Err(Error::Changed { .. })));
     }
 
     /// Review of issue 31, item 7: a secret with no known shape is hidden in every error the

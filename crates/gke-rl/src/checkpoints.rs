@@ -49,6 +49,8 @@ pub struct CheckpointLog {
     lines: LineBuffer,
     /// Steps finished (timing tables seen).
     steps: u64,
+    /// [`MAX_SAVES`] saves were read, and another began.
+    full: bool,
 }
 
 impl CheckpointLog {
@@ -60,9 +62,12 @@ impl CheckpointLog {
     }
 
     fn line(&mut self, line: &str, now: f64) {
-        if let Some(rest) = after(line, "Saving checkpoint for step ") {
+        if self.full && after(line, STEP_DONE).is_none() {
+            // Past the bound, a checkpoint line may belong to a save not kept: none is read.
+        } else if let Some(rest) = after(line, "Saving checkpoint for step ") {
+            self.full = self.saves.len() == MAX_SAVES;
             if let Ok(step) = rest.trim_end_matches('.').trim().parse()
-                && self.saves.len() < MAX_SAVES
+                && !self.full
             {
                 self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
             }
