@@ -385,25 +385,64 @@ fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
     }
 }
 
+/// A sibling of issue 31, item 4: a deploy started under `nohup` (SIGHUP ignored) keeps
+/// ignoring SIGHUP, as the user asked, and runs to the end.
+#[test]
+fn a_deploy_under_nohup_ignores_sighup() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let deploy = cloud.command(&[]);
+    let mut command = Command::new("bash");
+    command.args(["-c", "trap '' HUP; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_gke-rl")]);
+    command.args(["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit", "--folder", "deployment"]);
+    command.current_dir(&cloud.root).envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
+    let child = command.env("FAKE_SLEEP", "3").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while !cloud.root.join("cloud/gcluster.pid").exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "gcluster never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(Command::new("kill").args(["-HUP".to_owned(), child.id().to_string()]).status().unwrap().success());
+    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// A sibling of issue 31, item 4: gcluster runs in a process group of its own, in the
+/// background of the terminal; on a terminal set to `stty tostop` its output would stop it
+/// (SIGTTOU) and hang the deploy, so gke-rl copies its output out instead.
+#[test]
+fn a_terminal_set_to_tostop_does_not_stop_gcluster() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let deploy = cloud.command(&[]);
+    // Found here: the command's PATH holds only the fakes.
+    let tool = |name: &str| {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|dir| dir.join(name)).find(|p| p.is_file());
+        found.unwrap_or_else(|| panic!("{name} is not on PATH")).display().to_string()
+    };
+    let inner = format!(
+        "{} tostop && exec '{}' deploy --yes --authorized-cidr 203.0.113.7/32 --toolkit toolkit --folder deployment",
+        tool("stty"),
+        env!("CARGO_BIN_EXE_gke-rl")
+    );
+    // `script` runs it on a terminal of its own (a pseudo-terminal), in the foreground.
+    let mut command = Command::new(tool("timeout"));
+    command.args(["60".to_owned(), tool("script"), "--quiet".into(), "--return".into(), "--command".into(), inner, "/dev/null".into()]);
+    command.stdin(Stdio::null());
+    command.current_dir(&cloud.root).envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
+    let out = command.output().unwrap();
+    let shown = format!("{}{}", common::stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("Apply complete!") && shown.contains("is Ready"), "{shown}");
+}
+
 /// Issue 31, item 5, through the binary under a 1 GiB address-space limit: an API server whose
 /// answer never ends (it once took gke-rl past 11 GB within the call's 30 s) is cut at the
 /// bound, and `status` ends with an error that says so.
 #[test]
 fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
     let cloud = deployed();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endless = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                use std::io::{Read as _, Write as _};
-                let _ = stream.read(&mut [0u8; 4096]);
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-                let chunk = format!("{:x}\r\n{{\"items\": [{}\r\n", 1 << 20, " ".repeat((1 << 20) - 11));
-                while stream.write_all(chunk.as_bytes()).is_ok() {}
-            });
-        }
-    });
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let endless = gke_rl_ray::fake::serve(move |_, _, stream| gke_rl_kube::fake::endless_list(stream, &sent));
     let kubeconfig = cloud.root.join("kubeconfig");
     let text = std::fs::read_to_string(&kubeconfig).unwrap();
     std::fs::write(&kubeconfig, text.replace(&cloud.https.url, &endless)).unwrap();

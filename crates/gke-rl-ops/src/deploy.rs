@@ -153,7 +153,7 @@ pub async fn deploy(
     let result = preflight(options, env, &mut resolved, &state, progress).await;
     // Ctrl-C ends preflight's query (the terminal signals its whole group): an interrupt, not a
     // failed check.
-    let interrupted = if result.is_err() { interrupt.is_set_after_failure().await } else { interrupt.is_set() };
+    let interrupted = interrupt.is_set_after(result.is_ok()).await;
     if interrupted {
         resolved.save_state(&state)?;
         return Ok(Deployed::Interrupted { step: Step::Preflight, state: resolved.state_path(), signal: interrupt.signal().unwrap_or(2) });
@@ -212,7 +212,7 @@ pub async fn deploy(
         let started = env.clock.now();
         progress.event(Event::StepStarted(step));
         let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, progress).await;
-        let interrupted = if result.is_err() { interrupt.is_set_after_failure().await } else { interrupt.is_set() };
+        let interrupted = interrupt.is_set_after(result.is_ok()).await;
         if interrupted {
             resolved.save_state(&state)?;
             return Ok(Deployed::Interrupted { step, state: resolved.state_path(), signal: interrupt.signal().unwrap_or(2) });

@@ -92,7 +92,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
         if remains.is_empty() {
             return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
         }
-        return without_state(env, &resolved, &remains, progress);
+        return without_state(env, &resolved, &remains, &mut interrupt, progress).await;
     };
     let provisioned = state.done(Step::Render);
     let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
@@ -113,13 +113,17 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     }
     if provisioned {
         for (bucket, objects) in buckets.iter().filter(|(_, objects)| *objects > 0) {
-            if !resolved.stream(env, progress, &lifecycle::empty_bucket(bucket)) {
+            let emptied = resolved.stream(env, progress, &lifecycle::empty_bucket(bucket));
+            if interrupt.is_set_after(emptied).await {
+                return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+            }
+            if !emptied {
                 return Err(Error::BucketNotEmptied { bucket: bucket.clone(), objects: *objects });
             }
         }
         let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
         if std::path::Path::new(&gcluster_folder).is_dir() && !resolved.stream(env, progress, &lifecycle::teardown(d, &resolved.site)) {
-            if interrupt.is_set_after_failure().await {
+            if interrupt.is_set_after(false).await {
                 return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
             }
             progress.event(Event::TeardownFailed);
@@ -146,7 +150,13 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
 /// Deletes with gcloud what exists of the deployment (its clusters and buckets by gcluster's
 /// `ghpc_deployment` label, its Lustre instance by name) when its folder, and with it gcluster's Terraform state, is gone;
 /// then asks gcloud again.
-fn without_state(env: &Env, resolved: &Resolved<'_>, remains: &[String], progress: &dyn Progress) -> Result<Destroyed, Error> {
+async fn without_state(
+    env: &Env,
+    resolved: &Resolved<'_>,
+    remains: &[String],
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+) -> Result<Destroyed, Error> {
     let (d, site) = (resolved.deployment, &resolved.site);
     let buckets = buckets(env, resolved)?;
     // Each labelled cluster where it is, then the Lustre instance.
@@ -172,7 +182,10 @@ fn without_state(env: &Env, resolved: &Resolved<'_>, remains: &[String], progres
     let started = env.clock.now();
     for command in &commands {
         // A resource already gone fails its delete; what remains is asked below.
-        resolved.stream(env, progress, command);
+        let done = resolved.stream(env, progress, command);
+        if interrupt.is_set_after(done).await {
+            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+        }
     }
     let mut remains = leftovers(env, resolved);
     if !remains.is_empty() {

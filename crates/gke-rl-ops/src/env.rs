@@ -63,9 +63,7 @@ impl Processes {
         }
         process
     }
-}
 
-impl Processes {
     /// [`Runner::read`] within `within`.
     fn read_within(&self, command: &Command, hidden: &[String], within: Duration) -> Result<String, String> {
         let spawned = self.command(command, hidden).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
@@ -125,14 +123,21 @@ impl Runner for Processes {
 
     /// The child gets a process group of its own (with everything it starts: gcluster's
     /// terraform), so that a signal to gke-rl (Ctrl-C, SIGTERM, SIGHUP) reaches all of it through
-    /// [`Interrupt`] and none of it is orphaned. Its stdin is empty: a background group that read
-    /// the terminal would stop.
+    /// [`Interrupt`] and none of it is orphaned. Its stdin is empty and its output comes through
+    /// pipes that gke-rl copies out: a background group that read the terminal, or wrote to one
+    /// set to `stty tostop`, would stop.
     fn stream(&self, command: &Command, hidden: &[String]) -> bool {
         use std::os::unix::process::CommandExt as _;
         if STOPPING.load(Ordering::SeqCst) != 0 {
             return false;
         }
-        let Ok(mut child) = self.command(command, hidden).stdin(Stdio::null()).process_group(0).spawn() else { return false };
+        let spawned =
+            self.command(command, hidden).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn();
+        let Ok(mut child) = spawned else { return false };
+        let copies = [
+            child.stdout.take().map(|pipe| copy_out(pipe, std::io::stdout)),
+            child.stderr.take().map(|pipe| copy_out(pipe, std::io::stderr)),
+        ];
         let group = i32::try_from(child.id()).unwrap_or(0);
         STREAMING.store(group, Ordering::SeqCst);
         // The handler stores STOPPING before it reads STREAMING: either it saw this child, or
@@ -143,6 +148,11 @@ impl Runner for Processes {
         }
         let status = child.wait();
         STREAMING.store(0, Ordering::SeqCst);
+        // What it wrote is out before gke-rl says more; something it started that keeps a pipe
+        // open does not hold gke-rl (its copy is left to end with it).
+        for copy in copies.into_iter().flatten() {
+            let _ = copy.recv_timeout(Duration::from_secs(5));
+        }
         status.is_ok_and(|status| status.success())
     }
 
@@ -152,6 +162,22 @@ impl Runner for Processes {
             None => std::env::var(name).ok(),
         }
     }
+}
+
+/// Copies a child's output pipe to `to` on a thread, as it comes; the receiver hears when the
+/// pipe has closed.
+fn copy_out<W: std::io::Write + 'static>(mut pipe: impl std::io::Read + Send + 'static, to: fn() -> W) -> std::sync::mpsc::Receiver<()> {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 8192];
+        while let Ok(read @ 1..) = pipe.read(&mut buffer) {
+            let mut out = to();
+            // A closed terminal loses the output, never the child: it is read to its end.
+            let _ = out.write_all(&buffer[..read]).and_then(|()| out.flush());
+        }
+        let _ = done.send(());
+    });
+    finished
 }
 
 /// The time, for step durations and how long jobs have run.
@@ -225,18 +251,29 @@ impl Interrupt {
         match self {
             Interrupt::Manual(seen) => Ok(Armed(seen.clone())),
             Interrupt::Signals => {
-                use tokio::signal::unix::{SignalKind, signal};
-                // Registered now, synchronously: a signal from here on is ours.
-                let mut interrupt = signal(SignalKind::interrupt())?;
-                let mut terminate = signal(SignalKind::terminate())?;
-                let mut hangup = signal(SignalKind::hangup())?;
+                use tokio::signal::unix::{Signal, SignalKind, signal};
+                // Registered now, synchronously: a signal from here on is ours. One this process
+                // was started ignoring (`nohup`, a background job of a script) stays ignored.
+                let listen = |number: i32, kind: SignalKind| match ignored_at_start(number) {
+                    true => Ok(None),
+                    false => signal(kind).map(Some),
+                };
+                let mut interrupt = listen(2, SignalKind::interrupt())?;
+                let mut terminate = listen(15, SignalKind::terminate())?;
+                let mut hangup = listen(1, SignalKind::hangup())?;
+                async fn received(signal: &mut Option<Signal>) -> Option<()> {
+                    match signal {
+                        Some(signal) => signal.recv().await,
+                        None => std::future::pending().await,
+                    }
+                }
                 let (set, seen) = watch::channel(None);
                 tokio::spawn(async move {
                     loop {
                         let number = tokio::select! {
-                            Some(()) = interrupt.recv() => 2,
-                            Some(()) = terminate.recv() => 15,
-                            Some(()) = hangup.recv() => 1,
+                            Some(()) = received(&mut interrupt) => 2,
+                            Some(()) = received(&mut terminate) => 15,
+                            Some(()) = received(&mut hangup) => 1,
                             else => break,
                         };
                         // Recorded before the child is signalled: its failure is then always
@@ -254,6 +291,19 @@ impl Interrupt {
             }
         }
     }
+}
+
+/// Whether signal `number` was ignored when this process started (a process inherits ignored
+/// signals: `nohup` ignores SIGHUP, a shell script's background job SIGINT). Read once, before
+/// any listener replaces the disposition; Linux says in /proc/self/status, elsewhere none are
+/// taken as ignored.
+fn ignored_at_start(number: i32) -> bool {
+    static IGNORED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let mask = IGNORED.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status.lines().find_map(|line| line.strip_prefix("SigIgn:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok()).unwrap_or(0)
+    });
+    mask & (1 << (number - 1)) != 0
 }
 
 /// The signal numbered `number` (2, 15 or 1), for passing on.
@@ -280,11 +330,13 @@ impl Armed {
         *self.0.borrow()
     }
 
-    /// Whether the interrupt is set, after a failed child process: one that a signal ended
-    /// fails as the signal reaches this process, before the signal's task may have run, so it
-    /// gets a moment to arrive.
-    pub(crate) async fn is_set_after_failure(&mut self) -> bool {
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), self.wait()).await;
+    /// Whether the interrupt is set after a child process that `succeeded` or not: one that a
+    /// signal ended fails as the signal reaches this process, before the signal's task may have
+    /// run, so after a failure it gets a moment to arrive.
+    pub(crate) async fn is_set_after(&mut self, succeeded: bool) -> bool {
+        if !succeeded {
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), self.wait()).await;
+        }
         self.is_set()
     }
 
