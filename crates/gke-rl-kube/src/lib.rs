@@ -270,7 +270,7 @@ impl RayClusters {
     /// guard's service account, role, config map, CronJob…); their kinds and names.
     pub async fn apply_all(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
         let mut applied = Vec::new();
-        for document in manifests.split("\n---\n").filter(|d| !d.trim().is_empty()) {
+        for document in gke_rl_yaml::documents(manifests) {
             let root = gke_rl_yaml::Node::try_parse(document).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
             let object: DynamicObject =
                 serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;

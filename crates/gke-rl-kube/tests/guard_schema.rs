@@ -21,7 +21,7 @@ fn round_trip<T: DeserializeOwned + Serialize>(document: &serde_json::Value) -> 
 /// Every document checked against the type of its kind; the first problem.
 fn check(manifests: &str) -> Result<Vec<String>, String> {
     let mut kinds = Vec::new();
-    for text in manifests.split("\n---\n") {
+    for text in gke_rl_yaml::documents(manifests) {
         let document = gke_rl_yaml::Node::try_parse(text).map_err(|e| format!("not YAML: {e:?}"))?.to_json();
         let kind = document["kind"].as_str().unwrap_or_default().to_owned();
         let checked = match kind.as_str() {
@@ -75,7 +75,8 @@ fn with_tokens_the_helpers_read_the_ray_token_from_its_secret() {
     for manifests in [gke_rl::guard::manifests(&d).unwrap(), gke_rl::supervisor::keeper_manifests(&d)] {
         check(&manifests).unwrap();
         let cron: CronJob =
-            serde_json::from_value(gke_rl_yaml::Node::parse(manifests.rsplit("\n---\n").next().unwrap()).unwrap().to_json()).unwrap();
+            serde_json::from_value(gke_rl_yaml::Node::parse(gke_rl_yaml::documents(&manifests).last().unwrap()).unwrap().to_json())
+                .unwrap();
         let pod = cron.spec.unwrap().job_template.spec.unwrap().template;
         let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
         let token = env.iter().find(|e| e.name == "RAY_AUTH_TOKEN").expect("the token in the helper's environment");

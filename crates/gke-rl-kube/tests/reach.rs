@@ -201,45 +201,15 @@ async fn a_missing_or_broken_kubeconfig_is_named_without_its_contents() {
     assert!(!error.contains("sekret-bearer-token") && !error.contains('\n'), "no snippet of the file: {error}");
 }
 
-/// A plain-HTTP API server on a thread whose every answer `answer` writes whole (and may keep
-/// writing until the client hangs up); returns its URL.
-fn raw_api_server(answer: impl Fn(&mut std::net::TcpStream) + Send + Sync + 'static) -> String {
-    use std::io::Read as _;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let answer = std::sync::Arc::new(answer);
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let answer = answer.clone();
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
-                    head.push(byte[0]);
-                }
-                answer(&mut stream);
-            });
-        }
-    });
-    url
-}
-
 /// Issue 31, item 5: an endless answer ends in an error at the bound, long before the call's
 /// time is up and without reading more than the bound; a huge error body is not printed whole.
 #[tokio::test]
 async fn answers_are_bounded_in_size_and_printed_messages_are_cut() {
-    use std::io::Write as _;
     use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = written.clone();
-    let endless = raw_api_server(move |stream| {
-        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-        let chunk = format!("{:x}\r\n{{\"items\": [{}\r\n", 1 << 20, " ".repeat((1 << 20) - 11));
-        while stream.write_all(chunk.as_bytes()).is_ok() {
-            counter.fetch_add(1 << 20, Ordering::Relaxed);
-        }
-    });
+    let endless = gke_rl_ray::fake::serve(move |_, _, stream| gke_rl_kube::fake::endless_list(stream, &counter));
     let config = kubeconfig(dir.path(), &endless, None, &plugin(dir.path(), TOKEN, None));
     let (result, took) = list_pods(&config).await;
     assert_eq!(cause(result), Unreachable::AnswerTooLarge);
@@ -249,13 +219,9 @@ async fn answers_are_bounded_in_size_and_printed_messages_are_cut() {
     // A 1 MiB error message: the error names the call, and its printed chain holds at most a
     // cut of the message.
     let message = "E".repeat(1 << 20);
-    let huge = raw_api_server(move |stream| {
+    let huge = gke_rl_ray::fake::serve(move |_, _, stream| {
         let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": "InternalError", "code": 500}).to_string();
-        let _ = write!(
-            stream,
-            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
+        gke_rl_ray::fake::respond(stream, "500 Internal Server Error", "Content-Type: application/json\r\n", &body);
     });
     let dir = tempfile::tempdir().unwrap();
     let config = kubeconfig(dir.path(), &huge, None, &plugin(dir.path(), TOKEN, None));

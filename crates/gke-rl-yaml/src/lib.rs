@@ -26,6 +26,38 @@ mod parse;
 
 pub use de::{TypeError, from_node};
 
+/// The documents of a multi-document stream, split at each `---` marker alone on its line;
+/// empty ones are skipped.
+///
+/// ```
+/// let docs: Vec<&str> = gke_rl_yaml::documents("---\na: 1\n---\nb: 2\n--- \n").collect();
+/// assert_eq!(docs, ["a: 1\n", "b: 2\n"]);
+/// ```
+pub fn documents(text: &str) -> impl Iterator<Item = &str> {
+    let mut lines = text.split_inclusive('\n');
+    let (mut offset, mut start, mut done) = (0, 0, false);
+    std::iter::from_fn(move || {
+        while !done {
+            let (end, next) = loop {
+                let Some(line) = lines.next() else {
+                    done = true;
+                    break (text.len(), text.len());
+                };
+                offset += line.len();
+                if line.trim_end() == "---" {
+                    break (offset - line.len(), offset);
+                }
+            };
+            let document = &text[start..end];
+            start = next;
+            if !document.trim().is_empty() {
+                return Some(document);
+            }
+        }
+        None
+    })
+}
+
 /// Why text is not a YAML tree, or a tree does not fit a type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {

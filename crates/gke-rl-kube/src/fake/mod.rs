@@ -17,6 +17,17 @@ use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
 
+/// Answers a request on `stream` with a list whose chunked body never ends (1 MiB chunks of an
+/// `items` array that never closes) until the client hangs up, adding each chunk to `sent`.
+pub fn endless_list(stream: &mut std::net::TcpStream, sent: &std::sync::atomic::AtomicUsize) {
+    use std::io::Write as _;
+    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let chunk = format!("{:x}\r\n{{\"items\": [{}\r\n", 1 << 20, " ".repeat((1 << 20) - 11));
+    while stream.write_all(chunk.as_bytes()).is_ok() {
+        sent.fetch_add(1 << 20, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// What the RayCluster's pods do once it is applied.
 #[derive(Clone, Debug)]
 pub enum Pods {

@@ -104,7 +104,7 @@ mod tests {
         let mut d = Deployment::default();
         d.job.idle_timeout_minutes = NonZeroU32::new(120);
         let text = manifests(&d).unwrap();
-        let docs: Vec<Node> = text.split("\n---\n").map(|doc| Node::parse(doc).expect("each document is YAML")).collect();
+        let docs: Vec<Node> = crate::yaml::documents(&text).map(|doc| Node::parse(doc).expect("each document is YAML")).collect();
         let kinds: Vec<&str> = docs.iter().filter_map(|doc| doc.get(&["kind"])?.text()).collect();
         assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "CronJob"]);
         let rule = &docs[1].get(&["rules"]).unwrap().items()[0];

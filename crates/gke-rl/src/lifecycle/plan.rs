@@ -79,8 +79,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         )
     });
     for (what, manifests) in super::helpers(deployment) {
-        let objects: Vec<String> = manifests
-            .split("\n---\n")
+        let objects: Vec<String> = crate::yaml::documents(&manifests)
             .filter_map(|document| {
                 let root = crate::yaml::Node::parse(document)?;
                 Some(format!("{} {namespace}/{}", root.get(&["kind"])?.text()?, root.get(&["metadata", "name"])?.text()?))
