@@ -4,16 +4,6 @@
 
 use gke_rl::log_lines::{LineBuffer, MAX_LINE};
 
-fn lines(chunks: &[&str]) -> Vec<String> {
-    let mut buffer = LineBuffer::default();
-    let mut seen = Vec::new();
-    for chunk in chunks {
-        buffer.feed(chunk, |line| seen.push(line.to_owned()));
-    }
-    buffer.finish(|line| seen.push(line.to_owned()));
-    seen
-}
-
 libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
     let (text, cuts) = input;
     let mut points: Vec<usize> = cuts.iter().map(|c| usize::from(*c) % (text.len() + 1)).filter(|p| text.is_char_boundary(*p)).collect();
@@ -25,8 +15,8 @@ libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
         chunks.push(&text[from..point]);
         from = point;
     }
-    let whole = lines(&[text]);
-    assert_eq!(lines(&chunks), whole, "the same lines, however the text is split");
+    let whole = LineBuffer::lines([text]);
+    assert_eq!(LineBuffer::lines(chunks.iter().copied()), whole, "the same lines, however the text is split");
     assert!(whole.iter().all(|line| line.len() <= MAX_LINE && !line.contains(['\n', '\r'])));
 
     let mut checkpoints = gke_rl::checkpoints::CheckpointLog::default();

@@ -62,6 +62,17 @@ impl LineBuffer {
         self.after_carriage_return = false;
     }
 
+    /// Every line of the text that came as `chunks`, its unfinished end included.
+    pub fn lines<'a>(chunks: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let mut buffer = LineBuffer::default();
+        let mut seen = Vec::new();
+        for chunk in chunks {
+            buffer.feed(chunk, |line| seen.push(line.to_owned()));
+        }
+        buffer.finish(|line| seen.push(line.to_owned()));
+        seen
+    }
+
     /// Adds `text` to the unfinished line, as far as [`MAX_LINE`] allows.
     fn keep(&mut self, text: &str) {
         let room = MAX_LINE.saturating_sub(self.partial.len());
@@ -79,13 +90,7 @@ mod tests {
     use super::*;
 
     fn lines_of(chunks: &[&str]) -> Vec<String> {
-        let mut buffer = LineBuffer::default();
-        let mut seen = Vec::new();
-        for chunk in chunks {
-            buffer.feed(chunk, |line| seen.push(line.to_owned()));
-        }
-        buffer.finish(|line| seen.push(line.to_owned()));
-        seen
+        LineBuffer::lines(chunks.iter().copied())
     }
 
     #[test]
