@@ -505,3 +505,23 @@ fn the_upload_carries_no_link_out_no_credentials_and_no_secret_in_a_name() {
     let out = bash(dir.path(), &submit);
     assert!(stderr(&out).contains("work/.rayignore: larger than 1 MiB"), "{}", both(&out));
 }
+
+/// A sibling of issue 31, item 4: SIGTERM to a `logs --follow` (a CI runner cancelling) detaches
+/// as Ctrl-C does, and the exit code names the signal: 143, not 130.
+#[test]
+fn sigterm_detaches_a_follow_with_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = gke_rl_ray::fake::silent_head("step 1\n", "step 1\n", |_| "RUNNING");
+    let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .current_dir(dir.path())
+        .args(["logs", "--follow", "--address", &address, gke_rl_ray::fake::JOB])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(Command::new("kill").args(["-TERM".to_owned(), child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", both(&out));
+    assert!(stdout(&out).contains("step 1") && stderr(&out).contains("detached from job"), "{}", both(&out));
+}

@@ -364,9 +364,10 @@ async fn watch(head: &Head, id: &str, env: &Env, console: &Console) -> anyhow::R
 /// the final state; the exit code.
 fn ended(head: &Head, id: &str, followed: Followed, console: &Console) -> anyhow::Result<u8> {
     match followed {
-        Followed::Detached => {
+        Followed::Detached { signal } => {
             console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, id)));
-            Ok(DETACHED)
+            // 128 + the signal, as a shell reports a command it ended: 130 for Ctrl-C.
+            Ok(u8::try_from(128 + signal).unwrap_or(DETACHED))
         }
         Followed::Finished { job, checkpoints } => {
             let report = checkpoints.report();

@@ -97,7 +97,7 @@ pub async fn check(
     };
     let job = match followed {
         Followed::Finished { job, .. } => job,
-        Followed::Detached => return Ok(FabricChecked::Detached { id }),
+        Followed::Detached { .. } => return Ok(FabricChecked::Detached { id }),
     };
     let report = Report::parse(&client.logs(&id).await?);
     let mut problems = report.problems(&expected);

@@ -13,6 +13,7 @@ use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
 use gke_rl_ray::{Client, Error as RayError, FollowOptions, JobDetails, JobStatus, SubmitRequest};
 
+use crate::env::Armed;
 use crate::events::{Event, Progress};
 use crate::{Env, Error};
 
@@ -210,12 +211,15 @@ pub struct Observed {
 /// without the supervisor's final record, into the keeper's resubmission (`<id>-rN`), which it
 /// waits `wait` for. It never submits anything.
 pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, progress: &dyn Progress) -> Result<Observed, Error> {
+    // Armed once for the whole run: a signal between two submissions is heard too.
+    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut current = latest_in_chain(client, id).await?;
     let mut records = Records::default();
     loop {
         let mut checkpoints = CheckpointLog::default();
-        let gone = match follow_logging(client, &current, env, progress, &mut checkpoints, &mut records).await {
-            Ok(None) => return Ok(Observed { followed: Followed::Detached, records }),
+        let detached = |interrupt: &Armed| Followed::Detached { signal: interrupt.signal().unwrap_or(2) };
+        let gone = match follow_logging(client, &current, env, progress, &mut checkpoints, &mut records, &mut interrupt).await {
+            Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
             Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
                 return Ok(Observed { followed: Followed::Finished { job: Box::new(job), checkpoints }, records });
             }
@@ -226,11 +230,11 @@ pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, pr
             Err(e) => return Err(e),
         };
         progress.event(Event::AwaitingKeeper { id: &current, why: &gone, wait });
-        current = await_resubmission(client, id, &current, wait, env).await.ok_or_else(|| Error::NotResubmitted {
-            id: current.clone(),
-            why: gone,
-            after: wait,
-        })?;
+        let resubmitted = tokio::select! {
+            resubmitted = await_resubmission(client, id, &current, wait, env) => resubmitted,
+            () = interrupt.wait() => return Ok(Observed { followed: detached(&interrupt), records }),
+        };
+        current = resubmitted.ok_or_else(|| Error::NotResubmitted { id: current.clone(), why: gone, after: wait })?;
         progress.event(Event::Resubmitted { id: &current });
     }
 }
@@ -418,16 +422,21 @@ pub enum Followed {
         /// The checkpoint saves its log reported.
         checkpoints: CheckpointLog,
     },
-    /// Interrupted (Ctrl-C): the job keeps running.
-    Detached,
+    /// Interrupted (Ctrl-C, SIGTERM, SIGHUP): the job keeps running.
+    Detached {
+        /// The signal's number.
+        signal: i32,
+    },
 }
 
 /// Streams the job's log and state changes until it ends; the interrupt detaches.
 pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
+    // Armed before anything else, so no interrupt from here on ends the process.
+    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut checkpoints = CheckpointLog::default();
-    Ok(match follow_logging(client, id, env, progress, &mut checkpoints, &mut Records::default()).await? {
+    Ok(match follow_logging(client, id, env, progress, &mut checkpoints, &mut Records::default(), &mut interrupt).await? {
         Some(job) => Followed::Finished { job: Box::new(job), checkpoints },
-        None => Followed::Detached,
+        None => Followed::Detached { signal: interrupt.signal().unwrap_or(2) },
     })
 }
 
@@ -440,9 +449,8 @@ async fn follow_logging(
     progress: &dyn Progress,
     checkpoints: &mut CheckpointLog,
     records: &mut Records,
+    interrupt: &mut Armed,
 ) -> Result<Option<JobDetails>, Error> {
-    // Armed before anything else, so no interrupt from here on ends the process.
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let started = env.clock.now();
     let mut next = 0;
     let options = FollowOptions::default();
