@@ -349,6 +349,12 @@ fn the_credential_plugins_token_never_reaches_the_terminal() {
     }
 }
 
+/// A program on this process's PATH (a [`Cloud`] command's PATH holds only the fakes).
+fn tool(name: &str) -> String {
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|dir| dir.join(name)).find(|p| p.is_file());
+    found.unwrap_or_else(|| panic!("{name} is not on PATH")).display().to_string()
+}
+
 /// Issue 31, item 4: SIGTERM or SIGHUP to gke-rl alone (a CI runner cancelling, a closed
 /// terminal) reaches gcluster's whole process group, as Ctrl-C does: nothing is orphaned to run
 /// on, the step is recorded, and the exit code is 128 + the signal's number.
@@ -356,7 +362,11 @@ fn the_credential_plugins_token_never_reaches_the_terminal() {
 fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
     for (signal, code) in [("TERM", 143), ("HUP", 129)] {
         let cloud = Cloud::new(Pods::ReadyAfter(0));
-        let mut command = cloud.command(&["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"]);
+        let deploy = cloud.command(&["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"]);
+        // With SIGHUP heard even where these tests run under nohup, which gke-rl would respect.
+        let mut command = Command::new(tool("env"));
+        command.arg("--default-signal=HUP").arg(deploy.get_program()).args(deploy.get_args()).current_dir(&cloud.root);
+        command.envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
         command.args(["--folder", "deployment"]).env("FAKE_SLEEP", "30").stdout(Stdio::piped()).stderr(Stdio::piped());
         let child = command.spawn().unwrap();
         let started = Instant::now();
@@ -414,11 +424,6 @@ fn a_deploy_under_nohup_ignores_sighup() {
 fn a_terminal_set_to_tostop_does_not_stop_gcluster() {
     let cloud = Cloud::new(Pods::ReadyAfter(0));
     let deploy = cloud.command(&[]);
-    // Found here: the command's PATH holds only the fakes.
-    let tool = |name: &str| {
-        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|dir| dir.join(name)).find(|p| p.is_file());
-        found.unwrap_or_else(|| panic!("{name} is not on PATH")).display().to_string()
-    };
     let inner = format!(
         "{} tostop && exec '{}' deploy --yes --authorized-cidr 203.0.113.7/32 --toolkit toolkit --folder deployment",
         tool("stty"),

@@ -252,15 +252,11 @@ impl Interrupt {
             Interrupt::Manual(seen) => Ok(Armed(seen.clone())),
             Interrupt::Signals => {
                 use tokio::signal::unix::{Signal, SignalKind, signal};
-                // Registered now, synchronously: a signal from here on is ours. One this process
-                // was started ignoring (`nohup`, a background job of a script) stays ignored.
-                let listen = |number: i32, kind: SignalKind| match ignored_at_start(number) {
-                    true => Ok(None),
-                    false => signal(kind).map(Some),
-                };
-                let mut interrupt = listen(2, SignalKind::interrupt())?;
-                let mut terminate = listen(15, SignalKind::terminate())?;
-                let mut hangup = listen(1, SignalKind::hangup())?;
+                // Registered now, synchronously: a signal from here on is ours. A hangup this
+                // process was started ignoring (`nohup`) stays ignored, as the user asked.
+                let mut interrupt = Some(signal(SignalKind::interrupt())?);
+                let mut terminate = Some(signal(SignalKind::terminate())?);
+                let mut hangup = if hangup_ignored_at_start() { None } else { Some(signal(SignalKind::hangup())?) };
                 async fn received(signal: &mut Option<Signal>) -> Option<()> {
                     match signal {
                         Some(signal) => signal.recv().await,
@@ -293,17 +289,16 @@ impl Interrupt {
     }
 }
 
-/// Whether signal `number` was ignored when this process started (a process inherits ignored
-/// signals: `nohup` ignores SIGHUP, a shell script's background job SIGINT). Read once, before
-/// any listener replaces the disposition; Linux says in /proc/self/status, elsewhere none are
-/// taken as ignored.
-fn ignored_at_start(number: i32) -> bool {
-    static IGNORED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let mask = IGNORED.get_or_init(|| {
+/// Whether SIGHUP was ignored when this process started (`nohup` starts it so, and a process
+/// inherits ignored signals). Read once, before any listener replaces the disposition; Linux
+/// says in /proc/self/status, elsewhere it is taken as not ignored.
+fn hangup_ignored_at_start() -> bool {
+    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IGNORED.get_or_init(|| {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        status.lines().find_map(|line| line.strip_prefix("SigIgn:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok()).unwrap_or(0)
-    });
-    mask & (1 << (number - 1)) != 0
+        let mask = status.lines().find_map(|line| line.strip_prefix("SigIgn:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
+        mask.is_some_and(|mask| mask & 1 != 0)
+    })
 }
 
 /// The signal numbered `number` (2, 15 or 1), for passing on.
