@@ -362,12 +362,14 @@ fn tool(name: &str) -> String {
 fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
     for (signal, code) in [("TERM", 143), ("HUP", 129)] {
         let cloud = Cloud::new(Pods::ReadyAfter(0));
-        let deploy = cloud.command(&["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"]);
         // With SIGHUP heard even where these tests run under nohup, which gke-rl would respect.
-        let mut command = Command::new(tool("env"));
-        command.arg("--default-signal=HUP").arg(deploy.get_program()).args(deploy.get_args()).current_dir(&cloud.root);
-        command.envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
-        command.args(["--folder", "deployment"]).env("FAKE_SLEEP", "30").stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut command = cloud.wrapper(&tool("env"));
+        command.args(["--default-signal=HUP", env!("CARGO_BIN_EXE_gke-rl"), "deploy", "--yes", "--authorized-cidr", "203.0.113.7/32"]);
+        command
+            .args(["--toolkit", "toolkit", "--folder", "deployment"])
+            .env("FAKE_SLEEP", "30")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let child = command.spawn().unwrap();
         let started = Instant::now();
         let pid_file = cloud.root.join("cloud/gcluster.pid");
@@ -400,11 +402,9 @@ fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
 #[test]
 fn a_deploy_under_nohup_ignores_sighup() {
     let cloud = Cloud::new(Pods::ReadyAfter(0));
-    let deploy = cloud.command(&[]);
-    let mut command = Command::new("bash");
+    let mut command = cloud.wrapper("bash");
     command.args(["-c", "trap '' HUP; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_gke-rl")]);
     command.args(["deploy", "--yes", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit", "--folder", "deployment"]);
-    command.current_dir(&cloud.root).envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
     let child = command.env("FAKE_SLEEP", "3").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     while !cloud.root.join("cloud/gcluster.pid").exists() {
@@ -423,17 +423,15 @@ fn a_deploy_under_nohup_ignores_sighup() {
 #[test]
 fn a_terminal_set_to_tostop_does_not_stop_gcluster() {
     let cloud = Cloud::new(Pods::ReadyAfter(0));
-    let deploy = cloud.command(&[]);
     let inner = format!(
         "{} tostop && exec '{}' deploy --yes --authorized-cidr 203.0.113.7/32 --toolkit toolkit --folder deployment",
         tool("stty"),
         env!("CARGO_BIN_EXE_gke-rl")
     );
     // `script` runs it on a terminal of its own (a pseudo-terminal), in the foreground.
-    let mut command = Command::new(tool("timeout"));
+    let mut command = cloud.wrapper(&tool("timeout"));
     command.args(["60".to_owned(), tool("script"), "--quiet".into(), "--return".into(), "--command".into(), inner, "/dev/null".into()]);
     command.stdin(Stdio::null());
-    command.current_dir(&cloud.root).envs(deploy.get_envs().filter_map(|(name, value)| Some((name, value?))));
     let out = command.output().unwrap();
     let shown = format!("{}{}", common::stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{shown}");
@@ -451,10 +449,8 @@ fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
     let kubeconfig = cloud.root.join("kubeconfig");
     let text = std::fs::read_to_string(&kubeconfig).unwrap();
     std::fs::write(&kubeconfig, text.replace(&cloud.https.url, &endless)).unwrap();
-    let command = cloud.command(&["status"]);
-    let mut limited = Command::new("bash");
+    let mut limited = cloud.wrapper("bash");
     limited.args(["-c", "ulimit -v 1048576; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_gke-rl"), "status"]);
-    limited.current_dir(&cloud.root).envs(command.get_envs().filter_map(|(name, value)| Some((name, value?))));
     let out = common::exited_cleanly(limited.output().unwrap());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("larger than") && stderr(&out).contains("MiB"), "{}", stderr(&out));

@@ -171,6 +171,15 @@ impl Cloud {
         command
     }
 
+    /// `program` (a shell, `env`, `timeout`: a wrapper that starts the binary its own way) in the
+    /// scratch folder, with [`Cloud::command`]'s environment.
+    pub fn wrapper(&self, program: &str) -> Command {
+        let template = self.command(&[]);
+        let mut command = Command::new(program);
+        command.current_dir(&self.root).envs(template.get_envs().filter_map(|(name, value)| Some((name, value?))));
+        command
+    }
+
     /// `deploy` of the default config into `./deployment`, with the toolkit checkout and a CIDR.
     pub fn deploy(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let mut args = vec!["deploy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--timeout", "20s"];
