@@ -7,8 +7,6 @@
 //! A custom harness (libtest-mimic) so that each head starts once for all its tests.
 
 mod common;
-#[path = "../xtask/src/ray_head.rs"]
-mod ray_head;
 
 use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -19,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
 use gke_rl_ray::TESTED_RAY;
+use gke_rl_test_support::ray_head::{self, Head, Role};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, Role};
 
 const TOKEN: &str = "hf_gkerlTestSecretValue42";
 

@@ -11,8 +11,6 @@
 //!   newest; the node is killed mid-run and restarted.
 
 mod common;
-#[path = "../xtask/src/ray_head.rs"]
-mod ray_head;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,8 +20,8 @@ use std::time::{Duration, Instant};
 use common::{project_root, stderr, stdout};
 use gke_rl_kube::fake::Pods;
 use gke_rl_ray::TESTED_RAY;
+use gke_rl_test_support::ray_head::{self, Head, Node};
 use libtest_mimic::{Arguments, Failed, Trial};
-use ray_head::{Head, Node};
 
 /// Debian's CPU build of torch (python3-torch) and its numpy, for the venvs' Python 3.11.
 const DEBIAN_PACKAGES: &str = "/usr/lib/python3/dist-packages";

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use gke_rl_kube::fake::{FakeApiServer, Https, Pods};
+#[allow(unused_imports)] // each test crate uses its own subset
+pub use gke_rl_test_support::{project_root, stderr, stdout, upstream};
 
 /// Runs `gke-rl ARGS…` (the built binary, as installed) in `cwd`.
 pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
@@ -39,26 +41,6 @@ pub fn exited_cleanly(out: Output) -> Output {
         panic!("{e}");
     }
     out
-}
-
-pub fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the project root")
-}
-
-/// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
-/// `SOURCE.md`): a missing one fails the test.
-pub fn upstream(relative: &str) -> PathBuf {
-    let path = project_root().join("tests/fixtures/upstream").join(relative);
-    assert!(path.is_file(), "{} is missing: the upstream fixtures are part of the repository", path.display());
-    path
 }
 
 /// What `tests/fixtures/fakes/fake.sh` runs.

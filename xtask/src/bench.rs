@@ -264,7 +264,7 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
 
     // (a) process start to "job accepted", same head, same folder (packages are reused, as
     // both compute the same URI, so neither uploads after the first run).
-    let head = crate::ray_head::Head::start("2.54.0", &bin).map_err(anyhow::Error::msg)?;
+    let head = gke_rl_test_support::ray_head::Head::start("2.54.0", &bin).map_err(anyhow::Error::msg)?;
     let (address, version) = (head.address.clone(), head.version);
     // The head requires its token (Ray 2.52+); Ray's CLI sends one only in token mode.
     let _token = head.token.as_deref().map(|t| sh.push_env("RAY_AUTH_TOKEN", t));

@@ -11,7 +11,6 @@ mod codegen;
 mod fuzz;
 mod models;
 mod nemo_rl;
-mod ray_head;
 mod recipes;
 #[cfg(test)]
 mod tidy;

@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn parameter_counts_follow_each_layout() {
-        // nemo-rl.md §5.1's count for Qwen2.5-72B, from the safetensors index.
+        // Qwen2.5-72B's count from its Hugging Face config.json (Qwen/Qwen2.5-72B-Instruct): 72.7B.
         assert_eq!(count("Qwen/Qwen2.5-72B"), 72_706_203_648);
         // Qwen3-0.6B ties its embeddings: 0.44 B parameters outside them, 0.6 B in all.
         let small = count("Qwen/Qwen3-0.6B");

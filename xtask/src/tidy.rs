@@ -87,6 +87,7 @@ fn only_the_ops_runner_runs_programs() {
     let mut problems = Vec::new();
     for path in rust_files("crates") {
         let is_test = path.ends_with("tests.rs")
+            || path.starts_with(project_root().join("crates/test-support"))
             || path.components().any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches" || c.as_os_str() == "examples");
         let is_build_script = path.ends_with("build.rs");
         if !is_test && !is_build_script && path != runner && fs::read_to_string(&path).unwrap().contains("Command::new") {
@@ -192,5 +193,83 @@ fn upstream_fixtures_are_verbatim() {
         problems.push(format!("{}: not listed in a SOURCE.md with its repository, commit and blob id", relative(path)));
     }
     assert!(listed.len() >= 8, "only {} upstream fixtures listed", listed.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every dependency a crate's `Cargo.toml` lists is named in that crate's code (dev ones in its
+/// tests, benches or examples too), so `cargo tree` shows no edge the code does not use.
+#[test]
+fn every_dependency_is_named_in_its_code() {
+    let mut problems = Vec::new();
+    let manifests = text_files().into_iter().filter(|p| p.ends_with("Cargo.toml") && p.parent() != Some(&project_root()));
+    for manifest in manifests.filter(|p| !p.starts_with(project_root().join("fuzz"))) {
+        let crate_dir = manifest.parent().unwrap();
+        let text = fs::read_to_string(&manifest).unwrap();
+        let own_name = text.lines().find_map(|l| l.strip_prefix("name = ")).unwrap_or_default().trim_matches('"').to_owned();
+        // The code a section's dependencies may be named in: the library and binaries for
+        // [dependencies]; with the tests, benches and examples (here or by `path`) for dev ones.
+        let mut library = rust_files_under(&crate_dir.join("src"));
+        library.extend(rust_files_under(&crate_dir.join("build.rs")));
+        let mut development = library.clone();
+        for folder in ["tests", "benches", "examples"] {
+            development.extend(rust_files_under(&crate_dir.join(folder)));
+        }
+        for path in text.lines().filter_map(|l| l.strip_prefix("path = ")) {
+            let file = crate_dir.join(path.trim_matches('"'));
+            development.extend(rust_files_under(&file));
+            development.extend(rust_files_under(&file.parent().unwrap().join("common")));
+        }
+        let read = |files: &[PathBuf]| files.iter().map(|f| fs::read_to_string(f).unwrap()).collect::<Vec<_>>().join("\n");
+        let (library, development) = (read(&library), read(&development));
+        let mut section = "";
+        for (number, line) in text.lines().enumerate() {
+            if line.starts_with('[') {
+                section = line;
+                continue;
+            }
+            let code = match section {
+                "[dependencies]" => &library,
+                "[dev-dependencies]" => &development,
+                _ => continue,
+            };
+            let Some(name) = line.split(['.', ' ', '=']).next().filter(|n| !n.is_empty() && !n.starts_with('#')) else { continue };
+            let ident = name.replace('-', "_");
+            let named = code.match_indices(&ident).any(|(at, _)| {
+                let before = code[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                let after = code[at + ident.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                before && after
+            });
+            if name != own_name && !named {
+                problems.push(format!("{}:{}: `{name}` is never named in the code: drop it", relative(&manifest), number + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The Rust files at `path`: the file itself, or those under the folder.
+fn rust_files_under(path: &Path) -> Vec<PathBuf> {
+    if path.is_file() {
+        return vec![path.to_path_buf()];
+    }
+    text_files().into_iter().filter(|p| p.starts_with(path) && p.extension().is_some_and(|e| e == "rs")).collect()
+}
+
+/// A clone has nothing beside it: no committed file may point at the research folder the
+/// project was started from. Cite the upstream repository, path and tag, or a file under `docs/`.
+#[test]
+fn nothing_points_outside_the_repository() {
+    let outside = concat!("..", "/shared");
+    let problems: Vec<String> = text_files()
+        .iter()
+        .flat_map(|path| {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| line.contains(outside) || line.contains(concat!("nemo-rl", ".md")))
+                .map(|(number, _)| format!("{}:{}: points outside the repository", relative(path), number + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -6,8 +6,9 @@ mod common;
 
 use common::configs;
 use gke_rl::Deployment;
-use gke_rl::cost::{Usd, estimate};
+use gke_rl::cost::estimate;
 use gke_rl::model::Provisioning;
+use gke_rl::model::Usd;
 
 fn config(name: &str) -> Deployment {
     configs().into_iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no config {name}")).1

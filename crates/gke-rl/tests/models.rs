@@ -50,7 +50,7 @@ fn instruct_models_borrow_only_their_bases_architecture() {
     let instruct = model("Qwen/Qwen2.5-72B-Instruct").unwrap();
     let base = model("Qwen/Qwen2.5-72B").unwrap();
     assert_eq!((instruct.config_of, instruct.layers, instruct.parameters), (base.name, base.layers, base.parameters));
-    assert_eq!(instruct.parameters, 72_706_203_648, "nemo-rl.md §5.1");
+    assert_eq!(instruct.parameters, 72_706_203_648, "Qwen/Qwen2.5-72B-Instruct config.json: 72.7B");
     assert_eq!(model("Qwen/Qwen2.5-3B-Instruct"), None, "no citable config: not in the catalogue");
 }
 

@@ -709,7 +709,8 @@ pub fn model(name: &str) -> Option<&'static ModelFacts> {
 }
 
 /// Bytes per parameter of a NeMo-RL v0.4.0 Megatron checkpoint with Adam: bf16 weights plus
-/// fp32 master weights and two moments (`nemo-rl.md` §5.2).
+/// fp32 master weights and two moments (NVIDIA/Megatron-LM `megatron/core/optimizer/distrib_optimizer.py`
+/// `sharded_param_state_fs_model_space`, whose `OptimizerConfig` keeps them in fp32).
 pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
 /// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
 pub const BF16_BYTES_PER_PARAMETER: u64 = 2;

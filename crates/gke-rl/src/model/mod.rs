@@ -6,12 +6,14 @@
 //! that could hold a token.
 
 mod names;
+mod prices;
 
 use std::num::NonZeroU32;
 
 use serde::{Deserialize, Serialize};
 
 pub use names::{AbsPath, Cidr, EnvName, Name, ProjectId, Quantity, Region, Word, Zone};
+pub use prices::{Prices, Usd};
 
 use crate::knowledge;
 
@@ -37,7 +39,7 @@ pub struct Deployment {
     /// Where the job's secrets come from (names only, never values).
     pub secrets: Secrets,
     /// Prices that replace the embedded price table's in cost estimates.
-    pub cost: crate::cost::Prices,
+    pub cost: Prices,
 }
 
 /// Google Cloud project, location and cluster name.

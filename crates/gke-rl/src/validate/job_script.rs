@@ -1,6 +1,6 @@
 //! `run_nemo_rl.sh`: its `export` lines and the NeMo-RL launch line, split into shell words
 //! with positions, and each `key=value` override typed by Hydra's value rules
-//! (`nemo-rl.md` §2).
+//! (NVIDIA-NeMo/RL `nemo_rl/utils/config.py` `parse_hydra_overrides`, v0.4.0).
 
 use crate::diagnostic::Diagnostic;
 use crate::envsh;
@@ -130,7 +130,7 @@ fn launch(words: &[Word], at: (u32, u32)) -> Launch {
     Launch { at, script, script_at, config, overrides }
 }
 
-/// Hydra's typing of an override value (hydra-core 1.3.2 grammar, `nemo-rl.md` §2.4).
+/// Hydra's typing of an override value (facebookresearch/hydra `hydra/grammar/OverrideParser.g4`, v1.3.2).
 pub fn hydra_value(raw: &str) -> HydraValue {
     let value = raw.trim();
     let quoted =

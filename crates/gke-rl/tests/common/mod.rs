@@ -6,10 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use gke_rl::{Artifacts, Deployment, RenderOptions};
-
-pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("project root")
-}
+#[allow(unused_imports)] // each test crate uses its own subset
+pub use gke_rl_test_support::{project_root, upstream};
 
 /// The embedded default plus every config in `tests/fixtures/configs/`, by name.
 pub fn configs() -> Vec<(String, Deployment)> {
@@ -35,14 +33,6 @@ pub fn render(deployment: &Deployment) -> Artifacts {
 
 pub fn artifact<'a>(artifacts: &'a Artifacts, name: &str) -> &'a str {
     &artifacts.get(name).unwrap_or_else(|| panic!("no artifact {name}")).contents
-}
-
-/// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
-/// `SOURCE.md`): a missing one fails the test.
-pub fn upstream(relative: &str) -> PathBuf {
-    let path = project_root().join("tests/fixtures/upstream").join(relative);
-    assert!(path.is_file(), "{} is missing: the upstream fixtures are part of the repository", path.display());
-    path
 }
 
 /// Writes `contents` into a fresh temporary directory as `name`.

@@ -1,9 +1,8 @@
 //! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
 //! free ports, in its own process group so that dropping it stops every Ray process it made.
-//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/two_nodes.rs`
-//! (included by path), each of which uses part of it. The Rays are
-//! [`gke_rl_ray::TESTED_RAY`]'s, installed by `cargo xtask ci` under `target/ray/<version>/`.
-#![allow(dead_code)]
+//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/two_nodes.rs`. The
+//! Rays are [`gke_rl_ray::TESTED_RAY`]'s, installed by `cargo xtask ci` under
+//! `target/ray/<version>/`.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -18,9 +17,11 @@ use gke_rl_ray::TESTED_RAY;
 /// heads of every tested Ray, a second head of each and a joined node of each can run at once.
 #[derive(Debug, Clone, Copy)]
 pub enum Role {
+    /// The head the tests of one Ray share.
     Head = 0,
     /// Another head of the same Ray, started while the shared one runs.
     SecondHead = 1,
+    /// A worker node joined to a head.
     Node = 2,
 }
 
@@ -78,7 +79,9 @@ pub fn random_token() -> String {
 
 /// A Ray head in its own process group; dropping it stops every process of the group.
 pub struct Head {
+    /// Its Ray version, one of [`TESTED_RAY`].
     pub version: &'static str,
+    /// Its dashboard's URL.
     pub address: String,
     /// The Ray token the head requires, if any.
     pub token: Option<String>,

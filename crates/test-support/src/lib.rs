@@ -1,0 +1,31 @@
+//! What gke-rl's tests and its benchmarks share: where the repository and its upstream
+//! fixtures are, a child's output as text, and local Ray heads ([`ray_head`]). Never a
+//! dependency of a shipped crate.
+
+pub mod ray_head;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The repository's root.
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the project root")
+}
+
+/// An upstream file the tests read, from `tests/fixtures/upstream/` (copied verbatim, see its
+/// `SOURCE.md`): a missing one fails the test.
+pub fn upstream(relative: &str) -> PathBuf {
+    let path = project_root().join("tests/fixtures/upstream").join(relative);
+    assert!(path.is_file(), "{} is missing: the upstream fixtures are part of the repository", path.display());
+    path
+}
+
+/// A child's standard output, as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A child's standard error, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
