@@ -1,4 +1,4 @@
-//! `cargo xtask blueprint`: patch Cluster Toolkit's gke-a4 blueprint for Lustre, the Ray
+//! `gke-rl blueprint`: patch Cluster Toolkit's gke-a4 blueprint for Lustre, the Ray
 //! operator and Spot (or a reservation), with a reviewable diff and the deployment file.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `cargo xtask cost`: what the configured deployment costs per hour and per day, offline.
+//! `gke-rl cost`: what the configured deployment costs per hour and per day, offline.
 
 use crate::config;
 use crate::terminal::outln;

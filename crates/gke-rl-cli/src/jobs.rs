@@ -1,4 +1,4 @@
-//! `cargo xtask submit | status | logs | stop | jobs`: arguments into `gke_rl_ops` options, the
+//! `gke-rl submit | status | logs | stop | jobs`: arguments into `gke_rl_ops` options, the
 //! outcome into lines and an exit code. Exit codes: 0 SUCCEEDED, 1 FAILED or STOPPED, 2 for
 //! errors, 130 when Ctrl-C detaches (the job keeps running).
 

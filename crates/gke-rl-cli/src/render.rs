@@ -1,4 +1,4 @@
-//! `cargo xtask render`: write every artifact of the current model into a directory.
+//! `gke-rl render`: write every artifact of the current model into a directory.
 
 use std::fs;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `cargo xtask validate`: check artifacts — rendered, hand-written or the codelab's — in one
+//! `gke-rl validate`: check artifacts — rendered, hand-written or the codelab's — in one
 //! pass. Exit 0 without errors, 1 with errors, 2 for usage or I/O problems.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
-//! The SDK in the browser: the same validation and rendering as `cargo xtask validate` and
-//! `cargo xtask render`, behind three functions. Every result is a value; bad input gives
+//! The SDK in the browser: the same validation and rendering as `gke-rl validate` and
+//! `gke-rl render`, behind three functions. Every result is a value; bad input gives
 //! `{"error": …}`, never an exception.
 //!
 //! The JSON shapes are computed by [`validate_files`] and [`render_json`], which native tests
@@ -28,7 +28,7 @@ pub fn validate(files: JsValue) -> JsValue {
 }
 
 /// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}], "cost": {text,
-/// summary}}` (the cost block `cargo xtask cost` prints), or
+/// summary}}` (the cost block `gke-rl cost` prints), or
 /// `{"error": diagnostic}` with the line and column in the config.
 #[wasm_bindgen]
 pub fn render(config: &str) -> JsValue {

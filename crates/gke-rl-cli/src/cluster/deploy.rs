@@ -1,4 +1,4 @@
-//! `cargo xtask deploy`: from a config to a Ready RayCluster with Lustre mounted.
+//! `gke-rl deploy`: from a config to a Ready RayCluster with Lustre mounted.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `cargo xtask destroy`: remove every billable resource a deploy created, and prove it.
+//! `gke-rl destroy`: remove every billable resource a deploy created, and prove it.
 
 use gke_rl_ops::Env;
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed};

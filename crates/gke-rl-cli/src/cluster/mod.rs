@@ -1,4 +1,4 @@
-//! `cargo xtask deploy`, `destroy`, `suspend` and `resume`: arguments into `gke_rl_ops`
+//! `gke-rl deploy`, `destroy`, `suspend` and `resume`: arguments into `gke_rl_ops`
 //! options, the outcome into lines and an exit code.
 
 mod deploy;

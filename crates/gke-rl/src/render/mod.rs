@@ -35,7 +35,7 @@ pub struct RenderOptions<'a> {
     /// Where the model came from: `the embedded default`, a config path.
     pub source: &'a str,
     /// The command that regenerates the files, for the header's "do not edit" line
-    /// (`cargo xtask render`, or an embedding tool's own).
+    /// (`gke-rl render`, or an embedding tool's own).
     pub regenerate: &'a str,
 }
 
