@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use gke_rl::Deployment;
 use gke_rl::model::{Name, Quantity, Word};
+use gke_rl::{ArtifactKind, Deployment};
 use xshell::{Shell, cmd};
 
 use crate::project_root;
@@ -116,7 +116,10 @@ fn write_validation_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         manifests.push(path);
     }
     for artifact in gke_rl_cli::render(&Deployment::default(), "the validation benchmark")? {
-        if matches!(artifact.name, "env.sh" | "run_nemo_rl.sh" | "ray_runtime_env.json" | ".rayignore") {
+        if [ArtifactKind::EnvSh, ArtifactKind::JobScript, ArtifactKind::RuntimeEnv, ArtifactKind::RayIgnore]
+            .iter()
+            .any(|k| k.file() == artifact.name)
+        {
             std::fs::write(dir.join(artifact.name), &artifact.contents)?;
         }
     }

@@ -273,3 +273,33 @@ fn nothing_points_outside_the_repository() {
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// An artifact's file name is written once, in `gke_rl::ArtifactKind::file`: the code outside
+/// tests names the kind, never the file (prose in messages and docs may still say it).
+#[test]
+fn artifact_file_names_are_written_once() {
+    let table = project_root().join("crates/gke-rl/src/artifact.rs");
+    let names: Vec<String> = fs::read_to_string(&table)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("=> \"") && l.contains("ArtifactKind::"))
+        .filter_map(|l| l.split('"').nth(1).map(str::to_owned))
+        .filter(|name| name.contains('.'))
+        .collect();
+    assert!(names.len() >= 9, "found only {names:?} in {}", relative(&table));
+    let mut problems = Vec::new();
+    for path in rust_files("crates")
+        .into_iter()
+        .filter(|p| *p != table && !p.ends_with("tests.rs") && !p.components().any(|c| c.as_os_str() == "tests"))
+    {
+        let text = fs::read_to_string(&path).unwrap();
+        // The code before its unit tests.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (number, line) in code.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with("//")) {
+            for name in names.iter().filter(|name| line.contains(&format!("\"{name}\"")) || line.contains(&format!("}}/{name}\""))) {
+                problems.push(format!("{}:{}: writes {name}; use gke_rl::ArtifactKind's file()", relative(&path), number + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use gke_rl::Artifact;
-use gke_rl_ops::blueprint::{TOOLKIT_BLUEPRINT, patch_checked};
+use gke_rl_ops::blueprint::{patch_checked, toolkit_blueprint};
 
 use crate::config;
 use crate::render::{summarize, write_all};
@@ -29,7 +29,7 @@ impl Args {
     pub fn run(self) -> anyhow::Result<()> {
         let input = match (&self.blueprint, &self.toolkit) {
             (Some(file), _) => file.clone(),
-            (None, Some(dir)) => dir.join(TOOLKIT_BLUEPRINT),
+            (None, Some(dir)) => toolkit_blueprint(dir),
             (None, None) => bail!("pass --toolkit DIR or --blueprint FILE"),
         };
         let loaded = self.source.load()?;
@@ -38,7 +38,7 @@ impl Args {
         let patched =
             patch_checked(&input, &original, &loaded.deployment, &rendered).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
 
-        let name = "gke-a4.yaml";
+        let name = gke_rl::ArtifactKind::Blueprint.file();
         let diff = gke_rl::blueprint::unified_diff(&original, &patched, name);
         let header = format!(
             "# {} {} from {}: apply with `patch -p0 < gke-a4.yaml.patch`.\n",

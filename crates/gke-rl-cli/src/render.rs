@@ -123,6 +123,7 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
 }
 
 fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
+    use gke_rl::ArtifactKind::{DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
     let out = out.display();
     let mut unknown = Vec::new();
     if d.project.project_id.is_none() {
@@ -134,11 +135,12 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
     let set_first = if unknown.is_empty() { String::new() } else { format!(" (after exporting {})", unknown.join(" and ")) };
     let (secrets, policy) = match d.ray.token_auth() {
         Ok(true) => ("the Secrets with the commands", String::new()),
-        _ => ("the Secret with the command", format!("kubectl apply -f {out}/{}, ", gke_rl::render::NETWORK_POLICY_FILE)),
+        _ => ("the Secret with the command", format!("kubectl apply -f {out}/{}, ", NetworkPolicy.file())),
     };
+    let (env_sh, deployment_file, secret, cluster) = (EnvSh.file(), DeploymentFile.file(), SecretInstructions.file(), RayCluster.file());
     format!(
-        "next steps:\n  source {out}/env.sh{set_first}\n  \
-         deploy the gke-a4 blueprint with gcluster: -d {out}/gke-a4-deployment.yaml\n  \
-         create {secrets} in {out}/hf-token-secret.yaml, then {policy}kubectl apply -f {out}/ray-cluster.yaml"
+        "next steps:\n  source {out}/{env_sh}{set_first}\n  \
+         deploy the gke-a4 blueprint with gcluster: -d {out}/{deployment_file}\n  \
+         create {secrets} in {out}/{secret}, then {policy}kubectl apply -f {out}/{cluster}"
     )
 }

@@ -60,9 +60,9 @@ impl Args {
         if self.paths.is_empty() || self.source.is_explicit() {
             let loaded = self.source.load()?;
             let rendered = loaded.render()?;
-            let given: Vec<_> = files.keys().filter_map(|name| validate::detect(name, &files[name])).collect();
+            let given: Vec<_> = files.keys().filter_map(|name| gke_rl::ArtifactKind::detect(name, &files[name])).collect();
             for artifact in rendered {
-                if validate::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {
+                if gke_rl::ArtifactKind::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {
                     files.insert(artifact.name.to_owned(), artifact.contents);
                 }
             }
@@ -138,7 +138,7 @@ impl Inputs {
         let name = display(path);
         let bytes = gke_rl_ops::files::read_bytes(path)?;
         let lossy = String::from_utf8_lossy(&bytes);
-        if validate::detect(&name, &lossy).is_none() {
+        if gke_rl::ArtifactKind::detect(&name, &lossy).is_none() {
             if named {
                 bail!("cannot tell what {name} is\nhelp: {KNOWN_FILES}");
             }

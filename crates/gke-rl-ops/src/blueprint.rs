@@ -1,14 +1,16 @@
 //! The upstream blueprint, patched and checked beside the artifacts it deploys.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gke_rl::validate::{self, SourceFile};
-use gke_rl::{Artifacts, Deployment, Severity};
+use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity};
 
 use crate::Error;
 
-/// Where a Cluster Toolkit checkout keeps the gke-a4 blueprint.
-pub const TOOLKIT_BLUEPRINT: &str = "examples/gke-a4/gke-a4.yaml";
+/// Where the Cluster Toolkit checkout `toolkit` keeps the gke-a4 blueprint.
+pub fn toolkit_blueprint(toolkit: &Path) -> PathBuf {
+    toolkit.join(gke_rl::lifecycle::toolkit_blueprint())
+}
 
 /// Patches `original` (read from `path`) for `deployment` and validates it with `rendered`:
 /// the patched text, or why not; nothing is written.
@@ -26,7 +28,7 @@ pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rende
 /// one: its errors refuse a deploy, and its plan.
 pub fn check_render(rendered: &Artifacts, patched: Option<&str>) -> Result<(), Error> {
     let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
-    files.extend(patched.map(|text| SourceFile { name: "gke-a4.yaml", text }));
+    files.extend(patched.map(|text| SourceFile { name: ArtifactKind::Blueprint.file(), text }));
     let errors: Vec<String> = validate::validate(&files)
         .into_iter()
         .filter(|f| f.diagnostic.severity == Severity::Error)

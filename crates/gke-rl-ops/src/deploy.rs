@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step, TOOLKIT_EXAMPLE};
+use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step};
 use gke_rl::model::{Cidr, Provisioning};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Readiness, Wait};
 
 use crate::address::{ADDRESS_ECHO, host_cidr, public_address};
-use crate::blueprint::{TOOLKIT_BLUEPRINT, patch_checked};
+use crate::blueprint::{patch_checked, toolkit_blueprint};
 use crate::events::{Event, Progress, Question};
 use crate::site::{Resolved, Target};
 use crate::{Env, Error, Fix, Problem, files};
@@ -100,7 +100,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
     };
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
     // blueprint when the toolkit is there (without it, preflight would stop; warned below).
-    let blueprint_path = Path::new(&resolved.site.toolkit).join(TOOLKIT_BLUEPRINT);
+    let blueprint_path = toolkit_blueprint(Path::new(&resolved.site.toolkit));
     match files::read_text(&blueprint_path) {
         Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
         Err(_) => crate::blueprint::check_render(artifacts, None)?,
@@ -109,7 +109,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
     let plan = lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
-    if !Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE).join("gke-a4.yaml").is_file() {
+    if !toolkit_blueprint(Path::new(&resolved.site.toolkit)).is_file() {
         warnings.push(format!(
             "# warning: {} (pass --toolkit DIR): deploy would stop at preflight",
             Problem::NoToolkit { toolkit: resolved.site.toolkit.clone() }
@@ -165,7 +165,7 @@ pub async fn deploy(
     progress.event(Event::StepDone { step: Step::Preflight, took: env.clock.now() - started });
     state.complete(Step::Preflight);
 
-    let blueprint_path = Path::new(&resolved.site.toolkit).join(TOOLKIT_BLUEPRINT);
+    let blueprint_path = toolkit_blueprint(Path::new(&resolved.site.toolkit));
     let original = files::read_text(&blueprint_path)?;
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
     let ray_cluster = &artifacts.ray_cluster.contents;
@@ -311,7 +311,7 @@ async fn preflight(
         // The Kubernetes steps need the control plane, which answers only the authorized CIDR.
         problems.push(problem);
     }
-    if !Path::new(&site.toolkit).join(TOOLKIT_EXAMPLE).join("gke-a4.yaml").is_file() {
+    if !toolkit_blueprint(Path::new(&site.toolkit)).is_file() {
         problems.push(Problem::NoToolkit { toolkit: site.toolkit.clone() });
     }
     for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
@@ -429,7 +429,7 @@ impl Written<'_> {
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
         write(folder.ray_cluster(), &self.artifacts.ray_cluster.contents)?;
-        let example = Path::new(&resolved.site.toolkit).join(TOOLKIT_EXAMPLE);
+        let example = Path::new(&resolved.site.toolkit).join(lifecycle::toolkit_example());
         for template in STAGED_TEMPLATES {
             write(folder.template(template), &files::read_text(&example.join(template))?)?;
         }

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use gke_rl::fabric::{DEFAULT_MIN_FRACTION, DEFAULT_SIZES, Expectation, JOB_SCRIPT, JOB_SCRIPT_NAME, Problem, Report};
+use gke_rl::fabric::{CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MIN_FRACTION, DEFAULT_SIZES, Expectation, Problem, Report};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_ray::{Client, JobStatus};
 
@@ -72,8 +72,8 @@ pub async fn check(
         move |source| Error::Local { what, source }
     };
     let dir = tempfile::Builder::new().prefix("gke-rl-fabric-check-").tempdir().map_err(local("cannot create the job folder"))?;
-    std::fs::File::create_new(dir.path().join(JOB_SCRIPT_NAME))
-        .and_then(|mut f| f.write_all(JOB_SCRIPT.as_bytes()))
+    std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
+        .and_then(|mut f| f.write_all(CHECK_SCRIPT.as_bytes()))
         .map_err(local("cannot write the fabric-check job"))?;
     let random = gke_rl_ray::new_submission_id();
     let submit = SubmitOptions {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gke_rl::checkpoints::CheckpointLog;
 use gke_rl::supervisor::Records;
 use gke_rl::validate::{SourceFile, count};
-use gke_rl::{Artifacts, Deployment, Severity, lifecycle};
+use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
 use gke_rl_ray::{Client, Error as RayError, FollowOptions, JobDetails, JobStatus, SubmitRequest};
 
@@ -54,9 +54,6 @@ pub struct SubmitOptions {
     pub with_credential_files: bool,
 }
 
-/// The job script `submit` runs by default, from the render.
-pub const JOB_SCRIPT: &str = "run_nemo_rl.sh";
-
 /// A job checked and packaged, ready to go to a cluster.
 pub struct Prepared {
     request: SubmitRequest,
@@ -97,7 +94,11 @@ pub fn prepare(
             map.insert(name, value.into());
         }
     }
-    let entrypoint = if options.entrypoint.is_empty() { format!("bash {JOB_SCRIPT}") } else { gke_rl_ray::entrypoint(&options.entrypoint) };
+    let entrypoint = if options.entrypoint.is_empty() {
+        format!("bash {}", ArtifactKind::JobScript.file())
+    } else {
+        gke_rl_ray::entrypoint(&options.entrypoint)
+    };
     let request = SubmitRequest {
         entrypoint,
         submission_id: Some(options.submission_id.clone().unwrap_or_else(gke_rl_ray::new_submission_id)),
@@ -362,7 +363,7 @@ fn package(
             let plan = Plan::for_files(job_folder(artifacts, &options.include)?);
             // The job folder's files are the job script and `--include`s: a secret is in one of those.
             return match plan.hash(&secrets) {
-                Err(gke_rl_ray::Error::SecretInFile { path, name }) if path != JOB_SCRIPT => {
+                Err(gke_rl_ray::Error::SecretInFile { path, name }) if path != ArtifactKind::JobScript.file() => {
                     let path = options.include.iter().find(|p| p.file_name().is_some_and(|n| *n == *path)).cloned().unwrap_or(path.into());
                     let problem = format!("contains the value of {name}; a secret must never be uploaded: leave it out of --include");
                     Err(Error::Include { path, problem })
@@ -381,7 +382,7 @@ fn package(
 /// The rendered job script plus each included file, by file name.
 fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>, Error> {
     let script = &artifacts.job_script;
-    let mut files = vec![(JOB_SCRIPT.to_owned(), script.contents.clone().into_bytes(), true)];
+    let mut files = vec![(ArtifactKind::JobScript.file().to_owned(), script.contents.clone().into_bytes(), true)];
     for path in include {
         let problem = |problem: String| Error::Include { path: path.clone(), problem };
         let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| problem("not a file name".into()))?;

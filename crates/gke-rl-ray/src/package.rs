@@ -798,7 +798,7 @@ impl Walk<'_> {
             if credential {
                 self.plan.credentials_left_out.push(if is_dir { format!("{rel}/") } else { rel.to_owned() });
             } else if is_dir {
-                for name in [".gitignore", ".rayignore"] {
+                for name in [".gitignore", gke_rl::ArtifactKind::RayIgnore.file()] {
                     if name == ".gitignore" && !self.gitignore {
                         continue;
                     }

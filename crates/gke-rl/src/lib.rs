@@ -31,6 +31,7 @@
 //! browser build, other tools) shares it. Values a user wrote are refused with a positioned
 //! [`Diagnostic`]; anything else with an [`Error`].
 
+mod artifact;
 pub mod auth;
 pub mod blueprint;
 pub mod checkpoints;
@@ -57,6 +58,7 @@ use gke_rl_gitwildmatch as gitwildmatch;
 use gke_rl_yaml as yaml;
 pub mod validate;
 
+pub use artifact::ArtifactKind;
 pub use diagnostic::{Diagnostic, Severity};
 pub use error::Error;
 pub use model::Deployment;

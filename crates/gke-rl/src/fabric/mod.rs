@@ -1,5 +1,5 @@
 //! The fabric check: a Ray job that runs one all-reduce across every GPU of every GPU node
-//! ([`JOB_SCRIPT`]), and the reading of what it prints ([`Report`]) against what the deployment
+//! ([`CHECK_SCRIPT`]), and the reading of what it prints ([`Report`]) against what the deployment
 //! should reach ([`Expectation`]). The job prints NCCL's own INFO lines, so the same parser
 //! reads a raw NCCL log.
 
@@ -12,9 +12,9 @@ use crate::Deployment;
 use crate::knowledge::{GIB_NCCL_NET, GpuFabric};
 
 /// The job's Python program, run in the training image (torch, NCCL, Ray).
-pub const JOB_SCRIPT: &str = include_str!("fabric_check.py");
+pub const CHECK_SCRIPT: &str = include_str!("fabric_check.py");
 /// Its file name in the job's working dir.
-pub const JOB_SCRIPT_NAME: &str = "fabric_check.py";
+pub const CHECK_SCRIPT_FILE: &str = "fabric_check.py";
 /// Message sizes of the sweep: 1 MiB to 1 GiB, as nccl-tests reports them.
 pub const DEFAULT_SIZES: [u64; 4] = [1 << 20, 16 << 20, 256 << 20, 1 << 30];
 /// The bus bandwidth at the largest size must reach this fraction of the node's line rate.
@@ -25,7 +25,7 @@ const PREFIX: &str = "fabric-check ";
 /// The job's command: the script with the sweep's sizes and its own time limit.
 pub fn entrypoint(sizes: &[u64], timeout_secs: u64) -> Vec<String> {
     let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
-    ["python", JOB_SCRIPT_NAME, "--sizes", &sizes.join(","), "--timeout", &timeout_secs.to_string()].map(str::to_owned).to_vec()
+    ["python", CHECK_SCRIPT_FILE, "--sizes", &sizes.join(","), "--timeout", &timeout_secs.to_string()].map(str::to_owned).to_vec()
 }
 
 /// What the check read from the job's log.

@@ -17,6 +17,8 @@ pub use state::{Created, State, digest};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ArtifactKind;
+use crate::knowledge;
 use crate::model::Deployment;
 use crate::render::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
 
@@ -37,8 +39,17 @@ pub const REQUIRED_APIS: &[&str] = &[
 pub const AUTH_PLUGIN: &str = "gke-gcloud-auth-plugin";
 /// How to install [`AUTH_PLUGIN`].
 pub const INSTALL_AUTH_PLUGIN: &str = "gcloud components install gke-gcloud-auth-plugin (where gcloud came from apt: sudo apt-get install google-cloud-cli-gke-gcloud-auth-plugin)";
-/// Where a Cluster Toolkit checkout keeps the blueprint and the templates it stages.
-pub const TOOLKIT_EXAMPLE: &str = "examples/gke-a4";
+/// Where a Cluster Toolkit checkout keeps the blueprint gke-rl patches (its GPU family's row of
+/// [`knowledge::GPU_FAMILIES`]), relative to the checkout.
+pub fn toolkit_blueprint() -> &'static str {
+    let family = knowledge::GPU_FAMILIES.iter().find(|f| f.blueprint.is_some_and(|(name, _)| name == knowledge::PATCHED_BLUEPRINT));
+    family.and_then(|f| f.blueprint).map_or("", |(_, path)| path)
+}
+
+/// The folder of [`toolkit_blueprint`], which holds the templates it stages.
+pub fn toolkit_example() -> &'static str {
+    toolkit_blueprint().rsplit_once('/').map_or("", |(folder, _)| folder)
+}
 /// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
 pub const STAGED_TEMPLATES: &[&str] = &["kueue-configuration.yaml.tftpl", "nccl-installer.yaml.tftpl"];
 
@@ -111,17 +122,17 @@ impl Folder<'_> {
 
     /// The patched blueprint.
     pub fn blueprint(&self) -> String {
-        format!("{}/gke-a4.yaml", self.0)
+        format!("{}/{}", self.0, ArtifactKind::Blueprint.file())
     }
 
     /// The gcluster deployment file.
     pub fn deployment_file(&self) -> String {
-        format!("{}/gke-a4-deployment.yaml", self.0)
+        format!("{}/{}", self.0, ArtifactKind::DeploymentFile.file())
     }
 
     /// The RayCluster manifest.
     pub fn ray_cluster(&self) -> String {
-        format!("{}/ray-cluster.yaml", self.0)
+        format!("{}/{}", self.0, ArtifactKind::RayCluster.file())
     }
 
     /// A template the blueprint stages, copied beside it.

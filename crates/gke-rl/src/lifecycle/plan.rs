@@ -4,8 +4,8 @@
 use std::fmt::{self, Write as _};
 
 use super::{
-    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, TOOLKIT_EXAMPLE, credentials, empty_bucket, labelled_clusters,
-    leftovers, list_buckets, provision, secret_entries, teardown,
+    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, credentials, empty_bucket, labelled_clusters, leftovers,
+    list_buckets, provision, secret_entries, teardown,
 };
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 
@@ -33,7 +33,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         checks.push(format!("check that ${variable} is set{}", if required { "" } else { " (optional)" }));
     }
     step(Step::Preflight, &checks);
-    let toolkit_example = format!("{}/{TOOLKIT_EXAMPLE}", site.toolkit);
+    let toolkit_example = format!("{}/{}", site.toolkit, super::toolkit_example());
     let mut render = vec![
         "render the artifacts and validate them with the patched blueprint (refuse on errors)".to_owned(),
         format!("write {} (patched from {toolkit_example}/gke-a4.yaml)", folder.blueprint()),
@@ -75,7 +75,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     } else {
         format!(
             "server-side apply NetworkPolicy {namespace}/{policy} ({}): the Ray pods take connections only from each other and from gke-rl's helpers",
-            crate::render::NETWORK_POLICY_FILE
+            crate::ArtifactKind::NetworkPolicy.file()
         )
     });
     for (what, manifests) in super::helpers(deployment) {

@@ -7,6 +7,7 @@ mod ray_cluster;
 
 pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
 
+use crate::ArtifactKind;
 use crate::envsh;
 use crate::model::Deployment;
 
@@ -123,43 +124,20 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
     );
     let commented = |body: String| format!("# {header}\n{body}");
     Ok(Artifacts {
-        env_sh: Artifact { name: "env.sh", executable: false, contents: commented(env_sh(deployment)) },
-        deployment_file: Artifact {
-            name: "gke-a4-deployment.yaml",
-            executable: false,
-            contents: commented(gcluster::deployment_file(deployment)),
-        },
-        ray_cluster: Artifact {
-            name: "ray-cluster.yaml",
-            executable: false,
-            contents: commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric)),
-        },
-        secret_instructions: Artifact {
-            name: "hf-token-secret.yaml",
-            executable: false,
-            contents: commented(secret_instructions(deployment, token_auth)),
-        },
-        rayignore: Artifact { name: ".rayignore", executable: false, contents: commented(rayignore()) },
-        runtime_env: Artifact {
-            name: "ray_runtime_env.json",
-            executable: false,
-            contents: job::runtime_env(deployment, &header, fabric.is_some()),
-        },
-        job_script: Artifact {
-            name: "run_nemo_rl.sh",
-            executable: true,
-            contents: format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment)),
-        },
-        network_policy: (!token_auth).then(|| Artifact {
-            name: NETWORK_POLICY_FILE,
-            executable: false,
-            contents: commented(crate::auth::network_policy(deployment)),
-        }),
+        env_sh: artifact(ArtifactKind::EnvSh, commented(env_sh(deployment))),
+        deployment_file: artifact(ArtifactKind::DeploymentFile, commented(gcluster::deployment_file(deployment))),
+        ray_cluster: artifact(ArtifactKind::RayCluster, commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric))),
+        secret_instructions: artifact(ArtifactKind::SecretInstructions, commented(secret_instructions(deployment, token_auth))),
+        rayignore: artifact(ArtifactKind::RayIgnore, commented(rayignore())),
+        runtime_env: artifact(ArtifactKind::RuntimeEnv, job::runtime_env(deployment, &header, fabric.is_some())),
+        job_script: artifact(ArtifactKind::JobScript, format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment))),
+        network_policy: (!token_auth).then(|| artifact(ArtifactKind::NetworkPolicy, commented(crate::auth::network_policy(deployment)))),
     })
 }
 
-/// The NetworkPolicy's file, rendered for a Ray without token authentication.
-pub const NETWORK_POLICY_FILE: &str = "ray-network-policy.yaml";
+fn artifact(kind: ArtifactKind, contents: String) -> Artifact {
+    Artifact { name: kind.file(), contents, executable: kind.is_executable() }
+}
 
 /// Whether `contents` is a file gke-rl generated (and may therefore overwrite).
 pub fn is_generated(contents: &str) -> bool {
@@ -180,7 +158,14 @@ const UPLOAD_EXCLUDES: &[(&str, &[&str])] = &[
     ("credentials", crate::secrets::CREDENTIAL_FILES),
     (
         "files of this deployment that may hold secrets",
-        &["env.sh", "ray_runtime_env*.json", "hf-token-secret.yaml", "kubeconfig*", ".cache/", ".gke-rl/"],
+        &[
+            ArtifactKind::EnvSh.file(),
+            "ray_runtime_env*.json",
+            ArtifactKind::SecretInstructions.file(),
+            "kubeconfig*",
+            ".cache/",
+            ".gke-rl/",
+        ],
     ),
     ("version control and local tooling", &[".git/", "cluster-toolkit/", ".venv/", "venv/", "__pycache__/", "out/"]),
     ("logs", &["*.log", "logs/"]),

@@ -18,6 +18,7 @@ pub use sarif::sarif;
 #[cfg(feature = "crd-schema")]
 pub use schema::{CrdSchema, openapi_schema};
 
+use crate::ArtifactKind;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::envsh;
 use crate::yaml::Node;
@@ -38,53 +39,6 @@ impl<'a> From<&'a crate::Artifact> for SourceFile<'a> {
     fn from(artifact: &'a crate::Artifact) -> Self {
         SourceFile { name: artifact.name, text: &artifact.contents }
     }
-}
-
-/// What a file is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// `env.sh`.
-    EnvSh,
-    /// A KubeRay `RayCluster` manifest.
-    RayCluster,
-    /// A Ray runtime-env JSON.
-    RuntimeEnv,
-    /// `.rayignore`.
-    RayIgnore,
-    /// The NeMo-RL job script.
-    JobScript,
-    /// A gcluster deployment file (`vars:`).
-    DeploymentFile,
-    /// A Cluster Toolkit blueprint.
-    Blueprint,
-}
-
-/// What `name` and `text` are, by name first and content second.
-pub fn detect(name: &str, text: &str) -> Option<Kind> {
-    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    if base == ".rayignore" {
-        return Some(Kind::RayIgnore);
-    }
-    if base.ends_with(".sh") {
-        let launches = text.lines().any(|l| !l.trim_start().starts_with('#') && l.contains(".py") && l.contains("python"));
-        return Some(if launches || base.starts_with("run_") { Kind::JobScript } else { Kind::EnvSh });
-    }
-    if base.ends_with(".json") {
-        return (base.contains("runtime_env") || text.contains("\"env_vars\"")).then_some(Kind::RuntimeEnv);
-    }
-    if base.ends_with(".yaml") || base.ends_with(".yml") {
-        let top_level = |key: &str| text.lines().any(|l| l.starts_with(key) && l[key.len()..].starts_with(':'));
-        if text.lines().any(|l| l.trim() == "kind: RayCluster") {
-            return Some(Kind::RayCluster);
-        }
-        if top_level("blueprint_name") || top_level("deployment_groups") {
-            return Some(Kind::Blueprint);
-        }
-        if top_level("vars") {
-            return Some(Kind::DeploymentFile);
-        }
-    }
-    None
 }
 
 /// A diagnostic about one file.
@@ -354,17 +308,17 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
         return (None, sink);
     }
     sink.ran(&rules::FILE_TOO_LARGE);
-    let Some(kind) = detect(file.name, file.text) else { return (None, sink) };
+    let Some(kind) = ArtifactKind::detect(file.name, file.text) else { return (None, sink) };
     sink.ran(&rules::SYNTAX);
     let view = match kind {
-        Kind::EnvSh => match envsh::parse(file.text).and_then(envsh::evaluate_all) {
+        ArtifactKind::EnvSh => match envsh::parse(file.text).and_then(envsh::evaluate_all) {
             Ok(assignments) => Some(View::EnvSh(EnvShView { file: file.name, assignments })),
             Err(d) => {
                 sink.findings.push(Finding { file: file.name.to_owned(), diagnostic: d });
                 None
             }
         },
-        Kind::RayIgnore => match crate::gitwildmatch::PatternSet::parse(file.text) {
+        ArtifactKind::RayIgnore => match crate::gitwildmatch::PatternSet::parse(file.text) {
             Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, rules })),
             Err(e) => {
                 let at = (u32::try_from(e.line).unwrap_or(u32::MAX), 1);
@@ -373,13 +327,13 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
                 None
             }
         },
-        Kind::JobScript => {
+        ArtifactKind::JobScript => {
             if let Some(d) = job_script::syntax_error(file.text) {
                 sink.emit(&rules::SYNTAX, file.name, (d.line, d.column), d.message, d.help);
             }
             Some(View::Job(JobView { file: file.name, text: file.text, script: job_script::parse(file.text) }))
         }
-        Kind::RuntimeEnv => match serde_json::from_str::<serde::de::IgnoredAny>(file.text) {
+        ArtifactKind::RuntimeEnv => match serde_json::from_str::<serde::de::IgnoredAny>(file.text) {
             Err(e) => {
                 let at = (u32::try_from(e.line()).unwrap_or(1), u32::try_from(e.column()).unwrap_or(1));
                 sink.emit(&rules::SYNTAX, file.name, at, format!("invalid JSON: {e}"), "fix the JSON syntax");
@@ -387,9 +341,10 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
             }
             Ok(_) => tree(file, &mut sink).map(View::RuntimeEnv),
         },
-        Kind::RayCluster => tree(file, &mut sink).map(View::RayCluster),
-        Kind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
-        Kind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
+        ArtifactKind::RayCluster => tree(file, &mut sink).map(View::RayCluster),
+        ArtifactKind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
+        ArtifactKind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
+        ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy => None,
     };
     (view, sink)
 }

@@ -11,7 +11,8 @@ mod secrets;
 mod storage;
 
 use super::facts::{self, Facts};
-use super::{Kind, Sink, Views};
+use super::{Sink, Views};
+use crate::ArtifactKind;
 use crate::diagnostic::Severity;
 
 /// A rule: what it checks and how bad a finding is.
@@ -22,7 +23,7 @@ pub struct Rule {
     /// Severity of its findings.
     pub severity: Severity,
     /// The kinds of file it reads, any of them (none: every file).
-    pub reads: &'static [Kind],
+    pub reads: &'static [ArtifactKind],
 }
 
 impl Rule {
@@ -37,7 +38,7 @@ macro_rules! rules {
     ($($name:ident = $code:literal, $severity:ident, [$($reads:ident),*], $explanation:literal;)*) => {
         $(
             #[doc = $explanation]
-            pub const $name: Rule = Rule { code: $code, severity: Severity::$severity, reads: &[$(Kind::$reads),*] };
+            pub const $name: Rule = Rule { code: $code, severity: Severity::$severity, reads: &[$(ArtifactKind::$reads),*] };
         )*
         /// Every rule, in documentation order.
         pub const RULES: &[Rule] = &[$($name),*];
@@ -135,44 +136,17 @@ pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     sink.skip(&CRD_SCHEMA, "no CRD schema", "check with the KubeRay RayCluster CRD: gke-rl validate --crd ray.io_rayclusters.yaml");
 }
 
-impl Kind {
-    /// What the file is, as people say it.
-    pub fn what(self) -> &'static str {
-        match self {
-            Kind::EnvSh => "env.sh",
-            Kind::RayCluster => "RayCluster",
-            Kind::RuntimeEnv => "runtime env",
-            Kind::RayIgnore => ".rayignore",
-            Kind::JobScript => "job script",
-            Kind::DeploymentFile => "gcluster deployment file",
-            Kind::Blueprint => "blueprint",
-        }
-    }
-
-    /// The file's usual name.
-    pub fn file(self) -> &'static str {
-        match self {
-            Kind::EnvSh => "env.sh",
-            Kind::RayCluster => "ray-cluster.yaml",
-            Kind::RuntimeEnv => "ray_runtime_env.json",
-            Kind::RayIgnore => ".rayignore",
-            Kind::JobScript => "run_nemo_rl.sh",
-            Kind::DeploymentFile => "gke-a4-deployment.yaml",
-            Kind::Blueprint => "gke-a4.yaml",
-        }
-    }
-}
-
 impl Views<'_> {
-    fn has(&self, kind: Kind) -> bool {
+    fn has(&self, kind: ArtifactKind) -> bool {
         match kind {
-            Kind::EnvSh => !self.env_sh.is_empty(),
-            Kind::RayCluster => !self.ray_clusters.is_empty(),
-            Kind::RuntimeEnv => !self.runtime_envs.is_empty(),
-            Kind::RayIgnore => !self.ray_ignores.is_empty(),
-            Kind::JobScript => !self.jobs.is_empty(),
-            Kind::DeploymentFile => !self.deployment_files.is_empty(),
-            Kind::Blueprint => !self.blueprints.is_empty(),
+            ArtifactKind::EnvSh => !self.env_sh.is_empty(),
+            ArtifactKind::RayCluster => !self.ray_clusters.is_empty(),
+            ArtifactKind::RuntimeEnv => !self.runtime_envs.is_empty(),
+            ArtifactKind::RayIgnore => !self.ray_ignores.is_empty(),
+            ArtifactKind::JobScript => !self.jobs.is_empty(),
+            ArtifactKind::DeploymentFile => !self.deployment_files.is_empty(),
+            ArtifactKind::Blueprint => !self.blueprints.is_empty(),
+            ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy => false,
         }
     }
 }
@@ -180,9 +154,7 @@ impl Views<'_> {
 /// Why `rule` did not run when no check said: none of the files it reads was given (or, when
 /// one was, a gap in gke-rl that `Validation::unaccounted` makes visible to its tests).
 pub(super) fn unaccounted(rule: &Rule, views: &Views<'_>) -> (String, String, bool) {
-    const EVERY: [Kind; 7] =
-        [Kind::EnvSh, Kind::RayCluster, Kind::RuntimeEnv, Kind::RayIgnore, Kind::JobScript, Kind::DeploymentFile, Kind::Blueprint];
-    let reads = if rule.reads.is_empty() { &EVERY[..] } else { rule.reads };
+    let reads = if rule.reads.is_empty() { &ArtifactKind::CHECKED[..] } else { rule.reads };
     let files: Vec<&str> = reads.iter().map(|k| k.file()).collect();
     let whats: Vec<&str> = reads.iter().map(|k| k.what()).collect();
     if reads.iter().any(|k| views.has(*k)) {

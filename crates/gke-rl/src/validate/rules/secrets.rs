@@ -170,10 +170,10 @@ fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
         exposed.insert(file_name(env.file), (false, String::new()));
     }
     if views.env_sh.is_empty() {
-        exposed.insert("env.sh".to_owned(), (false, String::new()));
+        exposed.insert(ArtifactKind::EnvSh.file().to_owned(), (false, String::new()));
     }
     if views.runtime_envs.is_empty() {
-        exposed.insert("ray_runtime_env.json".to_owned(), (false, String::new()));
+        exposed.insert(ArtifactKind::RuntimeEnv.file().to_owned(), (false, String::new()));
     }
     for (path, (is_dir, why)) in exposed {
         if !ignore.excludes(&path, is_dir) {
