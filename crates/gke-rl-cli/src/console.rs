@@ -211,6 +211,17 @@ impl Progress for Console {
                 gke_rl_ops::took(wait)
             )),
             Event::Resubmitted { id } => self.say(format_args!("following the keeper's resubmission {id}")),
+            Event::SuspendedUnknown { error } => {
+                self.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(error)))
+            }
+            Event::JobEnded { job, checkpoints, records } => {
+                let reports = [records.map(|r| r.report()).unwrap_or_default(), checkpoints.report()];
+                for report in reports.iter().filter(|r| !r.is_empty()) {
+                    crate::terminal::err(&crate::terminal::shown(report));
+                }
+                let message = job.message.as_deref().unwrap_or_default();
+                self.say(format_args!("job {} {}: {message}", job.id(), job.status));
+            }
             Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
             Event::LogUnread(why) => self.say(format_args!("warning: the end of the job's log could not be read ({why}); `logs` shows it whole")),

@@ -71,10 +71,10 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 
 impl Args {
     pub fn run(self) -> anyhow::Result<u8> {
+        let job = self.connection.job()?;
         crate::runtime()?.block_on(async {
-            let env = Env::real();
-            let connected = self.connection.connect(&env).await?;
-            self.check.run(&connected.loaded, &connected.head, &env, &connected.console).await
+            let head = job.connect().await?;
+            self.check.run(&job.loaded, &head, &job.env, &job.console).await
         })
     }
 }

@@ -235,6 +235,13 @@ pub enum Error {
     /// A variable to pass from the local environment is not set.
     #[error("{0} is not set in this environment")]
     EnvFromLocalUnset(String),
+    /// No address was given, and the port-forward to the head pod failed.
+    #[error("no Ray address, and the port-forward to the head failed")]
+    PortForward {
+        /// Why it failed.
+        #[source]
+        source: Box<Error>,
+    },
     /// No submission to act on.
     #[error("the cluster has no submitted jobs yet")]
     NoJobs,
@@ -439,6 +446,7 @@ impl Error {
         use gke_rl_kube::Unreachable;
         let kube = match self {
             Error::Kube(e) => &**e,
+            Error::PortForward { source } => return source.fix(get_credentials),
             _ => return None,
         };
         Some(match kube {

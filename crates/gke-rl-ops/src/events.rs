@@ -293,6 +293,21 @@ pub enum Event<'a> {
         /// How long following waits.
         wait: std::time::Duration,
     },
+    /// Whether the RayCluster is suspended could not be told before a submit; the port-forward
+    /// meets the cause again, and explains it.
+    SuspendedUnknown {
+        /// Why.
+        error: &'a crate::Error,
+    },
+    /// A followed job ended.
+    JobEnded {
+        /// Its final details.
+        job: &'a gke_rl_ray::JobDetails,
+        /// The checkpoint saves its log reported.
+        checkpoints: &'a gke_rl::checkpoints::CheckpointLog,
+        /// What the run's supervisors recorded, when it was followed as a run.
+        records: Option<&'a gke_rl::supervisor::Records>,
+    },
     /// Following goes on with the keeper's resubmission.
     Resubmitted {
         /// Its id.

@@ -17,7 +17,8 @@ pub use gke_rl::knowledge::DASHBOARD_PORT;
 /// How to reach the Ray dashboard.
 #[derive(Clone, Debug)]
 pub struct HeadOptions {
-    /// The dashboard's address; without one, a port-forward to the head pod.
+    /// The dashboard's address [default: `RAY_ADDRESS`]; without either, a port-forward to the
+    /// head pod.
     pub address: Option<String>,
     /// Extra HTTP headers for every request.
     pub headers: BTreeMap<String, String>,
@@ -28,6 +29,18 @@ pub struct HeadOptions {
 impl Default for HeadOptions {
     fn default() -> Self {
         HeadOptions { address: None, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
+    }
+}
+
+impl HeadOptions {
+    /// The address to use: the one given, else `RAY_ADDRESS` (as Ray's CLI reads it).
+    pub fn address(&self, env: &Env) -> Option<String> {
+        self.address.clone().filter(|a| !a.is_empty()).or_else(|| env.var("RAY_ADDRESS"))
+    }
+
+    /// Whether no address is given anywhere, so that the head is reached through Kubernetes.
+    pub fn forwards(&self, env: &Env) -> bool {
+        self.address(env).is_none()
     }
 }
 
@@ -62,14 +75,18 @@ impl Head {
 pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
     let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
     let given = |home: Option<std::path::PathBuf>| gke_rl_ray::Token::discover(variable, home.as_deref());
-    let (address, forwarding, token) = match &options.address {
-        Some(address) => (address.clone(), None, given(env.var("HOME").map(Into::into))?),
+    let (address, forwarding, token) = match options.address(env) {
+        Some(address) => (address, None, given(env.var("HOME").map(Into::into))?),
         None => {
-            let forwarding = forward(deployment, env, progress).await?;
-            let token = match given(None)? {
-                Some(token) => Some(token),
-                None => cluster_token(deployment, &forwarding.1).await?,
+            let forwarded = async {
+                let forwarding = forward(deployment, env, progress).await?;
+                let token = match given(None)? {
+                    Some(token) => Some(token),
+                    None => cluster_token(deployment, &forwarding.1).await?,
+                };
+                Ok::<_, Error>((forwarding, token))
             };
+            let (forwarding, token) = forwarded.await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
             (format!("http://{}", forwarding.0.local), Some(forwarding), token)
         }
     };

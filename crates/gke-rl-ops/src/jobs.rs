@@ -142,6 +142,21 @@ pub struct Supervise {
     pub checkpoints: String,
 }
 
+impl Supervise {
+    /// The deployment's own: its `job.max_restarts` (by default 3 on Spot, 0 on a reservation),
+    /// its runs dir on Lustre, its RayCluster and checkpoint dir, with `wait` before each restart.
+    pub fn of(deployment: &Deployment, wait: Duration) -> Self {
+        Supervise {
+            max_restarts: deployment.max_restarts(),
+            max_lost: None,
+            wait,
+            runs_dir: gke_rl::supervisor::runs_dir(deployment),
+            cluster: gke_rl::supervisor::cluster_id(deployment),
+            checkpoints: deployment.job.checkpointing.dir.to_string(),
+        }
+    }
+}
+
 /// [`submit`]: when the job is supervised, the supervisor's package is uploaded too and the
 /// entrypoint becomes the supervisor running the command, with the cluster's size as Ray counts
 /// it now.
@@ -545,12 +560,12 @@ pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &d
 /// variables wherever they appear, values held by secret names (the config's own among them),
 /// and tokens by their shape in any string (metadata, entrypoint, messages). The API returns
 /// every env var to anyone; gke-rl's output need not repeat them.
-pub fn redacted(job: &JobDetails, deployment: &Deployment, token: Option<&gke_rl_ray::Token>) -> serde_json::Value {
+pub fn redacted(job: &JobDetails, deployment: &Deployment, token: Option<&gke_rl_ray::Token>, env: &Env) -> serde_json::Value {
     let mut value = serde_json::to_value(job).unwrap_or_default();
     let names = lifecycle::secret_variables(deployment);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     // Shorter values would redact ordinary words.
-    let mut local: Vec<String> = names.iter().filter_map(|name| std::env::var(name).ok()).filter(|v| v.len() >= 8).collect();
+    let mut local: Vec<String> = names.iter().filter_map(|name| env.var(name)).filter(|v| v.len() >= 8).collect();
     local.extend(token.map(|t| t.reveal().to_owned()));
     redact_json(&mut value, "", &names, &local);
     value

@@ -28,6 +28,7 @@
 
 pub mod address;
 pub mod blueprint;
+pub mod commands;
 pub mod deploy;
 pub mod destroy;
 mod env;

@@ -1,0 +1,41 @@
+//! `gke-rl logs`: a job's log, its restarts' included, or followed to its end.
+
+use gke_rl_ops::commands::Logs;
+
+use super::{Connection, ended, failed};
+
+/// Print a job's log (default: the latest submitted job)
+#[derive(clap::Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    connection: Connection,
+    /// Submission id
+    id: Option<String>,
+    /// Keep streaming until the job ends
+    #[arg(long, short)]
+    follow: bool,
+}
+
+impl LogsArgs {
+    pub fn run(self) -> anyhow::Result<u8> {
+        let job = self.connection.job()?;
+        let d = &job.loaded.deployment;
+        let logs = crate::runtime()?
+            .block_on(gke_rl_ops::commands::logs(d, &job.head, self.id.as_deref(), self.follow, &job.env, job.console.clone()))
+            .map_err(|e| failed(e, d))?;
+        match logs {
+            Logs::Followed { id, head, followed } => ended(&head, &id, &followed, &job.console),
+            Logs::Texts(texts) => {
+                // A restarted job's log is its submissions' logs, in order.
+                for (id, log) in &texts {
+                    if texts.len() > 1 {
+                        job.console.say(format_args!("== job {id} =="));
+                    }
+                    crate::terminal::out(log);
+                }
+                Ok(0)
+            }
+            _ => anyhow::bail!("logs ended in a way this version does not know"),
+        }
+    }
+}

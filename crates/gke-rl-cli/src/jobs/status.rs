@@ -1,0 +1,113 @@
+//! `gke-rl status`: a job, its run's restarts and how it ended, and its cluster.
+
+use std::time::Duration;
+
+use gke_rl_ops::commands::{JobReport, Status};
+use gke_rl_ray::{JobDetails, JobStatus};
+
+use super::{Connection, duration, failed, started};
+use crate::console::Console;
+use crate::terminal::outln;
+
+/// Show a job's status (default: the latest submitted job)
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    connection: Connection,
+    /// Submission id
+    id: Option<String>,
+    /// Print JSON (secret values redacted)
+    #[arg(long)]
+    json: bool,
+}
+
+impl StatusArgs {
+    pub fn run(self) -> anyhow::Result<u8> {
+        let job = self.connection.job()?;
+        let d = &job.loaded.deployment;
+        let status = crate::runtime()?
+            .block_on(gke_rl_ops::commands::status(d, &job.head, self.id.as_deref(), &job.env, job.console.clone()))
+            .map_err(|e| failed(e, d))?;
+        let report = match status {
+            Status::Job(report) => report,
+            Status::Suspended => {
+                let state = gke_rl_ops::ClusterState::Suspended.describe();
+                let bill = match gke_rl::cost::suspended(d) {
+                    (idle, true) => format!("costing {} once GKE has removed its GPU nodes", idle.summary()),
+                    (kept, false) => format!("still costing {}: its GPU pool does not scale to zero, so the nodes stay", kept.summary()),
+                };
+                outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
+                return Ok(0);
+            }
+            _ => anyhow::bail!("status ended in a way this version does not know"),
+        };
+        let now = job.env.clock.unix_millis();
+        run(&report, &job.console);
+        cluster(&report, d, now, &job.console);
+        if self.json {
+            outln!("{}", serde_json::to_string_pretty(&report.redacted)?);
+        } else {
+            outln!("{}", crate::terminal::shown(&describe(&report.job, now)));
+        }
+        Ok(0)
+    }
+}
+
+/// The earlier submissions, and what the run's supervisors recorded.
+fn run(report: &JobReport, console: &Console) {
+    for earlier in &report.earlier {
+        let why = earlier.message.as_deref().and_then(|m| m.lines().next()).unwrap_or_default();
+        console.say(format_args!("resubmitted by the keeper: {} {} {why}", earlier.id(), earlier.status));
+    }
+    if let Some(e) = &report.records_unread {
+        console.say(format_args!("warning: the run's records cannot be read from job {}'s log: {}", report.job.id(), gke_rl_ops::chain(e)));
+    }
+    crate::terminal::err(&crate::terminal::shown(&report.records.report()));
+    match report.records.ended() {
+        Some((status, reason)) => console.say(format_args!("run {status}: {reason}")),
+        None if report.records.supervised() && report.job.status == JobStatus::Failed => console.say(
+            "the run's supervisor ended without its record (it was killed, or its head was lost); in a deployment, \
+             the run keeper resubmits it within a minute unless its restarts are used up",
+        ),
+        None => {}
+    }
+}
+
+/// The RayCluster's pods, age and cost, when it was reached; its state is context, so failing to
+/// read it is not fatal.
+fn cluster(report: &JobReport, d: &gke_rl::Deployment, now_millis: u64, console: &Console) {
+    let name = d.project.cluster_name.as_str();
+    match &report.cluster {
+        Some(Ok(readiness)) => {
+            let (ready, wanted) = readiness.progress();
+            let cost = format!("costing {}", gke_rl::cost::estimate(d).summary());
+            let now = i64::try_from(now_millis / 1000).unwrap_or(i64::MAX);
+            let age = readiness.created.map_or_else(String::new, |created| {
+                let age = Duration::from_secs(now.saturating_sub(created).max(0).unsigned_abs());
+                format!(", created {} ago", gke_rl_ops::took(age))
+            });
+            console.say(format_args!("cluster {name}: {ready}/{wanted} pods Ready, {}{age}, {cost}", readiness.state.describe()));
+            for problem in &readiness.problems {
+                console.say(format_args!("  ! {problem}"));
+            }
+        }
+        Some(Err(e)) => console.say(format_args!("cluster {name}: unknown ({})", gke_rl_ops::chain(e))),
+        None => {}
+    }
+}
+
+/// Several lines about one job, for people.
+fn describe(job: &JobDetails, now: u64) -> String {
+    let mut out = format!("{}  {}", job.id(), job.status);
+    if let Some(message) = &job.message {
+        out.push_str(&format!("  {message}"));
+    }
+    out.push_str(&format!("\n  entrypoint: {}\n  started:    {} UTC, ran {}", job.entrypoint, started(job), duration(job, now)));
+    if let Some(code) = job.driver_exit_code {
+        out.push_str(&format!("\n  exit code:  {code}"));
+    }
+    if let Some(error) = &job.error_type {
+        out.push_str(&format!("\n  error type: {error}"));
+    }
+    out
+}

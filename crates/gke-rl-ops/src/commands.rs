@@ -1,0 +1,261 @@
+//! The job commands whole, one call each: reach the deployment's head (the address given, or a
+//! port-forward), act, and hand back what happened for a front end to show. Their policy lives
+//! here: which address, bringing a suspended cluster back before a submit, suspending it after
+//! the run when the deployment says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gke_rl::model::WhenDone;
+use gke_rl::supervisor::Records;
+use gke_rl::{Artifacts, Deployment};
+use gke_rl_kube::Readiness;
+use gke_rl_ray::JobDetails;
+
+use crate::events::{Event, Progress};
+use crate::head::{Head, HeadOptions};
+use crate::jobs::{self, Followed, Observed, Stopped, SubmitOptions};
+use crate::{Env, Error};
+
+/// How long a suspend after a run waits for the pods to be gone.
+const SUSPEND_WAIT: Duration = Duration::from_secs(600);
+
+/// What `submit` does besides submitting.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// How to reach the head.
+    pub head: HeadOptions,
+    /// What to submit.
+    pub submit: SubmitOptions,
+    /// Return once the job is accepted.
+    pub no_wait: bool,
+    /// How long to wait for a suspended cluster to come back, and for the keeper's resubmission.
+    pub restart_wait: Duration,
+    /// What to do with the RayCluster once the run has ended [default: the deployment's `job.when_done`].
+    pub when_done: Option<WhenDone>,
+}
+
+/// How a submit ended.
+#[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one per command
+pub enum Ran {
+    /// Accepted, not followed.
+    Submitted {
+        /// Its submission id.
+        id: String,
+        /// The head it went to.
+        head: Head,
+    },
+    /// Followed to its end, or detached from.
+    Followed {
+        /// Its submission id.
+        id: String,
+        /// The head it went to.
+        head: Head,
+        /// How following ended, and what the run's supervisors recorded.
+        observed: Observed,
+        /// What became of the RayCluster.
+        after: AfterRun,
+    },
+}
+
+/// What became of the RayCluster after a followed run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AfterRun {
+    /// It was kept (as configured, or because following was detached).
+    Kept,
+    /// It was suspended.
+    Suspended,
+    /// It should have been suspended, but the head was given by address: Kubernetes is not reached.
+    NotSuspendedByAddress,
+}
+
+/// Checks and packages the job (everything refusable is refused before connecting), brings a
+/// suspended RayCluster back when the head is reached through Kubernetes, submits it under the
+/// supervisor, follows the run through its restarts and then suspends the cluster when
+/// `when_done` says so.
+pub async fn submit(
+    deployment: &Deployment,
+    artifacts: &Artifacts,
+    options: &RunOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Ran, Error> {
+    let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
+    if options.head.forwards(env) {
+        // A suspended cluster has no head pod to forward to. What fails here, the port-forward
+        // meets again and explains.
+        if let Err(error) = crate::suspend::set_suspended(deployment, false, options.restart_wait, env, &*progress).await {
+            progress.event(Event::SuspendedUnknown { error: &error });
+        }
+    }
+    let head = crate::head::connect(deployment, &options.head, env, progress.clone()).await?;
+    let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
+    if options.no_wait {
+        return Ok(Ran::Submitted { id, head });
+    }
+    let observed = jobs::follow_run(&head.client, &id, options.restart_wait, env, &*progress).await?;
+    let Followed::Finished { job, checkpoints } = &observed.followed else {
+        return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
+    };
+    progress.event(Event::JobEnded { job, checkpoints, records: Some(&observed.records) });
+    let after = match options.when_done.unwrap_or(deployment.job.when_done) {
+        WhenDone::Keep => AfterRun::Kept,
+        WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
+        WhenDone::Suspend => {
+            crate::suspend::set_suspended(deployment, true, SUSPEND_WAIT, env, &*progress).await?;
+            AfterRun::Suspended
+        }
+    };
+    Ok(Ran::Followed { id, head, observed, after })
+}
+
+/// What `status` found.
+#[non_exhaustive]
+pub enum Status {
+    /// The RayCluster is suspended: it has no head to ask.
+    Suspended,
+    /// The job.
+    Job(Box<JobReport>),
+}
+
+/// A job, its run and its cluster.
+pub struct JobReport {
+    /// The newest submission of the chain.
+    pub job: JobDetails,
+    /// The earlier submissions the head still knows, oldest first.
+    pub earlier: Vec<JobDetails>,
+    /// What the run's supervisors recorded in its log.
+    pub records: Records,
+    /// Why the log (and so the records) could not be read, if it could not.
+    pub records_unread: Option<Error>,
+    /// The RayCluster's pods, when the head is reached through Kubernetes.
+    pub cluster: Option<Result<Readiness, Error>>,
+    /// The job as JSON, secrets redacted.
+    pub redacted: serde_json::Value,
+}
+
+/// The job `id` names (its newest restart), else the latest submission: its state, its earlier
+/// submissions, its run's records and its cluster. A suspended cluster is the answer itself.
+pub async fn status(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    id: Option<&str>,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Status, Error> {
+    if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
+        return Ok(Status::Suspended);
+    }
+    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let client = &head.client;
+    let chain = chain_of(client, id).await?;
+    let (latest, earlier_ids) = chain.split_last().ok_or(Error::NoJobs)?;
+    let job = client.job(latest).await?;
+    let mut earlier = Vec::new();
+    for id in earlier_ids {
+        // A head that restarted forgot the earlier submissions.
+        earlier.extend(client.job(id).await.ok());
+    }
+    let (log, records_unread) = match client.logs(latest).await {
+        Ok(log) => (log, None),
+        Err(e) => (String::new(), Some(e.into())),
+    };
+    let cluster = match head.clusters() {
+        Some(clusters) => {
+            let name = deployment.project.cluster_name.as_str();
+            Some(clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
+        }
+        None => None,
+    };
+    let redacted = jobs::redacted(&job, deployment, client.token(), env);
+    Ok(Status::Job(Box::new(JobReport { job, earlier, records: Records::of(&log), records_unread, cluster, redacted })))
+}
+
+/// What `logs` read.
+#[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one per command
+pub enum Logs {
+    /// Each submission of the chain with its log, oldest first.
+    Texts(Vec<(String, String)>),
+    /// The newest submission, followed to its end or detached from.
+    Followed {
+        /// Its submission id.
+        id: String,
+        /// The head it runs on.
+        head: Head,
+        /// How following ended.
+        followed: Followed,
+    },
+}
+
+/// The log of the job `id` names (every submission of its chain of restarts), else of the
+/// latest submission; with `follow`, the newest submission's, streamed to its end.
+pub async fn logs(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    id: Option<&str>,
+    follow: bool,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Logs, Error> {
+    let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
+    let chain = chain_of(&head.client, id).await?;
+    if follow {
+        let id = chain.last().cloned().ok_or(Error::NoJobs)?;
+        let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
+        if let Followed::Finished { job, checkpoints } = &followed {
+            progress.event(Event::JobEnded { job, checkpoints, records: None });
+        }
+        return Ok(Logs::Followed { id, head, followed });
+    }
+    let mut texts = Vec::new();
+    for id in chain {
+        let log = head.client.logs(&id).await?;
+        texts.push((id, log));
+    }
+    Ok(Logs::Texts(texts))
+}
+
+/// Stops the newest submission of the job `id` names; with `wait`, until it has ended.
+pub async fn stop(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    id: &str,
+    wait: bool,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<(String, Stopped), Error> {
+    let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
+    let id = jobs::job_id(&head.client, Some(id)).await?;
+    let stopped = jobs::stop(&head.client, &id, wait, env, &*progress).await?;
+    Ok((id, stopped))
+}
+
+/// The cluster's jobs, each with its JSON form, secrets redacted.
+pub async fn list(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Vec<(JobDetails, serde_json::Value)>, Error> {
+    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let jobs = head.client.jobs().await?;
+    Ok(jobs
+        .into_iter()
+        .map(|job| {
+            let redacted = jobs::redacted(&job, deployment, head.client.token(), env);
+            (job, redacted)
+        })
+        .collect())
+}
+
+/// The submissions of the job `id` names with its restarts, oldest first; without an id, the
+/// most recently started submission alone.
+async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> Result<Vec<String>, Error> {
+    Ok(match id {
+        Some(id) => jobs::chain(client, id).await?,
+        None => vec![jobs::job_id(client, None).await?],
+    })
+}

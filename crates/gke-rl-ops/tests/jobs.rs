@@ -1,0 +1,210 @@
+//! The job operations where they live: submit, follow, logs, stop and the list, each one
+//! `gke_rl_ops::commands` call against a fake Ray head on loopback (`gke_rl_ray::fake`), with
+//! the events recorded. The address policy (`--address`, else `RAY_ADDRESS` from the `Env`) and
+//! the run's end (suspend only through Kubernetes) are decided here, not in a front end.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gke_rl::model::WhenDone;
+use gke_rl_ops::commands::{self, AfterRun, Logs, Ran, RunOptions};
+use gke_rl_ops::head::HeadOptions;
+use gke_rl_ops::jobs::{Followed, Stopped, SubmitOptions, Supervise};
+use gke_rl_ops::{Env, Event, Interrupt, Kube, Processes, Progress, Question, SystemClock};
+use gke_rl_ray::JobStatus;
+use gke_rl_ray::fake::{JOB, job_body, respond, serve, upgrade, version_body};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Every event, as its debug text.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl Progress for Recorder {
+    fn event(&self, event: Event<'_>) {
+        self.0.lock().unwrap().push(format!("{event:?}"));
+    }
+
+    fn confirm(&self, _: &Question<'_>) -> Result<bool, String> {
+        Err("the job operations ask nothing".into())
+    }
+}
+
+impl Recorder {
+    fn saw(&self, what: &str) -> bool {
+        self.0.lock().unwrap().iter().any(|e| e.contains(what))
+    }
+
+    fn events(&self) -> String {
+        self.0.lock().unwrap().join("\n")
+    }
+}
+
+/// The body of a request whose head is `head`, read from `stream` (a handler that answered
+/// before reading it would reset the connection under the client).
+fn body(head: &str, stream: &mut TcpStream) -> Vec<u8> {
+    let length = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("content-length")))
+        .and_then(|(_, n)| n.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut bytes = vec![0; length];
+    let _ = stream.read_exact(&mut bytes);
+    bytes
+}
+
+/// A Ray 2.54 head that takes one submission ([`JOB`]), whose job logs `log` and ends
+/// `SUCCEEDED`; what it was sent is kept in `requests` (request line, then body).
+fn head(log: &'static str, requests: Arc<Mutex<Vec<String>>>) -> String {
+    serve(move |path, head, stream| {
+        let sent = body(head, stream);
+        requests.lock().unwrap().push(format!("{}\n{}", head.lines().next().unwrap_or_default(), String::from_utf8_lossy(&sent)));
+        let job = format!("/api/jobs/{JOB}");
+        match path {
+            "/api/version" => respond(stream, "200 OK", "", &version_body("2.54.0")),
+            p if p.starts_with("/api/packages/") && head.starts_with("GET") => respond(stream, "404 Not Found", "", ""),
+            p if p.starts_with("/api/packages/") => respond(stream, "200 OK", "", ""),
+            p if p.starts_with("/api/v0/nodes") => {
+                respond(stream, "200 OK", "", r#"{"data": {"result": {"result": [{"state": "ALIVE"}, {"state": "ALIVE"}]}}}"#)
+            }
+            "/api/jobs/" if head.starts_with("POST") => respond(stream, "200 OK", "", &format!(r#"{{"submission_id": "{JOB}"}}"#)),
+            "/api/jobs/" => respond(stream, "200 OK", "", &format!("[{}]", job_body("SUCCEEDED"))),
+            p if p == job || p == format!("{job}/") => respond(stream, "200 OK", "", &job_body("SUCCEEDED")),
+            p if p == format!("{job}/logs") => respond(stream, "200 OK", "", &serde_json::json!({ "logs": log }).to_string()),
+            p if p == format!("{job}/stop") => respond(stream, "200 OK", "", r#"{"stopped": false}"#),
+            p if p == format!("{job}/logs/tail") => {
+                let mut socket = upgrade(head, stream);
+                let _ = socket.send(Message::text(log));
+                let _ = socket.close(None);
+                while socket.read().is_ok() {}
+            }
+            _ => respond(stream, "404 Not Found", "", ""),
+        }
+    })
+}
+
+/// Real effects but for the variables, which are `vars` (and this process's), no Kubernetes
+/// and a manual interrupt.
+fn env(vars: &[(&str, &str)]) -> Env {
+    let vars: BTreeMap<String, Option<String>> = vars.iter().map(|(k, v)| ((*k).to_owned(), Some((*v).to_owned()))).collect();
+    Env {
+        runner: Arc::new(Processes { vars }),
+        kube: Kube::FromKubeconfig,
+        clock: Arc::new(SystemClock),
+        interrupt: Interrupt::manual().1,
+        poll: Duration::from_millis(50),
+    }
+}
+
+fn render(deployment: &gke_rl::Deployment) -> gke_rl::Artifacts {
+    gke_rl::render(deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap()
+}
+
+fn run_options(address: Option<String>, no_wait: bool, when_done: Option<WhenDone>) -> RunOptions {
+    let deployment = gke_rl::Deployment::default();
+    let submit = SubmitOptions {
+        submission_id: Some(JOB.to_owned()),
+        supervise: Some(Supervise::of(&deployment, Duration::from_secs(5))),
+        ..SubmitOptions::default()
+    };
+    RunOptions { head: HeadOptions { address, ..HeadOptions::default() }, submit, no_wait, restart_wait: Duration::from_secs(5), when_done }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_uploads_runs_under_the_supervisor_and_follows_the_run_to_its_end() {
+    gke_rl_ray::ensure_crypto_provider();
+    let requests = Arc::default();
+    let address = head("step 1\nstep 2\n", Arc::clone(&requests));
+    let deployment = gke_rl::Deployment::default();
+    let recorder = Arc::new(Recorder::default());
+    let options = run_options(Some(address), false, Some(WhenDone::Suspend));
+    let ran = commands::submit(&deployment, &render(&deployment), &options, &env(&[]), recorder.clone()).await.unwrap();
+    let Ran::Followed { id, observed, after, .. } = ran else { panic!("not followed:\n{}", recorder.events()) };
+    assert_eq!(id, JOB);
+    assert!(matches!(&observed.followed, Followed::Finished { job, .. } if job.status == JobStatus::Succeeded));
+    // With an address Kubernetes is not reached: asked to suspend, the cluster is left as it is.
+    assert_eq!(after, AfterRun::NotSuspendedByAddress);
+    for event in ["Connected", "Uploading", "Submitted", "Log(\"step 1\\nstep 2\\n\")", "JobEnded"] {
+        assert!(recorder.saw(event), "no {event} in\n{}", recorder.events());
+    }
+    let requests = requests.lock().unwrap().join("\n\n");
+    let submitted = requests.split("POST /api/jobs/").nth(1).expect("a submission");
+    // The supervisor wraps the rendered job script, with the cluster's size as Ray counts it.
+    let wrapped = format!("python -m {} --run {JOB}", gke_rl::supervisor::MODULE);
+    assert!(submitted.contains(&wrapped) && submitted.contains("--nodes 2 ") && submitted.contains("'bash run_nemo_rl.sh'"), "{submitted}");
+    assert!(submitted.contains("py_modules") && submitted.contains("working_dir"), "{submitted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_address_is_the_one_given_else_ray_address_and_no_wait_returns_at_acceptance() {
+    gke_rl_ray::ensure_crypto_provider();
+    let given = head("", Arc::default());
+    let from_environment = head("", Arc::default());
+    let deployment = gke_rl::Deployment::default();
+    let artifacts = render(&deployment);
+    let env = env(&[("RAY_ADDRESS", &from_environment)]);
+    let options = run_options(None, true, None);
+    assert!(!options.head.forwards(&env), "RAY_ADDRESS, read through the Env, is an address");
+    let Ran::Submitted { head, .. } =
+        commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.unwrap()
+    else {
+        panic!("--no-wait followed")
+    };
+    assert_eq!(head.client.address(), from_environment.trim_end_matches('/'));
+    assert!(!head.is_forwarded());
+    let options = run_options(Some(given.clone()), true, None);
+    let Ran::Submitted { head, .. } =
+        commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.unwrap()
+    else {
+        panic!("--no-wait followed")
+    };
+    assert_eq!(head.client.address(), given.trim_end_matches('/'), "--address wins over RAY_ADDRESS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_follow_stop_and_the_list_reach_the_job_and_redact_what_the_env_holds() {
+    gke_rl_ray::ensure_crypto_provider();
+    let address = head("loss 0.5\n", Arc::default());
+    let deployment = gke_rl::Deployment::default();
+    let options = HeadOptions { address: Some(address), ..HeadOptions::default() };
+    let env = env(&[]);
+    let recorder = Arc::new(Recorder::default());
+    let Logs::Texts(texts) = commands::logs(&deployment, &options, None, false, &env, recorder.clone()).await.unwrap() else {
+        panic!("not the texts")
+    };
+    assert_eq!(texts, [(JOB.to_owned(), "loss 0.5\n".to_owned())]);
+    let Logs::Followed { followed, .. } = commands::logs(&deployment, &options, Some(JOB), true, &env, recorder.clone()).await.unwrap()
+    else {
+        panic!("not followed")
+    };
+    assert!(matches!(followed, Followed::Finished { .. }) && recorder.saw("JobEnded"), "{}", recorder.events());
+    let (id, stopped) = commands::stop(&deployment, &options, JOB, true, &env, recorder.clone()).await.unwrap();
+    assert!(id == JOB && matches!(stopped, Stopped::NotRunning(JobStatus::Succeeded)), "{stopped:?}");
+    let listed = commands::list(&deployment, &options, &env, recorder).await.unwrap();
+    assert_eq!(listed.len(), 1);
+}
+
+/// The JSON of `status --json` and `jobs --json`: secrets by name, by shape, and the values of
+/// the deployment's secret variables as the `Env` has them (never this process's environment).
+#[test]
+fn a_jobs_json_hides_secrets_by_name_by_shape_and_by_the_envs_values() {
+    let job: gke_rl_ray::JobDetails = serde_json::from_value(serde_json::json!({
+        "type": "SUBMISSION", "job_id": null, "submission_id": "s", "status": "RUNNING", "entrypoint": "echo local-token-value-42",
+        "message": null, "error_type": null, "start_time": 1_795_000_000_000u64, "end_time": null,
+        "metadata": {"note": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "pip": "https://u:pw@pypi.example.com"},
+        "runtime_env": {"env_vars": {"HF_TOKEN": "hf_x", "HF_HOME": "/lustre", "MY_HF": "hf_renamed", "OTHER": "ghp_0123456789abcdefghij0123456789abcdef"}}
+    }))
+    .unwrap();
+    let renamed = gke_rl::config::from_yaml("secrets:\n  hf_token_env: MY_HF\n").unwrap();
+    let json = gke_rl_ops::jobs::redacted(&job, &renamed, None, &env(&[("MY_HF", "local-token-value-42")]));
+    assert_eq!(json["runtime_env"]["env_vars"]["HF_TOKEN"], "<redacted>");
+    assert_eq!(json["runtime_env"]["env_vars"]["MY_HF"], "<redacted>", "the config's own name for the token");
+    assert_eq!(json["runtime_env"]["env_vars"]["HF_HOME"], "/lustre");
+    assert_eq!(json["entrypoint"], "echo <redacted>", "the Env's value of the token, wherever it is");
+    // By shape, under any name and anywhere (issue 13, item 9).
+    assert_eq!(json["runtime_env"]["env_vars"]["OTHER"], "<redacted>");
+    assert_eq!(json["metadata"]["note"], "<redacted>");
+    assert_eq!(json["metadata"]["pip"], "https://u:<redacted>@pypi.example.com");
+}
