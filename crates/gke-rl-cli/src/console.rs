@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gke_rl::lifecycle::{self, Command};
-use gke_rl_ops::{Event, Fix, Problem, Progress, Question};
+use gke_rl_ops::{Event, Fix, Problem, Progress, Question, Unanswerable};
 
 use crate::report::Report;
 
@@ -235,24 +235,24 @@ impl Progress for Console {
         }
     }
 
-    fn confirm(&self, question: &Question<'_>) -> Result<bool, String> {
+    fn confirm(&self, question: &Question<'_>) -> Result<bool, Unanswerable> {
         let asked = match question {
             Question::Create { what } => (*what).to_owned(),
             Question::Destroy { preview } => {
                 self.say(preview);
                 "delete all of this?".to_owned()
             }
-            _ => return Err("a question this version cannot ask".into()),
+            _ => return Err(Unanswerable("a question this version cannot ask".into())),
         };
         if self.yes {
             return Ok(true);
         }
         if !std::io::stdin().is_terminal() {
-            return Err("stdin is not a terminal; pass --yes".into());
+            return Err(Unanswerable("stdin is not a terminal; pass --yes".into()));
         }
         crate::terminal::err(&format!("{asked} [y/N] "));
         let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer).map_err(|e| e.to_string())?;
+        std::io::stdin().read_line(&mut answer).map_err(|e| Unanswerable(format!("cannot read the answer: {e}")))?;
         Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
     }
 }

@@ -130,7 +130,7 @@ impl Progress for Filtered<'_> {
         }
     }
 
-    fn confirm(&self, question: &Question<'_>) -> Result<bool, String> {
+    fn confirm(&self, question: &Question<'_>) -> Result<bool, gke_rl_ops::Unanswerable> {
         self.console.confirm(question)
     }
 }

@@ -24,8 +24,8 @@ impl Progress for Printer {
         }
     }
 
-    fn confirm(&self, _: &Question<'_>) -> Result<bool, String> {
-        Err("this example asks nothing".into())
+    fn confirm(&self, _: &Question<'_>) -> Result<bool, gke_rl_ops::Unanswerable> {
+        Err(gke_rl_ops::Unanswerable("this example asks nothing".into()))
     }
 }
 

@@ -4,6 +4,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use gke_rl::model::Cidr;
+
 use crate::Error;
 
 /// Where the public address comes from by default (plain text, one address).
@@ -33,11 +35,14 @@ pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
         .map_err(|_| failed(format!("it answered {:?}, not an IP address", text.trim().chars().take(60).collect::<String>())))
 }
 
-/// The CIDR of just `address`.
-pub fn host_cidr(address: IpAddr) -> String {
+/// The CIDR of just `address`; GKE's authorized networks take IPv4 blocks only.
+pub fn host_cidr(address: IpAddr, url: &str) -> Result<Cidr, Error> {
     match address {
-        IpAddr::V4(_) => format!("{address}/32"),
-        IpAddr::V6(_) => format!("{address}/128"),
+        IpAddr::V4(_) => Ok(Cidr::new(format!("{address}/32"))?),
+        IpAddr::V6(_) => Err(Error::PublicAddress {
+            url: url.to_owned(),
+            reason: format!("it answered {address}, an IPv6 address, and authorized networks take IPv4 blocks only"),
+        }),
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::lifecycle::{self, Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step};
+use gke_rl::lifecycle::{self, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step};
 use gke_rl::model::{Cidr, Provisioning};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Readiness, Wait};
@@ -21,7 +21,7 @@ pub struct DeployOptions {
     pub target: Target,
     /// The CIDR allowed to reach the control plane [default: the config's, else the one the
     /// cluster was provisioned with, else this machine's public address].
-    pub authorized_cidr: Option<String>,
+    pub authorized_cidr: Option<Cidr>,
     /// Let gcluster download Terraform and Packer instead of requiring them on `PATH`.
     pub download_dependencies: bool,
     /// How long to wait for the Ray pods to be Ready.
@@ -93,14 +93,10 @@ pub enum Deployed {
 /// Reads gcloud's configured project when neither the options nor the config name one.
 pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
-    resolved.site.authorized_cidr = match (&options.authorized_cidr, &deployment.network.authorized_cidr) {
-        (Some(cidr), _) => checked_cidr(cidr)?,
-        (None, Some(cidr)) => cidr.to_string(),
-        (None, None) => "<this machine's public address>/32".to_owned(),
-    };
+    resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
     // blueprint when the toolkit is there (without it, preflight would stop; warned below).
-    let blueprint_path = toolkit_blueprint(Path::new(&resolved.site.toolkit));
+    let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
     match files::read_text(&blueprint_path) {
         Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
         Err(_) => crate::blueprint::check_render(artifacts, None)?,
@@ -109,14 +105,14 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
     let plan = lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
-    if !toolkit_blueprint(Path::new(&resolved.site.toolkit)).is_file() {
+    if !toolkit_blueprint(&resolved.site.toolkit).is_file() {
         warnings.push(format!(
             "# warning: {} (pass --toolkit DIR): deploy would stop at preflight",
-            Problem::NoToolkit { toolkit: resolved.site.toolkit.clone() }
+            Problem::NoToolkit { toolkit: resolved.site.toolkit.display().to_string() }
         ));
     }
-    if Cidr::new(resolved.site.authorized_cidr.as_str()).is_ok_and(|c| c.is_wide()) {
-        warnings.push(format!("# warning: authorized CIDR {}: {}", resolved.site.authorized_cidr, Cidr::WIDE_RISK));
+    if let Some(cidr) = resolved.site.authorized_cidr.as_ref().filter(|c| c.is_wide()) {
+        warnings.push(format!("# warning: authorized CIDR {cidr}: {}", Cidr::WIDE_RISK));
     }
     Ok(warnings.into_iter().map(|w| w + "\n").collect::<String>() + &plan)
 }
@@ -136,17 +132,18 @@ pub async fn deploy(
     let _held = files::lock_folder(folder, "gke-rl deploy")?;
     let mut state = match resolved.load_state()? {
         Some(state) => state,
-        None => State::new(deployment, &resolved.site.project_id, ""),
+        None => State::new(deployment, resolved.site.project_id.as_str(), ""),
     };
     let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
-    resolved.site.authorized_cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
-    if Cidr::new(resolved.site.authorized_cidr.as_str()).is_ok_and(|c| c.is_wide()) {
-        progress.event(Event::WideAuthorizedCidr { cidr: &resolved.site.authorized_cidr });
+    let cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
+    if cidr.is_wide() {
+        progress.event(Event::WideAuthorizedCidr { cidr: cidr.as_str() });
     }
-    if let Some(before) = provisioned.as_deref().filter(|before| *before != resolved.site.authorized_cidr) {
-        progress.event(Event::AuthorizedCidrChanged { from: before, to: &resolved.site.authorized_cidr });
+    if let Some(before) = provisioned.as_deref().filter(|before| *before != cidr.as_str()) {
+        progress.event(Event::AuthorizedCidrChanged { from: before, to: cidr.as_str() });
         state.redo_from(Step::Provision);
     }
+    resolved.site.authorized_cidr = Some(cidr);
 
     let started = env.clock.now();
     progress.event(Event::StepStarted(Step::Preflight));
@@ -165,7 +162,7 @@ pub async fn deploy(
     progress.event(Event::StepDone { step: Step::Preflight, took: env.clock.now() - started });
     state.complete(Step::Preflight);
 
-    let blueprint_path = toolkit_blueprint(Path::new(&resolved.site.toolkit));
+    let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
     let original = files::read_text(&blueprint_path)?;
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
     let ray_cluster = &artifacts.ray_cluster.contents;
@@ -229,11 +226,6 @@ pub async fn deploy(
     Ok(Deployed::Ready)
 }
 
-fn checked_cidr(cidr: &str) -> Result<String, Error> {
-    Cidr::new(cidr)?;
-    Ok(cidr.to_owned())
-}
-
 /// The CIDR from the options, the config, the one the cluster was provisioned with, or this
 /// machine's public address.
 async fn authorized_cidr(
@@ -241,18 +233,16 @@ async fn authorized_cidr(
     deployment: &Deployment,
     provisioned: Option<&str>,
     progress: &dyn Progress,
-) -> Result<String, Error> {
-    if let Some(cidr) = &options.authorized_cidr {
-        return checked_cidr(cidr);
-    }
-    if let Some(cidr) = &deployment.network.authorized_cidr {
-        return Ok(cidr.to_string());
+) -> Result<Cidr, Error> {
+    if let Some(cidr) = options.authorized_cidr.as_ref().or(deployment.network.authorized_cidr.as_ref()) {
+        return Ok(cidr.clone());
     }
     if let Some(cidr) = provisioned {
-        return Ok(cidr.to_owned());
+        // The state file's record, which deploy wrote from a checked CIDR.
+        return Ok(Cidr::new(cidr)?);
     }
-    let cidr = host_cidr(public_address(&options.address_echo).await?);
-    progress.event(Event::AuthorizedCidr { cidr: &cidr, detected_from: Some(&options.address_echo) });
+    let cidr = host_cidr(public_address(&options.address_echo).await?, &options.address_echo)?;
+    progress.event(Event::AuthorizedCidr { cidr: cidr.as_str(), detected_from: Some(&options.address_echo) });
     Ok(cidr)
 }
 
@@ -281,13 +271,13 @@ async fn preflight(
                 let missing: Vec<&str> = REQUIRED_APIS.iter().copied().filter(|api| !enabled.contains(api)).collect();
                 if !missing.is_empty() {
                     problems.push(Problem::ApisDisabled {
-                        project: site.project_id.clone(),
+                        project: site.project_id.to_string(),
                         missing: missing.iter().map(|m| (*m).to_owned()).collect(),
                         enable: lifecycle::enable_apis(&missing, site),
                     });
                 }
             }
-            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.clone(), reason }),
+            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.to_string(), reason: reason.to_string() }),
         }
     }
     // Capacity: what gcluster would otherwise find out after 30-60 minutes of building.
@@ -295,7 +285,7 @@ async fn preflight(
         problems.extend(capacity(env, resolved, &checks));
     }
     if let Err(reason) = resolved.read(env, &checks.gcluster) {
-        problems.push(Problem::NoGcluster { toolkit: site.toolkit.clone(), reason });
+        problems.push(Problem::NoGcluster { toolkit: site.toolkit.display().to_string(), reason: reason.to_string() });
     }
     for tool in &checks.tools {
         if resolved.read(env, tool).is_err() {
@@ -306,13 +296,13 @@ async fn preflight(
         problems.push(Problem::NoAuthPlugin);
     }
     if state.done(Step::Provision)
-        && let Some(problem) = outside_authorized_cidr(options, &site.authorized_cidr, resolved.deployment, progress).await
+        && let Some(problem) = outside_authorized_cidr(options, site.authorized_cidr.as_ref(), resolved.deployment, progress).await
     {
         // The Kubernetes steps need the control plane, which answers only the authorized CIDR.
         problems.push(problem);
     }
-    if !toolkit_blueprint(Path::new(&site.toolkit)).is_file() {
-        problems.push(Problem::NoToolkit { toolkit: site.toolkit.clone() });
+    if !toolkit_blueprint(&site.toolkit).is_file() {
+        problems.push(Problem::NoToolkit { toolkit: site.toolkit.display().to_string() });
     }
     for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
         if required && env.var(variable).is_none() {
@@ -321,13 +311,16 @@ async fn preflight(
     }
     let skip = resolved.read(env, &checks.gcsfuse_role).is_err();
     if skip && signed_in {
-        progress.event(Event::GcsfuseValidatorSkipped { project: &site.project_id, create_role: &lifecycle::create_gcsfuse_role(site) });
+        progress.event(Event::GcsfuseValidatorSkipped {
+            project: site.project_id.as_str(),
+            create_role: &lifecycle::create_gcsfuse_role(site),
+        });
     }
     resolved.site.skip_gcsfuse_validator = skip;
     if !problems.is_empty() {
         return Err(Error::Preflight { problems });
     }
-    progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr, detected_from: None });
+    progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr_text(), detected_from: None });
     Ok(())
 }
 
@@ -339,12 +332,13 @@ fn capacity(env: &Env, resolved: &Resolved<'_>, checks: &Preflight) -> Vec<Probl
     let mut problems = Vec::new();
     if let Some(metric) = lifecycle::capacity::gpu_quota_metric(d) {
         let needed = lifecycle::capacity::gpus_needed(d);
-        match resolved.read(env, &checks.quotas).and_then(|json| lifecycle::capacity::find_quota(&json, &metric)) {
+        match resolved.read(env, &checks.quotas).map_err(|e| e.to_string()).and_then(|json| lifecycle::capacity::find_quota(&json, &metric))
+        {
             Ok(quota) => {
                 // Quotas are whole numbers; gcloud prints them as floats.
                 let (limit, free) = quota.map_or((0, 0), |q| (q.limit as u64, q.free() as u64));
                 if free < needed {
-                    let project = resolved.site.project_id.clone();
+                    let project = resolved.site.project_id.to_string();
                     problems.push(Problem::GpuQuota { metric, region, project, limit, free, needed });
                 }
             }
@@ -359,15 +353,15 @@ fn capacity(env: &Env, resolved: &Resolved<'_>, checks: &Preflight) -> Vec<Probl
     }
     // Only the location can be told: no gcloud command reports the Lustre capacity quota.
     if let Err(reason) = resolved.read(env, &checks.lustre_location) {
-        problems.push(Problem::LustreLocation { zone, reason });
+        problems.push(Problem::LustreLocation { zone, reason: reason.to_string() });
     }
     problems
 }
 
 /// The problem when this machine's public address is outside `cidr`; `None` when it is
 /// inside or cannot be told.
-async fn outside_authorized_cidr(options: &DeployOptions, cidr: &str, d: &Deployment, progress: &dyn Progress) -> Option<Problem> {
-    let cidr = Cidr::new(cidr).ok()?;
+async fn outside_authorized_cidr(options: &DeployOptions, cidr: Option<&Cidr>, d: &Deployment, progress: &dyn Progress) -> Option<Problem> {
+    let cidr = cidr?;
     let address = match public_address(&options.address_echo).await {
         Ok(address) => address,
         Err(e) => {
@@ -423,13 +417,13 @@ struct Written<'a> {
 
 impl Written<'_> {
     fn write(&self, resolved: &Resolved<'_>) -> Result<(), Error> {
-        let folder = Folder(&resolved.site.folder);
+        let folder = resolved.site.folder();
         std::fs::create_dir_all(resolved.folder()).map_err(|source| Error::Write { path: resolved.folder().to_owned(), source })?;
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
         write(folder.ray_cluster(), &self.artifacts.ray_cluster.contents)?;
-        let example = Path::new(&resolved.site.toolkit).join(lifecycle::toolkit_example());
+        let example = resolved.site.toolkit.join(lifecycle::toolkit_example());
         for template in STAGED_TEMPLATES {
             write(folder.template(template), &files::read_text(&example.join(template))?)?;
         }
@@ -459,11 +453,11 @@ async fn run_step(
             }
             state.created.cluster = Some(d.project.cluster_name.to_string());
             state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
-            state.authorized_cidr = Some(site.authorized_cidr.clone());
+            state.authorized_cidr = site.authorized_cidr.as_ref().map(ToString::to_string);
             Ok(())
         }
         Step::Credentials => {
-            if !resolved.stream(env, progress, &lifecycle::credentials(d, &site.project_id)) {
+            if !resolved.stream(env, progress, &lifecycle::credentials(d, site.project_id.as_str())) {
                 return Err(Error::CommandFailed { what: "gcloud container clusters get-credentials".into() });
             }
             Ok(())
@@ -576,7 +570,7 @@ async fn wait_ready(
         Ok(_) => Ok(()),
         Err(source @ gke_rl_kube::Error::NotReady { .. }) => match &source {
             gke_rl_kube::Error::NotReady { readiness, .. } if readiness.waits_for_capacity() => {
-                let (cause, inspect) = no_capacity(d, &resolved.site.project_id);
+                let (cause, inspect) = no_capacity(d, resolved.site.project_id.as_str());
                 Err(Error::NoCapacity { source: Box::new(source), cause, inspect })
             }
             _ => Err(source.into()),

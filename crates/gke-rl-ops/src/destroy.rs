@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use gke_rl::Deployment;
-use gke_rl::lifecycle::{self, Folder, Step};
+use gke_rl::lifecycle::{self, Step};
 use gke_rl_kube::Wait;
 
 use crate::events::{Event, Progress, Question};
@@ -121,7 +121,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
                 return Err(Error::BucketNotEmptied { bucket: bucket.clone(), objects: *objects });
             }
         }
-        let gcluster_folder = Folder(&resolved.site.folder).gcluster(d);
+        let gcluster_folder = resolved.site.folder().gcluster(d);
         if std::path::Path::new(&gcluster_folder).is_dir() && !resolved.stream(env, progress, &lifecycle::teardown(d, &resolved.site)) {
             if interrupt.is_set_after(false).await {
                 return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
@@ -200,7 +200,7 @@ async fn without_state(
 fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, Error> {
     let listed = resolved
         .read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site))
-        .map_err(|reason| Error::Query { what: "cannot list the buckets".into(), reason })?;
+        .map_err(|reason| Error::Query { what: "cannot list the buckets".into(), reason: reason.to_string() })?;
     Ok(listed
         .lines()
         .map(str::trim)
@@ -220,7 +220,7 @@ fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, E
 /// Deletes the RayCluster and the Secret and waits for the pods to go; when the cluster's API
 /// cannot be used, says so and leaves them to go with the cluster.
 async fn delete_ray_cluster(env: &Env, resolved: &Resolved<'_>, interrupt: &mut crate::env::Armed, progress: &dyn Progress) {
-    if !resolved.stream(env, progress, &lifecycle::credentials(resolved.deployment, &resolved.site.project_id)) {
+    if !resolved.stream(env, progress, &lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str())) {
         progress.event(Event::ClusterObjectsSkipped { reason: "the cluster has no credentials to give (already gone?)" });
         return;
     }
@@ -258,7 +258,10 @@ async fn delete_objects(
 /// The deployment's clusters by label, anywhere in the project: one in another region than the
 /// config's counts too.
 fn labelled_clusters(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, String)>, String> {
-    resolved.read(env, &lifecycle::labelled_clusters(resolved.deployment, &resolved.site)).map(|listed| lifecycle::clusters_listed(&listed))
+    resolved
+        .read(env, &lifecycle::labelled_clusters(resolved.deployment, &resolved.site))
+        .map(|listed| lifecycle::clusters_listed(&listed))
+        .map_err(|e| e.to_string())
 }
 
 /// What still exists, by asking gcloud.
@@ -274,13 +277,13 @@ fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
     for (what, command) in lifecycle::leftovers(d, site) {
         match resolved.read(env, &command) {
             Ok(out) if !out.trim().is_empty() => remains.push(what),
-            Err(reason) if reason.contains(crate::env::NO_ANSWER) => remains.push(format!("{what} (unknown: {reason})")),
+            Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("{what} (unknown: {reason})")),
             Ok(_) | Err(_) => {}
         }
     }
     match resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
         Ok(buckets) => remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}"))),
-        Err(reason) if reason.contains(crate::env::NO_ANSWER) => remains.push(format!("buckets (unknown: {reason})")),
+        Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("buckets (unknown: {reason})")),
         Err(_) => {}
     }
     remains

@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 use gke_rl::lifecycle::Command;
 use tokio::sync::watch;
 
-/// What a query's error says when the program gave no (whole) answer in time: "unknown", not
-/// "not there".
-pub const NO_ANSWER: &str = "did not answer";
-
 /// How long a query ([`Runner::read`]) may take: gcloud's slowest answer here is a project's
 /// quotas, in seconds.
 pub const READ_WITHIN: Duration = Duration::from_secs(120);
@@ -26,11 +22,45 @@ static STREAMING: AtomicI32 = AtomicI32::new(0);
 /// after it, and one started as it came is stopped by [`Processes::stream`] itself.
 static STOPPING: AtomicI32 = AtomicI32::new(0);
 
+/// Why a query ([`Runner::read`]) has no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The program could not be started (not on `PATH`, not executable) or waited for.
+    #[error("cannot run {program}: {reason}")]
+    NotRun {
+        /// The program.
+        program: String,
+        /// Why.
+        reason: String,
+    },
+    /// No whole answer came within the bound: what it was asked is unknown, not "not there".
+    #[error("{program} did not answer{} within {} s{}", if *.cut { " in full" } else { "" }, .within.as_secs(), if *.cut { " (something it started keeps its output open)" } else { "" })]
+    NoAnswer {
+        /// The program.
+        program: String,
+        /// The bound.
+        within: Duration,
+        /// Whether it exited but something it started kept its output open.
+        cut: bool,
+    },
+    /// It answered with a failure.
+    #[error("{program} exited with {status}: {stderr}")]
+    Failed {
+        /// The program.
+        program: String,
+        /// Its exit status.
+        status: String,
+        /// What it wrote to stderr, trimmed.
+        stderr: String,
+    },
+}
+
 /// Runs programs and reads the variables of the environment they run in.
 pub trait Runner: Send + Sync {
     /// Runs a command that only reads, without the variables in `hidden`; its stdout, or why
     /// it failed (its exit status and stderr).
-    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String>;
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, RunError>;
     /// Runs a command with its output going to the user's terminal, without the variables in
     /// `hidden`; whether it succeeded.
     fn stream(&self, command: &Command, hidden: &[String]) -> bool;
@@ -65,9 +95,10 @@ impl Processes {
     }
 
     /// [`Runner::read`] within `within`.
-    fn read_within(&self, command: &Command, hidden: &[String], within: Duration) -> Result<String, String> {
+    fn read_within(&self, command: &Command, hidden: &[String], within: Duration) -> Result<String, RunError> {
+        let program = || command.program.clone();
         let spawned = self.command(command, hidden).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-        let mut child = spawned.map_err(|e| format!("cannot run {}: {e}", command.program))?;
+        let mut child = spawned.map_err(|e| RunError::NotRun { program: program(), reason: e.to_string() })?;
         // Read on threads that hand over what they read by the deadline: a grandchild that
         // keeps a pipe open must not hold the answer.
         let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
@@ -92,24 +123,24 @@ impl Processes {
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!("{} {NO_ANSWER} within {} s", command.program, within.as_secs()));
+                    return Err(RunError::NoAnswer { program: program(), within, cut: false });
                 }
-                Err(e) => return Err(format!("cannot wait for {}: {e}", command.program)),
+                Err(e) => return Err(RunError::NotRun { program: program(), reason: format!("cannot wait for it: {e}") }),
             }
         };
         let collect = |pipe: std::sync::mpsc::Receiver<Vec<u8>>| pipe.recv_timeout(deadline.saturating_duration_since(Instant::now()));
         // An answer cut short is no answer: an empty one would read as "nothing there".
         let (Ok(stdout), Ok(stderr)) = (collect(stdout), collect(stderr)) else {
-            return Err(format!(
-                "{} {NO_ANSWER} in full within {} s (something it started keeps its output open)",
-                command.program,
-                within.as_secs()
-            ));
+            return Err(RunError::NoAnswer { program: program(), within, cut: true });
         };
         if status.success() {
             Ok(String::from_utf8_lossy(&stdout).into_owned())
         } else {
-            Err(format!("{} exited with {status}: {}", command.program, String::from_utf8_lossy(&stderr).trim()))
+            Err(RunError::Failed {
+                program: program(),
+                status: status.to_string(),
+                stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+            })
         }
     }
 }
@@ -117,7 +148,7 @@ impl Processes {
 impl Runner for Processes {
     /// Bounded like a call: a query (gcloud asking the network, a prompt nobody answers) that
     /// takes longer than [`READ_WITHIN`] is killed, and each of its outputs is read up to 16 MiB.
-    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, String> {
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, RunError> {
         self.read_within(command, hidden, READ_WITHIN)
     }
 
@@ -390,14 +421,17 @@ mod tests {
             dir: None,
         };
         let started = Instant::now();
-        let error = Processes::default().read_within(&run("sleep", &["30"]), &[], Duration::from_secs(1)).unwrap_err();
+        let error = Processes::default().read_within(&run("sleep", &["30"]), &[], Duration::from_secs(1)).unwrap_err().to_string();
         assert!(error.contains("sleep did not answer within 1 s"), "{error}");
         assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
         assert_eq!(Processes::default().read_within(&run("echo", &["hi"]), &[], Duration::from_secs(10)), Ok("hi\n".to_owned()));
         // A grandchild keeps the output open: the answer is unknown, never an empty one.
-        let cut = Processes::default().read_within(&run("sh", &["-c", "sleep 30 & echo hi"]), &[], Duration::from_secs(1)).unwrap_err();
+        let cut = Processes::default()
+            .read_within(&run("sh", &["-c", "sleep 30 & echo hi"]), &[], Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
         assert!(cut.contains("did not answer in full within 1 s"), "{cut}");
         let failed = Processes::default().read_within(&run("sh", &["-c", "echo no >&2; exit 3"]), &[], Duration::from_secs(10));
-        assert!(failed.is_err_and(|e| e.contains("exit status: 3: no")));
+        assert!(failed.is_err_and(|e| e.to_string().contains("exit status: 3: no")));
     }
 }

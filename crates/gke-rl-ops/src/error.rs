@@ -267,7 +267,7 @@ pub enum Error {
         /// The question.
         question: String,
         /// Why no answer could be had.
-        reason: String,
+        reason: crate::Unanswerable,
     },
     /// Something of the process's own failed (a signal handler, a local port).
     #[error("{what}")]

@@ -331,6 +331,12 @@ pub enum Question<'a> {
     },
 }
 
+/// Why nobody can answer a question: no terminal to ask on, a question the front end does
+/// not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unanswerable(pub String);
+
 /// Where an operation's events and questions go.
 pub trait Progress: Send + Sync {
     /// Reports an event.
@@ -338,7 +344,7 @@ pub trait Progress: Send + Sync {
 
     /// Asks before acting: `Ok(true)` goes on, `Ok(false)` stops with nothing done, `Err`
     /// says why nobody can answer (stops too, as an error).
-    fn confirm(&self, question: &Question<'_>) -> Result<bool, String>;
+    fn confirm(&self, question: &Question<'_>) -> Result<bool, Unanswerable>;
 }
 
 /// A sink that drops events and answers every question with yes: for tools that have asked
@@ -349,7 +355,7 @@ pub struct Quiet;
 impl Progress for Quiet {
     fn event(&self, _: Event<'_>) {}
 
-    fn confirm(&self, _: &Question<'_>) -> Result<bool, String> {
+    fn confirm(&self, _: &Question<'_>) -> Result<bool, Unanswerable> {
         Ok(true)
     }
 }

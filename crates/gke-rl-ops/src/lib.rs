@@ -41,9 +41,9 @@ pub mod jobs;
 mod site;
 pub mod suspend;
 
-pub use env::{Clock, Env, Interrupt, Kube, Processes, Runner, SystemClock};
+pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
 pub use error::{Error, Fix, Problem};
-pub use events::{Event, Progress, Question, Quiet};
+pub use events::{Event, Progress, Question, Quiet, Unanswerable};
 pub use gke_rl_kube::ClusterState;
 pub use site::Target;
 

@@ -30,23 +30,21 @@ pub(crate) struct Resolved<'a> {
 }
 
 impl Target {
-    /// Resolves the project (option, config, gcloud) and the folders. The site's authorized
-    /// CIDR is left empty: only deploy needs one.
+    /// Resolves the project (option, config, gcloud) and the folders, once. The site's
+    /// authorized CIDR is left unknown: only deploy needs one.
     pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {
         let hidden = lifecycle::secret_variables(deployment);
         let project_id = match (&self.project, &deployment.project.project_id) {
-            (Some(given), _) => given.to_string(),
-            (None, Some(configured)) => configured.to_string(),
+            (Some(given), _) => given.clone(),
+            (None, Some(configured)) => configured.clone(),
             (None, None) => {
                 let configured = env.runner.read(&lifecycle::configured_project(), &hidden).map(|p| p.trim().to_owned());
                 match configured {
                     // gcloud's answer goes into gcluster's `--vars` like the others: it must be an id.
-                    Ok(p) if !p.is_empty() && p != "(unset)" => ProjectId::new(p.as_str())
-                        .map_err(|e| Error::BadProject {
-                            from: "gcloud's configured project (`gcloud config get-value project`)",
-                            reason: e.to_string(),
-                        })?
-                        .to_string(),
+                    Ok(p) if !p.is_empty() && p != "(unset)" => ProjectId::new(p.as_str()).map_err(|e| Error::BadProject {
+                        from: "gcloud's configured project (`gcloud config get-value project`)",
+                        reason: e.to_string(),
+                    })?,
                     _ => return Err(Error::NoProject),
                 }
             }
@@ -57,15 +55,8 @@ impl Target {
         let toolkit = absolute(&self.toolkit.clone().unwrap_or_else(|| PathBuf::from("cluster-toolkit")))?;
         let checkout_gcluster = toolkit.join("gcluster");
         let gcluster = if checkout_gcluster.is_file() { checkout_gcluster.display().to_string() } else { "gcluster".to_owned() };
-        let site = Site {
-            project_id,
-            authorized_cidr: String::new(),
-            toolkit: toolkit.display().to_string(),
-            gcluster,
-            folder: folder.display().to_string(),
-            download_dependencies,
-            skip_gcsfuse_validator: false,
-        };
+        let site =
+            Site { project_id, authorized_cidr: None, toolkit, gcluster, folder, download_dependencies, skip_gcsfuse_validator: false };
         Ok(Resolved { deployment, site, hidden })
     }
 }
@@ -73,12 +64,12 @@ impl Target {
 impl Resolved<'_> {
     /// The deployment folder (absolute).
     pub fn folder(&self) -> &Path {
-        Path::new(&self.site.folder)
+        &self.site.folder
     }
 
     /// The state file.
     pub fn state_path(&self) -> PathBuf {
-        PathBuf::from(lifecycle::Folder(&self.site.folder).state())
+        PathBuf::from(self.site.folder().state())
     }
 
     /// The state file, if there is one; refused when it is another deployment's.
@@ -90,7 +81,7 @@ impl Resolved<'_> {
             Err(e) => return Err(e),
         };
         let state = State::from_json(&text).map_err(|source| Error::State { path: path.clone(), source })?;
-        if let Some(mismatch) = state.mismatch(self.deployment, &self.site.project_id) {
+        if let Some(mismatch) = state.mismatch(self.deployment, self.site.project_id.as_str()) {
             return Err(Error::ForeignState { path, mismatch });
         }
         Ok(Some(state))
@@ -111,11 +102,11 @@ impl Resolved<'_> {
 
     /// What fixes `error` when it is about reaching the cluster's API.
     pub fn fix(&self, error: &Error) -> Option<crate::Fix> {
-        error.fix(&lifecycle::credentials(self.deployment, &self.site.project_id))
+        error.fix(&lifecycle::credentials(self.deployment, self.site.project_id.as_str()))
     }
 
     /// Runs a read-only command without the secret variables.
-    pub fn read(&self, env: &Env, command: &Command) -> Result<String, String> {
+    pub fn read(&self, env: &Env, command: &Command) -> Result<String, crate::RunError> {
         env.runner.read(command, &self.hidden)
     }
 

@@ -27,8 +27,8 @@ impl Progress for Recorder {
         self.0.lock().unwrap().push(format!("{event:?}"));
     }
 
-    fn confirm(&self, _: &Question<'_>) -> Result<bool, String> {
-        Err("the job operations ask nothing".into())
+    fn confirm(&self, _: &Question<'_>) -> Result<bool, gke_rl_ops::Unanswerable> {
+        Err(gke_rl_ops::Unanswerable("the job operations ask nothing".into()))
     }
 }
 

@@ -10,11 +10,11 @@ use gke_rl::lifecycle::{self, Site, State, Step};
 
 fn site(deployment: &Deployment) -> Site {
     Site {
-        project_id: "my-project".into(),
-        authorized_cidr: "203.0.113.7/32".into(),
+        project_id: gke_rl::model::ProjectId::new("my-project").unwrap(),
+        authorized_cidr: Some(gke_rl::model::Cidr::new("203.0.113.7/32").unwrap()),
         toolkit: "/opt/cluster-toolkit".into(),
         gcluster: "./gcluster".into(),
-        folder: format!("/home/me/run/.gke-rl/{}", deployment.project.cluster_name),
+        folder: format!("/home/me/run/.gke-rl/{}", deployment.project.cluster_name).into(),
         download_dependencies: false,
         skip_gcsfuse_validator: true,
     }

@@ -16,8 +16,8 @@ pub struct DeployArgs {
     #[command(flatten)]
     target: Target,
     /// CIDR allowed to reach the control plane [default: the config's, else this machine's public address]
-    #[arg(long, value_name = "CIDR")]
-    authorized_cidr: Option<String>,
+    #[arg(long, value_name = "CIDR", value_parser = cidr)]
+    authorized_cidr: Option<gke_rl::model::Cidr>,
     /// Let gcluster download Terraform and Packer instead of requiring them on PATH
     #[arg(long)]
     download_dependencies: bool,
@@ -123,4 +123,9 @@ impl DeployArgs {
             .map_err(|e| crate::reported(e, &explained))?;
         crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await
     }
+}
+
+/// `--authorized-cidr`: an IPv4 block, checked before anything runs.
+fn cidr(text: &str) -> Result<gke_rl::model::Cidr, String> {
+    gke_rl::model::Cidr::new(text).map_err(|e| e.to_string())
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{AUTH_PLUGIN, Folder, GCSFUSE_ROLE, GCSFUSE_VALIDATOR, Site};
+use super::{AUTH_PLUGIN, GCSFUSE_ROLE, GCSFUSE_VALIDATOR, Site};
 use crate::model::Deployment;
 use crate::quote;
 
@@ -27,8 +27,8 @@ impl Command {
         self
     }
 
-    fn in_dir(mut self, dir: &str) -> Self {
-        self.dir = Some(dir.to_owned());
+    fn in_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
+        self.dir = Some(dir.as_ref().display().to_string());
         self
     }
 }
@@ -133,7 +133,7 @@ pub fn configured_project() -> Command {
 pub fn enable_apis(missing: &[&str], site: &Site) -> Command {
     let mut command = Command::of("gcloud", &["services", "enable"]);
     command.args.extend(missing.iter().map(|api| (*api).to_owned()));
-    command.arg("--project").arg(site.project_id.clone())
+    command.arg("--project").arg(site.project_id.to_string())
 }
 
 /// The commands that create the GCS-Fuse role gcluster's validator looks for, and bind it to
@@ -147,7 +147,7 @@ pub fn create_gcsfuse_role(site: &Site) -> Command {
             "create",
             GCSFUSE_ROLE,
             "--project",
-            &site.project_id,
+            site.project_id.as_str(),
             "--title=GKE GCSFuse Profile User",
             "--permissions=storage.objects.list,storage.buckets.get,storage.anywhereCaches.create,storage.anywhereCaches.get,storage.anywhereCaches.list,storage.anywhereCaches.update",
         ],
@@ -156,11 +156,11 @@ pub fn create_gcsfuse_role(site: &Site) -> Command {
 
 /// `gcluster deploy` of the patched blueprint, non-interactive (its prompt's "(S)top" exits 0).
 pub fn provision(site: &Site) -> Command {
-    let folder = Folder(&site.folder);
-    let vars = format!("project_id={},authorized_cidr={}", site.project_id, site.authorized_cidr);
+    let folder = site.folder();
+    let vars = format!("project_id={},authorized_cidr={}", site.project_id, site.authorized_cidr_text());
     let mut command = Command::of(&site.gcluster, &["deploy", &folder.blueprint(), "-d", &folder.deployment_file(), "--vars", &vars])
         .arg("-o")
-        .arg(site.folder.clone())
+        .arg(site.folder.display().to_string())
         .arg("-w")
         .arg("--auto-approve");
     if site.download_dependencies {
@@ -212,7 +212,10 @@ pub fn describe_node_pool(deployment: &Deployment, project_id: &str) -> Command 
 /// The blueprint's buckets (Cluster Toolkit labels every resource with its deployment).
 pub fn list_buckets(deployment: &Deployment, site: &Site) -> Command {
     let filter = format!("labels.ghpc_deployment={}", deployment.project.cluster_name);
-    Command::of("gcloud", &["storage", "buckets", "list", "--project", &site.project_id, "--filter", &filter, "--format=value(name)"])
+    Command::of(
+        "gcloud",
+        &["storage", "buckets", "list", "--project", site.project_id.as_str(), "--filter", &filter, "--format=value(name)"],
+    )
 }
 
 /// The objects of a bucket (`force_destroy: false`: a non-empty bucket fails the destroy).
@@ -227,24 +230,27 @@ pub fn empty_bucket(bucket: &str) -> Command {
 
 /// `gcluster destroy` of gcluster's folder, non-interactive.
 pub fn teardown(deployment: &Deployment, site: &Site) -> Command {
-    Command::of(&site.gcluster, &["destroy", &Folder(&site.folder).gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
+    Command::of(&site.gcluster, &["destroy", &site.folder().gcluster(deployment), "--auto-approve"]).in_dir(&site.toolkit)
 }
 
 /// Deletes the GKE cluster `name` in `location` (a region or a zone), without gcluster (its
 /// Terraform state lost with the deployment folder).
 pub fn delete_cluster(name: &str, location: &str, site: &Site) -> Command {
-    Command::of("gcloud", &["container", "clusters", "delete", name, "--location", location, "--project", &site.project_id, "--quiet"])
+    Command::of(
+        "gcloud",
+        &["container", "clusters", "delete", name, "--location", location, "--project", site.project_id.as_str(), "--quiet"],
+    )
 }
 
 /// Deletes the deployment's Lustre instance by name, without gcluster.
 pub fn delete_lustre(deployment: &Deployment, site: &Site) -> Command {
     let (lustre, zone) = (deployment.lustre.instance_id.as_str(), deployment.project.zone.as_str());
-    Command::of("gcloud", &["lustre", "instances", "delete", lustre, "--location", zone, "--project", &site.project_id, "--quiet"])
+    Command::of("gcloud", &["lustre", "instances", "delete", lustre, "--location", zone, "--project", site.project_id.as_str(), "--quiet"])
 }
 
 /// Deletes an empty bucket.
 pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
-    Command::of("gcloud", &["storage", "buckets", "delete", &format!("gs://{bucket}"), "--project", &site.project_id, "--quiet"])
+    Command::of("gcloud", &["storage", "buckets", "delete", &format!("gs://{bucket}"), "--project", site.project_id.as_str(), "--quiet"])
 }
 
 /// The project's GKE clusters that carry the deployment's name in gcluster's
@@ -252,7 +258,10 @@ pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
 /// [`clusters_listed`] reads.
 pub fn labelled_clusters(deployment: &Deployment, site: &Site) -> Command {
     let filter = format!("--filter=resourceLabels.ghpc_deployment={}", deployment.project.cluster_name);
-    Command::of("gcloud", &["container", "clusters", "list", "--project", &site.project_id, &filter, "--format=value(name,location)"])
+    Command::of(
+        "gcloud",
+        &["container", "clusters", "list", "--project", site.project_id.as_str(), &filter, "--format=value(name,location)"],
+    )
 }
 
 /// The (name, location) of each cluster in [`labelled_clusters`]'s answer.
@@ -283,7 +292,7 @@ pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)>
                 "--location",
                 p.zone.as_str(),
                 "--project",
-                &site.project_id,
+                site.project_id.as_str(),
                 "--format=value(name)",
             ],
         ),

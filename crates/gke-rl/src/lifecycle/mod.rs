@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ArtifactKind;
 use crate::knowledge;
-use crate::model::Deployment;
+use std::path::{Path, PathBuf};
+
+use crate::model::{Cidr, Deployment, ProjectId};
 use crate::render::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
 
 /// The gcluster validator that needs a custom IAM role fresh projects lack.
@@ -57,15 +59,17 @@ pub const STAGED_TEMPLATES: &[&str] = &["kueue-configuration.yaml.tftpl", "nccl-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
     /// Google Cloud project id.
-    pub project_id: String,
-    /// CIDR allowed to reach the control plane.
-    pub authorized_cidr: String,
-    /// Cluster Toolkit checkout.
-    pub toolkit: String,
+    pub project_id: ProjectId,
+    /// CIDR allowed to reach the control plane; `None` until deploy has found it (a dry run
+    /// shows this machine's address in its place).
+    pub authorized_cidr: Option<Cidr>,
+    /// Cluster Toolkit checkout (absolute).
+    pub toolkit: PathBuf,
     /// The gcluster program (the checkout's `./gcluster`, or `gcluster` on PATH).
     pub gcluster: String,
-    /// gke-rl's deployment folder: the state file, the patched blueprint, and gcluster's folder.
-    pub folder: String,
+    /// gke-rl's deployment folder (absolute): the state file, the patched blueprint, and
+    /// gcluster's folder.
+    pub folder: PathBuf,
     /// Let gcluster download Terraform and Packer.
     pub download_dependencies: bool,
     /// Skip gcluster's GCS-Fuse role validator (the role does not exist in the project).
@@ -111,38 +115,50 @@ impl Step {
     }
 }
 
+impl Site {
+    /// The authorized CIDR as gcluster gets it, or the placeholder a dry run shows.
+    pub fn authorized_cidr_text(&self) -> String {
+        self.authorized_cidr.as_ref().map_or_else(|| "<this machine's public address>/32".to_owned(), ToString::to_string)
+    }
+
+    /// The deployment folder's paths.
+    pub fn folder(&self) -> Folder<'_> {
+        Folder(&self.folder)
+    }
+}
+
 /// Paths inside the deployment folder.
-pub struct Folder<'a>(pub &'a str);
+pub struct Folder<'a>(pub &'a Path);
 
 impl Folder<'_> {
     /// The state file.
     pub fn state(&self) -> String {
-        format!("{}/state.json", self.0)
+        self.0.join("state.json").display().to_string()
     }
 
     /// The patched blueprint.
     pub fn blueprint(&self) -> String {
-        format!("{}/{}", self.0, ArtifactKind::Blueprint.file())
+        self.0.join(ArtifactKind::Blueprint.file()).display().to_string()
     }
 
     /// The gcluster deployment file.
     pub fn deployment_file(&self) -> String {
-        format!("{}/{}", self.0, ArtifactKind::DeploymentFile.file())
+        self.0.join(ArtifactKind::DeploymentFile.file()).display().to_string()
     }
 
     /// The RayCluster manifest.
     pub fn ray_cluster(&self) -> String {
-        format!("{}/{}", self.0, ArtifactKind::RayCluster.file())
+        self.0.join(ArtifactKind::RayCluster.file()).display().to_string()
     }
 
     /// A template the blueprint stages, copied beside it.
     pub fn template(&self, name: &str) -> String {
-        format!("{}/{name}", self.0)
+        self.0.join(name).display().to_string()
     }
 
     /// gcluster's deployment folder (`-o FOLDER` makes `FOLDER/<deployment_name>`).
     pub fn gcluster(&self, deployment: &Deployment) -> String {
-        format!("{}/{}", self.0, deployment.project.cluster_name)
+        self.0.join(deployment.project.cluster_name.as_str()).display().to_string()
     }
 }
 

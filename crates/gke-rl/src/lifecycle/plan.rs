@@ -4,8 +4,8 @@
 use std::fmt::{self, Write as _};
 
 use super::{
-    Folder, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, credentials, empty_bucket, labelled_clusters, leftovers,
-    list_buckets, provision, secret_entries, teardown,
+    Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, credentials, empty_bucket, labelled_clusters, leftovers, list_buckets,
+    provision, secret_entries, teardown,
 };
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 
@@ -13,10 +13,14 @@ use crate::model::{Deployment, HeadNodePool, Provisioning};
 /// secret values shown as the variable they come from.
 pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait: &str) -> String {
     let p = &deployment.project;
-    let folder = Folder(&site.folder);
+    let folder = site.folder();
     let mut out = format!(
         "deploy {} in project {} ({} / {}); state and files in {}\n",
-        p.cluster_name, site.project_id, p.region, p.zone, site.folder
+        p.cluster_name,
+        site.project_id,
+        p.region,
+        p.zone,
+        site.folder.display()
     );
     let mut step = |s: Step, lines: &[String]| {
         let _ = write!(out, "\n{}. {}\n", Step::ALL.iter().position(|x| *x == s).unwrap_or_default() + 1, s.title());
@@ -33,7 +37,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         checks.push(format!("check that ${variable} is set{}", if required { "" } else { " (optional)" }));
     }
     step(Step::Preflight, &checks);
-    let toolkit_example = format!("{}/{}", site.toolkit, super::toolkit_example());
+    let toolkit_example = site.toolkit.join(super::toolkit_example()).display().to_string();
     let mut render = vec![
         "render the artifacts and validate them with the patched blueprint (refuse on errors)".to_owned(),
         format!("write {} (patched from {toolkit_example}/gke-a4.yaml)", folder.blueprint()),
@@ -43,7 +47,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}", folder.template(t))));
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site)), format!("creates {}", billable(deployment).join(", "))]);
-    step(Step::Credentials, &[format!("$ {}", credentials(deployment, &site.project_id))]);
+    step(Step::Credentials, &[format!("$ {}", credentials(deployment, site.project_id.as_str()))]);
     let secret: Vec<String> = secret_entries(deployment)
         .into_iter()
         .map(|(key, variable, required)| format!("{key}: <the value of ${variable}{}>", if required { "" } else { ", if set" }))
@@ -162,7 +166,7 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State, buckets
         let secrets: Vec<String> = super::cluster_secrets(deployment).iter().map(|s| format!("Secret {ns}/{s}")).collect();
         let objects = format!("RayCluster {ns}/{} and {}", p.cluster_name, secrets.join(" and "));
         resources.push(objects.clone());
-        steps.push(format!("$ {}", credentials(deployment, &site.project_id)));
+        steps.push(format!("$ {}", credentials(deployment, site.project_id.as_str())));
         steps.push(format!("delete {objects}; wait for the pods to go (skipped, with a note, when the cluster's API cannot be reached)"));
     }
     if state.done(Step::Render) {
