@@ -96,7 +96,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand resume" -l timeout -d 'Giv
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand resume" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l working-dir -d 'Upload this folder (its .gitignore/.rayignore apply), or this .zip as it is, instead of the job folder' -r -F
@@ -123,35 +123,35 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l no-wait -d 'Ret
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l json -d 'Print JSON (secret values redacted)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s f -l follow -d 'Keep streaming until the job ends'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l no-wait -d 'Return once the stop is requested'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l json -d 'Print JSON (secret values redacted)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l sizes -d 'Message sizes of the all-reduce sweep, with K, M or G (powers of 1024)' -r
