@@ -317,3 +317,55 @@ pub fn fix_text(fix: &Fix) -> String {
         _ => "see the error above".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use gke_rl::lifecycle::Step;
+    use gke_rl_ops::ClusterState;
+
+    use super::*;
+
+    /// The words of the deploy, destroy and suspend events (their logic is tested in
+    /// `crates/gke-rl-ops/tests/deploy.rs`).
+    #[test]
+    fn deploy_and_destroy_events_are_worded_for_people() {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let console = Console::captured(buffer.clone());
+        let role = Command { program: "gcloud".into(), args: vec!["iam".into()], dir: None };
+        let objects = [("ServiceAccount".to_owned(), "c-idle-guard".to_owned()), ("Role".to_owned(), "c-idle-guard".to_owned())];
+        let events = [
+            (Event::StepDone { step: Step::Provision, took: Duration::from_secs(3) }, "✓ provision with gcluster"),
+            (Event::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
+            (Event::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),
+            (Event::RayClusterGone { name: "c" }, "RayCluster c is gone: applying it again"),
+            (Event::ConfigChanged, "the config or the blueprint changed since the last deploy"),
+            (
+                Event::PodsNotAllReady { name: "c", ready: 7, wanted: 9, state: ClusterState::Recovering },
+                "has 7/9 pods Ready (preempted: KubeRay is recreating the lost pods, which wait for nodes): waiting for them again",
+            ),
+            (Event::RayTokenSecret { namespace: "d", name: "t", created: true }, "Secret d/t holds a new Ray token"),
+            (Event::RayTokenSecret { namespace: "d", name: "t", created: false }, "Secret d/t keeps the cluster's Ray token"),
+            (
+                Event::PodsWithoutToken { namespace: "d", name: "c" },
+                "RayCluster d/c ran without token authentication; its running pods keep running without it",
+            ),
+            (
+                Event::GcsfuseValidatorSkipped { project: "p", create_role: &role },
+                "gcluster's test_gcsfuse_iam_role_exists validator is skipped",
+            ),
+            (
+                Event::HelperApplied { what: "idle guard", namespace: "d", objects: &objects },
+                "idle guard applied in d: ServiceAccount c-idle-guard, Role c-idle-guard",
+            ),
+            (Event::MayRemainWithoutState { name: "c" }, "cannot be found without its state"),
+            (Event::SuspendRequested { name: "c" }, "suspending RayCluster c: KubeRay deletes its pods"),
+            (Event::PodsGone, "the Ray pods are gone"),
+        ];
+        for (event, words) in events {
+            let before = buffer.lock().unwrap().len();
+            console.event(event);
+            let said = String::from_utf8_lossy(&buffer.lock().unwrap()[before..]).into_owned();
+            assert!(said.contains(words), "{words:?} missing from {said:?}");
+        }
+    }
+}

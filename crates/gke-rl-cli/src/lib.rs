@@ -190,8 +190,3 @@ fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> St
         _ => anyhow::anyhow!("{}", explain(&error)),
     }
 }
-
-#[cfg(test)]
-fn project_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}

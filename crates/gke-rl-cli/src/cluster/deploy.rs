@@ -48,7 +48,6 @@ impl DeployArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
-        let cli = crate::name();
         let mut loaded = self.target.source.load()?;
         if let Some(idle) = self.idle_timeout {
             let minutes = idle.as_secs().div_ceil(60).max(1);
@@ -72,48 +71,9 @@ impl DeployArgs {
         }
         let deployed =
             gke_rl_ops::deploy::deploy(d, &artifacts, &options, &env, &console).await.map_err(|e| crate::reported(e, &explained))?;
-        let cluster = &d.project.cluster_name;
         let ready = matches!(deployed, Deployed::Ready | Deployed::AlreadyReady { .. });
-        let code = match deployed {
-            Deployed::Ready => {
-                console.say(format_args!(
-                    "RayCluster {cluster} is Ready. Next:\n  {cli} submit    (port-forwards to the head by itself)\n  \
-                     {cli} destroy   when you are done: A4 nodes and Lustre bill by the hour"
-                ));
-                0
-            }
-            Deployed::AlreadyReady { ready, wanted } => {
-                console.say(format_args!("nothing to do: RayCluster {cluster} is Ready ({ready}/{wanted} pods)"));
-                0
-            }
-            Deployed::Declined => {
-                console.say("nothing was created");
-                1
-            }
-            Deployed::Failed { step: Step::Preflight, error, .. } => {
-                console.say(format_args!("✗ {} failed\n{}", Step::Preflight.title(), explained(&error)));
-                1
-            }
-            Deployed::Failed { step, took, error, fix, state } => {
-                let explained = explain(&error, fix.as_ref(), &get_credentials);
-                console.say(format_args!("✗ {} failed after {}\n{explained}", step.title(), gke_rl_ops::took(took)));
-                console.say(format_args!("re-run `{cli} deploy` to resume from this step (state: {})", state.display()));
-                1
-            }
-            Deployed::Unchecked { error, fix } => {
-                console.say(format_args!("✗ cannot check RayCluster {cluster}\n{}", explain(&error, fix.as_ref(), &get_credentials)));
-                1
-            }
-            Deployed::Interrupted { step, state, signal } => {
-                console.say(format_args!(
-                    "interrupted during \"{}\"; the state is saved in {}\n  {cli} deploy    resumes from there\n  {cli} destroy   removes what exists",
-                    step.title(),
-                    state.display()
-                ));
-                interrupted(signal)
-            }
-            other => anyhow::bail!("deploy ended in a way this version does not know: {other:?}"),
-        };
+        let (words, code) = said(deployed, d, &get_credentials)?;
+        console.say(words);
         if !(ready && self.fabric_check) {
             return Ok(code);
         }
@@ -128,4 +88,81 @@ impl DeployArgs {
 /// `--authorized-cidr`: an IPv4 block, checked before anything runs.
 fn cidr(text: &str) -> Result<gke_rl::model::Cidr, String> {
     gke_rl::model::Cidr::new(text).map_err(|e| e.to_string())
+}
+
+/// What a deploy's outcome says, and its exit code.
+fn said(deployed: Deployed, d: &gke_rl::Deployment, get_credentials: &gke_rl::lifecycle::Command) -> anyhow::Result<(String, u8)> {
+    let cli = crate::name();
+    let cluster = &d.project.cluster_name;
+    Ok(match deployed {
+        Deployed::Ready => (
+            format!(
+                "RayCluster {cluster} is Ready. Next:\n  {cli} submit    (port-forwards to the head by itself)\n  \
+                 {cli} destroy   when you are done: A4 nodes and Lustre bill by the hour"
+            ),
+            0,
+        ),
+        Deployed::AlreadyReady { ready, wanted } => (format!("nothing to do: RayCluster {cluster} is Ready ({ready}/{wanted} pods)"), 0),
+        Deployed::Declined => ("nothing was created".to_owned(), 1),
+        Deployed::Failed { step: Step::Preflight, error, .. } => {
+            (format!("✗ {} failed\n{}", Step::Preflight.title(), explain(&error, None, get_credentials)), 1)
+        }
+        Deployed::Failed { step, took, error, fix, state } => (
+            format!(
+                "✗ {} failed after {}\n{}\nre-run `{cli} deploy` to resume from this step (state: {})",
+                step.title(),
+                gke_rl_ops::took(took),
+                explain(&error, fix.as_ref(), get_credentials),
+                state.display()
+            ),
+            1,
+        ),
+        Deployed::Unchecked { error, fix } => {
+            (format!("✗ cannot check RayCluster {cluster}\n{}", explain(&error, fix.as_ref(), get_credentials)), 1)
+        }
+        Deployed::Interrupted { step, state, signal } => (
+            format!(
+                "interrupted during \"{}\"; the state is saved in {}\n  {cli} deploy    resumes from there\n  {cli} destroy   removes what exists",
+                step.title(),
+                state.display()
+            ),
+            interrupted(signal),
+        ),
+        other => anyhow::bail!("deploy ended in a way this version does not know: {other:?}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_deploys_outcome_says_what_to_do_next_and_exits_as_documented() {
+        let d = gke_rl::Deployment::default();
+        let credentials = gke_rl::lifecycle::credentials(&d, "p");
+        let state = PathBuf::from("/f/state.json");
+        let cases = [
+            (Deployed::Ready, "RayCluster ray-a4-gpu-spot is Ready. Next:", 0),
+            (Deployed::AlreadyReady { ready: 9, wanted: 9 }, "nothing to do: RayCluster ray-a4-gpu-spot is Ready (9/9 pods)", 0),
+            (
+                Deployed::Failed {
+                    step: Step::Secret,
+                    took: Duration::from_secs(1),
+                    error: gke_rl_ops::Error::NoJobs,
+                    fix: None,
+                    state: state.clone(),
+                },
+                "re-run `gke-rl deploy` to resume from this step (state: /f/state.json)",
+                1,
+            ),
+            (Deployed::Interrupted { step: Step::Ready, state, signal: 2 }, "gke-rl deploy    resumes from there", 130),
+        ];
+        for (deployed, words, exit) in cases {
+            let (said, code) = said(deployed, &d, &credentials).unwrap();
+            assert!(said.contains(words) && code == exit, "{words:?} exit {exit}: {said:?} exit {code}");
+        }
+    }
 }

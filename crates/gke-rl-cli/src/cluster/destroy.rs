@@ -26,17 +26,10 @@ impl DestroyArgs {
     }
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
-        let cli = crate::name();
         let loaded = self.target.source.load()?;
         let d = &loaded.deployment;
         let options = DestroyOptions { target: self.target.options() };
         let explained = |e: &gke_rl_ops::Error| explain(e, None, &self.target.get_credentials(d));
-        let nothing = |folder: &std::path::Path| {
-            format!(
-                "nothing to destroy: no deployment state in {}\n  (gke-rl destroys only what its deploy recorded; pass --folder if the deployment lives elsewhere)",
-                folder.display()
-            )
-        };
         if self.dry_run {
             match gke_rl_ops::destroy::plan(d, &options, &env).map_err(|e| crate::reported(e, &explained))? {
                 gke_rl_ops::destroy::Plan::Steps(plan) => console.say(plan),
@@ -45,36 +38,64 @@ impl DestroyArgs {
             return Ok(0);
         }
         let destroyed = gke_rl_ops::destroy::destroy(d, &options, &env, &console).await.map_err(|e| crate::reported(e, &explained))?;
-        Ok(match destroyed {
-            Destroyed::Destroyed { took } => {
-                console.say(format_args!(
-                    "destroyed in {}: no cluster, Lustre instance or bucket of {} remains",
-                    gke_rl_ops::took(took),
-                    d.project.cluster_name
-                ));
-                0
-            }
-            Destroyed::NothingRecorded { folder } => {
-                console.say(nothing(&folder));
-                0
-            }
-            Destroyed::Declined => {
-                console.say("nothing was deleted");
-                1
-            }
-            Destroyed::NotDestroyed { remains, state } => {
-                console.say(format_args!(
-                    "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `{cli} destroy`, or delete them in the console; the state stays in {}",
-                    remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
-                    state.display()
-                ));
-                1
-            }
-            Destroyed::Interrupted { signal } => {
-                console.say(format_args!("interrupted; nothing is lost: re-run `{cli} destroy` to finish"));
-                interrupted(signal)
-            }
-            other => anyhow::bail!("destroy ended in a way this version does not know: {other:?}"),
-        })
+        let (words, code) = said(destroyed, d)?;
+        console.say(words);
+        Ok(code)
+    }
+}
+
+/// What a destroy's outcome says, and its exit code.
+fn said(destroyed: Destroyed, d: &gke_rl::Deployment) -> anyhow::Result<(String, u8)> {
+    let cli = crate::name();
+    Ok(match destroyed {
+        Destroyed::Destroyed { took } => (
+            format!("destroyed in {}: no cluster, Lustre instance or bucket of {} remains", gke_rl_ops::took(took), d.project.cluster_name),
+            0,
+        ),
+        Destroyed::NothingRecorded { folder } => (nothing(&folder), 0),
+        Destroyed::Declined => ("nothing was deleted".to_owned(), 1),
+        Destroyed::NotDestroyed { remains, state } => (
+            format!(
+                "\nNOT DESTROYED — these still exist and may still bill:\n{}\nre-run `{cli} destroy`, or delete them in the console; the state stays in {}",
+                remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),
+                state.display()
+            ),
+            1,
+        ),
+        Destroyed::Interrupted { signal } => {
+            (format!("interrupted; nothing is lost: re-run `{cli} destroy` to finish"), interrupted(signal))
+        }
+        other => anyhow::bail!("destroy ended in a way this version does not know: {other:?}"),
+    })
+}
+
+/// What destroy says when the folder holds no state.
+fn nothing(folder: &std::path::Path) -> String {
+    format!(
+        "nothing to destroy: no deployment state in {}\n  (gke-rl destroys only what its deploy recorded; pass --folder if the deployment lives elsewhere)",
+        folder.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn a_destroys_outcome_says_loudly_what_remains() {
+        let d = gke_rl::Deployment::default();
+        let remains = vec!["Managed Lustre instance rl-demo-gpu-lustre".to_owned()];
+        let (remaining, code) = said(Destroyed::NotDestroyed { remains, state: PathBuf::from("/f/state.json") }, &d).unwrap();
+        assert!(
+            remaining.contains("NOT DESTROYED — these still exist and may still bill:\n  - Managed Lustre instance rl-demo-gpu-lustre"),
+            "{remaining}"
+        );
+        assert_eq!(code, 1);
+        let (nothing, code) = said(Destroyed::NothingRecorded { folder: PathBuf::from("/f") }, &d).unwrap();
+        assert!(nothing.starts_with("nothing to destroy: no deployment state in /f") && code == 0, "{nothing}");
+        let (destroyed, _) = said(Destroyed::Destroyed { took: std::time::Duration::from_secs(1) }, &d).unwrap();
+        assert!(destroyed.contains("no cluster, Lustre instance or bucket of ray-a4-gpu-spot remains"), "{destroyed}");
     }
 }

@@ -4,8 +4,6 @@
 mod deploy;
 mod destroy;
 mod suspend;
-#[cfg(test)]
-mod tests;
 
 use std::path::PathBuf;
 

@@ -58,28 +58,40 @@ async fn set_suspended(source: &crate::config::Source, suspended: bool, wait: Du
     let changed = gke_rl_ops::suspend::set_suspended(d, suspended, wait, &env, &console)
         .await
         .map_err(|e| crate::reported(e, &|e| explain(e, None, &get_credentials)))?;
+    let (words, code) = said(changed, suspended, name.as_str())?;
+    console.say(words);
+    Ok(code)
+}
+
+/// What a suspend or resume says, and its exit code.
+fn said(changed: Changed, suspended: bool, name: &str) -> anyhow::Result<(String, u8)> {
     let cli = crate::name();
     Ok(match (changed, suspended) {
-        (Changed::Now, true) => {
-            console.say(format_args!("RayCluster {name} is suspended; `{cli} resume` brings it back"));
-            0
-        }
-        (Changed::Now, false) => {
-            console.say(format_args!("RayCluster {name} is back: every pod Ready"));
-            0
-        }
-        (Changed::Already, true) => {
-            console.say(format_args!("RayCluster {name} was suspended already"));
-            0
-        }
-        (Changed::Already, false) => {
-            console.say(format_args!("RayCluster {name} is not suspended (`{cli} status` shows its pods)"));
-            0
-        }
-        (Changed::NoCluster, _) => {
-            console.say(format_args!("RayCluster {name} does not exist (deploy it first)"));
-            1
-        }
+        (Changed::Now, true) => (format!("RayCluster {name} is suspended; `{cli} resume` brings it back"), 0),
+        (Changed::Now, false) => (format!("RayCluster {name} is back: every pod Ready"), 0),
+        (Changed::Already, true) => (format!("RayCluster {name} was suspended already"), 0),
+        (Changed::Already, false) => (format!("RayCluster {name} is not suspended (`{cli} status` shows its pods)"), 0),
+        (Changed::NoCluster, _) => (format!("RayCluster {name} does not exist (deploy it first)"), 1),
         (other, _) => anyhow::bail!("suspend/resume ended in a way this version does not know: {other:?}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suspend_and_resume_say_what_they_found() {
+        let cases = [
+            (Changed::NoCluster, true, "RayCluster c does not exist (deploy it first)", 1),
+            (Changed::Now, true, "RayCluster c is suspended; `gke-rl resume` brings it back", 0),
+            (Changed::Already, true, "RayCluster c was suspended already", 0),
+            (Changed::Now, false, "RayCluster c is back: every pod Ready", 0),
+            (Changed::Already, false, "RayCluster c is not suspended", 0),
+        ];
+        for (changed, suspended, words, exit) in cases {
+            let (said, code) = said(changed, suspended, "c").unwrap();
+            assert!(said.starts_with(words) && code == exit, "{said:?} exit {code}");
+        }
+    }
 }
