@@ -303,3 +303,16 @@ fn artifact_file_names_are_written_once() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The operations read the environment only through their `Env` (its runner's variables), so
+/// a test or an embedding tool decides what they see.
+#[test]
+fn the_operations_read_the_environment_through_env() {
+    let seam = project_root().join("crates/gke-rl-ops/src/env.rs");
+    let problems: Vec<String> = rust_files("crates/gke-rl-ops/src")
+        .into_iter()
+        .filter(|path| *path != seam && fs::read_to_string(path).unwrap().contains("std::env::var"))
+        .map(|path| format!("{}: reads the environment; use Env::var", relative(&path)))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
