@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use gke_rl::Artifact;
+use gke_rl::{Artifact, ArtifactKind};
 use gke_rl_ops::blueprint::{patch_checked, toolkit_blueprint};
 
 use crate::config;
@@ -38,16 +38,16 @@ impl Args {
         let patched =
             patch_checked(&input, &original, &loaded.deployment, &rendered).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
 
-        let name = gke_rl::ArtifactKind::Blueprint.file();
+        let (name, patch_name) = (ArtifactKind::Blueprint.file(), ArtifactKind::BlueprintPatch.file());
         let diff = gke_rl::blueprint::unified_diff(&original, &patched, name);
         let header = format!(
-            "# {} {} from {}: apply with `patch -p0 < gke-a4.yaml.patch`.\n",
+            "# {} {} from {}: apply with `patch -p0 < {patch_name}`.\n",
             gke_rl::render::GENERATED_MARKER,
             env!("CARGO_PKG_VERSION"),
             input.display()
         );
         let blueprint = Artifact { name, contents: patched, executable: false };
-        let patch = Artifact { name: "gke-a4.yaml.patch", contents: header + &diff, executable: false };
+        let patch = Artifact { name: patch_name, contents: header + &diff, executable: false };
         let artifacts = [&blueprint, &patch, &rendered.deployment_file];
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
         // patching it again changes nothing.
@@ -72,7 +72,8 @@ impl Args {
         crate::terminal::errln!(
             "{}",
             crate::terminal::shown(&format!(
-                "{changed} lines changed; review {out}/gke-a4.yaml.patch, then:\n  gcluster deploy {out}/gke-a4.yaml -d {out}/gke-a4-deployment.yaml{vars} --auto-approve"
+                "{changed} lines changed; review {out}/{patch_name}, then:\n  gcluster deploy {out}/{name} -d {out}/{}{vars} --auto-approve",
+                ArtifactKind::DeploymentFile.file()
             ))
         );
         Ok(())

@@ -214,13 +214,19 @@ impl Progress for Console {
             Event::SuspendedUnknown { error } => {
                 self.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(error)))
             }
-            Event::JobEnded { job, checkpoints, records } => {
+            Event::JobLog { id, text, restarted } => {
+                // A restarted job's log is its submissions' logs, in order.
+                if restarted {
+                    self.say(format_args!("== job {id} =="));
+                }
+                crate::terminal::out(text);
+            }
+            Event::JobEnded { id, status, message, checkpoints, records } => {
                 let reports = [records.map(|r| r.report()).unwrap_or_default(), checkpoints.report()];
                 for report in reports.iter().filter(|r| !r.is_empty()) {
                     crate::terminal::err(&crate::terminal::shown(report));
                 }
-                let message = job.message.as_deref().unwrap_or_default();
-                self.say(format_args!("job {} {}: {message}", job.id(), job.status));
+                self.say(format_args!("job {id} {status}: {}", message.unwrap_or_default()));
             }
             Event::Log(text) => crate::terminal::out(text),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),

@@ -53,3 +53,16 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     }
     root.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_cidr_is_ipv4_only_as_authorized_networks_are() {
+        let url = "https://echo.example";
+        assert_eq!(host_cidr("203.0.113.7".parse().unwrap(), url).unwrap().as_str(), "203.0.113.7/32");
+        let refused = host_cidr("2001:db8::1".parse().unwrap(), url).unwrap_err().to_string();
+        assert!(refused.contains("2001:db8::1, an IPv6 address, and authorized networks take IPv4 blocks only"), "{refused}");
+    }
+}

@@ -99,7 +99,13 @@ pub async fn submit(
     let Followed::Finished { job, checkpoints } = &observed.followed else {
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
     };
-    progress.event(Event::JobEnded { job, checkpoints, records: Some(&observed.records) });
+    progress.event(Event::JobEnded {
+        id: job.id(),
+        status: job.status,
+        message: job.message.as_deref(),
+        checkpoints,
+        records: Some(&observed.records),
+    });
     let after = match options.when_done.unwrap_or(deployment.job.when_done) {
         WhenDone::Keep => AfterRun::Kept,
         WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
@@ -173,12 +179,12 @@ pub async fn status(
     Ok(Status::Job(Box::new(JobReport { job, earlier, records: Records::of(&log), records_unread, cluster, redacted })))
 }
 
-/// What `logs` read.
+/// What `logs` did.
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one per command
 pub enum Logs {
-    /// Each submission of the chain with its log, oldest first.
-    Texts(Vec<(String, String)>),
+    /// Each submission's log went out as an [`Event::JobLog`], oldest first: this many.
+    Read(usize),
     /// The newest submission, followed to its end or detached from.
     Followed {
         /// Its submission id.
@@ -190,8 +196,9 @@ pub enum Logs {
     },
 }
 
-/// The log of the job `id` names (every submission of its chain of restarts), else of the
-/// latest submission; with `follow`, the newest submission's, streamed to its end.
+/// The log of the job `id` names (every submission of its chain of restarts, each as it is
+/// read), else of the latest submission; with `follow`, the newest submission's, streamed to
+/// its end.
 pub async fn logs(
     deployment: &Deployment,
     options: &HeadOptions,
@@ -206,16 +213,22 @@ pub async fn logs(
         let id = chain.last().cloned().ok_or(Error::NoJobs)?;
         let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
         if let Followed::Finished { job, checkpoints } = &followed {
-            progress.event(Event::JobEnded { job, checkpoints, records: None });
+            progress.event(Event::JobEnded {
+                id: job.id(),
+                status: job.status,
+                message: job.message.as_deref(),
+                checkpoints,
+                records: None,
+            });
         }
         return Ok(Logs::Followed { id, head, followed });
     }
-    let mut texts = Vec::new();
-    for id in chain {
-        let log = head.client.logs(&id).await?;
-        texts.push((id, log));
+    let restarted = chain.len() > 1;
+    for id in &chain {
+        let text = head.client.logs(id).await?;
+        progress.event(Event::JobLog { id, text: &text, restarted });
     }
-    Ok(Logs::Texts(texts))
+    Ok(Logs::Read(chain.len()))
 }
 
 /// Stops the newest submission of the job `id` names; with `wait`, until it has ended.

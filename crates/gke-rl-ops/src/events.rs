@@ -299,10 +299,23 @@ pub enum Event<'a> {
         /// Why.
         error: &'a crate::Error,
     },
-    /// A followed job ended.
+    /// The whole log so far of one submission of a job, as `logs` reads them one by one.
+    JobLog {
+        /// The submission.
+        id: &'a str,
+        /// Its log.
+        text: &'a str,
+        /// Whether the job has restarts, so that each submission's log is introduced.
+        restarted: bool,
+    },
+    /// A followed job ended. (Not its whole details: their runtime env holds variables' values.)
     JobEnded {
-        /// Its final details.
-        job: &'a gke_rl_ray::JobDetails,
+        /// Its submission id.
+        id: &'a str,
+        /// Its final state.
+        status: JobStatus,
+        /// Ray's message about it.
+        message: Option<&'a str>,
         /// The checkpoint saves its log reported.
         checkpoints: &'a gke_rl::checkpoints::CheckpointLog,
         /// What the run's supervisors recorded, when it was followed as a run.

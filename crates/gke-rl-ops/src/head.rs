@@ -17,9 +17,12 @@ pub use gke_rl::knowledge::DASHBOARD_PORT;
 /// How to reach the Ray dashboard.
 #[derive(Clone, Debug)]
 pub struct HeadOptions {
-    /// The dashboard's address [default: `RAY_ADDRESS`]; without either, a port-forward to the
-    /// head pod.
+    /// The dashboard's address [default: `RAY_ADDRESS`, when `ray_address` allows]; without
+    /// one, a port-forward to the head pod. An empty one forwards too.
     pub address: Option<String>,
+    /// Whether `RAY_ADDRESS` stands in for a missing `address`, as in Ray's CLI. Off where the
+    /// head must be the deployment's own (the fabric check after a deploy).
+    pub ray_address: bool,
     /// Extra HTTP headers for every request.
     pub headers: BTreeMap<String, String>,
     /// The longest one request may take.
@@ -28,14 +31,18 @@ pub struct HeadOptions {
 
 impl Default for HeadOptions {
     fn default() -> Self {
-        HeadOptions { address: None, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
+        HeadOptions { address: None, ray_address: true, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
     }
 }
 
 impl HeadOptions {
-    /// The address to use: the one given, else `RAY_ADDRESS` (as Ray's CLI reads it).
+    /// The address to use: the one given (none when it is empty), else `RAY_ADDRESS` when
+    /// `ray_address` allows.
     pub fn address(&self, env: &Env) -> Option<String> {
-        self.address.clone().filter(|a| !a.is_empty()).or_else(|| env.var("RAY_ADDRESS"))
+        match &self.address {
+            Some(given) => Some(given.clone()).filter(|a| !a.is_empty()),
+            None => env.var("RAY_ADDRESS").filter(|_| self.ray_address),
+        }
     }
 
     /// Whether no address is given anywhere, so that the head is reached through Kubernetes.
@@ -65,8 +72,8 @@ impl Head {
     }
 }
 
-/// Connects to the dashboard of `deployment`'s RayCluster: `options.address`, or a free local
-/// port forwarded to the head pod's dashboard port. `progress` is kept to report the
+/// Connects to the dashboard of `deployment`'s RayCluster: [`HeadOptions::address`], or a free
+/// local port forwarded to the head pod's dashboard port. `progress` is kept to report the
 /// forward's failed connections for as long as it runs.
 ///
 /// The Ray token is the one Ray's CLI would use (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`,

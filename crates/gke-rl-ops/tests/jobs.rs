@@ -171,10 +171,10 @@ async fn logs_follow_stop_and_the_list_reach_the_job_and_redact_what_the_env_hol
     let options = HeadOptions { address: Some(address), ..HeadOptions::default() };
     let env = env(&[]);
     let recorder = Arc::new(Recorder::default());
-    let Logs::Texts(texts) = commands::logs(&deployment, &options, None, false, &env, recorder.clone()).await.unwrap() else {
-        panic!("not the texts")
+    let Logs::Read(1) = commands::logs(&deployment, &options, None, false, &env, recorder.clone()).await.unwrap() else {
+        panic!("not one log read")
     };
-    assert_eq!(texts, [(JOB.to_owned(), "loss 0.5\n".to_owned())]);
+    assert!(recorder.saw(&format!("JobLog {{ id: \"{JOB}\", text: \"loss 0.5\\n\", restarted: false }}")), "{}", recorder.events());
     let Logs::Followed { followed, .. } = commands::logs(&deployment, &options, Some(JOB), true, &env, recorder.clone()).await.unwrap()
     else {
         panic!("not followed")
@@ -187,7 +187,7 @@ async fn logs_follow_stop_and_the_list_reach_the_job_and_redact_what_the_env_hol
 }
 
 /// The JSON of `status --json` and `jobs --json`: secrets by name, by shape, and the values of
-/// the deployment's secret variables as the `Env` has them (never this process's environment).
+/// the deployment's secret variables as the `Env`'s runner has them.
 #[test]
 fn a_jobs_json_hides_secrets_by_name_by_shape_and_by_the_envs_values() {
     let job: gke_rl_ray::JobDetails = serde_json::from_value(serde_json::json!({
@@ -207,4 +207,31 @@ fn a_jobs_json_hides_secrets_by_name_by_shape_and_by_the_envs_values() {
     assert_eq!(json["runtime_env"]["env_vars"]["OTHER"], "<redacted>");
     assert_eq!(json["metadata"]["note"], "<redacted>");
     assert_eq!(json["metadata"]["pip"], "https://u:<redacted>@pypi.example.com");
+}
+
+/// Through Kubernetes (no address anywhere): a suspended RayCluster is the status itself, and a
+/// head that cannot be forwarded to is `Error::PortForward`, with the cause inside. With
+/// `ray_address` off, `RAY_ADDRESS` is not read (the fabric check after a deploy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forward_says_so() {
+    gke_rl_ray::ensure_crypto_provider();
+    let (_server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(0));
+    let mut env = env(&[("RAY_ADDRESS", "http://127.0.0.1:9")]);
+    env.kube = Kube::Given(client.clone());
+    let deployment = gke_rl::Deployment::default();
+    let options = HeadOptions { ray_address: false, ..HeadOptions::default() };
+    assert!(options.forwards(&env), "RAY_ADDRESS is not read");
+
+    let error = match commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await {
+        Err(error) => error,
+        Ok(_) => panic!("a status without a RayCluster"),
+    };
+    assert!(matches!(&error, gke_rl_ops::Error::PortForward { .. }), "{error:?}");
+    assert!(gke_rl_ops::chain(&error).starts_with("no Ray address, and the port-forward to the head failed: "), "{error}");
+
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    clusters.apply(&render(&deployment).ray_cluster.contents).await.unwrap();
+    assert!(clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap());
+    let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
+    assert!(matches!(status, commands::Status::Suspended), "a suspended cluster has no head to ask");
 }

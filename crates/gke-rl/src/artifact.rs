@@ -23,6 +23,8 @@ pub enum ArtifactKind {
     NetworkPolicy,
     /// A Cluster Toolkit blueprint (checked, and patched by `gke-rl blueprint`).
     Blueprint,
+    /// The patch `gke-rl blueprint` writes beside the patched blueprint (not checked).
+    BlueprintPatch,
 }
 
 impl ArtifactKind {
@@ -49,6 +51,7 @@ impl ArtifactKind {
             ArtifactKind::JobScript => "run_nemo_rl.sh",
             ArtifactKind::NetworkPolicy => "ray-network-policy.yaml",
             ArtifactKind::Blueprint => "gke-a4.yaml",
+            ArtifactKind::BlueprintPatch => "gke-a4.yaml.patch",
         }
     }
 
@@ -64,6 +67,7 @@ impl ArtifactKind {
             ArtifactKind::JobScript => "job script",
             ArtifactKind::NetworkPolicy => "NetworkPolicy",
             ArtifactKind::Blueprint => "blueprint",
+            ArtifactKind::BlueprintPatch => "blueprint patch",
         }
     }
 

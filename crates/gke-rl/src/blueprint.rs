@@ -24,7 +24,10 @@ fn shape_error(line: usize, message: impl Into<String>, help: impl Into<String>)
     Diagnostic::error("blueprint-shape", (u32::try_from(line + 1).unwrap_or(u32::MAX), 1), message, help)
 }
 
-const UPSTREAM_HELP: &str = "start from Cluster Toolkit's examples/gke-a4/gke-a4.yaml, or make the edit by hand";
+/// The help of a blueprint of the wrong shape: where the one gke-rl patches is.
+fn upstream_help() -> String {
+    format!("start from Cluster Toolkit's {}, or make the edit by hand", crate::lifecycle::toolkit_blueprint())
+}
 
 /// The patch edits Cluster Toolkit's gke-a4 blueprint for an A4 deployment: another family's
 /// blueprint, or another family's deployment, is named with what gke-rl supports.
@@ -53,11 +56,7 @@ fn supported(lines: &[String], deployment: &Deployment) -> Result<(), Diagnostic
     {
         let family = knowledge::GPU_FAMILIES.iter().find(|f| f.blueprint.is_some_and(|(b, _)| b == name));
         let what = family.map_or(String::new(), |f| format!(", for {} ({})", f.name, f.machine));
-        return Err(unsupported(
-            index,
-            format!("this is the `{name}` blueprint{what}; gke-rl patches only gke-a4"),
-            UPSTREAM_HELP.to_owned(),
-        ));
+        return Err(unsupported(index, format!("this is the `{name}` blueprint{what}; gke-rl patches only gke-a4"), upstream_help()));
     }
     Ok(())
 }
@@ -216,7 +215,7 @@ struct Edit {
 
 fn parse(lines: &[String]) -> Result<Node, Diagnostic> {
     Node::try_parse(&lines.join("\n"))
-        .map_err(|e| shape_error(e.at().0 as usize - 1, format!("the blueprint is not valid YAML here: {}", e.message()), UPSTREAM_HELP))
+        .map_err(|e| shape_error(e.at().0 as usize - 1, format!("the blueprint is not valid YAML here: {}", e.message()), upstream_help()))
 }
 
 fn indent_of(line: &str) -> usize {
@@ -237,7 +236,7 @@ fn uncomment_module(lines: &mut [String], id: &str) -> Result<(), Diagnostic> {
         return Err(shape_error(
             0,
             format!("the blueprint has no module `{id}`, live or commented out (`# - id: {id}`)"),
-            format!("Managed Lustre needs the modules {}; {UPSTREAM_HELP}", LUSTRE_MODULES.join(", ")),
+            format!("Managed Lustre needs the modules {}; {}", LUSTRE_MODULES.join(", "), upstream_help()),
         ));
     };
     let indent = indent_of(&lines[start]);
@@ -263,7 +262,7 @@ fn uncomment_var(lines: &mut [String], key: &str) -> Result<(), Diagnostic> {
         return Err(shape_error(
             0,
             format!("the blueprint has no var `{key}`, live or commented out (`  # {key}: …`)"),
-            format!("add `{key}:` under vars; {UPSTREAM_HELP}"),
+            format!("add `{key}:` under vars; {}", upstream_help()),
         ));
     };
     lines[index] = format!("  {}", &lines[index][4..]);
@@ -274,14 +273,14 @@ fn set_var(lines: &mut [String], key: &str, value: &str) -> Result<(), Diagnosti
     let vars_start = lines
         .iter()
         .position(|l| l.trim_end() == "vars:")
-        .ok_or_else(|| shape_error(0, "the blueprint has no top-level `vars:`", UPSTREAM_HELP))?;
+        .ok_or_else(|| shape_error(0, "the blueprint has no top-level `vars:`", upstream_help()))?;
     let vars_end =
         lines[vars_start + 1..].iter().position(|l| !l.is_empty() && !l.starts_with(' ')).map_or(lines.len(), |i| vars_start + 1 + i);
     let prefix = format!("  {key}:");
     let line = lines[vars_start..vars_end]
         .iter_mut()
         .find(|l| l.starts_with(&prefix))
-        .ok_or_else(|| shape_error(vars_start, format!("`{key}` is not under vars"), UPSTREAM_HELP))?;
+        .ok_or_else(|| shape_error(vars_start, format!("`{key}` is not under vars"), upstream_help()))?;
     *line = format!("  {key}: {value}");
     Ok(())
 }
@@ -303,7 +302,7 @@ pub(crate) fn module_by_source<'n>(blueprint: &'n Node, source: &str) -> Option<
 }
 
 fn missing_source(source: &str) -> Diagnostic {
-    shape_error(0, format!("the blueprint has no module with `source: {source}`"), UPSTREAM_HELP)
+    shape_error(0, format!("the blueprint has no module with `source: {source}`"), upstream_help())
 }
 
 /// `key: value` in a module's settings: changed in place, or added as the first setting.
@@ -313,13 +312,13 @@ fn set_setting(module: Option<&Node>, what: &str, key: &str, value: &str) -> Res
         if what.contains('/') {
             missing_source(what)
         } else {
-            shape_error(0, format!("the blueprint has no module `{what}`"), UPSTREAM_HELP)
+            shape_error(0, format!("the blueprint has no module `{what}`"), upstream_help())
         }
     };
     let module = module.ok_or_else(missing)?;
     let settings = module
         .get(&["settings"])
-        .ok_or_else(|| shape_error(module.line as usize - 1, format!("module `{what}` has no settings"), UPSTREAM_HELP))?;
+        .ok_or_else(|| shape_error(module.line as usize - 1, format!("module `{what}` has no settings"), upstream_help()))?;
     let line_of = |node: &Node| node.key_at.map_or(node.line, |(line, _)| line) as usize - 1;
     let indent_of_key = |node: &Node| node.key_at.map_or(0, |(_, column)| column as usize - 1);
     let (start, end, indent) = match settings.get(&[key]) {
@@ -329,7 +328,7 @@ fn set_setting(module: Option<&Node>, what: &str, key: &str, value: &str) -> Res
             let (_, first) = settings
                 .entries()
                 .first()
-                .ok_or_else(|| shape_error(settings.line as usize - 1, format!("module `{what}` has empty settings"), UPSTREAM_HELP))?;
+                .ok_or_else(|| shape_error(settings.line as usize - 1, format!("module `{what}` has empty settings"), upstream_help()))?;
             (line_of(first), line_of(first), indent_of_key(first))
         }
     };
@@ -363,7 +362,7 @@ fn autoscale_from_zero(lines: &[String], pool: &Node) -> Result<Option<Edit>, Di
             Err(shape_error(
                 pool.line as usize - 1,
                 "the node pool has neither `static_node_count` nor `autoscaling_total_max_nodes`",
-                UPSTREAM_HELP,
+                upstream_help(),
             ))
         };
     };
@@ -377,13 +376,17 @@ fn autoscale_from_zero(lines: &[String], pool: &Node) -> Result<Option<Edit>, Di
 /// with compact placement and `spot: true`, as upstream's own Spot test does.
 fn spot(lines: &[String], pool: &Node) -> Result<Option<Edit>, Diagnostic> {
     let settings =
-        pool.get(&["settings"]).ok_or_else(|| shape_error(pool.line as usize - 1, "the node pool has no settings", UPSTREAM_HELP))?;
+        pool.get(&["settings"]).ok_or_else(|| shape_error(pool.line as usize - 1, "the node pool has no settings", upstream_help()))?;
     let spot_set = settings.get(&["spot"]).and_then(Node::text) == Some("true");
     let Some((start, end, indent)) = block(lines, pool, "reservation_affinity") else {
         return if spot_set {
             Ok(None)
         } else {
-            Err(shape_error(settings.line as usize - 1, "the node pool has neither `reservation_affinity` nor `spot: true`", UPSTREAM_HELP))
+            Err(shape_error(
+                settings.line as usize - 1,
+                "the node pool has neither `reservation_affinity` nor `spot: true`",
+                upstream_help(),
+            ))
         };
     };
     let pad = " ".repeat(indent);

@@ -50,8 +50,7 @@ impl DeployArgs {
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
         let mut loaded = self.target.source.load()?;
         if let Some(idle) = self.idle_timeout {
-            let minutes = idle.as_secs().div_ceil(60).max(1);
-            loaded.deployment.job.idle_timeout_minutes = std::num::NonZeroU32::new(u32::try_from(minutes).unwrap_or(u32::MAX));
+            loaded.deployment.job.idle_timeout_minutes = Some(idle_minutes(idle));
         }
         let d = &loaded.deployment;
         let artifacts = loaded.render()?;
@@ -78,9 +77,9 @@ impl DeployArgs {
             return Ok(code);
         }
         let console = std::sync::Arc::new(console);
-        let head = gke_rl_ops::head::connect(d, &gke_rl_ops::head::HeadOptions::default(), &env, console.clone())
-            .await
-            .map_err(|e| crate::reported(e, &explained))?;
+        // The cluster just deployed, through Kubernetes: never another head RAY_ADDRESS names.
+        let forwarded = gke_rl_ops::head::HeadOptions { ray_address: false, ..gke_rl_ops::head::HeadOptions::default() };
+        let head = gke_rl_ops::head::connect(d, &forwarded, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
         crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await
     }
 }
@@ -88,6 +87,12 @@ impl DeployArgs {
 /// `--authorized-cidr`: an IPv4 block, checked before anything runs.
 fn cidr(text: &str) -> Result<gke_rl::model::Cidr, String> {
     gke_rl::model::Cidr::new(text).map_err(|e| e.to_string())
+}
+
+/// `--idle-timeout` in the config's whole minutes, rounded up: 90s is 2 minutes, never 0.
+fn idle_minutes(idle: Duration) -> std::num::NonZeroU32 {
+    let minutes = u32::try_from(idle.as_secs().div_ceil(60)).unwrap_or(u32::MAX);
+    std::num::NonZeroU32::new(minutes).unwrap_or(std::num::NonZeroU32::MIN)
 }
 
 /// What a deploy's outcome says, and its exit code.
@@ -140,6 +145,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_idle_timeout_is_whole_minutes_rounded_up() {
+        assert_eq!(idle_minutes(Duration::from_secs(2 * 3600)).get(), 120);
+        assert_eq!(idle_minutes(Duration::from_secs(90)).get(), 2);
+        assert_eq!(idle_minutes(Duration::from_millis(500)).get(), 1);
+    }
+
+    #[test]
     fn a_deploys_outcome_says_what_to_do_next_and_exits_as_documented() {
         let d = gke_rl::Deployment::default();
         let credentials = gke_rl::lifecycle::credentials(&d, "p");
@@ -159,6 +171,18 @@ mod tests {
                 1,
             ),
             (Deployed::Interrupted { step: Step::Ready, state, signal: 2 }, "gke-rl deploy    resumes from there", 130),
+            (Deployed::Declined, "nothing was created", 1),
+            (
+                Deployed::Failed {
+                    step: Step::Preflight,
+                    took: Duration::ZERO,
+                    error: gke_rl_ops::Error::NoProject,
+                    fix: None,
+                    state: "/f".into(),
+                },
+                "✗ preflight failed\nno project",
+                1,
+            ),
         ];
         for (deployed, words, exit) in cases {
             let (said, code) = said(deployed, &d, &credentials).unwrap();

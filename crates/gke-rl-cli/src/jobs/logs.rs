@@ -25,16 +25,8 @@ impl LogsArgs {
             .map_err(|e| failed(e, d))?;
         match logs {
             Logs::Followed { id, head, followed } => ended(&head, &id, &followed, &job.console),
-            Logs::Texts(texts) => {
-                // A restarted job's log is its submissions' logs, in order.
-                for (id, log) in &texts {
-                    if texts.len() > 1 {
-                        job.console.say(format_args!("== job {id} =="));
-                    }
-                    crate::terminal::out(log);
-                }
-                Ok(0)
-            }
+            // The console printed each submission's log as it came.
+            Logs::Read(_) => Ok(0),
             _ => anyhow::bail!("logs ended in a way this version does not know"),
         }
     }

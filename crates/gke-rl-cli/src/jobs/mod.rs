@@ -65,7 +65,8 @@ impl Connection {
             })?,
             None => BTreeMap::new(),
         };
-        let head = HeadOptions { address: self.address.clone(), headers, request_timeout: Duration::from_secs(self.request_timeout) };
+        let request_timeout = Duration::from_secs(self.request_timeout);
+        let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
         Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
     }
 }

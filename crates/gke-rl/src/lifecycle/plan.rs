@@ -38,9 +38,10 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
     }
     step(Step::Preflight, &checks);
     let toolkit_example = site.toolkit.join(super::toolkit_example()).display().to_string();
+    let upstream = site.toolkit.join(super::toolkit_blueprint());
     let mut render = vec![
         "render the artifacts and validate them with the patched blueprint (refuse on errors)".to_owned(),
-        format!("write {} (patched from {toolkit_example}/gke-a4.yaml)", folder.blueprint()),
+        format!("write {} (patched from {})", folder.blueprint(), upstream.display()),
         format!("write {}", folder.deployment_file()),
         format!("write {}", folder.ray_cluster()),
     ];

@@ -344,7 +344,7 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
         ArtifactKind::RayCluster => tree(file, &mut sink).map(View::RayCluster),
         ArtifactKind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
         ArtifactKind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
-        ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy => None,
+        ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => None,
     };
     (view, sink)
 }

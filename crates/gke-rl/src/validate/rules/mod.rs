@@ -146,7 +146,7 @@ impl Views<'_> {
             ArtifactKind::JobScript => !self.jobs.is_empty(),
             ArtifactKind::DeploymentFile => !self.deployment_files.is_empty(),
             ArtifactKind::Blueprint => !self.blueprints.is_empty(),
-            ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy => false,
+            ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => false,
         }
     }
 }
