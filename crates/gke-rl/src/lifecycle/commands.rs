@@ -155,6 +155,8 @@ pub fn create_gcsfuse_role(site: &Site) -> Command {
 }
 
 /// `gcluster deploy` of the patched blueprint, non-interactive (its prompt's "(S)top" exits 0).
+/// A site without its authorized CIDR yet shows the placeholder: the dry run's plan; deploy
+/// sets the CIDR before it runs this.
 pub fn provision(site: &Site) -> Command {
     let folder = site.folder();
     let vars = format!("project_id={},authorized_cidr={}", site.project_id, site.authorized_cidr_text());
