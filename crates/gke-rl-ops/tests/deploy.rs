@@ -10,13 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gke_rl::Deployment;
+use gke_rl::lifecycle::Command;
 use gke_rl::lifecycle::{State, Step};
 use gke_rl::model::{Cidr, ProjectId};
 use gke_rl_kube::fake::{FakeApiServer, Pods};
 use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed, Plan};
 use gke_rl_ops::suspend::Changed;
-use gke_rl_ops::{Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, SystemClock, Target, Unanswerable};
+use gke_rl_ops::{Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, RunError, Runner, SystemClock, Target, Unanswerable};
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
 
@@ -52,6 +53,33 @@ struct World {
     server: FakeApiServer,
     client: kube::Client,
     log: Arc<Recorder>,
+    /// Queries that start so get no answer, as gcloud on a network that went away.
+    silent: Mutex<Option<String>>,
+}
+
+/// The fakes, except that queries starting with `silent` give no answer in time.
+struct Silent {
+    processes: Processes,
+    silent: Option<String>,
+}
+
+impl Runner for Silent {
+    fn read(&self, command: &Command, hidden: &[String]) -> Result<String, RunError> {
+        match &self.silent {
+            Some(prefix) if command.to_string().starts_with(prefix.as_str()) => {
+                Err(RunError::NoAnswer { program: command.program.clone(), within: Duration::from_secs(120), cut: false })
+            }
+            _ => self.processes.read(command, hidden),
+        }
+    }
+
+    fn stream(&self, command: &Command, hidden: &[String]) -> bool {
+        self.processes.stream(command, hidden)
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.processes.var(name)
+    }
 }
 
 fn project_root() -> PathBuf {
@@ -81,7 +109,7 @@ fn world(pods: Pods) -> World {
         ("HF_TOKEN".to_owned(), Some(TOKEN.to_owned())),
     ]);
     let (server, client) = FakeApiServer::start(pods);
-    World { _dir: dir, root, vars: Mutex::new(vars), server, client, log: Arc::default() }
+    World { _dir: dir, root, vars: Mutex::new(vars), server, client, log: Arc::default(), silent: Mutex::default() }
 }
 
 /// What a deploy or destroy is given besides the defaults.
@@ -101,8 +129,10 @@ impl World {
     }
 
     fn env(&self, interrupt: Interrupt) -> Env {
+        let processes = Processes { vars: self.vars.lock().unwrap().clone() };
+        let silent = self.silent.lock().unwrap().clone();
         Env {
-            runner: Arc::new(Processes { vars: self.vars.lock().unwrap().clone() }),
+            runner: Arc::new(Silent { processes, silent }),
             kube: Kube::Given(self.client.clone()),
             clock: Arc::new(SystemClock),
             interrupt,
@@ -460,6 +490,20 @@ async fn destroy_says_loudly_what_remains() {
         "{destroyed:?}"
     );
     assert!(w.state().is_some(), "the state stays for the next attempt");
+}
+
+/// A verification gcloud gives no answer to is "unknown", never "gone": destroy keeps the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_verification_without_an_answer_is_unknown_not_gone() {
+    let w = world(Pods::ReadyAfter(0));
+    assert!(ready(&w.deploy(&Given::default()).await), "{}", w.log());
+    *w.silent.lock().unwrap() = Some("gcloud lustre instances describe".to_owned());
+    let destroyed = w.destroy(&Given::default()).await.unwrap();
+    let Destroyed::NotDestroyed { remains, .. } = &destroyed else { panic!("{destroyed:?}") };
+    assert_eq!(remains, &["Managed Lustre instance rl-demo-gpu-lustre (unknown: gcloud did not answer within 120 s)"]);
+    assert!(w.state().is_some(), "the state stays for the next attempt");
+    *w.silent.lock().unwrap() = None;
+    assert!(matches!(w.destroy(&Given::default()).await.unwrap(), Destroyed::Destroyed { .. }), "{}", w.log());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
