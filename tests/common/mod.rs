@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use gke_rl_kube::fake::{FakeApiServer, Https, Pods};
 #[allow(unused_imports)] // each test crate uses its own subset
-pub use gke_rl_test_support::{project_root, stderr, stdout, upstream};
+pub use gke_rl_test_support::{files_under, project_root, stderr, stdout, upstream};
 
 /// Runs `gke-rl ARGS…` (the built binary, as installed) in `cwd`.
 pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
@@ -191,22 +191,6 @@ impl Cloud {
             assert!(!stdout(out).contains(HF_TOKEN) && !stderr(out).contains(HF_TOKEN), "the token was printed");
         }
     }
-}
-
-/// Every file under `root`, links not followed.
-pub fn files_under(root: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut folders = vec![root.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
-            match entry.file_type() {
-                Ok(kind) if kind.is_dir() => folders.push(entry.path()),
-                Ok(kind) if kind.is_file() => files.push(entry.path()),
-                _ => {}
-            }
-        }
-    }
-    files
 }
 
 /// A plain-HTTP service that answers every request with the contents of `file`, as

@@ -5,7 +5,7 @@
 //! typed outcomes and the events; a front end's wording is its own tests' business.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed, Plan};
 use gke_rl_ops::suspend::Changed;
 use gke_rl_ops::{Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, RunError, Runner, SystemClock, Target, Unanswerable};
+use gke_rl_test_support::{files_under, project_root};
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
 
@@ -80,10 +81,6 @@ impl Runner for Silent {
     fn var(&self, name: &str) -> Option<String> {
         self.processes.var(name)
     }
-}
-
-fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn world(pods: Pods) -> World {
@@ -222,22 +219,13 @@ impl World {
         assert!(!self.calls().contains(TOKEN), "a call or a child's environment holds the token:\n{}", self.calls());
         assert!(self.calls().lines().all(|l| l.contains("HF_TOKEN=<unset>")), "children must not inherit the token:\n{}", self.calls());
         assert!(!self.log().contains(TOKEN), "an event holds the token");
-        for entry in walk(&self.folder()) {
+        for entry in files_under(&self.folder()) {
             assert!(!std::fs::read_to_string(&entry).unwrap_or_default().contains(TOKEN), "{} holds the token", entry.display());
         }
         for request in self.server.requests() {
             assert!(!request.uri.contains(TOKEN), "{} holds the token", request.uri);
         }
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
-    }
-    files
 }
 
 /// The step a deploy failed at, and its error's words.
@@ -722,7 +710,7 @@ async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
     );
 
     assert!(!w.log().contains(&token) && !w.calls().contains(&token), "in an event or passed to a program");
-    assert!(walk(&w.root).iter().all(|f| !std::fs::read_to_string(f).unwrap_or_default().contains(&token)), "written to a file");
+    assert!(files_under(&w.root).iter().all(|f| !std::fs::read_to_string(f).unwrap_or_default().contains(&token)), "written to a file");
     assert!(w.server.requests().iter().all(|r| !r.uri.contains(&token)), "in a request's URI");
     w.assert_token_stays_secret();
 }

@@ -1,5 +1,5 @@
 //! What gke-rl's tests and its benchmarks share: where the repository and its upstream
-//! fixtures are, a child's output as text, and local Ray heads ([`ray_head`]). Never a
+//! fixtures are, a child's output as text, the files under a folder, and local Ray heads ([`ray_head`]). Never a
 //! dependency of a shipped crate.
 
 pub mod ray_head;
@@ -28,4 +28,20 @@ pub fn stdout(out: &Output) -> String {
 /// A child's standard error, as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every file under `root`, links not followed.
+pub fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push(entry.path()),
+                Ok(kind) if kind.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    files
 }
