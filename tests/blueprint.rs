@@ -12,18 +12,54 @@ fn a_toolkit_checkout_is_patched_into_out() {
     let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
     std::fs::create_dir_all(&example).unwrap();
     std::fs::copy(&blueprint, example.join("gke-a4.yaml")).unwrap();
+    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+        std::fs::copy(upstream(&format!("cluster-toolkit/{template}")), example.join(template)).unwrap();
+    }
     let out = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
     assert!(out.status.success(), "{}", stderr(&out));
     for name in ["gke-a4.yaml", "gke-a4.yaml.patch", "gke-a4-deployment.yaml"] {
         assert!(cwd.path().join("out").join(name).is_file(), "{name}");
     }
+    every_staged_path_resolves(&cwd.path().join("out/gke-a4.yaml"));
     assert!(stderr(&out).contains("--vars project_id=$PROJECT_ID,authorized_cidr=$AUTHORIZED_CIDR"), "{}", stderr(&out));
     let patched = std::fs::read_to_string(cwd.path().join("out/gke-a4.yaml")).unwrap();
     assert!(patched.contains("enable_ray_operator: true") && patched.contains("pvc_name: lustre-pvc"));
 
     let again = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(stderr(&again).matches("unchanged").count(), 3, "{}", stderr(&again));
+    assert_eq!(stderr(&again).matches("unchanged").count(), 5, "{}", stderr(&again));
+}
+
+/// gcluster resolves `$(ghpc_stage("PATH"))` relative to the blueprint's folder: each must be
+/// there, as upstream wrote it.
+fn every_staged_path_resolves(blueprint: &std::path::Path) {
+    let text = std::fs::read_to_string(blueprint).unwrap();
+    let staged: Vec<&str> = text.split("$(ghpc_stage(\"").skip(1).filter_map(|rest| rest.split_once('"').map(|(path, _)| path)).collect();
+    assert_eq!(staged.len(), 2, "{text}");
+    for path in staged {
+        let copy = blueprint.parent().unwrap().join(path);
+        let name = copy.file_name().unwrap().to_str().unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(upstream(&format!("cluster-toolkit/{name}"))).unwrap(), "{path}");
+    }
+}
+
+#[test]
+fn a_blueprint_file_stages_the_templates_beside_it() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::copy(upstream("cluster-toolkit/gke-a4.yaml"), cwd.path().join("gke-a4.yaml")).unwrap();
+    let out = gke_rl(cwd.path(), &["blueprint", "--blueprint", "gke-a4.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("gke-a4.yaml stages kueue-configuration.yaml.tftpl, which gcluster reads beside it")
+            && stderr(&out).contains("copy it from a Cluster Toolkit checkout's examples/gke-a4"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!cwd.path().join("out").exists(), "nothing is written");
+
+    let from_fixtures = gke_rl(cwd.path(), &["blueprint", "--blueprint", upstream("cluster-toolkit/gke-a4.yaml").to_str().unwrap()]);
+    assert!(from_fixtures.status.success(), "{}", stderr(&from_fixtures));
+    every_staged_path_resolves(&cwd.path().join("out/gke-a4.yaml"));
 }
 
 #[test]

@@ -13,9 +13,6 @@ const WASM_TARGET: &str = "wasm32-unknown-unknown";
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    // A fresh clone builds everything once: incremental state is disk (gigabytes) and time spent
-    // for no later build.
-    sh.set_var("CARGO_INCREMENTAL", "0");
     step("toolchain: wasm32 target, rustfmt, clippy", || install_toolchain_parts(sh))?;
     step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))?;
     step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?))?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use gke_rl::{Artifact, ArtifactKind};
-use gke_rl_ops::blueprint::{patch_checked, toolkit_blueprint};
+use gke_rl_ops::blueprint::{patch_checked, staged_templates, toolkit_blueprint};
 
 use crate::config;
 use crate::render::{summarize, write_all};
@@ -48,9 +48,11 @@ impl Args {
         );
         let blueprint = Artifact { name, contents: patched, executable: false };
         let patch = Artifact { name: patch_name, contents: header + &diff, executable: false };
-        let artifacts = [&blueprint, &patch, &rendered.deployment_file];
+        let staged = staged_templates(&input, &blueprint.contents).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+        let artifacts: Vec<&Artifact> = [&blueprint, &patch, &rendered.deployment_file].into_iter().chain(&staged).collect();
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
-        // patching it again changes nothing.
+        // patching it again changes nothing. A staged template is upstream's, byte for byte: a
+        // different one there is someone's edit.
         let ours = |file: &str, existing: &str| {
             gke_rl::render::is_generated(existing)
                 || (file == name && gke_rl::blueprint::patch(existing, &loaded.deployment).is_ok_and(|again| again == existing))

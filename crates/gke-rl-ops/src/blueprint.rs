@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use gke_rl::validate::{self, SourceFile};
-use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity};
+use gke_rl::{Artifact, ArtifactKind, Artifacts, Deployment, Severity};
 
 use crate::Error;
 
@@ -22,6 +22,25 @@ pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rende
     })?;
     check_render(rendered, Some(&patched))?;
     Ok(patched)
+}
+
+/// The templates `patched` stages (`$(ghpc_stage("./…"))`), read from beside `blueprint`, the
+/// file it was patched from: gcluster resolves them beside the blueprint it deploys, so they are
+/// written next to the patched one.
+pub fn staged_templates(blueprint: &Path, patched: &str) -> Result<Vec<Artifact>, Error> {
+    let folder = blueprint.parent().unwrap_or(Path::new("."));
+    gke_rl::blueprint::staged_templates(patched)
+        .into_iter()
+        .map(|name| {
+            let path = folder.join(name);
+            match crate::files::read_text(&path) {
+                Err(Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    Err(Error::StagedTemplateMissing { blueprint: blueprint.to_owned(), name, path })
+                }
+                read => Ok(Artifact { name, contents: read?, executable: false }),
+            }
+        })
+        .collect()
 }
 
 /// The render validated as `render` validates it, with the patched blueprint when there is

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::lifecycle::{self, Preflight, REQUIRED_APIS, STAGED_TEMPLATES, State, Step};
+use gke_rl::lifecycle::{self, Preflight, REQUIRED_APIS, State, Step};
 use gke_rl::model::{Cidr, Provisioning};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Readiness, Wait};
@@ -423,9 +423,9 @@ impl Written<'_> {
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
         write(folder.ray_cluster(), &self.artifacts.ray_cluster.contents)?;
-        let example = resolved.site.toolkit.join(lifecycle::toolkit_example());
-        for template in STAGED_TEMPLATES {
-            write(folder.template(template), &files::read_text(&example.join(template))?)?;
+        let upstream = crate::blueprint::toolkit_blueprint(&resolved.site.toolkit);
+        for template in crate::blueprint::staged_templates(&upstream, self.blueprint)? {
+            write(folder.template(template.name), &template.contents)?;
         }
         Ok(())
     }

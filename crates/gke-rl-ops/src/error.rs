@@ -38,6 +38,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A template the blueprint stages is not beside it.
+    #[error("{} stages {name}, which gcluster reads beside it, and {} does not exist; copy it from a Cluster Toolkit checkout's {}, or patch the checkout's blueprint with --toolkit", blueprint.display(), path.display(), gke_rl::lifecycle::toolkit_example())]
+    StagedTemplateMissing {
+        /// The blueprint that stages it.
+        blueprint: PathBuf,
+        /// The template's name.
+        name: &'static str,
+        /// Where it was looked for.
+        path: PathBuf,
+    },
     /// A file that is larger than gke-rl reads.
     #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl::validate::MAX_FILE_BYTES / 1_048_576)]
     TooLarge {

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::diagnostic::Diagnostic;
 use crate::knowledge::{self, HEAD_POOL_LABEL, HEAD_POOL_NAME};
+use crate::lifecycle::STAGED_TEMPLATES;
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
@@ -472,19 +473,25 @@ fn check_references(root: &Node, lines: &[String]) -> Result<(), Diagnostic> {
             }
         }
     }
-    for (index, line) in lines.iter().enumerate() {
-        let code = line.split(" #").next().unwrap_or(line);
-        if code.trim_start().starts_with('#') {
-            continue;
-        }
-        for reference in code.split("$(").skip(1).filter_map(|r| r.split_once(')').map(|(inside, _)| inside)) {
+    for (index, code) in code_lines(lines) {
+        for reference in references(code) {
+            if let Some(staged) = stage_argument(reference) {
+                if !STAGED_TEMPLATES.iter().any(|t| staged.strip_prefix("./") == Some(t)) {
+                    return Err(shape_error(
+                        index,
+                        format!("`$({reference}))` stages a file gke-rl does not copy beside the patched blueprint"),
+                        format!("gke-rl copies {} from the blueprint's folder; stage only those", STAGED_TEMPLATES.join(" and ")),
+                    ));
+                }
+                continue;
+            }
             let Some((scope, name)) = reference.split_once('.') else { continue };
             let known = match scope {
                 "vars" => vars.contains(name),
                 _ if scope.starts_with("ghpc_") => true,
                 _ => ids.contains(scope),
             };
-            if !known && !reference.starts_with("ghpc_stage") {
+            if !known {
                 return Err(shape_error(
                     index,
                     format!("`$({reference})` refers to something the blueprint does not define"),
@@ -494,4 +501,32 @@ fn check_references(root: &Node, lines: &[String]) -> Result<(), Diagnostic> {
         }
     }
     Ok(())
+}
+
+/// The templates a blueprint stages with `$(ghpc_stage("./NAME"))`. gcluster resolves each
+/// beside the blueprint it deploys, so they are copied next to the patched one; [`patch`]
+/// refuses a blueprint that stages anything else.
+pub fn staged_templates(blueprint: &str) -> Vec<&'static str> {
+    let lines: Vec<String> = blueprint.lines().map(str::to_owned).collect();
+    let staged: BTreeSet<&str> = code_lines(&lines).flat_map(|(_, code)| references(code)).filter_map(stage_argument).collect();
+    STAGED_TEMPLATES.iter().copied().filter(|t| staged.iter().any(|s| s.strip_prefix("./") == Some(t))).collect()
+}
+
+/// Each line's code, without comments, with its index.
+fn code_lines(lines: &[String]) -> impl Iterator<Item = (usize, &str)> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| (index, line.split(" #").next().unwrap_or(line)))
+        .filter(|(_, code)| !code.trim_start().starts_with('#'))
+}
+
+/// What each `$(…)` of a line holds, up to its first `)`.
+fn references(code: &str) -> impl Iterator<Item = &str> {
+    code.split("$(").skip(1).filter_map(|r| r.split_once(')').map(|(inside, _)| inside))
+}
+
+/// The path of `ghpc_stage("PATH")`, from a reference cut at its first `)`.
+fn stage_argument(reference: &str) -> Option<&str> {
+    reference.strip_prefix("ghpc_stage(\"")?.strip_suffix('"')
 }

@@ -64,30 +64,31 @@ def spawned(local, base, world, init, sizes, iters, out_dir):
 
 def node_part(index, nodes, gpus, init, sizes, iters):
     """This node's ranks: one process per GPU (NCCL), or this one process (gloo)."""
-    out_dir = tempfile.mkdtemp(prefix="gke-rl-fabric-check-")
-    os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=os.path.join(out_dir, "nccl.%p.log"))
-    ranks = max(gpus, 1)
-    base = index * ranks
-    if gpus:
-        import torch.multiprocessing as mp
+    # Removed on return: a pod (or a test machine) runs many checks.
+    with tempfile.TemporaryDirectory(prefix="gke-rl-fabric-check-") as out_dir:
+        os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=os.path.join(out_dir, "nccl.%p.log"))
+        ranks = max(gpus, 1)
+        base = index * ranks
+        if gpus:
+            import torch.multiprocessing as mp
 
-        # By module, not by `__main__`: a Ray worker's main module is Ray's own.
-        from fabric_check import spawned
+            # By module, not by `__main__`: a Ray worker's main module is Ray's own.
+            from fabric_check import spawned
 
-        mp.spawn(spawned, args=(base, nodes * ranks, init, sizes, iters, out_dir), nprocs=gpus)
-    else:
-        collective(base, nodes, 0, init, "gloo", sizes, iters, out_dir)
-    lines = []
-    for name in sorted(os.listdir(out_dir)):
-        if name.startswith("nccl."):
-            with open(os.path.join(out_dir, name), errors="replace") as f:
-                kept = [l.rstrip("\n") for l in f if "NCCL INFO" in l and any(k in l for k in NCCL_KEYS)]
-            lines.extend(kept[:MAX_LINES_PER_RANK])
-    samples = None
-    if base == 0:
-        with open(os.path.join(out_dir, "rank0.json")) as f:
-            samples = json.load(f)
-    return {"ranks": [base, base + ranks - 1], "backend": "nccl" if gpus else "gloo", "lines": lines, "samples": samples}
+            mp.spawn(spawned, args=(base, nodes * ranks, init, sizes, iters, out_dir), nprocs=gpus)
+        else:
+            collective(base, nodes, 0, init, "gloo", sizes, iters, out_dir)
+        lines = []
+        for name in sorted(os.listdir(out_dir)):
+            if name.startswith("nccl."):
+                with open(os.path.join(out_dir, name), errors="replace") as f:
+                    kept = [l.rstrip("\n") for l in f if "NCCL INFO" in l and any(k in l for k in NCCL_KEYS)]
+                lines.extend(kept[:MAX_LINES_PER_RANK])
+        samples = None
+        if base == 0:
+            with open(os.path.join(out_dir, "rank0.json")) as f:
+                samples = json.load(f)
+        return {"ranks": [base, base + ranks - 1], "backend": "nccl" if gpus else "gloo", "lines": lines, "samples": samples}
 
 
 def report(results, world):
