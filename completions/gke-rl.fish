@@ -66,7 +66,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand cost" -l env-file -d 'Impo
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand cost" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l project -d 'Google Cloud project [default: the config\'s project_id, else gcloud\'s configured project]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l project -d 'Google Cloud project [default: the config\'s project_id, else $PROJECT_ID, else gcloud\'s configured project]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l folder -d 'Deployment folder (state file, patched blueprint, gcluster\'s files) [default: .gke-rl/<cluster_name>]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l authorized-cidr -d 'CIDR allowed to reach the control plane [default: the config\'s, else this machine\'s public address]' -r
@@ -80,7 +80,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -l fabric-check -d
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand deploy" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l project -d 'Google Cloud project [default: the config\'s project_id, else gcloud\'s configured project]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l project -d 'Google Cloud project [default: the config\'s project_id, else $PROJECT_ID, else gcloud\'s configured project]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l folder -d 'Deployment folder (state file, patched blueprint, gcluster\'s files) [default: .gke-rl/<cluster_name>]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l dry-run -d 'Print what would be deleted and every command, change nothing'

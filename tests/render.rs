@@ -37,7 +37,17 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
         assert_eq!(written, committed, "{name}");
         assert!(stderr(&out).contains(&format!("created  out/{name}")), "{}", stderr(&out));
     }
-    assert!(stderr(&out).contains("next steps:"));
+    // Issue 32, items 5 and 8: the real next steps, the blueprint patch among them, with the
+    // example values shown as written.
+    for step in [
+        "next steps:\n  gke-rl deploy\n",
+        "export PROJECT_ID=… AUTHORIZED_CIDR=… HF_TOKEN=…; source out/env.sh\n",
+        "gke-rl blueprint --toolkit ../cluster-toolkit --out out\n",
+        "gcluster deploy out/gke-a4.yaml -d out/gke-a4-deployment.yaml",
+        "kubectl apply -f out/ray-cluster.yaml\nthen: gke-rl submit",
+    ] {
+        assert!(stderr(&out).contains(step), "{step} missing from\n{}", stderr(&out));
+    }
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(cwd.path().join("out/run_nemo_rl.sh")).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o755, "the job script is executable");
     assert_eq!(listing(&cwd.path().join("out")).len(), ARTIFACTS.len(), "no temporary files are left behind");

@@ -25,6 +25,18 @@ impl Source {
         load(self.config.as_deref(), self.env_file.as_deref())
     }
 
+    /// The flags that name the same source to another command, as words.
+    pub fn flags(&self) -> Vec<String> {
+        let flag = |name: &str, path: &Path| [name.to_owned(), path.display().to_string()];
+        self.config
+            .as_deref()
+            .map(|p| flag("--config", p))
+            .into_iter()
+            .chain(self.env_file.as_deref().map(|p| flag("--env-file", p)))
+            .flatten()
+            .collect()
+    }
+
     /// Whether a flag names the model's source (rather than the default lookup).
     pub fn is_explicit(&self) -> bool {
         self.config.is_some() || self.env_file.is_some()

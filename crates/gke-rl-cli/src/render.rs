@@ -57,7 +57,7 @@ impl Args {
         let out = &self.output.out;
         let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
         summarize(out, &artifacts, &outcomes);
-        crate::terminal::errln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment)));
+        crate::terminal::errln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment, &self.source.flags())));
         Ok(0)
     }
 }
@@ -122,9 +122,17 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
     Ok(outcomes)
 }
 
-fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
-    use gke_rl::ArtifactKind::{DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
-    let out = out.display();
+/// What to run next, as words to paste: `deploy`, which does all of it resumably, or the manual
+/// path, which patches the upstream blueprint first (Lustre is commented out there).
+fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
+    use gke_rl::ArtifactKind::{Blueprint, DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
+    // Commands that read the model are given the same source; `submit` reads the rendered files.
+    let command = |words: &[&str], source: &[String]| {
+        let mut words = crate::name().split_whitespace().chain(words.iter().copied()).map(str::to_owned);
+        let program = words.next().unwrap_or_default();
+        gke_rl::lifecycle::Command { program, args: words.chain(source.iter().cloned()).collect(), dir: None }.to_string()
+    };
+    let at = |file: &str| out.join(file).display().to_string();
     let mut unknown = Vec::new();
     if d.project.project_id.is_none() {
         unknown.push("PROJECT_ID");
@@ -132,15 +140,25 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment) -> String {
     if d.network.authorized_cidr.is_none() {
         unknown.push("AUTHORIZED_CIDR");
     }
-    let set_first = if unknown.is_empty() { String::new() } else { format!(" (after exporting {})", unknown.join(" and ")) };
+    let export = unknown.iter().chain(&["HF_TOKEN"]).map(|name| format!("{name}=…")).collect::<Vec<_>>().join(" ");
     let (secrets, policy) = match d.ray.token_auth() {
         Ok(true) => ("the Secrets with the commands", String::new()),
-        _ => ("the Secret with the command", format!("kubectl apply -f {out}/{}, ", NetworkPolicy.file())),
+        _ => ("the Secret with the command", format!("kubectl apply -f {}; ", at(NetworkPolicy.file()))),
     };
-    let (env_sh, deployment_file, secret, cluster) = (EnvSh.file(), DeploymentFile.file(), SecretInstructions.file(), RayCluster.file());
+    let out_dir = out.display().to_string();
+    let blueprint = command(&["blueprint", "--toolkit", "../cluster-toolkit", "--out", &out_dir], source);
     format!(
-        "next steps:\n  source {out}/{env_sh}{set_first}\n  \
-         deploy the gke-a4 blueprint with gcluster: -d {out}/{deployment_file}\n  \
-         create {secrets} in {out}/{secret}, then {policy}kubectl apply -f {out}/{cluster}"
+        "next steps:\n  {deploy}\n    creates the cluster, Lustre and the RayCluster, resumably (--dry-run shows every command)\n\
+         or by hand:\n  export {export}; source {env_sh}\n  {blueprint}\n  \
+         gcluster deploy {patched} -d {deployment_file} --vars project_id=$PROJECT_ID,authorized_cidr=$AUTHORIZED_CIDR --auto-approve\n  \
+         create {secrets} in {secret}, then {policy}kubectl apply -f {cluster}\n\
+         then: {submit}",
+        deploy = command(&["deploy"], source),
+        env_sh = at(EnvSh.file()),
+        patched = at(Blueprint.file()),
+        deployment_file = at(DeploymentFile.file()),
+        secret = at(SecretInstructions.file()),
+        cluster = at(RayCluster.file()),
+        submit = command(&["submit"], &[]),
     )
 }

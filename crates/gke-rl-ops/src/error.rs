@@ -10,8 +10,11 @@ use gke_rl::validate::Finding;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// No project id anywhere: not in the options, the config, or gcloud's configuration.
-    #[error("no project: set project.project_id in the config, or run `gcloud config set project PROJECT_ID`")]
+    /// No project id anywhere: not in the options, the config, the environment or gcloud's
+    /// configuration.
+    #[error(
+        "no project: pass --project PROJECT_ID, export PROJECT_ID, set project.project_id in the config, or run `gcloud config set project PROJECT_ID`"
+    )]
     NoProject,
     /// A project id that is not one.
     #[error("{from}: {reason}; a project id has 6 to 30 lowercase letters, digits and hyphens and starts with a letter")]

@@ -30,13 +30,16 @@ pub(crate) struct Resolved<'a> {
 }
 
 impl Target {
-    /// Resolves the project (option, config, gcloud) and the folders, once. The site's
+    /// Resolves the project (option, config, `PROJECT_ID`, gcloud) and the folders, once. The site's
     /// authorized CIDR is left unknown: only deploy needs one.
     pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {
         let hidden = lifecycle::secret_variables(deployment);
         let project_id = match (&self.project, &deployment.project.project_id) {
             (Some(given), _) => given.clone(),
             (None, Some(configured)) => configured.clone(),
+            // The codelab's env.sh exports PROJECT_ID, and the README's step-by-step does too.
+            (None, None) if let Some(exported) = env.var("PROJECT_ID") => ProjectId::new(exported.as_str())
+                .map_err(|e| Error::BadProject { from: "the PROJECT_ID environment variable", reason: e.to_string() })?,
             (None, None) => {
                 let configured = env.runner.read(&lifecycle::configured_project(), &hidden).map(|p| p.trim().to_owned());
                 match configured {

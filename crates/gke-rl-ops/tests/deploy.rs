@@ -173,10 +173,13 @@ impl World {
     }
 
     fn plan(&self) -> String {
+        self.try_plan().unwrap()
+    }
+
+    fn try_plan(&self) -> Result<String, Error> {
         let deployment = Deployment::default();
         let artifacts = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap();
         gke_rl_ops::deploy::plan(&deployment, &artifacts, &self.deploy_options(&Given::default()), &self.env(Interrupt::manual().1))
-            .unwrap()
     }
 
     async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, Error> {
@@ -298,6 +301,28 @@ async fn dry_run_shows_every_command_and_changes_nothing() {
     }
     assert!(w.calls().lines().all(|l| l.starts_with("gcloud config get-value")), "only the project was read:\n{}", w.calls());
     assert!(!w.folder().exists() && w.server.requests().is_empty());
+}
+
+/// Issue 32, item 4: the project exported as `PROJECT_ID` (the codelab's env.sh, the README's
+/// step-by-step) is used before gcloud's configuration; with none anywhere, the error lists every
+/// way to give one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_project_comes_from_project_id_and_a_missing_one_lists_every_way() {
+    let w = world(Pods::ReadyAfter(0));
+    w.set_var("PROJECT_ID", "exported-project");
+    assert!(w.plan().contains("project_id=exported-project"), "{}", w.plan());
+    assert!(!w.calls().contains("gcloud config get-value"), "gcloud was asked:\n{}", w.calls());
+
+    w.set_var("PROJECT_ID", "Not_An_Id");
+    let error = w.try_plan().unwrap_err().to_string();
+    assert!(error.starts_with("the PROJECT_ID environment variable: "), "{error}");
+
+    w.set_var("PROJECT_ID", "");
+    w.set_var("FAKE_PROJECT", "(unset)");
+    let error = w.try_plan().unwrap_err().to_string();
+    for way in ["--project", "export PROJECT_ID", "project.project_id", "gcloud config set project"] {
+        assert!(error.contains(way), "{way} missing from: {error}");
+    }
 }
 
 /// A failure at each step stops there, and the next run resumes at that step.

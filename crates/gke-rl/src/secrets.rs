@@ -134,8 +134,9 @@ pub fn is_secret_name(name: &str) -> bool {
 /// variable [`is_secret_name`] (or one of `extra_names`, a config's own names) says holds one.
 pub fn secret_value(name: &str, value: &str, extra_names: &[&str]) -> Option<&'static str> {
     let value = value.trim();
-    // A reference (`$HF_TOKEN`) or a placeholder (`<the value of $HF_TOKEN>`) is not a value.
-    if value.is_empty() || value.starts_with('$') || value.starts_with('<') {
+    // A reference (`$HF_TOKEN`) or a placeholder (`<the value of $HF_TOKEN>`, `{{HF_TOKEN}}`,
+    // a help line's `hf_…`) is not a value.
+    if value.is_empty() || value.starts_with('$') || value.starts_with('<') || value.contains("{{") || value.contains('…') {
         return None;
     }
     if let Some(token) = tokens(value).first() {
@@ -248,6 +249,15 @@ fn assigned_secrets(text: &str) -> Vec<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 32, item 8: examples and placeholders are shown as written, values are not.
+    #[test]
+    fn placeholders_and_examples_are_not_secrets() {
+        for text in ["export HF_TOKEN=…", "HF_TOKEN=hf_… gke-rl submit", "HF_TOKEN=\"{{HF_TOKEN}}\"", "HF_TOKEN=<your token>"] {
+            assert_eq!(redact(text), text);
+        }
+        assert_eq!(redact("export HF_TOKEN=plain-value"), format!("export HF_TOKEN={REDACTED}"));
+    }
 
     /// Issue 31, item 8's sibling: text of many tokens (a credential plugin's 16 MiB of
     /// output) is redacted in O(n log n); each match was checked against every token before.

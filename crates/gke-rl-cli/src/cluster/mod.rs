@@ -22,7 +22,7 @@ fn interrupted(signal: i32) -> u8 {
 pub struct Target {
     #[command(flatten)]
     pub source: crate::config::Source,
-    /// Google Cloud project [default: the config's project_id, else gcloud's configured project]
+    /// Google Cloud project [default: the config's project_id, else $PROJECT_ID, else gcloud's configured project]
     #[arg(long, value_name = "ID", value_parser = project_id)]
     project: Option<gke_rl::model::ProjectId>,
     /// Deployment folder (state file, patched blueprint, gcluster's files) [default: .gke-rl/<cluster_name>]
