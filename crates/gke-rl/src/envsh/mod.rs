@@ -242,6 +242,11 @@ pub struct Imported {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// A template's placeholder: `{{VAR}}` (the codelab's) or `<VALUE>`.
+fn is_placeholder(value: &str) -> bool {
+    value.contains("{{") || (value.starts_with('<') && value.ends_with('>'))
+}
+
 /// Reads an env.sh (a codelab one, or one gke-rl rendered) into a model. Variables not in
 /// the file keep their default. Secret values are never read into the model.
 pub fn import(text: &str) -> Result<Imported, Diagnostic> {
@@ -266,6 +271,24 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
         }
         // An empty RESERVATION leaves the mode as it is (Spot, or what PROVISIONING says).
         if var.kind == Kind::Reservation && value.as_deref() == Some("") {
+            continue;
+        }
+        // The codelab's env.sh.tmpl holds `{{VAR}}` until its setup script fills it in: such a
+        // line keeps gke-rl's value, and the warning says what to set.
+        if let Some(placeholder) = value.as_deref().filter(|v| is_placeholder(v)) {
+            let (kept, help) = if var.kind == Kind::FromEnvironment {
+                ("it is read from the environment when the rendered env.sh is sourced".to_owned(), format!("export {}=… first", var.name))
+            } else {
+                let default =
+                    model.pointer(var.field).map_or_else(String::new, |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+                (format!("gke-rl's default `{default}` is used"), format!("set {} ({}) to use another value", var.name, var.doc))
+            };
+            warnings.push(Diagnostic::warning(
+                "env-sh-placeholder",
+                assignment.value_at,
+                format!("{} still holds the placeholder `{placeholder}`; {kept}", var.name),
+                help,
+            ));
             continue;
         }
         let json = to_json(var, value, &assignment, &shell)?;
@@ -400,14 +423,6 @@ fn to_json(
             Err(invalid("a literal value, not read from the environment"))
         };
     };
-    if value.contains("{{") || (value.starts_with('<') && value.ends_with('>')) {
-        return Err(Diagnostic::error(
-            "env-sh-placeholder",
-            assignment.value_at,
-            format!("{} still holds the placeholder `{value}`", var.name),
-            format!("replace it with the {}, or delete the line to use gke-rl's default", var.doc),
-        ));
-    }
     Ok(match var.kind {
         Kind::Number => Value::from(value.parse::<u64>().map_err(|_| invalid("a whole number"))?),
         Kind::OptionalNumber if value.is_empty() => Value::Null,
@@ -436,6 +451,14 @@ fn ignored(assignment: &Assignment, value: Option<&str>) -> Option<Diagnostic> {
     let defaults = Deployment::default().secrets;
     let secret_names = [Some(defaults.hf_token_env.as_str()), defaults.wandb_api_key_env.as_ref().map(|n| n.as_str())];
     if secret_names.contains(&Some(name)) {
+        if let Some(placeholder) = value.filter(|v| is_placeholder(v)) {
+            return Some(Diagnostic::warning(
+                "env-sh-placeholder",
+                assignment.value_at,
+                format!("{name} still holds the placeholder `{placeholder}`; gke-rl reads {name} from the environment when it runs"),
+                format!("`export {name}=…` in your shell or from a secret manager"),
+            ));
+        }
         return value.is_some_and(|v| !v.is_empty()).then(|| {
             Diagnostic::warning(
                 "env-sh-secret-ignored",
@@ -532,8 +555,45 @@ mod tests {
 
     #[test]
     fn placeholders_and_bad_values_point_at_the_value() {
-        let e = import("export ZONE=us-east1-b\nexport PROJECT_ID=\"{{PROJECT_ID}}\"\n").unwrap_err();
-        assert_eq!((e.code, e.line, e.column), ("env-sh-placeholder", 2, 19));
+        // Issue 32, item 3: the codelab's template imports; each placeholder is a warning that
+        // names what to set, and the value stays gke-rl's.
+        let template = "export PROJECT_ID=\"{{PROJECT_ID}}\"\nexport ZONE=\"{{ZONE}}\"\nexport NUM_NODES=\"{{NUM_NODES}}\"\nexport HF_TOKEN=\"{{HF_TOKEN}}\"\n";
+        let imported = import(template).unwrap();
+        assert_eq!(imported.deployment, Deployment::default());
+        let found: Vec<_> = imported.warnings.iter().map(|w| (w.code, w.line, w.column, w.message.as_str(), w.help.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "env-sh-placeholder",
+                    1,
+                    19,
+                    "PROJECT_ID still holds the placeholder `{{PROJECT_ID}}`; it is read from the environment when the rendered env.sh is sourced",
+                    "export PROJECT_ID=… first"
+                ),
+                (
+                    "env-sh-placeholder",
+                    2,
+                    13,
+                    "ZONE still holds the placeholder `{{ZONE}}`; gke-rl's default `us-east1-b` is used",
+                    "set ZONE (zone of the GPU nodes and the Lustre instance) to use another value"
+                ),
+                (
+                    "env-sh-placeholder",
+                    3,
+                    18,
+                    "NUM_NODES still holds the placeholder `{{NUM_NODES}}`; gke-rl's default `8` is used",
+                    "set NUM_NODES (GPU nodes, one Ray worker each) to use another value"
+                ),
+                (
+                    "env-sh-placeholder",
+                    4,
+                    17,
+                    "HF_TOKEN still holds the placeholder `{{HF_TOKEN}}`; gke-rl reads HF_TOKEN from the environment when it runs",
+                    "`export HF_TOKEN=…` in your shell or from a secret manager"
+                ),
+            ]
+        );
         let e = import("export NUM_NODES=eight\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("env-sh-invalid-value", 1, 18));
         let e = import("export NUM_NODES=0\n").unwrap_err();
