@@ -253,6 +253,7 @@ fn out_of_range_values_are_refused_or_warned_about() {
     let out = gke_rl(dir.path(), &["deploy", "--dry-run", "--project", "my-project-1", "--toolkit", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
     assert!(both(&out).contains("# warning: no Cluster Toolkit checkout at /nonexistent"), "{}", both(&out));
+    assert!(both(&out).contains("and build gcluster with `make` in it"), "issue 32, item 8: {}", both(&out));
 
     let cloud = Cloud::new(Pods::ReadyAfter(0));
     std::fs::create_dir_all(cloud.root.join("deployment")).unwrap();

@@ -10,11 +10,17 @@ fn the_default_render_has_no_errors_or_warnings() {
     let out = gke_rl(cwd.path(), &["validate"]);
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(stdout(&out).contains("0 errors, 0 warnings"), "{}", stdout(&out));
+    // Issue 32, item 8: it says what it checked, and points at the config, never at editing
+    // a rendered env.sh ("Do not edit").
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.starts_with("checking the render of the embedded default (name files or folders"), "{said}");
+    assert!(!stdout(&out).contains("in env.sh") && stdout(&out).contains("set project.project_id in the config"), "{}", stdout(&out));
 
     let rendered = gke_rl(cwd.path(), &["render"]);
     assert!(rendered.status.success());
     let out = gke_rl(cwd.path(), &["validate", "out"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("checking the render"), "files named: those are checked");
 }
 
 #[test]

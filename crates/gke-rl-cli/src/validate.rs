@@ -32,7 +32,7 @@ pub struct Args {
     format: Format,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     /// rustc-style, with the source line and a caret
     Human,
@@ -60,6 +60,10 @@ impl Args {
         if self.paths.is_empty() || self.source.is_explicit() {
             let loaded = self.source.load()?;
             let rendered = loaded.render()?;
+            if self.paths.is_empty() && self.format == Format::Human {
+                // Say what is checked: with no file named, it is a render nobody wrote to disk.
+                crate::terminal::errln!("checking the render of {} (name files or folders to check those instead)\n", loaded.source);
+            }
             let given: Vec<_> = files.keys().filter_map(|name| gke_rl::ArtifactKind::detect(name, &files[name])).collect();
             for artifact in rendered {
                 if gke_rl::ArtifactKind::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {

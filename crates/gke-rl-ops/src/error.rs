@@ -349,7 +349,7 @@ pub enum Problem {
     NoAuthPlugin,
     /// No Cluster Toolkit checkout.
     #[error(
-        "no Cluster Toolkit checkout at {toolkit}: clone https://github.com/GoogleCloudPlatform/cluster-toolkit there, or name another checkout"
+        "no Cluster Toolkit checkout at {toolkit}: clone https://github.com/GoogleCloudPlatform/cluster-toolkit there and build gcluster with `make` in it, or name another checkout"
     )]
     NoToolkit {
         /// Where it was looked for.

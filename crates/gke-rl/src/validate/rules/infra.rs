@@ -51,7 +51,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         None => sink.skip(
             &AUTHORIZED_CIDR_WIDE,
             "no authorized CIDR",
-            "set AUTHORIZED_CIDR in env.sh, or authorized_cidr in gke-a4-deployment.yaml",
+            "set network.authorized_cidr in the config; a rendered env.sh reads AUTHORIZED_CIDR from the environment",
         ),
         Some(cidr) => {
             sink.ran(&AUTHORIZED_CIDR_WIDE);
@@ -156,7 +156,11 @@ fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     if projected {
         sink.ran(&PROJECT_ID_EMPTY);
     } else {
-        sink.skip(&PROJECT_ID_EMPTY, "no project id", "set PROJECT_ID in env.sh, or project_id in gke-a4-deployment.yaml");
+        sink.skip(
+            &PROJECT_ID_EMPTY,
+            "no project id",
+            "set project.project_id in the config; a rendered env.sh reads PROJECT_ID from the environment",
+        );
     }
 }
 
