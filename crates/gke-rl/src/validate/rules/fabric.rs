@@ -80,19 +80,23 @@ fn worker(cluster: &Tree<'_>, pod: &Pod<'_>, fabric: &GpuFabric, networks: Optio
     let template = pod.group.get(&["template"]).unwrap_or(pod.group);
     let expected = networks.map_or_else(|| knowledge::rdma_networks(fabric.nics), |(_, n)| n.rdma.clone());
     match template.get(&["metadata", "annotations", INTERFACES_ANNOTATION]) {
-        None => sink.emit(
-            &FABRIC_INTERFACES,
-            cluster.file,
-            template.at(),
-            format!(
-                "{name} runs on {} but attaches none of its {} RDMA networks: collectives across nodes go over TCP",
-                fabric.machine, fabric.nics
-            ),
-            format!(
-                "annotate the pod template with `{INTERFACES_ANNOTATION}` listing eth0 → default and eth2… → {} (gke-rl render does)",
-                expected.join(", ")
-            ),
-        ),
+        None => {
+            sink.emit(
+                &FABRIC_INTERFACES,
+                cluster.file,
+                template.at(),
+                format!(
+                    "{name} runs on {} but attaches none of its {} RDMA networks: collectives across nodes go over TCP",
+                    fabric.machine, fabric.nics
+                ),
+                format!(
+                    "annotate the pod template with `{INTERFACES_ANNOTATION}` listing eth0 → default and eth2… → {} (gke-rl render does)",
+                    expected.join(", ")
+                ),
+            );
+            // Said here, so the reason agrees with the finding above (not "no GPU worker").
+            sink.skip(&FABRIC_UNKNOWN_NETWORK, format!("{name} attaches no networks"), "attach them first (fabric-interfaces-missing)");
+        }
         Some(annotation) => {
             let listed = attached_networks(annotation.text().unwrap_or_default());
             let Some(listed) = listed else {
