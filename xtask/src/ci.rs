@@ -34,7 +34,11 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("the web validator in Chromium (wasm build, page, native comparison)", || crate::web::browser_test(sh).map(drop))?;
     // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
     // 10-minute runs are `cargo xtask fuzz`.
-    step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))?;
+    if crate::fuzz::nightly_installed(sh) {
+        step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))?;
+    } else {
+        eprintln!("==> fuzz smoke: skipped: {}", crate::fuzz::NO_NIGHTLY);
+    }
     Ok(())
 }
 

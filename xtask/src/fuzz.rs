@@ -47,6 +47,9 @@ impl Args {
     pub fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let root = project_root();
         let _root = sh.push_dir(&root);
+        if !nightly_installed(sh) {
+            bail!("{NO_NIGHTLY}");
+        }
         if cmd!(sh, "cargo fuzz --version").quiet().ignore_stderr().read().is_err() {
             cmd!(sh, "cargo install cargo-fuzz --locked").run()?;
         }
@@ -83,6 +86,22 @@ impl Args {
     }
 }
 
+/// Why fuzzing cannot run here, and how to enable it.
+pub const NO_NIGHTLY: &str =
+    "no nightly toolchain (cargo-fuzz needs one for its sanitizer flags): `rustup toolchain install nightly` enables fuzzing";
+
+/// Whether rustup has a nightly toolchain. Asked by listing, never by `rustup run`, which
+/// may install one.
+pub fn nightly_installed(sh: &Shell) -> bool {
+    cmd!(sh, "rustup toolchain list").quiet().ignore_stderr().read().is_ok_and(|listing| lists_nightly(&listing))
+}
+
+/// Whether `rustup toolchain list` names a nightly (`nightly-x86_64-unknown-linux-gnu`, maybe
+/// `(default)` after it, or a dated `nightly-2026-11-01-…`).
+fn lists_nightly(listing: &str) -> bool {
+    listing.lines().any(|line| line.split_whitespace().next().is_some_and(|name| name == "nightly" || name.starts_with("nightly-")))
+}
+
 /// `target/fuzz-corpus/<target>`, holding every seed file (directories contribute their files).
 fn seed_corpus(root: &Path, target: &str, seeds: &[&str]) -> anyhow::Result<PathBuf> {
     let corpus = root.join("target/fuzz-corpus").join(target);
@@ -100,4 +119,20 @@ fn seed_corpus(root: &Path, target: &str, seeds: &[&str]) -> anyhow::Result<Path
         }
     }
     Ok(corpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 32, item 10: a machine without nightly is told so (ci skips the smoke with this
+    /// line) instead of failing in `cargo +nightly`.
+    #[test]
+    fn a_missing_nightly_is_detected_from_rustups_listing() {
+        assert!(lists_nightly("stable-x86_64-unknown-linux-gnu (active, default)\nnightly-x86_64-unknown-linux-gnu\n"));
+        assert!(lists_nightly("nightly-2026-11-01-x86_64-unknown-linux-gnu (default)\n"));
+        assert!(!lists_nightly("stable-x86_64-unknown-linux-gnu (active, default)\n1.95.0-x86_64-unknown-linux-gnu\n"));
+        assert!(!lists_nightly("no installed toolchains\n"));
+        assert!(!lists_nightly(""));
+    }
 }
