@@ -12,7 +12,10 @@ fn main() {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
     };
     let commit = match git(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(commit) if git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty()) => {
+        // Without optional locks `status` never rewrites the index it is rerun on: a refresh
+        // there (racy entries right after a clone) made the next build run this again and
+        // rebuild the CLI, the first `render` after `ci` among them.
+        Some(commit) if git(&["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty()) => {
             format!("{commit}, modified")
         }
         Some(commit) => commit,
