@@ -43,11 +43,17 @@ _gke__rl() {
             gke__rl,logs)
                 cmd="gke__rl__subcmd__logs"
                 ;;
+            gke__rl,models)
+                cmd="gke__rl__subcmd__models"
+                ;;
             gke__rl,render)
                 cmd="gke__rl__subcmd__render"
                 ;;
             gke__rl,resume)
                 cmd="gke__rl__subcmd__resume"
+                ;;
+            gke__rl,schema)
+                cmd="gke__rl__subcmd__schema"
                 ;;
             gke__rl,status)
                 cmd="gke__rl__subcmd__status"
@@ -91,11 +97,17 @@ _gke__rl() {
             gke__rl__subcmd__help,logs)
                 cmd="gke__rl__subcmd__help__subcmd__logs"
                 ;;
+            gke__rl__subcmd__help,models)
+                cmd="gke__rl__subcmd__help__subcmd__models"
+                ;;
             gke__rl__subcmd__help,render)
                 cmd="gke__rl__subcmd__help__subcmd__render"
                 ;;
             gke__rl__subcmd__help,resume)
                 cmd="gke__rl__subcmd__help__subcmd__resume"
+                ;;
+            gke__rl__subcmd__help,schema)
+                cmd="gke__rl__subcmd__help__subcmd__schema"
                 ;;
             gke__rl__subcmd__help,status)
                 cmd="gke__rl__subcmd__help__subcmd__status"
@@ -119,7 +131,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
+            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -333,7 +345,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check completions help"
+            opts="render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -472,6 +484,20 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gke__subcmd__rl__subcmd__help__subcmd__models)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gke__subcmd__rl__subcmd__help__subcmd__render)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -487,6 +513,20 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -638,6 +678,20 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gke__subcmd__rl__subcmd__models)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gke__subcmd__rl__subcmd__render)
             opts="-h --config --env-file --out --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -683,6 +737,20 @@ _gke__rl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__schema)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -157,3 +157,17 @@ fn missing_and_oversized_inputs_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("at most 10 MiB"), "{}", stderr(&out));
 }
+
+/// Issue 32, item 9: an installed binary has no clone beside it, so it prints the generated
+/// catalogue and schema itself, exactly as the clone holds them.
+#[test]
+fn the_binary_prints_its_catalogue_and_config_schema() {
+    let cwd = tempfile::tempdir().unwrap();
+    for (command, file) in [("models", "docs/models.md"), ("schema", "schemas/gke-rl.schema.json")] {
+        let out = gke_rl(cwd.path(), &[command]);
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), std::fs::read_to_string(project_root().join(file)).unwrap(), "{command}");
+    }
+    let version = gke_rl(cwd.path(), &["--version"]);
+    assert!(String::from_utf8_lossy(&version.stdout).contains("models (`gke-rl models`)"));
+}

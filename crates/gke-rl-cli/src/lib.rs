@@ -50,6 +50,10 @@ pub enum Command {
     Stop(jobs::StopArgs),
     Jobs(jobs::JobsArgs),
     FabricCheck(fabric::Args),
+    /// Print what gke-rl knows: its models, GPU families and NeMo-RL releases (Markdown)
+    Models,
+    /// Print the JSON schema of the config file (gke-rl.yaml), every key with its type and default
+    Schema,
     /// Print a shell completion script (bash, zsh or fish) to stdout
     Completions {
         /// The shell
@@ -100,6 +104,16 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Command::Stop(args) => args.run(),
         Command::Jobs(args) => args.run(),
         Command::FabricCheck(args) => args.run(),
+        // The generated files, built in: an installed binary has no clone beside it.
+        // `cargo xtask codegen` writes them and its check mode keeps them current.
+        Command::Models => {
+            terminal::out(include_str!("../../../docs/models.md"));
+            Ok(0)
+        }
+        Command::Schema => {
+            terminal::out(include_str!("../../../schemas/gke-rl.schema.json"));
+            Ok(0)
+        }
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut script);
@@ -126,7 +140,7 @@ fn long_version() -> &'static str {
         let images: Vec<String> = gke_rl::knowledge::known_images().map(|(image, ray)| format!("{image} (Ray {ray})")).collect();
         let releases: Vec<&str> = gke_rl::knowledge::NEMO_RL_RELEASES.iter().map(|r| r.tag).collect();
         format!(
-            "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (their GRPO launchers and recipe keys); {} models (docs/models.md)",
+            "{} (commit {})\nknows: NeMo-RL images {}; KubeRay {} (its RayCluster CRD); NeMo-RL {} (their GRPO launchers and recipe keys); {} models (`gke-rl models`)",
             env!("CARGO_PKG_VERSION"),
             env!("GKE_RL_COMMIT"),
             images.join(", "),

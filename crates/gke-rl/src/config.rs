@@ -5,7 +5,7 @@ use crate::model::Deployment;
 use crate::yaml::{self, Node};
 
 /// Where to look up every key and its type.
-const SCHEMA_HINT: &str = "schemas/gke-rl.schema.json lists every key with its type and default";
+const SCHEMA_HINT: &str = "`gke-rl schema` prints every key with its type and default";
 
 /// Parses a config file. Keys left out take the embedded default; unknown keys, wrong
 /// types and invalid values are errors pointing at the offending key or value.

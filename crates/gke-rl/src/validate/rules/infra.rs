@@ -150,7 +150,7 @@ fn counts_and_project(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         (true, Some(_)) => sink.ran(&GPUS_PER_NODE),
         (false, _) => sink.skip(&GPUS_PER_NODE, "no GPUS_PER_NODE", "set GPUS_PER_NODE in env.sh"),
         (true, None) => {
-            sink.skip(&GPUS_PER_NODE, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (docs/models.md)")
+            sink.skip(&GPUS_PER_NODE, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (`gke-rl models`)")
         }
     }
     if projected {

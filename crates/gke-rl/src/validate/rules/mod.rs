@@ -94,7 +94,7 @@ rules! {
     OVERRIDE_UNKNOWN_KEY = "override-unknown-key", Error, [JobScript], "The override names a key the recipe does not have; Hydra rejects it unless it is added with `+`.";
     OVERRIDE_QUOTED = "override-quoted-value", Error, [JobScript], "A quoted number or boolean reaches NeMo-RL as a string and fails much later.";
     RECIPE_UNKNOWN = "recipe-unknown", Info, [JobScript], "gke-rl does not know this recipe's keys, so overrides are not checked against it.";
-    MODEL_UNKNOWN = "model-unknown", Info, [JobScript], "`policy.model_name` is not in gke-rl's model catalogue (docs/models.md), so the head, layer, expert, memory and storage checks are skipped.";
+    MODEL_UNKNOWN = "model-unknown", Info, [JobScript], "`policy.model_name` is not in gke-rl's model catalogue (`gke-rl models`), so the head, layer, expert, memory and storage checks are skipped.";
     TP_HEADS = "tp-heads", Error, [JobScript], "The policy's tensor parallelism (Megatron or DTensor) must divide the model's attention heads and its KV heads.";
     VLLM_TP_HEADS = "vllm-tp-heads", Error, [JobScript], "vLLM's tensor parallelism must divide the model's attention heads, and divide or be a multiple of its KV heads; vLLM refuses the model otherwise.";
     PP_LAYERS = "pp-layers", Error, [JobScript], "Megatron's pipeline parallelism must split the model's layers evenly.";

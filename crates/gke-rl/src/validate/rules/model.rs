@@ -39,10 +39,10 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                 job.view.file,
                 at.unwrap_or(job.launch_at()),
                 format!("`{name}` is not in gke-rl's model catalogue: {} were not checked", skipped.join(", ")),
-                "docs/models.md lists the models gke-rl knows; a model whose config.json can be cited can be added",
+                "`gke-rl models` lists the models gke-rl knows; a model whose config.json can be cited can be added",
             );
             for rule in &MODEL_RULES[1..] {
-                sink.skip(rule, format!("{name} is not in the model catalogue"), "use a model in docs/models.md");
+                sink.skip(rule, format!("{name} is not in the model catalogue"), "use a model `gke-rl models` lists");
             }
             continue;
         };

@@ -292,7 +292,7 @@ fn replicas(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink
 fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
     let machine_type = facts.machine_type_name();
     match knowledge::gpu_family(machine_type) {
-        None => sink.skip(&GPU_LIMIT, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (docs/models.md)"),
+        None => sink.skip(&GPU_LIMIT, "the machine type is unknown", "use a machine type of a GPU family gke-rl knows (`gke-rl models`)"),
         Some(family) => {
             sink.ran(&GPU_LIMIT);
             let expected_gpus = facts.gpus_per_node.as_ref().map_or(u64::from(family.gpus_per_node), |f| f.value);

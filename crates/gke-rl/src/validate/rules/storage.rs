@@ -100,7 +100,7 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::Lu
     };
     let Some(parameters) = knowledge::model(model.0).map(|m| m.parameters) else {
         let missing = format!("the parameter count of {} is unknown", model.0);
-        let enable = "use a model in gke-rl's catalogue (docs/models.md)";
+        let enable = "use a model in gke-rl's catalogue (`gke-rl models`)";
         sink.skip(&LUSTRE_TOO_SMALL, missing.clone(), enable);
         sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
         return;
