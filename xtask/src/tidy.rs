@@ -337,3 +337,25 @@ fn the_operations_read_the_environment_through_env() {
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Issue 32, item 6: `cargo install --path crates/gke-rl-cli` resolves only the CLI's graph and
+/// warns about a profile override naming a package outside it (a test-only one, such as insta).
+#[test]
+fn profile_overrides_name_packages_the_installed_binary_builds() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let tree = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "--locked", "-p", "gke-rl-cli", "-e", "normal,build", "--prefix", "none", "--target", "all"])
+        .current_dir(project_root())
+        .output()
+        .expect("cargo tree");
+    assert!(tree.status.success(), "{}", String::from_utf8_lossy(&tree.stderr));
+    let built: std::collections::BTreeSet<String> =
+        String::from_utf8_lossy(&tree.stdout).lines().filter_map(|l| l.split_whitespace().next()).map(str::to_owned).collect();
+    let manifest = fs::read_to_string(project_root().join("Cargo.toml")).unwrap();
+    let outside: Vec<&str> = manifest
+        .lines()
+        .filter_map(|l| l.strip_prefix("[profile.dev.package.")?.strip_suffix(']'))
+        .filter(|package| *package != "\"*\"" && !built.contains(*package))
+        .collect();
+    assert!(outside.is_empty(), "Cargo.toml: profile overrides for packages gke-rl-cli does not build (cargo install warns): {outside:?}");
+}
