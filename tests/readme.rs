@@ -47,9 +47,8 @@ fn the_readmes_commands_work_as_written() {
     std::os::unix::fs::symlink(&fake, cloud.root.join("bin/kubectl")).unwrap();
     let project = cloud.root.join("project");
     std::fs::create_dir_all(project.join("home")).unwrap();
-    // Where the README puts the checkout: ./cluster-toolkit, and ../cluster-toolkit for `blueprint`.
+    // Where the README puts the checkout: ./cluster-toolkit.
     std::os::unix::fs::symlink(cloud.root.join("toolkit"), project.join("cluster-toolkit")).unwrap();
-    std::os::unix::fs::symlink(cloud.root.join("toolkit"), cloud.root.join("cluster-toolkit")).unwrap();
 
     // Install: the version and the completions, into a HOME that has no completions folder yet.
     run(&cloud, &project, &commands_after("The commands below are the `gke-rl` binary's", &["cargo install", "man -l"]));

@@ -42,11 +42,16 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
     for step in [
         "next steps:\n  gke-rl deploy\n",
         "export PROJECT_ID=… AUTHORIZED_CIDR=… HF_TOKEN=…; source out/env.sh\n",
-        "gke-rl blueprint --toolkit ../cluster-toolkit --out out\n",
+        "gke-rl blueprint --toolkit cluster-toolkit --out out\n",
         "gcluster deploy out/gke-a4.yaml -d out/gke-a4-deployment.yaml",
         "kubectl apply -f out/ray-cluster.yaml\nthen: gke-rl submit",
     ] {
         assert!(stderr(&out).contains(step), "{step} missing from\n{}", stderr(&out));
+    }
+    let spaced = gke_rl(cwd.path(), &["render", "--out", "my out"]);
+    for quoted in ["source 'my out/env.sh'", "--out 'my out'\n", "gcluster deploy 'my out/gke-a4.yaml' -d 'my out/gke-a4-deployment.yaml'"]
+    {
+        assert!(stderr(&spaced).contains(quoted), "{quoted} missing from\n{}", stderr(&spaced));
     }
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(cwd.path().join("out/run_nemo_rl.sh")).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o755, "the job script is executable");

@@ -96,10 +96,15 @@ pub fn nightly_installed(sh: &Shell) -> bool {
     cmd!(sh, "rustup toolchain list").quiet().ignore_stderr().read().is_ok_and(|listing| lists_nightly(&listing))
 }
 
-/// Whether `rustup toolchain list` names a nightly (`nightly-x86_64-unknown-linux-gnu`, maybe
-/// `(default)` after it, or a dated `nightly-2026-11-01-…`).
+/// Whether `rustup toolchain list` names the toolchain `cargo +nightly` runs: `nightly-<host>`,
+/// maybe with `(default)` after it. A dated `nightly-2026-11-01-…` is another toolchain.
 fn lists_nightly(listing: &str) -> bool {
-    listing.lines().any(|line| line.split_whitespace().next().is_some_and(|name| name == "nightly" || name.starts_with("nightly-")))
+    listing.lines().any(|line| {
+        line.split_whitespace()
+            .next()
+            .and_then(|name| name.strip_prefix("nightly-"))
+            .is_some_and(|host| !host.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// `target/fuzz-corpus/<target>`, holding every seed file (directories contribute their files).
@@ -130,7 +135,7 @@ mod tests {
     #[test]
     fn a_missing_nightly_is_detected_from_rustups_listing() {
         assert!(lists_nightly("stable-x86_64-unknown-linux-gnu (active, default)\nnightly-x86_64-unknown-linux-gnu\n"));
-        assert!(lists_nightly("nightly-2026-11-01-x86_64-unknown-linux-gnu (default)\n"));
+        assert!(!lists_nightly("nightly-2026-11-01-x86_64-unknown-linux-gnu (default)\n"), "cargo +nightly does not run it");
         assert!(!lists_nightly("stable-x86_64-unknown-linux-gnu (active, default)\n1.95.0-x86_64-unknown-linux-gnu\n"));
         assert!(!lists_nightly("no installed toolchains\n"));
         assert!(!lists_nightly(""));

@@ -126,13 +126,13 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
 /// path, which patches the upstream blueprint first (Lustre is commented out there).
 fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
     use gke_rl::ArtifactKind::{Blueprint, DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
-    // Commands that read the model are given the same source; `submit` reads the rendered files.
-    let command = |words: &[&str], source: &[String]| {
+    // Each gke-rl command is given the same model source; every word is shell-quoted.
+    let command = |words: &[&str]| {
         let mut words = crate::name().split_whitespace().chain(words.iter().copied()).map(str::to_owned);
         let program = words.next().unwrap_or_default();
         gke_rl::lifecycle::Command { program, args: words.chain(source.iter().cloned()).collect(), dir: None }.to_string()
     };
-    let at = |file: &str| out.join(file).display().to_string();
+    let at = |file: &str| gke_rl::quote::sh(&out.join(file).display().to_string());
     let mut unknown = Vec::new();
     if d.project.project_id.is_none() {
         unknown.push("PROJECT_ID");
@@ -140,25 +140,26 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
     if d.network.authorized_cidr.is_none() {
         unknown.push("AUTHORIZED_CIDR");
     }
-    let export = unknown.iter().chain(&["HF_TOKEN"]).map(|name| format!("{name}=…")).collect::<Vec<_>>().join(" ");
+    // The token the job needs, by the config's name for it (W&B's is optional).
+    let export = unknown.into_iter().chain([d.secrets.hf_token_env.as_str()]).map(|name| format!("{name}=…")).collect::<Vec<_>>().join(" ");
     let (secrets, policy) = match d.ray.token_auth() {
         Ok(true) => ("the Secrets with the commands", String::new()),
         _ => ("the Secret with the command", format!("kubectl apply -f {}; ", at(NetworkPolicy.file()))),
     };
     let out_dir = out.display().to_string();
-    let blueprint = command(&["blueprint", "--toolkit", "../cluster-toolkit", "--out", &out_dir], source);
+    let blueprint = command(&["blueprint", "--toolkit", "cluster-toolkit", "--out", &out_dir]);
     format!(
         "next steps:\n  {deploy}\n    creates the cluster, Lustre and the RayCluster, resumably (--dry-run shows every command)\n\
          or by hand:\n  export {export}; source {env_sh}\n  {blueprint}\n  \
          gcluster deploy {patched} -d {deployment_file} --vars project_id=$PROJECT_ID,authorized_cidr=$AUTHORIZED_CIDR --auto-approve\n  \
          create {secrets} in {secret}, then {policy}kubectl apply -f {cluster}\n\
          then: {submit}",
-        deploy = command(&["deploy"], source),
+        deploy = command(&["deploy"]),
         env_sh = at(EnvSh.file()),
         patched = at(Blueprint.file()),
         deployment_file = at(DeploymentFile.file()),
         secret = at(SecretInstructions.file()),
         cluster = at(RayCluster.file()),
-        submit = command(&["submit"], &[]),
+        submit = command(&["submit"]),
     )
 }

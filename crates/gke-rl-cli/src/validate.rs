@@ -62,7 +62,10 @@ impl Args {
             let rendered = loaded.render()?;
             if self.paths.is_empty() && self.format == Format::Human {
                 // Say what is checked: with no file named, it is a render nobody wrote to disk.
-                crate::terminal::errln!("checking the render of {} (name files or folders to check those instead)\n", loaded.source);
+                crate::terminal::errln!(
+                    "checking the render of {} (name files or folders to check those instead)\n",
+                    crate::terminal::shown(&loaded.source)
+                );
             }
             let given: Vec<_> = files.keys().filter_map(|name| gke_rl::ArtifactKind::detect(name, &files[name])).collect();
             for artifact in rendered {

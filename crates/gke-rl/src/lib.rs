@@ -46,7 +46,7 @@ pub mod knowledge;
 pub mod lifecycle;
 pub mod log_lines;
 pub mod model;
-mod quote;
+pub mod quote;
 pub mod recovery;
 pub mod render;
 pub mod secrets;

@@ -134,19 +134,38 @@ pub fn is_secret_name(name: &str) -> bool {
 /// variable [`is_secret_name`] (or one of `extra_names`, a config's own names) says holds one.
 pub fn secret_value(name: &str, value: &str, extra_names: &[&str]) -> Option<&'static str> {
     let value = value.trim();
-    // A reference (`$HF_TOKEN`) or a placeholder (`<the value of $HF_TOKEN>`, `{{HF_TOKEN}}`,
-    // a help line's `hf_…`) is not a value.
-    if value.is_empty() || value.starts_with('$') || value.starts_with('<') || value.contains("{{") || value.contains('…') {
+    // A reference (`$HF_TOKEN`) or a placeholder (`<the value of $HF_TOKEN>`) is not a value.
+    if value.is_empty() || value.starts_with('$') || value.starts_with('<') {
         return None;
     }
     if let Some(token) = tokens(value).first() {
         return Some(token.kind);
+    }
+    if is_placeholder(value) {
+        return None;
     }
     let upper = name.to_ascii_uppercase();
     if upper.contains("WANDB") && is_wandb_key(value) {
         return Some("a W&B API key");
     }
     (is_secret_name(name) || extra_names.contains(&name)).then_some("a secret value")
+}
+
+/// A value that is wholly a placeholder: a template's `{{NAME}}`, or a help line's `…` after at
+/// most a token's prefix (`hf_…`). A value cut short with `…` after more of it is not one.
+pub fn is_placeholder(value: &str) -> bool {
+    let template = value
+        .strip_prefix("{{")
+        .and_then(|rest| rest.strip_suffix("}}"))
+        .map(str::trim)
+        .is_some_and(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+    let elided = value.strip_suffix('…').is_some_and(|prefix| {
+        prefix.is_empty()
+            || (prefix.len() <= 5
+                && prefix.ends_with(['_', '.', '-'])
+                && prefix.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)))
+    });
+    template || elided
 }
 
 /// A W&B API key: 40 lowercase hex digits.
@@ -257,6 +276,10 @@ mod tests {
             assert_eq!(redact(text), text);
         }
         assert_eq!(redact("export HF_TOKEN=plain-value"), format!("export HF_TOKEN={REDACTED}"));
+        // A value cut short (a server's message cut at its bound) is still a value.
+        for cut in ["'WANDB_API_KEY': '0123abcd…", "HF_TOKEN=abc{{x}}def", "HF_TOKEN=s3cr…"] {
+            assert!(redact(cut).contains(REDACTED), "{cut}");
+        }
     }
 
     /// Issue 31, item 8's sibling: text of many tokens (a credential plugin's 16 MiB of

@@ -451,11 +451,13 @@ fn ignored(assignment: &Assignment, value: Option<&str>) -> Option<Diagnostic> {
     let defaults = Deployment::default().secrets;
     let secret_names = [Some(defaults.hf_token_env.as_str()), defaults.wandb_api_key_env.as_ref().map(|n| n.as_str())];
     if secret_names.contains(&Some(name)) {
-        if let Some(placeholder) = value.filter(|v| is_placeholder(v)) {
+        // Only the template's whole `{{NAME}}` is a placeholder here, and even that is not
+        // repeated: a secret's value never reaches a message.
+        if value.is_some_and(crate::secrets::is_placeholder) {
             return Some(Diagnostic::warning(
                 "env-sh-placeholder",
                 assignment.value_at,
-                format!("{name} still holds the placeholder `{placeholder}`; gke-rl reads {name} from the environment when it runs"),
+                format!("{name} still holds a placeholder; gke-rl reads {name} from the environment when it runs"),
                 format!("`export {name}=…` in your shell or from a secret manager"),
             ));
         }
@@ -589,7 +591,7 @@ mod tests {
                     "env-sh-placeholder",
                     4,
                     17,
-                    "HF_TOKEN still holds the placeholder `{{HF_TOKEN}}`; gke-rl reads HF_TOKEN from the environment when it runs",
+                    "HF_TOKEN still holds a placeholder; gke-rl reads HF_TOKEN from the environment when it runs",
                     "`export HF_TOKEN=…` in your shell or from a secret manager"
                 ),
             ]
