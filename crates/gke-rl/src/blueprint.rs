@@ -15,7 +15,7 @@ use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
 pub(crate) const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
-const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
+pub(crate) const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
 /// The commented modules Managed Lustre needs, in file order; all four together.
 const LUSTRE_MODULES: [&str; 4] = ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"];
 /// The commented Lustre vars.

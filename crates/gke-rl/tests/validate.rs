@@ -66,6 +66,7 @@ fn the_codelab_files_show_their_defects_at_the_right_lines() {
     assert!(uploads.iter().any(|m| m.contains("ray_runtime_env_nemo.json")), "{uploads:?}");
     assert_eq!(at("fabric-interfaces-missing", "ray-cluster.yaml"), [(53, 7)], "the workers attach no RDMA network");
     assert_eq!(at("fabric-gib-missing", "ray-cluster.yaml"), [(63, 17)], "the workers do not load gIB");
+    assert_eq!(at("head-on-spot", "ray-cluster.yaml"), [(15, 45)], "the head on the Spot GPU nodes");
     // Issue 32, item 8: the network names are not checked because that worker attaches none,
     // which agrees with the finding above; it is not for want of a GPU worker.
     let skipped = validation(&files).skipped;
@@ -178,6 +179,7 @@ const CASES: &[Case] = &[
         "          gke-rl/node-role: ray-head\n",
         "          cloud.google.com/gke-accelerator: nvidia-b200\n",
     ),
+    case("head-on-spot", "ray-cluster.yaml", "          gke-rl/node-role: ray-head\n", "          cloud.google.com/gke-spot: \"true\"\n"),
     case(
         "volume-duplicate-name",
         "ray-cluster.yaml",
@@ -339,6 +341,39 @@ fn the_head_must_fit_the_pool_it_runs_on() {
             "the head requests 64Gi memory; an n2-highmem-8 node can allocate about 58Gi"
         ]
     );
+}
+
+/// The codelab's head on the GPU nodes is a warning when they are Spot: as env.sh says, as the
+/// blueprint's GPU pool says, or when nothing says (the default); never on reserved nodes.
+#[test]
+fn a_head_on_the_gpu_nodes_is_a_warning_when_they_are_spot() {
+    let mut on_gpu = gke_rl::Deployment::default();
+    on_gpu.ray.head.node_pool = gke_rl::model::HeadNodePool::Gpu;
+    let mut files = rendered(&on_gpu);
+    let head_on_spot = |files: &Files| -> Vec<String> {
+        check(files).into_iter().filter(|f| f.diagnostic.code == "head-on-spot").map(|f| f.diagnostic.message).collect()
+    };
+    let provisioning_line = files["env.sh"].lines().position(|l| l == "export PROVISIONING=spot").unwrap() + 1;
+    assert_eq!(
+        head_on_spot(&files),
+        [format!(
+            "the head runs on the GPU nodes, which are Spot (env.sh:{provisioning_line}): a preempted node takes the whole Ray cluster and the run with it"
+        )]
+    );
+    let env = files.remove("env.sh").unwrap();
+    let blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    let patched = gke_rl::blueprint::patch(&blueprint, &on_gpu).unwrap();
+    files.insert("gke-a4.yaml".into(), patched.clone());
+    let spot_line = patched.lines().position(|l| l.trim() == "spot: true").unwrap() + 1;
+    assert!(head_on_spot(&files)[0].contains(&format!("Spot (gke-a4.yaml:{spot_line})")), "{:?}", head_on_spot(&files));
+    files.insert("gke-a4.yaml".into(), blueprint);
+    assert_eq!(head_on_spot(&files), Vec::<String>::new(), "upstream's pool consumes a specific reservation");
+    files.remove("gke-a4.yaml");
+    assert!(head_on_spot(&files)[0].contains("Spot unless reserved"), "nothing says: the default");
+    for reserved in ["export PROVISIONING=on-demand", "export RESERVATION=a4-res\nexport PROVISIONING=reservation"] {
+        files.insert("env.sh".into(), env.replace("export RESERVATION=''\n", "").replace("export PROVISIONING=spot", reserved));
+        assert_eq!(head_on_spot(&files), Vec::<String>::new(), "{reserved}");
+    }
 }
 
 /// The flex-start rule says what gke-node-pool's own preconditions say, word for word, so the

@@ -2,7 +2,7 @@
 //! stated, so cross-file rules can say which file and line disagree.
 
 use super::{EnvShView, Tree, Views};
-use crate::blueprint::{CLUSTER_SOURCE, HEAD_POOL_MODULE, module_by_id, module_by_source, modules};
+use crate::blueprint::{CLUSTER_SOURCE, HEAD_POOL_MODULE, NODE_POOL_SOURCE, module_by_id, module_by_source, modules};
 use crate::knowledge::{self, Machine};
 use crate::yaml::Node;
 
@@ -45,6 +45,11 @@ pub struct Facts {
     pub head_machine_type: Option<Fact<String>>,
     /// The machine type of the cluster's system node pool.
     pub system_machine_type: Option<Fact<String>>,
+    /// How the GPU nodes are obtained, in env.sh's words (`spot`, `reservation`, `flex-start`,
+    /// `on-demand`): env.sh's `RESERVATION` (when it names one) or `PROVISIONING`, else the
+    /// blueprint's GPU node pool (`spot: true`, `enable_flex_start: true`, a specific
+    /// reservation's affinity).
+    pub provisioning: Option<Fact<String>>,
     /// The Ray pods' image: the RayCluster head's, else env.sh's `RAY_IMAGE`.
     pub image: Option<Fact<String>>,
     /// The namespace the blueprint's Lustre PV module creates its PVC in (`default` unless set).
@@ -90,6 +95,29 @@ fn lustre_pv_module(blueprint: &Node) -> Option<&Node> {
         m.get(&["source"]).and_then(Node::text) == Some("modules/file-system/gke-persistent-volume")
             && m.get(&["use"]).is_some_and(|uses| uses.items().iter().any(|u| u.text() == Some("managed-lustre")))
     })
+}
+
+/// env.sh's mode: a named `RESERVATION` is a reservation whatever `PROVISIONING` says (envsh
+/// refuses the two together), else `PROVISIONING`.
+fn env_provisioning(env: &EnvShView<'_>) -> Option<Fact<String>> {
+    let reserved = env_fact(env, "RESERVATION").filter(|r| !r.value.is_empty());
+    reserved.map(|r| Fact { value: "reservation".to_owned(), ..r }).or_else(|| env_fact(env, "PROVISIONING"))
+}
+
+/// The GPU node pool's mode: the first `gke-node-pool` with GPUs, where its settings say so.
+fn blueprint_provisioning(tree: &Tree<'_>) -> Option<Fact<String>> {
+    let pool = modules(&tree.root).find(|m| {
+        m.get(&["source"]).and_then(Node::text) == Some(NODE_POOL_SOURCE) && m.get(&["settings", "guest_accelerator"]).is_some()
+    })?;
+    let setting = |key: &str| pool.get(&["settings", key]);
+    let is_true = |key: &str| setting(key).filter(|n| n.text().is_some_and(|t| t.eq_ignore_ascii_case("true")));
+    let reservation = setting("reservation_affinity")
+        .and_then(|a| a.get(&["consume_reservation_type"]))
+        .filter(|t| t.text().is_some_and(|t| t.ends_with("_RESERVATION") && t != "NO_RESERVATION"));
+    let (mode, node) = [("spot", is_true("spot")), ("flex-start", is_true("enable_flex_start")), ("reservation", reservation)]
+        .into_iter()
+        .find_map(|(mode, node)| Some((mode, node?)))?;
+    Some(Fact { value: mode.to_owned(), file: tree.file.to_owned(), at: node.at() })
 }
 
 pub fn gather(views: &Views<'_>) -> Facts {
@@ -144,6 +172,7 @@ pub fn gather(views: &Views<'_>) -> Facts {
                 None => Some(Fact { value: "default".to_owned(), file: b.file.to_owned(), at: pv.at() }),
             }
         }),
+        provisioning: env.and_then(env_provisioning).or_else(|| blueprint.and_then(blueprint_provisioning)),
         image: views
             .ray_clusters
             .first()

@@ -63,6 +63,7 @@ rules! {
     WORKER_REPLICAS_NODES = "worker-replicas-node-count", Error, [RayCluster], "The GPU worker group's replicas differ from the number of GPU nodes: workers stay Pending or nodes sit idle.";
     GPU_LIMIT = "gpu-limit-mismatch", Error, [RayCluster], "A worker's `nvidia.com/gpu` limit differs from the GPUs per node of the machine type.";
     RESOURCES_EXCEED_NODE = "resources-exceed-node", Error, [RayCluster], "Pod CPU or memory requests exceed what a node can allocate, alone or with the worker that shares its node.";
+    HEAD_ON_SPOT = "head-on-spot", Warning, [RayCluster], "The Ray head runs on Spot nodes (the codelab puts it on the GPU nodes, which are Spot): a preemption of its node ends the GCS, the dashboard and the job's driver, so the whole Ray cluster and the run start over.";
     GPU_TOLERATION = "gpu-toleration-missing", Error, [RayCluster], "A pod selects GPU nodes but neither requests a GPU nor tolerates the `nvidia.com/gpu` taint GKE puts on them, so it never schedules.";
     VOLUME_DUPLICATE_NAME = "volume-duplicate-name", Error, [RayCluster], "Two volumes of a pod have the same name; the API server rejects the pod.";
     MOUNT_DUPLICATE_PATH = "mount-duplicate-path", Error, [RayCluster], "Two mounts of a container use the same path; the API server rejects the pod.";

@@ -11,6 +11,8 @@ use crate::yaml::{Node, Value};
 const GPU: &str = "nvidia.com/gpu";
 /// The node label GKE gives GPU nodes; pods select them by it.
 pub(super) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+/// The node label GKE gives Spot nodes.
+const SPOT_LABEL: &str = "cloud.google.com/gke-spot";
 
 /// A pod template of the RayCluster: the head or a worker group.
 pub(crate) struct Pod<'n> {
@@ -88,6 +90,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         replicas(cluster, &pods, facts, sink);
         gpus_and_resources(cluster, &pods, facts, sink);
         head_fits_its_pool(cluster, &pods, facts, sink);
+        head_on_spot(cluster, &pods, facts, sink);
         pvc(cluster, &pods, facts, sink);
     }
 }
@@ -331,6 +334,36 @@ fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink:
     {
         exceeds(cluster, head, Some(worker), machine, sink);
     }
+}
+
+/// The head on Spot nodes: selected by GKE's Spot label, or the codelab's layout, the GPU
+/// nodes, which are Spot unless something says otherwise (gke-rl's default, and the codelab's
+/// cluster `ray-a4-gpu-spot`).
+fn head_on_spot(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
+    let Some(head) = pods.iter().find(|p| p.is_head) else { return };
+    sink.ran(&HEAD_ON_SPOT);
+    let selects = |label: &str| head.spec.get(&["nodeSelector", label]);
+    let (selector, nodes) = if let Some(spot) = selects(SPOT_LABEL).filter(|n| n.text() == Some("true")) {
+        (spot, format!("Spot nodes (`{SPOT_LABEL}: \"true\"`)"))
+    } else if let Some(gpu) = selects(ACCELERATOR_LABEL) {
+        match &facts.provisioning {
+            Some(fact) if fact.value != "spot" => return,
+            Some(fact) => (gpu, format!("the GPU nodes, which are Spot ({})", fact.cite())),
+            None => (gpu, "the GPU nodes, which are Spot unless reserved (gke-rl's default and the codelab's)".to_owned()),
+        }
+    } else {
+        return;
+    };
+    sink.emit(
+        &HEAD_ON_SPOT,
+        cluster.file,
+        selector.at(),
+        format!("the head runs on {nodes}: a preempted node takes the whole Ray cluster and the run with it"),
+        format!(
+            "give the head an on-demand CPU node: gke-rl's `ray.head.node_pool: dedicated` (the blueprint patch's `{}` pool) or `system`; if the GPU nodes are reserved, set PROVISIONING in env.sh",
+            crate::blueprint::HEAD_POOL_MODULE
+        ),
+    );
 }
 
 /// A head on a CPU pool (its own, or the system pool) must fit that pool's machine.
