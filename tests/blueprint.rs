@@ -28,6 +28,20 @@ fn a_toolkit_checkout_is_patched_into_out() {
     let again = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(stderr(&again).matches("unchanged").count(), 5, "{}", stderr(&again));
+
+    // The toolkit updates a template: the copy, as gke-rl made it, is replaced. A copy someone
+    // edited is kept.
+    let (toolkit_copy, out_copy) = (example.join("nccl-installer.yaml.tftpl"), cwd.path().join("out/nccl-installer.yaml.tftpl"));
+    std::fs::write(&toolkit_copy, std::fs::read_to_string(&toolkit_copy).unwrap() + "# a newer release\n").unwrap();
+    let updated = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
+    assert!(updated.status.success(), "{}", stderr(&updated));
+    assert_eq!(std::fs::read(&out_copy).unwrap(), std::fs::read(&toolkit_copy).unwrap());
+    std::fs::write(&out_copy, "# mine\n").unwrap();
+    std::fs::write(&toolkit_copy, std::fs::read_to_string(&toolkit_copy).unwrap() + "# newer still\n").unwrap();
+    let edited = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
+    assert_eq!(edited.status.code(), Some(2), "{}", stderr(&edited));
+    assert!(stderr(&edited).contains("refusing to overwrite") && stderr(&edited).contains("out/nccl-installer.yaml.tftpl"));
+    assert_eq!(std::fs::read_to_string(&out_copy).unwrap(), "# mine\n");
 }
 
 /// gcluster resolves `$(ghpc_stage("PATH"))` relative to the blueprint's folder: each must be

@@ -82,6 +82,26 @@ fn deployed() -> Cloud {
     cloud
 }
 
+/// Issue 32: the codelab's env.sh imports with its placeholders as warnings, for a look; a
+/// deploy of gke-rl's defaults in their place is refused before anything is called.
+#[test]
+fn deploy_refuses_an_env_sh_whose_placeholders_leave_defaults() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    std::fs::write(cloud.root.join("env.sh"), "export ZONE=\"{{ZONE}}\"\nexport NUM_NODES=\"{{NUM_NODES}}\"\n").unwrap();
+    let args = ["--env-file", "env.sh", "--project", "my-project", "--authorized-cidr", "203.0.113.7/32", "--toolkit", "toolkit"];
+    let out = cloud.gke_rl(&[&["deploy", "--yes"][..], &args].concat(), &[("HF_TOKEN", HF_TOKEN)]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("env.sh still holds placeholders for ZONE, NUM_NODES, so deploy would create gke-rl's defaults"), "{err}");
+    assert!(
+        err.contains("NUM_NODES still holds the placeholder `{{NUM_NODES}}`; gke-rl's default `8` is used"),
+        "the warning first: {err}"
+    );
+    assert_eq!(cloud.calls(), "", "nothing ran");
+    let plan = cloud.gke_rl(&[&["deploy", "--dry-run"][..], &args].concat(), &[("HF_TOKEN", HF_TOKEN)]);
+    assert_eq!(plan.status.code(), Some(0), "the plan is still shown: {}", stderr(&plan));
+}
+
 #[test]
 fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
     let cloud = deployed();

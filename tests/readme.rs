@@ -55,6 +55,16 @@ fn the_readmes_commands_work_as_written() {
     let completions = std::fs::read_to_string(cloud.root.join("home/.local/share/bash-completion/completions/gke-rl")).unwrap();
     assert!(completions.contains("complete -F"), "{completions}");
 
+    // The config, copied from the example as the Quickstart says (the editor left out): its
+    // schema line resolves beside the copy, and render picks the copy up.
+    for folder in ["examples", "schemas"] {
+        std::os::unix::fs::symlink(project_root().join(folder), project.join(folder)).unwrap();
+    }
+    run(&cloud, &project, &commands_after("## Quickstart", &["$EDITOR"]));
+    let config = std::fs::read_to_string(project.join("gke-rl.yaml")).unwrap();
+    let schema = config.lines().next().and_then(|l| l.split_once("$schema=")).map(|(_, path)| path).unwrap();
+    assert!(project.join(schema).is_file(), "{schema} does not resolve beside the copy");
+
     // The render, then the deploy plan.
     run(&cloud, &project, &["gke-rl render".to_owned()]);
     let planned = run(

@@ -211,9 +211,10 @@ fn models_doc() -> String {
 fn example_config() -> anyhow::Result<String> {
     let body = serde_saphyr::to_string(&Deployment::default()).context("cannot serialize the default model")?;
     Ok(format!(
-        "# yaml-language-server: $schema=../{SCHEMA_PATH}\n\
+        "# yaml-language-server: $schema={SCHEMA_PATH}\n\
          # Every key of a gke-rl config with its default (the codelab's reference setup). Copy this\n\
-         # file to gke-rl.yaml, keep only what you change, and run `cargo xtask render`.\n{body}"
+         # file to gke-rl.yaml in the clone's root (the schema path above is relative to it), keep\n\
+         # only what you change, and run `cargo xtask render`.\n{body}"
     ))
 }
 

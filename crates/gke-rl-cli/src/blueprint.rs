@@ -46,16 +46,19 @@ impl Args {
             env!("CARGO_PKG_VERSION"),
             input.display()
         );
+        let staged = staged_templates(&input, &patched).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+        let copies: String = staged.iter().map(|t| gke_rl::blueprint::copied_template_line(t.name, &t.contents) + "\n").collect();
         let blueprint = Artifact { name, contents: patched, executable: false };
-        let patch = Artifact { name: patch_name, contents: header + &diff, executable: false };
-        let staged = staged_templates(&input, &blueprint.contents).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+        let patch = Artifact { name: patch_name, contents: header + &copies + &diff, executable: false };
         let artifacts: Vec<&Artifact> = [&blueprint, &patch, &rendered.deployment_file].into_iter().chain(&staged).collect();
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
-        // patching it again changes nothing. A staged template is upstream's, byte for byte: a
-        // different one there is someone's edit.
+        // patching it again changes nothing. A staged template is upstream's, byte for byte: it
+        // is ours while it matches what the patch file beside it says was copied.
+        let earlier_patch = config::read_input(&self.output.out.join(patch_name)).ok().filter(|p| gke_rl::render::is_generated(p));
         let ours = |file: &str, existing: &str| {
             gke_rl::render::is_generated(existing)
                 || (file == name && gke_rl::blueprint::patch(existing, &loaded.deployment).is_ok_and(|again| again == existing))
+                || earlier_patch.as_ref().is_some_and(|patch| gke_rl::blueprint::is_recorded_copy(patch, file, existing))
         };
         let outcomes = write_all(&self.output.out, &artifacts, self.output.force, ours)?;
         summarize(&self.output.out, &artifacts, &outcomes);
@@ -70,12 +73,14 @@ impl Args {
         .filter_map(|(var, missing)| missing.then_some(var))
         .collect();
         let vars = if unknown.is_empty() { String::new() } else { format!(" --vars {}", unknown.join(",")) };
-        let out = self.output.out.display();
+        let at = |file: &str| gke_rl::quote::sh(&self.output.out.join(file).display().to_string());
         crate::terminal::errln!(
             "{}",
             crate::terminal::shown(&format!(
-                "{changed} lines changed; review {out}/{patch_name}, then:\n  gcluster deploy {out}/{name} -d {out}/{}{vars} --auto-approve",
-                ArtifactKind::DeploymentFile.file()
+                "{changed} lines changed; review {}, then:\n  gcluster deploy {} -d {}{vars} --auto-approve",
+                at(patch_name),
+                at(name),
+                at(ArtifactKind::DeploymentFile.file())
             ))
         );
         Ok(())

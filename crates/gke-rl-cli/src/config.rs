@@ -59,6 +59,8 @@ pub struct Loaded {
     pub deployment: Deployment,
     /// For generated files' headers: a path as the user gave it, or "the embedded default".
     pub source: String,
+    /// An env.sh's variables left as placeholders, for which gke-rl's defaults stand in.
+    pub defaulted: Vec<&'static str>,
 }
 
 impl Loaded {
@@ -76,20 +78,22 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
         (Some(path), _) => (path, false),
         (None, Some(path)) => (path, true),
         (None, None) if implicit.is_file() => (implicit, false),
-        (None, None) => return Ok(Loaded { deployment: Deployment::default(), source: "the embedded default".into() }),
+        (None, None) => {
+            return Ok(Loaded { deployment: Deployment::default(), source: "the embedded default".into(), defaulted: Vec::new() });
+        }
     };
     let text = read_input(path)?;
     let reported = |d: &Diagnostic| Reported(Report { file: path, source: &text, diagnostic: d }.to_string());
-    let deployment = if from_env_sh {
+    let (deployment, defaulted) = if from_env_sh {
         let imported = envsh::import(&text).map_err(|d| reported(&d))?;
         for warning in &imported.warnings {
             crate::terminal::errln!("{}\n", reported(warning));
         }
-        imported.deployment
+        (imported.deployment, imported.defaulted)
     } else {
-        gke_rl::config::from_yaml(&text).map_err(|d| reported(&d))?
+        (gke_rl::config::from_yaml(&text).map_err(|d| reported(&d))?, Vec::new())
     };
-    Ok(Loaded { deployment, source: path.display().to_string() })
+    Ok(Loaded { deployment, source: path.display().to_string(), defaulted })
 }
 
 /// Reads a user-supplied text file, refusing huge or non-UTF-8 ones.

@@ -503,6 +503,21 @@ fn check_references(root: &Node, lines: &[String]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// The patch file's header line for a template copied beside the patched blueprint, with the
+/// copy's SHA-1: a later run replaces a copy that still matches its line (the toolkit's template
+/// changed since) and keeps one that does not (someone edited it).
+pub fn copied_template_line(name: &str, contents: &str) -> String {
+    use sha1::{Digest, Sha1};
+    let hex: String = Sha1::digest(contents.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    format!("# copied {name} sha1:{hex}")
+}
+
+/// Whether `patch`'s header records `contents` as the copy of `name` it made.
+pub fn is_recorded_copy(patch: &str, name: &str, contents: &str) -> bool {
+    let line = copied_template_line(name, contents);
+    patch.lines().take_while(|l| l.starts_with('#')).any(|l| l == line)
+}
+
 /// The templates a blueprint stages with `$(ghpc_stage("./NAME"))`. gcluster resolves each
 /// beside the blueprint it deploys, so they are copied next to the patched one; [`patch`]
 /// refuses a blueprint that stages anything else.

@@ -49,6 +49,14 @@ impl DeployArgs {
 
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
         let mut loaded = self.target.source.load()?;
+        // A placeholder's default is fine to look at, not to pay for.
+        if !self.dry_run && !loaded.defaulted.is_empty() {
+            anyhow::bail!(
+                "{} still holds placeholders for {}, so deploy would create gke-rl's defaults in their place\nhelp: set them in {0} (the warnings above say what each is); `--dry-run` shows the plan as it is",
+                loaded.source,
+                loaded.defaulted.join(", ")
+            );
+        }
         if let Some(idle) = self.idle_timeout {
             loaded.deployment.job.idle_timeout_minutes = Some(idle_minutes(idle));
         }

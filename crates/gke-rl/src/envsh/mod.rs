@@ -240,6 +240,9 @@ pub struct Imported {
     pub deployment: Deployment,
     /// Variables that were read but not used, e.g. secret values.
     pub warnings: Vec<Diagnostic>,
+    /// Variables left as a template's placeholder, so gke-rl's default stands in for them:
+    /// fine for a look at the render, not for creating resources.
+    pub defaulted: Vec<&'static str>,
 }
 
 /// A template's placeholder: `{{VAR}}` (the codelab's) or `<VALUE>`.
@@ -252,7 +255,7 @@ fn is_placeholder(value: &str) -> bool {
 pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     let mut model = serde_json::to_value(Deployment::default()).expect("the model serializes");
     let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut warnings = Vec::new();
+    let (mut warnings, mut defaulted) = (Vec::new(), Vec::new());
     let (mut image_at, mut auth_at) = ((1, 1), None);
     let assignments = parse(text)?;
     bound_expansion(&assignments)?;
@@ -279,6 +282,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             let (kept, help) = if var.kind == Kind::FromEnvironment {
                 ("it is read from the environment when the rendered env.sh is sourced".to_owned(), format!("export {}=… first", var.name))
             } else {
+                defaulted.push(var.name);
                 let default =
                     model.pointer(var.field).map_or_else(String::new, |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
                 (format!("gke-rl's default `{default}` is used"), format!("set {} ({}) to use another value", var.name, var.doc))
@@ -321,7 +325,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
         ));
     }
-    Ok(Imported { deployment, warnings })
+    Ok(Imported { deployment, warnings, defaulted })
 }
 
 /// Each assignment with its value given the ones before it; `None` where the value depends on
@@ -562,6 +566,7 @@ mod tests {
         let template = "export PROJECT_ID=\"{{PROJECT_ID}}\"\nexport ZONE=\"{{ZONE}}\"\nexport NUM_NODES=\"{{NUM_NODES}}\"\nexport HF_TOKEN=\"{{HF_TOKEN}}\"\n";
         let imported = import(template).unwrap();
         assert_eq!(imported.deployment, Deployment::default());
+        assert_eq!(imported.defaulted, ["ZONE", "NUM_NODES"], "PROJECT_ID and HF_TOKEN come from the environment");
         let found: Vec<_> = imported.warnings.iter().map(|w| (w.code, w.line, w.column, w.message.as_str(), w.help.as_str())).collect();
         assert_eq!(
             found,

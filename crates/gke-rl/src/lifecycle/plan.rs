@@ -45,7 +45,8 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         format!("write {}", folder.deployment_file()),
         format!("write {}", folder.ray_cluster()),
     ];
-    render.extend(STAGED_TEMPLATES.iter().map(|t| format!("copy {toolkit_example}/{t} to {}", folder.template(t))));
+    // Which of them the blueprint stages is known only once it is read.
+    render.push(format!("copy the templates the blueprint stages (of {}) from {toolkit_example} beside it", STAGED_TEMPLATES.join(", ")));
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site)), format!("creates {}", billable(deployment).join(", "))]);
     step(Step::Credentials, &[format!("$ {}", credentials(deployment, site.project_id.as_str()))]);
