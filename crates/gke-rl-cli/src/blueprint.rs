@@ -50,7 +50,8 @@ impl Args {
         let copies: String = staged.iter().map(|t| gke_rl::blueprint::copied_template_line(t.name, &t.contents) + "\n").collect();
         let blueprint = Artifact { name, contents: patched, executable: false };
         let patch = Artifact { name: patch_name, contents: header + &copies + &diff, executable: false };
-        let artifacts: Vec<&Artifact> = [&blueprint, &patch, &rendered.deployment_file].into_iter().chain(&staged).collect();
+        // The patch last: it records the copies, so it must not claim ones a failed run left unwritten.
+        let artifacts: Vec<&Artifact> = [&blueprint, &rendered.deployment_file].into_iter().chain(&staged).chain([&patch]).collect();
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
         // patching it again changes nothing. A staged template is upstream's, byte for byte: it
         // is ours while it matches what the patch file beside it says was copied.

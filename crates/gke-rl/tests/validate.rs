@@ -343,36 +343,78 @@ fn the_head_must_fit_the_pool_it_runs_on() {
     );
 }
 
-/// The codelab's head on the GPU nodes is a warning when they are Spot: as env.sh says, as the
-/// blueprint's GPU pool says, or when nothing says (the default); never on reserved nodes.
+/// The codelab's head on the GPU nodes is a warning when they are Spot: as the blueprint's GPU
+/// pool says (what gcluster provisions), else as env.sh says, else Spot (the default); never on
+/// reserved, on-demand or flex-start nodes. A head selecting GKE's Spot labels is one too.
 #[test]
 fn a_head_on_the_gpu_nodes_is_a_warning_when_they_are_spot() {
-    let mut on_gpu = gke_rl::Deployment::default();
-    on_gpu.ray.head.node_pool = gke_rl::model::HeadNodePool::Gpu;
-    let mut files = rendered(&on_gpu);
     let head_on_spot = |files: &Files| -> Vec<String> {
         check(files).into_iter().filter(|f| f.diagnostic.code == "head-on-spot").map(|f| f.diagnostic.message).collect()
     };
-    let provisioning_line = files["env.sh"].lines().position(|l| l == "export PROVISIONING=spot").unwrap() + 1;
-    assert_eq!(
-        head_on_spot(&files),
-        [format!(
-            "the head runs on the GPU nodes, which are Spot (env.sh:{provisioning_line}): a preempted node takes the whole Ray cluster and the run with it"
-        )]
-    );
+    let on_gpu = |provisioning: &str| -> (gke_rl::Deployment, Files) {
+        let mut d: gke_rl::Deployment = gke_rl::config::from_yaml(&format!("topology:\n  provisioning: {provisioning}\n")).unwrap();
+        d.ray.head.node_pool = gke_rl::model::HeadNodePool::Gpu;
+        let files = rendered(&d);
+        (d, files)
+    };
+    let upstream_blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
+    let line_of = |text: &str, line: &str| text.lines().position(|l| l.trim() == line).unwrap() + 1;
+
+    let (spot, mut files) = on_gpu("spot");
     let env = files.remove("env.sh").unwrap();
-    let blueprint = std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap();
-    let patched = gke_rl::blueprint::patch(&blueprint, &on_gpu).unwrap();
+    let with_env = |files: &Files, env: &str| -> Files {
+        let mut files = files.clone();
+        files.insert("env.sh".into(), env.to_owned());
+        files
+    };
+    let at = line_of(&env, "export PROVISIONING=spot");
+    let expected = format!(
+        "the head runs on the GPU nodes, which are Spot (env.sh:{at}): a preempted node takes the whole Ray cluster and the run with it"
+    );
+    assert_eq!(head_on_spot(&with_env(&files, &env)), [expected]);
+    assert!(head_on_spot(&files)[0].contains("Spot unless said otherwise"), "nothing says: the default");
+    let placeholder = env.replace("export RESERVATION=''", "export RESERVATION='{{RESERVATION}}'");
+    assert!(head_on_spot(&with_env(&files, &placeholder))[0].contains(&format!("Spot (env.sh:{at})")), "a placeholder names no reservation");
+    for reserved in
+        ["export PROVISIONING=on-demand", "export PROVISIONING=flex-start", "export RESERVATION=a4-res\nexport PROVISIONING=reservation"]
+    {
+        let env = env.replace("export RESERVATION=''\n", "").replace("export PROVISIONING=spot", reserved);
+        assert_eq!(head_on_spot(&with_env(&files, &env)), Vec::<String>::new(), "{reserved}");
+    }
+
+    // The blueprint says what is provisioned, over env.sh.
+    let patched = gke_rl::blueprint::patch(&upstream_blueprint, &spot).unwrap();
     files.insert("gke-a4.yaml".into(), patched.clone());
-    let spot_line = patched.lines().position(|l| l.trim() == "spot: true").unwrap() + 1;
-    assert!(head_on_spot(&files)[0].contains(&format!("Spot (gke-a4.yaml:{spot_line})")), "{:?}", head_on_spot(&files));
-    files.insert("gke-a4.yaml".into(), blueprint);
+    let on_demand_env = env.replace("export PROVISIONING=spot", "export PROVISIONING=on-demand");
+    let found = head_on_spot(&with_env(&files, &on_demand_env));
+    assert!(found[0].contains(&format!("Spot (gke-a4.yaml:{})", line_of(&patched, "spot: true"))), "{found:?}");
+    let (on_demand, _) = on_gpu("on-demand");
+    files.insert("gke-a4.yaml".into(), gke_rl::blueprint::patch(&upstream_blueprint, &on_demand).unwrap());
+    assert_eq!(head_on_spot(&with_env(&files, &env)), Vec::<String>::new(), "an on-demand pool has no marker");
+    files.insert("gke-a4.yaml".into(), upstream_blueprint.clone());
     assert_eq!(head_on_spot(&files), Vec::<String>::new(), "upstream's pool consumes a specific reservation");
+    let by_var = patched.replace("spot: true", "spot: $(vars.spot)");
+    files.insert("gke-a4.yaml".into(), by_var);
+    let deployment_file = files["gke-a4-deployment.yaml"].clone();
+    assert_eq!(head_on_spot(&files), Vec::<String>::new(), "`spot: $(vars.spot)` with no such var");
+    files.insert("gke-a4-deployment.yaml".into(), deployment_file.replace("vars:\n", "vars:\n  spot: true\n"));
+    assert_eq!(head_on_spot(&files).len(), 1, "`spot: $(vars.spot)` reads the deployment file's var");
     files.remove("gke-a4.yaml");
-    assert!(head_on_spot(&files)[0].contains("Spot unless reserved"), "nothing says: the default");
-    for reserved in ["export PROVISIONING=on-demand", "export RESERVATION=a4-res\nexport PROVISIONING=reservation"] {
-        files.insert("env.sh".into(), env.replace("export RESERVATION=''\n", "").replace("export PROVISIONING=spot", reserved));
-        assert_eq!(head_on_spot(&files), Vec::<String>::new(), "{reserved}");
+
+    // GKE's Spot labels, whatever the pool; an explicit non-Spot GPU node is not one.
+    let (_, labelled) = on_gpu("on-demand");
+    let selector = "          cloud.google.com/gke-accelerator: nvidia-b200\n";
+    assert!(labelled["ray-cluster.yaml"].contains(selector));
+    for (label, fires) in [
+        ("cloud.google.com/gke-spot: \"true\"", true),
+        ("cloud.google.com/gke-provisioning: spot", true),
+        ("cloud.google.com/gke-spot: \"false\"", false),
+    ] {
+        let mut files = labelled.clone();
+        let cluster = files["ray-cluster.yaml"].replacen(selector, &format!("{selector}          {label}\n"), 1);
+        files.insert("ray-cluster.yaml".into(), cluster);
+        files.insert("env.sh".into(), env.clone());
+        assert_eq!(!head_on_spot(&files).is_empty(), fires, "{label}: {:?}", head_on_spot(&files));
     }
 }
 

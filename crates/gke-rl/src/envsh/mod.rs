@@ -246,7 +246,7 @@ pub struct Imported {
 }
 
 /// A template's placeholder: `{{VAR}}` (the codelab's) or `<VALUE>`.
-fn is_placeholder(value: &str) -> bool {
+pub(crate) fn is_placeholder(value: &str) -> bool {
     value.contains("{{") || (value.starts_with('<') && value.ends_with('>'))
 }
 
@@ -282,7 +282,9 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             let (kept, help) = if var.kind == Kind::FromEnvironment {
                 ("it is read from the environment when the rendered env.sh is sourced".to_owned(), format!("export {}=… first", var.name))
             } else {
-                defaulted.push(var.name);
+                if !defaulted.contains(&var.name) {
+                    defaulted.push(var.name);
+                }
                 let default =
                     model.pointer(var.field).map_or_else(String::new, |v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
                 (format!("gke-rl's default `{default}` is used"), format!("set {} ({}) to use another value", var.name, var.doc))
@@ -296,6 +298,8 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             continue;
         }
         let json = to_json(var, value, &assignment, &shell)?;
+        // A later line sets what a placeholder left.
+        defaulted.retain(|name| *name != var.name);
         let mut candidate = model.clone();
         *candidate.pointer_mut(var.field).expect("every table field exists in the model") = json;
         if let Err(e) = serde_json::from_value::<Deployment>(candidate.clone()) {
@@ -567,6 +571,8 @@ mod tests {
         let imported = import(template).unwrap();
         assert_eq!(imported.deployment, Deployment::default());
         assert_eq!(imported.defaulted, ["ZONE", "NUM_NODES"], "PROJECT_ID and HF_TOKEN come from the environment");
+        let set_later = import(&format!("{template}export ZONE=\"{{{{ZONE}}}}\"\nexport NUM_NODES=4\n")).unwrap();
+        assert_eq!(set_later.defaulted, ["ZONE"], "named once, and not once a later line sets it");
         let found: Vec<_> = imported.warnings.iter().map(|w| (w.code, w.line, w.column, w.message.as_str(), w.help.as_str())).collect();
         assert_eq!(
             found,

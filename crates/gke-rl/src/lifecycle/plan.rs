@@ -46,7 +46,11 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: &str, wait
         format!("write {}", folder.ray_cluster()),
     ];
     // Which of them the blueprint stages is known only once it is read.
-    render.push(format!("copy the templates the blueprint stages (of {}) from {toolkit_example} beside it", STAGED_TEMPLATES.join(", ")));
+    render.push(format!(
+        "copy those of {} that the blueprint stages from {toolkit_example} to {}",
+        STAGED_TEMPLATES.join(", "),
+        folder.0.display()
+    ));
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site)), format!("creates {}", billable(deployment).join(", "))]);
     step(Step::Credentials, &[format!("$ {}", credentials(deployment, site.project_id.as_str()))]);

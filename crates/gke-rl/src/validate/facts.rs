@@ -46,9 +46,9 @@ pub struct Facts {
     /// The machine type of the cluster's system node pool.
     pub system_machine_type: Option<Fact<String>>,
     /// How the GPU nodes are obtained, in env.sh's words (`spot`, `reservation`, `flex-start`,
-    /// `on-demand`): env.sh's `RESERVATION` (when it names one) or `PROVISIONING`, else the
-    /// blueprint's GPU node pool (`spot: true`, `enable_flex_start: true`, a specific
-    /// reservation's affinity).
+    /// `on-demand`): the blueprint's GPU node pool (`spot: true`, `enable_flex_start: true`, a
+    /// reservation's affinity, else on-demand), else env.sh's `RESERVATION` (when it names one)
+    /// or `PROVISIONING`.
     pub provisioning: Option<Fact<String>>,
     /// The Ray pods' image: the RayCluster head's, else env.sh's `RAY_IMAGE`.
     pub image: Option<Fact<String>>,
@@ -97,26 +97,44 @@ fn lustre_pv_module(blueprint: &Node) -> Option<&Node> {
     })
 }
 
+/// The modes that are not Spot, in env.sh's words.
+const NOT_SPOT: [&str; 3] = ["reservation", "on-demand", "flex-start"];
+
 /// env.sh's mode: a named `RESERVATION` is a reservation whatever `PROVISIONING` says (envsh
-/// refuses the two together), else `PROVISIONING`.
+/// refuses the two together), else `PROVISIONING`. A placeholder or an unknown word says
+/// nothing, as import keeps gke-rl's Spot for it.
 fn env_provisioning(env: &EnvShView<'_>) -> Option<Fact<String>> {
-    let reserved = env_fact(env, "RESERVATION").filter(|r| !r.value.is_empty());
-    reserved.map(|r| Fact { value: "reservation".to_owned(), ..r }).or_else(|| env_fact(env, "PROVISIONING"))
+    let stated = |name| env_fact(env, name).filter(|f| !f.value.is_empty() && !crate::envsh::is_placeholder(&f.value));
+    let reserved = stated("RESERVATION").map(|r| Fact { value: "reservation".to_owned(), ..r });
+    reserved.or_else(|| stated("PROVISIONING").filter(|p| p.value == "spot" || NOT_SPOT.contains(&p.value.as_str())))
 }
 
-/// The GPU node pool's mode: the first `gke-node-pool` with GPUs, where its settings say so.
-fn blueprint_provisioning(tree: &Tree<'_>) -> Option<Fact<String>> {
+/// The GPU node pool's mode: the first `gke-node-pool` with GPUs (`guest_accelerator`, or a
+/// GPU machine type), as its settings say; none of them, on-demand. A `spot: $(vars.NAME)`
+/// reads the var from the deployment file, else the blueprint.
+fn blueprint_provisioning(tree: &Tree<'_>, deployment: Option<&Tree<'_>>) -> Option<Fact<String>> {
     let pool = modules(&tree.root).find(|m| {
-        m.get(&["source"]).and_then(Node::text) == Some(NODE_POOL_SOURCE) && m.get(&["settings", "guest_accelerator"]).is_some()
+        let machine = m.get(&["settings", "machine_type"]).and_then(Node::text).and_then(knowledge::machine);
+        m.get(&["source"]).and_then(Node::text) == Some(NODE_POOL_SOURCE)
+            && (m.get(&["settings", "guest_accelerator"]).is_some() || machine.is_some_and(|m| m.gpus > 0))
     })?;
     let setting = |key: &str| pool.get(&["settings", key]);
-    let is_true = |key: &str| setting(key).filter(|n| n.text().is_some_and(|t| t.eq_ignore_ascii_case("true")));
+    let var = |name: &str| deployment.and_then(|d| d.root.get(&["vars", name])).or_else(|| tree.root.get(&["vars", name]));
+    let resolved = |node: &'_ Node| -> Option<String> {
+        let text = node.text()?;
+        match text.strip_prefix("$(vars.").and_then(|t| t.strip_suffix(')')) {
+            Some(name) => var(name)?.text().map(str::to_owned),
+            None => Some(text.to_owned()),
+        }
+    };
+    let is_true = |key: &str| setting(key).filter(|n| resolved(n).is_some_and(|t| t.eq_ignore_ascii_case("true")));
     let reservation = setting("reservation_affinity")
         .and_then(|a| a.get(&["consume_reservation_type"]))
         .filter(|t| t.text().is_some_and(|t| t.ends_with("_RESERVATION") && t != "NO_RESERVATION"));
     let (mode, node) = [("spot", is_true("spot")), ("flex-start", is_true("enable_flex_start")), ("reservation", reservation)]
         .into_iter()
-        .find_map(|(mode, node)| Some((mode, node?)))?;
+        .find_map(|(mode, node)| Some((mode, node?)))
+        .unwrap_or(("on-demand", pool));
     Some(Fact { value: mode.to_owned(), file: tree.file.to_owned(), at: node.at() })
 }
 
@@ -172,7 +190,8 @@ pub fn gather(views: &Views<'_>) -> Facts {
                 None => Some(Fact { value: "default".to_owned(), file: b.file.to_owned(), at: pv.at() }),
             }
         }),
-        provisioning: env.and_then(env_provisioning).or_else(|| blueprint.and_then(blueprint_provisioning)),
+        // The blueprint is what gcluster provisions.
+        provisioning: blueprint.and_then(|b| blueprint_provisioning(b, deployment)).or_else(|| env.and_then(env_provisioning)),
         image: views
             .ray_clusters
             .first()

@@ -11,8 +11,8 @@ use crate::yaml::{Node, Value};
 const GPU: &str = "nvidia.com/gpu";
 /// The node label GKE gives GPU nodes; pods select them by it.
 pub(super) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
-/// The node label GKE gives Spot nodes.
-const SPOT_LABEL: &str = "cloud.google.com/gke-spot";
+/// The node labels GKE gives Spot nodes, with their value there.
+const SPOT_LABELS: [(&str, &str); 2] = [("cloud.google.com/gke-spot", "true"), ("cloud.google.com/gke-provisioning", "spot")];
 
 /// A pod template of the RayCluster: the head or a worker group.
 pub(crate) struct Pod<'n> {
@@ -336,21 +336,30 @@ fn gpus_and_resources(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink:
     }
 }
 
-/// The head on Spot nodes: selected by GKE's Spot label, or the codelab's layout, the GPU
+/// The head on Spot nodes: selected by GKE's Spot labels, or the codelab's layout, the GPU
 /// nodes, which are Spot unless something says otherwise (gke-rl's default, and the codelab's
 /// cluster `ray-a4-gpu-spot`).
 fn head_on_spot(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut Sink) {
     let Some(head) = pods.iter().find(|p| p.is_head) else { return };
     sink.ran(&HEAD_ON_SPOT);
     let selects = |label: &str| head.spec.get(&["nodeSelector", label]);
-    let (selector, nodes) = if let Some(spot) = selects(SPOT_LABEL).filter(|n| n.text() == Some("true")) {
-        (spot, format!("Spot nodes (`{SPOT_LABEL}: \"true\"`)"))
-    } else if let Some(gpu) = selects(ACCELERATOR_LABEL) {
-        match &facts.provisioning {
+    let pool = format!(
+        "gke-rl's `ray.head.node_pool: dedicated` (the blueprint patch's `{}` pool) or `system`",
+        crate::blueprint::HEAD_POOL_MODULE
+    );
+    let spot_selector = SPOT_LABELS.iter().find_map(|(label, spot)| selects(label).filter(|n| n.text() == Some(spot)).map(|n| (n, *label)));
+    let (selector, nodes, help) = if let Some((selector, label)) = spot_selector {
+        (selector, format!("Spot nodes (`{label}`)"), format!("select an on-demand node pool for the head: {pool}"))
+    } else if let Some(gpu) = selects(ACCELERATOR_LABEL).filter(|_| selects(SPOT_LABELS[0].0).and_then(Node::text) != Some("false")) {
+        let nodes = match &facts.provisioning {
             Some(fact) if fact.value != "spot" => return,
-            Some(fact) => (gpu, format!("the GPU nodes, which are Spot ({})", fact.cite())),
-            None => (gpu, "the GPU nodes, which are Spot unless reserved (gke-rl's default and the codelab's)".to_owned()),
-        }
+            Some(fact) => format!("the GPU nodes, which are Spot ({})", fact.cite()),
+            None => "the GPU nodes, which are Spot unless said otherwise (gke-rl's default and the codelab's)".to_owned(),
+        };
+        let help = format!(
+            "give the head an on-demand CPU node: {pool}; if the GPU nodes are not Spot, say how they are obtained: `topology.provisioning` in gke-rl.yaml, or `RESERVATION=<name>` or `PROVISIONING=on-demand` in env.sh"
+        );
+        (gpu, nodes, help)
     } else {
         return;
     };
@@ -359,10 +368,7 @@ fn head_on_spot(cluster: &Tree<'_>, pods: &[Pod<'_>], facts: &Facts, sink: &mut 
         cluster.file,
         selector.at(),
         format!("the head runs on {nodes}: a preempted node takes the whole Ray cluster and the run with it"),
-        format!(
-            "give the head an on-demand CPU node: gke-rl's `ray.head.node_pool: dedicated` (the blueprint patch's `{}` pool) or `system`; if the GPU nodes are reserved, set PROVISIONING in env.sh",
-            crate::blueprint::HEAD_POOL_MODULE
-        ),
+        help,
     );
 }
 
