@@ -70,6 +70,17 @@ fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `cargo install --locked ARGS`: the tool with the dependencies it was released with. A
+/// registry mirror that lacks one of them (one published after the mirror's last sync) makes
+/// that fail; the install is then resolved again from what the mirror has, and says so.
+pub fn cargo_install(sh: &Shell, args: &[&str]) -> anyhow::Result<()> {
+    if cmd!(sh, "cargo install --quiet --locked {args...}").run().is_ok() {
+        return Ok(());
+    }
+    eprintln!("note: `cargo install --locked {}` failed; installing with the registry's newest dependencies instead", args.join(" "));
+    Ok(cmd!(sh, "cargo install --quiet {args...}").run()?)
+}
+
 /// `apt-get install package` unless `installed` exists; a fresh machine may have stale
 /// package lists, so a failed install updates them and tries again.
 pub fn debian_package(sh: &Shell, package: &str, installed: &str) -> anyhow::Result<()> {

@@ -51,7 +51,7 @@ impl Args {
             bail!("{NO_NIGHTLY}");
         }
         if cmd!(sh, "cargo fuzz --version").quiet().ignore_stderr().read().is_err() {
-            cmd!(sh, "cargo install cargo-fuzz --locked").run()?;
+            crate::ci::cargo_install(sh, &["cargo-fuzz"])?;
         }
         let selected: Vec<&(&str, &[&str])> =
             TARGETS.iter().filter(|(name, _)| self.targets.is_empty() || self.targets.iter().any(|t| t == name)).collect();

@@ -22,7 +22,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let wanted = locked_version("wasm-bindgen")?;
     let installed = cmd!(sh, "wasm-bindgen --version").quiet().ignore_stderr().read().unwrap_or_default();
     if installed.split_whitespace().nth(1) != Some(wanted.as_str()) {
-        cmd!(sh, "cargo install --quiet --locked wasm-bindgen-cli --version {wanted}").run()?;
+        crate::ci::cargo_install(sh, &["wasm-bindgen-cli", "--version", &wanted])?;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     cmd!(sh, "{cargo} build --quiet --package gke-rl-wasm --target wasm32-unknown-unknown --profile wasm-release").run()?;
