@@ -49,6 +49,9 @@ _gke__rl() {
             gke__rl,render)
                 cmd="gke__rl__subcmd__render"
                 ;;
+            gke__rl,report)
+                cmd="gke__rl__subcmd__report"
+                ;;
             gke__rl,resume)
                 cmd="gke__rl__subcmd__resume"
                 ;;
@@ -103,6 +106,9 @@ _gke__rl() {
             gke__rl__subcmd__help,render)
                 cmd="gke__rl__subcmd__help__subcmd__render"
                 ;;
+            gke__rl__subcmd__help,report)
+                cmd="gke__rl__subcmd__help__subcmd__report"
+                ;;
             gke__rl__subcmd__help,resume)
                 cmd="gke__rl__subcmd__help__subcmd__resume"
                 ;;
@@ -131,7 +137,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check models schema completions help"
+            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -345,7 +351,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint cost deploy destroy suspend resume submit status logs stop jobs fabric-check models schema completions help"
+            opts="render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -512,6 +518,20 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gke__subcmd__rl__subcmd__help__subcmd__report)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gke__subcmd__rl__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -645,7 +665,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__logs)
-            opts="-f -h --config --env-file --address --headers --request-timeout --follow --help"
+            opts="-f -q -h --config --env-file --address --headers --request-timeout --follow --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -705,6 +725,52 @@ _gke__rl() {
                     ;;
                 --env-file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__report)
+            opts="-h --config --env-file --address --headers --request-timeout --log --format --out --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --headers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 --out)
@@ -827,7 +893,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__submit)
-            opts="-h --config --env-file --address --headers --request-timeout --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
+            opts="-q -h --config --env-file --address --headers --request-timeout --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --quiet --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

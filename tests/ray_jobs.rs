@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{project_root, stderr, stdout};
 use gke_rl_ray::TESTED_RAY;
+use gke_rl_test_support::nemo_rl_log::{Loop, Prints, block, figures};
 use gke_rl_test_support::ray_head::{self, Head, Role};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -107,10 +108,24 @@ fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
 /// [`gke_rl`] with variables set (or, when `None`, removed) on top.
 fn gke_rl_with(cwd: &Path, args: &[&str], vars: &[(&str, Option<&str>)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
+    command.args(args);
+    run_gke_rl(command, cwd, vars)
+}
+
+/// [`gke_rl`] under a pseudo-terminal (util-linux's `script`), as at a person's terminal: the
+/// output is what the terminal got, both streams together.
+fn gke_rl_in_a_terminal(cwd: &Path, args: &[&str]) -> Output {
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_gke-rl")).chain(args.iter().copied()).map(gke_rl::quote::sh).collect();
+    let mut command = Command::new("script");
+    command.args(["--quiet", "--flush", "--return", "--command", &line.join(" "), "/dev/null"]);
+    run_gke_rl(command, cwd, &[])
+}
+
+/// `command` (gke-rl, or what runs it) in `cwd`, with HF_TOKEN and the heads' Ray token set.
+fn run_gke_rl(mut command: Command, cwd: &Path, vars: &[(&str, Option<&str>)]) -> Output {
     command
         .env("GKE_RL_RUNS_DIR", common::runs_dir())
         .current_dir(cwd)
-        .args(args)
         .env("HF_TOKEN", TOKEN)
         // The heads' Ray token (the 2.46 head has no token authentication and ignores it).
         .env("RAY_AUTH_TOKEN", ray_head::test_token())
@@ -370,12 +385,16 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Submits a job that prints two GRPO steps as NeMo-RL v0.7.0 does, the second saving a
+/// checkpoint; then `logs`, `status`, `report` (through the Jobs API) and `jobs` on it.
 fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
     let script = "echo \"$GREETING\"\n\
                   test ! -e skip.txt && test ! -e secret.env && echo excluded-files-absent\n\
-                  echo 'Saving checkpoint for step 2...'\nsleep 1\necho 'Saved checkpoint to /lustre/ckpt/step_2'\n\
-                  echo '  • checkpointing: 1.25s (10.0%)'\n";
+                  cat grpo.log\n";
     let dir = job_dir(script);
+    let prints = Prints::of("v0.7.0", Loop::Sync);
+    let grpo: String = (1..=2).map(|n| block(&prints, &figures(n), 20, None)).collect();
+    std::fs::write(dir.path().join("grpo.log"), grpo).map_err(|e| e.to_string())?;
     let out = gke_rl(
         dir.path(),
         &["submit", "--address", &head.address, "--working-dir", ".", "--runtime-env", "runtime_env.json", "--", "bash", "job.sh"],
@@ -383,16 +402,42 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
     let log = stdout(&out);
     check(out.status.success(), "submit exits 0 on SUCCEEDED", &out)?;
     check(log.contains("hello-from-runtime-env") && log.contains("excluded-files-absent"), "the runtime env and excludes apply", &out)?;
-    check(stderr(&out).contains("checkpoints: 1 saves, 1.2 s in total"), "the checkpoint report", &out)?;
+    check(stderr(&out).contains("checkpoints: 1 saves, 32.0 s in total"), "the checkpoint report", &out)?;
+    let progress = ["step 1/20, reward 0.1000, median step 1 min 6 s", "step 2/20, reward 0.2000 ↑, median step 1 min 23 s"];
+    check(progress.iter().all(|line| stderr(&out).contains(line)), "off a terminal, a plain progress line a step", &out)?;
     let id = submitted_id(&out).ok_or("no submission id printed")?;
     let logs = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
     check(logs.status.success() && stdout(&logs).contains("excluded-files-absent"), "logs prints the driver log", &logs)?;
+    // At a terminal: the log, and the progress line drawn under it; --quiet keeps only the line.
+    let terminal = gke_rl_in_a_terminal(dir.path(), &["logs", &id, "--follow", "--address", &head.address]);
+    let shown = stdout(&terminal);
+    check(
+        shown.contains("excluded-files-absent") && shown.contains(progress[1]),
+        "a terminal gets the log and the progress line",
+        &terminal,
+    )?;
+    let quiet = gke_rl_in_a_terminal(dir.path(), &["logs", &id, "--follow", "--quiet", "--address", &head.address]);
+    let shown = stdout(&quiet);
+    check(!shown.contains("excluded-files-absent") && shown.contains(progress[1]), "--quiet keeps only the progress line", &quiet)?;
     let status = gke_rl(dir.path(), &["status", &id, "--json", "--address", &head.address]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&status)).map_err(|e| format!("status --json: {e}"))?;
     check(
         json["status"] == "SUCCEEDED" && json["runtime_env"]["env_vars"]["GREETING"] == "hello-from-runtime-env",
         "status --json",
         &status,
+    )?;
+    let report = gke_rl(dir.path(), &["report", &id, "--address", &head.address, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).map_err(|e| format!("report --format json: {e}"))?;
+    let steps: Vec<(u64, f64)> = json["steps"]
+        .as_array()
+        .map(|steps| steps.iter().filter_map(|s| Some((s["step"].as_u64()?, s["step_time_s"].as_f64()?))).collect())
+        .unwrap_or_default();
+    check(
+        steps == [(1, figures(1).total), (2, figures(2).total)]
+            && json["progress"]["of"] == 20
+            && json["goodput"]["wall_s"].as_f64().is_some_and(|wall| wall > 0.0),
+        "report reads the steps through the Jobs API, and the wall time from Ray's",
+        &report,
     )?;
     let jobs = gke_rl(dir.path(), &["jobs", "--address", &head.address]);
     check(jobs.status.success() && stdout(&jobs).contains(&id), "jobs lists it", &jobs)

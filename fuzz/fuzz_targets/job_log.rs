@@ -1,5 +1,6 @@
 //! A job's log as it arrives: cut into the same lines wherever the chunks split, each line free
-//! of line ends and at most `MAX_LINE` bytes; the checkpoint and record readers take any text.
+//! of line ends and at most `MAX_LINE` bytes; the run log reads the same steps and saves however
+//! the text is split, and the record reader takes any text.
 #![no_main]
 
 use gke_rl::log_lines::{LineBuffer, MAX_LINE};
@@ -19,10 +20,12 @@ libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
     assert_eq!(LineBuffer::lines(chunks.iter().copied()), whole, "the same lines, however the text is split");
     assert!(whole.iter().all(|line| line.len() <= MAX_LINE && !line.contains(['\n', '\r'])));
 
-    let mut checkpoints = gke_rl::checkpoints::CheckpointLog::default();
-    for (i, chunk) in chunks.iter().enumerate() {
-        checkpoints.feed(chunk, i as f64);
+    let mut run = gke_rl::run_log::RunLog::default();
+    for chunk in &chunks {
+        run.feed(chunk, 0.0);
     }
-    let _ = checkpoints.report();
+    let once = gke_rl::run_log::RunLog::of(text);
+    assert_eq!((run.steps(), run.saves()), (once.steps(), once.saves()), "the same run, however the text is split");
+    let _ = run.checkpoint_report();
     let _ = gke_rl::supervisor::Records::of(text).report();
 });

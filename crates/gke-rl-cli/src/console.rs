@@ -4,6 +4,7 @@
 
 use std::io::{IsTerminal as _, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -21,6 +22,10 @@ pub struct Console {
     /// Answers yes to every question (`--yes`).
     yes: bool,
     bar: Arc<Mutex<Option<indicatif::ProgressBar>>>,
+    /// `--quiet`: a followed job's log is not shown, its progress line is.
+    quiet_log: Arc<AtomicBool>,
+    /// The newest step a plain progress line was printed for (off a terminal, one a step).
+    printed_step: Arc<AtomicU64>,
 }
 
 impl Console {
@@ -30,7 +35,52 @@ impl Console {
     }
 
     fn new(sink: Box<dyn Write + Send>, terminal: bool, yes: bool) -> Self {
-        Console { sink: Arc::new(Mutex::new(sink)), terminal, yes, bar: Arc::default() }
+        Console {
+            sink: Arc::new(Mutex::new(sink)),
+            terminal,
+            yes,
+            bar: Arc::default(),
+            quiet_log: Arc::default(),
+            printed_step: Arc::default(),
+        }
+    }
+
+    /// Hides the job's log from here on (`--quiet`); the progress line stays.
+    pub fn hide_job_log(&self) {
+        self.quiet_log.store(true, Ordering::Relaxed);
+    }
+
+    /// A run's progress: on a terminal, one status line under the log, redrawn; elsewhere, a
+    /// plain line once a step.
+    fn run_progress(&self, progress: &gke_rl::run_report::Progress) {
+        let line = crate::terminal::shown(&progress.line());
+        if self.terminal {
+            let mut bar = self.bar();
+            let bar = bar.get_or_insert_with(|| {
+                let bar = indicatif::ProgressBar::new_spinner();
+                if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}") {
+                    bar.set_style(style);
+                }
+                bar.enable_steady_tick(Duration::from_millis(250));
+                bar
+            });
+            bar.set_message(line);
+        } else if let Some(step) = progress.step
+            && self.printed_step.swap(step, Ordering::Relaxed) != step
+        {
+            self.say(line);
+        }
+    }
+
+    /// A chunk of a job's log to stdout, above the progress line when there is one.
+    fn job_log(&self, text: &str) {
+        if self.quiet_log.load(Ordering::Relaxed) {
+            return;
+        }
+        match self.bar().as_ref() {
+            Some(bar) => bar.suspend(|| crate::terminal::out(text)),
+            None => crate::terminal::out(text),
+        }
     }
 
     /// A console that writes into `buffer` and answers yes.
@@ -221,14 +271,16 @@ impl Progress for Console {
                 }
                 crate::terminal::out(text);
             }
-            Event::JobEnded { id, status, message, checkpoints, records } => {
-                let reports = [records.map(|r| r.report()).unwrap_or_default(), checkpoints.report()];
+            Event::JobEnded { id, status, message, log, records } => {
+                self.finish_bar();
+                let reports = [records.map(|r| r.report()).unwrap_or_default(), log.checkpoint_report()];
                 for report in reports.iter().filter(|r| !r.is_empty()) {
                     crate::terminal::err(&crate::terminal::shown(report));
                 }
                 self.say(format_args!("job {id} {status}: {}", message.unwrap_or_default()));
             }
-            Event::Log(text) => crate::terminal::out(text),
+            Event::Log(text) => self.job_log(text),
+            Event::RunProgress(progress) => self.run_progress(progress),
             Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
             Event::LogUnread(why) => self.say(format_args!("warning: the end of the job's log could not be read ({why}); `logs` shows it whole")),
             Event::JobState { id, status, message } => {

@@ -48,8 +48,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let head = head::connect(&deployment, &HeadOptions { address: Some(address), ..HeadOptions::default() }, &env, printer.clone()).await?;
     let id = jobs::submit(&head.client, prepared, &*printer).await?;
     match jobs::follow(&head.client, &id, &env, &*printer).await? {
-        Followed::Finished { job, checkpoints } => {
-            eprint!("{}", checkpoints.report());
+        Followed::Finished { job, log } => {
+            eprint!("{}", log.checkpoint_report());
             eprintln!("{id}: {}", job.status);
             std::process::exit(i32::from(job.status != gke_rl_ray::JobStatus::Succeeded));
         }

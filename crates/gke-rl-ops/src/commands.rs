@@ -96,14 +96,14 @@ pub async fn submit(
         return Ok(Ran::Submitted { id, head });
     }
     let observed = jobs::follow_run(&head.client, &id, options.restart_wait, env, &*progress).await?;
-    let Followed::Finished { job, checkpoints } = &observed.followed else {
+    let Followed::Finished { job, log } = &observed.followed else {
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
     };
     progress.event(Event::JobEnded {
         id: job.id(),
         status: job.status,
         message: job.message.as_deref(),
-        checkpoints,
+        log,
         records: Some(&observed.records),
     });
     let after = match options.when_done.unwrap_or(deployment.job.when_done) {
@@ -212,14 +212,8 @@ pub async fn logs(
     if follow {
         let id = chain.last().cloned().ok_or(Error::NoJobs)?;
         let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
-        if let Followed::Finished { job, checkpoints } = &followed {
-            progress.event(Event::JobEnded {
-                id: job.id(),
-                status: job.status,
-                message: job.message.as_deref(),
-                checkpoints,
-                records: None,
-            });
+        if let Followed::Finished { job, log } = &followed {
+            progress.event(Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records: None });
         }
         return Ok(Logs::Followed { id, head, followed });
     }
@@ -229,6 +223,50 @@ pub async fn logs(
         progress.event(Event::JobLog { id, text: &text, restarted });
     }
     Ok(Logs::Read(chain.len()))
+}
+
+/// The report of the run the job `id` names (else the latest submission), from the logs of all
+/// its submissions read through the Jobs API: its wall time runs from Ray's start of the first
+/// to the end of the last (now, while it runs), priced at the deployment's hourly cost. With
+/// the run's first submission id, which names it.
+pub async fn report(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    id: Option<&str>,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<(String, gke_rl::run_report::Report), Error> {
+    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let chain = chain_of(&head.client, id).await?;
+    let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
+    let (mut started, mut ended) = (None, None);
+    for id in &chain {
+        let job = head.client.job(id).await?;
+        started = started.or(job.start_time);
+        ended = if job.status.is_terminal() { job.end_time } else { None };
+        // Up to its last line end: a submission cut mid-line must not join the next's first line.
+        let text = head.client.logs(id).await?;
+        let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+        log.feed(whole, 0.0);
+        records.feed(whole);
+    }
+    let wall_s = started.map(|start| ended.unwrap_or_else(|| env.clock.unix_millis()).saturating_sub(start) as f64 / 1000.0);
+    let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
+    let run = chain.first().cloned().unwrap_or_default();
+    Ok((run, gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour })))
+}
+
+/// The report of a run from a saved log: its wall time from its supervisor's records, if they
+/// say, priced at the deployment's hourly cost.
+pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl::run_report::Report, Error> {
+    let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
+    crate::files::read_log(path, |text| {
+        log.feed(text, 0.0);
+        records.feed(text);
+    })?;
+    let wall_s = records.span().and_then(|(start, end)| Some(end? - start));
+    let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
+    Ok(gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour }))
 }
 
 /// Stops the newest submission of the job `id` names; with `wait`, until it has ended.

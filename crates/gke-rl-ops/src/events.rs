@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gke_rl::checkpoints::Save;
 use gke_rl::lifecycle::{Command, Step};
+use gke_rl::run_log::Save;
 use gke_rl::validate::Finding;
 use gke_rl_kube::ClusterState;
 use gke_rl_ray::JobStatus;
@@ -278,6 +278,9 @@ pub enum Event<'a> {
     },
     /// NeMo-RL saved a checkpoint (from its log).
     CheckpointSaved(&'a Save),
+    /// Where a followed run is, from its log and records: sent when a figure changes, once the
+    /// log has shown a step.
+    RunProgress(&'a gke_rl::run_report::Progress),
     /// A stop was requested.
     StopRequested {
         /// Submission id.
@@ -316,8 +319,8 @@ pub enum Event<'a> {
         status: JobStatus,
         /// Ray's message about it.
         message: Option<&'a str>,
-        /// The checkpoint saves its log reported.
-        checkpoints: &'a gke_rl::checkpoints::CheckpointLog,
+        /// What its log said: the steps and the checkpoint saves.
+        log: &'a gke_rl::run_log::RunLog,
         /// What the run's supervisors recorded, when it was followed as a run.
         records: Option<&'a gke_rl::supervisor::Records>,
     },

@@ -36,6 +36,43 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
+/// The most of a saved job log read: far beyond any run's, short of an endless pipe.
+pub const MAX_LOG_BYTES: u64 = 16 << 30;
+
+/// Reads a log file a user named in chunks of text, for readers that keep only what they need:
+/// memory stays one chunk whatever the size. Bytes that are not UTF-8 read as U+FFFD. The same
+/// files as [`read_bytes`] are refused, and more than [`MAX_LOG_BYTES`].
+pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
+    let read = |source| Error::Read { path: path.to_owned(), source };
+    let metadata = std::fs::metadata(path).map_err(read)?;
+    let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || is_proc_fd(path);
+    if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
+        return Err(Error::NotAFile { path: path.to_owned(), kind });
+    }
+    let mut file = std::fs::File::open(path).map_err(read)?.take(MAX_LOG_BYTES + 1);
+    let (mut buffer, mut kept, mut total) = (vec![0u8; 64 * 1024], 0, 0u64);
+    loop {
+        let n = file.read(&mut buffer[kept..]).map_err(read)?;
+        total += n as u64;
+        if total > MAX_LOG_BYTES {
+            return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(total) });
+        }
+        let filled = kept + n;
+        // A character cut by the chunk's end waits for the next read (at most 3 bytes).
+        let complete = match std::str::from_utf8(&buffer[..filled]) {
+            Ok(_) => filled,
+            Err(e) if e.error_len().is_none() && n > 0 => e.valid_up_to(),
+            Err(_) => filled,
+        };
+        chunk(&String::from_utf8_lossy(&buffer[..complete]));
+        buffer.copy_within(complete..filled, 0);
+        kept = filled - complete;
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
 /// `/proc/self/fd/N` or `/proc/<pid>/fd/N`: how some shells pass `<(command)`. Any other path
 /// under /proc (`/proc/self/root/tmp/fifo`) is a path like any other.
 fn is_proc_fd(path: &Path) -> bool {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::checkpoints::CheckpointLog;
+use gke_rl::run_log::RunLog;
 use gke_rl::supervisor::Records;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity, lifecycle};
@@ -232,12 +232,12 @@ pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, pr
     let mut current = latest_in_chain(client, id).await?;
     let mut records = Records::default();
     loop {
-        let mut checkpoints = CheckpointLog::default();
+        let mut log = RunLog::default();
         let detached = |interrupt: &Armed| Followed::Detached { signal: interrupt.signal().unwrap_or(2) };
-        let gone = match follow_logging(client, &current, env, progress, &mut checkpoints, &mut records, &mut interrupt).await {
+        let gone = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
             Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
             Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
-                return Ok(Observed { followed: Followed::Finished { job: Box::new(job), checkpoints }, records });
+                return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log }, records });
             }
             Ok(Some(job)) => format!("job {current} ended {} without its supervisor's record", job.status),
             Err(Error::Ray(lost @ (RayError::JobNotFound { .. } | RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
@@ -435,8 +435,8 @@ pub enum Followed {
     Finished {
         /// Its final details.
         job: Box<JobDetails>,
-        /// The checkpoint saves its log reported.
-        checkpoints: CheckpointLog,
+        /// What its log said: the steps and the checkpoint saves.
+        log: RunLog,
     },
     /// Interrupted (Ctrl-C, SIGTERM, SIGHUP): the job keeps running.
     Detached {
@@ -449,34 +449,38 @@ pub enum Followed {
 pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
     // Armed before anything else, so no interrupt from here on ends the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
-    let mut checkpoints = CheckpointLog::default();
-    Ok(match follow_logging(client, id, env, progress, &mut checkpoints, &mut Records::default(), &mut interrupt).await? {
-        Some(job) => Followed::Finished { job: Box::new(job), checkpoints },
+    let mut log = RunLog::default();
+    Ok(match follow_logging(client, id, env, progress, &mut log, &mut Records::default(), &mut interrupt).await? {
+        Some(job) => Followed::Finished { job: Box::new(job), log },
         None => Followed::Detached { signal: interrupt.signal().unwrap_or(2) },
     })
 }
 
-/// [`follow`], reading the log into `checkpoints`, which outlive a head that goes away
+/// [`follow`], reading the log into `log`, which outlives a head that goes away
 /// mid-job; the job's final details, or `None` when detached.
 async fn follow_logging(
     client: &Client,
     id: &str,
     env: &Env,
     progress: &dyn Progress,
-    checkpoints: &mut CheckpointLog,
+    log: &mut RunLog,
     records: &mut Records,
     interrupt: &mut Armed,
 ) -> Result<Option<JobDetails>, Error> {
     let started = env.clock.now();
-    let mut next = 0;
+    let (mut next, mut shown) = (0, log.revision());
     let options = FollowOptions::default();
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
         gke_rl_ray::Event::Log(text) => {
-            checkpoints.feed(text, (env.clock.now() - started).as_secs_f64());
+            log.feed(text, (env.clock.now() - started).as_secs_f64());
             records.feed(text);
             progress.event(Event::Log(text));
+            if log.revision() != shown && !log.steps().is_empty() {
+                shown = log.revision();
+                progress.event(Event::RunProgress(&gke_rl::run_report::progress(log, records)));
+            }
             // Only the newest save gets its path, so the saves before `next` are done with.
-            let saves = checkpoints.saves();
+            let saves = log.saves();
             while let Some(save) = saves.get(next) {
                 match &save.path {
                     Some(_) => progress.event(Event::CheckpointSaved(save)),

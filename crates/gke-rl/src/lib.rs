@@ -34,7 +34,6 @@
 mod artifact;
 pub mod auth;
 pub mod blueprint;
-pub mod checkpoints;
 pub mod config;
 pub mod cost;
 pub mod diagnostic;
@@ -49,6 +48,8 @@ pub mod model;
 pub mod quote;
 pub mod recovery;
 pub mod render;
+pub mod run_log;
+pub mod run_report;
 pub mod secrets;
 mod suggest;
 pub mod supervisor;

@@ -374,7 +374,10 @@ fn a_head_on_the_gpu_nodes_is_a_warning_when_they_are_spot() {
     assert_eq!(head_on_spot(&with_env(&files, &env)), [expected]);
     assert!(head_on_spot(&files)[0].contains("Spot unless said otherwise"), "nothing says: the default");
     let placeholder = env.replace("export RESERVATION=''", "export RESERVATION='{{RESERVATION}}'");
-    assert!(head_on_spot(&with_env(&files, &placeholder))[0].contains(&format!("Spot (env.sh:{at})")), "a placeholder names no reservation");
+    assert!(
+        head_on_spot(&with_env(&files, &placeholder))[0].contains(&format!("Spot (env.sh:{at})")),
+        "a placeholder names no reservation"
+    );
     for reserved in
         ["export PROVISIONING=on-demand", "export PROVISIONING=flex-start", "export RESERVATION=a4-res\nexport PROVISIONING=reservation"]
     {

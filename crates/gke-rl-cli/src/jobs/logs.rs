@@ -14,11 +14,17 @@ pub struct LogsArgs {
     /// Keep streaming until the job ends
     #[arg(long, short)]
     follow: bool,
+    /// With --follow: hide the log, keep the run's one-line progress
+    #[arg(long, short, requires = "follow")]
+    quiet: bool,
 }
 
 impl LogsArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         let job = self.connection.job()?;
+        if self.quiet {
+            job.console.hide_job_log();
+        }
         let d = &job.loaded.deployment;
         let logs = crate::runtime()?
             .block_on(gke_rl_ops::commands::logs(d, &job.head, self.id.as_deref(), self.follow, &job.env, job.console.clone()))

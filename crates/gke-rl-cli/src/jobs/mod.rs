@@ -1,10 +1,11 @@
-//! `gke-rl submit | status | logs | stop | jobs`, one file each: arguments into one
+//! `gke-rl submit | status | logs | report | stop | jobs`, one file each: arguments into one
 //! `gke_rl_ops::commands` call, its outcome into lines and an exit code. Exit codes: 0
 //! SUCCEEDED, 1 FAILED or STOPPED, 2 for errors, 128 + the signal when one detaches (130 for
 //! Ctrl-C; the job keeps running).
 
 mod list;
 mod logs;
+mod report;
 mod status;
 mod stop;
 mod submit;
@@ -21,6 +22,7 @@ use gke_rl_ray::{JobDetails, JobStatus};
 
 pub use list::JobsArgs;
 pub use logs::LogsArgs;
+pub use report::ReportArgs;
 pub use status::StatusArgs;
 pub use stop::StopArgs;
 pub use submit::SubmitArgs;
@@ -68,6 +70,13 @@ impl Connection {
         let request_timeout = Duration::from_secs(self.request_timeout);
         let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
         Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
+    }
+}
+
+impl Connection {
+    /// The config alone, for what needs no cluster.
+    pub(crate) fn config(&self) -> anyhow::Result<config::Loaded> {
+        self.source.load()
     }
 }
 

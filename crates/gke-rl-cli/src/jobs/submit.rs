@@ -36,6 +36,9 @@ pub struct SubmitArgs {
     /// Return once the job is accepted
     #[arg(long)]
     no_wait: bool,
+    /// Hide the job's log while following it, keep the run's one-line progress
+    #[arg(long, short, conflicts_with = "no_wait")]
+    quiet: bool,
     /// Restart the training after a lost node (a preemption) up to N times, in the cluster;
     /// NeMo-RL resumes from its newest checkpoint [default: the config's job.max_restarts, else 3 on Spot, 0 on a reservation]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -107,6 +110,9 @@ enum WhenDoneArg {
 impl SubmitArgs {
     pub fn run(self) -> anyhow::Result<u8> {
         let job = self.connection.job()?;
+        if self.quiet {
+            job.console.hide_job_log();
+        }
         let d = &job.loaded.deployment;
         let artifacts = job.loaded.render()?;
         let runtime_env = match &self.runtime_env {

@@ -60,7 +60,7 @@ struct Markers {
 /// The tables.
 pub const TABLES: Tables = Tables {
     recovery: &crate::recovery::PATTERNS,
-    checkpoints: Markers { step_done: crate::checkpoints::STEP_DONE },
+    checkpoints: Markers { step_done: crate::run_log::STEP_DONE },
     record_prefix: RECORD_PREFIX,
     restart_suffix: crate::recovery::RESTART_SUFFIX,
     request_keys: [
@@ -161,6 +161,9 @@ pub enum Record {
         host: String,
         /// Its process id.
         pid: u32,
+        /// When, in seconds since the epoch (absent from older records).
+        #[serde(default)]
+        at: Option<f64>,
     },
     /// The training runs again after a failure.
     Restart(Restart),
@@ -170,6 +173,9 @@ pub enum Record {
         status: String,
         /// Why, in words.
         reason: String,
+        /// When, in seconds since the epoch (absent from older records).
+        #[serde(default)]
+        at: Option<f64>,
     },
     /// Anything else (the keeper's resubmissions, records of a newer gke-rl).
     #[serde(other)]
@@ -281,9 +287,23 @@ impl Records {
     /// How the run ended, if it has: its status and why.
     pub fn ended(&self) -> Option<(&str, &str)> {
         self.records.iter().rev().find_map(|r| match r {
-            Record::Ended { status, reason } => Some((status.as_str(), reason.as_str())),
+            Record::Ended { status, reason, .. } => Some((status.as_str(), reason.as_str())),
             _ => None,
         })
+    }
+
+    /// From the first supervisor's start to the run's end, in seconds since the epoch, where
+    /// the records say (the end is `None` while the run goes on).
+    pub fn span(&self) -> Option<(f64, Option<f64>)> {
+        let start = self.records.iter().find_map(|r| match r {
+            Record::Started { at, .. } => *at,
+            _ => None,
+        })?;
+        let end = self.records.iter().rev().find_map(|r| match r {
+            Record::Ended { at, .. } => *at,
+            _ => None,
+        });
+        Some((start, end))
     }
 
     /// Whether a supervisor ran (the job was supervised).

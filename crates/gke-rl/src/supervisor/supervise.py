@@ -500,7 +500,7 @@ def main(argv):
     if ended:
         say(f"ended {ended} processes an earlier attempt left behind")
     info = info or first_start(run, args, ray, submission, getattr(context, "dashboard_url", ""), packages)
-    run.record({"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid()})
+    run.record({"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
     # A resubmission by the keeper carries the failure that caused it.
     failure = next((e for e in reversed(events) if e.get("event") == "pending" and e.get("resubmitted") == submission), None)
     if any(e.get("event") == "ended" for e in events) and failure is None:
@@ -528,7 +528,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
         alive, back = wait_whole(ray, info["nodes"], args.wait)
         if back is None:
             reason = f"the cluster had {alive} of its {info['nodes']} nodes after {args.wait:.0f}s, so the run was not restarted"
-            run.record({"event": "ended", "status": "FAILED", "reason": reason})
+            run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
             say(reason)
             return 1
         # A restart runs in a copy of its own: a node that joins sets the job up again, and on a
@@ -536,7 +536,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
         folder = private_copy(run) if failure else None
         if folder is None and not same_folder(workdir, unpacked):
             reason = f"the working dir {workdir} was replaced (a node set the job up again) and is not complete"
-            run.record({"event": "ended", "status": "FAILED", "reason": reason})
+            run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
             say(reason)
             return 1
         os.chdir(folder or workdir)
@@ -593,7 +593,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
         tail = current.finish()
         # A training stopped after its node was lost did not finish, whatever its exit code.
         if code == 0 and lost_at is None:
-            run.record({"event": "ended", "status": "SUCCEEDED", "reason": "the training succeeded"})
+            run.record({"event": "ended", "status": "SUCCEEDED", "reason": "the training succeeded", "at": time.time()})
             return 0
         now = time.time()
         # A node the supervisor saw lost is the cause, whatever the tail also says.
@@ -619,7 +619,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
             }
             attempt += 1
             continue
-        run.record({"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
+        run.record({"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason, "at": time.time()})
         say(reason)
         return code or 1
 

@@ -1,0 +1,292 @@
+//! The run report as one self-contained HTML file: inline SVG plots drawn by plotters, inline
+//! CSS, no script, and a Content-Security-Policy that lets the page load nothing at all.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use gke_rl::run_report::{Report, StepRow, duration};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// The plots' size, in SVG pixels.
+const WIDTH: u32 = 760;
+const HEIGHT: u32 = 300;
+/// Timers drawn by name in the step-time plot; the rest are summed as "other".
+const NAMED_TIMERS: usize = 6;
+/// The plots' colors, in order.
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+/// The page for `report`, titled with `title` (a job id or a log's path).
+pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
+    let kept: Vec<&StepRow> = report.steps.iter().filter(|s| !s.redone && s.step_time_s.is_some()).collect();
+    let mut body = String::new();
+    let _ = writeln!(body, "<h1>Run {}</h1>", escape(title));
+    let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&headline(report)));
+
+    let _ = writeln!(body, "<section id=\"goodput\"><h2>Goodput</h2>");
+    body.push_str(&svg(WIDTH, 90, |area| goodput_bar(report, area))?);
+    body.push_str(&goodput_table(report));
+    body.push_str("</section>\n");
+
+    if !kept.is_empty() {
+        let _ = writeln!(body, "<section id=\"reward\"><h2>Reward and loss per step</h2>");
+        let reward: Vec<(f64, f64)> = kept.iter().filter_map(|s| Some((s.step as f64, s.reward?))).collect();
+        let loss: Vec<(f64, f64)> = kept.iter().filter_map(|s| Some((s.step as f64, s.loss?))).collect();
+        body.push_str(&svg(WIDTH / 2, HEIGHT, |area| line(area, "reward", &reward, COLORS[0]))?);
+        body.push_str(&svg(WIDTH / 2, HEIGHT, |area| line(area, "loss", &loss, COLORS[1]))?);
+        body.push_str("</section>\n");
+
+        let _ = writeln!(body, "<section id=\"step-time\"><h2>Step time by timer</h2>");
+        body.push_str(&svg(WIDTH, HEIGHT, |area| step_times(&kept, area))?);
+        body.push_str("<p class=\"note\">Top-level timers as NeMo-RL prints them; nested ones are inside their group's <code>/total</code>.</p>\n</section>\n");
+    }
+
+    let saves: Vec<(f64, f64)> = kept.iter().filter_map(|s| Some((s.step as f64, s.checkpoint_s?))).collect();
+    if !saves.is_empty() {
+        let _ = writeln!(body, "<section id=\"checkpoints\"><h2>Checkpoint saves</h2>");
+        body.push_str(&svg(WIDTH, HEIGHT, |area| bars(area, "seconds", &saves, COLORS[2]))?);
+        body.push_str("</section>\n");
+    }
+
+    let _ = writeln!(body, "<section id=\"restarts\"><h2>Restarts</h2>");
+    if report.restarts.is_empty() {
+        body.push_str("<p>None.</p>\n");
+    } else {
+        body.push_str("<table><tr><th>#</th><th>cause</th><th>resumed from</th><th>steps redone</th><th>lost</th></tr>\n");
+        for r in &report.restarts {
+            let _ = writeln!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                r.number,
+                escape(&r.cause),
+                r.resumed_from.map_or_else(|| "the start".to_owned(), |s| format!("step {s}")),
+                r.steps_redone.map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
+                duration(r.lost_s)
+            );
+        }
+        body.push_str("</table>\n");
+    }
+    body.push_str("</section>\n");
+
+    if let Some(cost) = &report.cost {
+        let _ = writeln!(body, "<section id=\"cost\"><h2>Cost</h2><p>");
+        let money = gke_rl::cost::dollars;
+        let _ = write!(body, "{}/hour", money(cost.per_hour));
+        if let Some(so_far) = cost.so_far {
+            let _ = write!(body, "; {} so far", money(so_far));
+        }
+        if let Some(to_finish) = cost.to_finish {
+            let _ = write!(body, "; {} to finish at the median step time", money(to_finish));
+        }
+        body.push_str(".</p></section>\n");
+    }
+    Ok(format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+         <title>gke-rl run report: {}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}\
+         <footer>gke-rl {} · goodput's categories follow Google's ml-goodput-measurement</footer>\n</body></html>\n",
+        escape(title),
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:800px;margin:2em auto;color:#222}\
+    h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}.summary{font-size:1.05em}\
+    table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:left}\
+    svg{display:inline-block}.note,footer{color:#666;font-size:.85em}";
+
+/// The summary's first line: step, reward, median step, time left, restarts.
+fn headline(report: &Report) -> String {
+    report.summary().lines().next().unwrap_or_default().trim_start_matches("run: ").to_owned()
+}
+
+fn goodput_table(report: &Report) -> String {
+    let g = &report.goodput;
+    let b = &g.badput;
+    let rows = [
+        ("productive training", Some(g.productive_s)),
+        ("checkpoint saves", Some(b.checkpoint_save_s)),
+        ("steps redone after a restart", Some(b.redone_s)),
+        ("waiting for capacity", Some(b.capacity_wait_s)),
+        ("restarting", Some(b.restart_s)),
+        ("start-up, model load and other", b.startup_and_other_s),
+    ];
+    let mut out = String::from("<table>\n");
+    for (what, seconds) in rows.into_iter().filter_map(|(w, s)| Some((w, s?))) {
+        let share = g.wall_s.map_or_else(String::new, |w| format!("{:.1} %", seconds / w * 100.0));
+        let _ = writeln!(out, "<tr><td>{what}</td><td>{share}</td><td>{}</td></tr>", duration(seconds));
+    }
+    match (g.goodput, g.wall_s) {
+        (Some(share), Some(wall)) => {
+            let _ = writeln!(out, "<tr><th>goodput</th><th>{:.1} %</th><th>of {}</th></tr>", share * 100.0, duration(wall));
+        }
+        _ => out.push_str("<tr><th>goodput</th><th colspan=\"2\">unknown without the run's wall time</th></tr>\n"),
+    }
+    out + "</table>\n"
+}
+
+/// One plot as an `<svg>` element.
+fn svg(width: u32, height: u32, draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Drawn) -> anyhow::Result<String> {
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
+        area.fill(&WHITE).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+        draw(&area).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+        area.present().map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
+    }
+    Ok(out + "\n")
+}
+
+/// The x range for steps, with room for a bar's width either side.
+fn steps_range(points: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64> {
+    let lowest = points.clone().fold(f64::INFINITY, f64::min);
+    let highest = points.fold(f64::NEG_INFINITY, f64::max);
+    if lowest.is_finite() { lowest - 0.6..highest + 0.6 } else { 0.0..1.0 }
+}
+
+/// A y range from zero (or the lowest value) to the highest, never empty.
+fn values_range(values: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64> {
+    let lowest = values.clone().fold(0.0, f64::min);
+    let highest = values.fold(f64::NEG_INFINITY, f64::max);
+    let highest = if highest.is_finite() && highest > lowest { highest } else { lowest + 1.0 };
+    lowest..highest + (highest - lowest) * 0.05
+}
+
+fn line(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f64)], color: RGBColor) -> Drawn {
+    let values = points.iter().map(|p| p.1);
+    let lowest = values.clone().fold(f64::INFINITY, f64::min);
+    let highest = values.fold(f64::NEG_INFINITY, f64::max);
+    let (lowest, highest) =
+        if lowest.is_finite() && highest > lowest { (lowest, highest) } else { (lowest.min(0.0), lowest.max(0.0) + 1.0) };
+    let pad = (highest - lowest) * 0.05;
+    let mut chart = ChartBuilder::on(area)
+        .caption(what, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(32)
+        .y_label_area_size(52)
+        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), lowest - pad..highest + pad)?;
+    chart.configure_mesh().x_desc("step").x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+    chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?;
+    chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    Ok(())
+}
+
+fn bars(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f64)], color: RGBColor) -> Drawn {
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .x_label_area_size(32)
+        .y_label_area_size(52)
+        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), values_range(points.iter().map(|p| p.1)))?;
+    chart.configure_mesh().x_desc("step").y_desc(what).x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+    chart.draw_series(points.iter().map(|&(x, y)| Rectangle::new([(x - 0.35, 0.0), (x + 0.35, y)], color.filled())))?;
+    Ok(())
+}
+
+/// The top-level timers: those without a group, and each group's `/total`. Nested ones are
+/// inside their group's total, so stacking them too would count them twice.
+fn top_level(name: &str) -> bool {
+    !name.contains('/') || name.ends_with("/total")
+}
+
+fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> Drawn {
+    let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
+    for step in steps {
+        for (name, seconds) in step.timers.iter().filter(|(n, _)| top_level(n)) {
+            *totals.entry(name.as_str()).or_default() += seconds;
+        }
+    }
+    let mut named: Vec<(&str, f64)> = totals.into_iter().collect();
+    named.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    named.truncate(NAMED_TIMERS);
+    let times = steps.iter().filter_map(|s| s.step_time_s);
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .x_label_area_size(32)
+        .y_label_area_size(52)
+        .build_cartesian_2d(steps_range(steps.iter().map(|s| s.step as f64)), values_range(times))?;
+    chart.configure_mesh().x_desc("step").y_desc("seconds").x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+    let layers: Vec<(&str, RGBColor)> =
+        named.iter().enumerate().map(|(i, (name, _))| (*name, COLORS[i % (COLORS.len() - 1)])).chain([("other", COLORS[7])]).collect();
+    for (layer, &(name, color)) in layers.iter().enumerate() {
+        let rectangles = steps.iter().map(|step| {
+            let seconds = |name: &str| step.timers.get(name).copied().unwrap_or(0.0);
+            let below: f64 = layers[..layer].iter().map(|(n, _)| seconds(n)).sum();
+            let height = if name == "other" {
+                let named: f64 = layers[..layer].iter().map(|(n, _)| seconds(n)).sum();
+                (step.step_time_s.unwrap_or(0.0) - named).max(0.0)
+            } else {
+                seconds(name)
+            };
+            let x = step.step as f64;
+            Rectangle::new([(x - 0.35, below), (x + 0.35, below + height)], color.filled())
+        });
+        chart.draw_series(rectangles)?.label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK.mix(0.3)).draw()?;
+    Ok(())
+}
+
+/// One horizontal bar of the wall time: productive, then each cause of badput.
+fn goodput_bar(report: &Report, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Drawn {
+    let g = &report.goodput;
+    let b = &g.badput;
+    let parts = [
+        ("productive", g.productive_s),
+        ("checkpoints", b.checkpoint_save_s),
+        ("redone", b.redone_s),
+        ("capacity", b.capacity_wait_s),
+        ("restarting", b.restart_s),
+        ("start-up and other", b.startup_and_other_s.unwrap_or(0.0)),
+    ];
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    let mut chart = ChartBuilder::on(area).margin(8).x_label_area_size(24).build_cartesian_2d(0.0..total.max(1.0), 0.0..1.0)?;
+    chart.configure_mesh().disable_y_mesh().disable_x_mesh().x_label_formatter(&|s| duration(*s)).x_labels(5).draw()?;
+    let mut from = 0.0;
+    for (i, (name, seconds)) in parts.into_iter().enumerate().filter(|(_, p)| p.1 > 0.0) {
+        let color = COLORS[if i == 0 { 2 } else { (i + 2) % COLORS.len() }];
+        chart
+            .draw_series([Rectangle::new([(from, 0.15), (from + seconds, 0.85)], color.filled())])?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        from += seconds;
+    }
+    chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.8)).draw()?;
+    Ok(())
+}
+
+/// Text for HTML: `&`, `<`, `>` and quotes escaped.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_top_level_timers_are_stacked() {
+        assert!(super::top_level("generation") && super::top_level("prepare_for_generation/total"));
+        assert!(!super::top_level("prepare_for_generation/transfer_and_update_weights"));
+        assert_eq!(super::escape("<a href='x'>&"), "&lt;a href=&#39;x&#39;&gt;&amp;");
+    }
+}

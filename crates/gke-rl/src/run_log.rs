@@ -1,0 +1,374 @@
+//! A NeMo-RL GRPO run read from its log as the log arrives: each step's figures and each
+//! checkpoint save. Pure, streaming, and bounded in memory whatever the log holds.
+//!
+//! The format is the GRPO loop's own prints, the same lines in every release gke-rl knows
+//! (NVIDIA-NeMo/RL `nemo_rl/algorithms/grpo.py` at v0.4.0, v0.5.0, v0.6.0 and v0.7.0, in
+//! `grpo_train` and `async_grpo_train`; copied verbatim under `tests/fixtures/upstream`):
+//! - `========================= Step N/M =========================` opens step N of M;
+//! - `📊 Training Results:`, then `  • Loss: X`, `  • Avg Reward: X` (`Avg Filtered Reward`
+//!   with dynamic sampling) and `  • Mean Generation Length: X` (the synchronous loop only);
+//! - `⏱️  Timing:`, then `  • Total step time: X.XXs`, then each timer, longest first:
+//!   `  • NAME: X.XXs (P.P%)`;
+//! - `Saving checkpoint for step N...` in a step that saves, timed by its `checkpointing` timer.
+//!   Saves are synchronous, so that timer is the pause. A `Saved checkpoint to PATH` line,
+//!   where one is printed, gives the path, and the save's duration as the log arrived when the
+//!   timer never comes.
+//!
+//! A marker is found anywhere in its line (Ray prefixes worker output); other lines are
+//! ignored. A figure that is cut off, unparsable or not finite is absent, never a wrong number:
+//! a step cut short by a preemption has no step time.
+//!
+//! ```
+//! let mut log = gke_rl::run_log::RunLog::default();
+//! log.feed("========================= Step 2/20 =========================\n", 0.0);
+//! log.feed("Saving checkpoint for step 2...\n", 50.0);
+//! log.feed("📊 Training Results:\n  • Loss: 0.0123\n  • Avg Reward: 0.4375\n", 92.0);
+//! log.feed("⏱️  Timing:\n  • Total step time: 92.10s\n  • checkpointing: 41.20s (44.7%)\n", 92.0);
+//! let step = &log.steps()[0];
+//! assert_eq!((step.step, step.of, step.reward, step.step_time_s), (2, 20, Some(0.4375), Some(92.1)));
+//! assert_eq!(step.checkpoint_s(&log), Some(41.2));
+//! assert_eq!(log.saves()[0].seconds, Some(41.2));
+//! ```
+
+use std::fmt::Write as _;
+
+use crate::log_lines::LineBuffer;
+
+/// What NeMo-RL prints when a step has finished: the first line of its timing table.
+pub const STEP_DONE: &str = "• Total step time: ";
+
+/// The timer NeMo-RL puts a checkpoint save under.
+pub const CHECKPOINT_TIMER: &str = "checkpointing";
+
+/// The most steps read from one log (restarts repeat steps); a log with more keeps the first.
+pub const MAX_STEPS: usize = 100_000;
+/// The most saves read from one log: a run of thousands of steps saves far fewer times.
+pub const MAX_SAVES: usize = 10_000;
+/// The most distinct timer names: NeMo-RL has about twenty.
+const MAX_TIMERS: usize = 64;
+/// The longest timer name kept.
+const MAX_TIMER_NAME: usize = 80;
+/// The longest checkpoint path kept (Linux's PATH_MAX).
+const MAX_PATH: usize = 4096;
+
+/// One step as its block reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The step, counted from 1 as NeMo-RL prints it.
+    pub step: u64,
+    /// The steps the run will take.
+    pub of: u64,
+    /// `Loss`.
+    pub loss: Option<f64>,
+    /// `Avg Reward` (`Avg Filtered Reward` with dynamic sampling).
+    pub reward: Option<f64>,
+    /// `Mean Generation Length`, in tokens.
+    pub generation_length: Option<f64>,
+    /// `Total step time`: present once the step finished.
+    pub step_time_s: Option<f64>,
+    /// Each timer's seconds, as indexes into [`RunLog::timer_names`].
+    timers: Vec<(u8, f64)>,
+    /// When its header arrived, on the clock given to [`RunLog::feed`].
+    pub started_at: f64,
+}
+
+impl Step {
+    /// Its timers: name and seconds, longest first as NeMo-RL prints them.
+    pub fn timers<'a>(&'a self, log: &'a RunLog) -> impl Iterator<Item = (&'a str, f64)> + 'a {
+        self.timers.iter().map(|&(name, seconds)| (log.timer_names[usize::from(name)].as_str(), seconds))
+    }
+
+    /// The seconds it spent saving a checkpoint, if it saved one.
+    pub fn checkpoint_s(&self, log: &RunLog) -> Option<f64> {
+        self.timers(log).find_map(|(name, seconds)| (name == CHECKPOINT_TIMER).then_some(seconds))
+    }
+}
+
+/// One checkpoint save.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Save {
+    /// The GRPO step it saved.
+    pub step: u64,
+    /// How long it took; `None` while it is still being written.
+    pub seconds: Option<f64>,
+    /// Whether `seconds` is NeMo-RL's own timing (else the log's arrival times).
+    pub timed_by_nemo_rl: bool,
+    /// Where it was written, from a `Saved checkpoint to` line.
+    pub path: Option<String>,
+    started_at: f64,
+}
+
+/// Where in a step's block the log is.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum Section {
+    #[default]
+    Other,
+    /// Inside `⏱️  Timing:`, where bullets are timers.
+    Timing,
+}
+
+/// A run's log, read as it arrives; keeps a partial last line until its end comes.
+#[derive(Debug, Default)]
+pub struct RunLog {
+    steps: Vec<Step>,
+    saves: Vec<Save>,
+    timer_names: Vec<String>,
+    lines: LineBuffer,
+    section: Section,
+    /// [`MAX_STEPS`] steps were read, and another began: its lines are not read.
+    steps_full: bool,
+    /// [`MAX_SAVES`] saves were read, and another began.
+    saves_full: bool,
+    /// Counts changes to what the log says, so a reader can tell when to show it again.
+    revision: u64,
+}
+
+impl RunLog {
+    /// Reads a whole log, with no arrival times. An unfinished last line is not read: a log
+    /// cut mid-line (a preemption) would give a number cut short.
+    pub fn of(log: &str) -> RunLog {
+        let mut run = RunLog::default();
+        run.feed(log, 0.0);
+        run
+    }
+
+    /// Feeds a chunk of log text that arrived at `now` (seconds on any monotonic clock).
+    pub fn feed(&mut self, chunk: &str, now: f64) {
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.feed(chunk, |line| self.line(line.trim_end(), now));
+        self.lines = lines;
+    }
+
+    fn line(&mut self, line: &str, now: f64) {
+        if let Some((step, of)) = header(line) {
+            self.section = Section::Other;
+            self.steps_full = self.steps.len() == MAX_STEPS;
+            if !self.steps_full {
+                self.steps.push(Step {
+                    step,
+                    of,
+                    loss: None,
+                    reward: None,
+                    generation_length: None,
+                    step_time_s: None,
+                    timers: Vec::new(),
+                    started_at: now,
+                });
+                self.revision += 1;
+            }
+            return;
+        }
+        if line.ends_with("⏱️  Timing:") {
+            self.section = Section::Timing;
+            return;
+        }
+        let Some(bullet) = after(line, "• ") else {
+            self.section = Section::Other;
+            self.saves_line(line, now);
+            return;
+        };
+        let Some(step) = self.steps.last_mut().filter(|_| !self.steps_full) else { return };
+        let changed = if let Some(seconds) = after(bullet, "Total step time: ").filter(|_| self.section == Section::Timing) {
+            set(&mut step.step_time_s, seconds_of(seconds))
+        } else if self.section == Section::Timing {
+            let Some((name, rest)) = bullet.split_once(": ") else { return };
+            let (Some(seconds), Some(index)) = (seconds_of(rest), intern(&mut self.timer_names, name)) else { return };
+            if step.timers.iter().any(|&(n, _)| n == index) {
+                return;
+            }
+            step.timers.push((index, seconds));
+            if name == CHECKPOINT_TIMER {
+                let number = step.step;
+                if let Some(save) = self.saves.iter_mut().rev().find(|s| s.step == number && !s.timed_by_nemo_rl) {
+                    save.seconds = Some(seconds);
+                    save.timed_by_nemo_rl = true;
+                }
+            }
+            true
+        } else if let Some(value) = after(bullet, "Loss: ") {
+            set(&mut step.loss, number(value))
+        } else if let Some(value) = after(bullet, "Avg Reward: ").or_else(|| after(bullet, "Avg Filtered Reward: ")) {
+            set(&mut step.reward, number(value))
+        } else if let Some(value) = after(bullet, "Mean Generation Length: ") {
+            set(&mut step.generation_length, number(value))
+        } else {
+            false
+        };
+        self.revision += u64::from(changed);
+    }
+
+    fn saves_line(&mut self, line: &str, now: f64) {
+        if let Some(rest) = after(line, "Saving checkpoint for step ") {
+            let Some(step) = rest.strip_suffix("...").and_then(|n| n.trim().parse().ok()) else { return };
+            self.saves_full = self.saves.len() == MAX_SAVES;
+            if !self.saves_full {
+                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
+                self.revision += 1;
+            }
+        } else if let Some(path) = after(line, "Saved checkpoint to ").filter(|_| !self.saves_full)
+            && let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none())
+        {
+            let path = path.trim();
+            save.path = Some(path[..path.floor_char_boundary(MAX_PATH)].to_owned());
+            if save.seconds.is_none() {
+                save.seconds = Some(now - save.started_at);
+            }
+            self.revision += 1;
+        }
+    }
+
+    /// The steps seen so far, in the order the log reported them: after a restart, steps
+    /// redone appear again.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The saves seen so far, in order.
+    pub fn saves(&self) -> &[Save] {
+        &self.saves
+    }
+
+    /// The timer names seen, which [`Step::timers`] indexes.
+    pub fn timer_names(&self) -> &[String] {
+        &self.timer_names
+    }
+
+    /// Changes with every figure read: equal revisions mean nothing new to show.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Steps finished so far (their total time was reported).
+    pub fn finished_steps(&self) -> usize {
+        self.steps.iter().filter(|s| s.step_time_s.is_some()).count()
+    }
+
+    /// Seconds spent saving, over the saves that finished.
+    pub fn checkpoint_seconds(&self) -> f64 {
+        self.saves.iter().filter_map(|s| s.seconds).sum()
+    }
+
+    /// The checkpoint report for people; empty when the log had no checkpoint saves.
+    pub fn checkpoint_report(&self) -> String {
+        if self.saves.is_empty() {
+            return String::new();
+        }
+        let mut out = format!("checkpoints: {} saves, {:.1} s in total\n", self.saves.len(), self.checkpoint_seconds());
+        for save in &self.saves {
+            let duration = match save.seconds {
+                Some(s) if save.timed_by_nemo_rl => format!("{s:>8.1} s"),
+                Some(s) => format!("{s:>8.1} s (observed)"),
+                None => "    unfinished".to_owned(),
+            };
+            let _ = writeln!(out, "  step {:>5}  {duration}  {}", save.step, save.path.as_deref().unwrap_or(""));
+        }
+        out
+    }
+}
+
+/// `N/M` of a step header: `=` * 25, ` Step N/M `, `=` * 25.
+fn header(line: &str) -> Option<(u64, u64)> {
+    let rest = after(line, "========================= Step ")?;
+    let (numbers, tail) = rest.split_once(' ')?;
+    if tail.trim_end() != "=========================" {
+        return None;
+    }
+    let (step, of) = numbers.split_once('/')?;
+    Some((step.parse().ok()?, of.parse().ok()?))
+}
+
+/// A finite number printed with `:.Nf`.
+fn number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// `X.XXs`, with or without the ` (P.P%)` after it: seconds, never negative.
+fn seconds_of(text: &str) -> Option<f64> {
+    let seconds = text.split_once(" (").map_or(text, |(s, _)| s).trim();
+    number(seconds.strip_suffix('s')?).filter(|s| *s >= 0.0)
+}
+
+/// Sets `slot` to `value` when it is a number: whether it changed.
+fn set(slot: &mut Option<f64>, value: Option<f64>) -> bool {
+    let changed = value.is_some() && *slot != value;
+    if value.is_some() {
+        *slot = value;
+    }
+    changed
+}
+
+/// The index of `name` among `names`, added when new and there is room.
+fn intern(names: &mut Vec<String>, name: &str) -> Option<u8> {
+    let name = &name[..name.floor_char_boundary(MAX_TIMER_NAME)];
+    let index = match names.iter().position(|n| n == name) {
+        Some(index) => index,
+        None if names.len() < MAX_TIMERS => {
+            names.push(name.to_owned());
+            names.len() - 1
+        }
+        None => return None,
+    };
+    u8::try_from(index).ok()
+}
+
+/// The text after `marker`, wherever it is in the line (Ray prefixes worker output).
+fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    line.find(marker).map(|i| &line[i + marker.len()..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunLog;
+
+    #[test]
+    fn lines_split_across_chunks_and_observed_durations() {
+        let mut log = RunLog::default();
+        log.feed("(pid=1) Saving checkpoint for st", 1.0);
+        log.feed("ep 4...\n", 1.0);
+        log.feed("Saved checkpoint to /lustre/x/step_4\n", 4.5);
+        log.feed("Saving checkpoint for step 6...\n", 10.0);
+        assert_eq!(log.saves()[0].seconds, Some(3.5));
+        assert!(!log.saves()[0].timed_by_nemo_rl);
+        assert_eq!(log.saves()[1].seconds, None);
+        let report = log.checkpoint_report();
+        assert!(report.starts_with("checkpoints: 2 saves, 3.5 s in total\n"), "{report}");
+        assert!(report.contains("step     4       3.5 s (observed)  /lustre/x/step_4"), "{report}");
+        assert!(report.contains("step     6      unfinished"), "{report}");
+    }
+
+    #[test]
+    fn no_saves_no_report() {
+        let mut log = RunLog::default();
+        log.feed("step 1 done\n  • generation: 3.0s (50%)\n", 0.0);
+        assert_eq!(log.checkpoint_report(), "");
+        assert!(log.steps().is_empty(), "a bullet outside a step is no step");
+    }
+
+    #[test]
+    fn a_cut_block_and_bad_numbers_are_absent_not_wrong() {
+        let log = RunLog::of(concat!(
+            "========================= Step 1/3 =========================\n",
+            "  • Loss: nan\n  • Avg Reward: 0.5\n",
+            "⏱️  Timing:\n  • Total step time: 10.00s\n  • generation: 6.00s (60.0%)\n  • policy_training: -1.00s (0.0%)\n",
+            "▶ Starting validation at step 1...\n  • Total validation time: 3.00s\n  • generation: 99.00s (1.0%)\n",
+            "========================= Step 2/3 =========================\n",
+            "  • Avg Reward: 0.6\n⏱️  Timing:\n  • Total step ti",
+        ));
+        let [one, two] = log.steps() else { panic!("{:?}", log.steps()) };
+        assert_eq!((one.loss, one.reward, one.step_time_s), (None, Some(0.5), Some(10.0)));
+        assert_eq!(one.timers(&log).collect::<Vec<_>>(), [("generation", 6.0)], "validation's bullets are not the step's timers");
+        assert_eq!((two.reward, two.step_time_s), (Some(0.6), None), "cut short: no step time");
+        assert_eq!(log.finished_steps(), 1);
+    }
+
+    #[test]
+    fn timer_names_and_steps_are_bounded() {
+        let mut log = RunLog::default();
+        log.feed("========================= Step 1/1 =========================\n⏱️  Timing:\n", 0.0);
+        for n in 0..1000 {
+            log.feed(&format!("  • timer_{n}: 1.00s (1.0%)\n"), 0.0);
+        }
+        assert_eq!(log.timer_names().len(), super::MAX_TIMERS);
+        assert_eq!(log.steps()[0].timers(&log).count(), super::MAX_TIMERS);
+    }
+}

@@ -1,0 +1,342 @@
+//! A run's figures, for people and programs: where it is, each step, checkpoints, restarts,
+//! goodput and cost. Computed from what the run's log said ([`RunLog`]), its supervisor's
+//! records ([`Records`]), its wall time and the cluster's price, all given by the caller.
+//!
+//! Goodput follows Google's `ml-goodput-measurement` (AI-Hypercomputer/ml-goodput-measurement,
+//! `ml_goodput_measurement/src/goodput.py` and `goodput_utils.py` at v0.2.3): the share of the
+//! job's wall time spent in productive training steps. Badput is broken down into its
+//! `BadputType` buckets as a NeMo-RL log can tell them apart:
+//! - `UNPRODUCTIVE_CHECKPOINT_SAVE_TIME`: the `checkpointing` timer of each step kept (saves
+//!   are synchronous in NeMo-RL, so the whole save is lost time);
+//! - `WASTED_PROGRESS_FROM_DISRUPTION`: steps done again after a restart; as there, a step
+//!   number logged again marks the earlier run of it as lost;
+//! - `INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION`: the supervisor's restarts, split into waiting
+//!   for capacity (until Ray counts the nodes again) and restarting (until the training runs);
+//! - `PROGRAM_STARTUP`, `TRAINING_PREP` and `OTHER` together: the rest of the wall time, as a
+//!   log without timestamps cannot tell start-up and model load from anything else.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::run_log::RunLog;
+use crate::supervisor::Records;
+
+/// The rewards the trend is fitted on: the newest steps.
+const TREND_STEPS: usize = 5;
+
+/// What the report is computed from.
+pub struct Inputs<'a> {
+    /// The run's log, read.
+    pub log: &'a RunLog,
+    /// Its supervisor's records (empty for an unsupervised job).
+    pub records: &'a Records,
+    /// Its wall time so far, or in all, if known.
+    pub wall_s: Option<f64>,
+    /// What the cluster costs per hour while the run uses it, if known.
+    pub per_hour: Option<f64>,
+}
+
+/// A run's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Where the run is.
+    pub progress: Progress,
+    /// Every step the log reported, in order; a step done again appears again.
+    pub steps: Vec<StepRow>,
+    /// Goodput and its badput.
+    pub goodput: Goodput,
+    /// Each restart the supervisor made.
+    pub restarts: Vec<RestartRow>,
+    /// What it cost, if the price is known.
+    pub cost: Option<Cost>,
+}
+
+/// One step, as the log reported it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRow {
+    /// Counted from 1.
+    pub step: u64,
+    /// `Avg Reward`.
+    pub reward: Option<f64>,
+    /// `Loss`.
+    pub loss: Option<f64>,
+    /// `Total step time`, once the step finished.
+    pub step_time_s: Option<f64>,
+    /// Its checkpoint save; null when it saved none.
+    pub checkpoint_s: Option<f64>,
+    /// `Mean Generation Length`, in tokens.
+    pub generation_length: Option<f64>,
+    /// Each timer's seconds.
+    pub timers: BTreeMap<String, f64>,
+    /// Done again after a restart: this run of it was lost.
+    pub redone: bool,
+}
+
+/// Where the run is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    /// The newest finished step.
+    pub step: Option<u64>,
+    /// The steps the run will take.
+    pub of: Option<u64>,
+    /// The newest reward.
+    pub reward: Option<f64>,
+    /// Its trend: the least-squares slope of the newest rewards, per step.
+    pub reward_trend: Option<f64>,
+    /// The median time of the finished steps.
+    pub median_step_s: Option<f64>,
+    /// The time left at that median.
+    pub eta_s: Option<f64>,
+    /// The newest checkpoint save's duration.
+    pub last_checkpoint_s: Option<f64>,
+    /// Restarts so far.
+    pub restarts: usize,
+}
+
+/// Goodput: the productive share of the wall time, and where the rest went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Goodput {
+    /// The run's wall time, if known.
+    pub wall_s: Option<f64>,
+    /// Productive training: the steps kept, less their checkpoint saves.
+    pub productive_s: f64,
+    /// `productive_s / wall_s`, from 0 to 1, when the wall time is known.
+    pub goodput: Option<f64>,
+    /// The rest, by cause.
+    pub badput: Badput,
+}
+
+/// Badput by cause, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Badput {
+    /// Checkpoint saves of the steps kept.
+    pub checkpoint_save_s: f64,
+    /// Steps done again after a restart.
+    pub redone_s: f64,
+    /// Waiting for the lost nodes to come back.
+    pub capacity_wait_s: f64,
+    /// From the nodes being back to the training running again.
+    pub restart_s: f64,
+    /// The rest of the wall time: start-up, model load, validation outside steps, and steps cut
+    /// short by a failure. Known when the wall time is.
+    pub startup_and_other_s: Option<f64>,
+}
+
+/// A restart.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RestartRow {
+    /// 1 for the first.
+    pub number: u32,
+    /// Why, in words.
+    pub cause: String,
+    /// The checkpoint step it resumed from.
+    pub resumed_from: Option<u64>,
+    /// Steps it did again, as the supervisor counted them.
+    pub steps_redone: Option<u64>,
+    /// From the failure to the training running again.
+    pub lost_s: f64,
+    /// When the failure was noticed, in seconds since the epoch.
+    pub noticed_at: f64,
+}
+
+/// What the run cost at the cluster's price.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    /// The price, in dollars per hour.
+    pub per_hour: f64,
+    /// Over the wall time so far, when known.
+    pub so_far: Option<f64>,
+    /// For the steps left at the median step time, when known.
+    pub to_finish: Option<f64>,
+}
+
+/// Whether each step was done again later: a step number logged again (or a lower one, as a
+/// restart resumes from an earlier checkpoint) marks the earlier runs of it as lost.
+fn redone(steps: &[crate::run_log::Step]) -> Vec<bool> {
+    let mut lowest_after = u64::MAX;
+    let mut flags = vec![false; steps.len()];
+    for (i, step) in steps.iter().enumerate().rev() {
+        flags[i] = lowest_after <= step.step;
+        lowest_after = lowest_after.min(step.step);
+    }
+    flags
+}
+
+/// Where the run is: its newest finished step, reward and trend, median step time, time left,
+/// newest checkpoint and restarts. Cheap enough to compute for each step as the log arrives.
+pub fn progress(log: &RunLog, records: &Records) -> Progress {
+    let steps = log.steps();
+    let redone = redone(steps);
+    let kept: Vec<&crate::run_log::Step> =
+        steps.iter().zip(&redone).filter(|(s, r)| !**r && s.step_time_s.is_some()).map(|(s, _)| s).collect();
+    let newest = steps.iter().rev().find(|s| s.step_time_s.is_some());
+    let of = steps.last().map(|s| s.of);
+    let median_step_s = median(kept.iter().filter_map(|s| s.step_time_s).collect());
+    let rewards: Vec<(f64, f64)> = kept.iter().rev().filter_map(|s| Some((s.step as f64, s.reward?))).take(TREND_STEPS).collect();
+    let left = newest.zip(of).map(|(newest, of)| of.saturating_sub(newest.step));
+    Progress {
+        step: newest.map(|s| s.step),
+        of,
+        reward: newest.and_then(|s| s.reward),
+        reward_trend: slope(&rewards),
+        median_step_s,
+        eta_s: median_step_s.zip(left).map(|(m, left)| m * left as f64),
+        last_checkpoint_s: log.saves().iter().rev().find_map(|s| s.seconds),
+        restarts: records.restarts().count(),
+    }
+}
+
+/// The report of a run.
+pub fn report(inputs: &Inputs<'_>) -> Report {
+    let log = inputs.log;
+    let redone = redone(log.steps());
+    let steps: Vec<StepRow> = log
+        .steps()
+        .iter()
+        .zip(redone)
+        .map(|(s, redone)| StepRow {
+            step: s.step,
+            reward: s.reward,
+            loss: s.loss,
+            step_time_s: s.step_time_s,
+            checkpoint_s: s.checkpoint_s(log),
+            generation_length: s.generation_length,
+            timers: s.timers(log).map(|(name, seconds)| (name.to_owned(), seconds)).collect(),
+            redone,
+        })
+        .collect();
+    let kept = || steps.iter().filter(|s| !s.redone && s.step_time_s.is_some());
+    let checkpoint_save_s: f64 = kept().filter_map(|s| s.checkpoint_s).sum();
+    let productive_s: f64 = kept().filter_map(|s| s.step_time_s).sum::<f64>() - checkpoint_save_s;
+    let redone_s: f64 = steps.iter().filter(|s| s.redone).filter_map(|s| s.step_time_s).sum();
+    let restarts: Vec<&crate::supervisor::Restart> = inputs.records.restarts().collect();
+    let capacity_wait_s: f64 = restarts.iter().map(|r| r.waited_s).sum();
+    let restart_s: f64 = restarts.iter().map(|r| r.back_to_running_s).sum();
+    let accounted = productive_s + checkpoint_save_s + redone_s + capacity_wait_s + restart_s;
+    let wall_s = inputs.wall_s.filter(|w| w.is_finite() && *w > 0.0);
+    let goodput = Goodput {
+        wall_s,
+        productive_s,
+        goodput: wall_s.map(|w| (productive_s / w).clamp(0.0, 1.0)),
+        badput: Badput {
+            checkpoint_save_s,
+            redone_s,
+            capacity_wait_s,
+            restart_s,
+            startup_and_other_s: wall_s.map(|w| (w - accounted).max(0.0)),
+        },
+    };
+    let progress = progress(log, inputs.records);
+    let cost = inputs.per_hour.filter(|p| p.is_finite() && *p >= 0.0).map(|per_hour| Cost {
+        per_hour,
+        so_far: wall_s.map(|w| w / 3600.0 * per_hour),
+        to_finish: progress.eta_s.map(|eta| eta / 3600.0 * per_hour),
+    });
+    let restarts = restarts
+        .iter()
+        .map(|r| RestartRow {
+            number: r.number,
+            cause: r.cause(),
+            resumed_from: r.resumed_from,
+            steps_redone: r.steps_redone,
+            lost_s: r.lost_s,
+            noticed_at: r.noticed_at,
+        })
+        .collect();
+    Report { progress, steps, goodput, restarts, cost }
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    Some(if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 })
+}
+
+/// The least-squares slope of `points`; none for fewer than two distinct x.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let (mean_x, mean_y) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let spread: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    (points.len() >= 2 && spread > 0.0).then(|| points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum::<f64>() / spread)
+}
+
+impl Progress {
+    /// One line: step, reward and trend, median step time, time left, the newest checkpoint's
+    /// duration and restarts.
+    pub fn line(&self) -> String {
+        let mut out = match (self.step, self.of) {
+            (Some(step), Some(of)) => format!("step {step}/{of}"),
+            (None, Some(of)) => format!("step 0/{of}"),
+            _ => "no finished step".to_owned(),
+        };
+        if let Some(reward) = self.reward {
+            out.push_str(&format!(", reward {reward:.4}{}", trend_arrow(self.reward_trend)));
+        }
+        if let Some(median) = self.median_step_s {
+            out.push_str(&format!(", median step {}", duration(median)));
+        }
+        if let Some(eta) = self.eta_s.filter(|eta| *eta > 0.0) {
+            out.push_str(&format!(", {} left", duration(eta)));
+        }
+        if let Some(save) = self.last_checkpoint_s {
+            out.push_str(&format!(", last checkpoint {}", duration(save)));
+        }
+        out + &format!(", {} restart{}", self.restarts, if self.restarts == 1 { "" } else { "s" })
+    }
+}
+
+impl Report {
+    /// The figures for people: progress, goodput and its badput, cost.
+    pub fn summary(&self) -> String {
+        let mut out = format!("run: {}\n", self.progress.line());
+        let g = &self.goodput;
+        match (g.goodput, g.wall_s) {
+            (Some(share), Some(wall)) => {
+                out.push_str(&format!("goodput: {:.1} % of {} ({} productive)\n", share * 100.0, duration(wall), duration(g.productive_s)))
+            }
+            _ => out.push_str(&format!("goodput: unknown without the wall time ({} productive)\n", duration(g.productive_s))),
+        }
+        let b = &g.badput;
+        let rows = [
+            ("checkpoint saves", Some(b.checkpoint_save_s)),
+            ("steps redone after a restart", Some(b.redone_s)),
+            ("waiting for capacity", Some(b.capacity_wait_s)),
+            ("restarting", Some(b.restart_s)),
+            ("start-up, model load and other", b.startup_and_other_s),
+        ];
+        for (what, seconds) in rows.into_iter().filter_map(|(what, s)| Some((what, s?))) {
+            let share = g.wall_s.map_or_else(String::new, |w| format!("{:>6.1} %  ", seconds / w * 100.0));
+            out.push_str(&format!("  {what:<32}{share}{}\n", duration(seconds)));
+        }
+        if let Some(cost) = &self.cost {
+            let so_far = cost.so_far.map_or_else(|| "unknown so far".to_owned(), |c| format!("{} so far", crate::cost::dollars(c)));
+            let to_finish = cost.to_finish.map_or_else(String::new, |c| format!(", {} to finish", crate::cost::dollars(c)));
+            out.push_str(&format!("cost: {so_far}{to_finish} at {}/hour\n", crate::cost::dollars(cost.per_hour)));
+        }
+        out
+    }
+}
+
+/// `↑`, `↓` or `→` for a reward trend.
+pub fn trend_arrow(trend: Option<f64>) -> &'static str {
+    match trend {
+        Some(t) if t > 1e-9 => " ↑",
+        Some(t) if t < -1e-9 => " ↓",
+        Some(_) => " →",
+        None => "",
+    }
+}
+
+/// `42 s`, `3 min 5 s`, `2 h 3 min`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{:.1} s", seconds.max(0.0)),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
