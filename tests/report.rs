@@ -16,7 +16,10 @@ fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
     // The README shows this very report.
     let readme = std::fs::read_to_string(common::project_root().join("README.md")).unwrap();
-    let shown = readme.split_once("**The run report.**").and_then(|(_, rest)| rest.split_once("```text\n")).and_then(|(_, rest)| rest.split_once("```"));
+    let shown = readme
+        .split_once("**The run report.**")
+        .and_then(|(_, rest)| rest.split_once("```text\n"))
+        .and_then(|(_, rest)| rest.split_once("```"));
     assert_eq!(shown.map(|(block, _)| block), Some(stdout(&text).as_str()), "the README's report is the output");
     assert!(
         stdout(&text).starts_with(

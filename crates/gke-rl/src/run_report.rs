@@ -107,6 +107,22 @@ pub struct Goodput {
     pub badput: Badput,
 }
 
+impl Goodput {
+    /// The wall time's parts, productive first, each with its words: the rest is unknown
+    /// without the wall time.
+    pub fn parts(&self) -> [(&'static str, Option<f64>); 6] {
+        let b = &self.badput;
+        [
+            ("productive training", Some(self.productive_s)),
+            ("checkpoint saves", Some(b.checkpoint_save_s)),
+            ("steps redone after a restart", Some(b.redone_s)),
+            ("waiting for capacity", Some(b.capacity_wait_s)),
+            ("restarting", Some(b.restart_s)),
+            ("start-up, model load and other", b.startup_and_other_s),
+        ]
+    }
+}
+
 /// Badput by cause, in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Badput {
@@ -300,15 +316,7 @@ impl Report {
             }
             _ => out.push_str(&format!("goodput: unknown without the wall time ({} productive)\n", duration(g.productive_s))),
         }
-        let b = &g.badput;
-        let rows = [
-            ("checkpoint saves", Some(b.checkpoint_save_s)),
-            ("steps redone after a restart", Some(b.redone_s)),
-            ("waiting for capacity", Some(b.capacity_wait_s)),
-            ("restarting", Some(b.restart_s)),
-            ("start-up, model load and other", b.startup_and_other_s),
-        ];
-        for (what, seconds) in rows.into_iter().filter_map(|(what, s)| Some((what, s?))) {
+        for (what, seconds) in g.parts().into_iter().skip(1).filter_map(|(what, s)| Some((what, s?))) {
             let share = g.wall_s.map_or_else(String::new, |w| format!("{:>6.1} %  ", seconds / w * 100.0));
             out.push_str(&format!("  {what:<32}{share}{}\n", duration(seconds)));
         }

@@ -35,7 +35,7 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
     let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&headline(report)));
 
     let _ = writeln!(body, "<section id=\"goodput\"><h2>Goodput</h2>");
-    body.push_str(&svg(WIDTH, 90, |area| goodput_bar(report, area))?);
+    body.push_str(&svg(WIDTH, 150, |area| goodput_bar(report, area))?);
     body.push_str(&goodput_table(report));
     body.push_str("</section>\n");
 
@@ -113,17 +113,8 @@ fn headline(report: &Report) -> String {
 
 fn goodput_table(report: &Report) -> String {
     let g = &report.goodput;
-    let b = &g.badput;
-    let rows = [
-        ("productive training", Some(g.productive_s)),
-        ("checkpoint saves", Some(b.checkpoint_save_s)),
-        ("steps redone after a restart", Some(b.redone_s)),
-        ("waiting for capacity", Some(b.capacity_wait_s)),
-        ("restarting", Some(b.restart_s)),
-        ("start-up, model load and other", b.startup_and_other_s),
-    ];
     let mut out = String::from("<table>\n");
-    for (what, seconds) in rows.into_iter().filter_map(|(w, s)| Some((w, s?))) {
+    for (what, seconds) in g.parts().into_iter().filter_map(|(w, s)| Some((w, s?))) {
         let share = g.wall_s.map_or_else(String::new, |w| format!("{:.1} %", seconds / w * 100.0));
         let _ = writeln!(out, "<tr><td>{what}</td><td>{share}</td><td>{}</td></tr>", duration(seconds));
     }
@@ -239,16 +230,7 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
 
 /// One horizontal bar of the wall time: productive, then each cause of badput.
 fn goodput_bar(report: &Report, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Drawn {
-    let g = &report.goodput;
-    let b = &g.badput;
-    let parts = [
-        ("productive", g.productive_s),
-        ("checkpoints", b.checkpoint_save_s),
-        ("redone", b.redone_s),
-        ("capacity", b.capacity_wait_s),
-        ("restarting", b.restart_s),
-        ("start-up and other", b.startup_and_other_s.unwrap_or(0.0)),
-    ];
+    let parts = report.goodput.parts().map(|(what, seconds)| (what, seconds.unwrap_or(0.0)));
     let total: f64 = parts.iter().map(|p| p.1).sum();
     let mut chart = ChartBuilder::on(area).margin(8).x_label_area_size(24).build_cartesian_2d(0.0..total.max(1.0), 0.0..1.0)?;
     chart.configure_mesh().disable_y_mesh().disable_x_mesh().x_label_formatter(&|s| duration(*s)).x_labels(5).draw()?;
