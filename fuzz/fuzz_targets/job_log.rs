@@ -22,7 +22,7 @@ libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
 
     let mut run = gke_rl::run_log::RunLog::default();
     for chunk in &chunks {
-        run.feed(chunk, 0.0);
+        run.feed(chunk, None);
     }
     let once = gke_rl::run_log::RunLog::of(text);
     assert_eq!((run.steps(), run.saves()), (once.steps(), once.saves()), "the same run, however the text is split");

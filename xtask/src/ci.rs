@@ -31,7 +31,10 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")
     })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
-    step("the web validator in Chromium (wasm build, page, native comparison)", || crate::web::browser_test(sh).map(drop))?;
+    step("the pages in Chromium (the web validator against native, the run report)", || {
+        crate::web::browser_test(sh)?;
+        crate::web::report_test(sh)
+    })?;
     // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
     // 10-minute runs are `cargo xtask fuzz`.
     if crate::fuzz::nightly_installed(sh) {

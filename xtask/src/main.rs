@@ -52,7 +52,7 @@ enum Task {
     },
     /// Build the browser validator into web-validator/pkg/ and report its size
     Wasm,
-    /// Run the web validator's test in Chromium (part of ci)
+    /// Run the pages in Chromium: the web validator against native, and the run report (part of ci)
     BrowserTest,
     /// Serve the web validator on localhost
     ServeWeb {
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
     let result = Shell::new().map_err(anyhow::Error::from).and_then(|sh| match task {
         Task::Codegen { check } => codegen::run(check),
         Task::Wasm => wasm::run(&sh),
-        Task::BrowserTest => web::browser_test(&sh).map(drop),
+        Task::BrowserTest => web::browser_test(&sh).and_then(|_| web::report_test(&sh)),
         Task::ServeWeb { port } => web::serve(&sh, port),
         Task::Ci => ci::run(&sh),
         Task::Fuzz(args) => args.run(&sh),

@@ -119,6 +119,54 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     Ok(median_ms)
 }
 
+/// The run report's page in Chromium: the report of a restarted run (a log built from NeMo-RL's
+/// own prints) written by the report command as a user runs it, opened from its file. Its plots
+/// are drawn, it makes no request beyond its own file, and a screenshot is left beside it.
+pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(subcommand)]
+        command: gke_rl_cli::Command,
+    }
+    let root = project_root();
+    let out = root.join("target/report-test");
+    std::fs::create_dir_all(&out)?;
+    let log = out.join("run.log");
+    std::fs::write(&log, gke_rl_test_support::nemo_rl_log::restarted_run())?;
+    let args = ["cargo xtask", "report", "--log", &log.display().to_string(), "--out", &out.display().to_string()];
+    let Line { command } = clap::Parser::try_parse_from(args)?;
+    if gke_rl_cli::run(command, "cargo xtask") != std::process::ExitCode::SUCCESS {
+        bail!("`report --log {}` failed", log.display());
+    }
+    let page = out.join("report.html");
+    let script = root.join("web-validator/test/report.mjs");
+    let seen: serde_json::Value =
+        serde_json::from_str(&cmd!(sh, "node {script} {page} {out}").read()?).context("the report test's output is not JSON")?;
+    let sections: Vec<&str> = seen["sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
+    if sections != ["goodput", "reward", "step-time", "checkpoints", "restarts", "cost"] {
+        bail!("the report's sections are {sections:?}");
+    }
+    let plots = seen["plots"].as_array().cloned().unwrap_or_default();
+    let drawn = |plot: &serde_json::Value| {
+        plot["width"].as_f64().unwrap_or(0.0) > 100.0
+            && plot["shapes"].as_u64().unwrap_or(0) >= 4
+            && plot["texts"].as_u64().unwrap_or(0) >= 2
+    };
+    if plots.len() != 5 || !plots.iter().all(drawn) {
+        bail!("the report's five plots are not all drawn: {plots:?}");
+    }
+    let requests: Vec<&str> = seen["requests"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
+    if requests != [seen["url"].as_str().unwrap_or_default()] || !seen["errors"].as_array().is_some_and(Vec::is_empty) {
+        bail!("the report's page made requests beyond itself or failed: {requests:?} {}", seen["errors"]);
+    }
+    eprintln!(
+        "report page: {} sections, 5 plots drawn, no request beyond itself; screenshot {}",
+        sections.len(),
+        out.join("report.png").display()
+    );
+    Ok(())
+}
+
 /// The codelab fixtures as the page's example holds them.
 pub fn codelab_files(root: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     let dir = root.join("tests/fixtures/codelab");

@@ -138,6 +138,16 @@ impl Console {
             bar.finish_and_clear();
         }
     }
+
+    /// Ends a run's progress line, leaving its last words as a line of their own.
+    pub fn end_progress(&self) {
+        let Some(bar) = self.bar().take() else { return };
+        let last = bar.message();
+        bar.finish_and_clear();
+        if !last.is_empty() {
+            self.say(last);
+        }
+    }
 }
 
 impl Progress for Console {
@@ -272,7 +282,7 @@ impl Progress for Console {
                 crate::terminal::out(text);
             }
             Event::JobEnded { id, status, message, log, records } => {
-                self.finish_bar();
+                self.end_progress();
                 let reports = [records.map(|r| r.report()).unwrap_or_default(), log.checkpoint_report()];
                 for report in reports.iter().filter(|r| !r.is_empty()) {
                     crate::terminal::err(&crate::terminal::shown(report));

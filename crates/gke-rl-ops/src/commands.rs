@@ -237,7 +237,13 @@ pub async fn report(
     progress: Arc<dyn Progress>,
 ) -> Result<(String, gke_rl::run_report::Report), Error> {
     let head = crate::head::connect(deployment, options, env, progress).await?;
-    let chain = chain_of(&head.client, id).await?;
+    // The whole run, from its first submission, whichever of them was named (or is the latest).
+    let named = jobs::job_id(&head.client, id).await?;
+    let first = match first_of(&named) {
+        Some(first) if head.client.job(first).await.is_ok() => first.to_owned(),
+        _ => named,
+    };
+    let chain = jobs::chain(&head.client, &first).await?;
     let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
     let (mut started, mut ended) = (None, None);
     for id in &chain {
@@ -247,7 +253,7 @@ pub async fn report(
         // Up to its last line end: a submission cut mid-line must not join the next's first line.
         let text = head.client.logs(id).await?;
         let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
-        log.feed(whole, 0.0);
+        log.feed(whole, None);
         records.feed(whole);
     }
     let wall_s = started.map(|start| ended.unwrap_or_else(|| env.clock.unix_millis()).saturating_sub(start) as f64 / 1000.0);
@@ -256,12 +262,18 @@ pub async fn report(
     Ok((run, gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour })))
 }
 
+/// The submission a keeper's resubmission id (`<first>-rN`) names, if it is one.
+fn first_of(id: &str) -> Option<&str> {
+    let (first, number) = id.rsplit_once(gke_rl::recovery::RESTART_SUFFIX)?;
+    (!first.is_empty() && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())).then_some(first)
+}
+
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
 /// say, priced at the deployment's hourly cost.
 pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl::run_report::Report, Error> {
     let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
     crate::files::read_log(path, |text| {
-        log.feed(text, 0.0);
+        log.feed(text, None);
         records.feed(text);
     })?;
     let wall_s = records.span().and_then(|(start, end)| Some(end? - start));
@@ -309,4 +321,15 @@ async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> Result<Vec<S
         Some(id) => jobs::chain(client, id).await?,
         None => vec![jobs::job_id(client, None).await?],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_resubmission_names_its_first_submission() {
+        assert_eq!(super::first_of("grpo-7-r2"), Some("grpo-7"));
+        for not_one in ["grpo-7", "grpo-r", "-r2", "grpo-rx", "raysubmit_ab"] {
+            assert_eq!(super::first_of(not_one), None, "{not_one}");
+        }
+    }
 }

@@ -58,12 +58,9 @@ pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
             return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(total) });
         }
         let filled = kept + n;
-        // A character cut by the chunk's end waits for the next read (at most 3 bytes).
-        let complete = match std::str::from_utf8(&buffer[..filled]) {
-            Ok(_) => filled,
-            Err(e) if e.error_len().is_none() && n > 0 => e.valid_up_to(),
-            Err(_) => filled,
-        };
+        // A character cut by the chunk's end waits for the next read (at most 3 bytes), even
+        // where invalid bytes come before it; at the end of the file it is what it is.
+        let complete = if n > 0 { filled - incomplete_tail(&buffer[..filled]) } else { filled };
         chunk(&String::from_utf8_lossy(&buffer[..complete]));
         buffer.copy_within(complete..filled, 0);
         kept = filled - complete;
@@ -71,6 +68,24 @@ pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
             return Ok(());
         }
     }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character that the next bytes may end.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0b1100_0000 == 0b1000_0000 {
+            continue; // a continuation byte: its lead is further back
+        }
+        let length = match byte {
+            0b1100_0000..=0b1101_1111 => 2,
+            0b1110_0000..=0b1110_1111 => 3,
+            0b1111_0000..=0b1111_0111 => 4,
+            _ => 1,
+        };
+        return if length > back { back } else { 0 };
+    }
+    0
 }
 
 /// `/proc/self/fd/N` or `/proc/<pid>/fd/N`: how some shells pass `<(command)`. Any other path
@@ -236,6 +251,25 @@ fn holder_of(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every character whole, wherever the 64 KiB reads cut it, even after invalid bytes;
+    /// the invalid bytes as U+FFFD, and a character cut by the end of the file too.
+    #[test]
+    fn a_log_is_read_in_chunks_without_breaking_a_character() {
+        let dir = tempfile::tempdir().unwrap();
+        for pad in 0..4 {
+            let mut bytes = vec![b'x'; 64 * 1024 - 2 - pad];
+            bytes.extend(b"\xff\n");
+            bytes.extend("• ⏱️ step\n".repeat(3).as_bytes());
+            bytes.extend(b"\xe2\x80");
+            std::fs::write(dir.path().join("log"), &bytes).unwrap();
+            let mut text = String::new();
+            read_log(&dir.path().join("log"), |chunk| text.push_str(chunk)).unwrap();
+            assert_eq!(text, String::from_utf8_lossy(&bytes), "pad {pad}");
+        }
+        let error = read_log(Path::new("/dev/zero"), |_| {}).unwrap_err();
+        assert!(matches!(error, Error::NotAFile { kind: "a character device", .. }), "{error}");
+    }
 
     #[test]
     fn a_folder_is_held_by_one_lock_until_it_is_dropped() {

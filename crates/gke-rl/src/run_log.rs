@@ -9,23 +9,25 @@
 //!   with dynamic sampling) and `  • Mean Generation Length: X` (the synchronous loop only);
 //! - `⏱️  Timing:`, then `  • Total step time: X.XXs`, then each timer, longest first:
 //!   `  • NAME: X.XXs (P.P%)`;
-//! - `Saving checkpoint for step N...` in a step that saves, timed by its `checkpointing` timer.
-//!   Saves are synchronous, so that timer is the pause. A `Saved checkpoint to PATH` line,
+//! - `Saving checkpoint for step N...` in a step that saves (N counts across epochs), timed by
+//!   that step's `checkpointing` timer. Saves are synchronous, so that timer is the pause. A `Saved checkpoint to PATH` line,
 //!   where one is printed, gives the path, and the save's duration as the log arrived when the
 //!   timer never comes.
 //!
-//! A marker is found anywhere in its line (Ray prefixes worker output); other lines are
-//! ignored. A figure that is cut off, unparsable or not finite is absent, never a wrong number:
-//! a step cut short by a preemption has no step time.
+//! A marker is found anywhere in its line (Ray prefixes worker output), and a bullet's key must
+//! match whole (`Draft Loss` is not `Loss`); other lines are ignored. A figure that is cut off,
+//! unparsable or not finite is absent, never a wrong number: a step cut short by a preemption
+//! has no step time, and a figure is read once a step, so a lost header never lets the next
+//! step's figures overwrite it. The supervisor's restart records number the attempts.
 //!
 //! ```
 //! let mut log = gke_rl::run_log::RunLog::default();
-//! log.feed("========================= Step 2/20 =========================\n", 0.0);
-//! log.feed("Saving checkpoint for step 2...\n", 50.0);
-//! log.feed("📊 Training Results:\n  • Loss: 0.0123\n  • Avg Reward: 0.4375\n", 92.0);
-//! log.feed("⏱️  Timing:\n  • Total step time: 92.10s\n  • checkpointing: 41.20s (44.7%)\n", 92.0);
+//! log.feed("========================= Step 2/20 =========================\n", Some(0.0));
+//! log.feed("Saving checkpoint for step 2...\n", Some(50.0));
+//! log.feed("📊 Training Results:\n  • Loss: 0.0123\n  • Draft Loss: 0.5\n  • Avg Reward: 0.4375\n", Some(92.0));
+//! log.feed("⏱️  Timing:\n  • Total step time: 92.10s\n  • checkpointing: 41.20s (44.7%)\n", Some(92.0));
 //! let step = &log.steps()[0];
-//! assert_eq!((step.step, step.of, step.reward, step.step_time_s), (2, 20, Some(0.4375), Some(92.1)));
+//! assert_eq!((step.step, step.of, step.loss, step.reward, step.step_time_s), (2, 20, Some(0.0123), Some(0.4375), Some(92.1)));
 //! assert_eq!(step.checkpoint_s(&log), Some(41.2));
 //! assert_eq!(log.saves()[0].seconds, Some(41.2));
 //! ```
@@ -41,11 +43,11 @@ pub const STEP_DONE: &str = "• Total step time: ";
 pub const CHECKPOINT_TIMER: &str = "checkpointing";
 
 /// The most steps read from one log (restarts repeat steps); a log with more keeps the first.
-pub const MAX_STEPS: usize = 100_000;
+pub const MAX_STEPS: usize = 50_000;
 /// The most saves read from one log: a run of thousands of steps saves far fewer times.
 pub const MAX_SAVES: usize = 10_000;
 /// The most distinct timer names: NeMo-RL has about twenty.
-const MAX_TIMERS: usize = 64;
+const MAX_TIMERS: usize = 40;
 /// The longest timer name kept.
 const MAX_TIMER_NAME: usize = 80;
 /// The longest checkpoint path kept (Linux's PATH_MAX).
@@ -54,10 +56,16 @@ const MAX_PATH: usize = 4096;
 /// One step as its block reported it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
-    /// The step, counted from 1 as NeMo-RL prints it.
+    /// The step, counted from 1 as NeMo-RL prints it (from 1 again in each epoch).
     pub step: u64,
-    /// The steps the run will take.
+    /// The steps the run (or, with several epochs, the epoch) will take.
     pub of: u64,
+    /// How many restarts the supervisor had recorded when the step began: a step run again in
+    /// a later attempt was lost.
+    pub attempt: u32,
+    /// Its place in the whole run, counted from 1 across epochs (NeMo-RL's checkpoint step);
+    /// after a restart, from the checkpoint it resumed from.
+    pub position: u64,
     /// `Loss`.
     pub loss: Option<f64>,
     /// `Avg Reward` (`Avg Filtered Reward` with dynamic sampling).
@@ -68,14 +76,21 @@ pub struct Step {
     pub step_time_s: Option<f64>,
     /// Each timer's seconds, as indexes into [`RunLog::timer_names`].
     timers: Vec<(u8, f64)>,
-    /// When its header arrived, on the clock given to [`RunLog::feed`].
-    pub started_at: f64,
 }
 
 impl Step {
     /// Its timers: name and seconds, longest first as NeMo-RL prints them.
     pub fn timers<'a>(&'a self, log: &'a RunLog) -> impl Iterator<Item = (&'a str, f64)> + 'a {
         self.timers.iter().map(|&(name, seconds)| (log.timer_names[usize::from(name)].as_str(), seconds))
+    }
+
+    /// Whether nothing of it has been read yet.
+    fn is_empty(&self) -> bool {
+        self.loss.is_none()
+            && self.reward.is_none()
+            && self.generation_length.is_none()
+            && self.step_time_s.is_none()
+            && self.timers.is_empty()
     }
 
     /// The seconds it spent saving a checkpoint, if it saved one.
@@ -87,15 +102,16 @@ impl Step {
 /// One checkpoint save.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Save {
-    /// The GRPO step it saved.
+    /// The GRPO step it saved (counted across epochs).
     pub step: u64,
-    /// How long it took; `None` while it is still being written.
+    /// How long it took; `None` while it is still being written, or when nothing timed it.
     pub seconds: Option<f64>,
     /// Whether `seconds` is NeMo-RL's own timing (else the log's arrival times).
     pub timed_by_nemo_rl: bool,
     /// Where it was written, from a `Saved checkpoint to` line.
     pub path: Option<String>,
-    started_at: f64,
+    /// When its line arrived, when the log was fed with a clock.
+    started_at: Option<f64>,
 }
 
 /// Where in a step's block the log is.
@@ -115,12 +131,20 @@ pub struct RunLog {
     timer_names: Vec<String>,
     lines: LineBuffer,
     section: Section,
+    /// The save begun inside the newest step's block, which its `checkpointing` timer times.
+    save_in_step: Option<usize>,
+    /// The newest step's timing table was read: another one is another step's.
+    timed: bool,
+    /// Restarts recorded so far.
+    attempt: u32,
+    /// The position the next step will have.
+    next_position: u64,
     /// [`MAX_STEPS`] steps were read, and another began: its lines are not read.
     steps_full: bool,
     /// [`MAX_SAVES`] saves were read, and another began.
     saves_full: bool,
-    /// Counts changes to what the log says, so a reader can tell when to show it again.
-    revision: u64,
+    /// Steps whose total time was read.
+    finished: usize,
 }
 
 impl RunLog {
@@ -128,48 +152,63 @@ impl RunLog {
     /// cut mid-line (a preemption) would give a number cut short.
     pub fn of(log: &str) -> RunLog {
         let mut run = RunLog::default();
-        run.feed(log, 0.0);
+        run.feed(log, None);
         run
     }
 
-    /// Feeds a chunk of log text that arrived at `now` (seconds on any monotonic clock).
-    pub fn feed(&mut self, chunk: &str, now: f64) {
+    /// Feeds a chunk of log text that arrived at `now` (seconds on any monotonic clock), if
+    /// known: without it, a save nothing timed has no duration.
+    pub fn feed(&mut self, chunk: &str, now: Option<f64>) {
         let mut lines = std::mem::take(&mut self.lines);
         lines.feed(chunk, |line| self.line(line.trim_end(), now));
         self.lines = lines;
     }
 
-    fn line(&mut self, line: &str, now: f64) {
+    fn line(&mut self, line: &str, now: Option<f64>) {
         if let Some((step, of)) = header(line) {
             self.section = Section::Other;
+            self.save_in_step = None;
+            self.timed = false;
+            // Dynamic sampling prints a step's header again for each batch it adds: the same
+            // step while nothing of it has been read.
+            let attempt = self.attempt;
+            if self.steps.last().is_some_and(|last| (last.step, last.of, last.attempt) == (step, of, attempt) && last.is_empty()) {
+                return;
+            }
             self.steps_full = self.steps.len() == MAX_STEPS;
             if !self.steps_full {
-                self.steps.push(Step {
+                let position = self.next_position.max(1);
+                self.next_position = position.saturating_add(1);
+                let step = Step {
                     step,
                     of,
+                    attempt,
+                    position,
                     loss: None,
                     reward: None,
                     generation_length: None,
                     step_time_s: None,
                     timers: Vec::new(),
-                    started_at: now,
-                });
-                self.revision += 1;
+                };
+                self.steps.push(step);
             }
             return;
         }
         if line.ends_with("⏱️  Timing:") {
-            self.section = Section::Timing;
+            self.section = if self.timed { Section::Other } else { Section::Timing };
+            self.timed = true;
             return;
         }
         let Some(bullet) = after(line, "• ") else {
             self.section = Section::Other;
-            self.saves_line(line, now);
+            self.other_line(line, now);
             return;
         };
         let Some(step) = self.steps.last_mut().filter(|_| !self.steps_full) else { return };
-        let changed = if let Some(seconds) = after(bullet, "Total step time: ").filter(|_| self.section == Section::Timing) {
-            set(&mut step.step_time_s, seconds_of(seconds))
+        // A figure is set once: a second one in a block (a header lost to an interleaved line
+        // or a line too long) belongs to another step, and is not read.
+        if let Some(seconds) = bullet.strip_prefix("Total step time: ").filter(|_| self.section == Section::Timing) {
+            self.finished += usize::from(set_once(&mut step.step_time_s, seconds_of(seconds)));
         } else if self.section == Section::Timing {
             let Some((name, rest)) = bullet.split_once(": ") else { return };
             let (Some(seconds), Some(index)) = (seconds_of(rest), intern(&mut self.timer_names, name)) else { return };
@@ -177,33 +216,29 @@ impl RunLog {
                 return;
             }
             step.timers.push((index, seconds));
-            if name == CHECKPOINT_TIMER {
-                let number = step.step;
-                if let Some(save) = self.saves.iter_mut().rev().find(|s| s.step == number && !s.timed_by_nemo_rl) {
-                    save.seconds = Some(seconds);
-                    save.timed_by_nemo_rl = true;
-                }
+            if name == CHECKPOINT_TIMER
+                && let Some(save) = self.save_in_step.and_then(|i| self.saves.get_mut(i))
+            {
+                save.seconds = Some(seconds);
+                save.timed_by_nemo_rl = true;
             }
-            true
-        } else if let Some(value) = after(bullet, "Loss: ") {
-            set(&mut step.loss, number(value))
-        } else if let Some(value) = after(bullet, "Avg Reward: ").or_else(|| after(bullet, "Avg Filtered Reward: ")) {
-            set(&mut step.reward, number(value))
-        } else if let Some(value) = after(bullet, "Mean Generation Length: ") {
-            set(&mut step.generation_length, number(value))
-        } else {
-            false
-        };
-        self.revision += u64::from(changed);
+        } else if let Some(value) = bullet.strip_prefix("Loss: ") {
+            set_once(&mut step.loss, number(value));
+        } else if let Some(value) = bullet.strip_prefix("Avg Reward: ").or_else(|| bullet.strip_prefix("Avg Filtered Reward: ")) {
+            set_once(&mut step.reward, number(value));
+        } else if let Some(value) = bullet.strip_prefix("Mean Generation Length: ") {
+            set_once(&mut step.generation_length, number(value));
+        }
     }
 
-    fn saves_line(&mut self, line: &str, now: f64) {
+    /// Saves, and the supervisor's restart records.
+    fn other_line(&mut self, line: &str, now: Option<f64>) {
         if let Some(rest) = after(line, "Saving checkpoint for step ") {
             let Some(step) = rest.strip_suffix("...").and_then(|n| n.trim().parse().ok()) else { return };
             self.saves_full = self.saves.len() == MAX_SAVES;
             if !self.saves_full {
                 self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
-                self.revision += 1;
+                self.save_in_step = (!self.steps.is_empty()).then(|| self.saves.len() - 1);
             }
         } else if let Some(path) = after(line, "Saved checkpoint to ").filter(|_| !self.saves_full)
             && let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none())
@@ -211,9 +246,11 @@ impl RunLog {
             let path = path.trim();
             save.path = Some(path[..path.floor_char_boundary(MAX_PATH)].to_owned());
             if save.seconds.is_none() {
-                save.seconds = Some(now - save.started_at);
+                save.seconds = now.zip(save.started_at).map(|(now, started)| now - started);
             }
-            self.revision += 1;
+        } else if let Some(crate::supervisor::Record::Restart(restart)) = crate::supervisor::Record::of_line(line) {
+            self.attempt = self.attempt.saturating_add(1);
+            self.next_position = restart.resumed_from.unwrap_or(0).saturating_add(1);
         }
     }
 
@@ -233,14 +270,9 @@ impl RunLog {
         &self.timer_names
     }
 
-    /// Changes with every figure read: equal revisions mean nothing new to show.
-    pub fn revision(&self) -> u64 {
-        self.revision
-    }
-
-    /// Steps finished so far (their total time was reported).
+    /// Steps finished so far (their total time was read).
     pub fn finished_steps(&self) -> usize {
-        self.steps.iter().filter(|s| s.step_time_s.is_some()).count()
+        self.finished
     }
 
     /// Seconds spent saving, over the saves that finished.
@@ -288,13 +320,13 @@ fn seconds_of(text: &str) -> Option<f64> {
     number(seconds.strip_suffix('s')?).filter(|s| *s >= 0.0)
 }
 
-/// Sets `slot` to `value` when it is a number: whether it changed.
-fn set(slot: &mut Option<f64>, value: Option<f64>) -> bool {
-    let changed = value.is_some() && *slot != value;
-    if value.is_some() {
-        *slot = value;
+/// Sets an empty `slot` to `value` when it is a number: whether it did.
+fn set_once(slot: &mut Option<f64>, value: Option<f64>) -> bool {
+    if slot.is_some() || value.is_none() {
+        return false;
     }
-    changed
+    *slot = value;
+    true
 }
 
 /// The index of `name` among `names`, added when new and there is room.
@@ -323,13 +355,14 @@ mod tests {
     #[test]
     fn lines_split_across_chunks_and_observed_durations() {
         let mut log = RunLog::default();
-        log.feed("(pid=1) Saving checkpoint for st", 1.0);
-        log.feed("ep 4...\n", 1.0);
-        log.feed("Saved checkpoint to /lustre/x/step_4\n", 4.5);
-        log.feed("Saving checkpoint for step 6...\n", 10.0);
+        log.feed("(pid=1) Saving checkpoint for st", Some(1.0));
+        log.feed("ep 4...\n", Some(1.0));
+        log.feed("Saved checkpoint to /lustre/x/step_4\n", Some(4.5));
+        log.feed("Saving checkpoint for step 6...\n", Some(10.0));
+        log.feed("Saved checkpoint to /lustre/x/step_6\n", None);
         assert_eq!(log.saves()[0].seconds, Some(3.5));
         assert!(!log.saves()[0].timed_by_nemo_rl);
-        assert_eq!(log.saves()[1].seconds, None);
+        assert_eq!(log.saves()[1].seconds, None, "no clock, no duration");
         let report = log.checkpoint_report();
         assert!(report.starts_with("checkpoints: 2 saves, 3.5 s in total\n"), "{report}");
         assert!(report.contains("step     4       3.5 s (observed)  /lustre/x/step_4"), "{report}");
@@ -339,7 +372,7 @@ mod tests {
     #[test]
     fn no_saves_no_report() {
         let mut log = RunLog::default();
-        log.feed("step 1 done\n  • generation: 3.0s (50%)\n", 0.0);
+        log.feed("step 1 done\n  • generation: 3.0s (50%)\n", None);
         assert_eq!(log.checkpoint_report(), "");
         assert!(log.steps().is_empty(), "a bullet outside a step is no step");
     }
@@ -364,9 +397,9 @@ mod tests {
     #[test]
     fn timer_names_and_steps_are_bounded() {
         let mut log = RunLog::default();
-        log.feed("========================= Step 1/1 =========================\n⏱️  Timing:\n", 0.0);
+        log.feed("========================= Step 1/1 =========================\n⏱️  Timing:\n", None);
         for n in 0..1000 {
-            log.feed(&format!("  • timer_{n}: 1.00s (1.0%)\n"), 0.0);
+            log.feed(&format!("  • timer_{n}: 1.00s (1.0%)\n"), None);
         }
         assert_eq!(log.timer_names().len(), super::MAX_TIMERS);
         assert_eq!(log.steps()[0].timers(&log).count(), super::MAX_TIMERS);

@@ -163,20 +163,35 @@ pub struct Cost {
     pub per_hour: f64,
     /// Over the wall time so far, when known.
     pub so_far: Option<f64>,
-    /// For the steps left at the median step time, when known.
+    /// For the steps left at the median step time, when known and some are left.
     pub to_finish: Option<f64>,
 }
 
-/// Whether each step was done again later: a step number logged again (or a lower one, as a
-/// restart resumes from an earlier checkpoint) marks the earlier runs of it as lost.
+/// Whether each step was done again: a step at the same place in the run (or an earlier one, as
+/// a restart resumes from an earlier checkpoint) in a later attempt marks the earlier run of it
+/// as lost. Within one attempt, nothing is lost.
 fn redone(steps: &[crate::run_log::Step]) -> Vec<bool> {
-    let mut lowest_after = u64::MAX;
+    // Attempts only grow along the log: walking back, the steps of later attempts are all seen
+    // before those of the current one.
+    let (mut lowest_later, mut lowest_here, mut attempt) = (None::<u64>, None::<u64>, None);
     let mut flags = vec![false; steps.len()];
     for (i, step) in steps.iter().enumerate().rev() {
-        flags[i] = lowest_after <= step.step;
-        lowest_after = lowest_after.min(step.step);
+        if attempt != Some(step.attempt) {
+            lowest_later = lower(lowest_later, lowest_here);
+            (lowest_here, attempt) = (None, Some(step.attempt));
+        }
+        flags[i] = lowest_later.is_some_and(|lowest| lowest <= step.position);
+        lowest_here = lower(lowest_here, Some(step.position));
     }
     flags
+}
+
+/// The lower of two places in the run, either of which may be unknown.
+fn lower(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Where the run is: its newest finished step, reward and trend, median step time, time left,
@@ -247,7 +262,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
     let cost = inputs.per_hour.filter(|p| p.is_finite() && *p >= 0.0).map(|per_hour| Cost {
         per_hour,
         so_far: wall_s.map(|w| w / 3600.0 * per_hour),
-        to_finish: progress.eta_s.map(|eta| eta / 3600.0 * per_hour),
+        to_finish: progress.eta_s.filter(|eta| *eta > 0.0).map(|eta| eta / 3600.0 * per_hour),
     });
     let restarts = restarts
         .iter()
@@ -323,7 +338,7 @@ impl Report {
         if let Some(cost) = &self.cost {
             let so_far = cost.so_far.map_or_else(|| "unknown so far".to_owned(), |c| format!("{} so far", crate::cost::dollars(c)));
             let to_finish = cost.to_finish.map_or_else(String::new, |c| format!(", {} to finish", crate::cost::dollars(c)));
-            out.push_str(&format!("cost: {so_far}{to_finish} at {}/hour\n", crate::cost::dollars(cost.per_hour)));
+            out.push_str(&format!("cost at the config's {}/hour: {so_far}{to_finish}\n", crate::cost::dollars(cost.per_hour)));
         }
         out
     }

@@ -19,7 +19,7 @@ fn every_release_and_loop_is_read_step_by_step() {
                 let mut rest = text.as_str();
                 while !rest.is_empty() {
                     let cut = rest.floor_char_boundary(7.min(rest.len())).max(rest.ceil_char_boundary(1));
-                    run.feed(&rest[..cut], 0.0);
+                    run.feed(&rest[..cut], None);
                     rest = &rest[cut..];
                 }
                 let context = format!("{release} {}", if matches!(which, Loop::Sync) { "grpo_train" } else { "async_grpo_train" });
@@ -94,7 +94,48 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
     assert_eq!((p.step, p.of, p.median_step_s, p.eta_s, p.restarts), (Some(6), Some(6), Some(84.5), Some(0.0), 1));
     assert!((p.reward_trend.unwrap() - 0.1).abs() < 1e-9, "{:?}", p.reward_trend);
     let cost = report.cost.as_ref().unwrap();
-    assert_eq!((cost.so_far, cost.to_finish), (Some(100.0), Some(0.0)), "1000 s at $360/hour");
+    assert_eq!((cost.so_far, cost.to_finish), (Some(100.0), None), "1000 s at $360/hour, and nothing left");
     insta::assert_snapshot!("restarted_run_summary", report.summary());
     insta::assert_snapshot!("restarted_run_json", serde_json::to_string_pretty(&report).unwrap());
+}
+
+/// Two epochs of two steps (NeMo-RL numbers steps from 1 again in each, and saves by the
+/// step count across them), with no restart: nothing is redone, and each save gets its step's
+/// checkpointing time. A third attempt after a restart record redoes what it runs again.
+#[test]
+fn epochs_are_not_restarts_and_saves_are_timed_by_their_own_step() {
+    let prints = Prints::of("v0.7.0", Loop::Sync);
+    let epoch = |from: u64| -> String {
+        (1..=2).map(|n| block(&prints, &figures(n), 2, None).replace(&format!("step {n}..."), &format!("step {}...", from + n))).collect()
+    };
+    let text = epoch(0) + &epoch(2);
+    let report = |text: &str| {
+        let (log, records) = (RunLog::of(text), gke_rl::supervisor::Records::of(text));
+        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s: None, per_hour: None })
+    };
+    let two_epochs = report(&text);
+    assert!(two_epochs.steps.iter().all(|s| !s.redone), "{:?}", two_epochs.steps);
+    let saves: Vec<(u64, Option<f64>)> = RunLog::of(&text).saves().iter().map(|s| (s.step, s.seconds)).collect();
+    assert_eq!(saves, [(2, Some(32.0)), (4, Some(32.0))]);
+
+    let restart = gke_rl_test_support::nemo_rl_log::record(concat!(
+        r#"{"event": "restart", "number": 1, "kind": "node-lost", "cause": "c", "failed": "f", "resumed_from": 3, "steps_redone": 1, "#,
+        r#""waited_s": 1.0, "back_to_running_s": 1.0, "lost_s": 2.0, "noticed_at": 1.0, "node_back_at": 2.0, "running_at": 3.0}"#
+    ));
+    let again = report(&format!("{text}{restart}{}", block(&prints, &figures(2), 2, None)));
+    let redone: Vec<bool> = again.steps.iter().map(|s| s.redone).collect();
+    assert_eq!(redone, [false, false, false, true, false], "the second epoch's step 2, run again after the restart");
+}
+
+/// A step header lost (another worker's output on the same line) never moves the next step's
+/// figures onto the step before: a figure is read once a step.
+#[test]
+fn a_lost_header_never_overwrites_the_step_before() {
+    let prints = Prints::of("v0.7.0", Loop::Sync);
+    let second = block(&prints, &figures(2), 20, None);
+    let (header, rest) = second.trim_start_matches('\n').split_once('\n').unwrap();
+    let garbled = format!("{}(pid=9) loading weights\n{rest}", header.trim_end_matches('='));
+    let log = RunLog::of(&(block(&prints, &figures(1), 20, None) + &garbled));
+    let alone = RunLog::of(&block(&prints, &figures(1), 20, None));
+    assert_eq!(log.steps(), alone.steps(), "step 1 as it was");
 }

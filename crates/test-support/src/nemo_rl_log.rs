@@ -29,6 +29,9 @@ pub struct Prints {
     pub loss: String,
     /// `• Avg Reward: X`.
     pub reward: String,
+    /// Lines the parser must not mistake for its own: `• Draft Loss: X` (v0.6.0 on, when
+    /// drafting) and `• Generation KL Error: X` (v0.5.0 on), where the release prints them.
+    pub others: Vec<String>,
     /// Printed by the synchronous loop only.
     pub generation_length: Option<String>,
     /// `⏱️  Timing:`.
@@ -58,6 +61,7 @@ impl Prints {
             results: get("📊 Training Results:"),
             loss: get("• Loss: {"),
             reward: get("• Avg Reward: {"),
+            others: ["• Draft Loss: {", "• Generation KL Error: {"].into_iter().filter_map(&find).collect(),
             generation_length: generation_length.filter(|_| matches!(which, Loop::Sync)),
             timing: get("⏱️  Timing:"),
             total: get("• Total step time: {"),
@@ -139,6 +143,7 @@ pub fn figures(step: u64) -> Figures {
 pub fn block(prints: &Prints, f: &Figures, of: u64, cut: Option<usize>) -> String {
     let number = |expr: &str| -> String {
         match expr {
+            e if e.contains("draft_loss") || e.contains("gen_kl_error") => "9.9".to_owned(),
             e if e.contains("loss") => f.loss.to_string(),
             e if e.contains("rewards") => f.reward.to_string(),
             e if e.contains("mean_gen_tokens") => f.generation_length.to_string(),
@@ -154,6 +159,7 @@ pub fn block(prints: &Prints, f: &Figures, of: u64, cut: Option<usize>) -> Strin
     }
     lines.push(render(&prints.results, &number));
     lines.push(render(&prints.loss, &number));
+    lines.extend(prints.others.iter().map(|p| render(p, &number)));
     lines.push(render(&prints.reward, &number));
     lines.extend(prints.generation_length.as_ref().map(|p| render(p, &number)));
     lines.push(render(&prints.timing, &number));

@@ -118,6 +118,7 @@ fn follow_command(head: &Head, id: &str) -> String {
 /// The exit code of a followed job, with the re-attach hint when following was detached (the
 /// console has shown how a finished job ended).
 fn ended(head: &Head, id: &str, followed: &Followed, console: &Console) -> anyhow::Result<u8> {
+    console.end_progress();
     match followed {
         Followed::Detached { signal } => {
             console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, id)));

@@ -182,6 +182,13 @@ pub enum Record {
     Other,
 }
 
+impl Record {
+    /// The record a log line holds, if it is one.
+    pub fn of_line(line: &str) -> Option<Record> {
+        serde_json::from_str(line.trim_end().strip_prefix(RECORD_PREFIX)?).ok()
+    }
+}
+
 /// A restart, with what it cost.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Restart {
@@ -258,9 +265,7 @@ impl Records {
     }
 
     fn line(&mut self, line: &str) {
-        let Some(record) = line.trim_end().strip_prefix(RECORD_PREFIX).and_then(|json| serde_json::from_str::<Record>(json).ok()) else {
-            return;
-        };
+        let Some(record) = Record::of_line(line) else { return };
         // A log can print lines that look like records: past the bound, only the newest end
         // is kept, so checking each against the ones before stays bounded.
         if self.records.len() >= MAX_RECORDS {
@@ -299,8 +304,10 @@ impl Records {
             Record::Started { at, .. } => *at,
             _ => None,
         })?;
-        let end = self.records.iter().rev().find_map(|r| match r {
-            Record::Ended { at, .. } => *at,
+        // An end counts only after the newest start: a keeper's resubmission runs on after one.
+        let newest_start = self.records.iter().rposition(|r| matches!(r, Record::Started { .. }));
+        let end = self.records.iter().enumerate().rev().find_map(|(i, r)| match r {
+            Record::Ended { at, .. } if newest_start.is_none_or(|s| i > s) => *at,
             _ => None,
         });
         Some((start, end))

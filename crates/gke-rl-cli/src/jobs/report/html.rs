@@ -11,6 +11,8 @@ use plotters::prelude::*;
 /// The plots' size, in SVG pixels.
 const WIDTH: u32 = 760;
 const HEIGHT: u32 = 300;
+/// The most steps a plot draws.
+const MAX_PLOTTED: usize = 500;
 /// Timers drawn by name in the step-time plot; the rest are summed as "other".
 const NAMED_TIMERS: usize = 6;
 /// The plots' colors, in order.
@@ -30,6 +32,9 @@ type Drawn = Result<(), Box<dyn std::error::Error>>;
 /// The page for `report`, titled with `title` (a job id or a log's path).
 pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
     let kept: Vec<&StepRow> = report.steps.iter().filter(|s| !s.redone && s.step_time_s.is_some()).collect();
+    // A long run's plots show every n-th step: a bar per step of a 50,000-step run says nothing.
+    let stride = kept.len().div_ceil(MAX_PLOTTED).max(1);
+    let kept: Vec<&StepRow> = kept.into_iter().step_by(stride).collect();
     let mut body = String::new();
     let _ = writeln!(body, "<h1>Run {}</h1>", escape(title));
     let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&headline(report)));
@@ -49,7 +54,7 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
 
         let _ = writeln!(body, "<section id=\"step-time\"><h2>Step time by timer</h2>");
         body.push_str(&svg(WIDTH, HEIGHT, |area| step_times(&kept, area))?);
-        body.push_str("<p class=\"note\">Top-level timers as NeMo-RL prints them; nested ones are inside their group's <code>/total</code>.</p>\n</section>\n");
+        body.push_str("<p class=\"note\">The largest timers as NeMo-RL prints them, stacked up to the step's total; a group's parts are inside its <code>/total</code>.</p>\n</section>\n");
     }
 
     let saves: Vec<(f64, f64)> = kept.iter().filter_map(|s| Some((s.step as f64, s.checkpoint_s?))).collect();
@@ -82,7 +87,7 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
     if let Some(cost) = &report.cost {
         let _ = writeln!(body, "<section id=\"cost\"><h2>Cost</h2><p>");
         let money = gke_rl::cost::dollars;
-        let _ = write!(body, "{}/hour", money(cost.per_hour));
+        let _ = write!(body, "{}/hour for the config's cluster", money(cost.per_hour));
         if let Some(so_far) = cost.so_far {
             let _ = write!(body, "; {} so far", money(so_far));
         }
@@ -211,14 +216,12 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
         named.iter().enumerate().map(|(i, (name, _))| (*name, COLORS[i % (COLORS.len() - 1)])).chain([("other", COLORS[7])]).collect();
     for (layer, &(name, color)) in layers.iter().enumerate() {
         let rectangles = steps.iter().map(|step| {
+            // Some timers without a group run inside others (`recompute_kv_scales`, say): the
+            // stack is cut at the step's total so that it never claims more time than there was.
+            let total = step.step_time_s.unwrap_or(0.0);
             let seconds = |name: &str| step.timers.get(name).copied().unwrap_or(0.0);
-            let below: f64 = layers[..layer].iter().map(|(n, _)| seconds(n)).sum();
-            let height = if name == "other" {
-                let named: f64 = layers[..layer].iter().map(|(n, _)| seconds(n)).sum();
-                (step.step_time_s.unwrap_or(0.0) - named).max(0.0)
-            } else {
-                seconds(name)
-            };
+            let below = layers[..layer].iter().map(|(n, _)| seconds(n)).sum::<f64>().min(total);
+            let height = if name == "other" { total - below } else { seconds(name).min(total - below) };
             let x = step.step as f64;
             Rectangle::new([(x - 0.35, below), (x + 0.35, below + height)], color.filled())
         });
