@@ -40,7 +40,7 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
     let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&headline(report)));
 
     let _ = writeln!(body, "<section id=\"goodput\"><h2>Goodput</h2>");
-    body.push_str(&svg(WIDTH, 150, |area| goodput_bar(report, area))?);
+    body.push_str(&svg(WIDTH, 100, |area| goodput_bar(report, area))?);
     body.push_str(&goodput_table(report));
     body.push_str("</section>\n");
 
@@ -109,7 +109,8 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
 const STYLE: &str = "body{font-family:sans-serif;max-width:800px;margin:2em auto;color:#222}\
     h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}.summary{font-size:1.05em}\
     table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:left}\
-    svg{display:inline-block}.note,footer{color:#666;font-size:.85em}";
+    svg{display:inline-block}.note,footer{color:#666;font-size:.85em}\
+    .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.5em}";
 
 /// The summary's first line: step, reward, median step, time left, restarts.
 fn headline(report: &Report) -> String {
@@ -119,9 +120,11 @@ fn headline(report: &Report) -> String {
 fn goodput_table(report: &Report) -> String {
     let g = &report.goodput;
     let mut out = String::from("<table>\n");
-    for (what, seconds) in g.parts().into_iter().filter_map(|(w, s)| Some((w, s?))) {
+    for (i, (what, seconds)) in g.parts().into_iter().enumerate().filter_map(|(i, (w, s))| Some((i, (w, s?)))) {
         let share = g.wall_s.map_or_else(String::new, |w| format!("{:.1} %", seconds / w * 100.0));
-        let _ = writeln!(out, "<tr><td>{what}</td><td>{share}</td><td>{}</td></tr>", duration(seconds));
+        let RGBColor(r, g, b) = part_color(i);
+        let swatch = format!("<span class=\"swatch\" style=\"background:#{r:02x}{g:02x}{b:02x}\"></span>");
+        let _ = writeln!(out, "<tr><td>{swatch}{what}</td><td>{share}</td><td>{}</td></tr>", duration(seconds));
     }
     match (g.goodput, g.wall_s) {
         (Some(share), Some(wall)) => {
@@ -151,6 +154,21 @@ fn steps_range(points: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64
     if lowest.is_finite() { lowest - 0.6..highest + 0.6 } else { 0.0..1.0 }
 }
 
+/// `range` with room above it for a legend.
+fn headroom(range: std::ops::Range<f64>) -> std::ops::Range<f64> {
+    range.start..range.end + (range.end - range.start) * 0.45
+}
+
+/// A step axis's label: whole steps only (plotters also ticks between them).
+fn step_label(x: &f64) -> String {
+    if (x - x.round()).abs() < 1e-9 { format!("{x:.0}") } else { String::new() }
+}
+
+/// The color of the `i`th part of the wall time ([`gke_rl::run_report::Goodput::parts`]).
+fn part_color(i: usize) -> RGBColor {
+    COLORS[if i == 0 { 2 } else { (i + 2) % COLORS.len() }]
+}
+
 /// A y range from zero (or the lowest value) to the highest, never empty.
 fn values_range(values: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64> {
     let lowest = values.clone().fold(0.0, f64::min);
@@ -172,7 +190,7 @@ fn line(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f
         .x_label_area_size(32)
         .y_label_area_size(52)
         .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), lowest - pad..highest + pad)?;
-    chart.configure_mesh().x_desc("step").x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+    chart.configure_mesh().x_desc("step").x_label_formatter(&step_label).draw()?;
     chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?;
     chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
     Ok(())
@@ -184,7 +202,7 @@ fn bars(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f
         .x_label_area_size(32)
         .y_label_area_size(52)
         .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), values_range(points.iter().map(|p| p.1)))?;
-    chart.configure_mesh().x_desc("step").y_desc(what).x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+    chart.configure_mesh().x_desc("step").y_desc(what).x_label_formatter(&step_label).draw()?;
     chart.draw_series(points.iter().map(|&(x, y)| Rectangle::new([(x - 0.35, 0.0), (x + 0.35, y)], color.filled())))?;
     Ok(())
 }
@@ -210,8 +228,8 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
         .margin(8)
         .x_label_area_size(32)
         .y_label_area_size(52)
-        .build_cartesian_2d(steps_range(steps.iter().map(|s| s.step as f64)), values_range(times))?;
-    chart.configure_mesh().x_desc("step").y_desc("seconds").x_label_formatter(&|x| format!("{x:.0}")).draw()?;
+        .build_cartesian_2d(steps_range(steps.iter().map(|s| s.step as f64)), headroom(values_range(times)))?;
+    chart.configure_mesh().x_desc("step").y_desc("seconds").x_label_formatter(&step_label).draw()?;
     let layers: Vec<(&str, RGBColor)> =
         named.iter().enumerate().map(|(i, (name, _))| (*name, COLORS[i % (COLORS.len() - 1)])).chain([("other", COLORS[7])]).collect();
     for (layer, &(name, color)) in layers.iter().enumerate() {
@@ -227,7 +245,12 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
         });
         chart.draw_series(rectangles)?.label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK.mix(0.3)).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
     Ok(())
 }
 
@@ -235,18 +258,15 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
 fn goodput_bar(report: &Report, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Drawn {
     let parts = report.goodput.parts().map(|(what, seconds)| (what, seconds.unwrap_or(0.0)));
     let total: f64 = parts.iter().map(|p| p.1).sum();
-    let mut chart = ChartBuilder::on(area).margin(8).x_label_area_size(24).build_cartesian_2d(0.0..total.max(1.0), 0.0..1.0)?;
+    // Its colors are the table's swatches below, which name the parts.
+    let mut chart =
+        ChartBuilder::on(area).margin(8).margin_right(40).x_label_area_size(24).build_cartesian_2d(0.0..total.max(1.0), 0.0..1.0)?;
     chart.configure_mesh().disable_y_mesh().disable_x_mesh().x_label_formatter(&|s| duration(*s)).x_labels(5).draw()?;
     let mut from = 0.0;
-    for (i, (name, seconds)) in parts.into_iter().enumerate().filter(|(_, p)| p.1 > 0.0) {
-        let color = COLORS[if i == 0 { 2 } else { (i + 2) % COLORS.len() }];
-        chart
-            .draw_series([Rectangle::new([(from, 0.15), (from + seconds, 0.85)], color.filled())])?
-            .label(name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    for (i, (_, seconds)) in parts.into_iter().enumerate().filter(|(_, p)| p.1 > 0.0) {
+        chart.draw_series([Rectangle::new([(from, 0.15), (from + seconds, 0.85)], part_color(i).filled())])?;
         from += seconds;
     }
-    chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.8)).draw()?;
     Ok(())
 }
 
