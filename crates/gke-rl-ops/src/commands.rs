@@ -244,7 +244,7 @@ pub async fn report(
         _ => named,
     };
     let chain = jobs::chain(&head.client, &first).await?;
-    let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
+    let mut run = RunText::default();
     let (mut started, mut ended) = (None, None);
     for id in &chain {
         let job = head.client.job(id).await?;
@@ -252,14 +252,30 @@ pub async fn report(
         ended = if job.status.is_terminal() { job.end_time } else { None };
         // Up to its last line end: a submission cut mid-line must not join the next's first line.
         let text = head.client.logs(id).await?;
-        let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
-        log.feed(whole, None);
-        records.feed(whole);
+        run.feed(&text[..text.rfind('\n').map_or(0, |end| end + 1)]);
     }
     let wall_s = started.map(|start| ended.unwrap_or_else(|| env.clock.unix_millis()).saturating_sub(start) as f64 / 1000.0);
-    let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-    let run = chain.first().cloned().unwrap_or_default();
-    Ok((run, gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour })))
+    Ok((first, run.report(deployment, wall_s)))
+}
+
+/// A run's log read without arrival times: its steps and its supervisor's records.
+#[derive(Default)]
+struct RunText {
+    log: gke_rl::run_log::RunLog,
+    records: Records,
+}
+
+impl RunText {
+    fn feed(&mut self, text: &str) {
+        self.log.feed(text, None);
+        self.records.feed(text);
+    }
+
+    /// The report, priced at the deployment's hourly cost.
+    fn report(&self, deployment: &Deployment, wall_s: Option<f64>) -> gke_rl::run_report::Report {
+        let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
+        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &self.log, records: &self.records, wall_s, per_hour })
+    }
 }
 
 /// The submission a keeper's resubmission id (`<first>-rN`) names, if it is one.
@@ -271,14 +287,10 @@ fn first_of(id: &str) -> Option<&str> {
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
 /// say, priced at the deployment's hourly cost.
 pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl::run_report::Report, Error> {
-    let (mut log, mut records) = (gke_rl::run_log::RunLog::default(), Records::default());
-    crate::files::read_log(path, |text| {
-        log.feed(text, None);
-        records.feed(text);
-    })?;
-    let wall_s = records.span().and_then(|(start, end)| Some(end? - start));
-    let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-    Ok(gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour }))
+    let mut run = RunText::default();
+    crate::files::read_log(path, |text| run.feed(text))?;
+    let wall_s = run.records.span().and_then(|(start, end)| Some(end? - start));
+    Ok(run.report(deployment, wall_s))
 }
 
 /// Stops the newest submission of the job `id` names; with `wait`, until it has ended.

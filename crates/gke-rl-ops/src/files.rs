@@ -15,19 +15,12 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
     Ok(String::from_utf8(bytes).expect("checked"))
 }
 
-/// Reads a file a user named, refusing more than [`gke_rl::validate::MAX_FILE_BYTES`]. Regular
-/// files are read; so are the pipes of `<(command)` and `/dev/stdin`, bounded the same way.
-/// Named pipes elsewhere (opening one waits for a writer forever), sockets and devices are
-/// refused before they are opened.
+/// Reads a file a user named ([`open_input`]), refusing more than
+/// [`gke_rl::validate::MAX_FILE_BYTES`].
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
-    let metadata = std::fs::metadata(path).map_err(read)?;
-    let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || is_proc_fd(path);
-    if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
-        return Err(Error::NotAFile { path: path.to_owned(), kind });
-    }
+    let (file, metadata) = open_input(path)?;
     let limit = gke_rl::validate::MAX_FILE_BYTES as u64;
-    let file = std::fs::File::open(path).map_err(read)?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes).map_err(read)?;
     if bytes.len() as u64 > limit {
@@ -36,20 +29,29 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// The most of a saved job log read: far beyond any run's, short of an endless pipe.
-pub const MAX_LOG_BYTES: u64 = 16 << 30;
-
-/// Reads a log file a user named in chunks of text, for readers that keep only what they need:
-/// memory stays one chunk whatever the size. Bytes that are not UTF-8 read as U+FFFD. The same
-/// files as [`read_bytes`] are refused, and more than [`MAX_LOG_BYTES`].
-pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
+/// A file a user named, opened for reading: regular files, and the pipes of `<(command)` and
+/// `/dev/stdin`. Named pipes elsewhere (opening one waits for a writer forever), sockets and
+/// devices are refused before they are opened.
+fn open_input(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
     let metadata = std::fs::metadata(path).map_err(read)?;
     let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || is_proc_fd(path);
     if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
         return Err(Error::NotAFile { path: path.to_owned(), kind });
     }
-    let mut file = std::fs::File::open(path).map_err(read)?.take(MAX_LOG_BYTES + 1);
+    Ok((std::fs::File::open(path).map_err(read)?, metadata))
+}
+
+/// The most of a saved job log read: far beyond any run's, short of an endless pipe.
+pub const MAX_LOG_BYTES: u64 = 16 << 30;
+
+/// Reads a log file a user named in chunks of text, for readers that keep only what they need:
+/// memory stays one chunk whatever the size. Bytes that are not UTF-8 read as U+FFFD. The same
+/// files as [`open_input`] are refused, and more than [`MAX_LOG_BYTES`].
+pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
+    let read = |source| Error::Read { path: path.to_owned(), source };
+    let (file, metadata) = open_input(path)?;
+    let mut file = file.take(MAX_LOG_BYTES + 1);
     let (mut buffer, mut kept, mut total) = (vec![0u8; 64 * 1024], 0, 0u64);
     loop {
         let n = file.read(&mut buffer[kept..]).map_err(read)?;

@@ -470,16 +470,15 @@ async fn follow_logging(
     let started = env.clock.now();
     // Progress is worked out again when a step finishes or a save is timed, not for every
     // figure: following a long finished job replays thousands of steps at once.
-    let (mut next, mut shown) = (0, (log.finished_steps(), log.checkpoint_seconds().to_bits()));
+    let (mut next, mut shown) = (0, log.progress_mark());
     let options = FollowOptions::default();
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
         gke_rl_ray::Event::Log(text) => {
             log.feed(text, Some((env.clock.now() - started).as_secs_f64()));
             records.feed(text);
             progress.event(Event::Log(text));
-            let now = (log.finished_steps(), log.checkpoint_seconds().to_bits());
-            if now != shown {
-                shown = now;
+            if log.progress_mark() != shown {
+                shown = log.progress_mark();
                 progress.event(Event::RunProgress(&gke_rl::run_report::progress(log, records)));
             }
             // Only the newest save gets its path, so the saves before `next` are done with.

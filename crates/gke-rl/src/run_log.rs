@@ -145,6 +145,8 @@ pub struct RunLog {
     saves_full: bool,
     /// Steps whose total time was read.
     finished: usize,
+    /// Saves NeMo-RL's timer timed.
+    timed_saves: usize,
 }
 
 impl RunLog {
@@ -221,6 +223,7 @@ impl RunLog {
             {
                 save.seconds = Some(seconds);
                 save.timed_by_nemo_rl = true;
+                self.timed_saves += 1;
             }
         } else if let Some(value) = bullet.strip_prefix("Loss: ") {
             set_once(&mut step.loss, number(value));
@@ -270,13 +273,14 @@ impl RunLog {
         &self.timer_names
     }
 
-    /// Steps finished so far (their total time was read).
-    pub fn finished_steps(&self) -> usize {
-        self.finished
+    /// What moves a run's progress: the steps finished and the saves timed so far. Equal
+    /// marks mean the progress is the same.
+    pub fn progress_mark(&self) -> (usize, usize) {
+        (self.finished, self.timed_saves)
     }
 
     /// Seconds spent saving, over the saves that finished.
-    pub fn checkpoint_seconds(&self) -> f64 {
+    fn checkpoint_seconds(&self) -> f64 {
         self.saves.iter().filter_map(|s| s.seconds).sum()
     }
 
@@ -391,7 +395,7 @@ mod tests {
         assert_eq!((one.loss, one.reward, one.step_time_s), (None, Some(0.5), Some(10.0)));
         assert_eq!(one.timers(&log).collect::<Vec<_>>(), [("generation", 6.0)], "validation's bullets are not the step's timers");
         assert_eq!((two.reward, two.step_time_s), (Some(0.6), None), "cut short: no step time");
-        assert_eq!(log.finished_steps(), 1);
+        assert_eq!(log.progress_mark(), (1, 0), "one step finished, no save");
     }
 
     #[test]

@@ -197,10 +197,14 @@ fn lower(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// Where the run is: its newest finished step, reward and trend, median step time, time left,
 /// newest checkpoint and restarts. Cheap enough to compute for each step as the log arrives.
 pub fn progress(log: &RunLog, records: &Records) -> Progress {
+    progress_given(log, records, &redone(log.steps()))
+}
+
+/// [`progress`], with each step's [`redone`] flag worked out already.
+fn progress_given(log: &RunLog, records: &Records, redone: &[bool]) -> Progress {
     let steps = log.steps();
-    let redone = redone(steps);
     let kept: Vec<&crate::run_log::Step> =
-        steps.iter().zip(&redone).filter(|(s, r)| !**r && s.step_time_s.is_some()).map(|(s, _)| s).collect();
+        steps.iter().zip(redone).filter(|(s, r)| !**r && s.step_time_s.is_some()).map(|(s, _)| s).collect();
     let newest = steps.iter().rev().find(|s| s.step_time_s.is_some());
     let of = steps.last().map(|s| s.of);
     let median_step_s = median(kept.iter().filter_map(|s| s.step_time_s).collect());
@@ -225,7 +229,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
     let steps: Vec<StepRow> = log
         .steps()
         .iter()
-        .zip(redone)
+        .zip(redone.iter().copied())
         .map(|(s, redone)| StepRow {
             step: s.step,
             reward: s.reward,
@@ -258,7 +262,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
             startup_and_other_s: wall_s.map(|w| (w - accounted).max(0.0)),
         },
     };
-    let progress = progress(log, inputs.records);
+    let progress = progress_given(log, inputs.records, &redone);
     let cost = inputs.per_hour.filter(|p| p.is_finite() && *p >= 0.0).map(|per_hour| Cost {
         per_hour,
         so_far: wall_s.map(|w| w / 3600.0 * per_hour),

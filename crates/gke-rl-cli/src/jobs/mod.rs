@@ -71,9 +71,7 @@ impl Connection {
         let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
         Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
     }
-}
 
-impl Connection {
     /// The config alone, for what needs no cluster.
     pub(crate) fn config(&self) -> anyhow::Result<config::Loaded> {
         self.source.load()

@@ -37,7 +37,7 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
     let kept: Vec<&StepRow> = kept.into_iter().step_by(stride).collect();
     let mut body = String::new();
     let _ = writeln!(body, "<h1>Run {}</h1>", escape(title));
-    let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&headline(report)));
+    let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&report.progress.line()));
 
     let _ = writeln!(body, "<section id=\"goodput\"><h2>Goodput</h2>");
     body.push_str(&svg(WIDTH, 100, |area| goodput_bar(report, area))?);
@@ -112,11 +112,6 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:800px;margin:2em auto
     svg{display:inline-block}.note,footer{color:#666;font-size:.85em}\
     .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.5em}";
 
-/// The summary's first line: step, reward, median step, time left, restarts.
-fn headline(report: &Report) -> String {
-    report.summary().lines().next().unwrap_or_default().trim_start_matches("run: ").to_owned()
-}
-
 fn goodput_table(report: &Report) -> String {
     let g = &report.goodput;
     let mut out = String::from("<table>\n");
@@ -169,27 +164,28 @@ fn part_color(i: usize) -> RGBColor {
     COLORS[if i == 0 { 2 } else { (i + 2) % COLORS.len() }]
 }
 
-/// A y range from zero (or the lowest value) to the highest, never empty.
-fn values_range(values: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64> {
-    let lowest = values.clone().fold(0.0, f64::min);
+/// A y range over `values` with a little room, never empty: from zero for bars, from just
+/// under the lowest value for lines.
+fn values_range(values: impl Iterator<Item = f64> + Clone, from_zero: bool) -> std::ops::Range<f64> {
+    let lowest = values.clone().fold(if from_zero { 0.0 } else { f64::INFINITY }, f64::min);
     let highest = values.fold(f64::NEG_INFINITY, f64::max);
-    let highest = if highest.is_finite() && highest > lowest { highest } else { lowest + 1.0 };
-    lowest..highest + (highest - lowest) * 0.05
+    let (lowest, highest) = if lowest.is_finite() && highest > lowest {
+        (lowest, highest)
+    } else {
+        let only = if lowest.is_finite() { lowest } else { 0.0 };
+        (only.min(0.0), only.max(0.0) + 1.0)
+    };
+    let pad = (highest - lowest) * 0.05;
+    (if from_zero { lowest } else { lowest - pad })..highest + pad
 }
 
 fn line(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f64)], color: RGBColor) -> Drawn {
-    let values = points.iter().map(|p| p.1);
-    let lowest = values.clone().fold(f64::INFINITY, f64::min);
-    let highest = values.fold(f64::NEG_INFINITY, f64::max);
-    let (lowest, highest) =
-        if lowest.is_finite() && highest > lowest { (lowest, highest) } else { (lowest.min(0.0), lowest.max(0.0) + 1.0) };
-    let pad = (highest - lowest) * 0.05;
     let mut chart = ChartBuilder::on(area)
         .caption(what, ("sans-serif", 15))
         .margin(8)
         .x_label_area_size(32)
         .y_label_area_size(52)
-        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), lowest - pad..highest + pad)?;
+        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), values_range(points.iter().map(|p| p.1), false))?;
     chart.configure_mesh().x_desc("step").x_label_formatter(&step_label).draw()?;
     chart.draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?;
     chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
@@ -201,7 +197,7 @@ fn bars(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f
         .margin(8)
         .x_label_area_size(32)
         .y_label_area_size(52)
-        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), values_range(points.iter().map(|p| p.1)))?;
+        .build_cartesian_2d(steps_range(points.iter().map(|p| p.0)), values_range(points.iter().map(|p| p.1), true))?;
     chart.configure_mesh().x_desc("step").y_desc(what).x_label_formatter(&step_label).draw()?;
     chart.draw_series(points.iter().map(|&(x, y)| Rectangle::new([(x - 0.35, 0.0), (x + 0.35, y)], color.filled())))?;
     Ok(())
@@ -228,7 +224,7 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
         .margin(8)
         .x_label_area_size(32)
         .y_label_area_size(52)
-        .build_cartesian_2d(steps_range(steps.iter().map(|s| s.step as f64)), headroom(values_range(times)))?;
+        .build_cartesian_2d(steps_range(steps.iter().map(|s| s.step as f64)), headroom(values_range(times, true)))?;
     chart.configure_mesh().x_desc("step").y_desc("seconds").x_label_formatter(&step_label).draw()?;
     let layers: Vec<(&str, RGBColor)> =
         named.iter().enumerate().map(|(i, (name, _))| (*name, COLORS[i % (COLORS.len() - 1)])).chain([("other", COLORS[7])]).collect();
