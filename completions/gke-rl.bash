@@ -739,7 +739,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__report)
-            opts="-h --config --env-file --address --headers --request-timeout --log --format --out --help"
+            opts="-h --config --env-file --address --headers --request-timeout --log --format --out --lustre --monitoring-endpoint --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -774,6 +774,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --monitoring-endpoint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -427,6 +427,7 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
         &status,
     )?;
     let report = gke_rl(dir.path(), &["report", &id, "--address", &head.address, "--format", "json"]);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs_f64();
     let json: serde_json::Value = serde_json::from_str(&stdout(&report)).map_err(|e| format!("report --format json: {e}"))?;
     let steps: Vec<(u64, f64)> = json["steps"]
         .as_array()
@@ -435,8 +436,9 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
     check(
         steps == [(1, figures(1).total), (2, figures(2).total)]
             && json["progress"]["of"] == 20
-            && json["goodput"]["wall_s"].as_f64().is_some_and(|wall| wall > 0.0),
-        "report reads the steps through the Jobs API, and the wall time from Ray's",
+            && json["goodput"]["wall_s"].as_f64().is_some_and(|wall| wall > 0.0)
+            && json["started_at"].as_f64().is_some_and(|at| (now - 600.0..now).contains(&at)),
+        "report reads the steps through the Jobs API, and the wall time and start (Lustre's window) from Ray's",
         &report,
     )?;
     let jobs = gke_rl(dir.path(), &["jobs", "--address", &head.address]);

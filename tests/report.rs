@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::{gke_rl, stderr, stdout};
-use gke_rl_test_support::nemo_rl_log::restarted_run;
+use common::{Cloud, gke_rl, stderr, stdout};
+use gke_rl_kube::fake::Pods;
+use gke_rl_ops::monitoring::fake::{FakeMonitoring, busy_instance};
+use gke_rl_test_support::nemo_rl_log::{restarted_run, restarted_run_io};
 
 #[test]
 fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
@@ -70,4 +72,68 @@ fn a_hostile_log_is_escaped_and_what_is_no_log_file_is_refused() {
         assert_eq!(out.status.code(), Some(2), "{path}: {}", stderr(&out));
         assert!(stderr(&out).contains(error), "{path}: {}", stderr(&out));
     }
+}
+
+/// `--lustre`: what the run's Lustre instance did, from the fake Cloud Monitoring API with the
+/// fake gcloud's token, in the text, the JSON and the page, with the saves on its time axis.
+/// Without a gcloud account `--lustre` fails, and `--out` says on the page why it has none.
+#[test]
+fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    std::fs::write(cloud.root.join("run.log"), restarted_run()).unwrap();
+    let (reading, writing) = restarted_run_io();
+    let token = "ya29.fake-monitoring-token";
+    let monitoring = FakeMonitoring::serve(token, busy_instance((1000.0, 2000.0), &reading, &writing));
+    let endpoint = ("GKE_RL_MONITORING_ENDPOINT", monitoring.address.as_str());
+
+    // By hand, from `busy_instance`'s rates (a point is the mean over the minute it ends):
+    // - read: the minute to 1020 s reads 20 s of the model at 6 GB/s (2.0 GB/s, the peak); the
+    //   four minutes that read anything read 60 s in all: 6e9 × 60 / 60 / 17 + 20 MB/s = 373 MB/s;
+    // - write: the minute to 1380 s holds 34 s of a save at 9 GB/s (5.1 GB/s); the saves write
+    //   136 s in all, 20.4e9 / 17 + 20 MB/s = 1.2 GB/s;
+    // - during the saves: the minutes each overlaps, averaged (4.82, 5.12, 2.57, 2.72): 3.8 GB/s;
+    // - space: 1 TiB, plus the saves' 136 s at 9 GB/s and 20 MB/s for 19 minutes: 2.1 TiB.
+    let text = cloud.gke_rl(&["report", "--log", "run.log", "--lustre"], &[endpoint]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    assert_eq!(
+        stdout(&text).lines().last(),
+        Some(
+            "lustre rl-demo-gpu-lustre: read peak 2.0 GB/s, mean 373 MB/s; write peak 5.1 GB/s, mean 1.2 GB/s; \
+             3.8 GB/s during checkpoint saves; 6.0 GiB of 256.0 GiB used (mdt); 2.1 TiB of 8.8 TiB used (ost)"
+        ),
+        "{}",
+        stdout(&text)
+    );
+
+    let json = cloud.gke_rl(&["report", "--log", "run.log", "--format", "json", "--out", "html"], &[endpoint]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let saved: Vec<(u64, f64)> =
+        report["steps"].as_array().unwrap().iter().filter_map(|s| Some((s["step"].as_u64()?, s["saved_at"].as_f64()?))).collect();
+    assert_eq!(saved, [(2, 1158.0), (4, 1327.0), (4, 1712.0), (6, 1887.0)], "each save at the supervisor's time");
+    let lustre = &report["lustre"];
+    assert_eq!((lustre["from"].as_f64(), lustre["to"].as_f64(), lustre["period_s"].as_u64()), (Some(1000.0), Some(2000.0), Some(60)));
+    assert_eq!(lustre["write_bytes_per_s"].as_array().map(Vec::len), Some(17), "a point a minute over the run");
+    let page = std::fs::read_to_string(cloud.root.join("html/report.html")).unwrap();
+    assert!(page.contains("<section id=\"lustre\">") && page.contains("checkpoint save"), "the Lustre plots");
+    assert_eq!(page.matches("<svg").count(), 7, "the five plots, throughput and space used");
+
+    // One question to gcloud, for the token, which is in no call, output or request URL.
+    assert_eq!(cloud.calls().matches("gcloud auth print-access-token").count(), 2, "{}", cloud.calls());
+    for out in [&text, &json] {
+        assert!(!stdout(out).contains(token) && !stderr(out).contains(token));
+    }
+    assert!(monitoring.requests().iter().all(|r| !r.query.iter().any(|(_, v)| v.contains(token))));
+
+    // Without an account: `--lustre` is an error; the page says why it has no Lustre figures.
+    let no_account = [endpoint, ("FAKE_NO_ACCOUNT", "1")];
+    let refused = cloud.gke_rl(&["report", "--log", "run.log", "--lustre"], &no_account);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("You do not currently have an active account selected"), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("gcloud auth login"), "{}", stderr(&refused));
+    let noted = cloud.gke_rl(&["report", "--log", "run.log", "--out", "bare"], &no_account);
+    assert_eq!(noted.status.code(), Some(0), "{}", stderr(&noted));
+    assert!(stderr(&noted).contains("note: the page has no Lustre figures: cannot get an access token from gcloud"), "{}", stderr(&noted));
+    let page = std::fs::read_to_string(cloud.root.join("bare/report.html")).unwrap();
+    assert!(page.contains("<section id=\"lustre\"><h2>Lustre</h2><p class=\"note\">Not shown: cannot get an access token"), "{page}");
 }

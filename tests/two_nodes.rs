@@ -538,6 +538,14 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     let redone = log.lines().filter(|l| l.starts_with("trained step ")).count() - 8;
     check(resumed >= 4 && redone <= 1 && log.contains("trained step 8"), "it resumed from its newest marker", &logs)?;
     check(said.contains(&format!("resumed from step {resumed}: {redone} steps redone")), "the record counts the steps redone", &status)?;
+    // Each save is timed in the log by the supervisor, right after NeMo-RL's line for it.
+    let lines: Vec<&str> = log.lines().collect();
+    let saves: Vec<(&str, &str)> = lines.windows(2).filter(|w| w[0].starts_with(gke_rl::run_log::SAVING)).map(|w| (w[0], w[1])).collect();
+    let timed = saves.iter().all(|(save, next)| {
+        matches!(gke_rl::supervisor::Record::of_line(next), Some(gke_rl::supervisor::Record::Checkpoint { step, at })
+            if save.ends_with(&format!(" {step}...")) && (epoch() - 600.0..=epoch()).contains(&at))
+    });
+    check(saves.len() >= 4 && timed, "the supervisor times each save in the log", &logs)?;
     drop(dir);
     Ok(())
 }

@@ -15,12 +15,18 @@ pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
     exited_cleanly(
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .env("GKE_RL_RUNS_DIR", runs_dir())
+            // This machine's gcloud (if any) is never asked: the report's Lustre side is refused
+            // this endpoint before it is.
+            .env("GKE_RL_MONITORING_ENDPOINT", NO_MONITORING)
             .current_dir(cwd)
             .args(args)
             .output()
             .expect("gke-rl runs"),
     )
 }
+
+/// A Cloud Monitoring endpoint that gke-rl refuses before it asks gcloud for a token.
+pub const NO_MONITORING: &str = "none-in-tests";
 
 /// The exit codes gke-rl documents: 0, 1 (findings, a failed job or step), 2 (errors), and
 /// 128 + a signal's number for a stop by SIGHUP (129), Ctrl-C (130) or SIGTERM (143).
@@ -145,6 +151,7 @@ impl Cloud {
             .env("KUBECONFIG", self.root.join("kubeconfig"))
             .env("HF_TOKEN", HF_TOKEN)
             .env("GKE_RL_ADDRESS_ECHO", &self.echo)
+            .env("GKE_RL_MONITORING_ENDPOINT", NO_MONITORING)
             .env_remove("RAY_ADDRESS")
             .env_remove("RAY_API_SERVER_ADDRESS")
             // Through the port-forward the RayCluster's own token is used, from its Secret.

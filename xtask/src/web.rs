@@ -120,30 +120,46 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
 }
 
 /// The run report's page in Chromium: the report of a restarted run (a log built from NeMo-RL's
-/// own prints) written by the report command as a user runs it, opened from its file. Its plots
-/// are drawn, it makes no request beyond its own file, and a screenshot is left beside it.
+/// own prints) written by the report command as a user runs it, opened from its file, with its
+/// Lustre instance's figures from the fake Cloud Monitoring API and the fake gcloud's token. Its
+/// plots are drawn, it makes no request beyond its own file, and a screenshot is left beside it.
 pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
-    #[derive(clap::Parser)]
-    struct Line {
-        #[command(subcommand)]
-        command: gke_rl_cli::Command,
-    }
+    use gke_rl_ops::monitoring::fake::{FakeMonitoring, busy_instance};
     let root = project_root();
     let out = root.join("target/report-test");
-    std::fs::create_dir_all(&out)?;
+    let (bin, cloud) = (out.join("bin"), out.join("cloud"));
+    for folder in [&bin, &cloud] {
+        std::fs::create_dir_all(folder)?;
+    }
+    let gcloud = bin.join("gcloud");
+    if !gcloud.exists() {
+        std::os::unix::fs::symlink(root.join("tests/fixtures/fakes/fake.sh"), &gcloud)?;
+    }
     let log = out.join("run.log");
-    std::fs::write(&log, gke_rl_test_support::nemo_rl_log::restarted_run())?;
-    let args = ["cargo xtask", "report", "--log", &log.display().to_string(), "--out", &out.display().to_string()];
-    let Line { command } = clap::Parser::try_parse_from(args)?;
-    if gke_rl_cli::run(command, "cargo xtask") != std::process::ExitCode::SUCCESS {
-        bail!("`report --log {}` failed", log.display());
+    let text = gke_rl_test_support::nemo_rl_log::restarted_run();
+    std::fs::write(&log, &text)?;
+    let window = gke_rl::supervisor::Records::of(&text).span().and_then(|(start, end)| Some((start, end?))).context("the run's span")?;
+    let (reading, writing) = gke_rl_test_support::nemo_rl_log::restarted_run_io();
+    let token = "ya29.fake-monitoring-token";
+    let monitoring = FakeMonitoring::serve(token, busy_instance(window, &reading, &writing));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(["report", "--log", &log.display().to_string(), "--out", &out.display().to_string()])
+        .env("PATH", path)
+        .env("FAKE_CLOUD", &cloud)
+        .env("FAKE_ACCESS_TOKEN", token)
+        .env("GKE_RL_MONITORING_ENDPOINT", &monitoring.address)
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("`report --log {} --out {}` failed", log.display(), out.display());
     }
     let page = out.join("report.html");
     let script = root.join("web-validator/test/report.mjs");
     let seen: serde_json::Value =
         serde_json::from_str(&cmd!(sh, "node {script} {page} {out}").read()?).context("the report test's output is not JSON")?;
     let sections: Vec<&str> = seen["sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
-    if sections != ["goodput", "reward", "step-time", "checkpoints", "restarts", "cost"] {
+    if sections != ["goodput", "reward", "step-time", "checkpoints", "restarts", "lustre", "cost"] {
         bail!("the report's sections are {sections:?}");
     }
     let plots = seen["plots"].as_array().cloned().unwrap_or_default();
@@ -152,15 +168,15 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
             && plot["shapes"].as_u64().unwrap_or(0) >= 4
             && plot["texts"].as_u64().unwrap_or(0) >= 2
     };
-    if plots.len() != 5 || !plots.iter().all(drawn) {
-        bail!("the report's five plots are not all drawn: {plots:?}");
+    if plots.len() != 7 || !plots.iter().all(drawn) {
+        bail!("the report's seven plots are not all drawn: {plots:?}");
     }
     let requests: Vec<&str> = seen["requests"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
     if requests != [seen["url"].as_str().unwrap_or_default()] || !seen["errors"].as_array().is_some_and(Vec::is_empty) {
         bail!("the report's page made requests beyond itself or failed: {requests:?} {}", seen["errors"]);
     }
     eprintln!(
-        "report page: {} sections, 5 plots drawn, no request beyond itself; screenshot {}",
+        "report page: {} sections, 7 plots drawn, no request beyond itself; screenshot {}",
         sections.len(),
         out.join("report.png").display()
     );

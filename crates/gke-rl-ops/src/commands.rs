@@ -255,7 +255,7 @@ pub async fn report(
         run.feed(&text[..text.rfind('\n').map_or(0, |end| end + 1)]);
     }
     let wall_s = started.map(|start| ended.unwrap_or_else(|| env.clock.unix_millis()).saturating_sub(start) as f64 / 1000.0);
-    Ok((first, run.report(deployment, wall_s)))
+    Ok((first, run.report(deployment, started.map(|start| start as f64 / 1000.0), wall_s)))
 }
 
 /// A run's log read without arrival times: its steps and its supervisor's records.
@@ -271,10 +271,11 @@ impl RunText {
         self.records.feed(text);
     }
 
-    /// The report, priced at the deployment's hourly cost.
-    fn report(&self, deployment: &Deployment, wall_s: Option<f64>) -> gke_rl::run_report::Report {
+    /// The report of a run that started at `started_at` (seconds since the epoch) and ran for
+    /// `wall_s`, priced at the deployment's hourly cost.
+    fn report(&self, deployment: &Deployment, started_at: Option<f64>, wall_s: Option<f64>) -> gke_rl::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &self.log, records: &self.records, wall_s, per_hour })
+        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &self.log, records: &self.records, wall_s, per_hour, started_at })
     }
 }
 
@@ -289,8 +290,9 @@ fn first_of(id: &str) -> Option<&str> {
 pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl::run_report::Report, Error> {
     let mut run = RunText::default();
     crate::files::read_log(path, |text| run.feed(text))?;
-    let wall_s = run.records.span().and_then(|(start, end)| Some(end? - start));
-    Ok(run.report(deployment, wall_s))
+    let span = run.records.span();
+    let wall_s = span.and_then(|(start, end)| Some(end? - start));
+    Ok(run.report(deployment, span.map(|(start, _)| start), wall_s))
 }
 
 /// Stops the newest submission of the job `id` names; with `wait`, until it has ended.

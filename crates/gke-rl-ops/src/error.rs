@@ -133,6 +133,35 @@ pub enum Error {
         /// The command, in words: "gcluster deploy".
         what: String,
     },
+    /// Cloud Monitoring's endpoint override is neither Google's nor on loopback.
+    #[error(
+        "{given} is neither Cloud Monitoring's endpoint ({}) nor a loopback address (a test's); gcloud's access token goes nowhere else",
+        crate::monitoring::ENDPOINT
+    )]
+    MonitoringEndpoint {
+        /// The endpoint given.
+        given: String,
+    },
+    /// gcloud gave no access token.
+    #[error("cannot get an access token from gcloud (`gcloud auth print-access-token`): {reason}\n  log in with `gcloud auth login`")]
+    AccessToken {
+        /// Why.
+        reason: String,
+    },
+    /// Cloud Monitoring did not list a metric.
+    #[error("Cloud Monitoring could not list {metric}: {reason}")]
+    Monitoring {
+        /// The metric type.
+        metric: String,
+        /// Why.
+        reason: String,
+    },
+    /// The run's window in time is unknown.
+    #[error("the run's start and end are unknown ({why}), so what its Lustre instance did meanwhile cannot be asked for")]
+    NoRunWindow {
+        /// Why.
+        why: &'static str,
+    },
     /// A read-only command failed.
     #[error("{what}: {reason}")]
     Query {

@@ -39,6 +39,7 @@ pub mod fabric;
 pub mod files;
 pub mod head;
 pub mod jobs;
+pub mod monitoring;
 mod site;
 pub mod suspend;
 

@@ -44,6 +44,7 @@ pub mod guard;
 pub mod knowledge;
 pub mod lifecycle;
 pub mod log_lines;
+pub mod lustre_usage;
 pub mod model;
 pub mod quote;
 pub mod recovery;

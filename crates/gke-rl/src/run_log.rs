@@ -39,6 +39,9 @@ use crate::log_lines::LineBuffer;
 /// What NeMo-RL prints when a step has finished: the first line of its timing table.
 pub const STEP_DONE: &str = "• Total step time: ";
 
+/// What NeMo-RL prints as a checkpoint save begins, before the step.
+pub const SAVING: &str = "Saving checkpoint for step ";
+
 /// The timer NeMo-RL puts a checkpoint save under.
 pub const CHECKPOINT_TIMER: &str = "checkpointing";
 
@@ -76,6 +79,8 @@ pub struct Step {
     pub step_time_s: Option<f64>,
     /// Each timer's seconds, as indexes into [`RunLog::timer_names`].
     timers: Vec<(u8, f64)>,
+    /// The save begun inside its block, as an index into [`RunLog::saves`].
+    save: Option<usize>,
 }
 
 impl Step {
@@ -91,6 +96,11 @@ impl Step {
             && self.generation_length.is_none()
             && self.step_time_s.is_none()
             && self.timers.is_empty()
+    }
+
+    /// The checkpoint save begun inside its block, if any.
+    pub fn save<'a>(&self, log: &'a RunLog) -> Option<&'a Save> {
+        log.saves.get(self.save?)
     }
 
     /// The seconds it spent saving a checkpoint, if it saved one.
@@ -110,6 +120,8 @@ pub struct Save {
     pub timed_by_nemo_rl: bool,
     /// Where it was written, from a `Saved checkpoint to` line.
     pub path: Option<String>,
+    /// When it began, in seconds since the epoch, from the supervisor's record of it.
+    pub at: Option<f64>,
     /// When its line arrived, when the log was fed with a clock.
     started_at: Option<f64>,
 }
@@ -131,8 +143,6 @@ pub struct RunLog {
     timer_names: Vec<String>,
     lines: LineBuffer,
     section: Section,
-    /// The save begun inside the newest step's block, which its `checkpointing` timer times.
-    save_in_step: Option<usize>,
     /// The newest step's timing table was read: another one is another step's.
     timed: bool,
     /// Restarts recorded so far.
@@ -169,7 +179,6 @@ impl RunLog {
     fn line(&mut self, line: &str, now: Option<f64>) {
         if let Some((step, of)) = header(line) {
             self.section = Section::Other;
-            self.save_in_step = None;
             self.timed = false;
             // Dynamic sampling prints a step's header again for each batch it adds: the same
             // step while nothing of it has been read.
@@ -191,6 +200,7 @@ impl RunLog {
                     generation_length: None,
                     step_time_s: None,
                     timers: Vec::new(),
+                    save: None,
                 };
                 self.steps.push(step);
             }
@@ -219,7 +229,7 @@ impl RunLog {
             }
             step.timers.push((index, seconds));
             if name == CHECKPOINT_TIMER
-                && let Some(save) = self.save_in_step.and_then(|i| self.saves.get_mut(i))
+                && let Some(save) = step.save.and_then(|i| self.saves.get_mut(i))
             {
                 save.seconds = Some(seconds);
                 save.timed_by_nemo_rl = true;
@@ -236,12 +246,16 @@ impl RunLog {
 
     /// Saves, and the supervisor's restart records.
     fn other_line(&mut self, line: &str, now: Option<f64>) {
-        if let Some(rest) = after(line, "Saving checkpoint for step ") {
+        if let Some(rest) = after(line, SAVING) {
             let Some(step) = rest.strip_suffix("...").and_then(|n| n.trim().parse().ok()) else { return };
             self.saves_full = self.saves.len() == MAX_SAVES;
             if !self.saves_full {
-                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, started_at: now });
-                self.save_in_step = (!self.steps.is_empty()).then(|| self.saves.len() - 1);
+                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, at: None, started_at: now });
+                // Its step's `checkpointing` timer times it: the newest step, if still running
+                // (a step that has finished is not this save's, whose header was lost).
+                if let Some(newest) = self.steps.last_mut().filter(|s| s.save.is_none() && s.step_time_s.is_none() && !self.steps_full) {
+                    newest.save = Some(self.saves.len() - 1);
+                }
             }
         } else if let Some(path) = after(line, "Saved checkpoint to ").filter(|_| !self.saves_full)
             && let Some(save) = self.saves.last_mut().filter(|s| s.path.is_none())
@@ -251,9 +265,20 @@ impl RunLog {
             if save.seconds.is_none() {
                 save.seconds = now.zip(save.started_at).map(|(now, started)| now - started);
             }
-        } else if let Some(crate::supervisor::Record::Restart(restart)) = crate::supervisor::Record::of_line(line) {
-            self.attempt = self.attempt.saturating_add(1);
-            self.next_position = restart.resumed_from.unwrap_or(0).saturating_add(1);
+        } else if let Some(record) = crate::supervisor::Record::of_line(line) {
+            match record {
+                crate::supervisor::Record::Restart(restart) => {
+                    self.attempt = self.attempt.saturating_add(1);
+                    self.next_position = restart.resumed_from.unwrap_or(0).saturating_add(1);
+                }
+                // The supervisor stamps a save as it echoes its line: the newest save, once.
+                crate::supervisor::Record::Checkpoint { step, at } if at.is_finite() => {
+                    if let Some(save) = self.saves.last_mut().filter(|s| s.step == step && s.at.is_none() && !self.saves_full) {
+                        save.at = Some(at);
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

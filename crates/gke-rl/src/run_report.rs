@@ -35,6 +35,8 @@ pub struct Inputs<'a> {
     pub wall_s: Option<f64>,
     /// What the cluster costs per hour while the run uses it, if known.
     pub per_hour: Option<f64>,
+    /// When it started, in seconds since the epoch, if known.
+    pub started_at: Option<f64>,
 }
 
 /// A run's figures.
@@ -50,6 +52,11 @@ pub struct Report {
     pub restarts: Vec<RestartRow>,
     /// What it cost, if the price is known.
     pub cost: Option<Cost>,
+    /// When it started, in seconds since the epoch, if known: with the wall time, the window
+    /// [`Report::lustre`] covers.
+    pub started_at: Option<f64>,
+    /// What its Lustre instance did meanwhile, where the caller read it.
+    pub lustre: Option<crate::lustre_usage::Usage>,
 }
 
 /// One step, as the log reported it.
@@ -65,6 +72,8 @@ pub struct StepRow {
     pub step_time_s: Option<f64>,
     /// Its checkpoint save; null when it saved none.
     pub checkpoint_s: Option<f64>,
+    /// When that save began, in seconds since the epoch, where the supervisor recorded it.
+    pub saved_at: Option<f64>,
     /// `Mean Generation Length`, in tokens.
     pub generation_length: Option<f64>,
     /// Each timer's seconds.
@@ -236,6 +245,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
             loss: s.loss,
             step_time_s: s.step_time_s,
             checkpoint_s: s.checkpoint_s(log),
+            saved_at: s.save(log).and_then(|save| save.at),
             generation_length: s.generation_length,
             timers: s.timers(log).map(|(name, seconds)| (name.to_owned(), seconds)).collect(),
             redone,
@@ -279,7 +289,8 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
             noticed_at: r.noticed_at,
         })
         .collect();
-    Report { progress, steps, goodput, restarts, cost }
+    let started_at = inputs.started_at.filter(|at| at.is_finite());
+    Report { progress, steps, goodput, restarts, cost, started_at, lustre: None }
 }
 
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -325,6 +336,12 @@ impl Progress {
 }
 
 impl Report {
+    /// The window the run covers, in seconds since the epoch: from its start, for its wall time.
+    pub fn window(&self) -> Option<(f64, f64)> {
+        let start = self.started_at?;
+        Some((start, start + self.goodput.wall_s?))
+    }
+
     /// The figures for people: progress, goodput and its badput, cost.
     pub fn summary(&self) -> String {
         let mut out = format!("run: {}\n", self.progress.line());
@@ -344,6 +361,10 @@ impl Report {
             let to_finish = cost.to_finish.map_or_else(String::new, |c| format!(", {} to finish", crate::cost::dollars(c)));
             out.push_str(&format!("cost at the config's {}/hour: {so_far}{to_finish}\n", crate::cost::dollars(cost.per_hour)));
         }
+        if let Some(lustre) = &self.lustre {
+            out.push_str(&lustre.summary(&self.steps));
+            out.push('\n');
+        }
         out
     }
 }
@@ -356,6 +377,23 @@ pub fn trend_arrow(trend: Option<f64>) -> &'static str {
         Some(_) => " →",
         None => "",
     }
+}
+
+/// `512 B`, `1.5 KiB`, `8.8 TiB`.
+pub fn bytes(n: f64) -> String {
+    let mut value = n.max(0.0);
+    if value < 1024.0 {
+        return format!("{value:.0} B");
+    }
+    let mut unit = "B";
+    for bigger in ["KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = bigger;
+    }
+    format!("{value:.1} {unit}")
 }
 
 /// `42 s`, `3 min 5 s`, `2 h 3 min`.

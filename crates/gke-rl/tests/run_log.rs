@@ -80,7 +80,13 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
     let text = restarted_run();
     let (log, records) = (RunLog::of(&text), gke_rl::supervisor::Records::of(&text));
     let wall_s = records.span().and_then(|(start, end)| Some(end? - start));
-    let report = gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s, per_hour: Some(360.0) });
+    let report = gke_rl::run_report::report(&gke_rl::run_report::Inputs {
+        log: &log,
+        records: &records,
+        wall_s,
+        per_hour: Some(360.0),
+        started_at: records.span().map(|s| s.0),
+    });
     let g = &report.goodput;
     assert_eq!((g.wall_s, g.productive_s, g.goodput), (Some(1000.0), 411.0, Some(0.411)));
     let b = &g.badput;
@@ -90,6 +96,11 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
     );
     let redone: Vec<u64> = report.steps.iter().filter(|s| s.redone).map(|s| s.step).collect();
     assert_eq!(redone, [3, 4, 5], "the first attempt's 3 and 4, and the 5 it was cut in");
+    // Each save at the time the supervisor recorded for it: after its step's generation and
+    // training (42 + 20 s into step 2, which starts at 1030 + 66 s).
+    let saved: Vec<(u64, Option<f64>)> = report.steps.iter().filter(|s| s.checkpoint_s.is_some()).map(|s| (s.step, s.saved_at)).collect();
+    assert_eq!(saved, [(2, Some(1158.0)), (4, Some(1327.0)), (4, Some(1712.0)), (6, Some(1887.0))]);
+    assert_eq!(report.window(), Some((1000.0, 2000.0)));
     let p = &report.progress;
     assert_eq!((p.step, p.of, p.median_step_s, p.eta_s, p.restarts), (Some(6), Some(6), Some(84.5), Some(0.0), 1));
     assert!((p.reward_trend.unwrap() - 0.1).abs() < 1e-9, "{:?}", p.reward_trend);
@@ -111,7 +122,13 @@ fn epochs_are_not_restarts_and_saves_are_timed_by_their_own_step() {
     let text = epoch(0) + &epoch(2);
     let report = |text: &str| {
         let (log, records) = (RunLog::of(text), gke_rl::supervisor::Records::of(text));
-        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &log, records: &records, wall_s: None, per_hour: None })
+        gke_rl::run_report::report(&gke_rl::run_report::Inputs {
+            log: &log,
+            records: &records,
+            wall_s: None,
+            per_hour: None,
+            started_at: None,
+        })
     };
     let two_epochs = report(&text);
     assert!(two_epochs.steps.iter().all(|s| !s.redone), "{:?}", two_epochs.steps);

@@ -186,17 +186,53 @@ pub fn record(json: &str) -> String {
 }
 
 /// Steps 1–4, a lost node, a restart from the checkpoint of step 2, then steps 3–6 again: 1000 s
-/// of wall time by the supervisor's records.
+/// of wall time by the supervisor's records, which also time each save. Each attempt's first
+/// step starts 30 s after the supervisor or the restart, and a step saves after generation and
+/// training, as NeMo-RL's loop does.
 pub fn restarted_run() -> String {
     let prints = Prints::of("v0.7.0", Loop::Sync);
+    let steps = |range: std::ops::RangeInclusive<u64>, mut at: f64| -> String {
+        range
+            .map(|n| {
+                let f = figures(n);
+                let saved_at = at + f.timers.iter().filter(|t| t.0 != "checkpointing").map(|t| t.1).sum::<f64>();
+                at += f.total;
+                save_time(block(&prints, &f, 6, None), n, saved_at)
+            })
+            .collect()
+    };
     let mut log = record(r#"{"event": "started", "submission": "grpo-1", "host": "head", "pid": 7, "at": 1000.0}"#);
-    log.extend((1..=4).map(|n| block(&prints, &figures(n), 6, None)));
+    log += &steps(1..=4, 1030.0);
     log += &block(&prints, &figures(5), 6, Some(3));
     log += &record(concat!(
         r#"{"event": "restart", "number": 1, "kind": "node-lost", "cause": "node 10.0.0.7 died", "failed": "grpo-1", "#,
         r#""resumed_from": 2, "steps_redone": 2, "waited_s": 100.0, "back_to_running_s": 50.0, "lost_s": 150.0, "#,
         r#""noticed_at": 1400.0, "node_back_at": 1500.0, "running_at": 1550.0}"#
     ));
-    log.extend((3..=6).map(|n| block(&prints, &figures(n), 6, None)));
+    log += &steps(3..=6, 1580.0);
     log + &record(r#"{"event": "ended", "status": "SUCCEEDED", "reason": "the training succeeded", "at": 2000.0}"#)
+}
+
+/// `block`, with the supervisor's record of its save's time after the save's line, as
+/// `supervise.py` prints it; a block that saves nothing is unchanged.
+pub fn save_time(block: String, step: u64, at: f64) -> String {
+    let Some(start) = block.find(gke_rl::run_log::SAVING) else { return block };
+    let end = start + block[start..].find('\n').expect("a whole line") + 1;
+    let stamp = record(&format!(r#"{{"event": "checkpoint", "step": {step}, "at": {at:.1}}}"#));
+    format!("{}{stamp}{}", &block[..end], &block[end..])
+}
+
+/// From and to, in seconds since the epoch.
+pub type Span = (f64, f64);
+
+/// What [`restarted_run`] does on its file system, by its log: it reads the model in the 30 s
+/// before its first step and the checkpoint in the 30 s after the restart, and writes each
+/// checkpoint while the save runs. The (reading, writing) spans.
+pub fn restarted_run_io() -> (Vec<Span>, Vec<Span>) {
+    let text = restarted_run();
+    let (log, records) = (gke_rl::run_log::RunLog::of(&text), gke_rl::supervisor::Records::of(&text));
+    let starts = records.span().map(|(start, _)| start).into_iter().chain(records.restarts().map(|r| r.running_at));
+    let reading = starts.map(|start| (start, start + 30.0)).collect();
+    let writing = log.saves().iter().filter_map(|s| Some((s.at?, s.at? + s.seconds?))).collect();
+    (reading, writing)
 }

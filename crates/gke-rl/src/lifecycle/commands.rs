@@ -124,6 +124,11 @@ impl Preflight {
     }
 }
 
+/// An access token for gcloud's logged-in account, on stdout: for Cloud Monitoring.
+pub fn access_token() -> Command {
+    Command::of("gcloud", &["auth", "print-access-token"])
+}
+
 /// gcloud's configured project, when the config and the options name none.
 pub fn configured_project() -> Command {
     Command::of("gcloud", &["config", "get-value", "project"])

@@ -55,12 +55,13 @@ pub struct Tables {
 #[derive(Serialize)]
 struct Markers {
     step_done: &'static str,
+    saving: &'static str,
 }
 
 /// The tables.
 pub const TABLES: Tables = Tables {
     recovery: &crate::recovery::PATTERNS,
-    checkpoints: Markers { step_done: crate::run_log::STEP_DONE },
+    checkpoints: Markers { step_done: crate::run_log::STEP_DONE, saving: crate::run_log::SAVING },
     record_prefix: RECORD_PREFIX,
     restart_suffix: crate::recovery::RESTART_SUFFIX,
     request_keys: [
@@ -177,6 +178,14 @@ pub enum Record {
         #[serde(default)]
         at: Option<f64>,
     },
+    /// A checkpoint save began: the supervisor's time for it, as it echoed NeMo-RL's line. In
+    /// the log only, for the run report's time axis ([`crate::run_log::Save::at`]).
+    Checkpoint {
+        /// The step saved.
+        step: u64,
+        /// When, in seconds since the epoch.
+        at: f64,
+    },
     /// Anything else (the keeper's resubmissions, records of a newer gke-rl).
     #[serde(other)]
     Other,
@@ -265,7 +274,8 @@ impl Records {
     }
 
     fn line(&mut self, line: &str) {
-        let Some(record) = Record::of_line(line) else { return };
+        // A save's time is the run log's ([`crate::run_log::RunLog`]); there are many of them.
+        let Some(record) = Record::of_line(line).filter(|r| !matches!(r, Record::Checkpoint { .. })) else { return };
         // A log can print lines that look like records: past the bound, only the newest end
         // is kept, so checking each against the ones before stays bounded.
         if self.records.len() >= MAX_RECORDS {
@@ -340,7 +350,12 @@ impl Records {
                 seconds(r.back_to_running_s),
             );
             if !r.removed.is_empty() {
-                let _ = writeln!(out, "    removed the half-written checkpoints {} ({} freed)", r.removed.join(", "), bytes(r.freed_bytes));
+                let _ = writeln!(
+                    out,
+                    "    removed the half-written checkpoints {} ({} freed)",
+                    r.removed.join(", "),
+                    crate::run_report::bytes(r.freed_bytes as f64)
+                );
             }
         }
         out
@@ -350,14 +365,6 @@ impl Records {
 fn seconds(s: f64) -> String {
     let s = s.max(0.0);
     if s < 60.0 { format!("{s:.1}s") } else { format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64) }
-}
-
-fn bytes(n: u64) -> String {
-    match n {
-        0..1024 => format!("{n} B"),
-        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
-        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
-    }
 }
 
 /// The name of the keeper's objects.

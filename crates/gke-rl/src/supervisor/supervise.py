@@ -282,7 +282,7 @@ class Attempt:
         self.reader.start()
 
     def read(self):
-        step_done = TABLES["checkpoints"]["step_done"]
+        step_done, saving = TABLES["checkpoints"]["step_done"], TABLES["checkpoints"]["saving"]
         # Bounded: a progress bar redraws with \r and no \n.
         for raw in iter(lambda: self.child.stdout.readline(65536), b""):
             if self.first_output is None:
@@ -292,6 +292,11 @@ class Attempt:
             AT_LINE_START[0] = raw.endswith(b"\n")
             line = raw.decode("utf-8", "replace")
             self.tail.append(line.rstrip("\n"))
+            # The save's time, for the report's time axis (the log has none): in the log only.
+            if saving in line and raw.endswith(b"\n"):
+                step = line.split(saving, 1)[1].strip().removesuffix("...")
+                if step.isascii() and step.isdigit():
+                    show_record({"event": "checkpoint", "step": int(step), "at": round(time.time(), 3)})
             if step_done in line:
                 self.steps += 1
                 # What a head lost mid-step would have reached, for the keeper's record.

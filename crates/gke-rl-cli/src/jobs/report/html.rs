@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use gke_rl::lustre_usage::{Point, Usage};
 use gke_rl::run_report::{Report, StepRow, duration};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -29,8 +30,9 @@ const COLORS: [RGBColor; 8] = [
 
 type Drawn = Result<(), Box<dyn std::error::Error>>;
 
-/// The page for `report`, titled with `title` (a job id or a log's path).
-pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
+/// The page for `report`, titled with `title` (a job id or a log's path); `lustre_missing` says
+/// why it has no Lustre figures, when it was asked for them and has none.
+pub fn page(report: &Report, title: &str, lustre_missing: Option<&str>) -> anyhow::Result<String> {
     let kept: Vec<&StepRow> = report.steps.iter().filter(|s| !s.redone && s.step_time_s.is_some()).collect();
     // A long run's plots show every n-th step: a bar per step of a 50,000-step run says nothing.
     let stride = kept.len().div_ceil(MAX_PLOTTED).max(1);
@@ -83,6 +85,14 @@ pub fn page(report: &Report, title: &str) -> anyhow::Result<String> {
         body.push_str("</table>\n");
     }
     body.push_str("</section>\n");
+
+    match (&report.lustre, lustre_missing) {
+        (Some(usage), _) => body.push_str(&lustre_section(report, usage)?),
+        (None, Some(why)) => {
+            let _ = writeln!(body, "<section id=\"lustre\"><h2>Lustre</h2><p class=\"note\">Not shown: {}</p></section>", escape(why));
+        }
+        (None, None) => {}
+    }
 
     if let Some(cost) = &report.cost {
         let _ = writeln!(body, "<section id=\"cost\"><h2>Cost</h2><p>");
@@ -241,13 +251,7 @@ fn step_times(steps: &[&StepRow], area: &DrawingArea<SVGBackend<'_>, Shift>) -> 
         });
         chart.draw_series(rectangles)?.label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }
 
 /// One horizontal bar of the wall time: productive, then each cause of badput.
@@ -265,6 +269,96 @@ fn goodput_bar(report: &Report, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Dr
     }
     Ok(())
 }
+
+/// The Lustre instance's throughput with the checkpoint saves marked, and its space used, on
+/// one time axis: minutes since the run started.
+fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
+    let start = report.started_at.unwrap_or(usage.from);
+    let minutes = |at: f64| (at - start) / 60.0;
+    let x_range = minutes(usage.from)..minutes(usage.to).max(minutes(usage.from) + 1.0);
+    // A point is the mean over the period it ends: drawn at the period's middle.
+    let middle = |p: &Point| minutes(p.at - usage.period_s as f64 / 2.0);
+    let gigabytes = |points: &[Point]| -> Vec<(f64, f64)> { points.iter().map(|p| (middle(p), p.value / 1e9)).collect() };
+    let (read, write) = (gigabytes(&usage.read_bytes_per_s), gigabytes(&usage.write_bytes_per_s));
+    let saves: Vec<(f64, f64)> =
+        report.steps.iter().filter_map(|s| Some((minutes(s.saved_at?), minutes(s.saved_at? + s.checkpoint_s.unwrap_or(0.0))))).collect();
+    let mut out = format!("<section id=\"lustre\"><h2>Lustre {}</h2>\n", escape(&usage.instance_id));
+    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&usage.summary(&report.steps)));
+    let throughput = [("read", read.as_slice(), COLORS[0]), ("write", write.as_slice(), COLORS[1])];
+    out.push_str(&svg(WIDTH, HEIGHT, |area| over_time(area, x_range.clone(), "GB/s", &throughput, &saves))?);
+    let space: Vec<(&str, Vec<(f64, f64)>)> = usage
+        .space
+        .iter()
+        .map(|s| (s.component.as_str(), s.used_bytes.iter().map(|p| (middle(p), p.value / TIB)).collect()))
+        .filter(|(_, points): &(&str, Vec<(f64, f64)>)| !points.is_empty())
+        .collect();
+    if !space.is_empty() {
+        let used: Vec<Line<'_>> = space
+            .iter()
+            .enumerate()
+            .map(|(i, (component, points))| (*component, points.as_slice(), COLORS[(i + 2) % COLORS.len()]))
+            .collect();
+        out.push_str(&svg(WIDTH, HEIGHT / 2 + 40, |area| over_time(area, x_range.clone(), "TiB used", &used, &[]))?);
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Cloud Monitoring's Managed Lustre metrics, each point the mean over {} s; a run's last minutes may be missing for up to 3 minutes after it. {}</p></section>",
+        usage.period_s,
+        if saves.is_empty() {
+            "No checkpoint save is marked: the supervisor's records time them, and this log has none."
+        } else {
+            "Checkpoint saves are timed by the supervisor's records."
+        }
+    );
+    Ok(out)
+}
+
+/// A line to draw: its name, its points and its color.
+type Line<'a> = (&'a str, &'a [(f64, f64)], RGBColor);
+
+/// Lines over minutes since the run started, each named in the legend, with `spans` (the
+/// checkpoint saves) shaded behind them.
+fn over_time(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    x_range: std::ops::Range<f64>,
+    y_desc: &str,
+    lines: &[Line<'_>],
+    spans: &[(f64, f64)],
+) -> Drawn {
+    let y_range = headroom(values_range(lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)), true));
+    let mut chart =
+        ChartBuilder::on(area).margin(8).x_label_area_size(32).y_label_area_size(52).build_cartesian_2d(x_range, y_range.clone())?;
+    chart.configure_mesh().x_desc("minutes since the run started").y_desc(y_desc).draw()?;
+    if !spans.is_empty() {
+        let shade = COLORS[7].mix(0.25);
+        let (low, high) = (y_range.start, y_range.end);
+        chart
+            .draw_series(spans.iter().map(|&(from, to)| Rectangle::new([(from, low), (to.max(from + 0.2), high)], shade.filled())))?
+            .label("checkpoint save")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], shade.filled()));
+    }
+    for &(what, points, color) in lines {
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
+            .label(what)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 10, y)], color.stroke_width(2)));
+    }
+    legend(&mut chart)
+}
+
+/// A chart's legend, top left.
+fn legend<'a, X: Ranged, Y: Ranged>(chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>) -> Drawn {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
+    Ok(())
+}
+
+/// A tebibyte.
+const TIB: f64 = (1u64 << 40) as f64;
 
 /// Text for HTML: `&`, `<`, `>` and quotes escaped.
 fn escape(text: &str) -> String {
