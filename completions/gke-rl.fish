@@ -148,9 +148,9 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l request-timeout
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l log -d 'Read a saved log instead of the cluster\'s (its wall time comes from the supervisor\'s records, if it has them)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l format -d 'Output format: text, or json (every step\'s figures)' -r -f -a "text\t''
 json\t''"
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l out -d 'Also write DIR/report.html: the plots in one file that loads nothing from anywhere (with the Lustre instance\'s figures whenever gcloud can read them)' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l out -d 'Also write DIR/report.html: the plots in one file that loads nothing from anywhere (for a job on the cluster, with its Lustre instance\'s figures whenever gcloud can read them)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l monitoring-endpoint -d 'Cloud Monitoring\'s endpoint; tests point it at a fake on loopback, the only other place it may be' -r
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l lustre -d 'Add the Lustre instance\'s read and write throughput and space used during the run, from Cloud Monitoring with gcloud\'s login; an error when they cannot be read'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l lustre -d 'Add the config\'s Lustre instance\'s read and write throughput and space used during the run, from Cloud Monitoring with gcloud\'s login; an error (after the rest) when they cannot be read'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F

@@ -83,7 +83,8 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     std::fs::write(cloud.root.join("run.log"), restarted_run()).unwrap();
     let (reading, writing) = restarted_run_io();
     let token = "ya29.fake-monitoring-token";
-    let monitoring = FakeMonitoring::serve(token, busy_instance((1000.0, 2000.0), &reading, &writing));
+    let capacity = u64::from(gke_rl::Deployment::default().lustre.capacity_gib.get()) << 30;
+    let monitoring = FakeMonitoring::serve(token, busy_instance((1000.0, 2000.0), capacity, &reading, &writing));
     let endpoint = ("GKE_RL_MONITORING_ENDPOINT", monitoring.address.as_str());
 
     // By hand, from `busy_instance`'s rates (a point is the mean over the minute it ends):
@@ -91,7 +92,8 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     //   four minutes that read anything read 60 s in all: 6e9 × 60 / 60 / 17 + 20 MB/s = 373 MB/s;
     // - write: the minute to 1380 s holds 34 s of a save at 9 GB/s (5.1 GB/s); the saves write
     //   136 s in all, 20.4e9 / 17 + 20 MB/s = 1.2 GB/s;
-    // - during the saves: the minutes each overlaps, averaged (4.82, 5.12, 2.57, 2.72): 3.8 GB/s;
+    // - while saving: each save's bytes over its seconds, the bytes those of the minutes it
+    //   overlaps (4.82e9 × 60 / 32 s = 9.04, 9.04, 9.07, 9.07 GB/s), averaged: 9.1 GB/s;
     // - space: 1 TiB, plus the saves' 136 s at 9 GB/s and 20 MB/s for 19 minutes: 2.1 TiB.
     let text = cloud.gke_rl(&["report", "--log", "run.log", "--lustre"], &[endpoint]);
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
@@ -99,13 +101,13 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
         stdout(&text).lines().last(),
         Some(
             "lustre rl-demo-gpu-lustre: read peak 2.0 GB/s, mean 373 MB/s; write peak 5.1 GB/s, mean 1.2 GB/s; \
-             3.8 GB/s during checkpoint saves; 6.0 GiB of 256.0 GiB used (mdt); 2.1 TiB of 8.8 TiB used (ost)"
+             9.1 GB/s while saving checkpoints; 6.0 GiB of 256.0 GiB used (mdt); 2.1 TiB of 8.8 TiB used (ost)"
         ),
         "{}",
         stdout(&text)
     );
 
-    let json = cloud.gke_rl(&["report", "--log", "run.log", "--format", "json", "--out", "html"], &[endpoint]);
+    let json = cloud.gke_rl(&["report", "--log", "run.log", "--format", "json", "--out", "html", "--lustre"], &[endpoint]);
     assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
     let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
     let saved: Vec<(u64, f64)> =
@@ -118,22 +120,28 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     assert!(page.contains("<section id=\"lustre\">") && page.contains("checkpoint save"), "the Lustre plots");
     assert_eq!(page.matches("<svg").count(), 7, "the five plots, throughput and space used");
 
-    // One question to gcloud, for the token, which is in no call, output or request URL.
+    // One question to gcloud a report, for the token, which is in no call, output or request URL.
     assert_eq!(cloud.calls().matches("gcloud auth print-access-token").count(), 2, "{}", cloud.calls());
+    assert!(!cloud.calls().contains(token));
     for out in [&text, &json] {
         assert!(!stdout(out).contains(token) && !stderr(out).contains(token));
     }
     assert!(monitoring.requests().iter().all(|r| !r.query.iter().any(|(_, v)| v.contains(token))));
 
-    // Without an account: `--lustre` is an error; the page says why it has no Lustre figures.
+    // Without an account, `--lustre` is an error after the rest of the report, and the page
+    // says why it has no Lustre figures.
     let no_account = [endpoint, ("FAKE_NO_ACCOUNT", "1")];
-    let refused = cloud.gke_rl(&["report", "--log", "run.log", "--lustre"], &no_account);
+    let refused = cloud.gke_rl(&["report", "--log", "run.log", "--lustre", "--out", "bare"], &no_account);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stdout(&refused).starts_with("run: step 6/6"), "{}", stdout(&refused));
     assert!(stderr(&refused).contains("You do not currently have an active account selected"), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("gcloud auth login"), "{}", stderr(&refused));
-    let noted = cloud.gke_rl(&["report", "--log", "run.log", "--out", "bare"], &no_account);
-    assert_eq!(noted.status.code(), Some(0), "{}", stderr(&noted));
-    assert!(stderr(&noted).contains("note: the page has no Lustre figures: cannot get an access token from gcloud"), "{}", stderr(&noted));
     let page = std::fs::read_to_string(cloud.root.join("bare/report.html")).unwrap();
     assert!(page.contains("<section id=\"lustre\"><h2>Lustre</h2><p class=\"note\">Not shown: cannot get an access token"), "{page}");
+    // A saved log's page stays offline unless asked.
+    let asked = cloud.calls().lines().count();
+    let offline = cloud.gke_rl(&["report", "--log", "run.log", "--out", "offline"], &[endpoint]);
+    assert_eq!(offline.status.code(), Some(0), "{}", stderr(&offline));
+    assert_eq!(cloud.calls().lines().count(), asked, "gcloud was asked");
+    assert!(!std::fs::read_to_string(cloud.root.join("offline/report.html")).unwrap().contains("id=\"lustre\""));
 }

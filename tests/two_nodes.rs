@@ -505,6 +505,7 @@ fn status_until(cluster: &Cluster, id: &str, state: &str) -> Result<Output, Fail
 /// The run recovers in the cluster: submitted with `--no-wait`, no gke-rl process runs while
 /// its node is lost, a half-written checkpoint is left behind, and the node comes back.
 fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
+    let began = epoch();
     let training = Training::start(cluster, 8, &["--no-wait", "--max-restarts", "2", "--restart-wait", "3m"], None);
     let markers = training.dir.join("markers");
     let id = training.id()?;
@@ -543,7 +544,7 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     let saves: Vec<(&str, &str)> = lines.windows(2).filter(|w| w[0].starts_with(gke_rl::run_log::SAVING)).map(|w| (w[0], w[1])).collect();
     let timed = saves.iter().all(|(save, next)| {
         matches!(gke_rl::supervisor::Record::of_line(next), Some(gke_rl::supervisor::Record::Checkpoint { step, at })
-            if save.ends_with(&format!(" {step}...")) && (epoch() - 600.0..=epoch()).contains(&at))
+            if save.ends_with(&format!(" {step}...")) && (began..=epoch()).contains(&at))
     });
     check(saves.len() >= 4 && timed, "the supervisor times each save in the log", &logs)?;
     drop(dir);

@@ -141,10 +141,11 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
     let window = gke_rl::supervisor::Records::of(&text).span().and_then(|(start, end)| Some((start, end?))).context("the run's span")?;
     let (reading, writing) = gke_rl_test_support::nemo_rl_log::restarted_run_io();
     let token = "ya29.fake-monitoring-token";
-    let monitoring = FakeMonitoring::serve(token, busy_instance(window, &reading, &writing));
+    let capacity = u64::from(gke_rl::Deployment::default().lustre.capacity_gib.get()) << 30;
+    let monitoring = FakeMonitoring::serve(token, busy_instance(window, capacity, &reading, &writing));
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let status = std::process::Command::new(std::env::current_exe()?)
-        .args(["report", "--log", &log.display().to_string(), "--out", &out.display().to_string()])
+        .args(["report", "--log", &log.display().to_string(), "--out", &out.display().to_string(), "--lustre"])
         .env("PATH", path)
         .env("FAKE_CLOUD", &cloud)
         .env("FAKE_ACCESS_TOKEN", token)
@@ -152,7 +153,7 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
         .stdout(std::process::Stdio::null())
         .status()?;
     if !status.success() {
-        bail!("`report --log {} --out {}` failed", log.display(), out.display());
+        bail!("`report --log {} --out {} --lustre` failed", log.display(), out.display());
     }
     let page = out.join("report.html");
     let script = root.join("web-validator/test/report.mjs");

@@ -143,7 +143,7 @@ pub enum Error {
         given: String,
     },
     /// gcloud gave no access token.
-    #[error("cannot get an access token from gcloud (`gcloud auth print-access-token`): {reason}\n  log in with `gcloud auth login`")]
+    #[error("cannot get an access token from gcloud (`gcloud auth print-access-token`): {reason}")]
     AccessToken {
         /// Why.
         reason: String,
@@ -156,8 +156,8 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// The run's window in time is unknown.
-    #[error("the run's start and end are unknown ({why}), so what its Lustre instance did meanwhile cannot be asked for")]
+    /// The run's window in time is unknown or unusable.
+    #[error("the run's time is not known well enough to ask what its Lustre instance did meanwhile: {why}")]
     NoRunWindow {
         /// Why.
         why: &'static str,

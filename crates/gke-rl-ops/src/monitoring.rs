@@ -14,7 +14,7 @@ use gke_rl::Deployment;
 use gke_rl::lustre_usage::{self, METRICS, Metric, Point, Series, Usage};
 use serde::Deserialize;
 
-use crate::{Env, Error};
+use crate::{Env, Error, RunError};
 
 /// Cloud Monitoring's endpoint.
 pub const ENDPOINT: &str = "https://monitoring.googleapis.com";
@@ -25,6 +25,10 @@ const MAX_PAGE_BYTES: usize = 8 << 20;
 const MAX_PAGES: usize = 20;
 /// How long one page may take.
 const PAGE_WITHIN: Duration = Duration::from_secs(60);
+/// How long all of them may take together.
+const ALL_WITHIN: Duration = Duration::from_secs(120);
+/// The longest window asked for: Cloud Monitoring keeps these metrics for six weeks.
+const MAX_WINDOW_S: f64 = 42.0 * 86400.0;
 
 /// What the instance of `deployment`'s Lustre did from `window.0` to `window.1` (seconds since
 /// the epoch; the end is cut at now), in the project the config, `PROJECT_ID` or gcloud names,
@@ -33,8 +37,11 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
     let endpoint = checked_endpoint(endpoint)?;
     let now = env.clock.unix_millis() as f64 / 1000.0;
     let (from, to) = (window.0.floor(), window.1.min(now).ceil());
-    if !(from.is_finite() && to.is_finite() && to > from) {
-        return Err(Error::NoRunWindow { why: "it ends before it starts, or in the future" });
+    if !(from.is_finite() && to.is_finite() && from >= 0.0 && to > from) {
+        return Err(Error::NoRunWindow { why: "it ends before it starts, or starts in the future" });
+    }
+    if to - from > MAX_WINDOW_S {
+        return Err(Error::NoRunWindow { why: "it spans more than the six weeks Cloud Monitoring keeps these metrics" });
     }
     let resolved = crate::Target::default().resolve(deployment, env, false)?;
     let token = access_token(env, &resolved.hidden)?;
@@ -43,22 +50,31 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
         .map_err(|_| Error::AccessToken { reason: "gcloud printed something that is not a token".to_owned() })?;
     authorization.set_sensitive(true);
     gke_rl_ray::ensure_crypto_provider();
-    let client = reqwest::Client::builder()
+    let mut client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
-        .default_headers([(reqwest::header::AUTHORIZATION, authorization)].into_iter().collect())
-        .build()
-        .map_err(|e| Error::Monitoring { metric: "any metric".to_owned(), reason: e.to_string() })?;
+        .default_headers([(reqwest::header::AUTHORIZATION, authorization)].into_iter().collect());
+    // A proxy would see a loopback request whole, token and all; Google's endpoint is reached
+    // through one (where set) by CONNECT, encrypted end to end.
+    if endpoint != ENDPOINT {
+        client = client.no_proxy();
+    }
+    let client = client.build().map_err(|e| Error::Monitoring { metric: "any metric".to_owned(), reason: e.to_string() })?;
     let period_s = lustre_usage::alignment_period_s(to - from);
     let (instance, location) = (deployment.lustre.instance_id.as_str(), deployment.project.zone.as_str());
     let url = format!("{endpoint}/v3/projects/{project}/timeSeries");
-    let mut answers = Vec::with_capacity(METRICS.len());
-    for metric in &METRICS {
-        let query = Query { filter: lustre_usage::filter(metric, instance, location), from, to, period_s };
-        answers.push((metric.measure, list(&client, &url, metric, &query).await?));
-    }
-    let answers: [_; 4] =
-        answers.try_into().map_err(|_| Error::Monitoring { metric: "every metric".to_owned(), reason: "missing".into() })?;
+    let every_metric = async {
+        let mut answers = Vec::with_capacity(METRICS.len());
+        for metric in &METRICS {
+            let query = Query { filter: lustre_usage::filter(metric, instance, location), from, to, period_s };
+            answers.push((metric.measure, list(&client, &url, metric, &query).await?));
+        }
+        Ok::<_, Error>(answers)
+    };
+    let answers = tokio::time::timeout(ALL_WITHIN, every_metric).await.map_err(|_| Error::Monitoring {
+        metric: "the Lustre metrics".to_owned(),
+        reason: format!("no whole answer within {} s", ALL_WITHIN.as_secs()),
+    })??;
     Ok(Usage::new(instance, location, (from, to), period_s, answers))
 }
 
@@ -68,17 +84,32 @@ fn checked_endpoint(given: &str) -> Result<String, Error> {
     if trimmed == ENDPOINT {
         return Ok(trimmed.to_owned());
     }
-    let refused = || Error::MonitoringEndpoint { given: given.chars().take(200).collect() };
+    // What it was, unless it holds a user (and a password).
+    let refused = || Error::MonitoringEndpoint {
+        given: if given.contains('@') { "an address with a user in it".to_owned() } else { given.chars().take(200).collect() },
+    };
     let url = reqwest::Url::parse(trimmed).map_err(|_| refused())?;
     let host = url.host_str().unwrap_or_default();
     let loopback = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    let bare = url.path() == "/" && url.query().is_none() && url.username().is_empty() && url.password().is_none();
-    if matches!(url.scheme(), "http" | "https") && loopback && bare { Ok(trimmed.to_owned()) } else { Err(refused()) }
+    let bare =
+        url.path() == "/" && url.query().is_none() && url.fragment().is_none() && url.username().is_empty() && url.password().is_none();
+    if matches!(url.scheme(), "http" | "https") && loopback && bare {
+        Ok(url.as_str().trim_end_matches('/').to_owned())
+    } else {
+        Err(refused())
+    }
 }
 
 /// gcloud's access token for its logged-in account, from its output.
 fn access_token(env: &Env, hidden: &[String]) -> Result<String, Error> {
-    let printed = env.runner.read(&gke_rl::lifecycle::access_token(), hidden).map_err(|e| Error::AccessToken { reason: e.to_string() })?;
+    let printed = env.runner.read(&gke_rl::lifecycle::access_token(), hidden).map_err(|e| {
+        let fix = match e {
+            RunError::NotRun { .. } => "install the Google Cloud CLI",
+            RunError::NoAnswer { .. } => "check that gcloud can reach Google",
+            RunError::Failed { .. } => "log in with `gcloud auth login`",
+        };
+        Error::AccessToken { reason: format!("{e}; {fix}") }
+    })?;
     let token = printed.trim();
     // An OAuth access token is one word of visible ASCII, about 200 characters.
     if token.is_empty() || token.len() > 4096 || !token.bytes().all(|b| b.is_ascii_graphic()) {
@@ -98,7 +129,7 @@ struct Query {
 /// Every page of one metric's series.
 async fn list(client: &reqwest::Client, url: &str, metric: &Metric, query: &Query) -> Result<Vec<Series>, Error> {
     let failed = |reason: String| Error::Monitoring { metric: metric.metric_type.to_owned(), reason };
-    let (start, end) = (rfc3339(query.from), rfc3339(query.to));
+    let (start, end) = (rfc3339(query.from).map_err(failed)?, rfc3339(query.to).map_err(failed)?);
     let period = format!("{}s", query.period_s);
     let mut series = Vec::new();
     let mut page_token: Option<String> = None;
@@ -153,7 +184,9 @@ async fn fetch(client: &reqwest::Client, url: &str, parameters: &[(&str, &str)])
     let message: String = message.chars().take(500).collect();
     let help = match status.as_u16() {
         401 => "; log in again: `gcloud auth login`",
-        403 => "; the account needs the Monitoring Viewer role (roles/monitoring.viewer) on the project",
+        403 => {
+            "; the account needs the Monitoring Viewer role (roles/monitoring.viewer) on the project, and the project the Cloud Monitoring API"
+        }
         _ => "",
     };
     Err(format!("it answered {status}{}{help}", if message.is_empty() { String::new() } else { format!(": {message}") }))
@@ -168,8 +201,8 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Seconds since the epoch as RFC 3339, as the API takes times.
-fn rfc3339(seconds: f64) -> String {
-    jiff::Timestamp::from_second(seconds as i64).map_or_else(|_| "1970-01-01T00:00:00Z".to_owned(), |t| t.to_string())
+fn rfc3339(seconds: f64) -> Result<String, String> {
+    jiff::Timestamp::from_second(seconds as i64).map(|t| t.to_string()).map_err(|_| format!("{seconds} s is not a time it takes"))
 }
 
 /// `ListTimeSeriesResponse`, the parts read.
@@ -263,6 +296,9 @@ mod tests {
             "http://localhost.evil.example:80",
             "http://10.0.0.1",
             "http://127.0.0.1:8080/v3?x=1",
+            "http://127.0.0.1#fragment",
+            "http://127.0.0.1.evil.example",
+            "http://[::ffff:127.0.0.1]:80",
             "http://user@127.0.0.1",
             "file:///etc/passwd",
             "not a url",
@@ -283,7 +319,8 @@ mod tests {
         .unwrap();
         let points: Vec<Point> = page.time_series[0].points.iter().map(|p| Point::try_from(p).unwrap()).collect();
         assert_eq!(points, [Point { at: 1_796_292_060.0, value: 9_663_676_416_000.0 }, Point { at: 1_796_292_000.5, value: 1.5 }]);
-        assert_eq!(rfc3339(1_796_292_060.0), "2026-12-03T10:01:00Z");
+        assert_eq!(rfc3339(1_796_292_060.0).unwrap(), "2026-12-03T10:01:00Z");
+        assert!(rfc3339(1e300).is_err());
         let bad: PointJson = serde_json::from_str(r#"{"interval": {"endTime": "yesterday"}, "value": {"doubleValue": 1}}"#).unwrap();
         assert!(Point::try_from(&bad).unwrap_err().contains("not an RFC 3339 time"));
     }

@@ -79,10 +79,10 @@ fn lustre() -> FakeMonitoring {
     let tib = 1u64 << 40;
     let answers = BTreeMap::from([
         ("lustre.googleapis.com/instance/read_bytes_total".to_owned(), vec![series(&[], |m| double(1e9 + m as f64))]),
-        // A save at minutes 5 to 7 writes at 8 GB/s.
+        // A save in minutes 5 to 7 (the points ending at 6 and 7) writes at 8 GB/s.
         (
             "lustre.googleapis.com/instance/write_bytes_total".to_owned(),
-            vec![series(&[], |m| double(if (5..=7).contains(&m) { 8e9 } else { 1e8 }))],
+            vec![series(&[], |m| double(if (6..=7).contains(&m) { 8e9 } else { 1e8 }))],
         ),
         (
             "lustre.googleapis.com/instance/capacity_bytes".to_owned(),
@@ -141,7 +141,8 @@ async fn every_metric_is_read_page_by_page_over_the_runs_window_with_the_token_i
     let calls = gcloud.calls.lock().unwrap().clone();
     assert_eq!(calls, ["gcloud auth print-access-token hidden=HF_TOKEN,WANDB_API_KEY,RAY_AUTH_TOKEN"]);
 
-    // A save at minutes 5 to 7 is seen writing at 8 GB/s.
+    // The save from minute 5 to 7 wrote at 8 GB/s: the points ending at 6 and 7 are its own,
+    // and neither the one ending as it began (5) nor the one beginning as it ended (8) is.
     let step = gke_rl::run_report::StepRow {
         step: 10,
         reward: None,
@@ -156,8 +157,8 @@ async fn every_metric_is_read_page_by_page_over_the_runs_window_with_the_token_i
     assert_eq!(usage.write_during_saves(std::slice::from_ref(&step)), [(10, 8e9)]);
     assert_eq!(
         usage.summary(&[step]),
-        "lustre rl-demo-gpu-lustre: read peak 1.0 GB/s, mean 1.0 GB/s; write peak 8.0 GB/s, mean 1.6 GB/s; \
-         8.0 GB/s during checkpoint saves; 128.0 GiB of 256.0 GiB used (mdt); 1.0 TiB of 9.0 TiB used (ost)"
+        "lustre rl-demo-gpu-lustre: read peak 1.0 GB/s, mean 1.0 GB/s; write peak 8.0 GB/s, mean 1.1 GB/s; \
+         8.0 GB/s while saving checkpoints; 128.0 GiB of 256.0 GiB used (mdt); 1.0 TiB of 9.0 TiB used (ost)"
     );
 }
 

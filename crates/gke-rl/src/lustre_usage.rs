@@ -79,13 +79,16 @@ pub const METRICS: [Metric; 4] = [
 ];
 
 /// The most points a series is asked for: the alignment period grows with the run.
-pub const MAX_POINTS: u64 = 720;
+const MAX_POINTS: u64 = 720;
+
+/// How late a point may be: sampled every 60 s, visible up to 120 s after.
+pub const LATE_S: u64 = 180;
 
 /// The alignment period for a window of `seconds`: a whole number of minutes (Monitoring's
 /// shortest is 60 s, the metrics' sampling), long enough for at most [`MAX_POINTS`] points.
 pub fn alignment_period_s(seconds: f64) -> u64 {
     let minutes = (seconds.max(0.0) / 60.0 / MAX_POINTS as f64).ceil() as u64;
-    minutes.max(1) * 60
+    minutes.clamp(1, u64::MAX / 60) * 60
 }
 
 /// `projects.timeSeries.list`'s filter for `metric` of the instance `instance_id` in `location`.
@@ -149,7 +152,7 @@ pub struct Usage {
 impl Usage {
     /// The usage from each metric's answer. Points come oldest first whatever order they came
     /// in; a point with no match (a capacity without its free space) is left out.
-    pub fn new(instance_id: &str, location: &str, window: (f64, f64), period_s: u64, answers: [(Measure, Vec<Series>); 4]) -> Usage {
+    pub fn new(instance_id: &str, location: &str, window: (f64, f64), period_s: u64, answers: Vec<(Measure, Vec<Series>)>) -> Usage {
         let mut usage = Usage {
             instance_id: instance_id.to_owned(),
             location: location.to_owned(),
@@ -189,17 +192,18 @@ impl Usage {
         usage
     }
 
-    /// The write rate while each save ran: the mean of the periods that overlap it, for each
-    /// step whose save's start and duration are known.
+    /// The write rate of each save, for each step whose save's start and duration are known:
+    /// the bytes written in the periods it overlaps over its seconds. A period's mean would
+    /// dilute a 30 s save in a minute of quiet; the bytes around it are nearly all its own.
     pub fn write_during_saves(&self, steps: &[StepRow]) -> Vec<(u64, f64)> {
         let period = self.period_s as f64;
         steps
             .iter()
             .filter_map(|s| {
-                let (start, seconds) = (s.saved_at?, s.checkpoint_s?);
-                let overlapping: Vec<f64> =
-                    self.write_bytes_per_s.iter().filter(|p| p.at > start && p.at - period < start + seconds).map(|p| p.value).collect();
-                (!overlapping.is_empty()).then(|| (s.step, overlapping.iter().sum::<f64>() / overlapping.len() as f64))
+                let (start, seconds) = (s.saved_at?, s.checkpoint_s.filter(|s| *s > 0.0)?);
+                let overlapping = self.write_bytes_per_s.iter().filter(|p| p.at > start && p.at - period < start + seconds);
+                let (count, bytes) = overlapping.fold((0, 0.0), |(n, bytes), p| (n + 1, bytes + p.value * period));
+                (count > 0).then(|| (s.step, bytes / seconds))
             })
             .collect()
     }
@@ -217,7 +221,7 @@ impl Usage {
         let saves = self.write_during_saves(steps);
         if !saves.is_empty() {
             let mean = saves.iter().map(|s| s.1).sum::<f64>() / saves.len() as f64;
-            out.push_str(&format!(" {} during checkpoint saves;", rate(mean)));
+            out.push_str(&format!(" {} while saving checkpoints;", rate(mean)));
         }
         for space in &self.space {
             if let (Some(used), Some(capacity)) = (space.used_bytes.last(), space.capacity_bytes) {
@@ -249,7 +253,7 @@ fn peak_and_mean(points: &[Point]) -> Option<(f64, f64)> {
 }
 
 /// `812 MB/s`, `9.8 GB/s`: throughput in decimal units, as Managed Lustre's tiers are given.
-pub fn rate(bytes_per_s: f64) -> String {
+fn rate(bytes_per_s: f64) -> String {
     match bytes_per_s {
         r if r >= 1e9 => format!("{:.1} GB/s", r / 1e9),
         r if r >= 1e6 => format!("{:.0} MB/s", r / 1e6),
@@ -281,7 +285,7 @@ mod tests {
             "l",
             (0.0, 180.0),
             60,
-            [
+            vec![
                 // Newest first, as the API gives them, in two series to be summed.
                 (
                     Measure::Read,

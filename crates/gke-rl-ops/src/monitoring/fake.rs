@@ -128,17 +128,20 @@ fn answer(request: &Request, expected: &str, series: &BTreeMap<String, Vec<FakeS
 }
 
 /// The bytes a busy instance moves per second: reading a model or a checkpoint, and writing one.
-pub const READING_BYTES_PER_S: f64 = 6e9;
+const READING_BYTES_PER_S: f64 = 6e9;
 /// See [`READING_BYTES_PER_S`].
-pub const WRITING_BYTES_PER_S: f64 = 9e9;
-/// Its OSTs' capacity: the default config's 9000 GiB.
-pub const OST_CAPACITY_BYTES: u64 = 9000 << 30;
+const WRITING_BYTES_PER_S: f64 = 9e9;
 
-/// The series of an instance over `window` (seconds since the epoch), a point a minute from a
-/// minute before it to a minute after: reading at [`READING_BYTES_PER_S`] during the `reading`
-/// spans and writing at [`WRITING_BYTES_PER_S`] during the `writing` ones (each point the mean
-/// over its minute), a trickle otherwise; its OSTs fill with what it writes, from 1 TiB.
-pub fn busy_instance(window: (f64, f64), reading: &[(f64, f64)], writing: &[(f64, f64)]) -> BTreeMap<String, Vec<FakeSeries>> {
+/// The series of an instance of `capacity_bytes` over `window` (seconds since the epoch), a
+/// point a minute from a minute before it to a minute after: reading at 6 GB/s during the
+/// `reading` spans and writing at 9 GB/s during the `writing` ones (each point the mean over its
+/// minute), 20 MB/s otherwise; its OSTs fill with what it writes, from 1 TiB.
+pub fn busy_instance(
+    window: (f64, f64),
+    capacity_bytes: u64,
+    reading: &[(f64, f64)],
+    writing: &[(f64, f64)],
+) -> BTreeMap<String, Vec<FakeSeries>> {
     let minutes: Vec<i64> = ((window.0 / 60.0).floor() as i64 - 1..=(window.1 / 60.0).ceil() as i64 + 1).map(|m| m * 60).collect();
     // The mean rate over the minute ending at `end`.
     let rate = |spans: &[(f64, f64)], peak: f64, end: i64| {
@@ -156,7 +159,7 @@ pub fn busy_instance(window: (f64, f64), reading: &[(f64, f64)], writing: &[(f64
         .iter()
         .map(|&end| {
             written += (rate(writing, WRITING_BYTES_PER_S, end) * 60.0) as u64;
-            (end, double(OST_CAPACITY_BYTES.saturating_sub(written) as f64))
+            (end, double(capacity_bytes.saturating_sub(written) as f64))
         })
         .collect();
     let constant = |value: f64| minutes.iter().map(|&end| (end, double(value))).collect::<Vec<_>>();
@@ -171,7 +174,7 @@ pub fn busy_instance(window: (f64, f64), reading: &[(f64, f64)], writing: &[(f64
         ),
         (
             "lustre.googleapis.com/instance/capacity_bytes".to_owned(),
-            vec![series(Some("ost"), constant(OST_CAPACITY_BYTES as f64)), series(Some("mdt"), constant((256u64 << 30) as f64))],
+            vec![series(Some("ost"), constant(capacity_bytes as f64)), series(Some("mdt"), constant((256u64 << 30) as f64))],
         ),
         (
             "lustre.googleapis.com/instance/free_bytes".to_owned(),

@@ -92,8 +92,31 @@ def describe(kind, detail):
     return f"{words[kind]} ({detail})"
 
 
+# One writer at a time: the reader thread echoes the training while the main thread says and
+# records, and a record must have its line to itself to be read.
+STDOUT = threading.Lock()
+# Whether the last byte echoed from the training ended its line.
+AT_LINE_START = [True]
+
+
+def emit(text):
+    """`text` as a line of its own, in one write."""
+    with STDOUT:
+        sys.stdout.write(("" if AT_LINE_START[0] else "\n") + text + "\n")
+        sys.stdout.flush()
+        AT_LINE_START[0] = True
+
+
+def echo(raw):
+    """The training's bytes, as they came."""
+    with STDOUT:
+        sys.stdout.buffer.write(raw)
+        sys.stdout.flush()
+        AT_LINE_START[0] = raw.endswith(b"\n")
+
+
 def say(text):
-    print(f"gke-rl: {text}", flush=True)
+    emit(f"gke-rl: {text}")
 
 
 class Run:
@@ -129,13 +152,8 @@ class Run:
         return event
 
 
-# Whether the last byte echoed from the training ended its line: a record starts one.
-AT_LINE_START = [True]
-
-
 def show_record(event):
-    print(("" if AT_LINE_START[0] else "\n") + TABLES["record_prefix"] + json.dumps(event), flush=True)
-    AT_LINE_START[0] = True
+    emit(TABLES["record_prefix"] + json.dumps(event))
 
 
 def restarts_counted(events):
@@ -287,15 +305,14 @@ class Attempt:
         for raw in iter(lambda: self.child.stdout.readline(65536), b""):
             if self.first_output is None:
                 self.first_output = time.time()
-            sys.stdout.buffer.write(raw)
-            sys.stdout.flush()
-            AT_LINE_START[0] = raw.endswith(b"\n")
+            echo(raw)
             line = raw.decode("utf-8", "replace")
             self.tail.append(line.rstrip("\n"))
             # The save's time, for the report's time axis (the log has none): in the log only.
             if saving in line and raw.endswith(b"\n"):
                 step = line.split(saving, 1)[1].strip().removesuffix("...")
-                if step.isascii() and step.isdigit():
+                # A u64, as gke-rl reads it: a longer number is not a step (and int() refuses it).
+                if step.isascii() and step.isdigit() and len(step) <= 19:
                     show_record({"event": "checkpoint", "step": int(step), "at": round(time.time(), 3)})
             if step_done in line:
                 self.steps += 1

@@ -278,7 +278,9 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     let x_range = minutes(usage.from)..minutes(usage.to).max(minutes(usage.from) + 1.0);
     // A point is the mean over the period it ends: drawn at the period's middle.
     let middle = |p: &Point| minutes(p.at - usage.period_s as f64 / 2.0);
-    let gigabytes = |points: &[Point]| -> Vec<(f64, f64)> { points.iter().map(|p| (middle(p), p.value / 1e9)).collect() };
+    // Only those inside the axis: plotters does not clip a line at its chart's edge.
+    let inside = |p: &&Point| x_range.contains(&middle(p));
+    let gigabytes = |points: &[Point]| -> Vec<(f64, f64)> { points.iter().filter(inside).map(|p| (middle(p), p.value / 1e9)).collect() };
     let (read, write) = (gigabytes(&usage.read_bytes_per_s), gigabytes(&usage.write_bytes_per_s));
     let saves: Vec<(f64, f64)> =
         report.steps.iter().filter_map(|s| Some((minutes(s.saved_at?), minutes(s.saved_at? + s.checkpoint_s.unwrap_or(0.0))))).collect();
@@ -289,7 +291,7 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     let space: Vec<(&str, Vec<(f64, f64)>)> = usage
         .space
         .iter()
-        .map(|s| (s.component.as_str(), s.used_bytes.iter().map(|p| (middle(p), p.value / TIB)).collect()))
+        .map(|s| (s.component.as_str(), s.used_bytes.iter().filter(inside).map(|p| (middle(p), p.value / TIB)).collect()))
         .filter(|(_, points): &(&str, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
     if !space.is_empty() {
@@ -302,8 +304,9 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     }
     let _ = writeln!(
         out,
-        "<p class=\"note\">Cloud Monitoring's Managed Lustre metrics, each point the mean over {} s; a run's last minutes may be missing for up to 3 minutes after it. {}</p></section>",
+        "<p class=\"note\">Cloud Monitoring's Managed Lustre metrics, each point the mean over {} s; a run's last minutes may be missing for up to {} minutes after it. {}</p></section>",
         usage.period_s,
+        gke_rl::lustre_usage::LATE_S / 60,
         if saves.is_empty() {
             "No checkpoint save is marked: the supervisor's records time them, and this log has none."
         } else {

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
+use gke_rl::lustre_usage::Usage;
+use gke_rl::run_report::Report;
+
 use super::{Connection, failed};
 use crate::terminal::outln;
 
@@ -23,10 +26,10 @@ pub struct ReportArgs {
     /// Output format: text, or json (every step's figures)
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Also write DIR/report.html: the plots in one file that loads nothing from anywhere (with the Lustre instance's figures whenever gcloud can read them)
+    /// Also write DIR/report.html: the plots in one file that loads nothing from anywhere (for a job on the cluster, with its Lustre instance's figures whenever gcloud can read them)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Add the Lustre instance's read and write throughput and space used during the run, from Cloud Monitoring with gcloud's login; an error when they cannot be read
+    /// Add the config's Lustre instance's read and write throughput and space used during the run, from Cloud Monitoring with gcloud's login; an error (after the rest) when they cannot be read
     #[arg(long)]
     lustre: bool,
     /// Cloud Monitoring's endpoint; tests point it at a fake on loopback, the only other place it may be
@@ -58,33 +61,18 @@ impl ReportArgs {
                 (report, id, job.loaded.deployment)
             }
         };
-        // The page has Lustre's side whenever it can be read; asked for, it must be.
-        let mut lustre_missing = None;
-        if self.lustre || self.out.is_some() {
-            let usage = match report.window() {
-                Some(window) => crate::runtime()?.block_on(gke_rl_ops::monitoring::lustre_usage(
-                    &deployment,
-                    window,
-                    &self.monitoring_endpoint,
-                    &gke_rl_ops::Env::real(),
-                )),
-                None => Err(gke_rl_ops::Error::NoRunWindow {
-                    why: if self.log.is_some() {
-                        "the log has no supervisor's records of its start and end"
-                    } else {
-                        "Ray has no start time for it"
-                    },
-                }),
-            };
-            match usage {
+        // Asked for, Lustre's side must be read; a live run's page has it whenever it can be (a
+        // saved log's page stays offline unless asked).
+        let mut lustre_failed = None;
+        if self.lustre || (self.out.is_some() && self.log.is_none()) {
+            match self.lustre_usage(&report, &deployment, crate::runtime()?) {
                 Ok(usage) => report.lustre = Some(usage),
-                Err(e) if self.lustre => return Err(crate::reported(e, &|e| gke_rl_ops::chain(e))),
-                Err(e) => {
-                    let why = gke_rl_ops::chain(&e);
-                    crate::terminal::errln!("note: the page has no Lustre figures: {}", crate::terminal::shown(&why));
-                    lustre_missing = Some(why);
-                }
+                Err(e) => lustre_failed = Some(e),
             }
+        }
+        let lustre_missing = lustre_failed.as_ref().map(|e| gke_rl_ops::chain(e));
+        if let Some(why) = lustre_missing.as_ref().filter(|_| !self.lustre) {
+            crate::terminal::errln!("note: the page has no Lustre figures: {}", crate::terminal::shown(why));
         }
         if let Some(out) = &self.out {
             std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
@@ -97,6 +85,25 @@ impl ReportArgs {
             Format::Text => outln!("{}", crate::terminal::shown(report.summary().trim_end())),
             Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?),
         }
-        Ok(0)
+        match lustre_failed {
+            Some(e) if self.lustre => Err(crate::reported(e, &|e| gke_rl_ops::chain(e))),
+            _ => Ok(0),
+        }
+    }
+
+    /// What the config's Lustre instance did during the run, from Cloud Monitoring.
+    fn lustre_usage(&self, report: &Report, deployment: &gke_rl::Deployment, runtime: crate::Runtime) -> Result<Usage, gke_rl_ops::Error> {
+        let Some(window) = report.window() else {
+            let why = if self.log.is_some() {
+                "the log has no supervisor's record of its start, or of its end"
+            } else {
+                "Ray has no start time for the job"
+            };
+            return Err(gke_rl_ops::Error::NoRunWindow { why });
+        };
+        let instance = crate::terminal::shown(deployment.lustre.instance_id.as_str());
+        crate::terminal::errln!("reading what the Lustre instance {instance} did from Cloud Monitoring");
+        let env = gke_rl_ops::Env::real();
+        runtime.block_on(gke_rl_ops::monitoring::lustre_usage(deployment, window, &self.monitoring_endpoint, &env))
     }
 }
