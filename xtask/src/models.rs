@@ -162,10 +162,12 @@ pub fn catalogue(files: &[(&str, String)]) -> anyhow::Result<String> {
          pub const MODELS: &[ModelFacts] = &[\n",
     );
     for (name, row, file) in entries {
+        // The citation is for readers of the table: a comment, not data the page would carry.
+        out.push_str(&format!("    // {file}: {}\n", row.source));
         out.push_str(&format!(
             "    ModelFacts {{ name: {name:?}, config_of: {:?}, layers: {}, attention_heads: {}, kv_heads: {}, head_dim: {}, hidden: {}, \
              intermediate: {}, vocab: {}, max_positions: {}, dtype: {:?}, tied_embeddings: {}, experts: {}, experts_per_token: {}, \
-             moe_intermediate: {}, parameters: {}, source: {:?} }},\n",
+             moe_intermediate: {}, parameters: {} }},\n",
             row.repo,
             row.layers,
             row.heads,
@@ -181,7 +183,6 @@ pub fn catalogue(files: &[(&str, String)]) -> anyhow::Result<String> {
             row.experts_per_token,
             row.moe_intermediate,
             parameters(row)?,
-            format!("{file}: {}", row.source),
         ));
     }
     out.push_str("];\n");

@@ -695,9 +695,8 @@ pub struct ModelFacts {
     /// `moe_intermediate_size` (0: dense).
     pub moe_intermediate: u64,
     /// Every parameter, derived from the above by the family's layout (`cargo xtask codegen`).
+    /// The fact file and the row's citation are the comment above each entry of the table.
     pub parameters: u64,
-    /// The fact file and the row's citation.
-    pub source: &'static str,
 }
 
 /// The model catalogue: every model whose architecture gke-rl can cite.

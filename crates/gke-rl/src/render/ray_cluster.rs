@@ -8,7 +8,7 @@ use crate::knowledge::{
     self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH,
     NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, SYSTEM_POOL,
 };
-use crate::model::{Deployment, HeadNodePool};
+use crate::model::{Deployment, HeadNodePool, JobMode};
 use crate::quote::yaml;
 
 const LUSTRE_VOLUME: &str = "lustre";
@@ -21,21 +21,45 @@ pub const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
 /// What the head runs when KubeRay leaves the command to the containers.
 const HEAD_COMMAND: &str = r#"ulimit -n 65536; exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD""#;
 
+/// The label that puts a workload in a Kueue LocalQueue.
+pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
 pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabric: Option<&GpuFabric>) -> String {
+    // In RayJob mode the RayJob waits in the queue; its cluster inherits the label.
+    let queue = d.job.queue.as_ref().filter(|_| d.job.mode == JobMode::Cluster);
+    format!(
+        "apiVersion: ray.io/v1\nkind: RayCluster\n{}spec:\n{}",
+        metadata(d, d.project.cluster_name.as_str(), queue, fabric),
+        spec(d, ray_version, token_auth, fabric)
+    )
+}
+
+/// A RayCluster's metadata, or a RayJob's (KubeRay copies a RayJob's labels and annotations to
+/// the cluster it makes: rayjob_controller.go `constructRayClusterForRayJob`, KubeRay v1.7.0).
+pub(super) fn metadata(d: &Deployment, name: &str, queue: Option<&crate::model::Name>, fabric: Option<&GpuFabric>) -> String {
+    let mut out =
+        format!("metadata:\n  name: {name}\n  namespace: {}\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\n", d.ray.namespace);
+    if let Some(queue) = queue {
+        let _ = writeln!(out, "    {QUEUE_LABEL}: {queue}");
+    }
+    if fabric.is_some() {
+        let _ = write!(
+            out,
+            "  annotations:\n    # The containers run their own command (below), which ends in KubeRay's `ray start`.\n    {OVERWRITE_COMMAND_ANNOTATION}: \"true\"\n"
+        );
+    }
+    out
+}
+
+/// A RayCluster's spec, at the indent of `spec:`'s fields: the RayCluster's own, and a RayJob's
+/// `rayClusterSpec`.
+pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: Option<&GpuFabric>) -> String {
     let ray = &d.ray;
     let gpus = d.topology.gpus_per_node.get().to_string();
     let workers = d.topology.node_count;
     let image_text = yaml(ray.image.as_str());
     format!(
-        "apiVersion: ray.io/v1
-kind: RayCluster
-metadata:
-  name: {name}
-  namespace: {namespace}
-  labels:
-    app.kubernetes.io/managed-by: gke-rl
-{cluster_annotations}spec:
-  # The Ray inside the image, not the newest release: KubeRay >= 1.6 picks the pods' health
+        "  # The Ray inside the image, not the newest release: KubeRay >= 1.6 picks the pods' health
   # probes by this version, and a newer one leaves the pods of an older Ray un-Ready.
   rayVersion: {ray_version}
 {auth}  headGroupSpec:
@@ -95,8 +119,6 @@ metadata:
                 medium: Memory
                 sizeLimit: {shm_size}
 {fabric_volumes}",
-        name = d.project.cluster_name,
-        namespace = ray.namespace,
         ray_version = yaml(ray_version),
         auth = if token_auth { auth_options(d) } else { String::new() },
         dashboard_host = yaml("0.0.0.0"),
@@ -106,13 +128,6 @@ metadata:
         image = image_text,
         head_env = secret_env(d, None, 12),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
-        cluster_annotations = if fabric.is_some() {
-            format!(
-                "  annotations:\n    # The containers run their own command (below), which ends in KubeRay's `ray start`.\n    {OVERWRITE_COMMAND_ANNOTATION}: \"true\"\n"
-            )
-        } else {
-            String::new()
-        },
         head_command = if fabric.is_some() { command(HEAD_COMMAND, 12) } else { String::new() },
         worker_metadata = fabric.map_or_else(String::new, worker_annotations),
         worker_command = if fabric.is_some() { command(&worker_start(), 14) } else { String::new() },
