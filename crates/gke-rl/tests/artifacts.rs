@@ -203,6 +203,22 @@ fn ray_job_validates_against_the_real_kuberay_crd_and_carries_the_clusters_spec(
         let queue = &manifest["metadata"]["labels"][gke_rl::render::QUEUE_LABEL];
         assert_eq!(queue.as_str(), d.job.queue.as_ref().map(|q| q.as_str()), "{config}");
         assert!(cluster["metadata"]["labels"].get(gke_rl::render::QUEUE_LABEL).is_none(), "{config}: the RayJob is the one queued");
+        // Queued, the pods ask for GPUs only: gke-a4's ClusterQueue covers nothing else, and
+        // Kueue admits no pod that asks for a resource its queue does not cover.
+        if d.job.queue.is_some() {
+            let spec = &manifest["spec"]["rayClusterSpec"];
+            let groups = std::iter::once(&spec["headGroupSpec"]).chain(spec["workerGroupSpecs"].as_array().unwrap());
+            for group in groups {
+                let pod = &group["template"]["spec"];
+                let containers = pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten());
+                for container in containers {
+                    for kind in ["requests", "limits"] {
+                        let asked: Vec<&String> = container["resources"][kind].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+                        assert!(asked.iter().all(|r| *r == "nvidia.com/gpu"), "{config}: {} asks for {asked:?}", container["name"]);
+                    }
+                }
+            }
+        }
     }
     assert!(seen >= 1, "a test config in rayjob mode");
     // The check has teeth: a misspelt field is rejected.

@@ -55,7 +55,6 @@ pub(super) fn metadata(d: &Deployment, name: &str, queue: Option<&crate::model::
 /// `rayClusterSpec`.
 pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: Option<&GpuFabric>) -> String {
     let ray = &d.ray;
-    let gpus = d.topology.gpus_per_node.get().to_string();
     let workers = d.topology.node_count;
     let image_text = yaml(ray.image.as_str());
     format!(
@@ -77,14 +76,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
                 containerPort: 8265
               - name: client
                 containerPort: 10001
-{head_env}            resources:
-              requests:
-                cpu: {head_cpu_request}
-                memory: {head_memory_request}
-              limits:
-                cpu: {head_cpu_limit}
-                memory: {head_memory_limit}
-            volumeMounts:
+{head_env}{head_resources}            volumeMounts:
               - name: {LUSTRE_VOLUME}
                 mountPath: {mount_path}
         volumes:
@@ -99,16 +91,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
 {worker_placement}{health_check}          containers:
             - name: ray-worker
               image: {image}
-{worker_command}{worker_env}              resources:
-                requests:
-                  cpu: {worker_cpu}
-                  memory: {worker_memory}
-                  nvidia.com/gpu: {gpus}
-                limits:
-                  cpu: {worker_cpu}
-                  memory: {worker_memory}
-                  nvidia.com/gpu: {gpus}
-              volumeMounts:
+{worker_command}{worker_env}{worker_resources}              volumeMounts:
                 - name: {LUSTRE_VOLUME}
                   mountPath: {mount_path}
                 - name: dshm
@@ -146,18 +129,43 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
             String::new()
         },
         shm_size = yaml(d.fabric.shm_size.as_str()),
-        head_cpu_request = yaml(ray.head.cpu_request.as_str()),
-        head_memory_request = yaml(ray.head.memory_request.as_str()),
-        head_cpu_limit = yaml(ray.head.cpu_limit.as_str()),
-        head_memory_limit = yaml(ray.head.memory_limit.as_str()),
+        head_resources = head_resources(d),
+        worker_resources = worker_resources(d),
         mount_path = yaml(d.lustre.mount_path.as_str()),
         lustre_volume = lustre_volume(d, 10),
         worker_lustre_volume = lustre_volume(d, 12),
         group = ray.worker.group_name,
-        worker_cpu = yaml(ray.worker.cpu.as_str()),
-        worker_memory = yaml(ray.worker.memory.as_str()),
-        gpus = yaml(&gpus),
     )
+}
+
+/// The head's resources; none when the run is queued: the blueprint's Kueue ClusterQueue covers
+/// GPUs only, and Kueue admits no pod that asks for a resource its queue does not cover
+/// (`kueue-configuration.yaml.tftpl`, cluster-toolkit examples/gke-a4). The head has its node.
+fn head_resources(d: &Deployment) -> String {
+    let head = &d.ray.head;
+    if d.job.queue.is_some() {
+        return "            # Queued in Kueue, whose ClusterQueue covers GPUs only: no CPU or memory request.\n".to_owned();
+    }
+    format!(
+        "            resources:\n              requests:\n                cpu: {}\n                memory: {}\n              limits:\n                cpu: {}\n                memory: {}\n",
+        yaml(head.cpu_request.as_str()),
+        yaml(head.memory_request.as_str()),
+        yaml(head.cpu_limit.as_str()),
+        yaml(head.memory_limit.as_str()),
+    )
+}
+
+/// A worker's resources: its GPUs, and its CPU and memory unless the run is queued
+/// ([`head_resources`] says why). A worker has its node to itself either way.
+fn worker_resources(d: &Deployment) -> String {
+    let gpus = yaml(&d.topology.gpus_per_node.get().to_string());
+    let lines = if d.job.queue.is_some() {
+        format!("                  nvidia.com/gpu: {gpus}\n")
+    } else {
+        let (cpu, memory) = (yaml(d.ray.worker.cpu.as_str()), yaml(d.ray.worker.memory.as_str()));
+        format!("                  cpu: {cpu}\n                  memory: {memory}\n                  nvidia.com/gpu: {gpus}\n")
+    };
+    format!("              resources:\n                requests:\n{lines}                limits:\n{lines}")
 }
 
 /// Token authentication: KubeRay gives every Ray container the token of this Secret.
