@@ -92,9 +92,6 @@ pub enum Deployed {
 /// The whole plan as text (`--dry-run`): every command and Kubernetes object, in order.
 /// Reads gcloud's configured project when neither the options nor the config name one.
 pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
-    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "deploy" });
-    }
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
@@ -128,9 +125,6 @@ pub async fn deploy(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Deployed, Error> {
-    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "deploy" });
-    }
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();

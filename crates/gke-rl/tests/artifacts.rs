@@ -175,59 +175,6 @@ fn ray_cluster_validates_against_the_real_kuberay_crd() {
     assert!(!validator.is_valid(&numeric));
 }
 
-/// Every RayJob against the real KubeRay v1.7.0 RayJob CRD, strict as above: its
-/// `rayClusterSpec` is the RayCluster's own spec, in the mode gke-rl submits with.
-#[test]
-fn ray_job_validates_against_the_real_kuberay_crd_and_carries_the_clusters_spec() {
-    let path = upstream("kuberay/ray.io_rayjobs.yaml");
-    let schema = gke_rl::validate::openapi_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
-    let validator = jsonschema::validator_for(&schema).expect("the CRD schema compiles");
-    let mut seen = 0;
-    for (config, d) in configs() {
-        let artifacts = render(&d);
-        let Some(job) = artifacts.get("ray-job.yaml") else {
-            assert_eq!(d.job.mode, gke_rl::model::JobMode::Cluster, "{config}");
-            continue;
-        };
-        seen += 1;
-        let manifest: Value = serde_saphyr::from_str(&job.contents).expect("valid YAML");
-        let errors: Vec<String> = validator.iter_errors(&manifest).map(|e| format!("{}: {e}", e.instance_path())).collect();
-        assert!(errors.is_empty(), "{config}: {errors:#?}");
-        let cluster: Value = serde_saphyr::from_str(artifact(&artifacts, "ray-cluster.yaml")).unwrap();
-        assert_eq!(manifest["spec"]["rayClusterSpec"], cluster["spec"], "{config}: the RayCluster's own spec");
-        assert_eq!(manifest["metadata"]["name"], d.job.name.as_str());
-        assert_eq!(manifest["spec"]["submissionMode"], "InteractiveMode");
-        assert_eq!(manifest["spec"]["backoffLimit"], 0, "KubeRay refuses a backoffLimit in InteractiveMode");
-        assert_eq!(manifest["spec"]["shutdownAfterJobFinishes"], true, "Kueue refuses a RayJob that keeps its cluster");
-        assert_eq!(manifest["spec"]["ttlSecondsAfterFinished"], d.job.rayjob_ttl_seconds_after_finished);
-        let queue = &manifest["metadata"]["labels"][gke_rl::render::QUEUE_LABEL];
-        assert_eq!(queue.as_str(), d.job.queue.as_ref().map(|q| q.as_str()), "{config}");
-        assert!(cluster["metadata"]["labels"].get(gke_rl::render::QUEUE_LABEL).is_none(), "{config}: the RayJob is the one queued");
-        // Queued, the pods ask for GPUs only: gke-a4's ClusterQueue covers nothing else, and
-        // Kueue admits no pod that asks for a resource its queue does not cover.
-        if d.job.queue.is_some() {
-            let spec = &manifest["spec"]["rayClusterSpec"];
-            let groups = std::iter::once(&spec["headGroupSpec"]).chain(spec["workerGroupSpecs"].as_array().unwrap());
-            for group in groups {
-                let pod = &group["template"]["spec"];
-                let containers = pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten());
-                for container in containers {
-                    for kind in ["requests", "limits"] {
-                        let asked: Vec<&String> = container["resources"][kind].as_object().map(|m| m.keys().collect()).unwrap_or_default();
-                        assert!(asked.iter().all(|r| *r == "nvidia.com/gpu"), "{config}: {} asks for {asked:?}", container["name"]);
-                    }
-                }
-            }
-        }
-    }
-    assert!(seen >= 1, "a test config in rayjob mode");
-    // The check has teeth: a misspelt field is rejected.
-    let d = configs().into_iter().find(|(_, d)| d.job.mode == gke_rl::model::JobMode::Rayjob).unwrap().1;
-    let mut misspelt: Value = serde_saphyr::from_str(artifact(&render(&d), "ray-job.yaml")).unwrap();
-    misspelt["spec"]["shutdownAfterJobFinish"] = Value::Bool(true);
-    assert!(!validator.is_valid(&misspelt));
-}
-
 /// Runs run_nemo_rl.sh with `uv` replaced by a program that records its arguments, and
 /// `mkdir`/`cd` by shell functions, so nothing touches `/lustre` or `/opt`.
 fn run_job_script(script: &str, env: &[(&str, &str)]) -> (std::process::Output, Vec<String>) {

@@ -157,7 +157,6 @@ const CASES: &[Case] = &[
     ),
     case("ray-unknown-image", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: example.com/trainer:1"),
     case("raycluster-name", "ray-cluster.yaml", "  name: ray-a4-gpu-spot\n", "  name: Ray_A4\n"),
-    case("rayjob-invalid", "ray-job.yaml", "  backoffLimit: 0\n", "  backoffLimit: 3\n"),
     case("ray-start-param-not-string", "ray-cluster.yaml", "rayStartParams: {}", "rayStartParams: {num-cpus: 100}"),
     case("head-dashboard-port-missing", "ray-cluster.yaml", "containerPort: 8265", "containerPort: 8266"),
     case("worker-replicas-out-of-range", "ray-cluster.yaml", "minReplicas: 8", "minReplicas: 9"),
@@ -287,12 +286,6 @@ const CASES: &[Case] = &[
 
 fn apply(case: &Case) -> Files {
     let mut files = rendered(&gke_rl::Deployment::default());
-    // The default in RayJob mode gives the RayJob.
-    if case.file == "ray-job.yaml" {
-        let mut rayjob = gke_rl::Deployment::default();
-        rayjob.job.mode = gke_rl::model::JobMode::Rayjob;
-        files.insert(case.file.to_owned(), rendered(&rayjob).remove(case.file).expect("a RayJob"));
-    }
     if case.from.is_empty() {
         if case.file.starts_with("tests/") {
             files.insert(case.file.to_owned(), std::fs::read_to_string(project_root().join(case.file)).unwrap());
@@ -596,11 +589,10 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     let full = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
     // The default config names no project or authorized CIDR (env.sh reads them at run time),
-    // its Spot nodes have no checkpoint deadline, it runs in cluster mode (no RayJob), and no
-    // blueprint or CRD was given: everything else is checked.
+    // its Spot nodes have no checkpoint deadline, and no blueprint or CRD was given: everything
+    // else is checked.
     let expected = |code: &&str| {
         code.starts_with("blueprint-")
-            || code.starts_with("rayjob-")
             || [
                 "crd-schema",
                 "project-id-empty",
@@ -908,24 +900,4 @@ fn the_dynamic_lustre_tier_is_sized_by_its_own_range_and_step() {
     assert_eq!(lustre(&blueprint("944000")), [], "two steps of 472,000 GiB");
     let files = Files::from([("gke-a4.yaml".to_owned(), patched.clone())]);
     assert_eq!(lustre(&files), [], "without the setting, the numbered tier of the vars");
-}
-
-/// A RayJob's cluster is checked as a RayCluster, each finding at its line in the RayJob's file,
-/// and its name against KubeRay's bound for RayJobs (47: its cluster adds `-` and 5 characters).
-#[test]
-fn a_rayjobs_cluster_is_checked_where_it_is_written() {
-    let mut d = gke_rl::Deployment::default();
-    d.job.mode = gke_rl::model::JobMode::Rayjob;
-    let job = rendered(&d).remove("ray-job.yaml").unwrap();
-    let clean = check(&Files::from([("ray-job.yaml".to_owned(), job.clone())]));
-    assert!(clean.iter().all(|f| f.diagnostic.severity != Severity::Error), "{clean:#?}");
-    let bad = job
-        .replace("rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\"")
-        .replace("  name: nemo-rl-grpo-test1\n", &format!("  name: {}\n", "a".repeat(48)));
-    let findings = check(&Files::from([("ray-job.yaml".to_owned(), bad.clone())]));
-    let line_of = |needle: &str| u32::try_from(bad.lines().position(|l| l.contains(needle)).unwrap() + 1).unwrap();
-    let version = findings.iter().find(|f| f.diagnostic.code == "ray-version-mismatch").expect("the cluster's Ray is checked");
-    assert_eq!((version.file.as_str(), version.diagnostic.line), ("ray-job.yaml", line_of("rayVersion:")));
-    let name = findings.iter().find(|f| f.diagnostic.code == "raycluster-name").expect("the name is checked");
-    assert!(name.diagnostic.message.starts_with("RayJob name `aaaa") && name.diagnostic.message.ends_with("at most 47 characters"));
 }

@@ -453,35 +453,6 @@ pub struct Job {
     /// it; gke-rl has no estimate of its own. With flex-start, validate warns when
     /// `max_num_steps` steps do not end before the checkpoint deadline. Null: not checked.
     pub expected_step_seconds: Option<NonZeroU32>,
-    /// How the run reaches the cluster: on the deployment's long-lived RayCluster, or as a
-    /// RayJob that brings its own RayCluster and deletes it when the run ends.
-    pub mode: JobMode,
-    /// The Kueue LocalQueue the run waits in for its GPUs (the label
-    /// `kueue.x-k8s.io/queue-name` on the RayJob, or on the RayCluster in cluster mode). Null:
-    /// not queued.
-    pub queue: Option<Name>,
-    /// In `rayjob` mode, seconds the RayJob's cluster stays after the run ends
-    /// (`ttlSecondsAfterFinished`), for `logs` and `report` to read it; its GPUs are paid meanwhile.
-    pub rayjob_ttl_seconds_after_finished: u32,
-    /// In `rayjob` mode, seconds the run may take from its start, time queued in Kueue excluded
-    /// (`activeDeadlineSeconds`). Null: no bound.
-    pub rayjob_active_deadline_seconds: Option<NonZeroU32>,
-    /// In `rayjob` mode, seconds the RayJob's cluster may take to be ready for the run
-    /// (`preRunningDeadlineSeconds`). Null: no bound.
-    pub rayjob_pre_running_deadline_seconds: Option<NonZeroU32>,
-}
-
-/// How a run reaches the cluster.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum JobMode {
-    /// Submitted through the Jobs API to the deployment's RayCluster, which outlives it.
-    #[default]
-    Cluster,
-    /// A KubeRay RayJob (`ray-job.yaml`): its RayCluster is made for the run and deleted after
-    /// it, so the GPU pool, which scales from zero, is paid only while a run is there.
-    Rayjob,
 }
 
 /// What happens to the RayCluster after a job.
@@ -516,11 +487,6 @@ impl Default for Job {
             when_done: WhenDone::Keep,
             idle_timeout_minutes: None,
             expected_step_seconds: None,
-            mode: JobMode::Cluster,
-            queue: None,
-            rayjob_ttl_seconds_after_finished: 300,
-            rayjob_active_deadline_seconds: None,
-            rayjob_pre_running_deadline_seconds: None,
         }
     }
 }

@@ -4,9 +4,8 @@
 mod gcluster;
 mod job;
 mod ray_cluster;
-mod ray_job;
 
-pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, QUEUE_LABEL, interfaces};
+pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
 
 use crate::ArtifactKind;
 use crate::envsh;
@@ -61,9 +60,6 @@ pub struct Artifacts {
     /// `ray-network-policy.yaml`: who may connect to the Ray pods, for a Ray without token
     /// authentication (`None` with tokens).
     pub network_policy: Option<Artifact>,
-    /// `ray-job.yaml`: the run as a RayJob with a cluster of its own, in `rayjob` mode (`None`
-    /// in cluster mode).
-    pub ray_job: Option<Artifact>,
 }
 
 impl Artifacts {
@@ -78,7 +74,7 @@ impl Artifacts {
             &self.runtime_env,
             &self.job_script,
         ];
-        all.into_iter().chain(self.network_policy.as_ref()).chain(self.ray_job.as_ref()).collect::<Vec<_>>().into_iter()
+        all.into_iter().chain(self.network_policy.as_ref()).collect::<Vec<_>>().into_iter()
     }
 
     /// The artifact written as `name`.
@@ -101,7 +97,7 @@ impl IntoIterator for Artifacts {
             self.runtime_env,
             self.job_script,
         ];
-        all.into_iter().chain(self.network_policy).chain(self.ray_job).collect::<Vec<_>>().into_iter()
+        all.into_iter().chain(self.network_policy).collect::<Vec<_>>().into_iter()
     }
 }
 
@@ -136,15 +132,7 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         runtime_env: artifact(ArtifactKind::RuntimeEnv, job::runtime_env(deployment, &header, fabric.is_some())),
         job_script: artifact(ArtifactKind::JobScript, format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment))),
         network_policy: (!token_auth).then(|| artifact(ArtifactKind::NetworkPolicy, commented(crate::auth::network_policy(deployment)))),
-        ray_job: (deployment.job.mode == crate::model::JobMode::Rayjob)
-            .then(|| artifact(ArtifactKind::RayJob, commented(ray_job::manifest(deployment, ray_version, token_auth, fabric)))),
     })
-}
-
-/// The Ray job's entrypoint: the job script, run on the head (wrapped by the supervisor where
-/// the run is supervised).
-pub fn entrypoint() -> String {
-    format!("bash {}", ArtifactKind::JobScript.file())
 }
 
 fn artifact(kind: ArtifactKind, contents: String) -> Artifact {

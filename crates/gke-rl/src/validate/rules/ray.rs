@@ -202,16 +202,13 @@ fn name(cluster: &Tree<'_>, sink: &mut Sink) {
     let dns_1035 = name.starts_with(|c: char| c.is_ascii_lowercase())
         && !name.ends_with('-')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    // A RayJob names its cluster `<name>-<5 characters>` (KubeRay v1.7.0
-    // `ValidateRayJobMetadata`: "RayJob name should be no more than 47 characters").
-    let (kind, most) = if cluster.root.get(&["kind"]).and_then(Node::text) == Some("RayJob") { ("RayJob", 47) } else { ("RayCluster", 53) };
-    if name.chars().count() > most || !dns_1035 {
+    if name.chars().count() > 53 || !dns_1035 {
         sink.emit(
             &RAYCLUSTER_NAME,
             cluster.file,
             node.at(),
-            format!("{kind} name `{name}` is not a DNS-1035 label of at most {most} characters"),
-            format!("use lowercase letters, digits and `-`, start with a letter, at most {most} characters"),
+            format!("RayCluster name `{name}` is not a DNS-1035 label of at most 53 characters"),
+            "use lowercase letters, digits and `-`, start with a letter, at most 53 characters",
         );
     }
 }
