@@ -28,7 +28,7 @@ pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
         }
         Ok::<_, reqwest::Error>(body)
     };
-    let body = answer.await.map_err(|e| failed(root_cause(&e)))?;
+    let body = answer.await.map_err(|e| failed(crate::root_cause(&e)))?;
     let text = String::from_utf8_lossy(&body[..body.len().min(MAX_ANSWER)]);
     text.trim()
         .parse()
@@ -44,14 +44,6 @@ pub fn host_cidr(address: IpAddr, url: &str) -> Result<Cidr, Error> {
             reason: format!("it answered {address}, an IPv6 address, and authorized networks take IPv4 blocks only"),
         }),
     }
-}
-
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut root = error;
-    while let Some(next) = root.source() {
-        root = next;
-    }
-    root.to_string()
 }
 
 #[cfg(test)]

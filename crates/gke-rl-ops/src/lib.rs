@@ -55,6 +55,16 @@ pub fn took(elapsed: std::time::Duration) -> String {
     if seconds < 60.0 { format!("{seconds:.1}s") } else { format!("{}m{:02}s", elapsed.as_secs() / 60, elapsed.as_secs() % 60) }
 }
 
+/// The innermost cause of an error: what a transport failure comes down to (a refused
+/// connection, a name that does not resolve).
+pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = error;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    root.to_string()
+}
+
 /// An error and its causes on one line, each said once.
 pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();

@@ -165,13 +165,13 @@ async fn fetch(client: &reqwest::Client, url: &str, parameters: &[(&str, &str)])
     let url = reqwest::Url::parse_with_params(url, parameters).map_err(|e| format!("cannot make its address ({e})"))?;
     let sent = client.get(url).timeout(PAGE_WITHIN).send().await;
     let mut response =
-        sent.map_err(|e| if e.is_timeout() { format!("no answer within {} s", PAGE_WITHIN.as_secs()) } else { root_cause(&e) })?;
+        sent.map_err(|e| if e.is_timeout() { format!("no answer within {} s", PAGE_WITHIN.as_secs()) } else { crate::root_cause(&e) })?;
     let status = response.status();
     if status.is_redirection() {
         return Err(format!("it answered {status}, a redirect, which gke-rl does not follow with a token"));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| root_cause(&e))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| crate::root_cause(&e))? {
         if body.len() + chunk.len() > MAX_PAGE_BYTES {
             return Err(format!("its answer is over {} MiB", MAX_PAGE_BYTES >> 20));
         }
@@ -190,14 +190,6 @@ async fn fetch(client: &reqwest::Client, url: &str, parameters: &[(&str, &str)])
         _ => "",
     };
     Err(format!("it answered {status}{}{help}", if message.is_empty() { String::new() } else { format!(": {message}") }))
-}
-
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut root = error;
-    while let Some(next) = root.source() {
-        root = next;
-    }
-    root.to_string()
 }
 
 /// Seconds since the epoch as RFC 3339, as the API takes times.
