@@ -113,6 +113,16 @@ export WHEN_DONE=keep
 export IDLE_TIMEOUT_MINUTES=''
 # seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline
 export EXPECTED_STEP_SECONDS=''
+# cluster or rayjob (a cluster of its own)
+export JOB_MODE=cluster
+# Kueue LocalQueue; empty: none
+export JOB_QUEUE=''
+# seconds its cluster stays after the run
+export RAYJOB_TTL_SECONDS_AFTER_FINISHED=300
+# RayJob time bound; empty: none
+export RAYJOB_ACTIVE_DEADLINE_SECONDS=''
+# bound until it runs; empty: none
+export RAYJOB_PRE_RUNNING_DEADLINE_SECONDS=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

@@ -62,6 +62,26 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
     assert_eq!(stderr(&again).matches("unchanged").count(), ARTIFACTS.len(), "{}", stderr(&again));
 }
 
+/// In `rayjob` mode the RayJob replaces the RayCluster, a RayCluster left by an earlier render is
+/// removed (so that `kubectl apply -f out/` applies only the current render), and the manual path
+/// ends in kubectl-ray's submit of the InteractiveMode RayJob.
+#[test]
+fn a_rayjob_render_replaces_the_raycluster_and_ends_in_kubectl_ray() {
+    let cwd = tempfile::tempdir().unwrap();
+    assert!(gke_rl(cwd.path(), &["render"]).status.success());
+    std::fs::write(cwd.path().join("out/keep.yaml"), "kind: RayCluster\n").unwrap();
+    let config = project_root().join("tests/fixtures/configs/rayjob-kueue.yaml");
+    let out = gke_rl(cwd.path(), &["render", "--config", config.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files = listing(&cwd.path().join("out"));
+    assert!(files.contains(&"ray-job.yaml".to_owned()) && !files.contains(&"ray-cluster.yaml".to_owned()), "{files:?}");
+    assert!(files.contains(&"keep.yaml".to_owned()), "only gke-rl's own files are removed");
+    assert!(stderr(&out).contains("  removed  out/ray-cluster.yaml\n"), "{}", stderr(&out));
+    let steps = "kubectl ray job submit -f out/ray-job.yaml --working-dir out --runtime-env out/ray_runtime_env.json -- bash run_nemo_rl.sh";
+    assert!(stderr(&out).contains(steps), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("gke-rl deploy"), "deploy does not run RayJobs yet: {}", stderr(&out));
+}
+
 #[test]
 fn gke_rl_yaml_in_the_working_directory_is_picked_up() {
     let cwd = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 // The page: files in, diagnostics out, all in the browser through the SDK compiled to wasm.
-import init, { validate, render, version } from "./pkg/gke_rl_wasm.js";
+import init, { validate, version } from "./pkg/gke_rl_wasm.js";
 import { codelab } from "./pkg/examples.js";
 
 const files = new Map(); // name -> text, in the order added
@@ -144,8 +144,15 @@ async function addFiles(list) {
   refresh();
 }
 
-function renderConfig() {
-  const result = render($("config").value);
+// The renderer is a second file, from this page's own origin, fetched the first time it is used.
+let renderer;
+async function render(config) {
+  renderer ??= import("./pkg/gke_rl_render.js").then(async (module) => { await module.default(); return module; });
+  return (await renderer).render(config);
+}
+
+async function renderConfig() {
+  const result = await render($("config").value);
   const box = $("render-result");
   box.replaceChildren();
   if (result.error) {

@@ -46,7 +46,11 @@ await page.keyboard.press("Enter");
 if ((await page.inputValue("#file-name")) !== "run_nemo_rl.sh") fail("Enter on a diagnostic does not open its file");
 
 // Rendering a config: the artifacts to download, or the config error with its line.
+if (requests.some((r) => r.includes("gke_rl_render"))) fail("the renderer was fetched before a config was rendered");
 await page.click("#render");
+// The renderer is the page's second file, fetched now.
+await page.locator("#render-result #cost").waitFor({ timeout: 5000 });
+if (!requests.some((r) => r.endsWith("/pkg/gke_rl_render_bg.wasm"))) fail("rendering did not fetch the renderer");
 const links = await page.locator("#render-result a[download]").count();
 // Seven artifacts, and the NetworkPolicy of the default image's Ray 2.46 (no token authentication).
 if (links !== 8) fail(`rendering the default gave ${links} download links, expected 8`);
@@ -55,6 +59,7 @@ if (!cost.includes("total, at least") || !cost.includes("$262.97/hour") || !cost
   fail(`the default's cost block is ${cost}`);
 await page.fill("#config", "project:\n  nope: 1\n");
 await page.click("#render");
+await page.locator("#render-result .error-text").waitFor({ timeout: 5000 });
 const renderError = await page.textContent("#render-result");
 if (!renderError.includes("gke-rl.yaml:2:3")) fail(`a bad config shows ${renderError}`);
 

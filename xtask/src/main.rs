@@ -50,7 +50,7 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
-    /// Build the browser validator into web-validator/pkg/ and report its size
+    /// Build the browser validator and renderer into web-validator/pkg/ and report their sizes
     Wasm,
     /// Run the pages in Chromium: the web validator against native, and the run report (part of ci)
     BrowserTest,

@@ -32,8 +32,8 @@ impl Args {
     /// Exit 1, writing nothing, when the render fails validation (unless `--force`).
     pub fn run(self) -> anyhow::Result<u8> {
         let loaded = self.source.load()?;
-        let artifacts = loaded.render()?;
-        let artifacts: Vec<&Artifact> = artifacts.iter().collect();
+        let rendered = loaded.render()?;
+        let artifacts: Vec<&Artifact> = rendered.iter().collect();
         let sources: Vec<SourceFile<'_>> = artifacts.iter().map(|a| SourceFile::from(*a)).collect();
         // Errors stop the render; warnings (an assumed NeMo-RL layout, an open Ray) are shown
         // with the files written.
@@ -57,9 +57,25 @@ impl Args {
         let out = &self.output.out;
         let outcomes = write_all(out, &artifacts, self.output.force, |_, existing| is_generated(existing))?;
         summarize(out, &artifacts, &outcomes);
+        remove_stale(out, rendered.not_rendered())?;
         crate::terminal::errln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment, &self.source.flags())));
         Ok(0)
     }
+}
+
+/// Removes what an earlier render wrote and this one does not (a `ray-cluster.yaml` after a
+/// switch to `rayjob` mode), so that `kubectl apply -f` on the folder applies only the current
+/// render. Only gke-rl's own regular files go; a link or another file is left alone.
+fn remove_stale(out: &Path, names: impl Iterator<Item = &'static str>) -> anyhow::Result<()> {
+    for name in names {
+        let path = out.join(name);
+        let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        if regular && gke_rl_ops::files::read_bytes(&path).is_ok_and(|existing| is_generated(&String::from_utf8_lossy(&existing))) {
+            fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            crate::terminal::errln!("{:>9}  {}", "removed", crate::terminal::shown(&path.display().to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// One line per file on stderr: what happened to it.
@@ -125,7 +141,9 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
 /// What to run next, as words to paste: `deploy`, which does all of it resumably, or the manual
 /// path, which patches the upstream blueprint first (Lustre is commented out there).
 fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
-    use gke_rl::ArtifactKind::{Blueprint, DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
+    use gke_rl::ArtifactKind::{
+        Blueprint, DeploymentFile, EnvSh, JobScript, NetworkPolicy, RayCluster, RayJob, RuntimeEnv, SecretInstructions,
+    };
     // Each gke-rl command is given the same model source; every word is shell-quoted.
     let command = |words: &[&str]| {
         let mut words = crate::name().split_whitespace().chain(words.iter().copied()).map(str::to_owned);
@@ -148,17 +166,32 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
     };
     let out_dir = out.display().to_string();
     let blueprint = command(&["blueprint", "--toolkit", "cluster-toolkit", "--out", &out_dir]);
-    format!(
-        "next steps:\n  {deploy}\n    creates the cluster, Lustre and the RayCluster, resumably (--dry-run shows every command)\n\
-         or by hand:\n  export {export}; source {env_sh}\n  {blueprint}\n  \
+    let by_hand = format!(
+        "  export {export}; source {env_sh}\n  {blueprint}\n  \
          gcluster deploy {patched} -d {deployment_file} --vars project_id=$PROJECT_ID,authorized_cidr=$AUTHORIZED_CIDR --auto-approve\n  \
-         create {secrets} in {secret}, then {policy}kubectl apply -f {cluster}\n\
-         then: {submit}",
-        deploy = command(&["deploy"]),
+         create {secrets} in {secret}, then {policy}",
         env_sh = at(EnvSh.file()),
         patched = at(Blueprint.file()),
         deployment_file = at(DeploymentFile.file()),
         secret = at(SecretInstructions.file()),
+    );
+    if d.job.mode == gke_rl::model::JobMode::Rayjob {
+        // kubectl-ray applies an InteractiveMode RayJob, waits for its cluster, uploads the
+        // working dir and submits (kuberay kubectl-plugin/pkg/cmd/job/job_submit.go, v1.7.0).
+        return format!(
+            "next steps (job.mode: rayjob, which deploy and submit do not run yet), by hand:\n{by_hand}\
+             kubectl ray job submit -f {ray_job} --working-dir {dir} --runtime-env {runtime_env} -- bash {script}",
+            ray_job = at(RayJob.file()),
+            dir = gke_rl::quote::sh(&out_dir),
+            runtime_env = at(RuntimeEnv.file()),
+            script = JobScript.file(),
+        );
+    }
+    format!(
+        "next steps:\n  {deploy}\n    creates the cluster, Lustre and the RayCluster, resumably (--dry-run shows every command)\n\
+         or by hand:\n{by_hand}kubectl apply -f {cluster}\n\
+         then: {submit}",
+        deploy = command(&["deploy"]),
         cluster = at(RayCluster.file()),
         submit = command(&["submit"]),
     )

@@ -420,7 +420,7 @@ mod tests {
 
     fn manifest() -> String {
         let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
-        gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.contents
+        gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.expect("cluster mode").contents
     }
 
     #[tokio::test]

@@ -95,7 +95,7 @@ async fn a_kubeconfig_with_a_ca_and_an_exec_plugin_reaches_the_api_and_its_pods(
     let clusters = RayClusters::new(connected.client, "default");
     clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "hf_value")]).await.unwrap();
     let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
-    let manifest = gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.contents;
+    let manifest = gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.expect("cluster mode").contents;
     let (name, _) = clusters.apply(&manifest).await.unwrap();
     assert_eq!(clusters.head_pod(&name).await.unwrap(), "ray-a4-gpu-spot-head");
     assert!(

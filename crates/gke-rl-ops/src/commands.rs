@@ -82,6 +82,9 @@ pub async fn submit(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Ran, Error> {
+    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
+        return Err(Error::RayJobMode { command: "submit" });
+    }
     let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
     if options.head.forwards(env) {
         // A suspended cluster has no head pod to forward to. What fails here, the port-forward

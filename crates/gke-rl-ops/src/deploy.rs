@@ -89,9 +89,17 @@ pub enum Deployed {
     },
 }
 
+/// The RayCluster deploy applies, which a config in `rayjob` mode does not have.
+fn ray_cluster(artifacts: &Artifacts) -> Result<&str, Error> {
+    artifacts.ray_cluster.as_ref().map(|a| a.contents.as_str()).ok_or(Error::RayJobMode { command: "deploy" })
+}
+
 /// The whole plan as text (`--dry-run`): every command and Kubernetes object, in order.
 /// Reads gcloud's configured project when neither the options nor the config name one.
 pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
+    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
+        return Err(Error::RayJobMode { command: "deploy" });
+    }
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
@@ -102,7 +110,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         Err(_) => crate::blueprint::check_render(artifacts, None)?,
     }
     let wait = crate::took(options.timeout);
-    let plan = lifecycle::deploy_plan(deployment, &resolved.site, &artifacts.ray_cluster.contents, &wait);
+    let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts)?, &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
     if !toolkit_blueprint(&resolved.site.toolkit).is_file() {
@@ -125,6 +133,9 @@ pub async fn deploy(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Deployed, Error> {
+    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
+        return Err(Error::RayJobMode { command: "deploy" });
+    }
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
@@ -165,7 +176,7 @@ pub async fn deploy(
     let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
     let original = files::read_text(&blueprint_path)?;
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
-    let ray_cluster = &artifacts.ray_cluster.contents;
+    let ray_cluster = ray_cluster(artifacts)?;
     let guard = gke_rl::guard::manifests(deployment).unwrap_or_default();
     let keeper = gke_rl::supervisor::keeper_manifests(deployment);
     let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster, &guard, &keeper]);
@@ -422,7 +433,7 @@ impl Written<'_> {
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
-        write(folder.ray_cluster(), &self.artifacts.ray_cluster.contents)?;
+        write(folder.ray_cluster(), ray_cluster(self.artifacts)?)?;
         let upstream = crate::blueprint::toolkit_blueprint(&resolved.site.toolkit);
         for template in crate::blueprint::staged_templates(&upstream, self.blueprint)? {
             write(folder.template(template.name), &template.contents)?;
@@ -512,7 +523,7 @@ async fn run_step(
             let token_auth = d.ray.token_auth()?;
             // Whether pods already run without the tokens this apply turns on.
             let ran_open = token_auth && clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
-            let (name, uid) = clusters.apply(&written.artifacts.ray_cluster.contents).await?;
+            let (name, uid) = clusters.apply(ray_cluster(written.artifacts)?).await?;
             progress.event(Event::RayClusterApplied { namespace, name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
             if token_auth {

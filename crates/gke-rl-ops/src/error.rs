@@ -156,6 +156,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The config runs its jobs as RayJobs, which deploy and submit do not run yet.
+    #[error(
+        "job.mode: rayjob: gke-rl renders and validates ray-job.yaml, but {command} runs the cluster mode only for now; set job.mode: cluster"
+    )]
+    RayJobMode {
+        /// The command refused.
+        command: &'static str,
+    },
     /// The run's window in time is unknown or unusable.
     #[error("the run's time is not known well enough to ask what its Lustre instance did meanwhile: {why}")]
     NoRunWindow {

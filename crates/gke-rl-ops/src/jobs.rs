@@ -94,11 +94,7 @@ pub fn prepare(
             map.insert(name, value.into());
         }
     }
-    let entrypoint = if options.entrypoint.is_empty() {
-        format!("bash {}", ArtifactKind::JobScript.file())
-    } else {
-        gke_rl_ray::entrypoint(&options.entrypoint)
-    };
+    let entrypoint = if options.entrypoint.is_empty() { gke_rl::render::entrypoint() } else { gke_rl_ray::entrypoint(&options.entrypoint) };
     let request = SubmitRequest {
         entrypoint,
         submission_id: Some(options.submission_id.clone().unwrap_or_else(gke_rl_ray::new_submission_id)),

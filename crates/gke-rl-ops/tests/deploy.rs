@@ -739,3 +739,22 @@ async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
     assert!(w.server.requests().iter().all(|r| !r.uri.contains(&token)), "in a request's URI");
     w.assert_token_stays_secret();
 }
+
+/// A config in RayJob mode is refused by deploy (and its plan) before anything runs, while
+/// deploy and submit run the cluster mode only: a deployment made for cluster mode would be the
+/// wrong one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn rayjob_mode_is_refused_before_anything_runs() {
+    let w = world(Pods::ReadyAfter(0));
+    let mut deployment = Deployment::default();
+    deployment.job.mode = gke_rl::model::JobMode::Rayjob;
+    let artifacts = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap();
+    let env = w.env(Interrupt::manual().1);
+    let options = w.deploy_options(&Given::default());
+    let planned = gke_rl_ops::deploy::plan(&deployment, &artifacts, &options, &env).unwrap_err();
+    let deployed = gke_rl_ops::deploy::deploy(&deployment, &artifacts, &options, &env, &*w.log).await.unwrap_err();
+    for error in [planned, deployed] {
+        assert!(matches!(error, Error::RayJobMode { command: "deploy" }), "{error}");
+    }
+    assert!(w.calls().is_empty() && !w.folder().exists() && w.server.requests().is_empty());
+}

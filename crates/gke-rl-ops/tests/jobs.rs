@@ -230,7 +230,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     assert!(gke_rl_ops::chain(&error).starts_with("no Ray address, and the port-forward to the head failed: "), "{error}");
 
     let clusters = gke_rl_kube::RayClusters::new(client, "default");
-    clusters.apply(&render(&deployment).ray_cluster.contents).await.unwrap();
+    clusters.apply(&render(&deployment).ray_cluster.expect("cluster mode").contents).await.unwrap();
     assert!(clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap());
     let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(status, commands::Status::Suspended), "a suspended cluster has no head to ask");

@@ -2,6 +2,10 @@
 //! `gke-rl render`, behind three functions. Every result is a value; bad input gives
 //! `{"error": …}`, never an exception.
 //!
+//! The page loads two builds of this crate: the validator (feature `validator`) at once, and the
+//! renderer (feature `renderer`), whose config reader and templates are a fifth of the page,
+//! only when a config is first rendered.
+//!
 //! The JSON shapes are computed by [`validate_files`] and [`render_json`], which native tests
 //! call directly, so the browser and the CLI cannot drift apart.
 
@@ -10,6 +14,7 @@ use wasm_bindgen::prelude::*;
 
 /// `validate({"env.sh": "…", "ray-cluster.yaml": "…"})`: `{findings, skipped, rules_checked,
 /// rules}`, what `gke-rl validate --format json` prints.
+#[cfg(feature = "validator")]
 #[wasm_bindgen]
 pub fn validate(files: JsValue) -> JsValue {
     // Read field by field, not through serde_json: its typed reader would bring core's float
@@ -30,6 +35,7 @@ pub fn validate(files: JsValue) -> JsValue {
 /// `render("gke-rl.yaml text")`: `{"artifacts": [{name, contents, executable}], "cost": {text,
 /// summary}}` (the cost block `gke-rl cost` prints), or
 /// `{"error": diagnostic}` with the line and column in the config.
+#[cfg(feature = "renderer")]
 #[wasm_bindgen]
 pub fn render(config: &str) -> JsValue {
     to_js(&render_json(config))
@@ -44,6 +50,7 @@ pub fn version() -> String {
 /// [`validate`] on (name, text) pairs: the validation, as JSON text. The files are taken in
 /// name order, as the CLI takes them, so the page and the CLI agree whatever order the page
 /// added them in.
+#[cfg(feature = "validator")]
 pub fn validate_files(files: &[(String, String)]) -> String {
     let mut sources: Vec<gke_rl::validate::SourceFile<'_>> =
         files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
@@ -52,6 +59,7 @@ pub fn validate_files(files: &[(String, String)]) -> String {
 }
 
 /// [`render`]'s value for a config's text, as JSON text.
+#[cfg(feature = "renderer")]
 pub fn render_json(config: &str) -> String {
     #[derive(Serialize)]
     struct Rendered<'a> {
@@ -109,6 +117,7 @@ fn to_js(json: &str) -> JsValue {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "validator")]
     #[test]
     fn validate_files_matches_the_sdk_in_any_order() {
         let files = [(".rayignore".to_owned(), "[z-a]\n".to_owned())];
@@ -120,6 +129,7 @@ mod tests {
         assert_eq!(validate_files(&[a.clone(), b.clone()]), validate_files(&[b, a]));
     }
 
+    #[cfg(feature = "renderer")]
     #[test]
     fn render_json_gives_artifacts_or_a_positioned_error() {
         let read = |config: &str| serde_json::from_str::<serde_json::Value>(&render_json(config)).unwrap();

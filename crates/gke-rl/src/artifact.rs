@@ -25,13 +25,16 @@ pub enum ArtifactKind {
     Blueprint,
     /// The patch `gke-rl blueprint` writes beside the patched blueprint (not checked).
     BlueprintPatch,
+    /// A KubeRay `RayJob` manifest.
+    RayJob,
 }
 
 impl ArtifactKind {
     /// The kinds the validator checks: those [`ArtifactKind::detect`] finds.
-    pub const CHECKED: [ArtifactKind; 7] = [
+    pub const CHECKED: [ArtifactKind; 8] = [
         ArtifactKind::EnvSh,
         ArtifactKind::RayCluster,
+        ArtifactKind::RayJob,
         ArtifactKind::RuntimeEnv,
         ArtifactKind::RayIgnore,
         ArtifactKind::JobScript,
@@ -52,6 +55,7 @@ impl ArtifactKind {
             ArtifactKind::NetworkPolicy => "ray-network-policy.yaml",
             ArtifactKind::Blueprint => "gke-a4.yaml",
             ArtifactKind::BlueprintPatch => "gke-a4.yaml.patch",
+            ArtifactKind::RayJob => "ray-job.yaml",
         }
     }
 
@@ -68,6 +72,7 @@ impl ArtifactKind {
             ArtifactKind::NetworkPolicy => "NetworkPolicy",
             ArtifactKind::Blueprint => "blueprint",
             ArtifactKind::BlueprintPatch => "blueprint patch",
+            ArtifactKind::RayJob => "RayJob",
         }
     }
 
@@ -94,6 +99,9 @@ impl ArtifactKind {
             let top_level = |key: &str| text.lines().any(|l| l.starts_with(key) && l[key.len()..].starts_with(':'));
             if text.lines().any(|l| l.trim() == "kind: RayCluster") {
                 return Some(ArtifactKind::RayCluster);
+            }
+            if text.lines().any(|l| l.trim() == "kind: RayJob") {
+                return Some(ArtifactKind::RayJob);
             }
             if top_level("blueprint_name") || top_level("deployment_groups") {
                 return Some(ArtifactKind::Blueprint);

@@ -126,6 +126,8 @@ pub fn patch(text: &str, deployment: &Deployment) -> Result<String, Diagnostic> 
     // autoscaling pool.
     if deployment.gpu_pool_scales_to_zero() {
         edits.push(autoscale_from_zero(&lines, pool)?);
+        let topology = &deployment.topology;
+        edits.push(kueue_quota(&root, &lines, topology.node_count.get() * topology.gpus_per_node.get()));
     }
     if deployment.ray.head.node_pool == HeadNodePool::Dedicated {
         edits.push(head_pool(&root, &lines, pool, deployment.ray.head.machine_type.as_str())?);
@@ -371,6 +373,18 @@ fn autoscale_from_zero(lines: &[String], pool: &Node) -> Result<Option<Edit>, Di
     let pad = " ".repeat(indent);
     let replacement = vec![format!("{pad}autoscaling_total_min_nodes: 0"), format!("{pad}autoscaling_total_max_nodes: {count}")];
     Ok(Some(Edit { start, end, replacement }))
+}
+
+/// Kueue's GPU quota, `num_gpus: $(<pool>.static_gpu_count)`, as a number: an autoscaling
+/// pool's `static_gpu_count` is 0 (cluster-toolkit `modules/compute/gke-node-pool/main.tf`), and a
+/// ClusterQueue with no quota admits nothing. A blueprint without Kueue is left alone.
+fn kueue_quota(root: &Node, lines: &[String], gpus: u32) -> Option<Edit> {
+    let quota = modules(root).find_map(|m| m.get(&["settings", "kueue", "config_template_vars", "num_gpus"]))?;
+    let reference = quota.text().filter(|text| text.ends_with(".static_gpu_count)"))?;
+    let start = quota.line as usize - 1;
+    // In place, so that a comment after it stays.
+    let replacement = vec![lines.get(start)?.replacen(reference, &gpus.to_string(), 1)];
+    Some(Edit { start, end: start + 1, replacement })
 }
 
 /// Spot VMs cannot consume a reservation: replace the node pool's `reservation_affinity`

@@ -39,6 +39,15 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
         ));
     }
+    let queued_cluster = deployment.job.queue.is_some() && deployment.job.mode == crate::model::JobMode::Cluster;
+    if let Some(queue) = root.get(&["job", "queue"]).filter(|_| queued_cluster) {
+        return Err(Diagnostic::error(
+            "config-queue-needs-rayjob",
+            queue.at(),
+            "`job.queue` queues a RayJob, but `job.mode` is cluster: Kueue would suspend the long-lived RayCluster through `spec.suspend`, which gke-rl's suspend and idle guard also write",
+            "add `mode: rayjob` under `job:`, or remove `queue`",
+        ));
+    }
     Ok(deployment)
 }
 
@@ -174,6 +183,14 @@ mod tests {
         let e = from_yaml("ray:\n  namespace: ml\n  auth: token\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("config-auth-unsupported", 3, 9));
         assert!(e.message.contains("needs Ray 2.52.0 or newer; the image's Ray is 2.46.0"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_queue_needs_rayjob_mode() {
+        let e = from_yaml("job:\n  queue: a4\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-queue-needs-rayjob", 2, 10));
+        assert!(from_yaml("job:\n  queue: null\n").is_ok());
+        assert!(from_yaml("job:\n  mode: rayjob\n  queue: a4\n").unwrap().gpu_pool_scales_to_zero());
     }
 
     #[test]

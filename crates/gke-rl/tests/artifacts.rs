@@ -155,7 +155,8 @@ fn raycluster_schema() -> jsonschema::Validator {
 #[test]
 fn ray_cluster_validates_against_the_real_kuberay_crd() {
     let validator = raycluster_schema();
-    for (config, d) in configs() {
+    // A RayJob's cluster is checked with the RayJob, below.
+    for (config, d) in configs().into_iter().filter(|(_, d)| d.job.mode == gke_rl::model::JobMode::Cluster) {
         let manifest: Value = serde_saphyr::from_str(artifact(&render(&d), "ray-cluster.yaml")).expect("valid YAML");
         let errors: Vec<String> = validator.iter_errors(&manifest).map(|e| format!("{}: {e}", e.instance_path())).collect();
         assert!(errors.is_empty(), "{config}: {errors:#?}");
@@ -173,6 +174,89 @@ fn ray_cluster_validates_against_the_real_kuberay_crd() {
     let mut numeric = good;
     numeric["spec"]["headGroupSpec"]["rayStartParams"]["num-gpus"] = Value::from(8);
     assert!(!validator.is_valid(&numeric));
+}
+
+/// Every RayJob against the real KubeRay v1.7.0 RayJob CRD, strict as above: its
+/// `rayClusterSpec` is the RayCluster's own spec, in the mode gke-rl submits with.
+#[test]
+fn ray_job_validates_against_the_real_kuberay_crd_and_carries_the_clusters_spec() {
+    let path = upstream("kuberay/ray.io_rayjobs.yaml");
+    let schema = gke_rl::validate::openapi_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
+    let validator = jsonschema::validator_for(&schema).expect("the CRD schema compiles");
+    let mut seen = 0;
+    let mut unqueued = gke_rl::Deployment::default();
+    unqueued.job.mode = gke_rl::model::JobMode::Rayjob;
+    for (config, d) in configs().into_iter().chain([("the default as a RayJob".to_owned(), unqueued)]) {
+        let artifacts = render(&d);
+        let Some(job) = artifacts.get("ray-job.yaml") else {
+            assert_eq!(d.job.mode, gke_rl::model::JobMode::Cluster, "{config}");
+            continue;
+        };
+        seen += 1;
+        let manifest: Value = serde_saphyr::from_str(&job.contents).expect("valid YAML");
+        let errors: Vec<String> = validator.iter_errors(&manifest).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{config}: {errors:#?}");
+        assert!(artifacts.get("ray-cluster.yaml").is_none(), "{config}: the RayJob brings its own cluster");
+        // The same spec as the RayCluster's, from one function: queued or not, its pods carry the
+        // label the NetworkPolicy selects them by.
+        let mut as_cluster = d.clone();
+        as_cluster.job.mode = gke_rl::model::JobMode::Cluster;
+        as_cluster.job.queue = None;
+        let cluster: Value = serde_saphyr::from_str(artifact(&render(&as_cluster), "ray-cluster.yaml")).unwrap();
+        let mut spec = manifest["spec"]["rayClusterSpec"].clone();
+        let spec_map = spec.as_object_mut().unwrap();
+        let mut groups = vec![];
+        for (key, value) in spec_map.iter_mut() {
+            match key.as_str() {
+                "headGroupSpec" => groups.push(value),
+                "workerGroupSpecs" => groups.extend(value.as_array_mut().unwrap()),
+                _ => {}
+            }
+        }
+        for group in groups {
+            let labels = group["template"]["metadata"]["labels"].as_object_mut().unwrap();
+            assert_eq!(labels.remove(gke_rl::auth::RAY_POD_LABEL), Some(Value::from(d.project.cluster_name.as_str())), "{config}");
+            if labels.is_empty() {
+                group["template"]["metadata"].as_object_mut().unwrap().remove("labels");
+            }
+            if group["template"]["metadata"].as_object().unwrap().is_empty() {
+                group["template"].as_object_mut().unwrap().remove("metadata");
+            }
+        }
+        if d.job.queue.is_none() {
+            assert_eq!(spec, cluster["spec"], "{config}: the RayCluster's own spec");
+        }
+        assert_eq!(manifest["metadata"]["name"], d.job.name.as_str());
+        assert_eq!(manifest["spec"]["submissionMode"], "InteractiveMode");
+        assert_eq!(manifest["spec"]["backoffLimit"], 0, "KubeRay refuses a backoffLimit in InteractiveMode");
+        assert_eq!(manifest["spec"]["shutdownAfterJobFinishes"], true, "Kueue refuses a RayJob that keeps its cluster");
+        assert_eq!(manifest["spec"]["ttlSecondsAfterFinished"], d.job.rayjob_ttl_seconds_after_finished);
+        let queue = &manifest["metadata"]["labels"][gke_rl::render::QUEUE_LABEL];
+        assert_eq!(queue.as_str(), d.job.queue.as_ref().map(|q| q.as_str()), "{config}");
+        assert!(cluster["metadata"]["labels"].get(gke_rl::render::QUEUE_LABEL).is_none(), "{config}: the RayJob is the one queued");
+        // Queued, the pods ask for GPUs only: gke-a4's ClusterQueue covers nothing else, and
+        // Kueue admits no pod that asks for a resource its queue does not cover.
+        if d.job.queue.is_some() {
+            let spec = &manifest["spec"]["rayClusterSpec"];
+            let groups = std::iter::once(&spec["headGroupSpec"]).chain(spec["workerGroupSpecs"].as_array().unwrap());
+            for group in groups {
+                let pod = &group["template"]["spec"];
+                let containers = pod["containers"].as_array().unwrap().iter().chain(pod["initContainers"].as_array().into_iter().flatten());
+                for container in containers {
+                    for kind in ["requests", "limits"] {
+                        let asked: Vec<&String> = container["resources"][kind].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+                        assert!(asked.iter().all(|r| *r == "nvidia.com/gpu"), "{config}: {} asks for {asked:?}", container["name"]);
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen >= 2, "a queued test config in rayjob mode, and the default");
+    // The check has teeth: a misspelt field is rejected.
+    let d = configs().into_iter().find(|(_, d)| d.job.mode == gke_rl::model::JobMode::Rayjob).unwrap().1;
+    let mut misspelt: Value = serde_saphyr::from_str(artifact(&render(&d), "ray-job.yaml")).unwrap();
+    misspelt["spec"]["shutdownAfterJobFinish"] = Value::Bool(true);
+    assert!(!validator.is_valid(&misspelt));
 }
 
 /// Runs run_nemo_rl.sh with `uv` replaced by a program that records its arguments, and

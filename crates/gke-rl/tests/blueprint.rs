@@ -96,6 +96,11 @@ fn suspending_after_jobs_makes_the_gpu_pool_autoscale_from_zero() {
     let pool = module(&root, "a4-pool");
     let setting = |key: &str| pool.get(&["settings", key]).and_then(Node::text);
     assert_eq!((setting("static_node_count"), setting("autoscaling_total_min_nodes"), setting("spot")), (None, Some("0"), Some("true")));
+    // An autoscaling pool's static_gpu_count is 0, which would leave Kueue's ClusterQueue no quota.
+    let quota = module(&root, "workload-manager-install").get(&["settings", "kueue", "config_template_vars", "num_gpus"]);
+    assert_eq!(quota.and_then(Node::text), Some("64"), "8 nodes of 8 GPUs");
+    let fixed = patch(&upstream_blueprint(), &Deployment::default()).unwrap();
+    assert!(fixed.contains("num_gpus: $(a4-pool.static_gpu_count)"), "a static pool keeps its own count");
 }
 
 #[test]

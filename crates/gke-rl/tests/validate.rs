@@ -107,7 +107,10 @@ fn fabric_rules_follow_the_machine_type_and_the_mode() {
     assert!(error.to_string().contains("machine type `g2-standard-96` has no fabric gke-rl wires"), "{error}");
     on_unknown.fabric.mode = gke_rl::model::FabricMode::Auto;
     let auto = gke_rl::render::render(&on_unknown, &gke_rl::RenderOptions { source: "t", regenerate: "t" }).unwrap();
-    assert!(!auto.ray_cluster.contents.contains("networking.gke.io"), "auto leaves a machine without RDMA alone");
+    assert!(
+        !auto.ray_cluster.as_ref().expect("cluster mode").contents.contains("networking.gke.io"),
+        "auto leaves a machine without RDMA alone"
+    );
 }
 
 #[test]
@@ -157,6 +160,13 @@ const CASES: &[Case] = &[
     ),
     case("ray-unknown-image", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: example.com/trainer:1"),
     case("raycluster-name", "ray-cluster.yaml", "  name: ray-a4-gpu-spot\n", "  name: Ray_A4\n"),
+    case("rayjob-invalid", "ray-job.yaml", "  backoffLimit: 0\n", "  backoffLimit: 3\n"),
+    case(
+        "kueue-inadmissible",
+        "ray-job.yaml",
+        "  labels:\n    app.kubernetes.io/managed-by: gke-rl\n",
+        "  labels:\n    app.kubernetes.io/managed-by: gke-rl\n    kueue.x-k8s.io/queue-name: a5\n",
+    ),
     case("ray-start-param-not-string", "ray-cluster.yaml", "rayStartParams: {}", "rayStartParams: {num-cpus: 100}"),
     case("head-dashboard-port-missing", "ray-cluster.yaml", "containerPort: 8265", "containerPort: 8266"),
     case("worker-replicas-out-of-range", "ray-cluster.yaml", "minReplicas: 8", "minReplicas: 9"),
@@ -286,6 +296,12 @@ const CASES: &[Case] = &[
 
 fn apply(case: &Case) -> Files {
     let mut files = rendered(&gke_rl::Deployment::default());
+    // The default in RayJob mode gives the RayJob.
+    if case.file == "ray-job.yaml" {
+        let mut rayjob = gke_rl::Deployment::default();
+        rayjob.job.mode = gke_rl::model::JobMode::Rayjob;
+        files.insert(case.file.to_owned(), rendered(&rayjob).remove(case.file).expect("a RayJob"));
+    }
     if case.from.is_empty() {
         if case.file.starts_with("tests/") {
             files.insert(case.file.to_owned(), std::fs::read_to_string(project_root().join(case.file)).unwrap());
@@ -589,12 +605,14 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     let full = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
     // The default config names no project or authorized CIDR (env.sh reads them at run time),
-    // its Spot nodes have no checkpoint deadline, and no blueprint or CRD was given: everything
-    // else is checked.
+    // its Spot nodes have no checkpoint deadline, it runs in cluster mode (no RayJob, no queue),
+    // and no blueprint or CRD was given: everything else is checked.
     let expected = |code: &&str| {
         code.starts_with("blueprint-")
+            || code.starts_with("rayjob-")
             || [
                 "crd-schema",
+                "kueue-inadmissible",
                 "project-id-empty",
                 "authorized-cidr-wide",
                 "fabric-unknown-network",
@@ -900,4 +918,120 @@ fn the_dynamic_lustre_tier_is_sized_by_its_own_range_and_step() {
     assert_eq!(lustre(&blueprint("944000")), [], "two steps of 472,000 GiB");
     let files = Files::from([("gke-a4.yaml".to_owned(), patched.clone())]);
     assert_eq!(lustre(&files), [], "without the setting, the numbered tier of the vars");
+}
+
+/// A RayJob's cluster is checked as a RayCluster, each finding at its line in the RayJob's file,
+/// and its name against KubeRay's bound for RayJobs (47: its cluster adds `-` and 5 characters).
+#[test]
+fn a_rayjobs_cluster_is_checked_where_it_is_written() {
+    let mut d = gke_rl::Deployment::default();
+    d.job.mode = gke_rl::model::JobMode::Rayjob;
+    let job = rendered(&d).remove("ray-job.yaml").unwrap();
+    let clean = check(&Files::from([("ray-job.yaml".to_owned(), job.clone())]));
+    assert!(clean.iter().all(|f| f.diagnostic.severity != Severity::Error), "{clean:#?}");
+    let bad = job
+        .replace("rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\"")
+        .replace("  name: nemo-rl-grpo-test1\n", &format!("  name: {}\n", "a".repeat(48)));
+    let findings = check(&Files::from([("ray-job.yaml".to_owned(), bad.clone())]));
+    let line_of = |needle: &str| u32::try_from(bad.lines().position(|l| l.contains(needle)).unwrap() + 1).unwrap();
+    let version = findings.iter().find(|f| f.diagnostic.code == "ray-version-mismatch").expect("the cluster's Ray is checked");
+    assert_eq!((version.file.as_str(), version.diagnostic.line), ("ray-job.yaml", line_of("rayVersion:")));
+    let name = findings.iter().find(|f| f.diagnostic.code == "raycluster-name").expect("the name is checked");
+    assert!(name.diagnostic.message.starts_with("RayJob name `aaaa") && name.diagnostic.message.ends_with("at most 47 characters"));
+}
+
+/// A queued RayJob against the gke-a4 blueprint's Kueue: its LocalQueue and namespace, the
+/// resources its ClusterQueue covers, and its nominal GPU quota, the node pool's GPUs (a number
+/// in the patched blueprint when the pool scales from zero).
+#[test]
+fn kueue_admission_is_checked_against_the_blueprints_queues() {
+    let d = configs().into_iter().find(|(name, _)| name == "rayjob-kueue").expect("tests/fixtures/configs/rayjob-kueue.yaml").1;
+    let mut files = rendered(&d);
+    let blueprint = gke_rl::blueprint::patch(&std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap(), &d).unwrap();
+    files.insert("gke-a4.yaml".to_owned(), blueprint.clone());
+    let kueue = |files: &Files| -> Vec<(String, u32, String)> {
+        check(files)
+            .into_iter()
+            .filter(|f| f.diagnostic.code == "kueue-inadmissible")
+            .map(|f| (f.file, f.diagnostic.line, f.diagnostic.message))
+            .collect()
+    };
+    assert_eq!(kueue(&files), [], "the render is admissible");
+    let job = files["ray-job.yaml"].clone();
+    let line_of = |text: &str, needle: &str| u32::try_from(text.lines().position(|l| l.contains(needle)).unwrap() + 1).unwrap();
+
+    // A queue the blueprint does not create, at its label.
+    let other = job.replace("queue-name: a4", "queue-name: a5");
+    files.insert("ray-job.yaml".to_owned(), other.clone());
+    let found = kueue(&files);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].1, line_of(&other, "queue-name: a5"));
+    assert!(found[0].2.contains("`a5` is not one the gke-a4 blueprint creates (`a4` in namespace `default`)"), "{}", found[0].2);
+
+    // Another namespace than the LocalQueue's.
+    let elsewhere = job.replacen("  namespace: default\n", "  namespace: ml\n", 1);
+    files.insert("ray-job.yaml".to_owned(), elsewhere.clone());
+    let found = kueue(&files);
+    assert_eq!(found.iter().map(|f| f.1).collect::<Vec<_>>(), [line_of(&elsewhere, "namespace: ml")], "{found:#?}");
+
+    // CPU asked for, in requests and limits by the worker's GPU check (an init container) and its
+    // Ray container: one finding per container.
+    let worker_gpus = "                    nvidia.com/gpu: \"8\"\n";
+    let with_cpu = job.replace(worker_gpus, &format!("                    cpu: \"100\"\n{worker_gpus}"));
+    assert_eq!(with_cpu.matches("cpu: \"100\"").count(), 4, "requests and limits of two containers");
+    files.insert("ray-job.yaml".to_owned(), with_cpu.clone());
+    let found = kueue(&files);
+    let cpu_lines: Vec<u32> = with_cpu.lines().enumerate().filter(|(_, l)| l.contains("cpu: \"100\"")).map(|(i, _)| i as u32 + 1).collect();
+    assert_eq!(found.iter().map(|f| f.1).collect::<Vec<_>>(), [cpu_lines[0], cpu_lines[2]], "{found:#?}");
+    assert!(found[0].2.contains("asks for `cpu`, which ClusterQueue `a4` does not cover (nvidia.com/gpu)"), "{}", found[0].2);
+
+    // More GPUs than the quota, with both numbers; the quota from the patched blueprint.
+    assert!(blueprint.contains("num_gpus: 64"), "the pool scales from zero, so the patch states the quota");
+    let more = job.replace("replicas: 8\n", "replicas: 9\n");
+    files.insert("ray-job.yaml".to_owned(), more);
+    let found = kueue(&files);
+    assert!(
+        found.iter().any(|f| f.2.starts_with("the run asks for 72 GPUs, over ClusterQueue `a4`'s nominal quota of 64 (gke-a4.yaml:")),
+        "{found:#?}"
+    );
+    // Without a blueprint, the node count gives the quota.
+    files.remove("gke-a4.yaml");
+    let found = kueue(&files);
+    assert!(found.iter().any(|f| f.2.contains("nominal quota of 64 (8 nodes × 8 GPUs, env.sh:")), "{found:#?}");
+}
+
+/// gke-rl's table of Kueue queues is the blueprint's template, read from the verbatim copy.
+#[test]
+fn kueue_queues_are_the_templates() {
+    let template = std::fs::read_to_string(upstream("cluster-toolkit/kueue-configuration.yaml.tftpl")).unwrap();
+    let documents: Vec<serde_json::Value> =
+        template.split("\n---\n").map(|doc| serde_saphyr::from_str(&doc.replace("${", "x{")).expect("YAML once templated")).collect();
+    let of_kind = |kind: &'static str| documents.iter().filter(move |d| d["kind"] == kind);
+    let mut found = Vec::new();
+    for local in of_kind("LocalQueue") {
+        let cluster_queue = local["spec"]["clusterQueue"].as_str().unwrap();
+        let cq = of_kind("ClusterQueue").find(|c| c["metadata"]["name"] == cluster_queue).expect("its ClusterQueue");
+        let groups = cq["spec"]["resourceGroups"].as_array().unwrap();
+        let covered: Vec<&str> =
+            groups.iter().flat_map(|g| g["coveredResources"].as_array().unwrap()).map(|r| r.as_str().unwrap()).collect();
+        let quota = &groups[0]["flavors"][0]["resources"][0];
+        assert_eq!(
+            (quota["name"].as_str(), quota["nominalQuota"].as_str()),
+            (Some("nvidia.com/gpu"), Some("x{num_gpus}")),
+            "the pool's GPUs"
+        );
+        found.push((
+            local["metadata"]["name"].as_str().unwrap().to_owned(),
+            local["metadata"]["namespace"].as_str().unwrap().to_owned(),
+            cluster_queue.to_owned(),
+            covered.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>(),
+        ));
+    }
+    let ours: Vec<_> = gke_rl::knowledge::GKE_A4_QUEUES
+        .iter()
+        .map(|q| {
+            (q.name.to_owned(), q.namespace.to_owned(), q.cluster_queue.to_owned(), q.covered.iter().map(|c| (*c).to_owned()).collect())
+        })
+        .collect();
+    assert_eq!(ours, found);
 }

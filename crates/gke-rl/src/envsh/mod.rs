@@ -157,6 +157,26 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 Kind::OptionalNumber,
                 "seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline",
             ),
+            var("JOB_MODE", "/job/mode", Kind::Text, "cluster or rayjob (a cluster of its own)"),
+            var("JOB_QUEUE", "/job/queue", Kind::OptionalText, "Kueue LocalQueue; empty: none"),
+            var(
+                "RAYJOB_TTL_SECONDS_AFTER_FINISHED",
+                "/job/rayjob_ttl_seconds_after_finished",
+                Kind::Number,
+                "seconds its cluster stays after the run",
+            ),
+            var(
+                "RAYJOB_ACTIVE_DEADLINE_SECONDS",
+                "/job/rayjob_active_deadline_seconds",
+                Kind::OptionalNumber,
+                "RayJob time bound; empty: none",
+            ),
+            var(
+                "RAYJOB_PRE_RUNNING_DEADLINE_SECONDS",
+                "/job/rayjob_pre_running_deadline_seconds",
+                Kind::OptionalNumber,
+                "bound until it runs; empty: none",
+            ),
         ],
     ),
     (

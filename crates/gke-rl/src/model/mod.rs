@@ -382,10 +382,11 @@ impl Deployment {
     }
 
     /// Whether the GPU node pool autoscales from zero, so that GKE removes its nodes once no
-    /// Ray pod wants them (a suspended cluster): flex-start pools always do, others when the
-    /// cluster [`suspends_when_idle`](Self::suspends_when_idle).
+    /// Ray pod wants them (a suspended cluster, a RayJob's cluster once deleted): flex-start
+    /// pools and RayJob runs always do, others when the cluster
+    /// [`suspends_when_idle`](Self::suspends_when_idle).
     pub fn gpu_pool_scales_to_zero(&self) -> bool {
-        self.topology.provisioning == Provisioning::FlexStart || self.suspends_when_idle()
+        self.topology.provisioning == Provisioning::FlexStart || self.job.mode == JobMode::Rayjob || self.suspends_when_idle()
     }
 
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
@@ -453,6 +454,36 @@ pub struct Job {
     /// it; gke-rl has no estimate of its own. With flex-start, validate warns when
     /// `max_num_steps` steps do not end before the checkpoint deadline. Null: not checked.
     pub expected_step_seconds: Option<NonZeroU32>,
+    /// How the run reaches the cluster: on the deployment's long-lived RayCluster, or as a
+    /// RayJob that brings its own RayCluster and deletes it when the run ends.
+    pub mode: JobMode,
+    /// In `rayjob` mode, the Kueue LocalQueue the run waits in for its GPUs (the label
+    /// `kueue.x-k8s.io/queue-name` on the RayJob). Null: not queued. Cluster mode takes none:
+    /// Kueue would suspend the long-lived cluster by `spec.suspend`, which gke-rl's suspend and
+    /// idle guard also write.
+    pub queue: Option<Name>,
+    /// In `rayjob` mode, seconds the RayJob's cluster stays after the run ends
+    /// (`ttlSecondsAfterFinished`), for `logs` and `report` to read it; its GPUs are paid meanwhile.
+    pub rayjob_ttl_seconds_after_finished: u32,
+    /// In `rayjob` mode, seconds the run may take from its start, time queued in Kueue excluded
+    /// (`activeDeadlineSeconds`). Null: no bound.
+    pub rayjob_active_deadline_seconds: Option<NonZeroU32>,
+    /// In `rayjob` mode, seconds the RayJob's cluster may take to be ready for the run
+    /// (`preRunningDeadlineSeconds`). Null: no bound.
+    pub rayjob_pre_running_deadline_seconds: Option<NonZeroU32>,
+}
+
+/// How a run reaches the cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum JobMode {
+    /// Submitted through the Jobs API to the deployment's RayCluster, which outlives it.
+    #[default]
+    Cluster,
+    /// A KubeRay RayJob (`ray-job.yaml`): its RayCluster is made for the run and deleted after
+    /// it, so the GPU pool, which scales from zero, is paid only while a run is there.
+    Rayjob,
 }
 
 /// What happens to the RayCluster after a job.
@@ -487,6 +518,11 @@ impl Default for Job {
             when_done: WhenDone::Keep,
             idle_timeout_minutes: None,
             expected_step_seconds: None,
+            mode: JobMode::Cluster,
+            queue: None,
+            rayjob_ttl_seconds_after_finished: 300,
+            rayjob_active_deadline_seconds: None,
+            rayjob_pre_running_deadline_seconds: None,
         }
     }
 }

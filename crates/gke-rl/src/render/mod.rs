@@ -4,8 +4,9 @@
 mod gcluster;
 mod job;
 mod ray_cluster;
+mod ray_job;
 
-pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
+pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, QUEUE_LABEL, interfaces};
 
 use crate::ArtifactKind;
 use crate::envsh;
@@ -47,8 +48,9 @@ pub struct Artifacts {
     pub env_sh: Artifact,
     /// `gke-a4-deployment.yaml`: gcluster's deployment file (`-d`).
     pub deployment_file: Artifact,
-    /// `ray-cluster.yaml`: the KubeRay RayCluster.
-    pub ray_cluster: Artifact,
+    /// `ray-cluster.yaml`: the deployment's long-lived KubeRay RayCluster, in cluster mode
+    /// (`None` in `rayjob` mode, where each RayJob brings its own).
+    pub ray_cluster: Option<Artifact>,
     /// `hf-token-secret.yaml`: the command that creates the token Secret from the environment.
     pub secret_instructions: Artifact,
     /// `.rayignore`: what stays out of the working-dir upload.
@@ -60,26 +62,41 @@ pub struct Artifacts {
     /// `ray-network-policy.yaml`: who may connect to the Ray pods, for a Ray without token
     /// authentication (`None` with tokens).
     pub network_policy: Option<Artifact>,
+    /// `ray-job.yaml`: the run as a RayJob with a cluster of its own, in `rayjob` mode (`None`
+    /// in cluster mode).
+    pub ray_job: Option<Artifact>,
 }
 
 impl Artifacts {
     /// Every artifact, in a fixed order.
     pub fn iter(&self) -> std::vec::IntoIter<&Artifact> {
         let all = [
-            &self.env_sh,
-            &self.deployment_file,
-            &self.ray_cluster,
-            &self.secret_instructions,
-            &self.rayignore,
-            &self.runtime_env,
-            &self.job_script,
+            Some(&self.env_sh),
+            Some(&self.deployment_file),
+            self.ray_cluster.as_ref(),
+            Some(&self.secret_instructions),
+            Some(&self.rayignore),
+            Some(&self.runtime_env),
+            Some(&self.job_script),
+            self.network_policy.as_ref(),
+            self.ray_job.as_ref(),
         ];
-        all.into_iter().chain(self.network_policy.as_ref()).collect::<Vec<_>>().into_iter()
+        all.into_iter().flatten().collect::<Vec<_>>().into_iter()
     }
 
     /// The artifact written as `name`.
     pub fn get(&self, name: &str) -> Option<&Artifact> {
         self.iter().find(|a| a.name == name)
+    }
+
+    /// The files another render of the same kind of deployment writes and this one does not (a
+    /// RayCluster in `rayjob` mode, a RayJob in cluster mode, the NetworkPolicy with tokens): a
+    /// copy left by an earlier render is stale.
+    pub fn not_rendered(&self) -> impl Iterator<Item = &'static str> + '_ {
+        [(ArtifactKind::RayCluster, &self.ray_cluster), (ArtifactKind::NetworkPolicy, &self.network_policy), (ArtifactKind::RayJob, &self.ray_job)]
+            .into_iter()
+            .filter(|(_, artifact)| artifact.is_none())
+            .map(|(kind, _)| kind.file())
     }
 }
 
@@ -89,15 +106,17 @@ impl IntoIterator for Artifacts {
 
     fn into_iter(self) -> Self::IntoIter {
         let all = [
-            self.env_sh,
-            self.deployment_file,
+            Some(self.env_sh),
+            Some(self.deployment_file),
             self.ray_cluster,
-            self.secret_instructions,
-            self.rayignore,
-            self.runtime_env,
-            self.job_script,
+            Some(self.secret_instructions),
+            Some(self.rayignore),
+            Some(self.runtime_env),
+            Some(self.job_script),
+            self.network_policy,
+            self.ray_job,
         ];
-        all.into_iter().chain(self.network_policy).collect::<Vec<_>>().into_iter()
+        all.into_iter().flatten().collect::<Vec<_>>().into_iter()
     }
 }
 
@@ -123,16 +142,25 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         options.regenerate
     );
     let commented = |body: String| format!("# {header}\n{body}");
+    let rayjob = deployment.job.mode == crate::model::JobMode::Rayjob;
     Ok(Artifacts {
         env_sh: artifact(ArtifactKind::EnvSh, commented(env_sh(deployment))),
         deployment_file: artifact(ArtifactKind::DeploymentFile, commented(gcluster::deployment_file(deployment))),
-        ray_cluster: artifact(ArtifactKind::RayCluster, commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric))),
+        ray_cluster: (!rayjob)
+            .then(|| artifact(ArtifactKind::RayCluster, commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric)))),
         secret_instructions: artifact(ArtifactKind::SecretInstructions, commented(secret_instructions(deployment, token_auth))),
         rayignore: artifact(ArtifactKind::RayIgnore, commented(rayignore())),
         runtime_env: artifact(ArtifactKind::RuntimeEnv, job::runtime_env(deployment, &header, fabric.is_some())),
         job_script: artifact(ArtifactKind::JobScript, format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment))),
         network_policy: (!token_auth).then(|| artifact(ArtifactKind::NetworkPolicy, commented(crate::auth::network_policy(deployment)))),
+        ray_job: rayjob.then(|| artifact(ArtifactKind::RayJob, commented(ray_job::manifest(deployment, ray_version, token_auth, fabric)))),
     })
+}
+
+/// The Ray job's entrypoint: the job script, run on the head (wrapped by the supervisor where
+/// the run is supervised).
+pub fn entrypoint() -> String {
+    format!("bash {}", ArtifactKind::JobScript.file())
 }
 
 fn artifact(kind: ArtifactKind, contents: String) -> Artifact {

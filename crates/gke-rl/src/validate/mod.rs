@@ -58,6 +58,18 @@ pub(crate) struct Tree<'a> {
     pub root: Node,
 }
 
+impl<'a> Tree<'a> {
+    /// A RayJob's cluster as a RayCluster: its own fields, with `spec` its `rayClusterSpec`
+    /// (KubeRay makes the cluster from these, and copies the RayJob's metadata to it). Every node
+    /// keeps its place in the RayJob's file, so a finding points there.
+    fn ray_job_cluster(&self) -> Option<Tree<'a>> {
+        let spec = self.root.get(&["spec", "rayClusterSpec"])?;
+        let fields = self.root.entries().iter().map(|(key, node)| (key.clone(), if key == "spec" { spec.clone() } else { node.clone() }));
+        let root = Node { value: crate::yaml::Value::Map(fields.collect()), ..self.root.clone() };
+        Some(Tree { file: self.file, text: self.text, root })
+    }
+}
+
 /// An env.sh with every assignment and the value it evaluates to (`None`: read from the
 /// environment at run time).
 pub(crate) struct EnvShView<'a> {
@@ -94,7 +106,9 @@ pub(crate) struct JobView<'a> {
 #[derive(Default)]
 pub(crate) struct Views<'a> {
     pub env_sh: Vec<EnvShView<'a>>,
+    /// The RayClusters, and each RayJob's cluster ([`Tree::ray_job_cluster`]).
     pub ray_clusters: Vec<Tree<'a>>,
+    pub ray_jobs: Vec<Tree<'a>>,
     pub runtime_envs: Vec<Tree<'a>>,
     pub ray_ignores: Vec<RayIgnoreView<'a>>,
     pub jobs: Vec<JobView<'a>>,
@@ -262,6 +276,7 @@ enum View<'a> {
     Job(JobView<'a>),
     RuntimeEnv(Tree<'a>),
     RayCluster(Tree<'a>),
+    RayJob(Tree<'a>),
     DeploymentFile(Tree<'a>),
     Blueprint(Tree<'a>),
 }
@@ -292,6 +307,10 @@ fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
             Some(View::Job(v)) => views.jobs.push(v),
             Some(View::RuntimeEnv(v)) => views.runtime_envs.push(v),
             Some(View::RayCluster(v)) => views.ray_clusters.push(v),
+            Some(View::RayJob(v)) => {
+                views.ray_clusters.extend(v.ray_job_cluster());
+                views.ray_jobs.push(v);
+            }
             Some(View::DeploymentFile(v)) => views.deployment_files.push(v),
             Some(View::Blueprint(v)) => views.blueprints.push(v),
             None => {}
@@ -344,6 +363,7 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
         ArtifactKind::RayCluster => tree(file, &mut sink).map(View::RayCluster),
         ArtifactKind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
         ArtifactKind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
+        ArtifactKind::RayJob => tree(file, &mut sink).map(View::RayJob),
         ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => None,
     };
     (view, sink)

@@ -56,7 +56,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
 }
 
 fn requests_gpus(container: &Node) -> bool {
-    container.get(&["resources", "limits", "nvidia.com/gpu"]).is_some()
+    container.get(&["resources", "limits", crate::knowledge::GPU_RESOURCE]).is_some()
 }
 
 fn pod_name(pod: &Pod<'_>) -> String {

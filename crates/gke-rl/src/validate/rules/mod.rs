@@ -3,10 +3,12 @@
 
 mod fabric;
 mod infra;
+mod kueue;
 mod model;
 mod nemo;
 mod numbers;
 mod ray;
+mod rayjob;
 mod secrets;
 mod storage;
 
@@ -56,7 +58,7 @@ rules! {
     RAY_UNKNOWN_IMAGE = "ray-unknown-image", Warning, [RayCluster], "gke-rl does not know which Ray the image ships, so it cannot check `rayVersion`.";
     RAY_AUTH_OFF = "ray-auth-off", Warning, [RayCluster], "The cluster's Ray (2.52 or newer) has token authentication, but the RayCluster leaves it off: every pod that reaches the head's port 8265 can run commands with the pods' Secrets.";
     RAY_AUTH_UNSUPPORTED = "ray-auth-unsupported", Error, [RayCluster], "`authOptions.mode: token` needs Ray 2.52 or newer (and `rayVersion` set): KubeRay refuses the RayCluster otherwise and creates no pods.";
-    RAYCLUSTER_NAME = "raycluster-name", Error, [RayCluster], "KubeRay rejects RayCluster names over 53 characters or that are not DNS-1035 labels, at reconcile time, as an event.";
+    RAYCLUSTER_NAME = "raycluster-name", Error, [RayCluster], "KubeRay rejects RayCluster names over 53 characters (RayJob names over 47: its cluster adds six) or that are not DNS-1035 labels, at reconcile time, as an event.";
     RAY_START_PARAM_NOT_STRING = "ray-start-param-not-string", Error, [RayCluster], "`rayStartParams` values must be strings; the API server rejects `num-gpus: 8` and accepts `num-gpus: \"8\"`.";
     HEAD_DASHBOARD_PORT = "head-dashboard-port-missing", Error, [RayCluster], "The head container lists ports but not 8265, so the head service exposes no dashboard and no Jobs API.";
     WORKER_REPLICAS_RANGE = "worker-replicas-out-of-range", Error, [RayCluster], "A worker group's `replicas` is outside [`minReplicas`, `maxReplicas`], or min exceeds max.";
@@ -120,6 +122,8 @@ rules! {
     BLUEPRINT_RAY_OPERATOR = "blueprint-ray-operator-missing", Error, [Blueprint], "The GKE cluster module does not set `enable_ray_operator: true`; no RayCluster is ever reconciled.";
     BLUEPRINT_VAR_AND_SETTING = "blueprint-var-and-setting", Error, [Blueprint], "An input is set on a module and also given as a var; the var is unused and gcluster's validator fails the deploy.";
     CRD_SCHEMA = "crd-schema", Error, [RayCluster], "The RayCluster does not match the KubeRay CRD's schema.";
+    KUEUE_INADMISSIBLE = "kueue-inadmissible", Error, [RayJob, RayCluster], "Kueue never admits the queued RayJob or RayCluster: its LocalQueue is not one the gke-a4 blueprint creates or is in another namespace, a pod asks for a resource the ClusterQueue does not cover (gke-a4's covers GPUs only), or the run's GPUs exceed the ClusterQueue's nominal quota (the GPU node pool's).";
+    RAYJOB_INVALID = "rayjob-invalid", Error, [RayJob], "KubeRay or Kueue refuses the RayJob: KubeRay marks it `ValidationFailed` and never runs it (backoffLimit with InteractiveMode, a TTL without shutdownAfterJobFinishes, no cluster to run on); Kueue refuses a queued RayJob that keeps its cluster or uses an existing one.";
 }
 
 /// Runs every check on the views.
@@ -133,6 +137,8 @@ pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     nemo::check(views, &facts, sink);
     model::check(views, &facts, sink);
     secrets::check(views, sink);
+    rayjob::check(views, sink);
+    kueue::check(views, &facts, sink);
     // `Checked::crd` runs it.
     sink.skip(&CRD_SCHEMA, "no CRD schema", "check with the KubeRay RayCluster CRD: gke-rl validate --crd ray.io_rayclusters.yaml");
 }
@@ -147,6 +153,7 @@ impl Views<'_> {
             ArtifactKind::JobScript => !self.jobs.is_empty(),
             ArtifactKind::DeploymentFile => !self.deployment_files.is_empty(),
             ArtifactKind::Blueprint => !self.blueprints.is_empty(),
+            ArtifactKind::RayJob => !self.ray_jobs.is_empty(),
             ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => false,
         }
     }

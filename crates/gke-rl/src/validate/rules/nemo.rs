@@ -351,7 +351,8 @@ fn cluster_size(job: &Job<'_>, views: &Views<'_>, facts: &Facts, sink: &mut Sink
         let pods = super::ray::pods(&c.root);
         pods.iter().find(|p| !p.is_head).map(|p| {
             let replicas = p.group.get(&["replicas"]).and_then(Node::as_u64);
-            let gpus = p.containers().first().and_then(|c| c.get(&["resources", "limits", "nvidia.com/gpu"])).and_then(Node::as_u64);
+            let gpus =
+                p.containers().first().and_then(|c| c.get(&["resources", "limits", crate::knowledge::GPU_RESOURCE])).and_then(Node::as_u64);
             (replicas, gpus, p.group.at())
         })
     });

@@ -24,7 +24,7 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
             }
             for container in pod.containers() {
                 for kind in ["limits", "requests"] {
-                    if let Some(node) = container.get(&["resources", kind, "nvidia.com/gpu"]) {
+                    if let Some(node) = container.get(&["resources", kind, crate::knowledge::GPU_RESOURCE]) {
                         // A quantity: `8` or `"8"`, but GPUs come whole.
                         whole(cluster, node, &format!("{kind}.nvidia.com/gpu"), 0..=INT32_MAX, true, sink);
                     }

@@ -8,7 +8,7 @@ use crate::validate::{Tree, quantity};
 use crate::yaml::decimal::{fixed, short};
 use crate::yaml::{Node, Value};
 
-const GPU: &str = "nvidia.com/gpu";
+use crate::knowledge::GPU_RESOURCE as GPU;
 /// The node label GKE gives GPU nodes; pods select them by it.
 pub(super) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 /// The node labels GKE gives Spot nodes, with their value there.
@@ -26,7 +26,7 @@ impl<'n> Pod<'n> {
         self.spec.get(&["containers"]).map(Node::items).unwrap_or_default()
     }
 
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         if self.is_head {
             "the head".to_owned()
         } else {
@@ -36,7 +36,7 @@ impl<'n> Pod<'n> {
 
     /// Sum of a resource over the containers: requests, or limits where no request is set. A
     /// negative or endless quantity, which the API server refuses, adds nothing.
-    fn request(&self, resource: &str) -> f64 {
+    pub(super) fn request(&self, resource: &str) -> f64 {
         self.containers()
             .iter()
             .filter_map(|c| c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource])))
@@ -49,7 +49,7 @@ impl<'n> Pod<'n> {
         self.containers().first()?.get(&["resources", "limits", GPU])
     }
 
-    fn replicas(&self) -> Option<u64> {
+    pub(super) fn replicas(&self) -> Option<u64> {
         self.group.get(&["replicas"]).or_else(|| self.group.get(&["minReplicas"])).and_then(Node::as_u64)
     }
 }
@@ -202,13 +202,16 @@ fn name(cluster: &Tree<'_>, sink: &mut Sink) {
     let dns_1035 = name.starts_with(|c: char| c.is_ascii_lowercase())
         && !name.ends_with('-')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if name.chars().count() > 53 || !dns_1035 {
+    // A RayJob names its cluster `<name>-<5 characters>` (KubeRay v1.7.0
+    // `ValidateRayJobMetadata`: "RayJob name should be no more than 47 characters").
+    let (kind, most) = if cluster.root.get(&["kind"]).and_then(Node::text) == Some("RayJob") { ("RayJob", 47) } else { ("RayCluster", 53) };
+    if name.chars().count() > most || !dns_1035 {
         sink.emit(
             &RAYCLUSTER_NAME,
             cluster.file,
             node.at(),
-            format!("RayCluster name `{name}` is not a DNS-1035 label of at most 53 characters"),
-            "use lowercase letters, digits and `-`, start with a letter, at most 53 characters",
+            format!("{kind} name `{name}` is not a DNS-1035 label of at most {most} characters"),
+            format!("use lowercase letters, digits and `-`, start with a letter, at most {most} characters"),
         );
     }
 }
