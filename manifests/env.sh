@@ -115,8 +115,6 @@ export IDLE_TIMEOUT_MINUTES=''
 export EXPECTED_STEP_SECONDS=''
 # cluster or rayjob (a cluster of its own)
 export JOB_MODE=cluster
-# Kueue LocalQueue; empty: none
-export JOB_QUEUE=''
 # seconds its cluster stays after the run
 export RAYJOB_TTL_SECONDS_AFTER_FINISHED=300
 # RayJob time bound; empty: none

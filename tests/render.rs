@@ -62,24 +62,47 @@ fn default_render_writes_every_artifact_identical_to_manifests() {
     assert_eq!(stderr(&again).matches("unchanged").count(), ARTIFACTS.len(), "{}", stderr(&again));
 }
 
-/// In `rayjob` mode the RayJob replaces the RayCluster, a RayCluster left by an earlier render is
-/// removed (so that `kubectl apply -f out/` applies only the current render), and the manual path
-/// ends in kubectl-ray's submit of the InteractiveMode RayJob.
+/// In `rayjob` mode the RayJob replaces the RayCluster: a RayCluster file an earlier render wrote
+/// is removed (so that `kubectl apply -f out/` applies only the current render), one gke-rl did
+/// not write stays, and the next steps end in the commands that run the RayJob.
 #[test]
-fn a_rayjob_render_replaces_the_raycluster_and_ends_in_kubectl_ray() {
+fn a_rayjob_render_replaces_the_raycluster_and_says_how_to_run_it() {
+    let config = project_root().join("tests/fixtures/configs/rayjob.yaml");
+    let render = |cwd: &Path| gke_rl(cwd, &["render", "--config", config.to_str().unwrap()]);
     let cwd = tempfile::tempdir().unwrap();
     assert!(gke_rl(cwd.path(), &["render"]).status.success());
-    std::fs::write(cwd.path().join("out/keep.yaml"), "kind: RayCluster\n").unwrap();
-    let config = project_root().join("tests/fixtures/configs/rayjob-kueue.yaml");
-    let out = gke_rl(cwd.path(), &["render", "--config", config.to_str().unwrap()]);
+    let out = render(cwd.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let files = listing(&cwd.path().join("out"));
     assert!(files.contains(&"ray-job.yaml".to_owned()) && !files.contains(&"ray-cluster.yaml".to_owned()), "{files:?}");
-    assert!(files.contains(&"keep.yaml".to_owned()), "only gke-rl's own files are removed");
-    assert!(stderr(&out).contains("  removed  out/ray-cluster.yaml\n"), "{}", stderr(&out));
-    let steps = "kubectl ray job submit -f out/ray-job.yaml --working-dir out --runtime-env out/ray_runtime_env.json -- bash run_nemo_rl.sh";
-    assert!(stderr(&out).contains(steps), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("gke-rl deploy"), "deploy does not run RayJobs yet: {}", stderr(&out));
+    assert!(!files.contains(&"ray-network-policy.yaml".to_owned()), "RayJob mode has tokens: {files:?}");
+    assert!(
+        stderr(&out).contains("  removed  out/ray-cluster.yaml  (this render has none; what was applied from it stays in the cluster)\n"),
+        "{}",
+        stderr(&out)
+    );
+    for step in [
+        "next steps:\n  gke-rl deploy --config ",
+        "  kubectl apply -f out/ray-job.yaml\n",
+        "--working-dir out --runtime-env out/ray_runtime_env.json --no-wait -- bash run_nemo_rl.sh\n",
+    ] {
+        assert!(stderr(&out).contains(step), "{step} missing from {}", stderr(&out));
+    }
+    // A RayCluster file of the user's own, or a link, is left alone.
+    for own in [false, true] {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::create_dir(cwd.path().join("out")).unwrap();
+        let mine = cwd.path().join("mine.yaml");
+        std::fs::write(&mine, "kind: RayCluster\n").unwrap();
+        if own {
+            std::fs::copy(&mine, cwd.path().join("out/ray-cluster.yaml")).unwrap();
+        } else {
+            std::os::unix::fs::symlink(&mine, cwd.path().join("out/ray-cluster.yaml")).unwrap();
+        }
+        let out = render(cwd.path());
+        assert!(out.status.success() && !stderr(&out).contains("removed"), "{}", stderr(&out));
+        assert!(std::fs::symlink_metadata(cwd.path().join("out/ray-cluster.yaml")).is_ok() && mine.is_file());
+    }
 }
 
 #[test]

@@ -148,7 +148,12 @@ async function addFiles(list) {
 let renderer;
 async function render(config) {
   renderer ??= import("./pkg/gke_rl_render.js").then(async (module) => { await module.default(); return module; });
-  return (await renderer).render(config);
+  try {
+    return (await renderer).render(config);
+  } catch (e) {
+    renderer = undefined; // the next render tries again
+    return { error: { message: `the renderer did not load: ${e}` } };
+  }
 }
 
 async function renderConfig() {

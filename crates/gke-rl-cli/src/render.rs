@@ -72,7 +72,8 @@ fn remove_stale(out: &Path, names: impl Iterator<Item = &'static str>) -> anyhow
         let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
         if regular && gke_rl_ops::files::read_bytes(&path).is_ok_and(|existing| is_generated(&String::from_utf8_lossy(&existing))) {
             fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-            crate::terminal::errln!("{:>9}  {}", "removed", crate::terminal::shown(&path.display().to_string()));
+            let shown = crate::terminal::shown(&path.display().to_string());
+            crate::terminal::errln!("{:>9}  {shown}  (this render has none; what was applied from it stays in the cluster)", "removed");
         }
     }
     Ok(())
@@ -141,9 +142,7 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
 /// What to run next, as words to paste: `deploy`, which does all of it resumably, or the manual
 /// path, which patches the upstream blueprint first (Lustre is commented out there).
 fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
-    use gke_rl::ArtifactKind::{
-        Blueprint, DeploymentFile, EnvSh, JobScript, NetworkPolicy, RayCluster, RayJob, RuntimeEnv, SecretInstructions,
-    };
+    use gke_rl::ArtifactKind::{Blueprint, DeploymentFile, EnvSh, NetworkPolicy, RayCluster, SecretInstructions};
     // Each gke-rl command is given the same model source; every word is shell-quoted.
     let command = |words: &[&str]| {
         let mut words = crate::name().split_whitespace().chain(words.iter().copied()).map(str::to_owned);
@@ -176,15 +175,13 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
         secret = at(SecretInstructions.file()),
     );
     if d.job.mode == gke_rl::model::JobMode::Rayjob {
-        // kubectl-ray applies an InteractiveMode RayJob, waits for its cluster, uploads the
-        // working dir and submits (kuberay kubectl-plugin/pkg/cmd/job/job_submit.go, v1.7.0).
+        let run: String = gke_rl::lifecycle::rayjob_by_hand(d, &out_dir).iter().map(|c| format!("  {c}\n")).collect();
         return format!(
-            "next steps (job.mode: rayjob, which deploy and submit do not run yet), by hand:\n{by_hand}\
-             kubectl ray job submit -f {ray_job} --working-dir {dir} --runtime-env {runtime_env} -- bash {script}",
-            ray_job = at(RayJob.file()),
-            dir = gke_rl::quote::sh(&out_dir),
-            runtime_env = at(RuntimeEnv.file()),
-            script = JobScript.file(),
+            "next steps:\n  {deploy}\n    creates the cluster and Lustre, and no RayCluster: each run is a RayJob with a cluster of its own\n\
+             or by hand:\n{by_hand}\n\
+             then run the job as a RayJob (KubeRay waits for the job id before it goes on):\n{run}",
+            deploy = command(&["deploy"]),
+            by_hand = by_hand.trim_end_matches(", then "),
         );
     }
     format!(

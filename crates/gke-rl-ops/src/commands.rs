@@ -15,6 +15,9 @@ use gke_rl_ray::JobDetails;
 use crate::events::{Event, Progress};
 use crate::head::{Head, HeadOptions};
 use crate::jobs::{self, Followed, Observed, Stopped, SubmitOptions};
+
+/// How a run reaches the cluster in `rayjob` mode, until gke-rl submits RayJobs itself.
+pub(crate) const RAYJOB_SUBMIT: &str = "run the job as a RayJob with the commands `gke-rl render` prints (kubectl apply, then ray job submit to its cluster), and see it with `kubectl get rayjobs`";
 use crate::{Env, Error};
 
 /// How long a suspend after a run waits for the pods to be gone.
@@ -83,7 +86,7 @@ pub async fn submit(
     progress: Arc<dyn Progress>,
 ) -> Result<Ran, Error> {
     if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "submit" });
+        return Err(Error::RayJobMode { command: "submit", instead: RAYJOB_SUBMIT });
     }
     let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
     if options.head.forwards(env) {

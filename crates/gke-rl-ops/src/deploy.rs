@@ -49,6 +49,9 @@ impl Default for DeployOptions {
 pub enum Deployed {
     /// Every Ray pod is Running and Ready.
     Ready,
+    /// Deployed already in `rayjob` mode, which has no long-lived RayCluster to look at:
+    /// nothing was done.
+    AlreadyDeployed,
     /// It was Ready already: nothing was done.
     AlreadyReady {
         /// Pods Ready.
@@ -90,16 +93,13 @@ pub enum Deployed {
 }
 
 /// The RayCluster deploy applies, which a config in `rayjob` mode does not have.
-fn ray_cluster(artifacts: &Artifacts) -> Result<&str, Error> {
-    artifacts.ray_cluster.as_ref().map(|a| a.contents.as_str()).ok_or(Error::RayJobMode { command: "deploy" })
+fn ray_cluster(artifacts: &Artifacts) -> Option<&str> {
+    artifacts.ray_cluster.as_ref().map(|a| a.contents.as_str())
 }
 
 /// The whole plan as text (`--dry-run`): every command and Kubernetes object, in order.
 /// Reads gcloud's configured project when neither the options nor the config name one.
 pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
-    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "deploy" });
-    }
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
@@ -110,7 +110,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         Err(_) => crate::blueprint::check_render(artifacts, None)?,
     }
     let wait = crate::took(options.timeout);
-    let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts)?, &wait);
+    let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
     if !toolkit_blueprint(&resolved.site.toolkit).is_file() {
@@ -133,9 +133,6 @@ pub async fn deploy(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Deployed, Error> {
-    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "deploy" });
-    }
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
@@ -176,16 +173,20 @@ pub async fn deploy(
     let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
     let original = files::read_text(&blueprint_path)?;
     let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
-    let ray_cluster = ray_cluster(artifacts)?;
-    let guard = gke_rl::guard::manifests(deployment).unwrap_or_default();
-    let keeper = gke_rl::supervisor::keeper_manifests(deployment);
-    let digest = lifecycle::digest(&[&blueprint, &artifacts.deployment_file.contents, ray_cluster, &guard, &keeper]);
+    let helpers: Vec<String> = lifecycle::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
+    let mut rendered = vec![blueprint.as_str(), artifacts.deployment_file.contents.as_str(), ray_cluster(artifacts).unwrap_or_default()];
+    rendered.extend(helpers.iter().map(String::as_str));
+    let digest = lifecycle::digest(&rendered);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
             progress.event(Event::ConfigChanged);
         }
         state.redo_from(Step::Render);
         state.rendered = digest;
+    }
+    if Step::ALL.iter().all(|s| state.done(*s)) && ray_cluster(artifacts).is_none() {
+        // No long-lived cluster to look at: each RayJob brings its own.
+        return Ok(Deployed::AlreadyDeployed);
     }
     if Step::ALL.iter().all(|s| state.done(*s)) {
         let name = deployment.project.cluster_name.as_str();
@@ -433,7 +434,16 @@ impl Written<'_> {
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
         write(folder.blueprint(), self.blueprint)?;
         write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
-        write(folder.ray_cluster(), ray_cluster(self.artifacts)?)?;
+        match ray_cluster(self.artifacts) {
+            Some(manifest) => write(folder.ray_cluster(), manifest)?,
+            // An earlier deploy in cluster mode wrote one; this deploy applies none.
+            None => match std::fs::remove_file(folder.ray_cluster()) {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::Write { path: folder.ray_cluster().into(), source });
+                }
+                _ => {}
+            },
+        }
         let upstream = crate::blueprint::toolkit_blueprint(&resolved.site.toolkit);
         for template in crate::blueprint::staged_templates(&upstream, self.blueprint)? {
             write(folder.template(template.name), &template.contents)?;
@@ -521,9 +531,23 @@ async fn run_step(
             }
             let cluster = d.project.cluster_name.as_str();
             let token_auth = d.ray.token_auth()?;
+            let Some(manifest) = ray_cluster(written.artifacts) else {
+                // RayJob mode: the RayCluster an earlier deploy in cluster mode made (that one,
+                // by its uid) would hold the GPU nodes for nothing.
+                if let Some(uid) = state.created.ray_cluster_uid.clone() {
+                    if clusters.uid(cluster).await?.as_deref() == Some(uid.as_str()) && clusters.delete(cluster).await? {
+                        progress.event(Event::Deleted { kind: "RayCluster", namespace, name: cluster });
+                    }
+                    state.created.ray_cluster_uid = None;
+                }
+                if token_auth {
+                    delete_open_policy(&clusters, d, progress).await?;
+                }
+                return Ok(());
+            };
             // Whether pods already run without the tokens this apply turns on.
             let ran_open = token_auth && clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
-            let (name, uid) = clusters.apply(ray_cluster(written.artifacts)?).await?;
+            let (name, uid) = clusters.apply(manifest).await?;
             progress.event(Event::RayClusterApplied { namespace, name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
             if token_auth {
@@ -535,12 +559,7 @@ async fn run_step(
                 if ran_open {
                     progress.event(Event::PodsWithoutToken { namespace, name: &name });
                 }
-                // The NetworkPolicy an earlier deploy made for a Ray without tokens would keep out
-                // the token's other holders.
-                let policy = gke_rl::auth::network_policy_name(d);
-                if clusters.delete_network_policy(&policy).await? {
-                    progress.event(Event::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
-                }
+                delete_open_policy(&clusters, d, progress).await?;
             }
             for (what, manifests) in lifecycle::helpers(d) {
                 let applied = clusters.apply_all(&manifests).await?;
@@ -548,8 +567,20 @@ async fn run_step(
             }
             Ok(())
         }
+        // RayJob mode: nothing runs until a RayJob does.
+        Step::Ready if ray_cluster(written.artifacts).is_none() => Ok(()),
         Step::Ready => wait_ready(options, env, resolved, interrupt, progress).await,
     }
+}
+
+/// Deletes the NetworkPolicy an earlier deploy made for a Ray without tokens, which would keep
+/// out the token's other holders.
+async fn delete_open_policy(clusters: &gke_rl_kube::RayClusters, d: &Deployment, progress: &dyn Progress) -> Result<(), Error> {
+    let policy = gke_rl::auth::network_policy_name(d);
+    if clusters.delete_network_policy(&policy).await? {
+        progress.event(Event::Deleted { kind: "NetworkPolicy", namespace: d.ray.namespace.as_str(), name: &policy });
+    }
+    Ok(())
 }
 
 /// A new Ray token: 32 bytes from the operating system's generator, in hex (as Ray's own

@@ -156,13 +156,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// The config runs its jobs as RayJobs, which deploy and submit do not run yet.
-    #[error(
-        "job.mode: rayjob: gke-rl renders and validates ray-job.yaml, but {command} runs the cluster mode only for now; set job.mode: cluster"
-    )]
+    /// The command acts on the deployment's long-lived RayCluster, which `job.mode: rayjob`
+    /// does not have.
+    #[error("{command} acts on the deployment's long-lived RayCluster, which job.mode: rayjob does not have; {instead}")]
     RayJobMode {
         /// The command refused.
         command: &'static str,
+        /// What to do in RayJob mode instead.
+        instead: &'static str,
     },
     /// The run's window in time is unknown or unusable.
     #[error("the run's time is not known well enough to ask what its Lustre instance did meanwhile: {why}")]

@@ -84,6 +84,9 @@ pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, 
     let given = |home: Option<std::path::PathBuf>| gke_rl_ray::Token::discover(variable, home.as_deref());
     let (address, forwarding, token) = match options.address(env) {
         Some(address) => (address, None, given(env.var("HOME").map(Into::into))?),
+        None if deployment.job.mode == gke_rl::model::JobMode::Rayjob => {
+            return Err(Error::RayJobMode { command: "reaching the Ray head", instead: crate::commands::RAYJOB_SUBMIT });
+        }
         None => {
             let forwarded = async {
                 let forwarding = forward(deployment, env, progress).await?;

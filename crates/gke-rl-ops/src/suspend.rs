@@ -31,6 +31,11 @@ pub async fn set_suspended(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Changed, Error> {
+    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
+        let instead =
+            "a RayJob's cluster goes after its run (job.rayjob_ttl_seconds_after_finished), and the GPU pool then scales to zero by itself";
+        return Err(Error::RayJobMode { command: if suspended { "suspend" } else { "resume" }, instead });
+    }
     let clusters = crate::head::ray_clusters(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
     match clusters.is_suspended(name).await? {

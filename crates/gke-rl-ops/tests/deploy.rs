@@ -740,21 +740,40 @@ async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
     w.assert_token_stays_secret();
 }
 
-/// A config in RayJob mode is refused by deploy (and its plan) before anything runs, while
-/// deploy and submit run the cluster mode only: a deployment made for cluster mode would be the
-/// wrong one.
+/// RayJob mode deploys everything but the long-lived RayCluster: the one an earlier deploy in
+/// cluster mode made is deleted, no RayCluster or helper is applied, nothing is waited for, and
+/// a rerun has nothing to do. What acts on the long-lived cluster is refused with what to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn rayjob_mode_is_refused_before_anything_runs() {
+async fn rayjob_mode_deploys_all_but_the_raycluster() {
     let w = world(Pods::ReadyAfter(0));
-    let mut deployment = Deployment::default();
-    deployment.job.mode = gke_rl::model::JobMode::Rayjob;
-    let artifacts = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap();
+    assert!(matches!(w.deploy(&Given::default()).await, Deployed::Ready), "{}", w.log());
+    let applied_before = w.applies("rayclusters");
+    let rayjob = Given { config: Some("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  mode: rayjob\n"), ..Given::default() };
+    let deployed = w.deploy(&rayjob).await;
+    assert!(matches!(deployed, Deployed::Ready), "{deployed:?}\n{}", w.log());
+    let log = w.log();
+    assert!(log.contains("ConfigChanged") && log.contains("Deleted { kind: \"RayCluster\""), "{log}");
+    assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the long-lived cluster is gone");
+    assert_eq!(w.applies("rayclusters"), applied_before, "no RayCluster applied");
+    assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_none(), "RayJob mode has tokens: the policy goes");
+    assert!(w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token").is_some_and(|t| t.len() == 64), "the RayJobs' token");
+    let state = w.state().unwrap();
+    assert_eq!((state.completed.as_slice(), state.created.ray_cluster_uid.as_deref()), (Step::ALL.as_slice(), None));
+    assert!(!w.folder().join("ray-cluster.yaml").exists(), "the folder holds what this deploy applies");
+    let patched = std::fs::read_to_string(w.folder().join("gke-a4.yaml")).unwrap();
+    assert!(
+        patched.contains("autoscaling_total_min_nodes: 0") && patched.contains("num_gpus: 64"),
+        "the pool scales from zero, with Kueue's quota"
+    );
+    let requests = w.server.requests().len();
+    assert!(matches!(w.deploy(&rayjob).await, Deployed::AlreadyDeployed));
+    assert_eq!(w.server.requests().len(), requests, "a rerun asks the cluster nothing");
+
+    let deployment = w.deployment(&rayjob);
     let env = w.env(Interrupt::manual().1);
-    let options = w.deploy_options(&Given::default());
-    let planned = gke_rl_ops::deploy::plan(&deployment, &artifacts, &options, &env).unwrap_err();
-    let deployed = gke_rl_ops::deploy::deploy(&deployment, &artifacts, &options, &env, &*w.log).await.unwrap_err();
-    for error in [planned, deployed] {
-        assert!(matches!(error, Error::RayJobMode { command: "deploy" }), "{error}");
-    }
-    assert!(w.calls().is_empty() && !w.folder().exists() && w.server.requests().is_empty());
+    let suspended = gke_rl_ops::suspend::set_suspended(&deployment, true, Duration::from_secs(1), &env, &*w.log).await.unwrap_err();
+    assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
+    let head = gke_rl_ops::head::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
+    let refused = head.err().expect("no long-lived head to reach");
+    assert!(refused.to_string().contains("the commands `gke-rl render` prints"), "{refused}");
 }

@@ -57,17 +57,6 @@ pub fn network_policy_name(d: &Deployment) -> String {
 /// keeper), which the NetworkPolicy of a cluster without tokens lets reach the dashboard.
 pub const HELPER_LABEL: &str = "gke-rl/helper-of";
 
-/// The pod label that marks the Ray pods of a deployment's RayJobs, whose clusters' names
-/// KubeRay makes up (`<job>-<5 random characters>`).
-pub const RAY_POD_LABEL: &str = "gke-rl/ray-of";
-
-/// The label and value that select the deployment's Ray pods: KubeRay's own `ray.io/cluster`
-/// for the RayCluster, [`RAY_POD_LABEL`] (which the render gives their pods) for RayJobs.
-pub fn ray_pods(d: &Deployment) -> (&'static str, &str) {
-    let label = if d.job.mode == crate::model::JobMode::Rayjob { RAY_POD_LABEL } else { "ray.io/cluster" };
-    (label, d.project.cluster_name.as_str())
-}
-
 /// The NetworkPolicy of a RayCluster whose Ray has no token authentication: its pods take
 /// connections only from the cluster's own Ray pods (every port: Ray's nodes talk on many) and
 /// from gke-rl's helpers of this cluster (the dashboard's port only). A `kubectl port-forward`
@@ -75,7 +64,6 @@ pub fn ray_pods(d: &Deployment) -> (&'static str, &str) {
 /// namespace, where no policy applies (containerd, `internal/cri/server/sandbox_portforward_linux.go`).
 pub fn network_policy(d: &Deployment) -> String {
     let (cluster, namespace) = (d.project.cluster_name.as_str(), d.ray.namespace.as_str());
-    let (pods, _) = ray_pods(d);
     format!(
         "apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -85,18 +73,18 @@ metadata:
   labels:
     app.kubernetes.io/managed-by: gke-rl
 spec:
-  # Every Ray pod of {cluster}: its Ray (older than {TOKEN_AUTH_SINCE}) has no token
+  # Every pod of RayCluster {cluster}: its Ray (older than {TOKEN_AUTH_SINCE}) has no token
   # authentication, so whoever reaches the Jobs API or the GCS runs code with the pods' Secrets.
   podSelector:
     matchLabels:
-      {pods}: {cluster_value}
+      ray.io/cluster: {cluster_value}
   policyTypes: [Ingress]
   ingress:
     # The cluster's own Ray pods, on every port.
     - from:
         - podSelector:
             matchLabels:
-              {pods}: {cluster_value}
+              ray.io/cluster: {cluster_value}
     # gke-rl's idle guard and run keeper of this cluster, to the dashboard only.
     - from:
         - podSelector:

@@ -39,14 +39,38 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
         ));
     }
-    let queued_cluster = deployment.job.queue.is_some() && deployment.job.mode == crate::model::JobMode::Cluster;
-    if let Some(queue) = root.get(&["job", "queue"]).filter(|_| queued_cluster) {
-        return Err(Diagnostic::error(
-            "config-queue-needs-rayjob",
-            queue.at(),
-            "`job.queue` queues a RayJob, but `job.mode` is cluster: Kueue would suspend the long-lived RayCluster through `spec.suspend`, which gke-rl's suspend and idle guard also write",
-            "add `mode: rayjob` under `job:`, or remove `queue`",
-        ));
+    if deployment.job.mode == crate::model::JobMode::Rayjob {
+        // KubeRay's operator reads the job's state from the head's dashboard, which only a token
+        // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
+        // the RayJob would never end (KubeRay v1.7.0 `dashboardclient`, `x-ray-authorization`).
+        if !deployment.ray.token_auth().unwrap_or(false) {
+            let at = root
+                .get(&["ray", "auth"])
+                .or_else(|| root.get(&["ray", "image"]))
+                .or_else(|| root.get(&["job", "mode"]))
+                .map_or((1, 1), Node::at);
+            return Err(Diagnostic::error(
+                "config-rayjob-needs-token",
+                at,
+                "`job.mode: rayjob` needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy",
+                "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with `auth` left on",
+            ));
+        }
+        // Both act on the long-lived RayCluster, which RayJob mode does not have.
+        let job = &deployment.job;
+        let suspends =
+            [("when_done", job.when_done != crate::model::WhenDone::Keep), ("idle_timeout_minutes", job.idle_timeout_minutes.is_some())];
+        let stated = suspends.into_iter().filter(|(_, set)| *set).find_map(|(key, _)| Some((key, root.get(&["job", key])?)));
+        if let Some((key, node)) = stated {
+            return Err(Diagnostic::error(
+                "config-rayjob-suspends",
+                node.at(),
+                format!(
+                    "`job.{key}` suspends the long-lived RayCluster, which `job.mode: rayjob` does not have: each RayJob's cluster goes after its run"
+                ),
+                format!("remove `{key}`; `rayjob_ttl_seconds_after_finished` says how long a RayJob's cluster stays"),
+            ));
+        }
     }
     Ok(deployment)
 }
@@ -186,11 +210,20 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_needs_rayjob_mode() {
-        let e = from_yaml("job:\n  queue: a4\n").unwrap_err();
-        assert_eq!((e.code, e.line, e.column), ("config-queue-needs-rayjob", 2, 10));
-        assert!(from_yaml("job:\n  queue: null\n").is_ok());
-        assert!(from_yaml("job:\n  mode: rayjob\n  queue: a4\n").unwrap().gpu_pool_scales_to_zero());
+    fn rayjob_mode_needs_tokens_and_no_suspending() {
+        const V6: &str = "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n";
+        let e = from_yaml("job:\n  mode: rayjob\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-rayjob-needs-token", 2, 9), "the default image's Ray 2.46 has no tokens");
+        let e = from_yaml(&format!("{V6}  auth: disabled\njob:\n  mode: rayjob\n")).unwrap_err();
+        assert_eq!((e.code, e.line), ("config-rayjob-needs-token", 3));
+        assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n")).unwrap().gpu_pool_scales_to_zero());
+        let e = from_yaml(&format!("{V6}job:\n  mode: rayjob\n  idle_timeout_minutes: 30\n")).unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-rayjob-suspends", 5, 25));
+        let e = from_yaml(&format!("{V6}job:\n  when_done: suspend\n  mode: rayjob\n")).unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-rayjob-suspends", 4, 14));
+        assert!(from_yaml(&format!("{V6}job:\n  when_done: keep\n  mode: rayjob\n")).is_ok());
+        let e = from_yaml(&format!("{V6}job:\n  when_done: keep\n  mode: rayjob\n  idle_timeout_minutes: 5\n")).unwrap_err();
+        assert_eq!((e.code, e.line), ("config-rayjob-suspends", 6));
     }
 
     #[test]

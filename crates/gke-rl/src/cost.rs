@@ -120,6 +120,9 @@ pub struct Estimate {
     pub region: String,
     /// The config's source for its own prices, if it gave any.
     pub config_source: Option<String>,
+    /// Whether the GPU nodes bill only while a run is there (`job.mode: rayjob`: the pool
+    /// autoscales from zero, and each RayJob's cluster goes after its run).
+    pub gpu_nodes_only_during_runs: bool,
 }
 
 impl Estimate {
@@ -180,6 +183,7 @@ impl fmt::Display for Estimate {
     /// The cost block of `cost`, `deploy --dry-run` and the web page.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.lines.iter().map(|l| l.component.chars().count()).max().unwrap_or(0);
+        let width = if self.gpu_nodes_only_during_runs { width.max(BETWEEN_RUNS.len()) } else { width };
         writeln!(f, "cost in {} while the deployment exists:", self.region)?;
         for line in &self.lines {
             let range = |most: f64, hours: f64| match line.lowest_per_hour {
@@ -196,6 +200,10 @@ impl fmt::Display for Estimate {
         }
         let label = if self.unpriced().next().is_some() { "total, at least" } else { "total" };
         writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", self.amount(1.0), self.amount(24.0))?;
+        if self.gpu_nodes_only_during_runs {
+            let idle = self.without_gpu_nodes();
+            writeln!(f, "  {BETWEEN_RUNS:<width$}  {:>12}/hour {:>13}/day", idle.amount(1.0), idle.amount(24.0))?;
+        }
         write!(f, "prices: {PRICE_SOURCE}, read {PRICE_DATE}")?;
         if self.is_range() {
             write!(f, "; flex-start: {} off on-demand, {FLEX_START_PRICING}", flex_start_discount())?;
@@ -306,8 +314,19 @@ pub fn estimate(d: &Deployment) -> Estimate {
             .is_none()
             .then(|| "no citable list price in the table: set cost.lustre_per_gib_month (USD per GiB-month) in the config".to_owned()),
     });
-    Estimate { lines, region: region.to_owned(), config_source: prices.source.clone() }
+    let gpu_nodes_only_during_runs = d.job.mode == crate::model::JobMode::Rayjob;
+    if gpu_nodes_only_during_runs {
+        let gpu = &mut lines[0];
+        gpu.note = Some(gpu.note.take().map_or_else(|| ONLY_DURING_RUNS.to_owned(), |note| format!("{note}; {ONLY_DURING_RUNS}")));
+    }
+    Estimate { lines, region: region.to_owned(), config_source: prices.source.clone(), gpu_nodes_only_during_runs }
 }
+
+/// The line of what `rayjob` mode costs while no run is there.
+const BETWEEN_RUNS: &str = "between runs (no RayJob, no GPU node)";
+
+/// The GPU line's note in `rayjob` mode.
+const ONLY_DURING_RUNS: &str = "only while a RayJob runs: the pool autoscales from zero";
 
 #[cfg(test)]
 mod tests {

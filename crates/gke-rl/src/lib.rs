@@ -13,14 +13,16 @@
 //! let deployment = config::from_yaml("topology:\n  node_count: 4\n").expect("a valid config");
 //! let options = RenderOptions { source: "my-config.yaml", regenerate: "my-tool render" };
 //! let artifacts = gke_rl::render(&deployment, &options).expect("a known image");
-//! assert!(artifacts.ray_cluster.contents.contains("replicas: 4"));
+//! // In cluster mode (the default) a long-lived RayCluster; in `job.mode: rayjob`, a RayJob.
+//! let cluster = artifacts.ray_cluster.as_ref().expect("cluster mode");
+//! assert!(cluster.contents.contains("replicas: 4"));
 //!
 //! // The render checks clean...
 //! let files: Vec<SourceFile> = artifacts.iter().map(SourceFile::from).collect();
 //! assert!(validate(&files).iter().all(|f| f.diagnostic.severity < Severity::Warning));
 //!
 //! // ...and a hand-edited RayCluster that disagrees with env.sh does not.
-//! let edited = artifacts.ray_cluster.contents.replace("replicas: 4", "replicas: 8");
+//! let edited = cluster.contents.replace("replicas: 4", "replicas: 8");
 //! let files = [SourceFile::from(&artifacts.env_sh), SourceFile { name: "ray-cluster.yaml", text: &edited }];
 //! let findings = validate(&files);
 //! let finding = findings.iter().find(|f| f.diagnostic.severity == Severity::Error).expect("a mismatch");

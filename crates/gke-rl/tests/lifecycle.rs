@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{artifact, configs, render};
+use common::{configs, render};
 use gke_rl::Deployment;
 use gke_rl::lifecycle::{self, Site, State, Step};
 
@@ -26,12 +26,19 @@ fn config(name: &str) -> Deployment {
 
 fn plan(deployment: &Deployment) -> String {
     let artifacts = render(deployment);
-    lifecycle::deploy_plan(deployment, &site(deployment), artifact(&artifacts, "ray-cluster.yaml"), "30m00s")
+    lifecycle::deploy_plan(deployment, &site(deployment), artifacts.ray_cluster.as_ref().map(|a| a.contents.as_str()), "30m00s")
 }
 
 #[test]
 fn deploy_plan_default() {
     insta::assert_snapshot!(plan(&Deployment::default()));
+}
+
+/// RayJob mode: no RayCluster to apply or wait for, and a GPU pool that bills only while a
+/// RayJob runs.
+#[test]
+fn deploy_plan_rayjob() {
+    insta::assert_snapshot!(plan(&config("rayjob")));
 }
 
 #[test]
@@ -94,4 +101,56 @@ fn labelled_clusters_are_read_with_their_location() {
         [("ray-a4-gpu-spot".to_owned(), "us-east1".to_owned()), ("old-copy".to_owned(), "us-central1-b".to_owned())]
     );
     assert!(lifecycle::clusters_listed("").is_empty());
+}
+
+/// The RayJob run by hand, as a shell runs it: against a `kubectl` and a `ray` that record their
+/// words, each command gets what it must (the cluster's name, the token in the environment only,
+/// the job id in the patch that lets KubeRay go on).
+#[test]
+fn a_rayjob_run_by_hand_gives_each_command_its_words() {
+    let d = config("rayjob");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = dir.path().join("log");
+    let fake = |name: &str, body: &str| {
+        let path = bin.join(name);
+        std::fs::write(
+            &path,
+            format!("#!/bin/bash\n{{ printf '%s' {name}; printf ' [%s]' \"$@\"; echo; }} >> {}\n{body}\n", log.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    };
+    fake("kubectl", r#"case "$1 $2" in "get rayjob") printf grpo-rayjob-x7k2p ;; "get secret") printf dG9r ;; esac"#);
+    fake("ray", r#"echo "token=$RAY_AUTH_TOKEN" >> "$(dirname "$0")/../log""#);
+    let script = lifecycle::rayjob_by_hand(&d, "my out").join("\n") + "\nwait\n";
+    let out = std::process::Command::new("bash")
+        .args(["-euc", &script])
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines[0], "kubectl [apply] [-f] [my out/ray-job.yaml]");
+    assert_eq!(
+        lines[1],
+        "kubectl [wait] [rayjob/grpo-rayjob] [-n] [default] [--for=jsonpath={.status.jobDeploymentStatus}=Waiting] [--timeout=60m]"
+    );
+    assert!(log.contains("kubectl [port-forward] [-n] [default] [svc/grpo-rayjob-x7k2p-head-svc] [8265:8265]"), "{log}");
+    let submit = lines.iter().find(|l| l.starts_with("ray ")).unwrap();
+    let id = submit.split("[--submission-id] [").nth(1).unwrap().split(']').next().unwrap();
+    assert!(id.starts_with("grpo-rayjob-") && id.len() > "grpo-rayjob-".len(), "{submit}");
+    assert!(
+        submit.ends_with("[--working-dir] [my out] [--runtime-env] [my out/ray_runtime_env.json] [--no-wait] [--] [bash] [run_nemo_rl.sh]"),
+        "{submit}"
+    );
+    assert!(log.contains("token=tok\n") && !submit.contains("tok]"), "the token is in ray's environment only: {log}");
+    assert!(
+        log.contains(&format!(
+            "kubectl [patch] [rayjob] [grpo-rayjob] [-n] [default] [--type] [merge] [-p] [{{\"spec\":{{\"jobId\":\"{id}\"}}}}]"
+        )),
+        "{log}"
+    );
 }

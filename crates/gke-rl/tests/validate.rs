@@ -940,12 +940,13 @@ fn a_rayjobs_cluster_is_checked_where_it_is_written() {
     assert!(name.diagnostic.message.starts_with("RayJob name `aaaa") && name.diagnostic.message.ends_with("at most 47 characters"));
 }
 
-/// A queued RayJob against the gke-a4 blueprint's Kueue: its LocalQueue and namespace, the
-/// resources its ClusterQueue covers, and its nominal GPU quota, the node pool's GPUs (a number
-/// in the patched blueprint when the pool scales from zero).
+/// A queued RayJob against the gke-a4 blueprint's Kueue, counted as Kueue v0.17.8 counts: its
+/// LocalQueue and namespace, the resources its ClusterQueue covers (GPUs only), the queue's
+/// topology-aware flavors (a pod set asking for no GPU gets none; a pool from zero has no node to
+/// place on), and the nominal GPU quota (a number in the patched blueprint).
 #[test]
 fn kueue_admission_is_checked_against_the_blueprints_queues() {
-    let d = configs().into_iter().find(|(name, _)| name == "rayjob-kueue").expect("tests/fixtures/configs/rayjob-kueue.yaml").1;
+    let d = configs().into_iter().find(|(name, _)| name == "rayjob").expect("tests/fixtures/configs/rayjob.yaml").1;
     let mut files = rendered(&d);
     let blueprint = gke_rl::blueprint::patch(&std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap(), &d).unwrap();
     files.insert("gke-a4.yaml".to_owned(), blueprint.clone());
@@ -956,48 +957,82 @@ fn kueue_admission_is_checked_against_the_blueprints_queues() {
             .map(|f| (f.file, f.diagnostic.line, f.diagnostic.message))
             .collect()
     };
-    assert_eq!(kueue(&files), [], "the render is admissible");
-    let job = files["ray-job.yaml"].clone();
-    let line_of = |text: &str, needle: &str| u32::try_from(text.lines().position(|l| l.contains(needle)).unwrap() + 1).unwrap();
+    assert_eq!(kueue(&files), [], "not queued: not checked");
+    let labels = "  labels:\n    app.kubernetes.io/managed-by: gke-rl\n";
+    let queued = |queue: &str| files["ray-job.yaml"].replacen(labels, &format!("{labels}    kueue.x-k8s.io/queue-name: {queue}\n"), 1);
+    let job = queued("a4");
+    let line_of = |text: &str, needle: &str, nth: usize| {
+        u32::try_from(text.lines().enumerate().filter(|(_, l)| l.contains(needle)).nth(nth).unwrap().0 + 1).unwrap()
+    };
+    let mut files = files.clone();
+    files.insert("ray-job.yaml".to_owned(), job.clone());
+    let found = kueue(&files);
+    let at = |file: &str, line: u32| {
+        found.iter().find(|f| f.0 == file && f.1 == line).map(|f| f.2.as_str()).unwrap_or_else(|| panic!("{file}:{line} in {found:#?}"))
+    };
+    // The head asks for CPU and memory, uncovered, and for no GPU: no TAS flavor.
+    assert!(
+        at("ray-job.yaml", line_of(&job, "cpu:", 0))
+            .starts_with("the head asks for `cpu`, which ClusterQueue `a4` does not cover (nvidia.com/gpu)")
+    );
+    assert!(at("ray-job.yaml", line_of(&job, "memory:", 0)).starts_with("the head asks for `memory`"));
+    assert!(
+        at("ray-job.yaml", line_of(&job, "headGroupSpec:", 0) + 1)
+            .contains("asks for none of what ClusterQueue `a4` covers (nvidia.com/gpu)")
+    );
+    // The worker's CPU, once for its requests and limits.
+    let worker_cpu = line_of(&job, "cpu:", 2);
+    assert!(at("ray-job.yaml", worker_cpu).starts_with("worker group `gpu-worker-group` asks for `cpu`"));
+    assert!(!found.iter().any(|f| f.1 == line_of(&job, "cpu:", 3)), "limits repeat the request: {found:#?}");
+    // The pool autoscales from zero, at its line in the blueprint.
+    assert!(at("gke-a4.yaml", line_of(&blueprint, "autoscaling_total_min_nodes: 0", 0)).contains("no node comes before admission"));
+    assert_eq!(found.len(), 6, "head cpu, memory and no GPU; worker cpu and memory; the pool: {found:#?}");
+    // A zero request is no request to Kueue.
+    let zero: String = job
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let worker_cpu = [worker_cpu, line_of(&job, "cpu:", 3)].contains(&(u32::try_from(i).unwrap() + 1));
+            if worker_cpu { format!("{}cpu: \"0\"\n", &l[..l.find("cpu:").unwrap()]) } else { format!("{l}\n") }
+        })
+        .collect();
+    files.insert("ray-job.yaml".to_owned(), zero);
+    assert_eq!(kueue(&files).len(), 5, "the worker's cpu: 0 asks for nothing: {:#?}", kueue(&files));
 
-    // A queue the blueprint does not create, at its label.
-    let other = job.replace("queue-name: a4", "queue-name: a5");
+    // A queue the blueprint does not create, at its label, and nothing else.
+    let other = queued("a5");
     files.insert("ray-job.yaml".to_owned(), other.clone());
     let found = kueue(&files);
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].1, line_of(&other, "queue-name: a5"));
+    assert_eq!(found[0].1, line_of(&other, "queue-name: a5", 0));
     assert!(found[0].2.contains("`a5` is not one the gke-a4 blueprint creates (`a4` in namespace `default`)"), "{}", found[0].2);
 
     // Another namespace than the LocalQueue's.
     let elsewhere = job.replacen("  namespace: default\n", "  namespace: ml\n", 1);
     files.insert("ray-job.yaml".to_owned(), elsewhere.clone());
-    let found = kueue(&files);
-    assert_eq!(found.iter().map(|f| f.1).collect::<Vec<_>>(), [line_of(&elsewhere, "namespace: ml")], "{found:#?}");
+    assert!(kueue(&files).iter().any(|f| f.1 == line_of(&elsewhere, "namespace: ml", 0) && f.2.contains("is in namespace `default`")));
 
-    // CPU asked for, in requests and limits by the worker's GPU check (an init container) and its
-    // Ray container: one finding per container.
-    let worker_gpus = "                    nvidia.com/gpu: \"8\"\n";
-    let with_cpu = job.replace(worker_gpus, &format!("                    cpu: \"100\"\n{worker_gpus}"));
-    assert_eq!(with_cpu.matches("cpu: \"100\"").count(), 4, "requests and limits of two containers");
-    files.insert("ray-job.yaml".to_owned(), with_cpu.clone());
-    let found = kueue(&files);
-    let cpu_lines: Vec<u32> = with_cpu.lines().enumerate().filter(|(_, l)| l.contains("cpu: \"100\"")).map(|(i, _)| i as u32 + 1).collect();
-    assert_eq!(found.iter().map(|f| f.1).collect::<Vec<_>>(), [cpu_lines[0], cpu_lines[2]], "{found:#?}");
-    assert!(found[0].2.contains("asks for `cpu`, which ClusterQueue `a4` does not cover (nvidia.com/gpu)"), "{}", found[0].2);
-
-    // More GPUs than the quota, with both numbers; the quota from the patched blueprint.
+    // More GPUs than the quota, with both numbers: the patched blueprint's, else the nodes'.
     assert!(blueprint.contains("num_gpus: 64"), "the pool scales from zero, so the patch states the quota");
     let more = job.replace("replicas: 8\n", "replicas: 9\n");
     files.insert("ray-job.yaml".to_owned(), more);
-    let found = kueue(&files);
+    let over = |files: &Files| {
+        kueue(files)
+            .into_iter()
+            .map(|f| f.2)
+            .find(|m| m.starts_with("the run asks for 72 GPUs, over ClusterQueue `a4`'s nominal quota of 64 ("))
+    };
+    assert!(over(&files).is_some_and(|m| m.contains("(gke-a4.yaml:")), "{:#?}", kueue(&files));
+    let patched = files.remove("gke-a4.yaml").unwrap();
+    assert!(over(&files).is_some_and(|m| m.contains("(8 nodes × 8 GPUs, env.sh:")), "{:#?}", kueue(&files));
+    // The upstream reference of an autoscaling pool is a quota of 0.
+    files.insert("gke-a4.yaml".to_owned(), patched.replace("num_gpus: 64", "num_gpus: $(a4-pool.static_gpu_count)"));
+    files.insert("ray-job.yaml".to_owned(), job);
     assert!(
-        found.iter().any(|f| f.2.starts_with("the run asks for 72 GPUs, over ClusterQueue `a4`'s nominal quota of 64 (gke-a4.yaml:")),
-        "{found:#?}"
+        kueue(&files)
+            .iter()
+            .any(|f| f.2.starts_with("the run asks for 64 GPUs, over ClusterQueue `a4`'s nominal quota of 0 (an autoscaling pool's"))
     );
-    // Without a blueprint, the node count gives the quota.
-    files.remove("gke-a4.yaml");
-    let found = kueue(&files);
-    assert!(found.iter().any(|f| f.2.contains("nominal quota of 64 (8 nodes × 8 GPUs, env.sh:")), "{found:#?}");
 }
 
 /// gke-rl's table of Kueue queues is the blueprint's template, read from the verbatim copy.
@@ -1008,6 +1043,8 @@ fn kueue_queues_are_the_templates() {
         template.split("\n---\n").map(|doc| serde_saphyr::from_str(&doc.replace("${", "x{")).expect("YAML once templated")).collect();
     let of_kind = |kind: &'static str| documents.iter().filter(move |d| d["kind"] == kind);
     let mut found = Vec::new();
+    let topology_aware =
+        |flavor: &str| of_kind("ResourceFlavor").any(|f| f["metadata"]["name"] == flavor && f["spec"]["topologyName"].is_string());
     for local in of_kind("LocalQueue") {
         let cluster_queue = local["spec"]["clusterQueue"].as_str().unwrap();
         let cq = of_kind("ClusterQueue").find(|c| c["metadata"]["name"] == cluster_queue).expect("its ClusterQueue");
@@ -1020,7 +1057,10 @@ fn kueue_queues_are_the_templates() {
             (Some("nvidia.com/gpu"), Some("x{num_gpus}")),
             "the pool's GPUs"
         );
+        let flavors: Vec<&str> =
+            groups.iter().flat_map(|g| g["flavors"].as_array().unwrap()).map(|f| f["name"].as_str().unwrap()).collect();
         found.push((
+            flavors.iter().all(|f| topology_aware(f)),
             local["metadata"]["name"].as_str().unwrap().to_owned(),
             local["metadata"]["namespace"].as_str().unwrap().to_owned(),
             cluster_queue.to_owned(),
@@ -1030,7 +1070,8 @@ fn kueue_queues_are_the_templates() {
     let ours: Vec<_> = gke_rl::knowledge::GKE_A4_QUEUES
         .iter()
         .map(|q| {
-            (q.name.to_owned(), q.namespace.to_owned(), q.cluster_queue.to_owned(), q.covered.iter().map(|c| (*c).to_owned()).collect())
+            let covered = q.covered.iter().map(|c| (*c).to_owned()).collect();
+            (q.topology_aware, q.name.to_owned(), q.namespace.to_owned(), q.cluster_queue.to_owned(), covered)
         })
         .collect();
     assert_eq!(ours, found);

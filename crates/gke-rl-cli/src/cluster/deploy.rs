@@ -57,6 +57,15 @@ impl DeployArgs {
                 loaded.defaulted.join(", ")
             );
         }
+        if loaded.deployment.job.mode == gke_rl::model::JobMode::Rayjob {
+            let flag =
+                [("--idle-timeout", self.idle_timeout.is_some()), ("--fabric-check", self.fabric_check)].into_iter().find(|(_, on)| *on);
+            if let Some((flag, _)) = flag {
+                anyhow::bail!(
+                    "{flag} acts on the long-lived RayCluster, which job.mode: rayjob does not have: each RayJob brings its own\nhelp: leave out {flag}, or set job.mode: cluster"
+                );
+            }
+        }
         if let Some(idle) = self.idle_timeout {
             loaded.deployment.job.idle_timeout_minutes = Some(idle_minutes(idle));
         }
@@ -107,7 +116,17 @@ fn idle_minutes(idle: Duration) -> std::num::NonZeroU32 {
 fn said(deployed: Deployed, d: &gke_rl::Deployment, get_credentials: &gke_rl::lifecycle::Command) -> anyhow::Result<(String, u8)> {
     let cli = crate::name();
     let cluster = &d.project.cluster_name;
+    let rayjob = d.job.mode == gke_rl::model::JobMode::Rayjob;
     Ok(match deployed {
+        // kubectl-ray applies the InteractiveMode RayJob, uploads and submits.
+        Deployed::Ready if rayjob => (
+            format!(
+                "{cluster} is ready for RayJobs: no GPU node runs until one does. Next:\n  \
+                 {cli} render    prints the commands that run the job as a RayJob\n  \
+                 {cli} destroy   when you are done: Lustre and the head's node bill by the hour"
+            ),
+            0,
+        ),
         Deployed::Ready => (
             format!(
                 "RayCluster {cluster} is Ready. Next:\n  {cli} submit    (port-forwards to the head by itself)\n  \
@@ -116,6 +135,7 @@ fn said(deployed: Deployed, d: &gke_rl::Deployment, get_credentials: &gke_rl::li
             0,
         ),
         Deployed::AlreadyReady { ready, wanted } => (format!("nothing to do: RayCluster {cluster} is Ready ({ready}/{wanted} pods)"), 0),
+        Deployed::AlreadyDeployed => (format!("nothing to do: {cluster} is deployed for RayJobs"), 0),
         Deployed::Declined => ("nothing was created".to_owned(), 1),
         Deployed::Failed { step: Step::Preflight, error, .. } => {
             (format!("✗ {} failed\n{}", Step::Preflight.title(), explain(&error, None, get_credentials)), 1)

@@ -158,7 +158,6 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 "seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline",
             ),
             var("JOB_MODE", "/job/mode", Kind::Text, "cluster or rayjob (a cluster of its own)"),
-            var("JOB_QUEUE", "/job/queue", Kind::OptionalText, "Kueue LocalQueue; empty: none"),
             var(
                 "RAYJOB_TTL_SECONDS_AFTER_FINISHED",
                 "/job/rayjob_ttl_seconds_after_finished",

@@ -162,9 +162,41 @@ impl Folder<'_> {
     }
 }
 
+/// The commands that run the job as a RayJob by hand, from the render in folder `out`, until
+/// gke-rl submits RayJobs itself. In InteractiveMode KubeRay makes the cluster, then waits until
+/// the RayJob's `spec.jobId` names a job submitted to it (`rayjob_controller.go`, KubeRay v1.7.0);
+/// kubectl-ray's `job submit` gives up on a cluster after 120 s, less than a GPU pool takes to
+/// scale from zero.
+pub fn rayjob_by_hand(d: &Deployment, out: &str) -> Vec<String> {
+    use crate::quote::sh;
+    let (job, namespace) = (d.job.name.as_str(), d.ray.namespace.as_str());
+    let file = |kind: ArtifactKind| sh(&Path::new(out).join(kind.file()).display().to_string());
+    let cluster = format!("$(kubectl get rayjob {job} -n {namespace} -o jsonpath='{{.status.rayClusterName}}')");
+    vec![
+        format!("kubectl apply -f {}", file(ArtifactKind::RayJob)),
+        format!("kubectl wait rayjob/{job} -n {namespace} --for=jsonpath='{{.status.jobDeploymentStatus}}'=Waiting --timeout=60m"),
+        format!("kubectl port-forward -n {namespace} \"svc/{cluster}-head-svc\" 8265:8265 &"),
+        format!("ID={job}-$(date +%s)"),
+        format!(
+            "RAY_AUTH_TOKEN=\"$(kubectl get secret {secret} -n {namespace} -o jsonpath='{{.data.{key}}}' | base64 -d)\" \
+             ray job submit --address http://127.0.0.1:8265 --submission-id \"$ID\" --working-dir {dir} --runtime-env {env} --no-wait -- {entrypoint}",
+            secret = crate::auth::secret_name(d),
+            key = crate::auth::TOKEN_KEY,
+            dir = sh(out),
+            env = file(ArtifactKind::RuntimeEnv),
+            entrypoint = crate::render::entrypoint(),
+        ),
+        format!("kubectl patch rayjob {job} -n {namespace} --type merge -p \"{{\\\"spec\\\":{{\\\"jobId\\\":\\\"$ID\\\"}}}}\""),
+    ]
+}
+
 /// The in-cluster helpers deploy applies after the RayCluster, each with its objects (one YAML
 /// document each): the run keeper, and the idle guard when the deployment has an idle timeout.
 pub fn helpers(deployment: &Deployment) -> Vec<(&'static str, String)> {
+    // They look after the long-lived RayCluster; a RayJob's cluster is KubeRay's to end.
+    if deployment.job.mode == crate::model::JobMode::Rayjob {
+        return Vec::new();
+    }
     let keeper = Some(("run keeper", crate::supervisor::keeper_manifests(deployment)));
     let guard = crate::guard::manifests(deployment).map(|m| ("idle guard", m));
     keeper.into_iter().chain(guard).collect()

@@ -457,11 +457,6 @@ pub struct Job {
     /// How the run reaches the cluster: on the deployment's long-lived RayCluster, or as a
     /// RayJob that brings its own RayCluster and deletes it when the run ends.
     pub mode: JobMode,
-    /// In `rayjob` mode, the Kueue LocalQueue the run waits in for its GPUs (the label
-    /// `kueue.x-k8s.io/queue-name` on the RayJob). Null: not queued. Cluster mode takes none:
-    /// Kueue would suspend the long-lived cluster by `spec.suspend`, which gke-rl's suspend and
-    /// idle guard also write.
-    pub queue: Option<Name>,
     /// In `rayjob` mode, seconds the RayJob's cluster stays after the run ends
     /// (`ttlSecondsAfterFinished`), for `logs` and `report` to read it; its GPUs are paid meanwhile.
     pub rayjob_ttl_seconds_after_finished: u32,
@@ -519,7 +514,6 @@ impl Default for Job {
             idle_timeout_minutes: None,
             expected_step_seconds: None,
             mode: JobMode::Cluster,
-            queue: None,
             rayjob_ttl_seconds_after_finished: 300,
             rayjob_active_deadline_seconds: None,
             rayjob_pre_running_deadline_seconds: None,

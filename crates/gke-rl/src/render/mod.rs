@@ -6,7 +6,7 @@ mod job;
 mod ray_cluster;
 mod ray_job;
 
-pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, QUEUE_LABEL, interfaces};
+pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
 
 use crate::ArtifactKind;
 use crate::envsh;
@@ -93,10 +93,14 @@ impl Artifacts {
     /// RayCluster in `rayjob` mode, a RayJob in cluster mode, the NetworkPolicy with tokens): a
     /// copy left by an earlier render is stale.
     pub fn not_rendered(&self) -> impl Iterator<Item = &'static str> + '_ {
-        [(ArtifactKind::RayCluster, &self.ray_cluster), (ArtifactKind::NetworkPolicy, &self.network_policy), (ArtifactKind::RayJob, &self.ray_job)]
-            .into_iter()
-            .filter(|(_, artifact)| artifact.is_none())
-            .map(|(kind, _)| kind.file())
+        [
+            (ArtifactKind::RayCluster, &self.ray_cluster),
+            (ArtifactKind::NetworkPolicy, &self.network_policy),
+            (ArtifactKind::RayJob, &self.ray_job),
+        ]
+        .into_iter()
+        .filter(|(_, artifact)| artifact.is_none())
+        .map(|(kind, _)| kind.file())
     }
 }
 
@@ -225,8 +229,8 @@ fn secret_instructions(d: &Deployment, token_auth: bool) -> String {
         .map_or_else(String::new, |env| format!("#   [ -z \"${{{env}:-}}\" ] || printf '{WANDB_API_KEY_KEY}=%s\\n' \"${env}\"\n"));
     format!(
         "# The Kubernetes Secret `{name}` carries the job's tokens into the Ray pods (secretKeyRef in\n\
-         # ray-cluster.yaml). Its values never touch a file: create or update it from your environment\n\
-         # with the command below before applying ray-cluster.yaml. printf is a shell builtin, so the\n\
+         # {pods}). Its values never touch a file: create or update it from your environment\n\
+         # with the command below before applying {pods}. printf is a shell builtin, so the\n\
          # values do not appear in `ps` either.\n\
          #\n\
          # {{ printf '{HF_TOKEN_KEY}=%s\\n' \"${{{hf}:?set {hf} to your Hugging Face token}}\"\n\
@@ -235,6 +239,7 @@ fn secret_instructions(d: &Deployment, token_auth: bool) -> String {
          #       --from-env-file=/dev/stdin --dry-run=client --output yaml \\\n\
          #   | kubectl apply --filename -\n{ray_token}",
         ray_token = if token_auth { ray_token_instructions(d) } else { String::new() },
+        pods = pods_file(d),
         name = secrets.kubernetes_secret,
         hf = secrets.hf_token_env,
         namespace = d.ray.namespace,
@@ -246,14 +251,20 @@ fn secret_instructions(d: &Deployment, token_auth: bool) -> String {
 fn ray_token_instructions(d: &Deployment) -> String {
     format!(
         "#\n\
-         # The Secret `{name}` holds the cluster's Ray token (authOptions in ray-cluster.yaml): only\n\
+         # The Secret `{name}` holds the cluster's Ray token (authOptions in {pods}): only\n\
          # its holders reach the Jobs API and the GCS. `gke-rl deploy` creates it; by hand, create it\n\
-         # once, before applying ray-cluster.yaml (a new token locks out the running pods):\n\
+         # once, before applying {pods} (a new token locks out the running pods):\n\
          #\n\
          # head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' \\\n\
          #   | kubectl create secret generic {name} --namespace {namespace} --from-file={key}=/dev/stdin\n",
         name = crate::auth::secret_name(d),
         namespace = d.ray.namespace,
         key = crate::auth::TOKEN_KEY,
+        pods = pods_file(d),
     )
+}
+
+/// The file whose pods read the Secrets: the RayCluster's, or in `rayjob` mode the RayJob's.
+fn pods_file(d: &Deployment) -> &'static str {
+    if d.job.mode == crate::model::JobMode::Rayjob { ArtifactKind::RayJob.file() } else { ArtifactKind::RayCluster.file() }
 }

@@ -8,7 +8,7 @@ use crate::knowledge::{
     self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH,
     NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, SYSTEM_POOL,
 };
-use crate::model::{Deployment, HeadNodePool, JobMode};
+use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
 
 const LUSTRE_VOLUME: &str = "lustre";
@@ -21,25 +21,19 @@ pub const INTERFACES_ANNOTATION: &str = "networking.gke.io/interfaces";
 /// What the head runs when KubeRay leaves the command to the containers.
 const HEAD_COMMAND: &str = r#"ulimit -n 65536; exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD""#;
 
-/// The label that puts a workload in a Kueue LocalQueue.
-pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-
 pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabric: Option<&GpuFabric>) -> String {
     format!(
         "apiVersion: ray.io/v1\nkind: RayCluster\n{}spec:\n{}",
-        metadata(d, d.project.cluster_name.as_str(), None, fabric),
+        metadata(d, d.project.cluster_name.as_str(), fabric),
         spec(d, ray_version, token_auth, fabric)
     )
 }
 
 /// A RayCluster's metadata, or a RayJob's (KubeRay copies a RayJob's labels and annotations to
 /// the cluster it makes: rayjob_controller.go `constructRayClusterForRayJob`, KubeRay v1.7.0).
-pub(super) fn metadata(d: &Deployment, name: &str, queue: Option<&crate::model::Name>, fabric: Option<&GpuFabric>) -> String {
+pub(super) fn metadata(d: &Deployment, name: &str, fabric: Option<&GpuFabric>) -> String {
     let mut out =
         format!("metadata:\n  name: {name}\n  namespace: {}\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\n", d.ray.namespace);
-    if let Some(queue) = queue {
-        let _ = writeln!(out, "    {QUEUE_LABEL}: {queue}");
-    }
     if fabric.is_some() {
         let _ = write!(
             out,
@@ -63,7 +57,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
     rayStartParams:
       dashboard-host: {dashboard_host}
     template:
-{head_metadata}      spec:
+      spec:
 {placement}        containers:
           - name: ray-head
             image: {image}
@@ -103,7 +97,6 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
         ray_version = yaml(ray_version),
         auth = if token_auth { auth_options(d) } else { String::new() },
         dashboard_host = yaml("0.0.0.0"),
-        head_metadata = pod_labels(d, 6).map_or_else(String::new, |labels| format!("      metadata:\n{labels}")),
         placement = head_placement(d),
         worker_placement = placement(d, 10),
         health_check = health_check_container(d, &image_text, fabric.is_some()),
@@ -111,7 +104,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
         head_env = secret_env(d, None, 12),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
         head_command = if fabric.is_some() { command(HEAD_COMMAND, 12) } else { String::new() },
-        worker_metadata = worker_metadata(d, fabric),
+        worker_metadata = fabric.map_or_else(String::new, worker_annotations),
         worker_command = if fabric.is_some() { command(&worker_start(), 14) } else { String::new() },
         fabric_mounts = if fabric.is_some() {
             format!(
@@ -137,14 +130,8 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
     )
 }
 
-/// The head's resources; none when the run is queued: the blueprint's Kueue ClusterQueue covers
-/// GPUs only, and Kueue admits no pod that asks for a resource its queue does not cover
-/// (`kueue-configuration.yaml.tftpl`, cluster-toolkit examples/gke-a4). The head has its node.
 fn head_resources(d: &Deployment) -> String {
     let head = &d.ray.head;
-    if d.job.queue.is_some() {
-        return "            # Queued in Kueue, whose ClusterQueue covers GPUs only: no CPU or memory request.\n".to_owned();
-    }
     format!(
         "            resources:\n              requests:\n                cpu: {}\n                memory: {}\n              limits:\n                cpu: {}\n                memory: {}\n",
         yaml(head.cpu_request.as_str()),
@@ -154,16 +141,10 @@ fn head_resources(d: &Deployment) -> String {
     )
 }
 
-/// A worker's resources: its GPUs, and its CPU and memory unless the run is queued
-/// ([`head_resources`] says why). A worker has its node to itself either way.
 fn worker_resources(d: &Deployment) -> String {
     let gpus = yaml(&d.topology.gpus_per_node.get().to_string());
-    let lines = if d.job.queue.is_some() {
-        format!("                  nvidia.com/gpu: {gpus}\n")
-    } else {
-        let (cpu, memory) = (yaml(d.ray.worker.cpu.as_str()), yaml(d.ray.worker.memory.as_str()));
-        format!("                  cpu: {cpu}\n                  memory: {memory}\n                  nvidia.com/gpu: {gpus}\n")
-    };
+    let (cpu, memory) = (yaml(d.ray.worker.cpu.as_str()), yaml(d.ray.worker.memory.as_str()));
+    let lines = format!("                  cpu: {cpu}\n                  memory: {memory}\n                  nvidia.com/gpu: {gpus}\n");
     format!("              resources:\n                requests:\n{lines}                limits:\n{lines}")
 }
 
@@ -221,25 +202,9 @@ pub fn interfaces(fabric: &GpuFabric) -> String {
     format!("[{}]", entries.join(","))
 }
 
-/// The labels of a RayJob's pods, at `indent` (`None` in cluster mode). KubeRay names a RayJob's
-/// cluster `<job>-<5 random characters>`, so its pods' `ray.io/cluster` label is not known
-/// before the run; the NetworkPolicy selects them by this label instead ([`crate::auth::ray_pods`]).
-fn pod_labels(d: &Deployment, indent: usize) -> Option<String> {
-    let (label, value) = crate::auth::ray_pods(d);
-    (d.job.mode == JobMode::Rayjob).then(|| format!("{pad}  labels:\n{pad}    {label}: {}\n", yaml(value), pad = " ".repeat(indent)))
-}
-
-fn worker_metadata(d: &Deployment, fabric: Option<&GpuFabric>) -> String {
-    let labels = pod_labels(d, 8);
-    if labels.is_none() && fabric.is_none() {
-        return String::new();
-    }
-    format!("        metadata:\n{}{}", labels.unwrap_or_default(), fabric.map_or_else(String::new, worker_annotations))
-}
-
 fn worker_annotations(fabric: &GpuFabric) -> String {
     format!(
-        "          annotations:\n            # GPUDirect RDMA: the pod network on eth0, the blueprint's {n} RDMA networks on eth2 and up.\n            \
+        "        metadata:\n          annotations:\n            # GPUDirect RDMA: the pod network on eth0, the blueprint's {n} RDMA networks on eth2 and up.\n            \
          networking.gke.io/default-interface: eth0\n            {INTERFACES_ANNOTATION}: '{interfaces}'\n",
         n = fabric.nics,
         interfaces = interfaces(fabric),

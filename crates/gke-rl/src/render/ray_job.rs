@@ -4,10 +4,10 @@
 //! and deletes it when the run ends. It is submitted in `InteractiveMode`, the one mode in which
 //! KubeRay submits nothing itself (`apis/ray/v1/rayjob_types.go`, KubeRay v1.7.0): in the others
 //! the operator, a submitter Job or a sidecar runs `ray job submit` as soon as the cluster is
-//! ready, with a runtime env whose `working_dir` must already be a URI, while gke-rl uploads the
-//! working dir itself, to the new cluster's dashboard, which exists only once the cluster does.
-//! So gke-rl waits for the RayJob's cluster, uploads, and submits with the RayJob's `jobId`,
-//! as `kubectl ray job submit` does (`kubectl-plugin/pkg/cmd/job/job_submit.go`).
+//! ready, with a runtime env whose `working_dir` must already be a URI, while the working dir
+//! here is uploaded from the user's machine, to the new cluster's dashboard, which exists only
+//! once the cluster does. KubeRay waits until `spec.jobId` names the job submitted there
+//! ([`crate::lifecycle::rayjob_by_hand`] gives the commands).
 
 use std::fmt::Write as _;
 
@@ -30,17 +30,18 @@ pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabr
         "apiVersion: ray.io/v1
 kind: RayJob
 {metadata}spec:
-  # gke-rl uploads the working dir and submits the run: KubeRay submits nothing in this mode.
+  # KubeRay submits nothing in this mode: it waits until spec.jobId names the job submitted
+  # to its cluster (the commands `gke-rl render` prints).
   submissionMode: InteractiveMode
   entrypoint: {entrypoint}
-  # Restarts are the supervisor's, inside the run (job.max_restarts).
+  # KubeRay retries nothing in InteractiveMode.
   backoffLimit: 0
   # The cluster is deleted this long after the run, giving its GPU nodes back.
   shutdownAfterJobFinishes: true
   ttlSecondsAfterFinished: {ttl}
 {deadlines}  rayClusterSpec:
 {cluster}",
-        metadata = ray_cluster::metadata(d, d.job.name.as_str(), d.job.queue.as_ref(), fabric),
+        metadata = ray_cluster::metadata(d, d.job.name.as_str(), fabric),
         entrypoint = yaml(&super::entrypoint()),
         ttl = job.rayjob_ttl_seconds_after_finished,
     )

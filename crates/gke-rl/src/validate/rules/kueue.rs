@@ -1,24 +1,24 @@
 //! Kueue admission: a queued RayJob or RayCluster against the queues the gke-a4 blueprint
 //! creates ([`knowledge::GKE_A4_QUEUES`]). Kueue does not refuse such a workload at the API: it
-//! leaves it suspended, its Workload `Inadmissible` or pending for good, and no pod starts.
+//! leaves it suspended, its Workload pending or `Inadmissible`, and no pod starts. How Kueue
+//! counts is kubernetes-sigs/kueue v0.17.8: a pod's requests are the larger of its containers'
+//! sum and each init container's, zero quantities are skipped, a worker group counts `replicas`
+//! (0 when unset) times `numOfHosts` (`pkg/controller/jobs/raycluster/common.go`), and in a
+//! ClusterQueue whose flavors are all topology-aware, every pod set needs a TAS flavor
+//! (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, "no TAS flavor assigned").
 
 use super::ray::{Pod, pods};
 use super::*;
-use crate::blueprint::modules;
-use crate::knowledge::{self, GPU_RESOURCE, KueueQueue};
-use crate::render::QUEUE_LABEL;
-use crate::validate::Tree;
+use crate::blueprint::{NODE_POOL_SOURCE, module_by_source, modules};
+use crate::knowledge::{self, GPU_RESOURCE, KueueQueue, QUEUE_LABEL};
+use crate::validate::{Tree, quantity};
 use crate::yaml::Node;
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     // A RayJob's cluster view carries the RayJob's own metadata, so each workload is seen once.
     let queued = views.ray_clusters.iter().filter_map(|w| Some((w, w.root.get(&["metadata", "labels", QUEUE_LABEL])?))).collect::<Vec<_>>();
     if queued.is_empty() {
-        sink.skip(
-            &KUEUE_INADMISSIBLE,
-            "no queued RayJob",
-            format!("queue the run: job.mode: rayjob and job.queue: {}", knowledge::GKE_A4_QUEUES[0].name),
-        );
+        sink.skip(&KUEUE_INADMISSIBLE, "no queued RayJob or RayCluster", format!("label it `{QUEUE_LABEL}: <LocalQueue>`"));
     }
     for (workload, label) in queued {
         sink.ran(&KUEUE_INADMISSIBLE);
@@ -34,30 +34,77 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                     "Kueue LocalQueue `{name}` is not one the gke-a4 blueprint creates ({}): no workload in it is admitted",
                     known.join(", ")
                 ),
-                format!("set job.queue: {}", knowledge::GKE_A4_QUEUES[0].name),
+                format!("set `{QUEUE_LABEL}: {}`", knowledge::GKE_A4_QUEUES[0].name),
             );
             continue;
         };
-        admissible(workload, queue, &quota(views, facts), sink);
+        admissible(workload, queue, views, facts, sink);
+        if let (true, Some((blueprint, min))) = (queue.topology_aware, pool_from_zero(views)) {
+            sink.emit(
+                &KUEUE_INADMISSIBLE,
+                blueprint.file,
+                min.at(),
+                format!(
+                    "ClusterQueue `{}` is topology-aware, which places pods only on nodes that exist, and the GPU pool autoscales from zero: no node comes before admission, and no admission before a node ({} queues in it)",
+                    queue.cluster_queue, workload.file
+                ),
+                "keep the GPU pool static (static_node_count) for a queued run",
+            );
+        }
     }
 }
 
+/// The GPU pool's autoscaling from zero, where the blueprint says so: its line.
+fn pool_from_zero<'v>(views: &'v Views<'_>) -> Option<(&'v Tree<'v>, &'v Node)> {
+    views.blueprints.iter().find_map(|b| {
+        let min = module_by_source(&b.root, NODE_POOL_SOURCE)?.get(&["settings", "autoscaling_total_min_nodes"])?;
+        (min.as_u64() == Some(0)).then_some((b, min))
+    })
+}
+
 /// The ClusterQueue's nominal GPU quota and where it is stated: the blueprint's `num_gpus` when
-/// it is a number (gke-rl's patch writes one for a pool that scales from zero), else the node
-/// pool's GPUs (`static_gpu_count`).
+/// it is a number (gke-rl's patch writes one for a pool that scales from zero); 0 when it is the
+/// `static_gpu_count` of a pool that autoscales (cluster-toolkit `gke-node-pool/main.tf`);
+/// else the node pool's GPUs.
 fn quota(views: &Views<'_>, facts: &Facts) -> Option<(u64, String)> {
     let stated = views.blueprints.iter().find_map(|b| {
         let gpus = modules(&b.root).find_map(|m| m.get(&["settings", "kueue", "config_template_vars", "num_gpus"]))?;
-        Some((gpus.as_u64()?, format!("{}:{}", b.file, gpus.line)))
+        let at = format!("{}:{}", b.file, gpus.line);
+        match gpus.as_u64() {
+            Some(n) => Some((n, at)),
+            None if pool_from_zero(views).is_some() => Some((0, format!("an autoscaling pool's static_gpu_count, {at}"))),
+            None => None,
+        }
     });
     stated.or_else(|| {
         let nodes = facts.node_count.as_ref()?;
         let per_node = facts.gpus_per_node.as_ref().map(|f| f.value).or_else(|| facts.machine().map(|m| u64::from(m.gpus)))?;
-        Some((nodes.value * per_node, format!("{} nodes × {per_node} GPUs, {}", nodes.value, nodes.cite())))
+        Some((nodes.value.saturating_mul(per_node), format!("{} nodes × {per_node} GPUs, {}", nodes.value, nodes.cite())))
     })
 }
 
-fn admissible(workload: &Tree<'_>, queue: &KueueQueue, quota: &Option<(u64, String)>, sink: &mut Sink) {
+/// A pod's request for `resource` as Kueue counts it, in whole units: the larger of its
+/// containers' sum and each init container's (requests, else limits).
+fn pod_request(pod: &Pod<'_>, resource: &str) -> u64 {
+    let of = |c: &Node| {
+        let q = c.get(&["resources", "requests", resource]).or_else(|| c.get(&["resources", "limits", resource]))?;
+        quantity::parse(q.text()?).filter(|q| q.is_finite() && *q > 0.0).map(|q| q.ceil() as u64)
+    };
+    let containers = pod.containers().iter().filter_map(of).fold(0, u64::saturating_add);
+    let init = pod.spec.get(&["initContainers"]).map(Node::items).unwrap_or_default().iter().filter_map(of).max().unwrap_or(0);
+    containers.max(init)
+}
+
+/// How many pods of a pod set Kueue counts.
+fn count(pod: &Pod<'_>) -> u64 {
+    if pod.is_head {
+        return 1;
+    }
+    let number = |key: &str, default: u64| pod.group.get(&[key]).map_or(Some(default), Node::as_u64).unwrap_or(0);
+    number("replicas", 0).saturating_mul(number("numOfHosts", 1))
+}
+
+fn admissible(workload: &Tree<'_>, queue: &KueueQueue, views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     let mut emit = |at: (u32, u32), message: String, help: String| sink.emit(&KUEUE_INADMISSIBLE, workload.file, at, message, help);
     let namespace = workload.root.get(&["metadata", "namespace"]);
     if namespace.and_then(Node::text).unwrap_or("default") != queue.namespace {
@@ -70,14 +117,24 @@ fn admissible(workload: &Tree<'_>, queue: &KueueQueue, quota: &Option<(u64, Stri
     let pods = pods(&workload.root);
     for pod in &pods {
         uncovered(pod, queue, &mut emit);
+        if queue.topology_aware && queue.covered.iter().all(|r| pod_request(pod, r) == 0) {
+            emit(
+                pod.group.at(),
+                format!(
+                    "{} asks for none of what ClusterQueue `{}` covers ({}), and its flavors are all topology-aware: Kueue finds no TAS flavor for it and never admits the workload",
+                    pod.name(),
+                    queue.cluster_queue,
+                    queue.covered.join(", ")
+                ),
+                "give the ClusterQueue a flavor for this pod's resources (the blueprint's kueue-configuration.yaml.tftpl)".to_owned(),
+            );
+        }
     }
-    // Whole GPUs: a fraction is no GPU request the API server takes (and formatting a float
-    // would cost the page its budget).
-    let asked: u64 = pods.iter().map(|p| p.request(GPU_RESOURCE) as u64 * if p.is_head { 1 } else { p.replicas().unwrap_or(0) }).sum();
-    if let Some((quota, stated)) = quota
-        && asked > *quota
+    let asked = pods.iter().map(|p| pod_request(p, GPU_RESOURCE).saturating_mul(count(p))).fold(0, u64::saturating_add);
+    if let Some((quota, stated)) = quota(views, facts)
+        && asked > quota
     {
-        let at = pods.iter().find(|p| p.request(GPU_RESOURCE) > 0.0).map_or((1, 1), |p| p.group.at());
+        let at = pods.iter().find(|p| pod_request(p, GPU_RESOURCE) > 0).map_or((1, 1), |p| p.group.at());
         emit(
             at,
             format!(
@@ -89,14 +146,16 @@ fn admissible(workload: &Tree<'_>, queue: &KueueQueue, quota: &Option<(u64, Stri
     }
 }
 
-/// Each resource a container asks for that the ClusterQueue does not cover, once per container.
+/// Each resource a container asks for (more than zero of) that the ClusterQueue does not cover,
+/// once per container.
 fn uncovered(pod: &Pod<'_>, queue: &KueueQueue, emit: &mut impl FnMut((u32, u32), String, String)) {
     let init = pod.spec.get(&["initContainers"]).map(Node::items).unwrap_or_default();
     for container in pod.containers().iter().chain(init) {
         let mut seen: Vec<&str> = Vec::new();
         for kind in ["requests", "limits"] {
             for (resource, node) in container.get(&["resources", kind]).map(Node::entries).unwrap_or_default() {
-                if queue.covered.contains(&resource.as_str()) || seen.contains(&resource.as_str()) {
+                let zero = node.text().and_then(quantity::parse) == Some(0.0);
+                if zero || queue.covered.contains(&resource.as_str()) || seen.contains(&resource.as_str()) {
                     continue;
                 }
                 seen.push(resource);
@@ -108,7 +167,9 @@ fn uncovered(pod: &Pod<'_>, queue: &KueueQueue, emit: &mut impl FnMut((u32, u32)
                         queue.cluster_queue,
                         queue.covered.join(", ")
                     ),
-                    format!("leave `{resource}` out of the requests and limits of a queued pod, as `gke-rl render` does"),
+                    format!(
+                        "add `{resource}` to the ClusterQueue's coveredResources, with a quota (the blueprint's kueue-configuration.yaml.tftpl)"
+                    ),
                 );
             }
         }

@@ -5,7 +5,7 @@
 //! RayCluster by the other rules.
 
 use super::*;
-use crate::render::QUEUE_LABEL;
+use crate::knowledge::QUEUE_LABEL;
 use crate::validate::Tree;
 use crate::yaml::{Node, Value};
 
