@@ -222,6 +222,10 @@ impl Progress for Console {
                 "  {what} applied in {namespace}: {}",
                 objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
             )),
+            Event::HelperDeleted { what, namespace, objects } => self.say(format_args!(
+                "  {what} of the RayCluster deleted from {namespace}: {}",
+                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
+            )),
             Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
             Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
             Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),

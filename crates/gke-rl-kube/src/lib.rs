@@ -107,6 +107,9 @@ fn deleted<T>(result: Result<T, Error>) -> Result<bool, Error> {
     }
 }
 
+/// An object of a manifest, its kind, its name, and its API in the namespace.
+type Manifested = (DynamicObject, String, String, Api<DynamicObject>);
+
 /// KubeRay's `CheckName`: the last 50 characters, a leading digit or punctuation made `r`.
 fn kuberay_name(name: &str) -> String {
     let kept = &name[name.len().saturating_sub(50)..];
@@ -270,6 +273,29 @@ impl RayClusters {
     /// guard's service account, role, config map, CronJob…); their kinds and names.
     pub async fn apply_all(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
         let mut applied = Vec::new();
+        for (object, kind, name, api) in self.objects(manifests)? {
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            self.call(|| format!("apply {kind} {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
+            applied.push((kind, name));
+        }
+        Ok(applied)
+    }
+
+    /// Deletes every object of a multi-document manifest from this namespace; the kinds and
+    /// names of those that were there.
+    pub async fn delete_all(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
+        let mut gone = Vec::new();
+        for (_, kind, name, api) in self.objects(manifests)? {
+            if deleted(self.call(|| format!("delete {kind} {name}"), api.delete(&name, &DeleteParams::background())).await)? {
+                gone.push((kind, name));
+            }
+        }
+        Ok(gone)
+    }
+
+    /// Each object of a multi-document manifest, with its kind, its name and its API here.
+    fn objects(&self, manifests: &str) -> Result<Vec<Manifested>, Error> {
+        let mut objects = Vec::new();
         for document in gke_rl_yaml::documents(manifests) {
             let root = gke_rl_yaml::Node::try_parse(document).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
             let object: DynamicObject =
@@ -279,11 +305,9 @@ impl RayClusters {
             let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &types.kind));
             let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has an object without metadata.name".to_owned()))?;
             let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &resource);
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            self.call(|| format!("apply {} {name}", types.kind), api.patch(&name, &params, &Patch::Apply(&object))).await?;
-            applied.push((types.kind, name));
+            objects.push((object, types.kind, name, api));
         }
-        Ok(applied)
+        Ok(objects)
     }
 
     /// The uid of the RayCluster `name`, if it exists.

@@ -112,6 +112,15 @@ pub enum Event<'a> {
         /// Their kinds and names.
         objects: &'a [(String, String)],
     },
+    /// A helper of the long-lived RayCluster (run keeper, idle guard) was deleted, with it.
+    HelperDeleted {
+        /// Which helper.
+        what: &'a str,
+        /// Their namespace.
+        namespace: &'a str,
+        /// The kinds and names of those that were there.
+        objects: &'a [(String, String)],
+    },
     /// The RayCluster was asked to suspend (KubeRay deletes its pods).
     SuspendRequested {
         /// The RayCluster.

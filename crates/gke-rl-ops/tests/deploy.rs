@@ -754,6 +754,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     let log = w.log();
     assert!(log.contains("ConfigChanged") && log.contains("Deleted { kind: \"RayCluster\""), "{log}");
     assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the long-lived cluster is gone");
+    assert!(log.contains("HelperDeleted { what: \"run keeper\""), "and the run keeper that looked after it: {log}");
     assert_eq!(w.applies("rayclusters"), applied_before, "no RayCluster applied");
     assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_none(), "RayJob mode has tokens: the policy goes");
     assert!(w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token").is_some_and(|t| t.len() == 64), "the RayJobs' token");

@@ -39,38 +39,17 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
         ));
     }
-    if deployment.job.mode == crate::model::JobMode::Rayjob {
-        // KubeRay's operator reads the job's state from the head's dashboard, which only a token
-        // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
-        // the RayJob would never end (KubeRay v1.7.0 `dashboardclient`, `x-ray-authorization`).
-        if !deployment.ray.token_auth().unwrap_or(false) {
-            let at = root
-                .get(&["ray", "auth"])
-                .or_else(|| root.get(&["ray", "image"]))
-                .or_else(|| root.get(&["job", "mode"]))
-                .map_or((1, 1), Node::at);
-            return Err(Diagnostic::error(
-                "config-rayjob-needs-token",
-                at,
-                "`job.mode: rayjob` needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy",
-                "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with `auth` left on",
-            ));
-        }
-        // Both act on the long-lived RayCluster, which RayJob mode does not have.
-        let job = &deployment.job;
-        let suspends =
-            [("when_done", job.when_done != crate::model::WhenDone::Keep), ("idle_timeout_minutes", job.idle_timeout_minutes.is_some())];
-        let stated = suspends.into_iter().filter(|(_, set)| *set).find_map(|(key, _)| Some((key, root.get(&["job", key])?)));
-        if let Some((key, node)) = stated {
-            return Err(Diagnostic::error(
-                "config-rayjob-suspends",
-                node.at(),
-                format!(
-                    "`job.{key}` suspends the long-lived RayCluster, which `job.mode: rayjob` does not have: each RayJob's cluster goes after its run"
-                ),
-                format!("remove `{key}`; `rayjob_ttl_seconds_after_finished` says how long a RayJob's cluster stays"),
-            ));
-        }
+    if let Some((code, fields, message, help)) = deployment.rayjob_conflict() {
+        let at = fields
+            .iter()
+            .find_map(|field| root.get(&field.trim_start_matches('/').split('/').collect::<Vec<_>>()))
+            .map_or((1, 1), Node::at);
+        return Err(Diagnostic::error(
+            if code == "rayjob-suspends" { "config-rayjob-suspends" } else { "config-rayjob-needs-token" },
+            at,
+            message,
+            help,
+        ));
     }
     Ok(deployment)
 }

@@ -276,6 +276,8 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
     let mut shell: BTreeMap<String, Option<String>> = BTreeMap::new();
     let (mut warnings, mut defaulted) = (Vec::new(), Vec::new());
     let (mut image_at, mut auth_at) = ((1, 1), None);
+    // Where each field was last set, for errors about the whole model.
+    let mut set_at: BTreeMap<&'static str, (u32, u32)> = BTreeMap::new();
     let assignments = parse(text)?;
     bound_expansion(&assignments)?;
     for assignment in assignments {
@@ -285,6 +287,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             warnings.extend(ignored(&assignment, value.as_deref()));
             continue;
         };
+        set_at.insert(var.field, assignment.value_at);
         if var.field == "/ray/image" {
             image_at = assignment.value_at;
         }
@@ -347,6 +350,11 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             unsupported.to_string(),
             "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
         ));
+    }
+    if let Some((code, fields, message, help)) = deployment.rayjob_conflict() {
+        let code = if code == "rayjob-suspends" { "env-sh-rayjob-suspends" } else { "env-sh-rayjob-needs-token" };
+        let at = fields.iter().find_map(|field| set_at.get(field).copied()).unwrap_or(image_at);
+        return Err(Diagnostic::error(code, at, message, help));
     }
     Ok(Imported { deployment, warnings, defaulted })
 }
@@ -524,6 +532,21 @@ mod tests {
         assert_eq!(render(&deployment), render(&Deployment::default()), "cost is not in env.sh, and nothing panics");
         let json = yaml_printable(&serde_json::to_string(&hostile).unwrap());
         assert_eq!(gke_rl_yaml::Node::parse(&json).and_then(|node| node.text().map(str::to_owned)).as_deref(), Some(hostile));
+    }
+
+    /// env.sh is refused what the config is refused: RayJob mode without tokens, or suspending.
+    #[test]
+    fn rayjob_mode_is_checked_as_the_config_is() {
+        let e = import("export JOB_MODE=rayjob\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-rayjob-needs-token", 1, 17), "no RAY_IMAGE line: the mode's");
+        let v6 = "export RAY_IMAGE=nvcr.io/nvidia/nemo-rl:v0.6.0\nexport JOB_MODE=rayjob\n";
+        assert!(import(v6).is_ok());
+        let e = import(&format!("{v6}export RAY_AUTH=disabled\n")).unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-rayjob-needs-token", 3));
+        let e = import(&format!("{v6}export IDLE_TIMEOUT_MINUTES=30\n")).unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 3));
+        let e = import(&format!("export WHEN_DONE=suspend\n{v6}")).unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 1));
     }
 
     #[test]

@@ -389,6 +389,43 @@ impl Deployment {
         self.topology.provisioning == Provisioning::FlexStart || self.job.mode == JobMode::Rayjob || self.suspends_when_idle()
     }
 
+    /// Why `job.mode: rayjob` cannot run this deployment, if it cannot: the rule's code (after
+    /// the loader's prefix), the field at fault (a JSON pointer into the model, as env.sh's table
+    /// names fields; the first that is set), the message and the fix.
+    pub fn rayjob_conflict(&self) -> Option<(&'static str, &'static [&'static str], String, String)> {
+        if self.job.mode != JobMode::Rayjob {
+            return None;
+        }
+        // KubeRay's operator reads the job's state from the head's dashboard, which only a token
+        // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
+        // the RayJob would never end (KubeRay v1.7.0 `dashboardclient`, `x-ray-authorization`).
+        if !self.ray.token_auth().unwrap_or(false) {
+            return Some((
+                "rayjob-needs-token",
+                &["/ray/auth", "/ray/image", "/job/mode"],
+                "job.mode rayjob needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy".to_owned(),
+                "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
+            ));
+        }
+        // Both act on the long-lived RayCluster, which RayJob mode does not have.
+        let (field, key) = if self.job.when_done != WhenDone::Keep {
+            ("/job/when_done", "when_done")
+        } else if self.job.idle_timeout_minutes.is_some() {
+            ("/job/idle_timeout_minutes", "idle_timeout_minutes")
+        } else {
+            return None;
+        };
+        let fields: &'static [&'static str] = if field == "/job/when_done" { &["/job/when_done"] } else { &["/job/idle_timeout_minutes"] };
+        Some((
+            "rayjob-suspends",
+            fields,
+            format!(
+                "job.{key} suspends the long-lived RayCluster, which job.mode rayjob does not have: each RayJob's cluster goes after its run"
+            ),
+            format!("leave job.{key} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays"),
+        ))
+    }
+
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
     /// else [`SPOT_MAX_RESTARTS`] where nodes may be taken away and none elsewhere.
     pub fn max_restarts(&self) -> u32 {
