@@ -120,7 +120,7 @@ export RAYJOB_TTL_SECONDS_AFTER_FINISHED=300
 # RayJob time bound; empty: none
 export RAYJOB_ACTIVE_DEADLINE_SECONDS=''
 # bound until it runs; empty: none
-export RAYJOB_PRE_RUNNING_DEADLINE_SECONDS=''
+export RAYJOB_PRE_RUNNING_DEADLINE_SECONDS=7200
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

@@ -146,8 +146,11 @@ async function addFiles(list) {
 
 // The renderer is a second file, from this page's own origin, fetched the first time it is used.
 let renderer;
+let loads = 0;
 async function render(config) {
-  renderer ??= import("./pkg/gke_rl_render.js").then(async (module) => { await module.default(); return module; });
+  // A retry asks for the module anew: a browser may remember a failed import.
+  const url = loads++ ? `./pkg/gke_rl_render.js?retry=${loads}` : "./pkg/gke_rl_render.js";
+  renderer ??= import(url).then(async (module) => { await module.default(); return module; });
   try {
     return (await renderer).render(config);
   } catch (e) {
@@ -156,8 +159,11 @@ async function render(config) {
   }
 }
 
+let renders = 0;
 async function renderConfig() {
+  const mine = ++renders;
   const result = await render($("config").value);
+  if (mine !== renders) return; // a later click's result wins
   const box = $("render-result");
   box.replaceChildren();
   if (result.error) {

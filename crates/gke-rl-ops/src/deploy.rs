@@ -538,18 +538,18 @@ async fn run_step(
                     if clusters.uid(cluster).await?.as_deref() == Some(uid.as_str()) && clusters.delete(cluster).await? {
                         progress.event(Event::Deleted { kind: "RayCluster", namespace, name: cluster });
                     }
-                    // And the helpers it applied, which look after that cluster (the idle guard
-                    // whether or not it had one).
-                    let mut cluster_mode = d.clone();
-                    cluster_mode.job.mode = gke_rl::model::JobMode::Cluster;
-                    cluster_mode.job.idle_timeout_minutes = Some(std::num::NonZeroU32::MIN);
-                    for (what, manifests) in lifecycle::helpers(&cluster_mode) {
-                        let objects = clusters.delete_all(&manifests).await?;
-                        if !objects.is_empty() {
-                            progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
-                        }
-                    }
                     state.created.ray_cluster_uid = None;
+                }
+                // And the helpers cluster mode applies, which look after that cluster (the idle
+                // guard whether or not it had one); deleting what is not there does nothing.
+                let mut cluster_mode = d.clone();
+                cluster_mode.job.mode = gke_rl::model::JobMode::Cluster;
+                cluster_mode.job.idle_timeout_minutes = Some(std::num::NonZeroU32::MIN);
+                for (what, manifests) in lifecycle::helpers(&cluster_mode) {
+                    let objects = clusters.delete_all(&manifests).await?;
+                    if !objects.is_empty() {
+                        progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
+                    }
                 }
                 if token_auth {
                     delete_open_policy(&clusters, d, progress).await?;

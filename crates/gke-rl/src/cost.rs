@@ -183,7 +183,7 @@ impl fmt::Display for Estimate {
     /// The cost block of `cost`, `deploy --dry-run` and the web page.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let width = self.lines.iter().map(|l| l.component.chars().count()).max().unwrap_or(0);
-        let width = if self.gpu_nodes_only_during_runs { width.max(BETWEEN_RUNS.len()) } else { width };
+        let width = if self.gpu_nodes_only_during_runs { width.max(BETWEEN_RUNS.len() + ", at least".len()) } else { width };
         writeln!(f, "cost in {} while the deployment exists:", self.region)?;
         for line in &self.lines {
             let range = |most: f64, hours: f64| match line.lowest_per_hour {
@@ -202,7 +202,8 @@ impl fmt::Display for Estimate {
         writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", self.amount(1.0), self.amount(24.0))?;
         if self.gpu_nodes_only_during_runs {
             let idle = self.without_gpu_nodes();
-            writeln!(f, "  {BETWEEN_RUNS:<width$}  {:>12}/hour {:>13}/day", idle.amount(1.0), idle.amount(24.0))?;
+            let label = if idle.unpriced().next().is_some() { format!("{BETWEEN_RUNS}, at least") } else { BETWEEN_RUNS.to_owned() };
+            writeln!(f, "  {label:<width$}  {:>12}/hour {:>13}/day", idle.amount(1.0), idle.amount(24.0))?;
         }
         write!(f, "prices: {PRICE_SOURCE}, read {PRICE_DATE}")?;
         if self.is_range() {
@@ -314,7 +315,9 @@ pub fn estimate(d: &Deployment) -> Estimate {
             .is_none()
             .then(|| "no citable list price in the table: set cost.lustre_per_gib_month (USD per GiB-month) in the config".to_owned()),
     });
-    let gpu_nodes_only_during_runs = d.job.mode == crate::model::JobMode::Rayjob;
+    // A reservation bills whether or not its nodes run.
+    let gpu_nodes_only_during_runs =
+        d.job.mode == crate::model::JobMode::Rayjob && !matches!(topology.provisioning, Provisioning::Reservation(_));
     if gpu_nodes_only_during_runs {
         let gpu = &mut lines[0];
         gpu.note = Some(gpu.note.take().map_or_else(|| ONLY_DURING_RUNS.to_owned(), |note| format!("{note}; {ONLY_DURING_RUNS}")));

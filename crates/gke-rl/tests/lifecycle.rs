@@ -123,21 +123,28 @@ fn a_rayjob_run_by_hand_gives_each_command_its_words() {
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     };
     fake("kubectl", r#"case "$1 $2" in "get rayjob") printf grpo-rayjob-x7k2p ;; "get secret") printf dG9r ;; esac"#);
-    fake("ray", r#"echo "token=$RAY_AUTH_TOKEN" >> "$(dirname "$0")/../log""#);
-    let script = lifecycle::rayjob_by_hand(&d, "my out").join("\n") + "\nwait\n";
+    fake("ray", r#"echo "token=$RAY_AUTH_MODE:$RAY_AUTH_TOKEN" >> "$(dirname "$0")/../log""#);
+    fake("curl", "");
+    let script = lifecycle::rayjob_by_hand(&d, "my out").join("\n");
     let out = std::process::Command::new("bash")
-        .args(["-euc", &script])
+        .args(["-c", &script])
         .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    assert_eq!(lines[0], "kubectl [apply] [-f] [my out/ray-job.yaml]");
     assert_eq!(
-        lines[1],
-        "kubectl [wait] [rayjob/grpo-rayjob] [-n] [default] [--for=jsonpath={.status.jobDeploymentStatus}=Waiting] [--timeout=60m]"
+        lines[0], "kubectl [delete] [rayjob] [grpo-rayjob] [-n] [default] [--ignore-not-found] [--wait]",
+        "a finished RayJob keeps its name"
     );
+    assert_eq!(lines[1], "kubectl [apply] [-f] [my out/ray-job.yaml]");
+    assert_eq!(
+        lines[2],
+        "kubectl [wait] [rayjob/grpo-rayjob] [-n] [default] [--for=jsonpath={.status.jobDeploymentStatus}=Waiting] [--timeout=1800s]",
+        "as long as KubeRay's own bound"
+    );
+    assert!(log.contains("curl [-s] [-o] [/dev/null] [http://127.0.0.1:8265]\n"), "the forward is up before the submit: {log}");
     assert!(log.contains("kubectl [port-forward] [-n] [default] [svc/grpo-rayjob-x7k2p-head-svc] [8265:8265]"), "{log}");
     let submit = lines.iter().find(|l| l.starts_with("ray ")).unwrap();
     let id = submit.split("[--submission-id] [").nth(1).unwrap().split(']').next().unwrap();
@@ -146,7 +153,7 @@ fn a_rayjob_run_by_hand_gives_each_command_its_words() {
         submit.ends_with("[--working-dir] [my out] [--runtime-env] [my out/ray_runtime_env.json] [--no-wait] [--] [bash] [run_nemo_rl.sh]"),
         "{submit}"
     );
-    assert!(log.contains("token=tok\n") && !submit.contains("tok]"), "the token is in ray's environment only: {log}");
+    assert!(log.contains("token=token:tok\n") && !submit.contains("tok]"), "the token is in ray's environment only: {log}");
     assert!(
         log.contains(&format!(
             "kubectl [patch] [rayjob] [grpo-rayjob] [-n] [default] [--type] [merge] [-p] [{{\"spec\":{{\"jobId\":\"{id}\"}}}}]"

@@ -118,12 +118,11 @@ fn said(deployed: Deployed, d: &gke_rl::Deployment, get_credentials: &gke_rl::li
     let cluster = &d.project.cluster_name;
     let rayjob = d.job.mode == gke_rl::model::JobMode::Rayjob;
     Ok(match deployed {
-        // kubectl-ray applies the InteractiveMode RayJob, uploads and submits.
         Deployed::Ready if rayjob => (
             format!(
                 "{cluster} is ready for RayJobs: no GPU node runs until one does. Next:\n  \
                  {cli} render    prints the commands that run the job as a RayJob\n  \
-                 {cli} destroy   when you are done: Lustre and the head's node bill by the hour"
+                 {cli} destroy   when you are done: Lustre and the CPU nodes bill by the hour"
             ),
             0,
         ),

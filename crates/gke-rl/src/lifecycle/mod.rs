@@ -163,30 +163,39 @@ impl Folder<'_> {
 }
 
 /// The commands that run the job as a RayJob by hand, from the render in folder `out`, until
-/// gke-rl submits RayJobs itself. In InteractiveMode KubeRay makes the cluster, then waits until
-/// the RayJob's `spec.jobId` names a job submitted to it (`rayjob_controller.go`, KubeRay v1.7.0);
-/// kubectl-ray's `job submit` gives up on a cluster after 120 s, less than a GPU pool takes to
-/// scale from zero.
+/// gke-rl submits RayJobs itself: one block for a shell, which stops at the first failure and
+/// stops its port-forward on the way out. In InteractiveMode KubeRay makes the cluster, then waits
+/// until the RayJob's `spec.jobId` names a job submitted to it (`rayjob_controller.go`, KubeRay
+/// v1.7.0); kubectl-ray's `job submit` gives up on a cluster after 120 s, less than a GPU pool
+/// takes to scale from zero. A finished RayJob keeps its name, so the block replaces it.
 pub fn rayjob_by_hand(d: &Deployment, out: &str) -> Vec<String> {
     use crate::quote::sh;
     let (job, namespace) = (d.job.name.as_str(), d.ray.namespace.as_str());
     let file = |kind: ArtifactKind| sh(&Path::new(out).join(kind.file()).display().to_string());
     let cluster = format!("$(kubectl get rayjob {job} -n {namespace} -o jsonpath='{{.status.rayClusterName}}')");
+    let wait = d.job.rayjob_pre_running_deadline_seconds.map_or_else(|| "60m".to_owned(), |s| format!("{s}s"));
+    let dashboard = format!("http://127.0.0.1:{}", knowledge::DASHBOARD_PORT);
     vec![
+        "(set -e".to_owned(),
+        format!("kubectl delete rayjob {job} -n {namespace} --ignore-not-found --wait"),
         format!("kubectl apply -f {}", file(ArtifactKind::RayJob)),
-        format!("kubectl wait rayjob/{job} -n {namespace} --for=jsonpath='{{.status.jobDeploymentStatus}}'=Waiting --timeout=60m"),
-        format!("kubectl port-forward -n {namespace} \"svc/{cluster}-head-svc\" 8265:8265 &"),
+        format!("kubectl wait rayjob/{job} -n {namespace} --for=jsonpath='{{.status.jobDeploymentStatus}}'=Waiting --timeout={wait}"),
+        format!(
+            "kubectl port-forward -n {namespace} \"svc/{cluster}-head-svc\" {port}:{port} >/dev/null & PF=$!; trap 'kill $PF 2>/dev/null || true' EXIT",
+            port = knowledge::DASHBOARD_PORT
+        ),
+        format!("for _ in $(seq 30); do curl -s -o /dev/null {dashboard} && break; sleep 1; done"),
         format!("ID={job}-$(date +%s)"),
         format!(
-            "RAY_AUTH_TOKEN=\"$(kubectl get secret {secret} -n {namespace} -o jsonpath='{{.data.{key}}}' | base64 -d)\" \
-             ray job submit --address http://127.0.0.1:8265 --submission-id \"$ID\" --working-dir {dir} --runtime-env {env} --no-wait -- {entrypoint}",
+            "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=\"$(kubectl get secret {secret} -n {namespace} -o jsonpath='{{.data.{key}}}' | base64 -d)\" \
+             ray job submit --address {dashboard} --submission-id \"$ID\" --working-dir {dir} --runtime-env {env} --no-wait -- {entrypoint}",
             secret = crate::auth::secret_name(d),
             key = crate::auth::TOKEN_KEY,
             dir = sh(out),
             env = file(ArtifactKind::RuntimeEnv),
             entrypoint = crate::render::entrypoint(),
         ),
-        format!("kubectl patch rayjob {job} -n {namespace} --type merge -p \"{{\\\"spec\\\":{{\\\"jobId\\\":\\\"$ID\\\"}}}}\""),
+        format!("kubectl patch rayjob {job} -n {namespace} --type merge -p \"{{\\\"spec\\\":{{\\\"jobId\\\":\\\"$ID\\\"}}}}\")"),
     ]
 }
 

@@ -495,13 +495,15 @@ pub struct Job {
     /// RayJob that brings its own RayCluster and deletes it when the run ends.
     pub mode: JobMode,
     /// In `rayjob` mode, seconds the RayJob's cluster stays after the run ends
-    /// (`ttlSecondsAfterFinished`), for `logs` and `report` to read it; its GPUs are paid meanwhile.
+    /// (`ttlSecondsAfterFinished`), to read its logs and dashboard; its GPUs are paid meanwhile.
+    /// At most 2147483647 (the CRD's int32).
     pub rayjob_ttl_seconds_after_finished: u32,
-    /// In `rayjob` mode, seconds the run may take from its start, time queued in Kueue excluded
-    /// (`activeDeadlineSeconds`). Null: no bound.
+    /// In `rayjob` mode, seconds the RayJob may take from its start, the GPU pool's scaling from
+    /// zero and the wait for the submission included (`activeDeadlineSeconds`). Null: no bound.
     pub rayjob_active_deadline_seconds: Option<NonZeroU32>,
-    /// In `rayjob` mode, seconds the RayJob's cluster may take to be ready for the run
-    /// (`preRunningDeadlineSeconds`). Null: no bound.
+    /// In `rayjob` mode, seconds the RayJob may take until its job runs: the cluster's start and
+    /// the wait for the submission (`preRunningDeadlineSeconds`). Without it, a RayJob whose
+    /// submission never came would hold the GPU nodes for good. Null: no bound.
     pub rayjob_pre_running_deadline_seconds: Option<NonZeroU32>,
 }
 
@@ -553,7 +555,7 @@ impl Default for Job {
             mode: JobMode::Cluster,
             rayjob_ttl_seconds_after_finished: 300,
             rayjob_active_deadline_seconds: None,
-            rayjob_pre_running_deadline_seconds: None,
+            rayjob_pre_running_deadline_seconds: NonZeroU32::new(7200),
         }
     }
 }

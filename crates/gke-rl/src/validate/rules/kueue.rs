@@ -3,7 +3,8 @@
 //! leaves it suspended, its Workload pending or `Inadmissible`, and no pod starts. How Kueue
 //! counts is kubernetes-sigs/kueue v0.17.8: a pod's requests are the larger of its containers'
 //! sum and each init container's, zero quantities are skipped, a worker group counts `replicas`
-//! (0 when unset) times `numOfHosts` (`pkg/controller/jobs/raycluster/common.go`), and in a
+//! times `numOfHosts` (`pkg/controller/jobs/raycluster/common.go`; an unset `replicas` is the
+//! KubeRay CRD's default, 0), and in a
 //! ClusterQueue whose flavors are all topology-aware, every pod set needs a TAS flavor
 //! (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, "no TAS flavor assigned").
 

@@ -47,7 +47,7 @@ fn invalid(job: &Tree<'_>, sink: &mut Sink) {
         emit(
             backoff,
             "KubeRay: BackoffLimit is incompatible with InteractiveMode",
-            "set backoffLimit: 0; the supervisor restarts the run (job.max_restarts)",
+            "set backoffLimit: 0 (KubeRay retries nothing in InteractiveMode)",
         );
     }
     let shutdown = flag(job, "shutdownAfterJobFinishes") == Some(true);
@@ -62,8 +62,11 @@ fn invalid(job: &Tree<'_>, sink: &mut Sink) {
     if spec(job, "rayClusterSpec").is_none() && spec(job, "clusterSelector").is_none() {
         emit(job.root.get(&["spec"]), "KubeRay: one of RayClusterSpec or ClusterSelector must be set", "give spec.rayClusterSpec");
     }
+    // Kueue's RayJob webhook checks a RayJob that brings its own cluster only
+    // (`rayjob_webhook.go`, kueue v0.17.8).
+    let own_cluster = spec(job, "rayClusterSpec").is_some() && spec(job, "clusterSelector").is_none();
     if let Some(label) = queued(job) {
-        if !shutdown {
+        if !shutdown && own_cluster {
             emit(Some(label), "Kueue: a kueue managed job should delete the cluster after finishing", "set shutdownAfterJobFinishes: true");
         }
         if spec(job, "clusterSelector").is_some() && spec(job, "rayClusterSpec").is_some() {
