@@ -172,6 +172,24 @@ impl RayClusters {
         Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
     }
 
+    fn ray_jobs(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("ray.io", "v1", "RayJob"));
+        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+    }
+
+    /// The RayCluster the RayJob `name` made (`status.rayClusterName`), if the RayJob exists and
+    /// has one.
+    pub async fn ray_job_cluster(&self, name: &str) -> Result<Option<String>, Error> {
+        let found = self.call(|| format!("read RayJob {name}"), self.ray_jobs().get_opt(name)).await?;
+        Ok(found.and_then(|job| job.data["status"]["rayClusterName"].as_str().filter(|c| !c.is_empty()).map(str::to_owned)))
+    }
+
+    /// Deletes the RayJob (KubeRay's finalizer stops its job; its RayCluster goes with it);
+    /// `false` when there was none.
+    pub async fn delete_ray_job(&self, name: &str) -> Result<bool, Error> {
+        deleted(self.call(|| format!("delete RayJob {name}"), self.ray_jobs().delete(name, &DeleteParams::foreground())).await)
+    }
+
     fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }

@@ -238,7 +238,15 @@ async fn delete_objects(
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
     let (namespace, name) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str());
-    if clusters.delete(name).await? {
+    // The Ray pods whose end is waited for: the RayCluster's, or the RayJob's cluster's.
+    let mut pods_of = Some(name.to_owned());
+    if d.job.mode == gke_rl::model::JobMode::Rayjob {
+        let job = d.job.name.as_str();
+        pods_of = clusters.ray_job_cluster(job).await?;
+        if clusters.delete_ray_job(job).await? {
+            progress.event(Event::Deleted { kind: "RayJob", namespace, name: job });
+        }
+    } else if clusters.delete(name).await? {
         progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
     }
     for secret in lifecycle::cluster_secrets(d) {
@@ -247,8 +255,9 @@ async fn delete_objects(
         }
     }
     let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
+    let Some(pods_of) = pods_of else { return Ok(()) };
     tokio::select! {
-        gone = clusters.wait_pods_gone(name, wait) => gone?,
+        gone = clusters.wait_pods_gone(&pods_of, wait) => gone?,
         () = interrupt.wait() => return Ok(()),
     }
     progress.event(Event::PodsGone);

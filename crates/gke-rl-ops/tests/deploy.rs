@@ -772,9 +772,35 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
 
     let deployment = w.deployment(&rayjob);
     let env = w.env(Interrupt::manual().1);
+
+    // A run is there: its RayJob, and the RayCluster KubeRay named for it.
+    let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
+    let job =
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: nemo-rl-grpo-test1\nstatus:\n  rayClusterName: nemo-rl-grpo-test1-x7k2p\n";
+    clusters.apply_all(job).await.unwrap();
+    clusters
+        .apply("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: nemo-rl-grpo-test1-x7k2p\nspec:\n  workerGroupSpecs: []\n")
+        .await
+        .unwrap();
+    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob) }, &env).unwrap() else {
+        panic!("a state")
+    };
+    assert!(plan.contains("RayJob default/nemo-rl-grpo-test1 (its RayCluster goes with it)"), "{plan}");
+
     let suspended = gke_rl_ops::suspend::set_suspended(&deployment, true, Duration::from_secs(1), &env, &*w.log).await.unwrap_err();
     assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
     let head = gke_rl_ops::head::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
     let refused = head.err().expect("no long-lived head to reach");
     assert!(refused.to_string().contains("the commands `gke-rl render` prints"), "{refused}");
+
+    // destroy ends the run before the nodes and Lustre go: the RayJob, and with it its cluster.
+    assert!(matches!(w.destroy(&rayjob).await.unwrap(), Destroyed::Destroyed { .. }), "{}", w.log());
+    let log = w.log();
+    assert!(
+        log.contains("Deleted { kind: \"RayJob\", namespace: \"default\", name: \"nemo-rl-grpo-test1\" }") && log.contains("PodsGone"),
+        "{log}"
+    );
+    assert!(
+        w.server.object("rayjobs", "nemo-rl-grpo-test1").is_none() && w.server.object("rayclusters", "nemo-rl-grpo-test1-x7k2p").is_none()
+    );
 }

@@ -257,8 +257,11 @@ impl FakeApiServer {
                 None => not_found(name),
             },
             ("DELETE", [plural, name]) => match state.objects.remove(&((*plural).to_owned(), (*name).to_owned())) {
-                Some(_) => {
-                    if *plural == "rayclusters" {
+                Some(deleted) => {
+                    // A RayJob owns the RayCluster it made: the garbage collector takes it too.
+                    let owned = deleted["status"]["rayClusterName"].as_str().filter(|_| *plural == "rayjobs");
+                    let cluster = owned.and_then(|cluster| state.objects.remove(&("rayclusters".to_owned(), cluster.to_owned())));
+                    if *plural == "rayclusters" || cluster.is_some() {
                         state.terminating = Some(2);
                         state.provisioned = false;
                     }

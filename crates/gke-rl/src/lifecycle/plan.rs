@@ -184,7 +184,11 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State, buckets
     let mut steps = Vec::new();
     if state.done(Step::Credentials) {
         let secrets: Vec<String> = super::cluster_secrets(deployment).iter().map(|s| format!("Secret {ns}/{s}")).collect();
-        let objects = format!("RayCluster {ns}/{} and {}", p.cluster_name, secrets.join(" and "));
+        let ray = match deployment.job.mode {
+            crate::model::JobMode::Cluster => format!("RayCluster {ns}/{}", p.cluster_name),
+            crate::model::JobMode::Rayjob => format!("RayJob {ns}/{} (its RayCluster goes with it)", deployment.job.name),
+        };
+        let objects = format!("{ray} and {}", secrets.join(" and "));
         resources.push(objects.clone());
         steps.push(format!("$ {}", credentials(deployment, site.project_id.as_str())));
         steps.push(format!("delete {objects}; wait for the pods to go (skipped, with a note, when the cluster's API cannot be reached)"));
