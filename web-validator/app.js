@@ -146,17 +146,24 @@ async function addFiles(list) {
 
 // The renderer is a second file, from this page's own origin, fetched the first time it is used.
 let renderer;
-let loads = 0;
+let failedLoads = 0;
 async function render(config) {
-  // A retry asks for the module anew: a browser may remember a failed import.
-  const url = loads++ ? `./pkg/gke_rl_render.js?retry=${loads}` : "./pkg/gke_rl_render.js";
-  renderer ??= import(url).then(async (module) => { await module.default(); return module; });
+  if (!renderer) {
+    // A retry asks for the module anew: a browser may remember a failed import.
+    const url = failedLoads ? `./pkg/gke_rl_render.js?retry=${failedLoads}` : "./pkg/gke_rl_render.js";
+    const loading = import(url).then(async (module) => { await module.default(); return module; });
+    renderer = loading;
+    loading.catch(() => {
+      if (renderer === loading) { renderer = undefined; failedLoads++; } // the next render tries again
+    });
+  }
+  let module;
   try {
-    return (await renderer).render(config);
+    module = await renderer;
   } catch (e) {
-    renderer = undefined; // the next render tries again
     return { error: { message: `the renderer did not load: ${e}` } };
   }
+  return module.render(config);
 }
 
 let renders = 0;

@@ -177,11 +177,19 @@ impl RayClusters {
         Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
     }
 
-    /// The RayCluster the RayJob `name` made (`status.rayClusterName`), if the RayJob exists and
-    /// has one.
-    pub async fn ray_job_cluster(&self, name: &str) -> Result<Option<String>, Error> {
-        let found = self.call(|| format!("read RayJob {name}"), self.ray_jobs().get_opt(name)).await?;
-        Ok(found.and_then(|job| job.data["status"]["rayClusterName"].as_str().filter(|c| !c.is_empty()).map(str::to_owned)))
+    /// gke-rl's RayJobs here (labelled `app.kubernetes.io/managed-by: gke-rl`), each with the
+    /// RayCluster it made (`status.rayClusterName`), if any yet.
+    pub async fn managed_ray_jobs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
+        let params = ListParams::default().labels("app.kubernetes.io/managed-by=gke-rl");
+        let jobs = self.call(|| "list gke-rl's RayJobs".to_owned(), self.ray_jobs().list(&params)).await?;
+        Ok(jobs
+            .items
+            .into_iter()
+            .map(|job| {
+                let cluster = job.data["status"]["rayClusterName"].as_str().filter(|c| !c.is_empty()).map(str::to_owned);
+                (job.metadata.name.unwrap_or_default(), cluster)
+            })
+            .collect())
     }
 
     /// Deletes the RayJob (KubeRay's finalizer stops its job; its RayCluster goes with it);

@@ -238,16 +238,17 @@ async fn delete_objects(
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
     let (namespace, name) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str());
-    // The Ray pods whose end is waited for: the RayCluster's, or the RayJob's cluster's.
-    let mut pods_of = Some(name.to_owned());
-    if d.job.mode == gke_rl::model::JobMode::Rayjob {
-        let job = d.job.name.as_str();
-        pods_of = clusters.ray_job_cluster(job).await?;
-        if clusters.delete_ray_job(job).await? {
-            progress.event(Event::Deleted { kind: "RayJob", namespace, name: job });
-        }
-    } else if clusters.delete(name).await? {
+    // Every Ray pod holds Lustre: the long-lived RayCluster's, and those of gke-rl's RayJobs,
+    // whichever the mode (it may have changed since they were made).
+    let mut pods_of = vec![name.to_owned()];
+    if clusters.delete(name).await? {
         progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
+    }
+    for (job, cluster) in clusters.managed_ray_jobs().await? {
+        if clusters.delete_ray_job(&job).await? {
+            progress.event(Event::Deleted { kind: "RayJob", namespace, name: &job });
+        }
+        pods_of.extend(cluster);
     }
     for secret in lifecycle::cluster_secrets(d) {
         if clusters.delete_secret(&secret).await? {
@@ -255,9 +256,14 @@ async fn delete_objects(
         }
     }
     let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
-    let Some(pods_of) = pods_of else { return Ok(()) };
+    let gone = async {
+        for cluster in &pods_of {
+            clusters.wait_pods_gone(cluster, wait).await?;
+        }
+        Ok::<_, gke_rl_kube::Error>(())
+    };
     tokio::select! {
-        gone = clusters.wait_pods_gone(&pods_of, wait) => gone?,
+        gone = gone => gone?,
         () = interrupt.wait() => return Ok(()),
     }
     progress.event(Event::PodsGone);

@@ -775,9 +775,9 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
 
     // A run is there: its RayJob, and the RayCluster KubeRay named for it.
     let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
-    let job =
-        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: nemo-rl-grpo-test1\nstatus:\n  rayClusterName: nemo-rl-grpo-test1-x7k2p\n";
+    let job = "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: nemo-rl-grpo-test1\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\nstatus:\n  rayClusterName: nemo-rl-grpo-test1-x7k2p\n";
     clusters.apply_all(job).await.unwrap();
+    clusters.apply_all("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: theirs\n").await.unwrap();
     clusters
         .apply("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: nemo-rl-grpo-test1-x7k2p\nspec:\n  workerGroupSpecs: []\n")
         .await
@@ -785,7 +785,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob) }, &env).unwrap() else {
         panic!("a state")
     };
-    assert!(plan.contains("RayJob default/nemo-rl-grpo-test1 (its RayCluster goes with it)"), "{plan}");
+    assert!(plan.contains("gke-rl's RayJobs in default (their RayClusters go with them)"), "{plan}");
 
     let suspended = gke_rl_ops::suspend::set_suspended(&deployment, true, Duration::from_secs(1), &env, &*w.log).await.unwrap_err();
     assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
@@ -803,4 +803,5 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     assert!(
         w.server.object("rayjobs", "nemo-rl-grpo-test1").is_none() && w.server.object("rayclusters", "nemo-rl-grpo-test1-x7k2p").is_none()
     );
+    assert!(w.server.object("rayjobs", "theirs").is_some(), "a RayJob gke-rl did not make stays");
 }

@@ -103,48 +103,54 @@ fn labelled_clusters_are_read_with_their_location() {
     assert!(lifecycle::clusters_listed("").is_empty());
 }
 
-/// The RayJob run by hand, as a shell runs it: against a `kubectl` and a `ray` that record their
-/// words, each command gets what it must (the cluster's name, the token in the environment only,
-/// the job id in the patch that lets KubeRay go on).
+/// The RayJob run by hand, as a shell runs it: against a `kubectl`, a `curl` and a `ray` that
+/// record their words, each command gets what it must (the cluster's name, the token in the
+/// environment only, the job id in the patch that lets KubeRay go on), and every failure stops the
+/// block and deletes the RayJob it applied, so that its GPU nodes go.
 #[test]
-fn a_rayjob_run_by_hand_gives_each_command_its_words() {
+fn a_rayjob_run_by_hand_gives_each_command_its_words_and_stops_at_a_failure() {
     let d = config("rayjob");
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let log = dir.path().join("log");
-    let fake = |name: &str, body: &str| {
-        let path = bin.join(name);
-        std::fs::write(
-            &path,
-            format!("#!/bin/bash\n{{ printf '%s' {name}; printf ' [%s]' \"$@\"; echo; }} >> {}\n{body}\n", log.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = |state: &str, ray_fails: bool, port_taken: bool, secret: &str| -> (bool, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let (bin, log) = (dir.path().join("bin"), dir.path().join("log"));
+        std::fs::create_dir(&bin).unwrap();
+        let fake = |name: &str, body: &str| {
+            let path = bin.join(name);
+            let record = format!("{{ printf '%s' {name}; printf ' [%s]' \"$@\"; echo; }} >> {}", log.display());
+            std::fs::write(&path, format!("#!/bin/bash\nD={}\n{record}\n{body}\n", dir.path().display())).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        };
+        fake(
+            "kubectl",
+            &format!(
+                r#"case "$1 $2" in
+  "get rayjob") case "$*" in *rayClusterName*) printf grpo-rayjob-x7k2p ;; *) if [ -f $D/applied ]; then printf Waiting; else printf '{state}'; fi ;; esac ;;
+  "get secret") printf '{secret}' ;;
+  "apply -f") touch $D/applied ;;
+  "port-forward -n") touch $D/forwarding; exec sleep 5 ;;
+esac"#
+            ),
+        );
+        fake("curl", "[ -f $D/forwarding ]");
+        fake("ray", &format!("echo \"token=$RAY_AUTH_MODE:$RAY_AUTH_TOKEN\" >> $D/log; exit {}", u8::from(ray_fails)));
+        if port_taken {
+            std::fs::write(dir.path().join("forwarding"), "").unwrap();
+        }
+        let out = std::process::Command::new("bash")
+            .args(["-c", &lifecycle::rayjob_by_hand(&d, "my out").join("\n")])
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+            .output()
+            .unwrap();
+        (out.status.success(), std::fs::read_to_string(&log).unwrap_or_default())
     };
-    fake("kubectl", r#"case "$1 $2" in "get rayjob") printf grpo-rayjob-x7k2p ;; "get secret") printf dG9r ;; esac"#);
-    fake("ray", r#"echo "token=$RAY_AUTH_MODE:$RAY_AUTH_TOKEN" >> "$(dirname "$0")/../log""#);
-    fake("curl", "");
-    let script = lifecycle::rayjob_by_hand(&d, "my out").join("\n");
-    let out = std::process::Command::new("bash")
-        .args(["-c", &script])
-        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let log = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<&str> = log.lines().collect();
+    let (ok, log) = run("Complete", false, false, "dG9r");
+    assert!(ok, "{log}");
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with("curl")).collect();
     assert_eq!(
-        lines[0], "kubectl [delete] [rayjob] [grpo-rayjob] [-n] [default] [--ignore-not-found] [--wait]",
+        lines[1], "kubectl [delete] [rayjob] [grpo-rayjob] [-n] [default] [--ignore-not-found] [--wait] [--timeout=5m]",
         "a finished RayJob keeps its name"
     );
-    assert_eq!(lines[1], "kubectl [apply] [-f] [my out/ray-job.yaml]");
-    assert_eq!(
-        lines[2],
-        "kubectl [wait] [rayjob/grpo-rayjob] [-n] [default] [--for=jsonpath={.status.jobDeploymentStatus}=Waiting] [--timeout=1800s]",
-        "as long as KubeRay's own bound"
-    );
-    assert!(log.contains("curl [-s] [-o] [/dev/null] [http://127.0.0.1:8265]\n"), "the forward is up before the submit: {log}");
+    assert_eq!(lines[2], "kubectl [apply] [-f] [my out/ray-job.yaml]");
     assert!(log.contains("kubectl [port-forward] [-n] [default] [svc/grpo-rayjob-x7k2p-head-svc] [8265:8265]"), "{log}");
     let submit = lines.iter().find(|l| l.starts_with("ray ")).unwrap();
     let id = submit.split("[--submission-id] [").nth(1).unwrap().split(']').next().unwrap();
@@ -160,4 +166,20 @@ fn a_rayjob_run_by_hand_gives_each_command_its_words() {
         )),
         "{log}"
     );
+    assert!(!log.contains("[--wait=false]"), "a run that started is not deleted: {log}");
+
+    // A failed submit: no job id for KubeRay to wait on, and the RayJob goes with its nodes.
+    let (ok, log) = run("", true, false, "dG9r");
+    assert!(
+        !ok && !log.contains("[patch]") && log.contains("kubectl [delete] [rayjob] [grpo-rayjob] [-n] [default] [--wait=false]"),
+        "{log}"
+    );
+    // No token to read: no submit at all.
+    let (ok, log) = run("", false, false, "");
+    assert!(!ok && !log.contains("ray [") && log.contains("[--wait=false]"), "{log}");
+    // A RayJob of that name that has not finished, or a port already taken: nothing is applied.
+    for (state, taken) in [("Running", false), ("Waiting", false), ("", true)] {
+        let (ok, log) = run(state, false, taken, "dG9r");
+        assert!(!ok && !log.contains("[apply]") && !log.contains("[delete]"), "{state} {taken}: {log}");
+    }
 }

@@ -269,6 +269,16 @@ impl FakeApiServer {
                 }
                 None => not_found(name),
             },
+            ("GET", [plural]) if *plural != "pods" && *plural != "events" => {
+                let selector = selector(query);
+                let items: Vec<Value> = state
+                    .objects
+                    .iter()
+                    .filter(|((p, _), o)| p == plural && selector.iter().all(|(k, v)| o["metadata"]["labels"][k] == json!(v)))
+                    .map(|(_, o)| o.clone())
+                    .collect();
+                (StatusCode::OK, json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}))
+            }
             ("GET", ["pods"]) => {
                 let items = state.list_pods(query);
                 (StatusCode::OK, json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
@@ -320,16 +330,7 @@ impl State {
         }) else {
             return Vec::new();
         };
-        let selector: Vec<(String, String)> = query
-            .split('&')
-            .filter_map(|kv| kv.strip_prefix("labelSelector="))
-            .flat_map(|s| {
-                percent_decode(s)
-                    .split(',')
-                    .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let selector = selector(query);
         let ready = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
         let unschedulable = |message: &str| json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]});
         let status = |index: u64| match &self.pods {
@@ -374,6 +375,17 @@ fn merge(target: &mut Value, patch: &Value) {
             merge(target.entry(key.clone()).or_insert(Value::Null), value);
         }
     }
+}
+
+/// The `labelSelector` of a query, as (key, value) pairs.
+fn selector(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("labelSelector="))
+        .flat_map(|s| {
+            percent_decode(s).split(',').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))).collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn percent_decode(text: &str) -> String {

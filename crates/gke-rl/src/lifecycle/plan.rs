@@ -86,7 +86,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         }
         None => format!(
             "no RayCluster (job.mode: rayjob): each run is a RayJob ({}) with a cluster of its own, deleted {}s after the run\n\
-             delete RayCluster {namespace}/{}, if an earlier deploy in cluster mode made it",
+             delete RayCluster {namespace}/{}, its run keeper and idle guard, if an earlier deploy in cluster mode made them",
             crate::ArtifactKind::RayJob.file(),
             deployment.job.rayjob_ttl_seconds_after_finished,
             p.cluster_name
@@ -113,6 +113,9 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
     step(Step::RayCluster, &cluster_step);
     let workers = deployment.topology.node_count;
     let ready = match ray_cluster {
+        None if matches!(deployment.topology.provisioning, Provisioning::Reservation(_)) => {
+            "nothing to wait for: the GPU node pool autoscales from zero (the reservation bills whether or not its nodes run)".to_owned()
+        }
         None => "nothing to wait for: the GPU node pool autoscales from zero, so its nodes bill only while a RayJob runs".to_owned(),
         Some(_) => format!(
             "wait up to {wait} for the head and {workers} workers of RayCluster {} to be Running and Ready{}",
@@ -184,10 +187,7 @@ pub fn destroy_plan(deployment: &Deployment, site: &Site, state: &State, buckets
     let mut steps = Vec::new();
     if state.done(Step::Credentials) {
         let secrets: Vec<String> = super::cluster_secrets(deployment).iter().map(|s| format!("Secret {ns}/{s}")).collect();
-        let ray = match deployment.job.mode {
-            crate::model::JobMode::Cluster => format!("RayCluster {ns}/{}", p.cluster_name),
-            crate::model::JobMode::Rayjob => format!("RayJob {ns}/{} (its RayCluster goes with it)", deployment.job.name),
-        };
+        let ray = format!("RayCluster {ns}/{}, gke-rl's RayJobs in {ns} (their RayClusters go with them)", p.cluster_name);
         let objects = format!("{ray} and {}", secrets.join(" and "));
         resources.push(objects.clone());
         steps.push(format!("$ {}", credentials(deployment, site.project_id.as_str())));
