@@ -194,6 +194,9 @@ pub fn sweep_temporaries(dir: &Path) {
 /// The lock file in a deployment folder.
 pub const LOCK_FILE: &str = ".gke-rl.lock";
 
+/// How long [`lock_folder`] waits for a held lock before it says who holds it.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// An exclusive hold on a deployment folder for as long as it lives. It is an advisory lock on
 /// the folder's [`LOCK_FILE`], which the kernel frees when the process ends, however it ends:
 /// no stale lock outlives a killed gke-rl.
@@ -212,12 +215,20 @@ pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open_no_link(&path).map_err(write)?,
         Err(e) => return Err(write(e)),
     };
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Error::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
+    // A child another thread of this process is forking holds a copy of every descriptor until
+    // it execs (closing them): a lock just freed here may look held for a moment.
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(write(source)),
         }
-        Err(std::fs::TryLockError::Error(source)) => return Err(write(source)),
     }
     file.set_len(0).map_err(write)?;
     file.write_all(format!("pid {}: {holder}\n", std::process::id()).as_bytes()).map_err(write)?;
@@ -283,17 +294,8 @@ mod tests {
         let pid = std::process::id();
         assert!(matches!(&refused, Error::FolderInUse { holder, .. } if *holder == format!("pid {pid}: gke-rl deploy")), "{refused}");
         drop(held);
-        // Another test of this process may be forking a child, which holds a copy of every open
-        // descriptor until it execs (closing them): the lock is free within moments.
-        let started = std::time::Instant::now();
-        let again = loop {
-            match lock_folder(&folder, "gke-rl destroy") {
-                Err(Error::FolderInUse { .. }) if started.elapsed() < std::time::Duration::from_secs(10) => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                other => break other.unwrap(),
-            }
-        };
+        // Taken again at once, even while another test of this process forks a child.
+        let again = lock_folder(&folder, "gke-rl destroy").unwrap();
         assert_eq!(std::fs::read_to_string(folder.join(LOCK_FILE)).unwrap(), format!("pid {pid}: gke-rl destroy\n"));
         drop(again);
         // A link planted in the lock file's place is never written through.
