@@ -191,6 +191,8 @@ enum On {
     /// The newest head only: the trial checks gke-rl's own side (what it refuses before
     /// connecting, sends, or does on a signal or a cut connection), which no Ray changes.
     Newest,
+    /// The head whose Ray the newest NeMo-RL release ships: the trial deploys its image.
+    NewestRelease,
 }
 
 impl On {
@@ -200,6 +202,7 @@ impl On {
             On::TokenHeads => ray_head::has_token_auth(version),
             On::KnownImages => known_image(version).is_some(),
             On::Newest => version == gke_rl_ray::NEWEST_TESTED_RAY,
+            On::NewestRelease => gke_rl::knowledge::NEMO_RL_RELEASES.last().is_some_and(|r| r.ray == version),
         }
     }
 }
@@ -211,8 +214,13 @@ fn known_image(version: &str) -> Option<&'static str> {
 
 fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, On, Case); 14] = [
+    let cases: [(&str, On, Case); 15] = [
         ("deploy_submit_status_destroy_through_a_tls_api_server", On::KnownImages, through_a_tls_api_server),
+        (
+            "a_rayjob_is_deployed_submitted_followed_and_stopped_through_a_tls_api_server",
+            On::NewestRelease,
+            rayjob_through_a_tls_api_server,
+        ),
         ("a_zip_file_is_uploaded_as_it_is", On::Newest, zip_file_working_dir),
         ("ctrl_c_detaches_and_the_job_keeps_running", On::Newest, ctrl_c_detaches),
         ("submit_working_dir_and_runtime_env_then_logs_and_status", On::Every, submit_and_inspect),
@@ -382,6 +390,102 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
             return Err(format!("the Ray token leaked: printed {printed}, in a URI {in_uri}, in files {on_disk:?}").into());
         }
     }
+    Ok(())
+}
+
+/// RayJob mode as a user takes it, with only Google Cloud faked, over HTTPS with the GKE-style
+/// kubeconfig: deploy makes no RayCluster; submit applies the RayJob naming its job id, waits
+/// while the fake API server advances it as KubeRay does (`Initializing` with a cluster of its
+/// own, `Waiting` once its pods are Ready, `Running` once `spec.jobId` is set), submits to this
+/// real head behind that cluster's head pod and follows the run; status and logs find it by the
+/// RayJob's name; once it is `Complete` its cluster is gone; a second submit replaces it, a
+/// third is refused while that one runs, and stop deletes it.
+///
+/// The RayJob's cluster asks for the Ray token in the Secret deploy keeps: put there first with
+/// this head's token, as KubeRay would start the pods with it.
+fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
+    let token = head.token.as_deref().ok_or("RayJob mode needs a Ray with tokens")?;
+    let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(1));
+    let image = known_image(head.version).ok_or("no known image ships this Ray")?;
+    let config = format!("project:\n  cluster_name: ray-a4-rayjob\nray:\n  image: {image}\njob:\n  name: grpo-rayjob\n  mode: rayjob\n");
+    std::fs::write(cloud.root.join("gke-rl.yaml"), config)?;
+    cloud.api.put_secret("ray-a4-rayjob-ray-token", "auth_token", token);
+    let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    check(
+        deploy.status.success() && !cloud.api.requests().iter().any(|r| r.uri.contains("/rayclusters")),
+        "deploy in rayjob mode makes no RayCluster",
+        &deploy,
+    )?;
+    cloud.api.forward_head_to(head.address.trim_start_matches("http://").parse()?);
+
+    std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 4); do echo rayjob-line-$i; done\n")?;
+    let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+    let id = submitted_id(&submit).ok_or("no submission id printed")?;
+    let printed = stdout(&submit);
+    let log: Vec<&str> = printed.lines().filter(|l| l.starts_with("rayjob-line-")).collect();
+    let told = [
+        "RayJob default/grpo-rayjob applied: KubeRay makes its cluster",
+        "  RayJob grpo-rayjob: Initializing\n",
+        " -> default/grpo-rayjob-",
+    ];
+    check(
+        submit.status.success()
+            && log == ["rayjob-line-1", "rayjob-line-2", "rayjob-line-3", "rayjob-line-4"]
+            && told.iter().all(|t| stderr(&submit).contains(t))
+            && cloud.api.object("rayjobs", "grpo-rayjob").is_some_and(|j| j["spec"]["jobId"] == id.as_str()),
+        "submit applies the RayJob with its job id, waits for its cluster, then submits there and follows the run",
+        &submit,
+    )?;
+    let status = cloud.gke_rl(&["status"], &[]);
+    check(
+        status.status.success()
+            && stderr(&status).contains(&format!("RayJob grpo-rayjob: Running, job {id}"))
+            && stderr(&status).contains("cluster grpo-rayjob-")
+            && stdout(&status).contains(&format!("{id}  SUCCEEDED")),
+        "status reaches the RayJob's cluster and its job",
+        &status,
+    )?;
+    let logs = cloud.gke_rl(&["logs", "grpo-rayjob"], &[]);
+    check(logs.status.success() && stdout(&logs).contains("rayjob-line-4"), "logs by the RayJob's name", &logs)?;
+
+    cloud.api.end_ray_job("grpo-rayjob", "SUCCEEDED");
+    let complete = cloud.gke_rl(&["status", "grpo-rayjob"], &[]);
+    check(
+        complete.status.success() && stdout(&complete).contains(&format!("RayJob grpo-rayjob: Complete, job {id} SUCCEEDED")),
+        "a finished RayJob is KubeRay's word",
+        &complete,
+    )?;
+    let no_cluster = cloud.gke_rl(&["logs"], &[]);
+    check(
+        no_cluster.status.code() == Some(2)
+            && stderr(&no_cluster).contains("RayJob default/grpo-rayjob is Complete: it has no RayCluster up"),
+        "logs of a RayJob without a cluster says so",
+        &no_cluster,
+    )?;
+    let again = cloud.gke_rl(&["submit", "--no-wait", "--", "echo", "again"], &[]);
+    let (deleted, applied) =
+        (stderr(&again).find("deleted RayJob default/grpo-rayjob"), stderr(&again).find("RayJob default/grpo-rayjob applied"));
+    check(
+        again.status.success() && deleted.zip(applied).is_some_and(|(d, a)| d < a) && stderr(&again).contains("logs grpo-rayjob --follow"),
+        "a second submit replaces the finished RayJob, and says how to follow it by name",
+        &again,
+    )?;
+    let busy = cloud.gke_rl(&["submit", "--no-wait", "--", "echo", "third"], &[]);
+    check(
+        busy.status.code() == Some(2)
+            && stderr(&busy).contains("RayJob default/grpo-rayjob is Running; let it end, or stop it with `gke-rl stop grpo-rayjob`"),
+        "a RayJob that runs is not replaced",
+        &busy,
+    )?;
+    let stop = cloud.gke_rl(&["stop", "grpo-rayjob"], &[]);
+    check(
+        stop.status.success()
+            && stderr(&stop).contains("RayJob grpo-rayjob is deleted")
+            && cloud.api.object("rayjobs", "grpo-rayjob").is_none(),
+        "stop deletes the RayJob",
+        &stop,
+    )?;
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &complete, &again, &busy, &stop]);
     Ok(())
 }
 

@@ -83,8 +83,8 @@ fn a_rayjob_render_replaces_the_raycluster_and_says_how_to_run_it() {
     );
     for step in [
         "next steps:\n  gke-rl deploy --config ",
-        "  kubectl apply -f out/ray-job.yaml\n",
-        "--working-dir out --runtime-env out/ray_runtime_env.json --no-wait -- bash run_nemo_rl.sh\n",
+        "then: gke-rl submit --config ",
+        "    applies out/ray-job.yaml, waits for its cluster, submits the job to it and follows the run",
     ] {
         assert!(stderr(&out).contains(step), "{step} missing from {}", stderr(&out));
     }

@@ -206,6 +206,13 @@ impl Progress for Console {
             Event::RayClusterApplied { namespace, name, uid } => {
                 self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
             }
+            Event::RayJobApplied { namespace, name, job_id } => {
+                self.say(format_args!("RayJob {namespace}/{name} applied: KubeRay makes its cluster, then follows job {job_id}"))
+            }
+            Event::RayJobState { name, state } => {
+                let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
+                self.say(format_args!("  RayJob {name}: {}{why}", state.state()))
+            }
             Event::Pods { ready, wanted } => self.pods(ready, wanted),
             Event::Waiting(problem) => self.say(format_args!("  ! {problem}")),
             Event::ClusterState(state) => self.say(format_args!("  state: {}", state.describe())),

@@ -175,13 +175,14 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
         secret = at(SecretInstructions.file()),
     );
     if d.job.mode == gke_rl::model::JobMode::Rayjob {
-        let run: String = gke_rl::lifecycle::rayjob_by_hand(d, &out_dir).iter().map(|c| format!("  {c}\n")).collect();
         return format!(
             "next steps:\n  {deploy}\n    creates the cluster and Lustre, and no RayCluster: each run is a RayJob with a cluster of its own\n\
              or by hand:\n{by_hand}\n\
-             then run the job as a RayJob (KubeRay waits for the job id before it goes on):\n{run}",
+             then: {submit}\n    applies {ray_job}, waits for its cluster, submits the job to it and follows the run",
             deploy = command(&["deploy"]),
             by_hand = by_hand.trim_end_matches(", then "),
+            submit = command(&["submit"]),
+            ray_job = at(gke_rl::ArtifactKind::RayJob.file()),
         );
     }
     format!(

@@ -61,6 +61,14 @@ pub enum Error {
         /// How long it waited.
         waited: Duration,
     },
+    /// A RayJob was still there when the wait for it to go ran out.
+    #[error("RayJob {name} is still there after {}s", .waited.as_secs())]
+    RayJobRemains {
+        /// The RayJob.
+        name: String,
+        /// How long it waited.
+        waited: Duration,
+    },
     /// No running head pod to forward to.
     #[error("RayCluster {0} has no running head pod (is it deployed?)")]
     NoHeadPod(String),
@@ -104,6 +112,62 @@ fn deleted<T>(result: Result<T, Error>) -> Result<bool, Error> {
         Ok(_) => Ok(true),
         Err(e) if e.is_not_found() => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// The one object of a manifest.
+fn parse_object(manifest: &str) -> Result<DynamicObject, Error> {
+    let root = gke_rl_yaml::Node::try_parse(manifest).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
+    serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))
+}
+
+/// A RayJob as KubeRay reports it in its status (`apis/ray/v1/rayjob_types.go`, KubeRay v1.7.0).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RayJobState {
+    /// `jobDeploymentStatus`: empty while new, then `Initializing` (its cluster starting),
+    /// `Waiting` (for `spec.jobId` in InteractiveMode), `Running`, `Complete`, `Failed`,
+    /// `ValidationFailed`, or `Suspending`/`Suspended`/`Retrying`.
+    pub deployment: String,
+    /// Ray's state of the job (`PENDING`, `RUNNING`, `SUCCEEDED`, `FAILED`, `STOPPED`), once known.
+    pub job: String,
+    /// The job KubeRay follows (`spec.jobId`).
+    pub job_id: Option<String>,
+    /// The RayCluster it made (`status.rayClusterName`).
+    pub cluster: Option<String>,
+    /// Why it failed, in KubeRay's words (`status.reason`).
+    pub reason: Option<String>,
+    /// KubeRay's message (`status.message`).
+    pub message: Option<String>,
+}
+
+impl RayJobState {
+    fn of(object: &serde_json::Value) -> Self {
+        let text = |value: &serde_json::Value| value.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        let status = &object["status"];
+        RayJobState {
+            deployment: text(&status["jobDeploymentStatus"]).unwrap_or_default(),
+            job: text(&status["jobStatus"]).unwrap_or_default(),
+            job_id: text(&object["spec"]["jobId"]),
+            cluster: text(&status["rayClusterName"]),
+            reason: text(&status["reason"]),
+            message: text(&status["message"]),
+        }
+    }
+
+    /// Whether KubeRay is done with it: it reconciles a `Complete`, `Failed` or
+    /// `ValidationFailed` RayJob no further.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.deployment.as_str(), "Complete" | "Failed" | "ValidationFailed")
+    }
+
+    /// Whether its cluster is up and KubeRay waits for its job or follows it.
+    pub fn has_cluster_up(&self) -> bool {
+        matches!(self.deployment.as_str(), "Waiting" | "Running")
+    }
+
+    /// Its deployment state as a word, `New` before KubeRay has seen it.
+    pub fn state(&self) -> &str {
+        if self.deployment.is_empty() { "New" } else { &self.deployment }
     }
 }
 
@@ -190,6 +254,39 @@ impl RayClusters {
                 (job.metadata.name.unwrap_or_default(), cluster)
             })
             .collect())
+    }
+
+    /// The RayJob `name` as KubeRay reports it; `None` when there is none.
+    pub async fn ray_job(&self, name: &str) -> Result<Option<RayJobState>, Error> {
+        let found = self.call(|| format!("read RayJob {name}"), self.ray_jobs().get_opt(name)).await?;
+        Ok(found.map(|job| RayJobState::of(&job.data)))
+    }
+
+    /// Server-side applies the rendered `ray-job.yaml` with `spec.jobId` naming the job to be
+    /// submitted to its cluster (KubeRay follows that job from then on); the RayJob's name.
+    pub async fn apply_ray_job(&self, manifest: &str, job_id: &str) -> Result<String, Error> {
+        let mut object = parse_object(manifest)?;
+        if object.types.as_ref().is_none_or(|t| t.kind != "RayJob") {
+            return Err(Error::Manifest("is not a RayJob".to_owned()));
+        }
+        let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
+        let spec = object.data.get_mut("spec").and_then(serde_json::Value::as_object_mut);
+        spec.ok_or_else(|| Error::Manifest("has no spec".to_owned()))?.insert("jobId".to_owned(), job_id.into());
+        let (api, params) = (self.ray_jobs(), PatchParams::apply(FIELD_MANAGER).force());
+        self.call(|| format!("apply RayJob {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
+        Ok(name)
+    }
+
+    /// Waits until the RayJob `name` is gone (KubeRay's finalizer stops its job first).
+    pub async fn wait_ray_job_gone(&self, name: &str, wait: Wait) -> Result<(), Error> {
+        let start = tokio::time::Instant::now();
+        while self.ray_job(name).await?.is_some() {
+            if start.elapsed() >= wait.timeout {
+                return Err(Error::RayJobRemains { name: name.to_owned(), waited: start.elapsed() });
+            }
+            tokio::time::sleep(wait.poll).await;
+        }
+        Ok(())
     }
 
     /// Deletes the RayJob (KubeRay's finalizer stops its job; its RayCluster goes with it);
@@ -286,9 +383,7 @@ impl RayClusters {
 
     /// Server-side applies the rendered `ray-cluster.yaml`; returns the RayCluster's name and uid.
     pub async fn apply(&self, manifest: &str) -> Result<(String, String), Error> {
-        let root = gke_rl_yaml::Node::try_parse(manifest).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
-        let object: DynamicObject =
-            serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
+        let object = parse_object(manifest)?;
         let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
         let (api, params) = (self.api(), PatchParams::apply(FIELD_MANAGER).force());
         let applied = self.call(|| format!("apply RayCluster {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
@@ -323,9 +418,7 @@ impl RayClusters {
     fn objects(&self, manifests: &str) -> Result<Vec<Manifested>, Error> {
         let mut objects = Vec::new();
         for document in gke_rl_yaml::documents(manifests) {
-            let root = gke_rl_yaml::Node::try_parse(document).map_err(|e| Error::Manifest(format!("is not YAML: {e}")))?;
-            let object: DynamicObject =
-                serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))?;
+            let object = parse_object(document)?;
             let types = object.types.clone().ok_or_else(|| Error::Manifest("has an object without apiVersion and kind".to_owned()))?;
             let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
             let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &types.kind));

@@ -6,18 +6,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gke_rl::model::WhenDone;
+use gke_rl::model::{JobMode, WhenDone};
 use gke_rl::supervisor::Records;
 use gke_rl::{Artifacts, Deployment};
-use gke_rl_kube::Readiness;
+use gke_rl_kube::{RayJobState, Readiness};
 use gke_rl_ray::JobDetails;
 
 use crate::events::{Event, Progress};
 use crate::head::{Head, HeadOptions};
 use crate::jobs::{self, Followed, Observed, Stopped, SubmitOptions};
+use crate::rayjob;
 
-/// How a run reaches the cluster in `rayjob` mode, until gke-rl submits RayJobs itself.
-pub(crate) const RAYJOB_SUBMIT: &str = "run the job as a RayJob with the commands `gke-rl render` prints (kubectl apply, then ray job submit to its cluster), and see it with `kubectl get rayjobs`";
 use crate::{Env, Error};
 
 /// How long a suspend after a run waits for the pods to be gone.
@@ -72,6 +71,8 @@ pub enum AfterRun {
     Suspended,
     /// It should have been suspended, but the head was given by address: Kubernetes is not reached.
     NotSuspendedByAddress,
+    /// It is the RayJob's: KubeRay deletes it once the job has ended (`ttlSecondsAfterFinished`).
+    RayJobEnds,
 }
 
 /// Checks and packages the job (everything refusable is refused before connecting), brings a
@@ -85,8 +86,8 @@ pub async fn submit(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Ran, Error> {
-    if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-        return Err(Error::RayJobMode { command: "submit", instead: RAYJOB_SUBMIT });
+    if let Some(ray_job) = &artifacts.ray_job {
+        return crate::rayjob::submit(deployment, artifacts, &ray_job.contents, options, env, progress).await;
     }
     let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
     if options.head.forwards(env) {
@@ -125,11 +126,21 @@ pub async fn submit(
 
 /// What `status` found.
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one per command
 pub enum Status {
     /// The RayCluster is suspended: it has no head to ask.
     Suspended,
     /// The job.
     Job(Box<JobReport>),
+    /// A RayJob whose cluster is not up (not yet, or no more): what KubeRay says of it.
+    RayJob {
+        /// Its name.
+        name: String,
+        /// Its state.
+        state: RayJobState,
+        /// Its cluster's name and pods, while it has one.
+        cluster: Option<(String, Result<Readiness, Error>)>,
+    },
 }
 
 /// A job, its run and its cluster.
@@ -142,14 +153,18 @@ pub struct JobReport {
     pub records: Records,
     /// Why the log (and so the records) could not be read, if it could not.
     pub records_unread: Option<Error>,
-    /// The RayCluster's pods, when the head is reached through Kubernetes.
-    pub cluster: Option<Result<Readiness, Error>>,
+    /// The RayCluster's name and pods, when the head is reached through Kubernetes.
+    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    /// In `rayjob` mode, the RayJob's name and state.
+    pub ray_job: Option<(String, RayJobState)>,
     /// The job as JSON, secrets redacted.
     pub redacted: serde_json::Value,
 }
 
 /// The job `id` names (its newest restart), else the latest submission: its state, its earlier
 /// submissions, its run's records and its cluster. A suspended cluster is the answer itself.
+/// In `rayjob` mode `id` names a RayJob [default: the config's]: its job, while its cluster is
+/// up, else what KubeRay says of it.
 pub async fn status(
     deployment: &Deployment,
     options: &HeadOptions,
@@ -157,10 +172,36 @@ pub async fn status(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Status, Error> {
+    if deployment.job.mode == JobMode::Rayjob && options.forwards(env) {
+        let rayjob::Found { name, state, clusters, head } = rayjob::find(deployment, options, id, env, progress).await?;
+        let Some(head) = head else {
+            let cluster = match state.cluster.clone() {
+                Some(cluster) => {
+                    let readiness = clusters.readiness(&cluster, deployment.topology.node_count.get()).await.map_err(Error::from);
+                    Some((cluster, readiness))
+                }
+                None => None,
+            };
+            return Ok(Status::RayJob { name, state, cluster });
+        };
+        let id = state.job_id.clone();
+        return job_report(deployment, &head, id.as_deref(), Some((name, state)), env).await;
+    }
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
         return Ok(Status::Suspended);
     }
     let head = crate::head::connect(deployment, options, env, progress).await?;
+    job_report(deployment, &head, id, None, env).await
+}
+
+/// The report of the job `id` names (its newest restart), else of the latest submission.
+async fn job_report(
+    deployment: &Deployment,
+    head: &Head,
+    id: Option<&str>,
+    ray_job: Option<(String, RayJobState)>,
+    env: &Env,
+) -> Result<Status, Error> {
     let client = &head.client;
     let chain = chain_of(client, id).await?;
     let (latest, earlier_ids) = chain.split_last().ok_or(Error::NoJobs)?;
@@ -175,14 +216,30 @@ pub async fn status(
         Err(e) => (String::new(), Some(e.into())),
     };
     let cluster = match head.clusters() {
-        Some(clusters) => {
-            let name = deployment.project.cluster_name.as_str();
-            Some(clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
+        Some((clusters, name)) => {
+            let readiness = clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from);
+            Some((name.to_owned(), readiness))
         }
         None => None,
     };
     let redacted = jobs::redacted(&job, deployment, client.token(), env);
-    Ok(Status::Job(Box::new(JobReport { job, earlier, records: Records::of(&log), records_unread, cluster, redacted })))
+    let records = Records::of(&log);
+    Ok(Status::Job(Box::new(JobReport { job, earlier, records, records_unread, cluster, ray_job, redacted })))
+}
+
+/// The head to ask about the job `id` names, and the id to ask about: in `rayjob` mode `id`
+/// names a RayJob [default: the config's], and the job is the one it follows.
+async fn reach(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    id: Option<&str>,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<(Head, Option<String>), Error> {
+    match deployment.job.mode {
+        JobMode::Rayjob => rayjob::connect(deployment, options, id, env, progress).await,
+        JobMode::Cluster => Ok((crate::head::connect(deployment, options, env, progress).await?, id.map(str::to_owned))),
+    }
 }
 
 /// What `logs` did.
@@ -213,8 +270,8 @@ pub async fn logs(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Logs, Error> {
-    let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
-    let chain = chain_of(&head.client, id).await?;
+    let (head, id) = reach(deployment, options, id, env, progress.clone()).await?;
+    let chain = chain_of(&head.client, id.as_deref()).await?;
     if follow {
         let id = chain.last().cloned().ok_or(Error::NoJobs)?;
         let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
@@ -242,9 +299,9 @@ pub async fn report(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<(String, gke_rl::run_report::Report), Error> {
-    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let (head, id) = reach(deployment, options, id, env, progress).await?;
     // The whole run, from its first submission, whichever of them was named (or is the latest).
-    let named = jobs::job_id(&head.client, id).await?;
+    let named = jobs::job_id(&head.client, id.as_deref()).await?;
     let first = match first_of(&named) {
         Some(first) if head.client.job(first).await.is_ok() => first.to_owned(),
         _ => named,
@@ -301,7 +358,9 @@ pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<
     Ok(run.report(deployment, span.map(|(start, _)| start), wall_s))
 }
 
-/// Stops the newest submission of the job `id` names; with `wait`, until it has ended.
+/// Stops the newest submission of the job `id` names; with `wait`, until it has ended. In
+/// `rayjob` mode `id` names a RayJob, which is deleted: KubeRay stops its job, and its cluster
+/// goes with it.
 pub async fn stop(
     deployment: &Deployment,
     options: &HeadOptions,
@@ -310,6 +369,12 @@ pub async fn stop(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<(String, Stopped), Error> {
+    if deployment.job.mode == JobMode::Rayjob && options.forwards(env) {
+        if !rayjob::stop(deployment, id, wait, env, &*progress).await? {
+            return Err(Error::NoRayJob { name: id.to_owned(), namespace: deployment.ray.namespace.to_string() });
+        }
+        return Ok((id.to_owned(), Stopped::RayJobDeleted));
+    }
     let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
     let id = jobs::job_id(&head.client, Some(id)).await?;
     let stopped = jobs::stop(&head.client, &id, wait, env, &*progress).await?;

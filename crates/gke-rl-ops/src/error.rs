@@ -165,6 +165,67 @@ pub enum Error {
         /// What to do in RayJob mode instead.
         instead: &'static str,
     },
+    /// No RayJob of that name.
+    #[error("there is no RayJob {namespace}/{name}; `kubectl get rayjobs -n {namespace}` lists them")]
+    NoRayJob {
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+    },
+    /// The RayJob has no RayCluster up to reach.
+    #[error("RayJob {namespace}/{name} is {state}: it has no RayCluster up to reach")]
+    RayJobNoCluster {
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// Its `jobDeploymentStatus`.
+        state: String,
+    },
+    /// A RayJob of the name a submit applies has not finished.
+    #[error("RayJob {namespace}/{name} is {state}; let it end, or stop it with `gke-rl stop {name}`")]
+    RayJobBusy {
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// Its `jobDeploymentStatus`.
+        state: String,
+    },
+    /// The RayJob ended before its cluster was up.
+    #[error("RayJob {name} is {state} before its job was submitted{}{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default(), .message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    RayJobEnded {
+        /// Its name.
+        name: String,
+        /// Its `jobDeploymentStatus`.
+        state: String,
+        /// KubeRay's reason.
+        reason: Option<String>,
+        /// KubeRay's message.
+        message: Option<String>,
+    },
+    /// The RayJob's cluster did not come up in time.
+    #[error("RayJob {name}'s cluster is not up after {}s (it is {state}); it was deleted, so that its nodes go", .waited.as_secs())]
+    RayJobNotUp {
+        /// Its name.
+        name: String,
+        /// Its last `jobDeploymentStatus`.
+        state: String,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// Interrupted while the RayJob's cluster came up: the RayJob was deleted.
+    #[error("interrupted (signal {signal}) before the job was submitted; RayJob {name} is deleted, so that its nodes go")]
+    RayJobInterrupted {
+        /// Its name.
+        name: String,
+        /// The signal's number.
+        signal: i32,
+    },
+    /// A RayJob is applied through Kubernetes, so no Ray address applies.
+    #[error("in rayjob mode submit applies a RayJob through Kubernetes and reaches its own cluster; drop --address and unset RAY_ADDRESS")]
+    RayJobByAddress,
     /// The run's window in time is unknown or unusable.
     #[error("the run's time is not known well enough to ask what its Lustre instance did meanwhile: {why}")]
     NoRunWindow {

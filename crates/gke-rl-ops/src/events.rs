@@ -160,6 +160,22 @@ pub enum Event<'a> {
         /// Its uid.
         uid: &'a str,
     },
+    /// A RayJob was applied, naming the job it follows.
+    RayJobApplied {
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+        /// The submission id it follows (`spec.jobId`).
+        job_id: &'a str,
+    },
+    /// A RayJob's state changed while waiting for its cluster.
+    RayJobState {
+        /// Name.
+        name: &'a str,
+        /// What KubeRay reports now.
+        state: &'a gke_rl_kube::RayJobState,
+    },
     /// The wait for the pods looked: this many are Ready.
     Pods {
         /// Pods Ready.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use gke_rl::Deployment;
 use gke_rl::lifecycle;
+use gke_rl::model::JobMode;
 use gke_rl_kube::portforward::{Forwarding, OnError};
 
 use crate::events::{Event, Progress};
@@ -27,11 +28,13 @@ pub struct HeadOptions {
     pub headers: BTreeMap<String, String>,
     /// The longest one request may take.
     pub request_timeout: Duration,
+    /// In `rayjob` mode, the RayJob whose cluster to reach [default: the config's, `job.name`].
+    pub ray_job: Option<String>,
 }
 
 impl Default for HeadOptions {
     fn default() -> Self {
-        HeadOptions { address: None, ray_address: true, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
+        HeadOptions { address: None, ray_address: true, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30), ray_job: None }
     }
 }
 
@@ -49,69 +52,108 @@ impl HeadOptions {
     pub fn forwards(&self, env: &Env) -> bool {
         self.address(env).is_none()
     }
+
+    /// The RayJob these options name in `rayjob` mode.
+    pub fn ray_job<'a>(&'a self, deployment: &'a Deployment) -> &'a str {
+        self.ray_job.as_deref().unwrap_or(deployment.job.name.as_str())
+    }
+}
+
+/// A port-forward this process runs to a RayCluster's head.
+struct Forwarded {
+    /// Held, not read: dropping it stops the forward.
+    _forwarding: Forwarding,
+    clusters: gke_rl_kube::RayClusters,
+    cluster: String,
 }
 
 /// A client for the dashboard, and the port-forward it goes through.
 pub struct Head {
     /// The Jobs API client.
     pub client: gke_rl_ray::Client,
-    /// Alive as long as the head is used, and the RayClusters it forwards into.
-    forwarding: Option<(Forwarding, gke_rl_kube::RayClusters)>,
+    /// Alive as long as the head is used.
+    forwarded: Option<Forwarded>,
 }
 
 impl Head {
     /// Whether requests go through a port-forward this process runs.
     pub fn is_forwarded(&self) -> bool {
-        self.forwarding.is_some()
+        self.forwarded.is_some()
     }
 
-    /// The RayClusters of the deployment's namespace, when the head is reached through
-    /// Kubernetes.
-    pub fn clusters(&self) -> Option<&gke_rl_kube::RayClusters> {
-        self.forwarding.as_ref().map(|(_, clusters)| clusters)
+    /// The RayClusters of the deployment's namespace and the name of the one whose head this
+    /// is, when the head is reached through Kubernetes.
+    pub fn clusters(&self) -> Option<(&gke_rl_kube::RayClusters, &str)> {
+        self.forwarded.as_ref().map(|f| (&f.clusters, f.cluster.as_str()))
     }
 }
 
 /// Connects to the dashboard of `deployment`'s RayCluster: [`HeadOptions::address`], or a free
-/// local port forwarded to the head pod's dashboard port. `progress` is kept to report the
-/// forward's failed connections for as long as it runs.
+/// local port forwarded to the head pod's dashboard port. In `rayjob` mode the RayCluster is
+/// the one the RayJob [`HeadOptions::ray_job`] made, while it has one. `progress` is kept to
+/// report the forward's failed connections for as long as it runs.
 ///
 /// The Ray token is the one Ray's CLI would use (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`,
 /// `~/.ray/auth_token`); through the port-forward, a token set in either variable, else the
 /// RayCluster's own, read from its Secret into memory when its `authOptions` ask for one.
 pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
+    if let Some(address) = options.address(env) {
+        return by_address(address, options, env);
+    }
+    if deployment.job.mode == JobMode::Rayjob {
+        return crate::rayjob::connect(deployment, options, None, env, progress).await.map(|(head, _)| head);
+    }
+    let clusters = ray_clusters(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
+    connect_to(deployment, clusters, deployment.project.cluster_name.to_string(), options, env, progress).await
+}
+
+/// The head at `address`, with the token Ray's CLI would use.
+pub(crate) fn by_address(address: String, options: &HeadOptions, env: &Env) -> Result<Head, Error> {
     let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
-    let given = |home: Option<std::path::PathBuf>| gke_rl_ray::Token::discover(variable, home.as_deref());
-    let (address, forwarding, token) = match options.address(env) {
-        Some(address) => (address, None, given(env.var("HOME").map(Into::into))?),
-        None if deployment.job.mode == gke_rl::model::JobMode::Rayjob => {
-            return Err(Error::RayJobMode { command: "reaching the Ray head", instead: crate::commands::RAYJOB_SUBMIT });
-        }
-        None => {
-            let forwarded = async {
-                let forwarding = forward(deployment, env, progress).await?;
-                let token = match given(None)? {
-                    Some(token) => Some(token),
-                    None => cluster_token(deployment, &forwarding.1).await?,
-                };
-                Ok::<_, Error>((forwarding, token))
-            };
-            let (forwarding, token) = forwarded.await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
-            (format!("http://{}", forwarding.0.local), Some(forwarding), token)
-        }
+    let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;
+    head(address, None, token, options)
+}
+
+/// Connects through a port-forward to the head of the RayCluster `cluster`.
+pub(crate) async fn connect_to(
+    deployment: &Deployment,
+    clusters: gke_rl_kube::RayClusters,
+    cluster: String,
+    options: &HeadOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Head, Error> {
+    let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
+    let forwarded = async {
+        let forwarding = forward(deployment, &clusters, &cluster, progress).await?;
+        let token = match gke_rl_ray::Token::discover(variable, None)? {
+            Some(token) => Some(token),
+            None => cluster_token(deployment, &cluster, &clusters).await?,
+        };
+        Ok::<_, Error>((forwarding, token))
     };
+    let (forwarding, token) = forwarded.await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
+    let address = format!("http://{}", forwarding.local);
+    head(address, Some(Forwarded { _forwarding: forwarding, clusters, cluster }), token, options)
+}
+
+fn head(address: String, forwarded: Option<Forwarded>, token: Option<gke_rl_ray::Token>, options: &HeadOptions) -> Result<Head, Error> {
     let client_options = gke_rl_ray::ClientOptions {
         token,
         headers: options.headers.clone(),
         request_timeout: options.request_timeout,
         ..gke_rl_ray::ClientOptions::default()
     };
-    Ok(Head { client: gke_rl_ray::Client::new(&address, client_options)?, forwarding })
+    Ok(Head { client: gke_rl_ray::Client::new(&address, client_options)?, forwarded })
 }
 
 /// The RayCluster's Ray token, from the Secret its `authOptions` name; `None` when it uses none.
-async fn cluster_token(deployment: &Deployment, clusters: &gke_rl_kube::RayClusters) -> Result<Option<gke_rl_ray::Token>, Error> {
-    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
+async fn cluster_token(
+    deployment: &Deployment,
+    cluster: &str,
+    clusters: &gke_rl_kube::RayClusters,
+) -> Result<Option<gke_rl_ray::Token>, Error> {
+    let namespace = deployment.ray.namespace.as_str();
     let Some(secret) = clusters.token_secret(cluster).await? else { return Ok(None) };
     let value = clusters.secret_value(&secret, gke_rl::auth::TOKEN_KEY).await?;
     let source = gke_rl_ray::TokenSource::Secret { namespace: namespace.to_owned(), name: secret.clone() };
@@ -151,9 +193,13 @@ pub(crate) async fn ray_clusters(deployment: &Deployment, env: &Env) -> Result<g
     Ok(gke_rl_kube::RayClusters::new(client, deployment.ray.namespace.as_str()))
 }
 
-async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>) -> Result<(Forwarding, gke_rl_kube::RayClusters), Error> {
-    let (cluster, namespace) = (deployment.project.cluster_name.as_str(), deployment.ray.namespace.as_str());
-    let clusters = ray_clusters(deployment, env).await?;
+async fn forward(
+    deployment: &Deployment,
+    clusters: &gke_rl_kube::RayClusters,
+    cluster: &str,
+    progress: Arc<dyn Progress>,
+) -> Result<Forwarding, Error> {
+    let namespace = deployment.ray.namespace.as_str();
     // Fail now, with the reason, rather than on the first request.
     let pod = clusters.head_pod(cluster).await?;
     let reporter = progress.clone();
@@ -164,5 +210,5 @@ async fn forward(deployment: &Deployment, env: &Env, progress: Arc<dyn Progress>
             .await
             .map_err(|source| Error::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
     progress.event(Event::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
-    Ok((forwarding, clusters))
+    Ok(forwarding)
 }

@@ -110,6 +110,13 @@ pub fn prepare(
     Ok(Prepared { request, package, supervise: options.supervise.clone(), secret_names })
 }
 
+impl Prepared {
+    /// The id the job will be submitted as.
+    pub fn submission_id(&self) -> &str {
+        self.request.submission_id.as_deref().unwrap_or_default()
+    }
+}
+
 /// Uploads the package unless the cluster has it, and submits; the submission id.
 pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
     Ok(submit_supervised(client, prepared, progress).await?.id)
@@ -534,6 +541,8 @@ pub enum Stopped {
     Requested,
     /// The job ended, in this state.
     Ended(JobStatus),
+    /// The RayJob was deleted: KubeRay stops its job, and its cluster goes with it.
+    RayJobDeleted,
 }
 
 /// Stops a running job; with `wait`, until it has ended (a minute at most).

@@ -235,3 +235,71 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(status, commands::Status::Suspended), "a suspended cluster has no head to ask");
 }
+
+/// RayJob mode through Kubernetes (the in-process fake API server, which cannot forward a port):
+/// submit applies the RayJob with the job id it is about to submit, waits for KubeRay's cluster,
+/// and, when the submit then fails, deletes the RayJob so that its nodes go. A RayJob that has
+/// not finished is refused before anything is applied; a finished one is replaced. `status`
+/// without a cluster up is KubeRay's word; `stop` deletes the RayJob and its cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rayjob_is_applied_with_its_job_id_and_deleted_when_the_submit_fails() {
+    gke_rl_ray::ensure_crypto_provider();
+    let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(1));
+    let mut env = env(&[]);
+    env.kube = Kube::Given(client.clone());
+    let deployment = gke_rl::config::from_yaml(
+        &std::fs::read_to_string(gke_rl_test_support::project_root().join("tests/fixtures/configs/rayjob.yaml")).unwrap(),
+    )
+    .unwrap();
+    let artifacts = render(&deployment);
+    let (name, recorder) = ("grpo-rayjob", Arc::new(Recorder::default()));
+    let options = run_options(None, true, None);
+
+    let error = match commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await {
+        Err(error) => error,
+        Ok(_) => panic!("a submit through a head that cannot be reached"),
+    };
+    assert!(matches!(error, gke_rl_ops::Error::PortForward { .. } | gke_rl_ops::Error::Ray(_)), "{error:?}");
+    let apply = server.requests().into_iter().find(|r| r.method == "PATCH" && r.uri.contains("/rayjobs/")).expect("the RayJob applied");
+    assert!(apply.uri.contains("fieldManager=gke-rl") && apply.body.contains(&format!(r#""jobId":"{JOB}""#)), "{}", apply.body);
+    for seen in ["RayJobApplied", "\"Initializing\"", "\"Waiting\"", "Pods { ready: 9, wanted: 9 }", "Deleted { kind: \"RayJob\""] {
+        assert!(recorder.saw(seen), "{seen} in\n{}", recorder.events());
+    }
+    assert!(server.object("rayjobs", name).is_none(), "deleted after the failed submit");
+    let first = recorder.events().split("cluster: Some(\"").nth(1).and_then(|rest| rest.split('"').next()).map(str::to_owned).unwrap();
+    assert!(server.object("rayclusters", &first).is_none(), "{first} went with its RayJob");
+    assert!(recorder.events().matches("Deleted").count() == 1, "{}", recorder.events());
+
+    // One that has not finished is refused, and left alone.
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    clusters.apply_ray_job(&artifacts.ray_job.as_ref().unwrap().contents, "earlier").await.unwrap();
+    let state = clusters.ray_job(name).await.unwrap().unwrap();
+    assert_eq!((state.state(), state.job_id.as_deref()), ("Initializing", Some("earlier")));
+    let made = state.cluster.expect("KubeRay's cluster, named after the RayJob");
+    assert!(made.starts_with("grpo-rayjob-") && made.len() == "grpo-rayjob-".len() + 5, "{made}");
+    let busy = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await;
+    assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { state, .. }) if state == "Initializing"), "{:?}", busy.err());
+    assert_eq!(clusters.ray_job(name).await.unwrap().unwrap().job_id.as_deref(), Some("earlier"));
+
+    let status = commands::status(&deployment, &HeadOptions::default(), None, &env, Arc::new(Recorder::default())).await.unwrap();
+    let commands::Status::RayJob { state, cluster: Some((cluster, Ok(readiness))), .. } = status else { panic!("KubeRay's word") };
+    assert_eq!((state.state(), cluster.as_str(), readiness.progress().1), ("Initializing", made.as_str(), 9));
+
+    // A finished one is replaced: deleted, then applied anew.
+    server.end_ray_job(name, "SUCCEEDED");
+    assert!(server.object("rayclusters", &made).is_none(), "shutdownAfterJobFinishes");
+    let replaced = Arc::new(Recorder::default());
+    let _ = commands::submit(&deployment, &artifacts, &options, &env, replaced.clone()).await;
+    assert!(
+        replaced.events().find("Deleted { kind: \"RayJob\"").unwrap() < replaced.events().find("RayJobApplied").unwrap(),
+        "{}",
+        replaced.events()
+    );
+
+    // Stop deletes it; a second stop finds none.
+    clusters.apply_ray_job(&artifacts.ray_job.as_ref().unwrap().contents, "again").await.unwrap();
+    let (_, stopped) = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await.unwrap();
+    assert!(matches!(stopped, Stopped::RayJobDeleted) && server.object("rayjobs", name).is_none());
+    let again = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await;
+    assert!(matches!(again, Err(gke_rl_ops::Error::NoRayJob { .. })), "{:?}", again.err());
+}

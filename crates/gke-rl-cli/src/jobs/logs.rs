@@ -9,7 +9,7 @@ use super::{Connection, ended, failed};
 pub struct LogsArgs {
     #[command(flatten)]
     connection: Connection,
-    /// Submission id
+    /// Submission id; in rayjob mode, the RayJob's name [default: the config's job.name]
     id: Option<String>,
     /// Keep streaming until the job ends
     #[arg(long, short)]
@@ -30,7 +30,10 @@ impl LogsArgs {
             .block_on(gke_rl_ops::commands::logs(d, &job.head, self.id.as_deref(), self.follow, &job.env, job.console.clone()))
             .map_err(|e| failed(e, d))?;
         match logs {
-            Logs::Followed { id, head, followed } => ended(&head, &id, &followed, &job.console),
+            Logs::Followed { id, head, followed } => {
+                let target = super::target(d, &head, &id, self.id.as_deref());
+                ended(&head, &id, target, &followed, &job.console)
+            }
             // The console printed each submission's log as it came.
             Logs::Read(_) => Ok(0),
             _ => anyhow::bail!("logs ended in a way this version does not know"),

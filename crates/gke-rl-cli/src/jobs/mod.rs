@@ -68,7 +68,7 @@ impl Connection {
             None => BTreeMap::new(),
         };
         let request_timeout = Duration::from_secs(self.request_timeout);
-        let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
+        let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout, ray_job: None };
         Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
     }
 
@@ -101,6 +101,15 @@ pub(crate) fn failed(error: gke_rl_ops::Error, deployment: &Deployment) -> anyho
     )
 }
 
+/// What names the job `id` to the job commands: in `rayjob` mode, through Kubernetes, the RayJob
+/// `ray_job` (the config's by default), else the submission id.
+fn target<'a>(d: &'a Deployment, head: &Head, id: &'a str, ray_job: Option<&'a str>) -> &'a str {
+    match d.job.mode {
+        gke_rl::model::JobMode::Rayjob if head.is_forwarded() => ray_job.unwrap_or(d.job.name.as_str()),
+        _ => id,
+    }
+}
+
 /// `gke-rl logs ID --follow`, with the `--address` that reaches the same dashboard when one was
 /// given: each word shell-quoted, since it is printed to be pasted.
 fn follow_command(head: &Head, id: &str) -> String {
@@ -114,12 +123,12 @@ fn follow_command(head: &Head, id: &str) -> String {
 }
 
 /// The exit code of a followed job, with the re-attach hint when following was detached (the
-/// console has shown how a finished job ended).
-fn ended(head: &Head, id: &str, followed: &Followed, console: &Console) -> anyhow::Result<u8> {
+/// console has shown how a finished job ended). `target` names the job to `logs`.
+fn ended(head: &Head, id: &str, target: &str, followed: &Followed, console: &Console) -> anyhow::Result<u8> {
     console.end_progress();
     match followed {
         Followed::Detached { signal } => {
-            console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, id)));
+            console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, target)));
             // 128 + the signal, as a shell reports a command it ended: 130 for Ctrl-C.
             Ok(u8::try_from(128 + signal).unwrap_or(DETACHED))
         }

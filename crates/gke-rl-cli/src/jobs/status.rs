@@ -14,7 +14,7 @@ use crate::terminal::outln;
 pub struct StatusArgs {
     #[command(flatten)]
     connection: Connection,
-    /// Submission id
+    /// Submission id; in rayjob mode, the RayJob's name [default: the config's job.name]
     id: Option<String>,
     /// Print JSON (secret values redacted)
     #[arg(long)]
@@ -39,11 +39,23 @@ impl StatusArgs {
                 outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
                 return Ok(0);
             }
+            Status::RayJob { name, state, cluster: pods } => {
+                outln!("{}", ray_job(&name, &state));
+                if let Some((name, readiness)) = &pods {
+                    cluster(name, readiness, d, job.env.clock.unix_millis(), &job.console);
+                }
+                return Ok(0);
+            }
             _ => anyhow::bail!("status ended in a way this version does not know"),
         };
         let now = job.env.clock.unix_millis();
+        if let Some((name, state)) = &report.ray_job {
+            job.console.say(ray_job(name, state));
+        }
         run(&report, &job.console);
-        cluster(&report, d, now, &job.console);
+        if let Some((name, readiness)) = &report.cluster {
+            cluster(name, readiness, d, now, &job.console);
+        }
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&report.redacted)?);
         } else {
@@ -73,12 +85,36 @@ fn run(report: &JobReport, console: &Console) {
     }
 }
 
+/// A RayJob as KubeRay reports it: its state, the job it follows and how that ended, and why
+/// it failed.
+fn ray_job(name: &str, state: &gke_rl_ops::RayJobState) -> String {
+    let mut line = format!("RayJob {name}: {}", state.state());
+    if let Some(id) = &state.job_id {
+        line.push_str(&format!(", job {id}"));
+    }
+    if !state.job.is_empty() {
+        line.push_str(&format!(" {}", state.job));
+    }
+    for why in [&state.reason, &state.message].into_iter().flatten() {
+        line.push_str(&format!(": {why}"));
+    }
+    if state.is_finished() {
+        line.push_str("; KubeRay deletes its cluster after the run");
+    }
+    crate::terminal::shown(&line)
+}
+
 /// The RayCluster's pods, age and cost, when it was reached; its state is context, so failing to
 /// read it is not fatal.
-fn cluster(report: &JobReport, d: &gke_rl::Deployment, now_millis: u64, console: &Console) {
-    let name = d.project.cluster_name.as_str();
-    match &report.cluster {
-        Some(Ok(readiness)) => {
+fn cluster(
+    name: &str,
+    readiness: &Result<gke_rl_ops::Readiness, gke_rl_ops::Error>,
+    d: &gke_rl::Deployment,
+    now_millis: u64,
+    console: &Console,
+) {
+    match readiness {
+        Ok(readiness) => {
             let (ready, wanted) = readiness.progress();
             let cost = format!("costing {}", gke_rl::cost::estimate(d).summary());
             let now = i64::try_from(now_millis / 1000).unwrap_or(i64::MAX);
@@ -91,8 +127,7 @@ fn cluster(report: &JobReport, d: &gke_rl::Deployment, now_millis: u64, console:
                 console.say(format_args!("  ! {problem}"));
             }
         }
-        Some(Err(e)) => console.say(format_args!("cluster {name}: unknown ({})", gke_rl_ops::chain(e))),
-        None => {}
+        Err(e) => console.say(format_args!("cluster {name}: unknown ({})", gke_rl_ops::chain(e))),
     }
 }
 

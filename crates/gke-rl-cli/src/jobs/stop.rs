@@ -9,7 +9,8 @@ use super::{Connection, failed};
 pub struct StopArgs {
     #[command(flatten)]
     connection: Connection,
-    /// Submission id (its newest restart is stopped)
+    /// Submission id (its newest restart is stopped); in rayjob mode, the RayJob's name (it is
+    /// deleted, and its cluster with it)
     id: String,
     /// Return once the stop is requested
     #[arg(long)]
@@ -26,6 +27,10 @@ impl StopArgs {
         match stopped {
             Stopped::NotRunning(status) => job.console.say(format_args!("job {id} was not running: {status}")),
             Stopped::Ended(status) => job.console.say(format_args!("job {id} {status}")),
+            Stopped::RayJobDeleted => job.console.say(format_args!(
+                "RayJob {id} {}: KubeRay stopped its job, and its cluster goes with it",
+                if self.no_wait { "is being deleted" } else { "is deleted" }
+            )),
             _ => {}
         }
         Ok(0)

@@ -158,19 +158,23 @@ impl SubmitArgs {
             .map_err(|e| failed(e, d))?;
         match ran {
             Ran::Submitted { id, head } => {
-                job.console.say(format_args!("follow it with: {}", follow_command(&head, &id)));
+                job.console.say(format_args!("follow it with: {}", follow_command(&head, super::target(d, &head, &id, None))));
                 Ok(0)
             }
             Ran::Followed { id, head, observed, after } => {
                 if let Followed::Detached { .. } = observed.followed {
                     crate::terminal::err(&crate::terminal::shown(&observed.records.report()));
                 }
-                let code = ended(&head, &id, &observed.followed, &job.console)?;
+                let code = ended(&head, &id, super::target(d, &head, &id, None), &observed.followed, &job.console)?;
                 match after {
                     AfterRun::Suspended => job.console.say(format_args!(
                         "RayCluster {} is suspended; `{} resume` or the next submit brings it back",
                         d.project.cluster_name,
                         crate::name()
+                    )),
+                    AfterRun::RayJobEnds if matches!(observed.followed, Followed::Finished { .. }) => job.console.say(format_args!(
+                        "KubeRay deletes RayJob {}'s cluster {}s after the run (job.rayjob_ttl_seconds_after_finished); its GPU nodes then go",
+                        d.job.name, d.job.rayjob_ttl_seconds_after_finished
                     )),
                     AfterRun::NotSuspendedByAddress => {
                         job.console.say("warning: not suspending the RayCluster: with --address, gke-rl does not reach Kubernetes")

@@ -139,6 +139,13 @@ impl FakeApiServer {
         self.lock().objects.get(&(plural.to_owned(), name.to_owned())).cloned()
     }
 
+    /// Stores an Opaque Secret `name` holding `key: value`, as someone with kubectl would.
+    pub fn put_secret(&self, name: &str, key: &str, value: &str) {
+        let data = serde_json::to_value(k8s_openapi::ByteString(value.as_bytes().to_vec())).unwrap_or_default();
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name}, "data": {key: data}});
+        self.lock().objects.insert(("secrets".to_owned(), name.to_owned()), secret);
+    }
+
     /// The decoded value of `key` in the stored Secret `name`, as a pod would see it.
     pub fn secret_value(&self, name: &str, key: &str) -> Option<String> {
         let secret = self.object("secrets", name)?;
@@ -173,6 +180,24 @@ impl FakeApiServer {
         self.lock().head_forward = Some(address);
     }
 
+    /// Ends the RayJob's run as KubeRay does when its job reaches `job_status` (`SUCCEEDED`,
+    /// `FAILED`, `STOPPED`): `Complete` or `Failed`, and its RayCluster deleted when
+    /// `shutdownAfterJobFinishes` says so (at once: the fake has no TTL).
+    pub fn end_ray_job(&self, name: &str, job_status: &str) {
+        let mut state = self.lock();
+        let Some(job) = state.objects.get_mut(&("rayjobs".to_owned(), name.to_owned())) else { return };
+        let ended = if job_status == "SUCCEEDED" { "Complete" } else { "Failed" };
+        merge(&mut job["status"], &json!({"jobDeploymentStatus": ended, "jobStatus": job_status}));
+        let cluster =
+            job["status"]["rayClusterName"].as_str().filter(|_| job["spec"]["shutdownAfterJobFinishes"] == true).map(str::to_owned);
+        if let Some(cluster) = cluster
+            && state.objects.remove(&("rayclusters".to_owned(), cluster)).is_some()
+        {
+            state.terminating = Some(2);
+            state.provisioned = false;
+        }
+    }
+
     fn answer(&self, method: &Method, uri: &http::Uri, body: &str, authorization: Option<&str>) -> (StatusCode, Value) {
         let mut state = self.lock();
         state.requests.push(Recorded {
@@ -194,7 +219,19 @@ impl FakeApiServer {
             ["api", "v1", "namespaces", _, rest @ ..] | ["apis", _, _, "namespaces", _, rest @ ..] => rest,
             _ => return not_found("path"),
         };
+        if let ["rayjobs", name, ..] = rest {
+            state.reconcile_ray_job(name);
+        }
         match (method.as_str(), rest) {
+            // The status subresource, as KubeRay writes it: a merge patch of `status`.
+            ("GET" | "PATCH", [plural, name, "status"]) => {
+                let Some(object) = state.objects.get_mut(&((*plural).to_owned(), (*name).to_owned())) else { return not_found(name) };
+                if method == Method::PATCH {
+                    let Ok(patch) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
+                    merge(&mut object["status"], &patch["status"]);
+                }
+                (StatusCode::OK, object.clone())
+            }
             ("PATCH", [plural, _]) if state.refused.iter().any(|p| p == plural) => {
                 (StatusCode::FORBIDDEN, status(403, &format!("{plural} is forbidden: the fake refuses it")))
             }
@@ -216,6 +253,10 @@ impl FakeApiServer {
                     .unwrap_or_else(|| format!("uid-{}", state.uids));
                 object["metadata"]["uid"] = json!(uid);
                 let created = state.objects.get(&key).map(|o| o["metadata"]["creationTimestamp"].clone()).filter(|c| !c.is_null());
+                // An apply leaves the status, which only its controller writes, as it is.
+                if let Some(kept) = state.objects.get(&key).map(|o| o["status"].clone()).filter(|s| !s.is_null()) {
+                    object["status"] = kept;
+                }
                 object["metadata"]["creationTimestamp"] = created.unwrap_or_else(|| {
                     json!(
                         k8s_openapi::jiff::Timestamp::now()
@@ -293,6 +334,53 @@ impl FakeApiServer {
 }
 
 impl State {
+    /// One step of KubeRay's RayJob controller in InteractiveMode (`rayjob_controller.go`,
+    /// v1.7.0), taken whenever the RayJob is asked about: a new RayJob is `Initializing` and
+    /// gets a RayCluster of its own (`<name>-<5 characters>`, from `rayClusterSpec`), whose
+    /// pods then follow the script; once they are all Ready it is `Waiting`, and once
+    /// `spec.jobId` names a job, `Running`. The tests end it ([`FakeApiServer::end_ray_job`]).
+    fn reconcile_ray_job(&mut self, name: &str) {
+        let key = ("rayjobs".to_owned(), (*name).to_owned());
+        let Some(job) = self.objects.get(&key) else { return };
+        let (namespace, cluster) =
+            (job["metadata"]["namespace"].as_str().unwrap_or("default").to_owned(), job["status"]["rayClusterName"].clone());
+        let status = match job["status"]["jobDeploymentStatus"].as_str().unwrap_or_default() {
+            "" => {
+                self.uids += 1;
+                let cluster = cluster.as_str().map_or_else(|| format!("{name}-{:05x}", self.uids), str::to_owned);
+                let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                    "metadata": {"name": cluster, "namespace": namespace, "uid": format!("uid-{}", self.uids),
+                                 "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": name}},
+                    "spec": job["spec"]["rayClusterSpec"]});
+                if let std::collections::btree_map::Entry::Vacant(entry) = self.objects.entry(("rayclusters".to_owned(), cluster.clone())) {
+                    entry.insert(object);
+                    (self.pod_listings, self.terminating) = (0, None);
+                }
+                json!({"jobDeploymentStatus": "Initializing", "rayClusterName": cluster, "jobStatus": ""})
+            }
+            "Initializing" if self.pods_ready() => {
+                let cluster = cluster.as_str().unwrap_or_default();
+                json!({"jobDeploymentStatus": "Waiting", "dashboardURL": format!("{cluster}-head-svc.{namespace}.svc.cluster.local:8265")})
+            }
+            "Waiting" if job["spec"]["jobId"].as_str().is_some_and(|id| !id.is_empty()) => {
+                json!({"jobDeploymentStatus": "Running", "jobId": job["spec"]["jobId"]})
+            }
+            _ => return,
+        };
+        if let Some(job) = self.objects.get_mut(&key) {
+            merge(&mut job["status"], &status);
+        }
+    }
+
+    /// Whether the script has every pod of the RayCluster Ready now.
+    fn pods_ready(&self) -> bool {
+        match &self.pods {
+            Some(Pods::ReadyAfter(n)) => self.pod_listings > *n,
+            Some(Pods::GpuHealthCheckFails { .. } | Pods::Preempted { .. }) => self.provisioned,
+            _ => false,
+        }
+    }
+
     /// The applied RayCluster's name and worker count; `None` while it is suspended (KubeRay
     /// deletes a suspended cluster's pods).
     fn cluster(&self) -> Option<(String, u64)> {

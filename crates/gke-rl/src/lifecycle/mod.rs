@@ -162,58 +162,10 @@ impl Folder<'_> {
     }
 }
 
-/// The commands that run the job as a RayJob by hand, from the render in folder `out`, until
-/// gke-rl submits RayJobs itself: one block for a shell, which stops at the first failure and
-/// then deletes the RayJob it applied, so that its GPU nodes go. In InteractiveMode KubeRay makes
-/// the cluster, then waits until the RayJob's `spec.jobId` names a job submitted to it
-/// (`rayjob_controller.go`, KubeRay v1.7.0); kubectl-ray's `job submit` gives up on a cluster after
-/// 120 s, less than a GPU pool takes to scale from zero. A finished RayJob keeps its name, so the
-/// block replaces it, and refuses while one of that name has not finished.
-pub fn rayjob_by_hand(d: &Deployment, out: &str) -> Vec<String> {
-    use crate::quote::sh;
-    let (job, namespace) = (d.job.name.as_str(), d.ray.namespace.as_str());
-    let file = |kind: ArtifactKind| sh(&Path::new(out).join(kind.file()).display().to_string());
-    let rayjob = format!("kubectl get rayjob {job} -n {namespace} -o jsonpath=");
-    let state = format!("{rayjob}'{{.status.jobDeploymentStatus}}'");
-    // The block's own bound on the cluster's start; KubeRay's, when set, fails the RayJob first.
-    let wait = d.job.rayjob_pre_running_deadline_seconds.map_or(3600, |s| s.get()) + 60;
-    let port = knowledge::DASHBOARD_PORT;
-    let dashboard = format!("curl -s -m 2 -o /dev/null http://127.0.0.1:{port}");
-    vec![
-        // `+x`: a shell tracing its commands would print the token.
-        "(set -e +x".to_owned(),
-        format!("{dashboard} && {{ echo \"port {port} is taken: stop what listens there\" >&2; exit 1; }}"),
-        format!("S=$({state} --ignore-not-found)"),
-        format!(
-            "case \"$S\" in \"\"|Complete|Failed|ValidationFailed) ;; *) echo \"RayJob {job} is $S: let it end, or delete it\" >&2; exit 1 ;; esac"
-        ),
-        format!("kubectl delete rayjob {job} -n {namespace} --ignore-not-found --wait --timeout=5m"),
-        format!("kubectl apply -f {}", file(ArtifactKind::RayJob)),
-        format!("trap 'kill $PF 2>/dev/null; [ -n \"$DONE\" ] || kubectl delete rayjob {job} -n {namespace} --wait=false' EXIT"),
-        format!(
-            "end=$((SECONDS + {wait})); until S=$({state}); [ \"$S\" = Waiting ]; do \
-             case \"$S\" in Failed|ValidationFailed) echo \"RayJob {job} is $S\" >&2; exit 1 ;; esac; [ $SECONDS -lt $end ]; sleep 10; done"
-        ),
-        format!(
-            "kubectl port-forward -n {namespace} \"svc/$({rayjob}'{{.status.rayClusterName}}')-head-svc\" {port}:{port} >/dev/null & PF=$!"
-        ),
-        format!("for _ in $(seq 30); do {dashboard} && break; kill -0 $PF; sleep 1; done; {dashboard}"),
-        format!(
-            "T=$(kubectl get secret {secret} -n {namespace} -o jsonpath='{{.data.{key}}}'); [ -n \"$T\" ]",
-            secret = crate::auth::secret_name(d),
-            key = crate::auth::TOKEN_KEY,
-        ),
-        format!("ID={job}-$(date +%s)"),
-        format!(
-            "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=\"$(printf %s \"$T\" | base64 -d)\" \
-             ray job submit --address http://127.0.0.1:{port} --submission-id \"$ID\" --working-dir {dir} --runtime-env {env} --no-wait -- {entrypoint}",
-            dir = sh(out),
-            env = file(ArtifactKind::RuntimeEnv),
-            entrypoint = crate::render::entrypoint(),
-        ),
-        format!("kubectl patch rayjob {job} -n {namespace} --type merge -p \"{{\\\"spec\\\":{{\\\"jobId\\\":\\\"$ID\\\"}}}}\""),
-        "DONE=1)".to_owned(),
-    ]
+/// How long to wait for a RayJob's cluster to come up: a minute past KubeRay's own bound, the
+/// pre-running deadline, which fails the RayJob first; an hour without one.
+pub fn rayjob_start_wait(d: &Deployment) -> std::time::Duration {
+    std::time::Duration::from_secs(d.job.rayjob_pre_running_deadline_seconds.map_or(3600, |s| u64::from(s.get())) + 60)
 }
 
 /// The in-cluster helpers deploy applies after the RayCluster, each with its objects (one YAML

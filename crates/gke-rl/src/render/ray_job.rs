@@ -7,7 +7,7 @@
 //! ready, with a runtime env whose `working_dir` must already be a URI, while the working dir
 //! here is uploaded from the user's machine, to the new cluster's dashboard, which exists only
 //! once the cluster does. KubeRay waits until `spec.jobId` names the job submitted there
-//! ([`crate::lifecycle::rayjob_by_hand`] gives the commands).
+//! (`gke-rl submit` applies it with that id, then submits the job; `gke_rl_ops` does it).
 
 use std::fmt::Write as _;
 
@@ -31,7 +31,7 @@ pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabr
 kind: RayJob
 {metadata}spec:
   # KubeRay submits nothing in this mode: it waits until spec.jobId names the job submitted
-  # to its cluster (the commands `gke-rl render` prints).
+  # to its cluster (`gke-rl submit` applies it with the id it then submits).
   submissionMode: InteractiveMode
   entrypoint: {entrypoint}
   # KubeRay retries nothing in InteractiveMode.
