@@ -394,12 +394,12 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 }
 
 /// RayJob mode as a user takes it, with only Google Cloud faked, over HTTPS with the GKE-style
-/// kubeconfig: deploy makes no RayCluster; submit applies the RayJob naming its job id, waits
-/// while the fake API server advances it as KubeRay does (`Initializing` with a cluster of its
-/// own, `Waiting` once its pods are Ready, `Running` once `spec.jobId` is set), submits to this
-/// real head behind that cluster's head pod and follows the run; status and logs find it by the
-/// RayJob's name; once it is `Complete` its cluster is gone; a second submit replaces it, a
-/// third is refused while that one runs, and stop deletes it.
+/// kubeconfig: deploy makes no RayCluster; submit applies the RayJob, waits while the fake API
+/// server advances it as KubeRay does (`Initializing` with a cluster of its own, `Waiting` once
+/// its pods are Ready), submits to this real head behind that cluster's head pod, names the job
+/// in `spec.jobId` (KubeRay then follows it: `Running`) and follows the run; status and logs
+/// find it by the RayJob's name, through its TTL after the run too; a second submit replaces
+/// the finished RayJob, a third is refused while that one runs, and stop deletes it.
 ///
 /// The RayJob's cluster asks for the Ray token in the Secret deploy keeps: put there first with
 /// this head's token, as KubeRay would start the pods with it.
@@ -424,16 +424,18 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let printed = stdout(&submit);
     let log: Vec<&str> = printed.lines().filter(|l| l.starts_with("rayjob-line-")).collect();
     let told = [
-        "RayJob default/grpo-rayjob applied: KubeRay makes its cluster",
+        &format!("RayJob default/grpo-rayjob applied: KubeRay makes its cluster, then job {id} is submitted to it"),
         "  RayJob grpo-rayjob: Initializing\n",
+        "  RayJob grpo-rayjob: Waiting\n",
         " -> default/grpo-rayjob-",
+        "KubeRay deletes RayJob grpo-rayjob's cluster 300s after the run",
     ];
     check(
         submit.status.success()
             && log == ["rayjob-line-1", "rayjob-line-2", "rayjob-line-3", "rayjob-line-4"]
             && told.iter().all(|t| stderr(&submit).contains(t))
             && cloud.api.object("rayjobs", "grpo-rayjob").is_some_and(|j| j["spec"]["jobId"] == id.as_str()),
-        "submit applies the RayJob with its job id, waits for its cluster, then submits there and follows the run",
+        "submit applies the RayJob, waits for its cluster, submits there, names the job and follows the run",
         &submit,
     )?;
     let status = cloud.gke_rl(&["status"], &[]);
@@ -445,14 +447,16 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "status reaches the RayJob's cluster and its job",
         &status,
     )?;
-    let logs = cloud.gke_rl(&["logs", "grpo-rayjob"], &[]);
-    check(logs.status.success() && stdout(&logs).contains("rayjob-line-4"), "logs by the RayJob's name", &logs)?;
 
+    // KubeRay sees the job end; the cluster stays for its TTL, and logs still reach it.
     cloud.api.end_ray_job("grpo-rayjob", "SUCCEEDED");
+    let logs = cloud.gke_rl(&["logs", "grpo-rayjob"], &[]);
+    check(logs.status.success() && stdout(&logs).contains("rayjob-line-4"), "logs by the RayJob's name, during its TTL", &logs)?;
+    cloud.api.expire_ray_job("grpo-rayjob");
     let complete = cloud.gke_rl(&["status", "grpo-rayjob"], &[]);
     check(
         complete.status.success() && stdout(&complete).contains(&format!("RayJob grpo-rayjob: Complete, job {id} SUCCEEDED")),
-        "a finished RayJob is KubeRay's word",
+        "a finished RayJob whose cluster is gone is KubeRay's word",
         &complete,
     )?;
     let no_cluster = cloud.gke_rl(&["logs"], &[]);
@@ -461,6 +465,12 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
             && stderr(&no_cluster).contains("RayJob default/grpo-rayjob is Complete: it has no RayCluster up"),
         "logs of a RayJob without a cluster says so",
         &no_cluster,
+    )?;
+    let by_address = cloud.gke_rl(&["status", "--address", &head.address], &[]);
+    check(
+        by_address.status.code() == Some(2) && stderr(&by_address).contains("drop --address and unset RAY_ADDRESS"),
+        "rayjob mode reaches its cluster through Kubernetes only",
+        &by_address,
     )?;
     let again = cloud.gke_rl(&["submit", "--no-wait", "--", "echo", "again"], &[]);
     let (deleted, applied) =
@@ -480,7 +490,7 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let stop = cloud.gke_rl(&["stop", "grpo-rayjob"], &[]);
     check(
         stop.status.success()
-            && stderr(&stop).contains("RayJob grpo-rayjob is deleted")
+            && stderr(&stop).contains("RayJob grpo-rayjob (Running) is deleted: KubeRay stops its job")
             && cloud.api.object("rayjobs", "grpo-rayjob").is_none(),
         "stop deletes the RayJob",
         &stop,

@@ -206,9 +206,10 @@ impl Progress for Console {
             Event::RayClusterApplied { namespace, name, uid } => {
                 self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
             }
-            Event::RayJobApplied { namespace, name, job_id } => {
-                self.say(format_args!("RayJob {namespace}/{name} applied: KubeRay makes its cluster, then follows job {job_id}"))
+            Event::RayJobApplied { namespace, name, submission } => {
+                self.say(format_args!("RayJob {namespace}/{name} applied: KubeRay makes its cluster, then job {submission} is submitted to it"))
             }
+            Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
             Event::RayJobState { name, state } => {
                 let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
                 self.say(format_args!("  RayJob {name}: {}{why}", state.state()))

@@ -121,6 +121,9 @@ fn parse_object(manifest: &str) -> Result<DynamicObject, Error> {
     serde_json::from_value(root.to_json()).map_err(|e| Error::Manifest(format!("is not an object: {e}")))
 }
 
+/// The annotation that names the submission a RayJob was applied for.
+pub const SUBMISSION_ANNOTATION: &str = "gke-rl/submission";
+
 /// A RayJob as KubeRay reports it in its status (`apis/ray/v1/rayjob_types.go`, KubeRay v1.7.0).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RayJobState {
@@ -138,19 +141,29 @@ pub struct RayJobState {
     pub reason: Option<String>,
     /// KubeRay's message (`status.message`).
     pub message: Option<String>,
+    /// Its uid.
+    pub uid: String,
+    /// The submission it was applied for ([`SUBMISSION_ANNOTATION`]).
+    pub submission: Option<String>,
+    /// Whether it is being deleted (a foreground delete waits for its cluster's pods).
+    pub deleting: bool,
 }
 
 impl RayJobState {
-    fn of(object: &serde_json::Value) -> Self {
+    fn of(job: &DynamicObject) -> Self {
         let text = |value: &serde_json::Value| value.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
-        let status = &object["status"];
+        let status = &job.data["status"];
+        let annotations = job.metadata.annotations.as_ref();
         RayJobState {
             deployment: text(&status["jobDeploymentStatus"]).unwrap_or_default(),
             job: text(&status["jobStatus"]).unwrap_or_default(),
-            job_id: text(&object["spec"]["jobId"]),
+            job_id: text(&job.data["spec"]["jobId"]),
             cluster: text(&status["rayClusterName"]),
             reason: text(&status["reason"]),
             message: text(&status["message"]),
+            uid: job.metadata.uid.clone().unwrap_or_default(),
+            submission: annotations.and_then(|a| a.get(SUBMISSION_ANNOTATION)).cloned(),
+            deleting: job.metadata.deletion_timestamp.is_some(),
         }
     }
 
@@ -165,9 +178,13 @@ impl RayJobState {
         matches!(self.deployment.as_str(), "Waiting" | "Running")
     }
 
-    /// Its deployment state as a word, `New` before KubeRay has seen it.
+    /// Its deployment state as a word, `New` before KubeRay has seen it, `Deleting` while it goes.
     pub fn state(&self) -> &str {
-        if self.deployment.is_empty() { "New" } else { &self.deployment }
+        match self.deployment.as_str() {
+            _ if self.deleting => "Deleting",
+            "" => "New",
+            state => state,
+        }
     }
 }
 
@@ -259,22 +276,33 @@ impl RayClusters {
     /// The RayJob `name` as KubeRay reports it; `None` when there is none.
     pub async fn ray_job(&self, name: &str) -> Result<Option<RayJobState>, Error> {
         let found = self.call(|| format!("read RayJob {name}"), self.ray_jobs().get_opt(name)).await?;
-        Ok(found.map(|job| RayJobState::of(&job.data)))
+        Ok(found.map(|job| RayJobState::of(&job)))
     }
 
-    /// Server-side applies the rendered `ray-job.yaml` with `spec.jobId` naming the job to be
-    /// submitted to its cluster (KubeRay follows that job from then on); the RayJob's name.
-    pub async fn apply_ray_job(&self, manifest: &str, job_id: &str) -> Result<String, Error> {
+    /// Server-side applies the rendered `ray-job.yaml`, annotated with the submission it is
+    /// for ([`SUBMISSION_ANNOTATION`]), so that a submit can tell its RayJob from one another
+    /// submit applied since; the RayJob's name and uid. `spec.jobId` is left to
+    /// [`RayClusters::set_ray_job_id`], once the job is in.
+    pub async fn apply_ray_job(&self, manifest: &str, submission: &str) -> Result<(String, String), Error> {
         let mut object = parse_object(manifest)?;
         if object.types.as_ref().is_none_or(|t| t.kind != "RayJob") {
             return Err(Error::Manifest("is not a RayJob".to_owned()));
         }
         let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
-        let spec = object.data.get_mut("spec").and_then(serde_json::Value::as_object_mut);
-        spec.ok_or_else(|| Error::Manifest("has no spec".to_owned()))?.insert("jobId".to_owned(), job_id.into());
+        object.metadata.annotations.get_or_insert_default().insert(SUBMISSION_ANNOTATION.to_owned(), submission.to_owned());
         let (api, params) = (self.ray_jobs(), PatchParams::apply(FIELD_MANAGER).force());
-        self.call(|| format!("apply RayJob {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
-        Ok(name)
+        let applied = self.call(|| format!("apply RayJob {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
+        Ok((name, applied.metadata.uid.unwrap_or_default()))
+    }
+
+    /// Names the job KubeRay follows on the RayJob's cluster (`spec.jobId`), on the RayJob of
+    /// that uid only.
+    pub async fn set_ray_job_id(&self, name: &str, uid: &str, job_id: &str) -> Result<(), Error> {
+        // The uid in a patch is a precondition: another RayJob of the name is left alone.
+        let patch = serde_json::json!({"metadata": {"uid": uid}, "spec": {"jobId": job_id}});
+        let api = self.ray_jobs();
+        self.call(|| format!("set RayJob {name}'s job id"), api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))).await?;
+        Ok(())
     }
 
     /// Waits until the RayJob `name` is gone (KubeRay's finalizer stops its job first).
@@ -289,10 +317,12 @@ impl RayClusters {
         Ok(())
     }
 
-    /// Deletes the RayJob (KubeRay's finalizer stops its job; its RayCluster goes with it);
-    /// `false` when there was none.
-    pub async fn delete_ray_job(&self, name: &str) -> Result<bool, Error> {
-        deleted(self.call(|| format!("delete RayJob {name}"), self.ray_jobs().delete(name, &DeleteParams::foreground())).await)
+    /// Deletes the RayJob (KubeRay's finalizer stops its job; its RayCluster goes with it),
+    /// only the one of `uid` when given; `false` when there was none.
+    pub async fn delete_ray_job(&self, name: &str, uid: Option<&str>) -> Result<bool, Error> {
+        let mut params = DeleteParams::foreground();
+        params.preconditions = uid.map(|uid| kube::api::Preconditions { uid: Some(uid.to_owned()), resource_version: None });
+        deleted(self.call(|| format!("delete RayJob {name}"), self.ray_jobs().delete(name, &params)).await)
     }
 
     fn pods(&self) -> Api<Pod> {
@@ -584,6 +614,43 @@ mod tests {
         assert_eq!(readiness.progress(), (9, 9));
         assert_eq!(seen, [(0, 9), (0, 9), (9, 9)]);
         assert_eq!(clusters.head_pod(&name).await.unwrap(), "ray-a4-gpu-spot-head");
+    }
+
+    #[tokio::test]
+    async fn a_rayjob_is_applied_for_a_submission_named_by_uid_and_written_by_kuberay_through_its_status() {
+        let (_server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        let clusters = RayClusters::new(client.clone(), "default");
+        let config = "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  mode: rayjob\n";
+        let deployment = gke_rl::config::from_yaml(config).unwrap();
+        let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
+        let manifest = gke_rl::render(&deployment, &options).unwrap().ray_job.expect("rayjob mode").contents;
+        let (name, uid) = clusters.apply_ray_job(&manifest, "s1").await.unwrap();
+        let state = clusters.ray_job(&name).await.unwrap().unwrap();
+        assert_eq!((state.submission.as_deref(), state.uid.as_str(), state.job_id.as_deref()), (Some("s1"), uid.as_str(), None));
+
+        // KubeRay writes the status through the status subresource.
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client, "default", &ApiResource::from_gvk(&GroupVersionKind::gvk("ray.io", "v1", "RayJob")));
+        let failed =
+            serde_json::json!({"status": {"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed", "message": "bad spec"}});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&failed)).await.unwrap();
+        let state = clusters.ray_job(&name).await.unwrap().unwrap();
+        assert!(state.is_finished() && !state.has_cluster_up(), "{state:?}");
+        assert_eq!((state.reason.as_deref(), state.message.as_deref()), (Some("ValidationFailed"), Some("bad spec")));
+
+        // The job id, and the delete, go only to the RayJob of that uid.
+        assert!(clusters.set_ray_job_id(&name, "uid-of-another", "j1").await.is_err());
+        clusters.set_ray_job_id(&name, &uid, "j1").await.unwrap();
+        assert_eq!(clusters.ray_job(&name).await.unwrap().unwrap().job_id.as_deref(), Some("j1"));
+        assert!(clusters.delete_ray_job(&name, Some("uid-of-another")).await.is_err());
+        assert!(clusters.delete_ray_job(&name, Some(&uid)).await.unwrap());
+        assert_eq!(
+            clusters.ray_job(&name).await.unwrap().map(|s| s.state().to_owned()).as_deref(),
+            Some("Deleting"),
+            "a foreground delete"
+        );
+        clusters.wait_ray_job_gone(&name, QUICK).await.unwrap();
+        assert!(!clusters.delete_ray_job(&name, None).await.unwrap());
     }
 
     #[tokio::test]

@@ -102,7 +102,7 @@ pub async fn submit(
     if options.no_wait {
         return Ok(Ran::Submitted { id, head });
     }
-    let observed = jobs::follow_run(&head.client, &id, options.restart_wait, env, &*progress).await?;
+    let observed = jobs::follow_run(&head.client, &id, Some(options.restart_wait), env, &*progress).await?;
     let Followed::Finished { job, log } = &observed.followed else {
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
     };
@@ -126,21 +126,26 @@ pub async fn submit(
 
 /// What `status` found.
 #[non_exhaustive]
-#[allow(clippy::large_enum_variant)] // one per command
 pub enum Status {
     /// The RayCluster is suspended: it has no head to ask.
     Suspended,
     /// The job.
     Job(Box<JobReport>),
-    /// A RayJob whose cluster is not up (not yet, or no more): what KubeRay says of it.
-    RayJob {
-        /// Its name.
-        name: String,
-        /// Its state.
-        state: RayJobState,
-        /// Its cluster's name and pods, while it has one.
-        cluster: Option<(String, Result<Readiness, Error>)>,
-    },
+    /// A RayJob with no job to ask its cluster about (its cluster not up yet, or gone, or not
+    /// reached): what KubeRay says of it.
+    RayJob(Box<RayJobReport>),
+}
+
+/// A RayJob as KubeRay reports it, and its cluster's pods.
+pub struct RayJobReport {
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: RayJobState,
+    /// Its cluster's name and pods, while it has one.
+    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    /// Why its cluster's head could not be reached, when it should have been.
+    pub unreached: Option<Error>,
 }
 
 /// A job, its run and its cluster.
@@ -172,20 +177,21 @@ pub async fn status(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Status, Error> {
-    if deployment.job.mode == JobMode::Rayjob && options.forwards(env) {
+    if deployment.job.mode == JobMode::Rayjob {
         let rayjob::Found { name, state, clusters, head } = rayjob::find(deployment, options, id, env, progress).await?;
-        let Some(head) = head else {
-            let cluster = match state.cluster.clone() {
-                Some(cluster) => {
-                    let readiness = clusters.readiness(&cluster, deployment.topology.node_count.get()).await.map_err(Error::from);
-                    Some((cluster, readiness))
-                }
-                None => None,
-            };
-            return Ok(Status::RayJob { name, state, cluster });
+        let unreached = match head {
+            Some(Ok(head)) => {
+                let id = state.job_id.clone();
+                return job_report(deployment, &head, id.as_deref(), Some((name, state)), env).await;
+            }
+            Some(Err(error)) => Some(error),
+            None => None,
         };
-        let id = state.job_id.clone();
-        return job_report(deployment, &head, id.as_deref(), Some((name, state)), env).await;
+        let cluster = match state.cluster.clone() {
+            Some(cluster) if !state.is_finished() => Some(readiness(deployment, &clusters, &cluster).await),
+            _ => None,
+        };
+        return Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached })));
     }
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
         return Ok(Status::Suspended);
@@ -216,15 +222,18 @@ async fn job_report(
         Err(e) => (String::new(), Some(e.into())),
     };
     let cluster = match head.clusters() {
-        Some((clusters, name)) => {
-            let readiness = clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from);
-            Some((name.to_owned(), readiness))
-        }
+        Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),
         None => None,
     };
     let redacted = jobs::redacted(&job, deployment, client.token(), env);
     let records = Records::of(&log);
     Ok(Status::Job(Box::new(JobReport { job, earlier, records, records_unread, cluster, ray_job, redacted })))
+}
+
+/// The RayCluster `name`'s pods, as a report shows them: with their name, and what kept them
+/// from being read.
+async fn readiness(deployment: &Deployment, clusters: &gke_rl_kube::RayClusters, name: &str) -> (String, Result<Readiness, Error>) {
+    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
 }
 
 /// The head to ask about the job `id` names, and the id to ask about: in `rayjob` mode `id`
@@ -369,11 +378,11 @@ pub async fn stop(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<(String, Stopped), Error> {
-    if deployment.job.mode == JobMode::Rayjob && options.forwards(env) {
-        if !rayjob::stop(deployment, id, wait, env, &*progress).await? {
-            return Err(Error::NoRayJob { name: id.to_owned(), namespace: deployment.ray.namespace.to_string() });
-        }
-        return Ok((id.to_owned(), Stopped::RayJobDeleted));
+    if deployment.job.mode == JobMode::Rayjob {
+        let namespace = deployment.ray.namespace.to_string();
+        let was = rayjob::stop_by_name(deployment, options, id, wait, env, &*progress).await?;
+        let was = was.ok_or_else(|| Error::NoRayJob { name: id.to_owned(), namespace })?;
+        return Ok((id.to_owned(), Stopped::RayJobDeleted { was: Box::new(was), waited: wait }));
     }
     let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
     let id = jobs::job_id(&head.client, Some(id)).await?;

@@ -245,7 +245,7 @@ async fn delete_objects(
         progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
     }
     for (job, cluster) in clusters.managed_ray_jobs().await? {
-        if clusters.delete_ray_job(&job).await? {
+        if clusters.delete_ray_job(&job, None).await? {
             progress.event(Event::Deleted { kind: "RayJob", namespace, name: &job });
         }
         pods_of.extend(cluster);

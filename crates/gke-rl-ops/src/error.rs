@@ -193,12 +193,14 @@ pub enum Error {
         /// Its `jobDeploymentStatus`.
         state: String,
     },
-    /// The RayJob ended before its cluster was up.
-    #[error("RayJob {name} is {state} before its job was submitted{}{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default(), .message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    /// The RayJob ended, or began to go, before its cluster was up.
+    #[error("RayJob {namespace}/{name} is {state} before its job was submitted{}{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default(), .message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
     RayJobEnded {
         /// Its name.
         name: String,
-        /// Its `jobDeploymentStatus`.
+        /// Its namespace.
+        namespace: String,
+        /// Its state.
         state: String,
         /// KubeRay's reason.
         reason: Option<String>,
@@ -206,22 +208,49 @@ pub enum Error {
         message: Option<String>,
     },
     /// The RayJob's cluster did not come up in time.
-    #[error("RayJob {name}'s cluster is not up after {}s (it is {state}); it was deleted, so that its nodes go", .waited.as_secs())]
+    #[error("RayJob {namespace}/{name}'s cluster is not up after {}s (it is {state})", .waited.as_secs())]
     RayJobNotUp {
         /// Its name.
         name: String,
-        /// Its last `jobDeploymentStatus`.
+        /// Its namespace.
+        namespace: String,
+        /// Its last state.
         state: String,
         /// How long it waited.
         waited: std::time::Duration,
     },
-    /// Interrupted while the RayJob's cluster came up: the RayJob was deleted.
-    #[error("interrupted (signal {signal}) before the job was submitted; RayJob {name} is deleted, so that its nodes go")]
-    RayJobInterrupted {
+    /// The RayJob a submit applied went away, or was applied again by another submit, while
+    /// its cluster came up.
+    #[error("RayJob {namespace}/{name} changed while its cluster came up: {why}")]
+    RayJobGone {
         /// Its name.
         name: String,
+        /// Its namespace.
+        namespace: String,
+        /// What happened.
+        why: String,
+    },
+    /// A signal stopped the operation.
+    #[error("interrupted (signal {signal})")]
+    Interrupted {
         /// The signal's number.
         signal: i32,
+    },
+    /// A submit stopped before the RayJob it applied had its job: the RayJob was deleted, so
+    /// that its nodes go, or could not be.
+    #[error("{source}; {}", match deleted {
+        Ok(()) => format!("RayJob {namespace}/{name} is deleted, so that its nodes go"),
+        Err(e) => format!("deleting RayJob {namespace}/{name} failed ({e}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or its GPU nodes stay until its pre-running deadline"),
+    })]
+    RayJobNotStarted {
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// Whether it was deleted, or why not.
+        deleted: Result<(), String>,
+        /// What stopped the submit.
+        source: Box<Error>,
     },
     /// A RayJob is applied through Kubernetes, so no Ray address applies.
     #[error("in rayjob mode submit applies a RayJob through Kubernetes and reaches its own cluster; drop --address and unset RAY_ADDRESS")]
@@ -311,6 +340,17 @@ pub enum Error {
         why: String,
         /// How long it waited.
         after: std::time::Duration,
+    },
+    /// A run's submission went away, or failed without its supervisor's record, and nothing
+    /// resubmits it.
+    #[error(
+        "{why}, and nothing resubmits it (KubeRay retries nothing in InteractiveMode): stop the RayJob and submit again; NeMo-RL resumes from its newest checkpoint"
+    )]
+    RunLost {
+        /// The submission.
+        id: String,
+        /// What happened to it.
+        why: String,
     },
     /// A job did not end within its time; it was asked to stop.
     #[error("job {id} did not end within {}s; it was asked to stop (see `logs {id}`)", .after.as_secs())]

@@ -160,14 +160,19 @@ pub enum Event<'a> {
         /// Its uid.
         uid: &'a str,
     },
-    /// A RayJob was applied, naming the job it follows.
+    /// A RayJob was applied for a submission.
     RayJobApplied {
         /// Namespace.
         namespace: &'a str,
         /// Name.
         name: &'a str,
-        /// The submission id it follows (`spec.jobId`).
-        job_id: &'a str,
+        /// The submission id it is for.
+        submission: &'a str,
+    },
+    /// The API server could not be used; a wait asks it again.
+    Retrying {
+        /// Why.
+        error: &'a gke_rl_kube::Error,
     },
     /// A RayJob's state changed while waiting for its cluster.
     RayJobState {

@@ -28,13 +28,11 @@ pub struct HeadOptions {
     pub headers: BTreeMap<String, String>,
     /// The longest one request may take.
     pub request_timeout: Duration,
-    /// In `rayjob` mode, the RayJob whose cluster to reach [default: the config's, `job.name`].
-    pub ray_job: Option<String>,
 }
 
 impl Default for HeadOptions {
     fn default() -> Self {
-        HeadOptions { address: None, ray_address: true, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30), ray_job: None }
+        HeadOptions { address: None, ray_address: true, headers: BTreeMap::new(), request_timeout: Duration::from_secs(30) }
     }
 }
 
@@ -51,11 +49,6 @@ impl HeadOptions {
     /// Whether no address is given anywhere, so that the head is reached through Kubernetes.
     pub fn forwards(&self, env: &Env) -> bool {
         self.address(env).is_none()
-    }
-
-    /// The RayJob these options name in `rayjob` mode.
-    pub fn ray_job<'a>(&'a self, deployment: &'a Deployment) -> &'a str {
-        self.ray_job.as_deref().unwrap_or(deployment.job.name.as_str())
     }
 }
 
@@ -90,28 +83,23 @@ impl Head {
 
 /// Connects to the dashboard of `deployment`'s RayCluster: [`HeadOptions::address`], or a free
 /// local port forwarded to the head pod's dashboard port. In `rayjob` mode the RayCluster is
-/// the one the RayJob [`HeadOptions::ray_job`] made, while it has one. `progress` is kept to
-/// report the forward's failed connections for as long as it runs.
+/// the one the config's RayJob made, while it has one, and no address applies. `progress` is
+/// kept to report the forward's failed connections for as long as it runs.
 ///
 /// The Ray token is the one Ray's CLI would use (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`,
 /// `~/.ray/auth_token`); through the port-forward, a token set in either variable, else the
 /// RayCluster's own, read from its Secret into memory when its `authOptions` ask for one.
 pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
-    if let Some(address) = options.address(env) {
-        return by_address(address, options, env);
-    }
     if deployment.job.mode == JobMode::Rayjob {
         return crate::rayjob::connect(deployment, options, None, env, progress).await.map(|(head, _)| head);
     }
+    if let Some(address) = options.address(env) {
+        let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
+        let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;
+        return head(address, None, token, options);
+    }
     let clusters = ray_clusters(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
     connect_to(deployment, clusters, deployment.project.cluster_name.to_string(), options, env, progress).await
-}
-
-/// The head at `address`, with the token Ray's CLI would use.
-pub(crate) fn by_address(address: String, options: &HeadOptions, env: &Env) -> Result<Head, Error> {
-    let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
-    let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;
-    head(address, None, token, options)
 }
 
 /// Connects through a port-forward to the head of the RayCluster `cluster`.

@@ -115,6 +115,14 @@ impl Prepared {
     pub fn submission_id(&self) -> &str {
         self.request.submission_id.as_deref().unwrap_or_default()
     }
+
+    /// Records the RayCluster the supervised job runs on (`gke_rl::supervisor::cluster_id_of`),
+    /// where it is known only once the cluster is (a RayJob's).
+    pub(crate) fn supervise_on(&mut self, cluster: &str) {
+        if let Some(supervise) = &mut self.supervise {
+            cluster.clone_into(&mut supervise.cluster);
+        }
+    }
 }
 
 /// Uploads the package unless the cluster has it, and submits; the submission id.
@@ -228,8 +236,9 @@ pub struct Observed {
 /// Follows a run as an observer: its log and state, through the supervisor's restarts (the Ray
 /// job stays RUNNING), and, when its submission disappears with a restarted head or ends
 /// without the supervisor's final record, into the keeper's resubmission (`<id>-rN`), which it
-/// waits `wait` for. It never submits anything.
-pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, progress: &dyn Progress) -> Result<Observed, Error> {
+/// waits `wait` for; with no `wait` (no keeper runs, as beside a RayJob), such a run is lost. It
+/// never submits anything.
+pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: &Env, progress: &dyn Progress) -> Result<Observed, Error> {
     // Armed once for the whole run: a signal between two submissions is heard too.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut current = latest_in_chain(client, id).await?;
@@ -248,6 +257,7 @@ pub async fn follow_run(client: &Client, id: &str, wait: Duration, env: &Env, pr
             }
             Err(e) => return Err(e),
         };
+        let Some(wait) = wait else { return Err(Error::RunLost { id: current, why: gone }) };
         progress.event(Event::AwaitingKeeper { id: &current, why: &gone, wait });
         let resubmitted = tokio::select! {
             resubmitted = await_resubmission(client, id, &current, wait, env) => resubmitted,
@@ -542,7 +552,12 @@ pub enum Stopped {
     /// The job ended, in this state.
     Ended(JobStatus),
     /// The RayJob was deleted: KubeRay stops its job, and its cluster goes with it.
-    RayJobDeleted,
+    RayJobDeleted {
+        /// Its state before.
+        was: Box<gke_rl_kube::RayJobState>,
+        /// Whether the stop waited until it was gone.
+        waited: bool,
+    },
 }
 
 /// Stops a running job; with `wait`, until it has ended (a minute at most).

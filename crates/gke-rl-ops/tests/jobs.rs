@@ -237,69 +237,149 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
 }
 
 /// RayJob mode through Kubernetes (the in-process fake API server, which cannot forward a port):
-/// submit applies the RayJob with the job id it is about to submit, waits for KubeRay's cluster,
-/// and, when the submit then fails, deletes the RayJob so that its nodes go. A RayJob that has
-/// not finished is refused before anything is applied; a finished one is replaced. `status`
-/// without a cluster up is KubeRay's word; `stop` deletes the RayJob and its cluster.
+/// submit applies the RayJob for the submission, waits for KubeRay's cluster, and, when the
+/// submit then fails, deletes the RayJob so that its nodes go, never having named a job in it.
+/// A RayJob that has not finished is refused before anything is applied; a finished one is
+/// replaced. `status` without a job to ask about is KubeRay's word; `stop` deletes the RayJob.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rayjob_is_applied_with_its_job_id_and_deleted_when_the_submit_fails() {
+async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fails() {
     gke_rl_ray::ensure_crypto_provider();
     let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(1));
     let mut env = env(&[]);
     env.kube = Kube::Given(client.clone());
-    let deployment = gke_rl::config::from_yaml(
-        &std::fs::read_to_string(gke_rl_test_support::project_root().join("tests/fixtures/configs/rayjob.yaml")).unwrap(),
-    )
-    .unwrap();
+    let deployment = rayjob_config(None);
     let artifacts = render(&deployment);
+    let manifest = &artifacts.ray_job.as_ref().unwrap().contents;
     let (name, recorder) = ("grpo-rayjob", Arc::new(Recorder::default()));
     let options = run_options(None, true, None);
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
 
-    let error = match commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await {
-        Err(error) => error,
-        Ok(_) => panic!("a submit through a head that cannot be reached"),
-    };
-    assert!(matches!(error, gke_rl_ops::Error::PortForward { .. } | gke_rl_ops::Error::Ray(_)), "{error:?}");
+    let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("no head to reach");
+    let gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } = &error else { panic!("{error:?}") };
+    assert!(matches!(**source, gke_rl_ops::Error::PortForward { .. } | gke_rl_ops::Error::Ray(_)), "{source:?}");
+    assert!(error.to_string().ends_with("; RayJob default/grpo-rayjob is deleted, so that its nodes go"), "{error}");
     let apply = server.requests().into_iter().find(|r| r.method == "PATCH" && r.uri.contains("/rayjobs/")).expect("the RayJob applied");
-    assert!(apply.uri.contains("fieldManager=gke-rl") && apply.body.contains(&format!(r#""jobId":"{JOB}""#)), "{}", apply.body);
+    assert!(apply.uri.contains("fieldManager=gke-rl") && apply.body.contains(&format!(r#""gke-rl/submission":"{JOB}""#)), "{}", apply.body);
+    assert!(server.requests().iter().all(|r| !r.body.contains("jobId")), "no job named: KubeRay's pre-running deadline still holds");
     for seen in ["RayJobApplied", "\"Initializing\"", "\"Waiting\"", "Pods { ready: 9, wanted: 9 }", "Deleted { kind: \"RayJob\""] {
         assert!(recorder.saw(seen), "{seen} in\n{}", recorder.events());
     }
-    assert!(server.object("rayjobs", name).is_none(), "deleted after the failed submit");
+    let delete = server.requests().into_iter().rfind(|r| r.method == "DELETE").unwrap();
+    assert!(
+        delete.body.contains(r#""preconditions":{"uid":"#) && delete.body.contains("Foreground"),
+        "only the RayJob it applied: {}",
+        delete.body
+    );
+    clusters.wait_ray_job_gone(name, quick).await.unwrap();
     let first = recorder.events().split("cluster: Some(\"").nth(1).and_then(|rest| rest.split('"').next()).map(str::to_owned).unwrap();
     assert!(server.object("rayclusters", &first).is_none(), "{first} went with its RayJob");
-    assert!(recorder.events().matches("Deleted").count() == 1, "{}", recorder.events());
 
     // One that has not finished is refused, and left alone.
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
-    clusters.apply_ray_job(&artifacts.ray_job.as_ref().unwrap().contents, "earlier").await.unwrap();
+    clusters.apply_ray_job(manifest, "earlier").await.unwrap();
     let state = clusters.ray_job(name).await.unwrap().unwrap();
-    assert_eq!((state.state(), state.job_id.as_deref()), ("Initializing", Some("earlier")));
+    assert_eq!((state.state(), state.submission.as_deref(), state.job_id.as_deref()), ("Initializing", Some("earlier"), None));
     let made = state.cluster.expect("KubeRay's cluster, named after the RayJob");
     assert!(made.starts_with("grpo-rayjob-") && made.len() == "grpo-rayjob-".len() + 5, "{made}");
     let busy = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await;
     assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { state, .. }) if state == "Initializing"), "{:?}", busy.err());
-    assert_eq!(clusters.ray_job(name).await.unwrap().unwrap().job_id.as_deref(), Some("earlier"));
+    assert_eq!(clusters.ray_job(name).await.unwrap().unwrap().submission.as_deref(), Some("earlier"));
 
     let status = commands::status(&deployment, &HeadOptions::default(), None, &env, Arc::new(Recorder::default())).await.unwrap();
-    let commands::Status::RayJob { state, cluster: Some((cluster, Ok(readiness))), .. } = status else { panic!("KubeRay's word") };
-    assert_eq!((state.state(), cluster.as_str(), readiness.progress().1), ("Initializing", made.as_str(), 9));
+    let commands::Status::RayJob(report) = status else { panic!("KubeRay's word") };
+    let Some((cluster, Ok(readiness))) = &report.cluster else { panic!("its pods") };
+    assert_eq!((report.state.state(), cluster.as_str(), readiness.progress().1), ("Initializing", made.as_str(), 9));
 
-    // A finished one is replaced: deleted, then applied anew.
+    // A finished one keeps its cluster for its TTL, and is replaced: deleted, then applied anew.
     server.end_ray_job(name, "SUCCEEDED");
+    assert!(server.object("rayclusters", &made).is_some(), "kept for ttlSecondsAfterFinished");
+    server.expire_ray_job(name);
     assert!(server.object("rayclusters", &made).is_none(), "shutdownAfterJobFinishes");
     let replaced = Arc::new(Recorder::default());
-    let _ = commands::submit(&deployment, &artifacts, &options, &env, replaced.clone()).await;
+    let again = commands::submit(&deployment, &artifacts, &options, &env, replaced.clone()).await;
+    assert!(matches!(again, Err(gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), .. })), "{:?}", again.err());
     assert!(
         replaced.events().find("Deleted { kind: \"RayJob\"").unwrap() < replaced.events().find("RayJobApplied").unwrap(),
         "{}",
         replaced.events()
     );
 
-    // Stop deletes it; a second stop finds none.
-    clusters.apply_ray_job(&artifacts.ray_job.as_ref().unwrap().contents, "again").await.unwrap();
+    // Stop deletes it; a second stop finds none; an address is refused.
+    clusters.wait_ray_job_gone(name, quick).await.unwrap();
+    clusters.apply_ray_job(manifest, "again").await.unwrap();
     let (_, stopped) = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await.unwrap();
-    assert!(matches!(stopped, Stopped::RayJobDeleted) && server.object("rayjobs", name).is_none());
-    let again = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await;
-    assert!(matches!(again, Err(gke_rl_ops::Error::NoRayJob { .. })), "{:?}", again.err());
+    assert!(matches!(stopped, Stopped::RayJobDeleted { waited: true, .. }) && server.object("rayjobs", name).is_none());
+    let none = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await;
+    assert!(matches!(none, Err(gke_rl_ops::Error::NoRayJob { .. })), "{:?}", none.err());
+    let by_address = HeadOptions { address: Some("http://127.0.0.1:9".into()), ..HeadOptions::default() };
+    let refused = commands::status(&deployment, &by_address, None, &env, Arc::new(Recorder::default())).await;
+    assert!(matches!(refused, Err(gke_rl_ops::Error::RayJobByAddress)), "{:?}", refused.err());
+}
+
+/// While a RayJob's cluster comes up: Ctrl-C deletes the RayJob; KubeRay's pre-running
+/// deadline failing it ends the wait with KubeRay's reason; another submit applying it again
+/// ends the wait and leaves the RayJob to that submit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submit_took_it() {
+    gke_rl_ray::ensure_crypto_provider();
+    let stock_out = gke_rl_kube::fake::Pods::Unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into());
+    let (server, client) = gke_rl_kube::fake::FakeApiServer::start(stock_out);
+    let (interrupt, interrupted) = Interrupt::manual();
+    let mut env = env(&[]);
+    (env.kube, env.interrupt) = (Kube::Given(client.clone()), interrupted);
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
+    let options = run_options(None, true, None);
+    let deployment = rayjob_config(Some(1));
+    let artifacts = render(&deployment);
+
+    let recorder = Arc::new(Recorder::default());
+    let sender = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        interrupt.send(Some(2)).unwrap();
+    });
+    let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("interrupted");
+    sender.await.unwrap();
+    assert!(
+        matches!(&error, gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } if matches!(**source, gke_rl_ops::Error::Interrupted { signal: 2 })),
+        "{error:?}"
+    );
+    assert!(recorder.saw("Unschedulable: 0/3 nodes are available"), "the pods' reason is told: {}", recorder.events());
+    clusters.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
+
+    let mut env = env.clone();
+    env.interrupt = Interrupt::manual().1;
+    let error =
+        commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.err().expect("past its deadline");
+    let gke_rl_ops::Error::RayJobNotStarted { source, .. } = &error else { panic!("{error:?}") };
+    assert!(
+        matches!(&**source, gke_rl_ops::Error::RayJobEnded { state, reason: Some(reason), .. } if state == "Failed" && reason == "DeadlineExceeded"),
+        "{source:?}"
+    );
+    clusters.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
+
+    let manifest = artifacts.ray_job.as_ref().unwrap().contents.clone();
+    let other = clusters.clone();
+    let taker = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        other.apply_ray_job(&manifest, "another-submit").await.unwrap();
+    });
+    let error = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.err().expect("taken");
+    taker.await.unwrap();
+    assert!(matches!(&error, gke_rl_ops::Error::RayJobGone { why, .. } if why.contains("another-submit")), "{error:?}");
+    let kept = clusters.ray_job("grpo-rayjob").await.unwrap().expect("left to the other submit");
+    assert!(!kept.deleting && kept.submission.as_deref() == Some("another-submit"), "{kept:?}");
+    assert!(server.requests().iter().filter(|r| r.method == "DELETE").count() == 2, "one delete for each of the first two");
+}
+
+/// The RayJob test config (`tests/fixtures/configs/rayjob.yaml`), with its pre-running
+/// deadline `seconds` when given.
+fn rayjob_config(pre_running_deadline: Option<u32>) -> gke_rl::Deployment {
+    let text = std::fs::read_to_string(gke_rl_test_support::project_root().join("tests/fixtures/configs/rayjob.yaml")).unwrap();
+    let key = "rayjob_pre_running_deadline_seconds: ";
+    let text = match pre_running_deadline {
+        Some(seconds) => text.replace(&format!("{key}1800"), &format!("{key}{seconds}")),
+        None => text,
+    };
+    gke_rl::config::from_yaml(&text).unwrap()
 }

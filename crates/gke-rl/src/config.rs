@@ -1,7 +1,7 @@
 //! Loading a [`Deployment`] from a `gke-rl.yaml` config file.
 
 use crate::diagnostic::Diagnostic;
-use crate::model::Deployment;
+use crate::model::{Deployment, RayJobConflict};
 use crate::yaml::{self, Node};
 
 /// Where to look up every key and its type.
@@ -39,17 +39,18 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
         ));
     }
-    if let Some((code, fields, message, help)) = deployment.rayjob_conflict() {
-        let at = fields
+    if let Some(conflict) = deployment.rayjob_conflict() {
+        let at = conflict
+            .fields()
             .iter()
             .find_map(|field| root.get(&field.trim_start_matches('/').split('/').collect::<Vec<_>>()))
             .map_or((1, 1), Node::at);
-        return Err(Diagnostic::error(
-            if code == "rayjob-suspends" { "config-rayjob-suspends" } else { "config-rayjob-needs-token" },
-            at,
-            message,
-            help,
-        ));
+        let code = match conflict {
+            RayJobConflict::NeedsToken => "config-rayjob-needs-token",
+            RayJobConflict::Suspends { .. } => "config-rayjob-suspends",
+            RayJobConflict::TooManySeconds { .. } => "config-rayjob-seconds-too-large",
+        };
+        return Err(Diagnostic::error(code, at, conflict.message(), conflict.help()));
     }
     Ok(deployment)
 }
@@ -203,6 +204,13 @@ mod tests {
         assert!(from_yaml(&format!("{V6}job:\n  when_done: keep\n  mode: rayjob\n")).is_ok());
         let e = from_yaml(&format!("{V6}job:\n  when_done: keep\n  mode: rayjob\n  idle_timeout_minutes: 5\n")).unwrap_err();
         assert_eq!((e.code, e.line), ("config-rayjob-suspends", 6));
+        // The RayJob's seconds are the CRD's int32.
+        for key in ["rayjob_ttl_seconds_after_finished", "rayjob_active_deadline_seconds", "rayjob_pre_running_deadline_seconds"] {
+            let e = from_yaml(&format!("{V6}job:\n  mode: rayjob\n  {key}: 2147483648\n")).unwrap_err();
+            assert_eq!((e.code, e.line, e.column), ("config-rayjob-seconds-too-large", 5, 4 + key.len() as u32 + 1), "{key}");
+            assert!(e.message.contains("2147483647") && e.help.starts_with(&format!("set job.{key} to 2147483647 or less")), "{e:?}");
+            assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n  {key}: 2147483647\n")).is_ok(), "{key}");
+        }
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl Connection {
             None => BTreeMap::new(),
         };
         let request_timeout = Duration::from_secs(self.request_timeout);
-        let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout, ray_job: None };
+        let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
         Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
     }
 

@@ -39,10 +39,17 @@ impl StatusArgs {
                 outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
                 return Ok(0);
             }
-            Status::RayJob { name, state, cluster: pods } => {
-                outln!("{}", ray_job(&name, &state));
-                if let Some((name, readiness)) = &pods {
+            Status::RayJob(report) => {
+                if let Some(error) = &report.unreached {
+                    job.console.say(format_args!("warning: its cluster's head cannot be reached: {}", gke_rl_ops::chain(error)));
+                }
+                if let Some((name, readiness)) = &report.cluster {
                     cluster(name, readiness, d, job.env.clock.unix_millis(), &job.console);
+                }
+                if self.json {
+                    outln!("{}", serde_json::to_string_pretty(&ray_job_json(&report.name, &report.state))?);
+                } else {
+                    outln!("{}", ray_job(&report.name, &report.state));
                 }
                 return Ok(0);
             }
@@ -102,6 +109,14 @@ fn ray_job(name: &str, state: &gke_rl_ops::RayJobState) -> String {
         line.push_str("; KubeRay deletes its cluster after the run");
     }
     crate::terminal::shown(&line)
+}
+
+/// A RayJob as KubeRay reports it, as JSON.
+fn ray_job_json(name: &str, state: &gke_rl_ops::RayJobState) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "RayJob", "name": name, "jobDeploymentStatus": state.state(), "jobStatus": state.job,
+        "jobId": state.job_id, "rayClusterName": state.cluster, "reason": state.reason, "message": state.message,
+    })
 }
 
 /// The RayCluster's pods, age and cost, when it was reached; its state is context, so failing to

@@ -27,10 +27,12 @@ impl StopArgs {
         match stopped {
             Stopped::NotRunning(status) => job.console.say(format_args!("job {id} was not running: {status}")),
             Stopped::Ended(status) => job.console.say(format_args!("job {id} {status}")),
-            Stopped::RayJobDeleted => job.console.say(format_args!(
-                "RayJob {id} {}: KubeRay stopped its job, and its cluster goes with it",
-                if self.no_wait { "is being deleted" } else { "is deleted" }
-            )),
+            Stopped::RayJobDeleted { was, waited } => {
+                let deleted = if waited { "is deleted" } else { "is being deleted" };
+                let after =
+                    if was.is_finished() { "its cluster goes with it" } else { "KubeRay stops its job, and its cluster goes with it" };
+                job.console.say(format_args!("RayJob {id} ({}) {deleted}: {after}", was.state()));
+            }
             _ => {}
         }
         Ok(0)

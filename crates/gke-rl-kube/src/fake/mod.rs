@@ -87,6 +87,10 @@ struct State {
     head_forward: Option<std::net::SocketAddr>,
     /// Every pod was Ready once: KubeRay's `RayClusterProvisioned`.
     provisioned: bool,
+    /// When each RayJob started (`Initializing`), for its pre-running deadline.
+    ray_job_started: BTreeMap<String, std::time::Instant>,
+    /// RayJobs deleted in the foreground: reads left before they are gone.
+    ray_jobs_deleting: BTreeMap<String, usize>,
 }
 
 /// The fake API server; clones share it.
@@ -181,20 +185,24 @@ impl FakeApiServer {
     }
 
     /// Ends the RayJob's run as KubeRay does when its job reaches `job_status` (`SUCCEEDED`,
-    /// `FAILED`, `STOPPED`): `Complete` or `Failed`, and its RayCluster deleted when
-    /// `shutdownAfterJobFinishes` says so (at once: the fake has no TTL).
+    /// `FAILED`, `STOPPED`): `Complete` or `Failed`. Its RayCluster stays for
+    /// `ttlSecondsAfterFinished` ([`FakeApiServer::expire_ray_job`]).
     pub fn end_ray_job(&self, name: &str, job_status: &str) {
         let mut state = self.lock();
         let Some(job) = state.objects.get_mut(&("rayjobs".to_owned(), name.to_owned())) else { return };
         let ended = if job_status == "SUCCEEDED" { "Complete" } else { "Failed" };
         merge(&mut job["status"], &json!({"jobDeploymentStatus": ended, "jobStatus": job_status}));
+    }
+
+    /// The RayJob's `ttlSecondsAfterFinished` has passed: KubeRay deletes its RayCluster when
+    /// `shutdownAfterJobFinishes` says so.
+    pub fn expire_ray_job(&self, name: &str) {
+        let mut state = self.lock();
+        let Some(job) = state.objects.get(&("rayjobs".to_owned(), name.to_owned())) else { return };
         let cluster =
             job["status"]["rayClusterName"].as_str().filter(|_| job["spec"]["shutdownAfterJobFinishes"] == true).map(str::to_owned);
-        if let Some(cluster) = cluster
-            && state.objects.remove(&("rayclusters".to_owned(), cluster)).is_some()
-        {
-            state.terminating = Some(2);
-            state.provisioned = false;
+        if let Some(cluster) = cluster {
+            state.remove_cluster(&cluster);
         }
     }
 
@@ -219,7 +227,13 @@ impl FakeApiServer {
             ["api", "v1", "namespaces", _, rest @ ..] | ["apis", _, _, "namespaces", _, rest @ ..] => rest,
             _ => return not_found("path"),
         };
-        if let ["rayjobs", name, ..] = rest {
+        // A foreground delete goes on by itself; the rest of a RayJob's life when it is asked about.
+        for deleting in state.ray_jobs_deleting.keys().cloned().collect::<Vec<_>>() {
+            state.reconcile_ray_job(&deleting);
+        }
+        if let ["rayjobs", name, ..] = rest
+            && !state.ray_jobs_deleting.contains_key(*name)
+        {
             state.reconcile_ray_job(name);
         }
         match (method.as_str(), rest) {
@@ -239,6 +253,9 @@ impl FakeApiServer {
             ("PATCH", [plural, name]) if !query.contains("force=true") => {
                 let Ok(patch) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
                 let Some(object) = state.objects.get_mut(&((*plural).to_owned(), (*name).to_owned())) else { return not_found(name) };
+                if let Some(conflict) = uid_mismatch(object, &patch["metadata"]["uid"]) {
+                    return conflict;
+                }
                 merge(object, &patch);
                 (StatusCode::OK, object.clone())
             }
@@ -297,19 +314,33 @@ impl FakeApiServer {
                 }
                 None => not_found(name),
             },
-            ("DELETE", [plural, name]) => match state.objects.remove(&((*plural).to_owned(), (*name).to_owned())) {
-                Some(deleted) => {
-                    // A RayJob owns the RayCluster it made: the garbage collector takes it too.
-                    let owned = deleted["status"]["rayClusterName"].as_str().filter(|_| *plural == "rayjobs");
-                    let cluster = owned.and_then(|cluster| state.objects.remove(&("rayclusters".to_owned(), cluster.to_owned())));
-                    if *plural == "rayclusters" || cluster.is_some() {
-                        state.terminating = Some(2);
-                        state.provisioned = false;
-                    }
-                    (StatusCode::OK, status(200, "deleted"))
+            ("DELETE", [plural, name]) => {
+                let key = ((*plural).to_owned(), (*name).to_owned());
+                let Some(object) = state.objects.get_mut(&key) else { return not_found(name) };
+                let params = serde_json::from_str::<Value>(body).unwrap_or_default();
+                if let Some(conflict) = uid_mismatch(object, &params["preconditions"]["uid"]) {
+                    return conflict;
                 }
-                None => not_found(name),
-            },
+                // KubeRay's finalizer and the foreground delete keep a RayJob, marked, until its
+                // cluster's pods are gone: a few reads here.
+                if *plural == "rayjobs" && params["propagationPolicy"] == "Foreground" {
+                    object["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+                    state.ray_jobs_deleting.entry((*name).to_owned()).or_insert(2);
+                    return (StatusCode::OK, status(200, "deleting"));
+                }
+                let deleted = state.objects.remove(&key).unwrap_or_default();
+                match *plural {
+                    "rayclusters" => (state.terminating, state.provisioned) = (Some(2), false),
+                    // A RayJob owns the RayCluster it made: the garbage collector takes it too.
+                    "rayjobs" => {
+                        if let Some(cluster) = deleted["status"]["rayClusterName"].as_str() {
+                            state.remove_cluster(cluster);
+                        }
+                    }
+                    _ => {}
+                }
+                (StatusCode::OK, status(200, "deleted"))
+            }
             ("GET", [plural]) if *plural != "pods" && *plural != "events" => {
                 let selector = selector(query);
                 let items: Vec<Value> = state
@@ -344,6 +375,20 @@ impl State {
         let Some(job) = self.objects.get(&key) else { return };
         let (namespace, cluster) =
             (job["metadata"]["namespace"].as_str().unwrap_or("default").to_owned(), job["status"]["rayClusterName"].clone());
+        if let Some(left) = self.ray_jobs_deleting.get_mut(name) {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                // A RayJob owns the RayCluster it made: the garbage collector takes it too.
+                self.ray_jobs_deleting.remove(name);
+                self.objects.remove(&key);
+                if let Some(cluster) = cluster.as_str() {
+                    self.remove_cluster(cluster);
+                }
+            }
+            return;
+        }
+        let deadline = job["spec"]["preRunningDeadlineSeconds"].as_u64().map(std::time::Duration::from_secs);
+        let late = deadline.zip(self.ray_job_started.get(name)).is_some_and(|(deadline, started)| started.elapsed() > deadline);
         let status = match job["status"]["jobDeploymentStatus"].as_str().unwrap_or_default() {
             "" => {
                 self.uids += 1;
@@ -356,8 +401,12 @@ impl State {
                     entry.insert(object);
                     (self.pod_listings, self.terminating) = (0, None);
                 }
+                self.ray_job_started.insert(name.to_owned(), std::time::Instant::now());
                 json!({"jobDeploymentStatus": "Initializing", "rayClusterName": cluster, "jobStatus": ""})
             }
+            // `checkPreRunningDeadlineAndUpdateStatusIfNeeded`.
+            "Initializing" | "Waiting" if late => json!({"jobDeploymentStatus": "Failed", "reason": "DeadlineExceeded",
+                "message": format!("The RayJob has passed the preRunningDeadlineSeconds. StartTime: x. Deadline: {}s.", deadline.unwrap_or_default().as_secs())}),
             "Initializing" if self.pods_ready() => {
                 let cluster = cluster.as_str().unwrap_or_default();
                 json!({"jobDeploymentStatus": "Waiting", "dashboardURL": format!("{cluster}-head-svc.{namespace}.svc.cluster.local:8265")})
@@ -369,6 +418,14 @@ impl State {
         };
         if let Some(job) = self.objects.get_mut(&key) {
             merge(&mut job["status"], &status);
+        }
+    }
+
+    /// Deletes the RayCluster; its pods linger for a few listings.
+    fn remove_cluster(&mut self, name: &str) {
+        if self.objects.remove(&("rayclusters".to_owned(), name.to_owned())).is_some() {
+            self.terminating = Some(2);
+            self.provisioned = false;
         }
     }
 
@@ -448,6 +505,17 @@ impl State {
             .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
             .collect()
     }
+}
+
+/// The API server's answer when a request's uid precondition does not match the object's.
+fn uid_mismatch(object: &Value, wanted: &Value) -> Option<(StatusCode, Value)> {
+    let wanted = wanted.as_str()?;
+    let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
+    (wanted != uid).then(|| {
+        let mut conflict = status(409, &format!("Precondition failed: UID in precondition: {wanted}, UID in object meta: {uid}"));
+        conflict["reason"] = json!("Conflict");
+        (StatusCode::CONFLICT, conflict)
+    })
 }
 
 /// RFC 7386: objects merge key by key, null removes, anything else replaces.

@@ -13,7 +13,7 @@ pub use parse::{Assignment, Fallback, Part, parse};
 pub(crate) use parse::{crlf, crlf_at};
 
 use crate::diagnostic::Diagnostic;
-use crate::model::Deployment;
+use crate::model::{Deployment, RayJobConflict};
 use crate::quote;
 
 /// How a variable's text maps to its model field.
@@ -351,10 +351,14 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
         ));
     }
-    if let Some((code, fields, message, help)) = deployment.rayjob_conflict() {
-        let code = if code == "rayjob-suspends" { "env-sh-rayjob-suspends" } else { "env-sh-rayjob-needs-token" };
-        let at = fields.iter().find_map(|field| set_at.get(field).copied()).unwrap_or(image_at);
-        return Err(Diagnostic::error(code, at, message, help));
+    if let Some(conflict) = deployment.rayjob_conflict() {
+        let code = match conflict {
+            RayJobConflict::NeedsToken => "env-sh-rayjob-needs-token",
+            RayJobConflict::Suspends { .. } => "env-sh-rayjob-suspends",
+            RayJobConflict::TooManySeconds { .. } => "env-sh-rayjob-seconds-too-large",
+        };
+        let at = conflict.fields().iter().find_map(|field| set_at.get(field).copied()).unwrap_or(image_at);
+        return Err(Diagnostic::error(code, at, conflict.message(), conflict.help()));
     }
     Ok(Imported { deployment, warnings, defaulted })
 }

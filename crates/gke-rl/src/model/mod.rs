@@ -389,10 +389,8 @@ impl Deployment {
         self.topology.provisioning == Provisioning::FlexStart || self.job.mode == JobMode::Rayjob || self.suspends_when_idle()
     }
 
-    /// Why `job.mode: rayjob` cannot run this deployment, if it cannot: the rule's code (after
-    /// the loader's prefix), the field at fault (a JSON pointer into the model, as env.sh's table
-    /// names fields; the first that is set), the message and the fix.
-    pub fn rayjob_conflict(&self) -> Option<(&'static str, &'static [&'static str], String, String)> {
+    /// Why `job.mode: rayjob` cannot run this deployment, if it cannot.
+    pub fn rayjob_conflict(&self) -> Option<RayJobConflict> {
         if self.job.mode != JobMode::Rayjob {
             return None;
         }
@@ -400,30 +398,23 @@ impl Deployment {
         // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
         // the RayJob would never end (KubeRay v1.7.0 `dashboardclient`, `x-ray-authorization`).
         if !self.ray.token_auth().unwrap_or(false) {
-            return Some((
-                "rayjob-needs-token",
-                &["/ray/auth", "/ray/image", "/job/mode"],
-                "job.mode rayjob needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy".to_owned(),
-                "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
-            ));
+            return Some(RayJobConflict::NeedsToken);
         }
         // Both act on the long-lived RayCluster, which RayJob mode does not have.
-        let (field, key) = if self.job.when_done != WhenDone::Keep {
-            ("/job/when_done", "when_done")
-        } else if self.job.idle_timeout_minutes.is_some() {
-            ("/job/idle_timeout_minutes", "idle_timeout_minutes")
-        } else {
-            return None;
-        };
-        let fields: &'static [&'static str] = if field == "/job/when_done" { &["/job/when_done"] } else { &["/job/idle_timeout_minutes"] };
-        Some((
-            "rayjob-suspends",
-            fields,
-            format!(
-                "job.{key} suspends the long-lived RayCluster, which job.mode rayjob does not have: each RayJob's cluster goes after its run"
-            ),
-            format!("leave job.{key} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays"),
-        ))
+        if self.job.when_done != WhenDone::Keep {
+            return Some(RayJobConflict::Suspends { field: "/job/when_done" });
+        }
+        if self.job.idle_timeout_minutes.is_some() {
+            return Some(RayJobConflict::Suspends { field: "/job/idle_timeout_minutes" });
+        }
+        let job = &self.job;
+        let seconds = [
+            ("/job/rayjob_ttl_seconds_after_finished", Some(job.rayjob_ttl_seconds_after_finished)),
+            ("/job/rayjob_active_deadline_seconds", job.rayjob_active_deadline_seconds.map(NonZeroU32::get)),
+            ("/job/rayjob_pre_running_deadline_seconds", job.rayjob_pre_running_deadline_seconds.map(NonZeroU32::get)),
+        ];
+        let too_large = seconds.into_iter().find(|(_, value)| value.is_some_and(|v| i32::try_from(v).is_err()));
+        too_large.map(|(field, _)| RayJobConflict::TooManySeconds { field })
     }
 
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
@@ -496,7 +487,7 @@ pub struct Job {
     pub mode: JobMode,
     /// In `rayjob` mode, seconds the RayJob's cluster stays after the run ends
     /// (`ttlSecondsAfterFinished`), to read its logs and dashboard; its GPUs are paid meanwhile.
-    /// At most 2147483647 (the CRD's int32).
+    /// At most 2147483647, as the deadlines (the CRD's int32).
     pub rayjob_ttl_seconds_after_finished: u32,
     /// In `rayjob` mode, seconds the RayJob may take from its start, the GPU pool's scaling from
     /// zero and the wait for the submission included (`activeDeadlineSeconds`). Null: no bound.
@@ -505,6 +496,62 @@ pub struct Job {
     /// the wait for the submission (`preRunningDeadlineSeconds`). Without it, a RayJob whose
     /// submission never came would hold the GPU nodes for good. Null: no bound.
     pub rayjob_pre_running_deadline_seconds: Option<NonZeroU32>,
+}
+
+/// Why `job.mode: rayjob` cannot run a deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RayJobConflict {
+    /// Ray's token authentication is off.
+    NeedsToken,
+    /// A field that suspends the long-lived RayCluster is set.
+    Suspends {
+        /// The field, as a JSON pointer into the model.
+        field: &'static str,
+    },
+    /// A RayJob's seconds field is past the CRD's int32.
+    TooManySeconds {
+        /// The field, as a JSON pointer into the model.
+        field: &'static str,
+    },
+}
+
+impl RayJobConflict {
+    /// The fields at fault, as JSON pointers into the model (as env.sh's table names them):
+    /// the first that is set is where it is told.
+    pub fn fields(&self) -> &[&'static str] {
+        match self {
+            RayJobConflict::NeedsToken => &["/ray/auth", "/ray/image", "/job/mode"],
+            RayJobConflict::Suspends { field } | RayJobConflict::TooManySeconds { field } => std::slice::from_ref(field),
+        }
+    }
+
+    /// What is wrong.
+    pub fn message(self) -> String {
+        match self {
+            RayJobConflict::NeedsToken => "job.mode rayjob needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy".to_owned(),
+            RayJobConflict::Suspends { field } => format!(
+                "job.{} suspends the long-lived RayCluster, which job.mode rayjob does not have: each RayJob's cluster goes after its run",
+                key(field)
+            ),
+            RayJobConflict::TooManySeconds { field } => format!("job.{} is more than the RayJob's int32 field holds (2147483647)", key(field)),
+        }
+    }
+
+    /// How to fix it.
+    pub fn help(self) -> String {
+        match self {
+            RayJobConflict::NeedsToken => "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
+            RayJobConflict::Suspends { field } => {
+                format!("leave job.{} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays", key(field))
+            }
+            RayJobConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
+        }
+    }
+}
+
+/// The key of a `/job/KEY` pointer.
+fn key(field: &str) -> &str {
+    field.trim_start_matches("/job/")
 }
 
 /// How a run reaches the cluster.

@@ -146,7 +146,12 @@ pub fn runs_dir(d: &Deployment) -> String {
 
 /// How a run names the RayCluster it runs on, and its keeper its own: `namespace/name`.
 pub fn cluster_id(d: &Deployment) -> String {
-    format!("{}/{}", d.ray.namespace, d.project.cluster_name)
+    cluster_id_of(d.ray.namespace.as_str(), d.project.cluster_name.as_str())
+}
+
+/// [`cluster_id`] of the RayCluster `name` in `namespace` (a RayJob's, named by KubeRay).
+pub fn cluster_id_of(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
 }
 
 /// One record of a run, as the supervisor and the keeper write them.
