@@ -394,7 +394,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 }
 
 /// RayJob mode as a user takes it, with only Google Cloud faked, over HTTPS with the GKE-style
-/// kubeconfig: deploy makes no RayCluster; submit applies the RayJob, waits while the fake API
+/// kubeconfig: deploy makes no RayCluster; submit creates the RayJob, waits while the fake API
 /// server advances it as KubeRay does (`Initializing` with a cluster of its own, `Waiting` once
 /// its pods are Ready), submits to this real head behind that cluster's head pod, names the job
 /// in `spec.jobId` (KubeRay then follows it: `Running`) and follows the run; status and logs
@@ -424,7 +424,7 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let printed = stdout(&submit);
     let log: Vec<&str> = printed.lines().filter(|l| l.starts_with("rayjob-line-")).collect();
     let told = [
-        &format!("RayJob default/grpo-rayjob applied: KubeRay makes its cluster, then job {id} is submitted to it"),
+        &format!("RayJob default/grpo-rayjob created: KubeRay makes its cluster, then job {id} is submitted to it"),
         "  RayJob grpo-rayjob: Initializing\n",
         "  RayJob grpo-rayjob: Waiting\n",
         " -> default/grpo-rayjob-",
@@ -435,7 +435,7 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
             && log == ["rayjob-line-1", "rayjob-line-2", "rayjob-line-3", "rayjob-line-4"]
             && told.iter().all(|t| stderr(&submit).contains(t))
             && cloud.api.object("rayjobs", "grpo-rayjob").is_some_and(|j| j["spec"]["jobId"] == id.as_str()),
-        "submit applies the RayJob, waits for its cluster, submits there, names the job and follows the run",
+        "submit creates the RayJob, waits for its cluster, submits there, names the job and follows the run",
         &submit,
     )?;
     let status = cloud.gke_rl(&["status"], &[]);
@@ -474,7 +474,7 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     )?;
     let again = cloud.gke_rl(&["submit", "--no-wait", "--", "echo", "again"], &[]);
     let (deleted, applied) =
-        (stderr(&again).find("deleted RayJob default/grpo-rayjob"), stderr(&again).find("RayJob default/grpo-rayjob applied"));
+        (stderr(&again).find("deleted RayJob default/grpo-rayjob"), stderr(&again).find("RayJob default/grpo-rayjob created"));
     check(
         again.status.success() && deleted.zip(applied).is_some_and(|(d, a)| d < a) && stderr(&again).contains("logs grpo-rayjob --follow"),
         "a second submit replaces the finished RayJob, and says how to follow it by name",

@@ -206,9 +206,10 @@ impl Progress for Console {
             Event::RayClusterApplied { namespace, name, uid } => {
                 self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
             }
-            Event::RayJobApplied { namespace, name, submission } => {
-                self.say(format_args!("RayJob {namespace}/{name} applied: KubeRay makes its cluster, then job {submission} is submitted to it"))
+            Event::RayJobCreated { namespace, name, submission } => {
+                self.say(format_args!("RayJob {namespace}/{name} created: KubeRay makes its cluster, then job {submission} is submitted to it"))
             }
+            Event::Queued { name, queued } => self.say(format_args!("  RayJob {name}: {}", queued_line(queued))),
             Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
             Event::RayJobState { name, state } => {
                 let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
@@ -371,6 +372,15 @@ fn problem(problem: &Problem) -> String {
              or deploy from an address inside {cidr}"
         ),
         _ => problem.to_string(),
+    }
+}
+
+/// What Kueue says of a job, in a line: queued (and why it is not admitted), or admitted.
+pub(crate) fn queued_line(queued: &gke_rl_ops::Queued) -> String {
+    match (&queued.waiting, queued.admitted) {
+        (_, true) => format!("admitted by Kueue from LocalQueue {}", queued.queue),
+        (Some((reason, message)), false) => format!("queued by Kueue in LocalQueue {}, not admitted: {reason}: {message}", queued.queue),
+        (None, false) => format!("queued by Kueue in LocalQueue {}, not admitted yet", queued.queue),
     }
 }
 

@@ -62,13 +62,16 @@ pub enum Error {
         waited: Duration,
     },
     /// A RayJob was still there when the wait for it to go ran out.
-    #[error("RayJob {name} is still there after {}s", .waited.as_secs())]
+    #[error("RayJob {name} is still there after {}s: its pods have not gone (`kubectl describe rayjob {name}` and its pods say why)", .waited.as_secs())]
     RayJobRemains {
         /// The RayJob.
         name: String,
         /// How long it waited.
         waited: Duration,
     },
+    /// A RayJob of that name exists already.
+    #[error("RayJob {0} exists already")]
+    RayJobExists(String),
     /// No running head pod to forward to.
     #[error("RayCluster {0} has no running head pod (is it deployed?)")]
     NoHeadPod(String),
@@ -133,8 +136,10 @@ pub struct RayJobState {
     pub deployment: String,
     /// Ray's state of the job (`PENDING`, `RUNNING`, `SUCCEEDED`, `FAILED`, `STOPPED`), once known.
     pub job: String,
-    /// The job KubeRay follows (`spec.jobId`).
+    /// The job it names (`spec.jobId`).
     pub job_id: Option<String>,
+    /// The job KubeRay follows (`status.jobId`, set from `spec.jobId` on `Running`).
+    pub following: Option<String>,
     /// The RayCluster it made (`status.rayClusterName`).
     pub cluster: Option<String>,
     /// Why it failed, in KubeRay's words (`status.reason`).
@@ -158,6 +163,7 @@ impl RayJobState {
             deployment: text(&status["jobDeploymentStatus"]).unwrap_or_default(),
             job: text(&status["jobStatus"]).unwrap_or_default(),
             job_id: text(&job.data["spec"]["jobId"]),
+            following: text(&status["jobId"]),
             cluster: text(&status["rayClusterName"]),
             reason: text(&status["reason"]),
             message: text(&status["message"]),
@@ -173,9 +179,10 @@ impl RayJobState {
         matches!(self.deployment.as_str(), "Complete" | "Failed" | "ValidationFailed")
     }
 
-    /// Whether its cluster is up and KubeRay waits for its job or follows it.
+    /// Whether its cluster is up and KubeRay waits for its job or follows it; never while it
+    /// is being deleted (KubeRay writes no status then).
     pub fn has_cluster_up(&self) -> bool {
-        matches!(self.deployment.as_str(), "Waiting" | "Running")
+        !self.deleting && matches!(self.deployment.as_str(), "Waiting" | "Running")
     }
 
     /// Its deployment state as a word, `New` before KubeRay has seen it, `Deleting` while it goes.
@@ -184,6 +191,32 @@ impl RayJobState {
             _ if self.deleting => "Deleting",
             "" => "New",
             state => state,
+        }
+    }
+}
+
+/// What Kueue says of a job's Workload (`kueue.x-k8s.io/v1beta2`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Queued {
+    /// The LocalQueue it waits in (`spec.queueName`).
+    pub queue: String,
+    /// Whether Kueue admitted it (its `Admitted` condition is True).
+    pub admitted: bool,
+    /// While it has no quota reserved, why: its `QuotaReserved` condition's reason (`Pending`,
+    /// or `Inadmissible` for a queue that does not exist or is stopped) and message (Kueue
+    /// v0.17.8 `pkg/scheduler/scheduler.go`, `pkg/controller/core/workload_controller.go`).
+    pub waiting: Option<(String, String)>,
+}
+
+impl Queued {
+    fn of(workload: &DynamicObject) -> Self {
+        let conditions = workload.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let condition = |kind: &str| conditions.iter().find(|c| c["type"] == kind);
+        let text = |c: &serde_json::Value, key: &str| c[key].as_str().unwrap_or_default().to_owned();
+        Queued {
+            queue: workload.data["spec"]["queueName"].as_str().unwrap_or_default().to_owned(),
+            admitted: condition("Admitted").is_some_and(|c| c["status"] == "True"),
+            waiting: condition("QuotaReserved").filter(|c| c["status"] == "False").map(|c| (text(c, "reason"), text(c, "message"))),
         }
     }
 }
@@ -279,20 +312,23 @@ impl RayClusters {
         Ok(found.map(|job| RayJobState::of(&job)))
     }
 
-    /// Server-side applies the rendered `ray-job.yaml`, annotated with the submission it is
-    /// for ([`SUBMISSION_ANNOTATION`]), so that a submit can tell its RayJob from one another
-    /// submit applied since; the RayJob's name and uid. `spec.jobId` is left to
-    /// [`RayClusters::set_ray_job_id`], once the job is in.
-    pub async fn apply_ray_job(&self, manifest: &str, submission: &str) -> Result<(String, String), Error> {
+    /// Creates the RayJob of the rendered `ray-job.yaml`, annotated with the submission it is
+    /// for ([`SUBMISSION_ANNOTATION`]); its name and uid. A create, not an apply: a RayJob of that
+    /// name made meanwhile (another submit's) is [`Error::RayJobExists`], never taken over.
+    /// `spec.jobId` is left to [`RayClusters::set_ray_job_id`], once the job is in.
+    pub async fn create_ray_job(&self, manifest: &str, submission: &str) -> Result<(String, String), Error> {
         let mut object = parse_object(manifest)?;
         if object.types.as_ref().is_none_or(|t| t.kind != "RayJob") {
             return Err(Error::Manifest("is not a RayJob".to_owned()));
         }
         let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has no metadata.name".to_owned()))?;
         object.metadata.annotations.get_or_insert_default().insert(SUBMISSION_ANNOTATION.to_owned(), submission.to_owned());
-        let (api, params) = (self.ray_jobs(), PatchParams::apply(FIELD_MANAGER).force());
-        let applied = self.call(|| format!("apply RayJob {name}"), api.patch(&name, &params, &Patch::Apply(&object))).await?;
-        Ok((name, applied.metadata.uid.unwrap_or_default()))
+        let params = PostParams { field_manager: Some(FIELD_MANAGER.to_owned()), ..PostParams::default() };
+        match self.call(|| format!("create RayJob {name}"), self.ray_jobs().create(&params, &object)).await {
+            Ok(created) => Ok((name, created.metadata.uid.unwrap_or_default())),
+            Err(Error::Api { source: kube::Error::Api(status), .. }) if status.code == 409 => Err(Error::RayJobExists(name)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Names the job KubeRay follows on the RayJob's cluster (`spec.jobId`), on the RayJob of
@@ -303,6 +339,21 @@ impl RayClusters {
         let api = self.ray_jobs();
         self.call(|| format!("set RayJob {name}'s job id"), api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))).await?;
         Ok(())
+    }
+
+    /// What Kueue says of the Workload it made for the job of `job_uid` (found by its
+    /// `kueue.x-k8s.io/job-uid` label, Kueue v0.17.8 `pkg/controller/jobframework`); `None`
+    /// when Kueue manages no such job, or is not installed.
+    pub async fn workload_of(&self, job_uid: &str) -> Result<Option<Queued>, Error> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"));
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &resource);
+        let params = ListParams::default().labels(&format!("kueue.x-k8s.io/job-uid={job_uid}"));
+        let listed = match self.call(|| "list Kueue's Workloads".to_owned(), api.list(&params)).await {
+            Ok(listed) => listed,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(listed.items.first().map(Queued::of))
     }
 
     /// Waits until the RayJob `name` is gone (KubeRay's finalizer stops its job first).
@@ -624,7 +675,8 @@ mod tests {
         let deployment = gke_rl::config::from_yaml(config).unwrap();
         let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
         let manifest = gke_rl::render(&deployment, &options).unwrap().ray_job.expect("rayjob mode").contents;
-        let (name, uid) = clusters.apply_ray_job(&manifest, "s1").await.unwrap();
+        let (name, uid) = clusters.create_ray_job(&manifest, "s1").await.unwrap();
+        assert!(matches!(clusters.create_ray_job(&manifest, "s2").await, Err(Error::RayJobExists(_))), "never taken over");
         let state = clusters.ray_job(&name).await.unwrap().unwrap();
         assert_eq!((state.submission.as_deref(), state.uid.as_str(), state.job_id.as_deref()), (Some("s1"), uid.as_str(), None));
 

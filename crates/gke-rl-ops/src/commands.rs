@@ -9,7 +9,7 @@ use std::time::Duration;
 use gke_rl::model::{JobMode, WhenDone};
 use gke_rl::supervisor::Records;
 use gke_rl::{Artifacts, Deployment};
-use gke_rl_kube::{RayJobState, Readiness};
+use gke_rl_kube::{Queued, RayJobState, Readiness};
 use gke_rl_ray::JobDetails;
 
 use crate::events::{Event, Progress};
@@ -146,6 +146,8 @@ pub struct RayJobReport {
     pub cluster: Option<(String, Result<Readiness, Error>)>,
     /// Why its cluster's head could not be reached, when it should have been.
     pub unreached: Option<Error>,
+    /// What Kueue says of it, when Kueue manages it and it has not finished.
+    pub queued: Option<Result<Queued, Error>>,
 }
 
 /// A job, its run and its cluster.
@@ -191,7 +193,11 @@ pub async fn status(
             Some(cluster) if !state.is_finished() => Some(readiness(deployment, &clusters, &cluster).await),
             _ => None,
         };
-        return Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached })));
+        let queued = match state.is_finished() {
+            false => clusters.workload_of(&state.uid).await.map_err(Error::from).transpose(),
+            true => None,
+        };
+        return Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })));
     }
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
         return Ok(Status::Suspended);

@@ -174,7 +174,7 @@ pub enum Error {
         namespace: String,
     },
     /// The RayJob has no RayCluster up to reach.
-    #[error("RayJob {namespace}/{name} is {state}: it has no RayCluster up to reach")]
+    #[error("RayJob {namespace}/{name} is {state}: {why}")]
     RayJobNoCluster {
         /// Its name.
         name: String,
@@ -182,6 +182,8 @@ pub enum Error {
         namespace: String,
         /// Its `jobDeploymentStatus`.
         state: String,
+        /// Why there is nothing to reach.
+        why: &'static str,
     },
     /// A RayJob of the name a submit applies has not finished.
     #[error("RayJob {namespace}/{name} is {state}; let it end, or stop it with `gke-rl stop {name}`")]
@@ -193,7 +195,7 @@ pub enum Error {
         /// Its `jobDeploymentStatus`.
         state: String,
     },
-    /// The RayJob ended, or began to go, before its cluster was up.
+    /// The RayJob ended before its job ran.
     #[error("RayJob {namespace}/{name} is {state} before its job was submitted{}{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default(), .message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
     RayJobEnded {
         /// Its name.
@@ -230,6 +232,20 @@ pub enum Error {
         /// What happened.
         why: String,
     },
+    /// KubeRay did not take up the job named in the RayJob in time.
+    #[error("KubeRay did not follow job {id} in RayJob {namespace}/{name} within {}s (it is {state}): is the KubeRay operator running?", .waited.as_secs())]
+    RayJobNotFollowing {
+        /// Its name.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// The job.
+        id: String,
+        /// Its last state.
+        state: String,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
     /// A signal stopped the operation.
     #[error("interrupted (signal {signal})")]
     Interrupted {
@@ -240,15 +256,18 @@ pub enum Error {
     /// that its nodes go, or could not be.
     #[error("{source}; {}", match deleted {
         Ok(()) => format!("RayJob {namespace}/{name} is deleted, so that its nodes go"),
-        Err(e) => format!("deleting RayJob {namespace}/{name} failed ({e}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or its GPU nodes stay until its pre-running deadline"),
+        Err((e, deadline)) => format!(
+            "deleting RayJob {namespace}/{name} failed ({e}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or its GPU nodes stay {}",
+            deadline.map_or_else(|| "until it is deleted".to_owned(), |s| format!("until its pre-running deadline ({s} s from its start)"))
+        ),
     })]
     RayJobNotStarted {
         /// Its name.
         name: String,
         /// Its namespace.
         namespace: String,
-        /// Whether it was deleted, or why not.
-        deleted: Result<(), String>,
+        /// Whether it was deleted, or why not and its pre-running deadline in seconds, if any.
+        deleted: Result<(), (String, Option<u32>)>,
         /// What stopped the submit.
         source: Box<Error>,
     },

@@ -160,14 +160,21 @@ pub enum Event<'a> {
         /// Its uid.
         uid: &'a str,
     },
-    /// A RayJob was applied for a submission.
-    RayJobApplied {
+    /// A RayJob was created for a submission.
+    RayJobCreated {
         /// Namespace.
         namespace: &'a str,
         /// Name.
         name: &'a str,
         /// The submission id it is for.
         submission: &'a str,
+    },
+    /// Kueue holds the RayJob back, or admitted it: what its Workload says.
+    Queued {
+        /// The RayJob.
+        name: &'a str,
+        /// What Kueue says.
+        queued: &'a gke_rl_kube::Queued,
     },
     /// The API server could not be used; a wait asks it again.
     Retrying {

@@ -246,18 +246,25 @@ pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: 
     loop {
         let mut log = RunLog::default();
         let detached = |interrupt: &Armed| Followed::Detached { signal: interrupt.signal().unwrap_or(2) };
-        let gone = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
+        let (gone, lost) = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
             Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
             Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
                 return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log }, records });
             }
-            Ok(Some(job)) => format!("job {current} ended {} without its supervisor's record", job.status),
-            Err(Error::Ray(lost @ (RayError::JobNotFound { .. } | RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
-                format!("job {current} is gone ({lost})")
+            Ok(Some(job)) => (format!("job {current} ended {} without its supervisor's record", job.status), None),
+            Err(Error::Ray(lost @ RayError::JobNotFound { .. })) => (format!("job {current} is gone ({lost})"), None),
+            Err(Error::Ray(lost @ (RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
+                (format!("job {current} is gone ({lost})"), Some(Error::Ray(lost)))
             }
             Err(e) => return Err(e),
         };
-        let Some(wait) = wait else { return Err(Error::RunLost { id: current, why: gone }) };
+        let Some(wait) = wait else {
+            // A head out of reach says nothing of the run: only a job gone or failed is lost.
+            return Err(match lost {
+                Some(unreached) => unreached,
+                None => Error::RunLost { id: current, why: gone },
+            });
+        };
         progress.event(Event::AwaitingKeeper { id: &current, why: &gone, wait });
         let resubmitted = tokio::select! {
             resubmitted = await_resubmission(client, id, &current, wait, env) => resubmitted,

@@ -47,7 +47,7 @@ pub mod suspend;
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
 pub use error::{Error, Fix, Problem};
 pub use events::{Event, Progress, Question, Quiet, Unanswerable};
-pub use gke_rl_kube::{ClusterState, RayJobState, Readiness};
+pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
 pub use site::Target;
 
 /// A duration as people read it in progress lines: `4.2s`, `12m03s`.

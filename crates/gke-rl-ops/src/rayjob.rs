@@ -41,27 +41,41 @@ pub(crate) async fn submit(
     let id = prepared.submission_id().to_owned();
     let clusters = clusters(deployment, env).await?;
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
-    // A finished RayJob keeps its name: it is replaced; one that has not finished is refused.
+    let busy =
+        |state: &RayJobState| Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() };
+    // A finished RayJob keeps its name: it is replaced (its cluster, if still there for its TTL,
+    // goes now); one that has not finished is refused.
     if let Some(state) = clusters.ray_job(name).await? {
         if !state.is_finished() && !state.deleting {
-            return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() });
+            return Err(busy(&state));
         }
+        progress.event(Event::RayJobState { name, state: &state });
         stop(deployment, &clusters, name, true, env, &*progress).await?;
     }
-    // Armed before the apply: an interrupt from here on deletes the RayJob, not the process.
+    // Armed before the create: an interrupt from here on deletes the RayJob, not the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
-    let uid = match clusters.apply_ray_job(manifest, &id).await {
+    let uid = match clusters.create_ray_job(manifest, &id).await {
         Ok((_, uid)) => uid,
-        // An apply that got no answer may have made it.
-        Err(error) => return Err(not_started(&clusters, deployment, None, error.into(), &*progress).await),
+        Err(gke_rl_kube::Error::RayJobExists(_)) => {
+            return Err(clusters.ray_job(name).await?.map_or_else(|| busy(&RayJobState::default()), |state| busy(&state)));
+        }
+        // A create that got no answer may have made it.
+        Err(error @ gke_rl_kube::Error::Unreachable { .. }) => {
+            return Err(not_started(&clusters, deployment, None, error.into(), &*progress).await);
+        }
+        Err(error) => return Err(error.into()),
     };
-    progress.event(Event::RayJobApplied { namespace, name, submission: &id });
+    progress.event(Event::RayJobCreated { namespace, name, submission: &id });
     let started = async {
         let cluster = wait_up(deployment, &clusters, &uid, &id, env, &*progress).await?;
         prepared.supervise_on(&gke_rl::supervisor::cluster_id_of(namespace, &cluster));
         let head = head::connect_to(deployment, clusters.clone(), cluster, &options.head, env, progress.clone()).await?;
         let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
-        clusters.set_ray_job_id(name, &uid, &id).await?;
+        if let Err(error) = name_the_job(deployment, &clusters, &uid, &id, env, &*progress).await {
+            // The job dies with the cluster anyway; stopping it first is the orderly way.
+            let _ = head.client.stop(&id).await;
+            return Err(error);
+        }
         Ok::<_, Error>((id, head))
     };
     let started = tokio::select! {
@@ -77,10 +91,14 @@ pub(crate) async fn submit(
     if options.no_wait {
         return Ok(Ran::Submitted { id, head });
     }
+    // A signal since the job went in detaches, as one while following does.
+    if let Some(signal) = interrupt.signal() {
+        let observed = jobs::Observed { followed: jobs::Followed::Detached { signal }, records: Default::default() };
+        return Ok(Ran::Followed { id, head, observed, after: AfterRun::RayJobEnds });
+    }
+    drop(interrupt);
     // No keeper runs beside a RayJob: a run its head lost is lost.
     let observed = jobs::follow_run(&head.client, &id, None, env, &*progress).await?;
-    // Held until here: a signal before following listened is not lost.
-    drop(interrupt);
     if let jobs::Followed::Finished { job, log } = &observed.followed {
         progress.event(Event::JobEnded {
             id: job.id(),
@@ -104,9 +122,74 @@ async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Optio
             Ok(())
         }
         Ok(false) => Ok(()),
-        Err(e) => Err(crate::chain(&e)),
+        Err(e) => Err((crate::chain(&e), deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get()))),
     };
     Error::RayJobNotStarted { name: name.to_owned(), namespace: namespace.to_owned(), deleted, source: Box::new(error) }
+}
+
+/// How long naming the job in the RayJob, and KubeRay taking it up, may take.
+const NAMING_WAIT: Duration = Duration::from_secs(120);
+
+/// Names the job `id` in the RayJob of `uid` (`spec.jobId`; a patch that got no answer is sent
+/// again) and waits until KubeRay follows it (`Running`, `status.jobId`). KubeRay may have
+/// failed the RayJob meanwhile (its pre-running deadline runs until then).
+async fn name_the_job(
+    deployment: &Deployment,
+    clusters: &RayClusters,
+    uid: &str,
+    id: &str,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
+    let start = tokio::time::Instant::now();
+    let mut named = false;
+    let mut last = String::new();
+    while start.elapsed() < NAMING_WAIT {
+        let step = async {
+            if !named {
+                clusters.set_ray_job_id(name, uid, id).await?;
+                named = true;
+            }
+            clusters.ray_job(name).await
+        };
+        match step.await {
+            Ok(Some(state)) if state.uid == uid && state.following.as_deref() == Some(id) && state.deployment == "Running" => return Ok(()),
+            Ok(Some(state)) if state.uid == uid && state.is_finished() => return Err(ended(deployment, &state)),
+            Ok(Some(state)) if state.uid == uid && state.deleting => {
+                return Err(Error::RayJobGone {
+                    name: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    why: "it is being deleted".to_owned(),
+                });
+            }
+            Ok(Some(state)) if state.uid == uid => last = state.state().to_owned(),
+            Ok(_) => {
+                return Err(Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: "it was deleted".to_owned() });
+            }
+            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+            Err(e) => return Err(e.into()),
+        }
+        tokio::time::sleep(env.poll).await;
+    }
+    Err(Error::RayJobNotFollowing {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        id: id.to_owned(),
+        state: last,
+        waited: start.elapsed(),
+    })
+}
+
+/// The deployment's RayJob ended before its job ran: in KubeRay's words.
+fn ended(deployment: &Deployment, state: &RayJobState) -> Error {
+    Error::RayJobEnded {
+        name: deployment.job.name.to_string(),
+        namespace: deployment.ray.namespace.to_string(),
+        state: state.state().to_owned(),
+        reason: state.reason.clone(),
+        message: state.message.clone(),
+    }
 }
 
 /// The Kubernetes API of the deployment's namespace; a failure to reach it is a failed
@@ -136,32 +219,41 @@ async fn wait_up(
     let timeout = lifecycle::rayjob_start_wait(deployment);
     let start = tokio::time::Instant::now();
     let (mut told, mut pods) = (None::<String>, crate::deploy::pod_reporter(progress));
+    let mut queued = None;
     let gone = |why: &str| Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: why.to_owned() };
     let mut last = String::new();
     while start.elapsed() < timeout {
         match clusters.ray_job(name).await {
             Ok(None) => return Err(gone("it was deleted")),
             Ok(Some(state)) if state.uid != uid || state.submission.as_deref() != Some(submission) => {
-                return Err(gone(&format!("another submit ({}) applied it again", state.submission.as_deref().unwrap_or("unknown"))));
+                return Err(gone(&format!(
+                    "it was deleted, and another submit ({}) made it anew",
+                    state.submission.as_deref().unwrap_or("unknown")
+                )));
             }
             Ok(Some(state)) => {
                 if told.as_deref() != Some(state.state()) {
                     progress.event(Event::RayJobState { name, state: &state });
                     told = Some(state.state().to_owned());
                 }
-                match &state.cluster {
-                    Some(cluster) if state.has_cluster_up() => return Ok(cluster.clone()),
-                    _ if state.is_finished() || state.deleting => {
-                        let RayJobState { reason, message, .. } = &state;
-                        let (reason, message) = (reason.clone(), message.clone());
-                        return Err(Error::RayJobEnded {
-                            name: name.to_owned(),
-                            namespace: namespace.to_owned(),
-                            state: state.state().to_owned(),
-                            reason,
-                            message,
-                        });
+                // Held back by Kueue: why, whenever that changes.
+                if state.deployment == "Suspended" {
+                    match clusters.workload_of(uid).await {
+                        Ok(now) if now != queued => {
+                            if let Some(now) = &now {
+                                progress.event(Event::Queued { name, queued: now });
+                            }
+                            queued = now;
+                        }
+                        Ok(_) => {}
+                        Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+                        Err(e) => return Err(e.into()),
                     }
+                }
+                match &state.cluster {
+                    _ if state.deleting => return Err(gone("it is being deleted")),
+                    _ if state.is_finished() => return Err(ended(deployment, &state)),
+                    Some(cluster) if state.has_cluster_up() => return Ok(cluster.clone()),
                     Some(cluster) => match clusters.readiness(cluster, deployment.topology.node_count.get()).await {
                         Ok(readiness) => pods(&readiness),
                         Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
@@ -221,10 +313,12 @@ pub(crate) async fn connect(
     progress: Arc<dyn Progress>,
 ) -> Result<(Head, Option<String>), Error> {
     let Found { name, state, head, .. } = find(deployment, options, name, env, progress).await?;
-    match head {
-        Some(head) => Ok((head?, state.job_id)),
-        None => Err(Error::RayJobNoCluster { name, namespace: deployment.ray.namespace.to_string(), state: state.state().to_owned() }),
-    }
+    let why = match head {
+        Some(head) => return Ok((head?, state.job_id)),
+        None if state.job_id.is_none() && !state.is_finished() && !state.deleting => "its job is not submitted yet",
+        None => "it has no RayCluster up to reach",
+    };
+    Err(Error::RayJobNoCluster { name, namespace: deployment.ray.namespace.to_string(), state: state.state().to_owned(), why })
 }
 
 /// Stops the RayJob `name` of the deployment: deletes it (KubeRay's finalizer stops its job,
@@ -252,7 +346,7 @@ async fn stop(
 ) -> Result<Option<RayJobState>, Error> {
     let namespace = deployment.ray.namespace.as_str();
     let Some(state) = clusters.ray_job(name).await? else { return Ok(None) };
-    if clusters.delete_ray_job(name, None).await? {
+    if !state.deleting && clusters.delete_ray_job(name, None).await? {
         progress.event(Event::Deleted { kind: "RayJob", namespace, name });
     }
     if wait {

@@ -791,7 +791,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
     let head = gke_rl_ops::head::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
     let refused = head.err().expect("no cluster up to reach");
-    assert!(refused.to_string().contains("RayJob default/nemo-rl-grpo-test1 is Initializing: it has no RayCluster up"), "{refused}");
+    assert!(refused.to_string().contains("RayJob default/nemo-rl-grpo-test1 is Initializing: its job is not submitted yet"), "{refused}");
 
     // destroy ends the run before the nodes and Lustre go: the RayJob, and with it its cluster.
     assert!(matches!(w.destroy(&rayjob).await.unwrap(), Destroyed::Destroyed { .. }), "{}", w.log());

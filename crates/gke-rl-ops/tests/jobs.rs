@@ -259,10 +259,14 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     let gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } = &error else { panic!("{error:?}") };
     assert!(matches!(**source, gke_rl_ops::Error::PortForward { .. } | gke_rl_ops::Error::Ray(_)), "{source:?}");
     assert!(error.to_string().ends_with("; RayJob default/grpo-rayjob is deleted, so that its nodes go"), "{error}");
-    let apply = server.requests().into_iter().find(|r| r.method == "PATCH" && r.uri.contains("/rayjobs/")).expect("the RayJob applied");
-    assert!(apply.uri.contains("fieldManager=gke-rl") && apply.body.contains(&format!(r#""gke-rl/submission":"{JOB}""#)), "{}", apply.body);
+    let create = server.requests().into_iter().find(|r| r.method == "POST" && r.uri.contains("/rayjobs")).expect("the RayJob created");
+    assert!(
+        create.uri.contains("fieldManager=gke-rl") && create.body.contains(&format!(r#""gke-rl/submission":"{JOB}""#)),
+        "{}",
+        create.body
+    );
     assert!(server.requests().iter().all(|r| !r.body.contains("jobId")), "no job named: KubeRay's pre-running deadline still holds");
-    for seen in ["RayJobApplied", "\"Initializing\"", "\"Waiting\"", "Pods { ready: 9, wanted: 9 }", "Deleted { kind: \"RayJob\""] {
+    for seen in ["RayJobCreated", "\"Initializing\"", "\"Waiting\"", "Pods { ready: 9, wanted: 9 }", "Deleted { kind: \"RayJob\""] {
         assert!(recorder.saw(seen), "{seen} in\n{}", recorder.events());
     }
     let delete = server.requests().into_iter().rfind(|r| r.method == "DELETE").unwrap();
@@ -276,7 +280,7 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     assert!(server.object("rayclusters", &first).is_none(), "{first} went with its RayJob");
 
     // One that has not finished is refused, and left alone.
-    clusters.apply_ray_job(manifest, "earlier").await.unwrap();
+    clusters.create_ray_job(manifest, "earlier").await.unwrap();
     let state = clusters.ray_job(name).await.unwrap().unwrap();
     assert_eq!((state.state(), state.submission.as_deref(), state.job_id.as_deref()), ("Initializing", Some("earlier"), None));
     let made = state.cluster.expect("KubeRay's cluster, named after the RayJob");
@@ -299,14 +303,14 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     let again = commands::submit(&deployment, &artifacts, &options, &env, replaced.clone()).await;
     assert!(matches!(again, Err(gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), .. })), "{:?}", again.err());
     assert!(
-        replaced.events().find("Deleted { kind: \"RayJob\"").unwrap() < replaced.events().find("RayJobApplied").unwrap(),
+        replaced.events().find("Deleted { kind: \"RayJob\"").unwrap() < replaced.events().find("RayJobCreated").unwrap(),
         "{}",
         replaced.events()
     );
 
     // Stop deletes it; a second stop finds none; an address is refused.
     clusters.wait_ray_job_gone(name, quick).await.unwrap();
-    clusters.apply_ray_job(manifest, "again").await.unwrap();
+    clusters.create_ray_job(manifest, "again").await.unwrap();
     let (_, stopped) = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(stopped, Stopped::RayJobDeleted { waited: true, .. }) && server.object("rayjobs", name).is_none());
     let none = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await;
@@ -316,9 +320,9 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     assert!(matches!(refused, Err(gke_rl_ops::Error::RayJobByAddress)), "{:?}", refused.err());
 }
 
-/// While a RayJob's cluster comes up: Ctrl-C deletes the RayJob; KubeRay's pre-running
-/// deadline failing it ends the wait with KubeRay's reason; another submit applying it again
-/// ends the wait and leaves the RayJob to that submit.
+/// While a RayJob's cluster comes up (its pods wait for nodes): Ctrl-C deletes the RayJob;
+/// KubeRay's pre-running deadline failing it ends the wait with KubeRay's reason; someone
+/// deleting it, and another submit making its own, ends the wait and leaves that one alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submit_took_it() {
     gke_rl_ray::ensure_crypto_provider();
@@ -330,12 +334,19 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     let clusters = gke_rl_kube::RayClusters::new(client, "default");
     let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
     let options = run_options(None, true, None);
-    let deployment = rayjob_config(Some(1));
+    let (deployment, late) = (rayjob_config(None), rayjob_config(Some(1)));
     let artifacts = render(&deployment);
+    // Once the submit's RayJob waits for its pods.
+    let waiting = |clusters: gke_rl_kube::RayClusters| async move {
+        while !clusters.ray_job("grpo-rayjob").await.unwrap().is_some_and(|s| s.submission.as_deref() == Some(JOB) && s.cluster.is_some()) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
 
     let recorder = Arc::new(Recorder::default());
+    let watched = clusters.clone();
     let sender = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        waiting(watched).await;
         interrupt.send(Some(2)).unwrap();
     });
     let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("interrupted");
@@ -344,32 +355,77 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
         matches!(&error, gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } if matches!(**source, gke_rl_ops::Error::Interrupted { signal: 2 })),
         "{error:?}"
     );
-    assert!(recorder.saw("Unschedulable: 0/3 nodes are available"), "the pods' reason is told: {}", recorder.events());
     clusters.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
 
     let mut env = env.clone();
     env.interrupt = Interrupt::manual().1;
-    let error =
-        commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.err().expect("past its deadline");
+    let error = commands::submit(&late, &render(&late), &options, &env, recorder.clone()).await.err().expect("past its deadline");
     let gke_rl_ops::Error::RayJobNotStarted { source, .. } = &error else { panic!("{error:?}") };
     assert!(
-        matches!(&**source, gke_rl_ops::Error::RayJobEnded { state, reason: Some(reason), .. } if state == "Failed" && reason == "DeadlineExceeded"),
+        matches!(&**source, gke_rl_ops::Error::RayJobEnded { state, reason: Some(reason), .. } if state == "Failed" && reason == "PreRunningDeadlineExceeded"),
         "{source:?}"
     );
+    assert!(recorder.saw("Unschedulable: 0/3 nodes are available"), "the pods' reason is told: {}", recorder.events());
     clusters.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
 
     let manifest = artifacts.ray_job.as_ref().unwrap().contents.clone();
     let other = clusters.clone();
     let taker = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        other.apply_ray_job(&manifest, "another-submit").await.unwrap();
+        waiting(other.clone()).await;
+        other.delete_ray_job("grpo-rayjob", None).await.unwrap();
+        other.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
+        other.create_ray_job(&manifest, "another-submit").await.unwrap();
     });
     let error = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.err().expect("taken");
     taker.await.unwrap();
-    assert!(matches!(&error, gke_rl_ops::Error::RayJobGone { why, .. } if why.contains("another-submit")), "{error:?}");
+    let gke_rl_ops::Error::RayJobGone { why, .. } = &error else { panic!("{error:?}") };
+    assert!(why.contains("deleted"), "someone deleted it, whichever the submit saw first: {why}");
     let kept = clusters.ray_job("grpo-rayjob").await.unwrap().expect("left to the other submit");
     assert!(!kept.deleting && kept.submission.as_deref() == Some("another-submit"), "{kept:?}");
-    assert!(server.requests().iter().filter(|r| r.method == "DELETE").count() == 2, "one delete for each of the first two");
+    assert_eq!(server.requests().iter().filter(|r| r.method == "DELETE").count(), 3, "the first two submits' and the taker's");
+    // A create meanwhile is never taken over: the submit that finds it is refused.
+    let busy = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await;
+    assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { .. })), "{:?}", busy.err());
+}
+
+/// A RayJob that Kueue manages (labelled with a LocalQueue) waits, suspended, while Kueue holds
+/// it back: the wait and `status` tell Kueue's reason apart from pods waiting for nodes; once
+/// admitted, KubeRay makes its cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
+    gke_rl_ray::ensure_crypto_provider();
+    let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(0));
+    let mut env = env(&[]);
+    env.kube = Kube::Given(client.clone());
+    let deployment = rayjob_config(None);
+    let mut artifacts = render(&deployment);
+    let ray_job = artifacts.ray_job.as_mut().unwrap();
+    ray_job.contents = ray_job.contents.replace("  labels:\n", "  labels:\n    kueue.x-k8s.io/queue-name: a4\n");
+    let why = "couldn't assign flavors to pod set head: resource cpu unavailable in ClusterQueue";
+    server.kueue_holds(Some(why));
+    let recorder = Arc::new(Recorder::default());
+    let (admitter, status_env, status_deployment) = (server.clone(), env.clone(), deployment.clone());
+    let told = recorder.clone();
+    let admit = tokio::spawn(async move {
+        // Once the submit has told Kueue's reason.
+        while !told.saw(why) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let status = commands::status(&status_deployment, &HeadOptions::default(), None, &status_env, Arc::new(Recorder::default())).await;
+        admitter.kueue_admits("grpo-rayjob");
+        status
+    });
+    let error =
+        commands::submit(&deployment, &artifacts, &run_options(None, true, None), &env, recorder.clone()).await.err().expect("no head");
+    assert!(matches!(error, gke_rl_ops::Error::RayJobNotStarted { .. }), "{error:?}");
+    let Ok(commands::Status::RayJob(report)) = admit.await.unwrap() else { panic!("KubeRay's and Kueue's word") };
+    let Some(Ok(queued)) = &report.queued else { panic!("Kueue's word: {:?}", report.queued.as_ref().map(|q| q.as_ref().err())) };
+    assert_eq!((report.state.state(), queued.queue.as_str(), queued.admitted), ("Suspended", "a4", false));
+    assert_eq!(queued.waiting, Some(("Pending".to_owned(), why.to_owned())));
+    assert!(report.cluster.is_none(), "no cluster, so no pods to wait for capacity");
+    let events = recorder.events();
+    let (held, admitted) = (events.find(why).expect("Kueue's reason told"), events.find("\"Waiting\"").expect("then its cluster came"));
+    assert!(events.contains("\"Suspended\"") && held < admitted, "{events}");
 }
 
 /// The RayJob test config (`tests/fixtures/configs/rayjob.yaml`), with its pre-running

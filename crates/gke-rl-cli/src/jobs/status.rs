@@ -43,6 +43,13 @@ impl StatusArgs {
                 if let Some(error) = &report.unreached {
                     job.console.say(format_args!("warning: its cluster's head cannot be reached: {}", gke_rl_ops::chain(error)));
                 }
+                match &report.queued {
+                    Some(Ok(queued)) => job.console.say(crate::console::queued_line(queued)),
+                    Some(Err(e)) => {
+                        job.console.say(format_args!("warning: what Kueue says of it cannot be read: {}", gke_rl_ops::chain(e)))
+                    }
+                    None => {}
+                }
                 if let Some((name, readiness)) = &report.cluster {
                     cluster(name, readiness, d, job.env.clock.unix_millis(), &job.console);
                 }
@@ -105,16 +112,13 @@ fn ray_job(name: &str, state: &gke_rl_ops::RayJobState) -> String {
     for why in [&state.reason, &state.message].into_iter().flatten() {
         line.push_str(&format!(": {why}"));
     }
-    if state.is_finished() {
-        line.push_str("; KubeRay deletes its cluster after the run");
-    }
     crate::terminal::shown(&line)
 }
 
 /// A RayJob as KubeRay reports it, as JSON.
 fn ray_job_json(name: &str, state: &gke_rl_ops::RayJobState) -> serde_json::Value {
     serde_json::json!({
-        "kind": "RayJob", "name": name, "jobDeploymentStatus": state.state(), "jobStatus": state.job,
+        "kind": "RayJob", "name": name, "jobDeploymentStatus": state.deployment, "deleting": state.deleting, "jobStatus": state.job,
         "jobId": state.job_id, "rayClusterName": state.cluster, "reason": state.reason, "message": state.message,
     })
 }

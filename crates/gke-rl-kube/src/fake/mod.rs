@@ -91,6 +91,8 @@ struct State {
     ray_job_started: BTreeMap<String, std::time::Instant>,
     /// RayJobs deleted in the foreground: reads left before they are gone.
     ray_jobs_deleting: BTreeMap<String, usize>,
+    /// Why Kueue holds a queued job back, while it does; else it admits at once.
+    kueue_holds: Option<String>,
 }
 
 /// The fake API server; clones share it.
@@ -194,6 +196,28 @@ impl FakeApiServer {
         merge(&mut job["status"], &json!({"jobDeploymentStatus": ended, "jobStatus": job_status}));
     }
 
+    /// Kueue, for RayJobs labelled `kueue.x-k8s.io/queue-name`: from now on it holds each new
+    /// one back (suspended, its Workload's quota not reserved, with `why` as Kueue's
+    /// message), or, with `None`, admits it at once.
+    pub fn kueue_holds(&self, why: Option<&str>) {
+        self.lock().kueue_holds = why.map(str::to_owned);
+    }
+
+    /// Kueue admits the RayJob's Workload, and unsuspends the RayJob.
+    pub fn kueue_admits(&self, name: &str) {
+        let mut state = self.lock();
+        let Some(job) = state.objects.get_mut(&("rayjobs".to_owned(), name.to_owned())) else { return };
+        job["spec"]["suspend"] = json!(false);
+        let uid = job["metadata"]["uid"].clone();
+        for ((plural, _), workload) in &mut state.objects {
+            if plural == "workloads" && workload["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == uid {
+                workload["status"] = json!({"conditions": [
+                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue a4"},
+                    {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]});
+            }
+        }
+    }
+
     /// The RayJob's `ttlSecondsAfterFinished` has passed: KubeRay deletes its RayCluster when
     /// `shutdownAfterJobFinishes` says so.
     pub fn expire_ray_job(&self, name: &str) {
@@ -253,8 +277,12 @@ impl FakeApiServer {
             ("PATCH", [plural, name]) if !query.contains("force=true") => {
                 let Ok(patch) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
                 let Some(object) = state.objects.get_mut(&((*plural).to_owned(), (*name).to_owned())) else { return not_found(name) };
-                if let Some(conflict) = uid_mismatch(object, &patch["metadata"]["uid"]) {
-                    return conflict;
+                // metadata.uid is immutable: a patch that names another uid is invalid.
+                if let Some(uid) = patch["metadata"]["uid"].as_str().filter(|uid| object["metadata"]["uid"] != *uid) {
+                    let mut invalid =
+                        status(422, &format!("{plural} \"{name}\" is invalid: metadata.uid: Invalid value: \"{uid}\": field is immutable"));
+                    invalid["reason"] = json!("Invalid");
+                    return (StatusCode::UNPROCESSABLE_ENTITY, invalid);
                 }
                 merge(object, &patch);
                 (StatusCode::OK, object.clone())
@@ -286,6 +314,12 @@ impl FakeApiServer {
                     state.pod_listings = 0;
                     state.terminating = None;
                 }
+                match state.objects.get(&key) {
+                    // Kueue's `suspend` stays as Kueue set it.
+                    Some(existing) if *plural == "rayjobs" => object["spec"]["suspend"] = existing["spec"]["suspend"].clone(),
+                    None if *plural == "rayjobs" => state.kueue_takes(&mut object),
+                    _ => {}
+                }
                 state.objects.insert(key, object.clone());
                 (StatusCode::OK, object)
             }
@@ -301,6 +335,9 @@ impl FakeApiServer {
                 }
                 state.uids += 1;
                 object["metadata"]["uid"] = json!(format!("uid-{}", state.uids));
+                if *plural == "rayjobs" {
+                    state.kueue_takes(&mut object);
+                }
                 state.objects.insert(key, object.clone());
                 (StatusCode::CREATED, object)
             }
@@ -318,7 +355,7 @@ impl FakeApiServer {
                 let key = ((*plural).to_owned(), (*name).to_owned());
                 let Some(object) = state.objects.get_mut(&key) else { return not_found(name) };
                 let params = serde_json::from_str::<Value>(body).unwrap_or_default();
-                if let Some(conflict) = uid_mismatch(object, &params["preconditions"]["uid"]) {
+                if let Some(conflict) = precondition_failed(object, &params["preconditions"]["uid"]) {
                     return conflict;
                 }
                 // KubeRay's finalizer and the foreground delete keep a RayJob, marked, until its
@@ -389,7 +426,11 @@ impl State {
         }
         let deadline = job["spec"]["preRunningDeadlineSeconds"].as_u64().map(std::time::Duration::from_secs);
         let late = deadline.zip(self.ray_job_started.get(name)).is_some_and(|(deadline, started)| started.elapsed() > deadline);
+        let suspended = job["spec"]["suspend"] == true;
         let status = match job["status"]["jobDeploymentStatus"].as_str().unwrap_or_default() {
+            // Suspended before it had a cluster: it makes none until it is resumed.
+            "" | "Initializing" if suspended => json!({"jobDeploymentStatus": "Suspended"}),
+            "Suspended" if !suspended => json!({"jobDeploymentStatus": ""}),
             "" => {
                 self.uids += 1;
                 let cluster = cluster.as_str().map_or_else(|| format!("{name}-{:05x}", self.uids), str::to_owned);
@@ -405,7 +446,7 @@ impl State {
                 json!({"jobDeploymentStatus": "Initializing", "rayClusterName": cluster, "jobStatus": ""})
             }
             // `checkPreRunningDeadlineAndUpdateStatusIfNeeded`.
-            "Initializing" | "Waiting" if late => json!({"jobDeploymentStatus": "Failed", "reason": "DeadlineExceeded",
+            "Initializing" | "Waiting" if late => json!({"jobDeploymentStatus": "Failed", "reason": "PreRunningDeadlineExceeded",
                 "message": format!("The RayJob has passed the preRunningDeadlineSeconds. StartTime: x. Deadline: {}s.", deadline.unwrap_or_default().as_secs())}),
             "Initializing" if self.pods_ready() => {
                 let cluster = cluster.as_str().unwrap_or_default();
@@ -419,6 +460,27 @@ impl State {
         if let Some(job) = self.objects.get_mut(&key) {
             merge(&mut job["status"], &status);
         }
+    }
+
+    /// Kueue's webhook and job controller for a new RayJob labelled with a queue: suspended
+    /// while Kueue holds it, and a Workload (`rayjob-<name>-<hash>`, labelled with the job's
+    /// uid) saying why, or admitted at once.
+    fn kueue_takes(&mut self, job: &mut Value) {
+        let Some(queue) = job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"].as_str().map(str::to_owned) else { return };
+        let name = job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let conditions = match &self.kueue_holds {
+            Some(why) => {
+                job["spec"]["suspend"] = json!(true);
+                json!([{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": why}])
+            }
+            None => json!([{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved"},
+                           {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]),
+        };
+        let workload = format!("rayjob-{name}-{:05x}", self.uids);
+        let object = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": workload, "labels": {"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}},
+            "spec": {"queueName": queue}, "status": {"conditions": conditions}});
+        self.objects.insert(("workloads".to_owned(), workload), object);
     }
 
     /// Deletes the RayCluster; its pods linger for a few listings.
@@ -507,8 +569,8 @@ impl State {
     }
 }
 
-/// The API server's answer when a request's uid precondition does not match the object's.
-fn uid_mismatch(object: &Value, wanted: &Value) -> Option<(StatusCode, Value)> {
+/// The API server's answer when a delete's uid precondition does not match the object's.
+fn precondition_failed(object: &Value, wanted: &Value) -> Option<(StatusCode, Value)> {
     let wanted = wanted.as_str()?;
     let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
     (wanted != uid).then(|| {

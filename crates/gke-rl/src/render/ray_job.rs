@@ -31,7 +31,7 @@ pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabr
 kind: RayJob
 {metadata}spec:
   # KubeRay submits nothing in this mode: it waits until spec.jobId names the job submitted
-  # to its cluster (`gke-rl submit` applies it with the id it then submits).
+  # to its cluster (`gke-rl submit` sets it once it has submitted the job).
   submissionMode: InteractiveMode
   entrypoint: {entrypoint}
   # KubeRay retries nothing in InteractiveMode.
