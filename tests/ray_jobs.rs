@@ -483,7 +483,8 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let busy = cloud.gke_rl(&["submit", "--no-wait", "--", "echo", "third"], &[]);
     check(
         busy.status.code() == Some(2)
-            && stderr(&busy).contains("RayJob default/grpo-rayjob is Running; let it end, or stop it with `gke-rl stop grpo-rayjob`"),
+            && stderr(&busy)
+                .contains("RayJob default/grpo-rayjob is Running, not finished; to replace it, stop it with `gke-rl stop grpo-rayjob`"),
         "a RayJob that runs is not replaced",
         &busy,
     )?;

@@ -210,6 +210,9 @@ impl Progress for Console {
                 self.say(format_args!("RayJob {namespace}/{name} created: KubeRay makes its cluster, then job {submission} is submitted to it"))
             }
             Event::Queued { name, queued } => self.say(format_args!("  RayJob {name}: {}", queued_line(queued))),
+            Event::QueueUnknown { error } => {
+                self.say(format_args!("  ! what Kueue says of it cannot be read ({}); waiting without it", gke_rl_ops::chain(error)))
+            }
             Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
             Event::RayJobState { name, state } => {
                 let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();

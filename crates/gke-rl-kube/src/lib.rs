@@ -105,7 +105,15 @@ impl Error {
 
     /// Whether the API answered 404.
     fn is_not_found(&self) -> bool {
-        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+        self.status_code() == Some(404)
+    }
+
+    /// The HTTP status the API answered with, when it answered with an error.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            Error::Api { source: kube::Error::Api(status), .. } => Some(status.code),
+            _ => None,
+        }
     }
 }
 
@@ -373,7 +381,11 @@ impl RayClusters {
     pub async fn delete_ray_job(&self, name: &str, uid: Option<&str>) -> Result<bool, Error> {
         let mut params = DeleteParams::foreground();
         params.preconditions = uid.map(|uid| kube::api::Preconditions { uid: Some(uid.to_owned()), resource_version: None });
-        deleted(self.call(|| format!("delete RayJob {name}"), self.ray_jobs().delete(name, &params)).await)
+        match self.call(|| format!("delete RayJob {name}"), self.ray_jobs().delete(name, &params)).await {
+            // Another RayJob of the name now: not the one asked for.
+            Err(e) if uid.is_some() && e.status_code() == Some(409) => Ok(false),
+            result => deleted(result),
+        }
     }
 
     fn pods(&self) -> Api<Pod> {
@@ -694,7 +706,8 @@ mod tests {
         assert!(clusters.set_ray_job_id(&name, "uid-of-another", "j1").await.is_err());
         clusters.set_ray_job_id(&name, &uid, "j1").await.unwrap();
         assert_eq!(clusters.ray_job(&name).await.unwrap().unwrap().job_id.as_deref(), Some("j1"));
-        assert!(clusters.delete_ray_job(&name, Some("uid-of-another")).await.is_err());
+        assert!(!clusters.delete_ray_job(&name, Some("uid-of-another")).await.unwrap(), "not the one asked for");
+        assert!(clusters.ray_job(&name).await.unwrap().is_some_and(|s| !s.deleting));
         assert!(clusters.delete_ray_job(&name, Some(&uid)).await.unwrap());
         assert_eq!(
             clusters.ray_job(&name).await.unwrap().map(|s| s.state().to_owned()).as_deref(),

@@ -106,13 +106,7 @@ pub async fn submit(
     let Followed::Finished { job, log } = &observed.followed else {
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
     };
-    progress.event(Event::JobEnded {
-        id: job.id(),
-        status: job.status,
-        message: job.message.as_deref(),
-        log,
-        records: Some(&observed.records),
-    });
+    progress.event(Event::job_ended(job, log, Some(&observed.records)));
     let after = match options.when_done.unwrap_or(deployment.job.when_done) {
         WhenDone::Keep => AfterRun::Kept,
         WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
@@ -190,7 +184,10 @@ pub async fn status(
             None => None,
         };
         let cluster = match state.cluster.clone() {
-            Some(cluster) if !state.is_finished() => Some(readiness(deployment, &clusters, &cluster).await),
+            // A RayJob names its cluster before it makes it, and while held back makes none.
+            Some(cluster) if !state.is_finished() => {
+                Some(readiness(deployment, &clusters, &cluster).await).filter(|(_, r)| r.as_ref().map_or(true, |r| r.created.is_some()))
+            }
             _ => None,
         };
         let queued = match state.is_finished() {
@@ -291,7 +288,7 @@ pub async fn logs(
         let id = chain.last().cloned().ok_or(Error::NoJobs)?;
         let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
         if let Followed::Finished { job, log } = &followed {
-            progress.event(Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records: None });
+            progress.event(Event::job_ended(job, log, None));
         }
         return Ok(Logs::Followed { id, head, followed });
     }

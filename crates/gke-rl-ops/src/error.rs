@@ -186,7 +186,7 @@ pub enum Error {
         why: &'static str,
     },
     /// A RayJob of the name a submit applies has not finished.
-    #[error("RayJob {namespace}/{name} is {state}; let it end, or stop it with `gke-rl stop {name}`")]
+    #[error("RayJob {namespace}/{name} is {state}, not finished; to replace it, stop it with `gke-rl stop {name}`")]
     RayJobBusy {
         /// Its name.
         name: String,

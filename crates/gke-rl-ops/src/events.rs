@@ -176,6 +176,12 @@ pub enum Event<'a> {
         /// What Kueue says.
         queued: &'a gke_rl_kube::Queued,
     },
+    /// What Kueue says of a RayJob held back cannot be read (no Kueue, no permission); the
+    /// wait goes on without it.
+    QueueUnknown {
+        /// Why.
+        error: &'a gke_rl_kube::Error,
+    },
     /// The API server could not be used; a wait asks it again.
     Retrying {
         /// Why.
@@ -366,6 +372,17 @@ pub enum Event<'a> {
         /// Its id.
         id: &'a str,
     },
+}
+
+impl<'a> Event<'a> {
+    /// [`Event::JobEnded`] of a followed job, its log and, when followed as a run, its records.
+    pub(crate) fn job_ended(
+        job: &'a gke_rl_ray::JobDetails,
+        log: &'a gke_rl::run_log::RunLog,
+        records: Option<&'a gke_rl::supervisor::Records>,
+    ) -> Self {
+        Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records }
+    }
 }
 
 /// What an operation asks before a step that costs money or deletes data.

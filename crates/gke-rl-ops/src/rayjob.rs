@@ -41,13 +41,11 @@ pub(crate) async fn submit(
     let id = prepared.submission_id().to_owned();
     let clusters = clusters(deployment, env).await?;
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
-    let busy =
-        |state: &RayJobState| Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() };
     // A finished RayJob keeps its name: it is replaced (its cluster, if still there for its TTL,
     // goes now); one that has not finished is refused.
-    if let Some(state) = clusters.ray_job(name).await? {
+    if let Some(state) = read(&clusters, name, deployment, env).await? {
         if !state.is_finished() && !state.deleting {
-            return Err(busy(&state));
+            return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() });
         }
         progress.event(Event::RayJobState { name, state: &state });
         stop(deployment, &clusters, name, true, env, &*progress).await?;
@@ -57,11 +55,17 @@ pub(crate) async fn submit(
     let uid = match clusters.create_ray_job(manifest, &id).await {
         Ok((_, uid)) => uid,
         Err(gke_rl_kube::Error::RayJobExists(_)) => {
-            return Err(clusters.ray_job(name).await?.map_or_else(|| busy(&RayJobState::default()), |state| busy(&state)));
+            let state = read(&clusters, name, deployment, env).await?;
+            let state = state.map_or_else(|| "just made by another submit".to_owned(), |state| state.state().to_owned());
+            return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state });
         }
-        // A create that got no answer may have made it.
+        // A create that got no answer may have made it: deleted if it is this submit's.
         Err(error @ gke_rl_kube::Error::Unreachable { .. }) => {
-            return Err(not_started(&clusters, deployment, None, error.into(), &*progress).await);
+            let made = read(&clusters, name, deployment, env).await.ok().flatten().filter(|s| s.submission.as_deref() == Some(id.as_str()));
+            return Err(match made {
+                Some(made) => not_started(&clusters, deployment, Some(&made.uid), error.into(), &*progress).await,
+                None => error.into(),
+            });
         }
         Err(error) => return Err(error.into()),
     };
@@ -98,17 +102,28 @@ pub(crate) async fn submit(
     }
     drop(interrupt);
     // No keeper runs beside a RayJob: a run its head lost is lost.
-    let observed = jobs::follow_run(&head.client, &id, None, env, &*progress).await?;
+    let observed = match jobs::follow_run(&head.client, &id, None, env, &*progress).await {
+        Ok(observed) => observed,
+        Err(error) => return Err(preempted(deployment, &clusters, &uid, error, env, &*progress).await),
+    };
     if let jobs::Followed::Finished { job, log } = &observed.followed {
-        progress.event(Event::JobEnded {
-            id: job.id(),
-            status: job.status,
-            message: job.message.as_deref(),
-            log,
-            records: Some(&observed.records),
-        });
+        progress.event(Event::job_ended(job, log, Some(&observed.records)));
     }
     Ok(Ran::Followed { id, head, observed, after: AfterRun::RayJobEnds })
+}
+
+/// `error`, which ended following the run, or, when its cluster was taken away meanwhile (as
+/// Kueue's preemption does: `Suspending`, `Suspended`; KubeRay keeps `spec.jobId` and would wait
+/// for the job on a new cluster without bound), that, once the RayJob is deleted.
+async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, error: Error, env: &Env, progress: &dyn Progress) -> Error {
+    let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.to_string());
+    match read(clusters, name, deployment, env).await {
+        Ok(Some(state)) if state.uid == uid && state.deployment.starts_with("Suspend") => {
+            let why = format!("its cluster was taken away ({}), and the run with it", state.state());
+            not_started(clusters, deployment, Some(uid), Error::RayJobGone { name: name.to_owned(), namespace, why }, progress).await
+        }
+        _ => error,
+    }
 }
 
 /// `error`, which stopped a submit before its job was named, once the RayJob it applied (the
@@ -131,8 +146,9 @@ async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Optio
 const NAMING_WAIT: Duration = Duration::from_secs(120);
 
 /// Names the job `id` in the RayJob of `uid` (`spec.jobId`; a patch that got no answer is sent
-/// again) and waits until KubeRay follows it (`Running`, `status.jobId`). KubeRay may have
-/// failed the RayJob meanwhile (its pre-running deadline runs until then).
+/// again) and waits until KubeRay follows it (`status.jobId`; a short job may be `Complete`
+/// already). KubeRay may have failed the RayJob meanwhile (its pre-running deadline runs until
+/// then).
 async fn name_the_job(
     deployment: &Deployment,
     clusters: &RayClusters,
@@ -142,6 +158,7 @@ async fn name_the_job(
     progress: &dyn Progress,
 ) -> Result<(), Error> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
+    let gone = |why: &str| Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: why.to_owned() };
     let start = tokio::time::Instant::now();
     let mut named = false;
     let mut last = String::new();
@@ -151,22 +168,16 @@ async fn name_the_job(
                 clusters.set_ray_job_id(name, uid, id).await?;
                 named = true;
             }
-            clusters.ray_job(name).await
+            read(clusters, name, deployment, env).await
         };
         match step.await {
-            Ok(Some(state)) if state.uid == uid && state.following.as_deref() == Some(id) && state.deployment == "Running" => return Ok(()),
+            Ok(Some(state)) if state.uid == uid && state.following.as_deref() == Some(id) => return Ok(()),
             Ok(Some(state)) if state.uid == uid && state.is_finished() => return Err(ended(deployment, &state)),
-            Ok(Some(state)) if state.uid == uid && state.deleting => {
-                return Err(Error::RayJobGone {
-                    name: name.to_owned(),
-                    namespace: namespace.to_owned(),
-                    why: "it is being deleted".to_owned(),
-                });
-            }
+            Ok(Some(state)) if state.uid == uid && state.deleting => return Err(gone("it is being deleted")),
             Ok(Some(state)) if state.uid == uid => last = state.state().to_owned(),
-            Ok(_) => {
-                return Err(Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: "it was deleted".to_owned() });
-            }
+            // Deleted (404), or made anew by someone (its uid is another: 422 to the patch).
+            Ok(_) => return Err(gone("it was deleted")),
+            Err(e) if matches!(e.status_code(), Some(404 | 422)) => return Err(gone("it was deleted")),
             Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
             Err(e) => return Err(e.into()),
         }
@@ -192,6 +203,25 @@ fn ended(deployment: &Deployment, state: &RayJobState) -> Error {
     }
 }
 
+/// The RayJob `name` as KubeRay reports it, its message cut to its first line and redacted:
+/// KubeRay copies the end of the job's log into it (`rayjob_controller.go`, v1.7.0), where a
+/// token may be.
+async fn read(clusters: &RayClusters, name: &str, deployment: &Deployment, env: &Env) -> Result<Option<RayJobState>, gke_rl_kube::Error> {
+    let mut state = clusters.ray_job(name).await?;
+    if let Some(message) = state.as_mut().and_then(|s| s.message.as_mut()) {
+        let first: String = message.lines().next().unwrap_or_default().chars().take(MESSAGE_CHARS).collect();
+        let mut shown = gke_rl::secrets::redact(&first).into_owned();
+        for secret in lifecycle::secret_variables(deployment).iter().filter_map(|v| env.var(v)).filter(|v| v.len() >= 8) {
+            shown = shown.replace(&secret, gke_rl::secrets::REDACTED);
+        }
+        *message = shown;
+    }
+    Ok(state)
+}
+
+/// The most of KubeRay's message shown.
+const MESSAGE_CHARS: usize = 300;
+
 /// The Kubernetes API of the deployment's namespace; a failure to reach it is a failed
 /// port-forward, which the front ends explain.
 async fn clusters(deployment: &Deployment, env: &Env) -> Result<RayClusters, Error> {
@@ -204,9 +234,11 @@ fn refuse_address(options: &HeadOptions, env: &Env) -> Result<(), Error> {
 }
 
 /// Waits until KubeRay has the RayJob's cluster up (its pods all Ready once, and its dashboard
-/// known), telling its states and its pods; the cluster's name. The RayJob must stay the one
-/// applied for `submission` (of `uid`). An API server out of reach is asked again until the
-/// wait's end: a flex-start pool may have waited hours for these nodes.
+/// known), telling its states, its pods and what holds it back; the cluster's name. The RayJob
+/// must stay the one made for `submission` (of `uid`). The wait is KubeRay's pre-running
+/// deadline and a minute, not counting time held back (suspended, as by Kueue: KubeRay starts
+/// its deadline anew after), which [`QUEUE_WAIT`] bounds. An API server out of reach is asked
+/// again until the wait's end: a flex-start pool may have waited hours for these nodes.
 async fn wait_up(
     deployment: &Deployment,
     clusters: &RayClusters,
@@ -217,13 +249,24 @@ async fn wait_up(
 ) -> Result<String, Error> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
     let timeout = lifecycle::rayjob_start_wait(deployment);
-    let start = tokio::time::Instant::now();
+    // Restarted when the RayJob is let go: KubeRay's own deadline starts anew then.
+    let mut start = tokio::time::Instant::now();
+    let queued_since = start;
     let (mut told, mut pods) = (None::<String>, crate::deploy::pod_reporter(progress));
-    let mut queued = None;
+    let (mut queued, mut queue_unknown) = (None, false);
     let gone = |why: &str| Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: why.to_owned() };
     let mut last = String::new();
-    while start.elapsed() < timeout {
-        match clusters.ray_job(name).await {
+    loop {
+        let held = last == "Suspended";
+        if (!held && start.elapsed() >= timeout) || queued_since.elapsed() >= QUEUE_WAIT {
+            return Err(Error::RayJobNotUp {
+                name: name.to_owned(),
+                namespace: namespace.to_owned(),
+                state: last,
+                waited: queued_since.elapsed(),
+            });
+        }
+        match read(clusters, name, deployment, env).await {
             Ok(None) => return Err(gone("it was deleted")),
             Ok(Some(state)) if state.uid != uid || state.submission.as_deref() != Some(submission) => {
                 return Err(gone(&format!(
@@ -236,7 +279,11 @@ async fn wait_up(
                     progress.event(Event::RayJobState { name, state: &state });
                     told = Some(state.state().to_owned());
                 }
-                // Held back by Kueue: why, whenever that changes.
+                if held && state.deployment != "Suspended" {
+                    start = tokio::time::Instant::now();
+                }
+                // Held back, as Kueue does: why, whenever that changes. What cannot be read is
+                // told once; the wait goes on.
                 if state.deployment == "Suspended" {
                     match clusters.workload_of(uid).await {
                         Ok(now) if now != queued => {
@@ -246,20 +293,28 @@ async fn wait_up(
                             queued = now;
                         }
                         Ok(_) => {}
-                        Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
-                        Err(e) => return Err(e.into()),
+                        Err(e) if !queue_unknown => {
+                            progress.event(Event::QueueUnknown { error: &e });
+                            queue_unknown = true;
+                        }
+                        Err(_) => {}
                     }
                 }
                 match &state.cluster {
                     _ if state.deleting => return Err(gone("it is being deleted")),
                     _ if state.is_finished() => return Err(ended(deployment, &state)),
                     Some(cluster) if state.has_cluster_up() => return Ok(cluster.clone()),
-                    Some(cluster) => match clusters.readiness(cluster, deployment.topology.node_count.get()).await {
-                        Ok(readiness) => pods(&readiness),
-                        Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
-                        Err(e) => return Err(e.into()),
-                    },
-                    None => {}
+                    // Its pods, while KubeRay makes the cluster.
+                    Some(cluster) if state.deployment == "Initializing" => {
+                        match clusters.readiness(cluster, deployment.topology.node_count.get()).await {
+                            // Named before it is made: no pods to tell of until it is.
+                            Ok(readiness) if readiness.created.is_some() => pods(&readiness),
+                            Ok(_) => {}
+                            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    _ => {}
                 }
                 last = state.state().to_owned();
             }
@@ -268,8 +323,11 @@ async fn wait_up(
         }
         tokio::time::sleep(env.poll).await;
     }
-    Err(Error::RayJobNotUp { name: name.to_owned(), namespace: namespace.to_owned(), state: last, waited: start.elapsed() })
 }
+
+/// The longest a RayJob may be held back (as Kueue holds it in its queue) before its cluster
+/// comes: a week.
+const QUEUE_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A RayJob found through Kubernetes, and its cluster's head when its job is named and its
 /// cluster is there (its TTL after the run included).
@@ -294,7 +352,7 @@ pub(crate) async fn find(
     let name = name.unwrap_or(deployment.job.name.as_str()).to_owned();
     let clusters = clusters(deployment, env).await?;
     let namespace = deployment.ray.namespace.to_string();
-    let state = clusters.ray_job(&name).await?.ok_or_else(|| Error::NoRayJob { name: name.clone(), namespace })?;
+    let state = read(&clusters, &name, deployment, env).await?.ok_or_else(|| Error::NoRayJob { name: name.clone(), namespace })?;
     let head = match state.cluster.clone() {
         Some(cluster) if state.job_id.is_some() && !state.deleting && clusters.uid(&cluster).await?.is_some() => {
             Some(head::connect_to(deployment, clusters.clone(), cluster, options, env, progress).await)
@@ -345,7 +403,7 @@ async fn stop(
     progress: &dyn Progress,
 ) -> Result<Option<RayJobState>, Error> {
     let namespace = deployment.ray.namespace.as_str();
-    let Some(state) = clusters.ray_job(name).await? else { return Ok(None) };
+    let Some(state) = read(clusters, name, deployment, env).await? else { return Ok(None) };
     if !state.deleting && clusters.delete_ray_job(name, None).await? {
         progress.event(Event::Deleted { kind: "RayJob", namespace, name });
     }

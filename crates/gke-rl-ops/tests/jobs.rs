@@ -293,6 +293,7 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     let commands::Status::RayJob(report) = status else { panic!("KubeRay's word") };
     let Some((cluster, Ok(readiness))) = &report.cluster else { panic!("its pods") };
     assert_eq!((report.state.state(), cluster.as_str(), readiness.progress().1), ("Initializing", made.as_str(), 9));
+    assert!(report.queued.is_none(), "no Kueue here: its API answers 404");
 
     // A finished one keeps its cluster for its TTL, and is replaced: deleted, then applied anew.
     server.end_ray_job(name, "SUCCEEDED");
@@ -338,9 +339,17 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     let artifacts = render(&deployment);
     // Once the submit's RayJob waits for its pods.
     let waiting = |clusters: gke_rl_kube::RayClusters| async move {
-        while !clusters.ray_job("grpo-rayjob").await.unwrap().is_some_and(|s| s.submission.as_deref() == Some(JOB) && s.cluster.is_some()) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let made = async {
+            while !clusters
+                .ray_job("grpo-rayjob")
+                .await
+                .unwrap()
+                .is_some_and(|s| s.submission.as_deref() == Some(JOB) && s.cluster.is_some())
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), made).await.expect("the submit's RayJob waits for its pods");
     };
 
     let recorder = Arc::new(Recorder::default());
@@ -359,6 +368,7 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
 
     let mut env = env.clone();
     env.interrupt = Interrupt::manual().1;
+    let recorder = Arc::new(Recorder::default());
     let error = commands::submit(&late, &render(&late), &options, &env, recorder.clone()).await.err().expect("past its deadline");
     let gke_rl_ops::Error::RayJobNotStarted { source, .. } = &error else { panic!("{error:?}") };
     assert!(
@@ -408,9 +418,12 @@ async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
     let told = recorder.clone();
     let admit = tokio::spawn(async move {
         // Once the submit has told Kueue's reason.
-        while !told.saw(why) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let held = async {
+            while !told.saw(why) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), held).await.expect("the submit tells Kueue's reason");
         let status = commands::status(&status_deployment, &HeadOptions::default(), None, &status_env, Arc::new(Recorder::default())).await;
         admitter.kueue_admits("grpo-rayjob");
         status
@@ -426,6 +439,7 @@ async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
     let events = recorder.events();
     let (held, admitted) = (events.find(why).expect("Kueue's reason told"), events.find("\"Waiting\"").expect("then its cluster came"));
     assert!(events.contains("\"Suspended\"") && held < admitted, "{events}");
+    assert!(events.find("Pods {").is_some_and(|pods| pods > held), "no pods told while held back: {events}");
 }
 
 /// The RayJob test config (`tests/fixtures/configs/rayjob.yaml`), with its pre-running

@@ -91,8 +91,9 @@ struct State {
     ray_job_started: BTreeMap<String, std::time::Instant>,
     /// RayJobs deleted in the foreground: reads left before they are gone.
     ray_jobs_deleting: BTreeMap<String, usize>,
-    /// Why Kueue holds a queued job back, while it does; else it admits at once.
-    kueue_holds: Option<String>,
+    /// Kueue, once installed: why it holds a queued job back, while it does; else it admits at
+    /// once.
+    kueue: Option<Option<String>>,
 }
 
 /// The fake API server; clones share it.
@@ -196,11 +197,12 @@ impl FakeApiServer {
         merge(&mut job["status"], &json!({"jobDeploymentStatus": ended, "jobStatus": job_status}));
     }
 
-    /// Kueue, for RayJobs labelled `kueue.x-k8s.io/queue-name`: from now on it holds each new
+    /// Installs Kueue, for RayJobs labelled `kueue.x-k8s.io/queue-name` (without it, its API
+    /// answers 404): from now on it holds each new
     /// one back (suspended, its Workload's quota not reserved, with `why` as Kueue's
     /// message), or, with `None`, admits it at once.
     pub fn kueue_holds(&self, why: Option<&str>) {
-        self.lock().kueue_holds = why.map(str::to_owned);
+        self.lock().kueue = Some(why.map(str::to_owned));
     }
 
     /// Kueue admits the RayJob's Workload, and unsuspends the RayJob.
@@ -243,6 +245,9 @@ impl FakeApiServer {
             return (StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN), status(code, reason));
         }
         let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+        if segments.get(1) == Some(&"kueue.x-k8s.io") && state.kueue.is_none() {
+            return not_found("the kueue.x-k8s.io API");
+        }
         let query = uri.query().unwrap_or_default();
         // /api/v1/namespaces/NS/PLURAL[/NAME] or /apis/GROUP/VERSION/namespaces/NS/PLURAL[/NAME]
         let rest = match segments.as_slice() {
@@ -302,14 +307,7 @@ impl FakeApiServer {
                 if let Some(kept) = state.objects.get(&key).map(|o| o["status"].clone()).filter(|s| !s.is_null()) {
                     object["status"] = kept;
                 }
-                object["metadata"]["creationTimestamp"] = created.unwrap_or_else(|| {
-                    json!(
-                        k8s_openapi::jiff::Timestamp::now()
-                            .round(k8s_openapi::jiff::Unit::Second)
-                            .map(|t| t.to_string())
-                            .unwrap_or_default()
-                    )
-                });
+                object["metadata"]["creationTimestamp"] = created.unwrap_or_else(now);
                 if *plural == "rayclusters" {
                     state.pod_listings = 0;
                     state.terminating = None;
@@ -335,6 +333,7 @@ impl FakeApiServer {
                 }
                 state.uids += 1;
                 object["metadata"]["uid"] = json!(format!("uid-{}", state.uids));
+                object["metadata"]["creationTimestamp"] = now();
                 if *plural == "rayjobs" {
                     state.kueue_takes(&mut object);
                 }
@@ -427,15 +426,22 @@ impl State {
         let deadline = job["spec"]["preRunningDeadlineSeconds"].as_u64().map(std::time::Duration::from_secs);
         let late = deadline.zip(self.ray_job_started.get(name)).is_some_and(|(deadline, started)| started.elapsed() > deadline);
         let suspended = job["spec"]["suspend"] == true;
+        let made = cluster.as_str().is_some_and(|c| self.objects.contains_key(&("rayclusters".to_owned(), c.to_owned())));
         let status = match job["status"]["jobDeploymentStatus"].as_str().unwrap_or_default() {
-            // Suspended before it had a cluster: it makes none until it is resumed.
-            "" | "Initializing" if suspended => json!({"jobDeploymentStatus": "Suspended"}),
+            // `initRayJobStatusIfNeed` names the cluster; a suspended RayJob then makes none
+            // (Initializing, Suspending, Suspended) until it is resumed.
+            "" if suspended => {
+                self.uids += 1;
+                let cluster = cluster.as_str().map_or_else(|| format!("{name}-{:05x}", self.uids), str::to_owned);
+                json!({"jobDeploymentStatus": "Initializing", "rayClusterName": cluster, "jobStatus": ""})
+            }
+            "Initializing" if suspended => json!({"jobDeploymentStatus": "Suspended"}),
             "Suspended" if !suspended => json!({"jobDeploymentStatus": ""}),
             "" => {
                 self.uids += 1;
                 let cluster = cluster.as_str().map_or_else(|| format!("{name}-{:05x}", self.uids), str::to_owned);
                 let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-                    "metadata": {"name": cluster, "namespace": namespace, "uid": format!("uid-{}", self.uids),
+                    "metadata": {"name": cluster, "namespace": namespace, "uid": format!("uid-{}", self.uids), "creationTimestamp": now(),
                                  "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": name}},
                     "spec": job["spec"]["rayClusterSpec"]});
                 if let std::collections::btree_map::Entry::Vacant(entry) = self.objects.entry(("rayclusters".to_owned(), cluster.clone())) {
@@ -448,7 +454,7 @@ impl State {
             // `checkPreRunningDeadlineAndUpdateStatusIfNeeded`.
             "Initializing" | "Waiting" if late => json!({"jobDeploymentStatus": "Failed", "reason": "PreRunningDeadlineExceeded",
                 "message": format!("The RayJob has passed the preRunningDeadlineSeconds. StartTime: x. Deadline: {}s.", deadline.unwrap_or_default().as_secs())}),
-            "Initializing" if self.pods_ready() => {
+            "Initializing" if made && self.pods_ready() => {
                 let cluster = cluster.as_str().unwrap_or_default();
                 json!({"jobDeploymentStatus": "Waiting", "dashboardURL": format!("{cluster}-head-svc.{namespace}.svc.cluster.local:8265")})
             }
@@ -467,8 +473,9 @@ impl State {
     /// uid) saying why, or admitted at once.
     fn kueue_takes(&mut self, job: &mut Value) {
         let Some(queue) = job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"].as_str().map(str::to_owned) else { return };
+        let Some(holds) = &self.kueue else { return };
         let name = job["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        let conditions = match &self.kueue_holds {
+        let conditions = match holds {
             Some(why) => {
                 job["spec"]["suspend"] = json!(true);
                 json!([{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": why}])
@@ -567,6 +574,11 @@ impl State {
             .filter(|p| selector.iter().all(|(k, v)| p["metadata"]["labels"][k] == json!(v)))
             .collect()
     }
+}
+
+/// Now, as the API server stamps a new object.
+fn now() -> Value {
+    json!(k8s_openapi::jiff::Timestamp::now().round(k8s_openapi::jiff::Unit::Second).map(|t| t.to_string()).unwrap_or_default())
 }
 
 /// The API server's answer when a delete's uid precondition does not match the object's.
