@@ -399,7 +399,8 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 /// its pods are Ready), submits to this real head behind that cluster's head pod, names the job
 /// in `spec.jobId` (KubeRay then follows it: `Running`) and follows the run; status and logs
 /// find it by the RayJob's name, through its TTL after the run too; a second submit replaces
-/// the finished RayJob, a third is refused while that one runs, and stop deletes it.
+/// the finished RayJob, a third is refused while that one runs, and stop deletes it; a run
+/// whose cluster a queue preempts is told lost, and its RayJob deleted.
 ///
 /// The RayJob's cluster asks for the Ray token in the Secret deploy keeps: put there first with
 /// this head's token, as KubeRay would start the pods with it.
@@ -496,7 +497,33 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "stop deletes the RayJob",
         &stop,
     )?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &complete, &again, &busy, &stop]);
+
+    // Kueue preempts the RayJob while its run is followed: KubeRay takes the cluster away, and
+    // the RayJob is deleted rather than left to wait for a job its new cluster will never have.
+    let api = cloud.api.clone();
+    let preempter = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let job = api.object("rayjobs", "grpo-rayjob").unwrap_or_default();
+            if job["status"]["jobDeploymentStatus"] == "Running" && job["spec"]["jobId"].is_string() {
+                api.kueue_preempts("grpo-rayjob");
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    });
+    let preempted = cloud.gke_rl(&["submit", "--", "sleep", "20"], &[]);
+    check(
+        preempter.join().is_ok_and(|p| p)
+            && preempted.status.code() == Some(2)
+            && stderr(&preempted)
+                .contains("is Suspended: its cluster was taken away (preempted), and the run with it; the RayJob is deleted")
+            && cloud.api.object("rayjobs", "grpo-rayjob").is_none_or(|j| j["metadata"]["deletionTimestamp"].is_string()),
+        "a run whose cluster is preempted is told lost, and its RayJob deleted",
+        &preempted,
+    )?;
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &complete, &again, &busy, &stop, &preempted]);
     Ok(())
 }
 

@@ -61,10 +61,21 @@ pub(crate) async fn submit(
         }
         // A create that got no answer may have made it: deleted if it is this submit's.
         Err(error @ gke_rl_kube::Error::Unreachable { .. }) => {
-            let made = read(&clusters, name, deployment, env).await.ok().flatten().filter(|s| s.submission.as_deref() == Some(id.as_str()));
-            return Err(match made {
-                Some(made) => not_started(&clusters, deployment, Some(&made.uid), error.into(), &*progress).await,
-                None => error.into(),
+            return Err(match read(&clusters, name, deployment, env).await {
+                Ok(Some(made)) if made.submission.as_deref() == Some(id.as_str()) => {
+                    not_started(&clusters, deployment, Some(&made.uid), error.into(), &*progress).await
+                }
+                Ok(_) => error.into(),
+                Err(unread) => {
+                    let deadline = deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get());
+                    let deleted = Err((format!("whether it was made cannot be read: {}", crate::chain(&unread)), deadline));
+                    Error::RayJobNotStarted {
+                        name: name.to_owned(),
+                        namespace: namespace.to_owned(),
+                        deleted,
+                        source: Box::new(error.into()),
+                    }
+                }
             });
         }
         Err(error) => return Err(error.into()),
@@ -73,20 +84,20 @@ pub(crate) async fn submit(
     let started = async {
         let cluster = wait_up(deployment, &clusters, &uid, &id, env, &*progress).await?;
         prepared.supervise_on(&gke_rl::supervisor::cluster_id_of(namespace, &cluster));
-        let head = head::connect_to(deployment, clusters.clone(), cluster, &options.head, env, progress.clone()).await?;
+        let head = head::connect_to(deployment, clusters.clone(), cluster.clone(), &options.head, env, progress.clone()).await?;
         let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
         if let Err(error) = name_the_job(deployment, &clusters, &uid, &id, env, &*progress).await {
             // The job dies with the cluster anyway; stopping it first is the orderly way.
             let _ = head.client.stop(&id).await;
             return Err(error);
         }
-        Ok::<_, Error>((id, head))
+        Ok::<_, Error>((id, head, cluster))
     };
     let started = tokio::select! {
         started = started => started,
         () = interrupt.wait() => Err(Error::Interrupted { signal: interrupt.signal().unwrap_or(2) }),
     };
-    let (id, head) = match started {
+    let (id, head, cluster) = match started {
         Ok(started) => started,
         // Gone, or another submit's now: nothing of this submit's to delete.
         Err(error @ Error::RayJobGone { .. }) => return Err(error),
@@ -101,10 +112,21 @@ pub(crate) async fn submit(
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::RayJobEnds });
     }
     drop(interrupt);
-    // No keeper runs beside a RayJob: a run its head lost is lost.
-    let observed = match jobs::follow_run(&head.client, &id, None, env, &*progress).await {
+    // No keeper runs beside a RayJob: a run its head lost is lost. The RayJob is watched
+    // meanwhile: a cluster taken away ends following at once.
+    let followed = tokio::select! {
+        followed = jobs::follow_run(&head.client, &id, None, env, &*progress) => followed,
+        state = taken_away(deployment, &clusters, &uid, &cluster, env) => return Err(preempted(deployment, &clusters, &uid, state, &*progress).await),
+    };
+    let observed = match followed {
         Ok(observed) => observed,
-        Err(error) => return Err(preempted(deployment, &clusters, &uid, error, env, &*progress).await),
+        Err(error) => {
+            let now = read(&clusters, name, deployment, env).await.ok().flatten();
+            return Err(match now.filter(|state| is_taken_away(state, &uid, &cluster)) {
+                Some(state) => preempted(deployment, &clusters, &uid, state, &*progress).await,
+                None => error,
+            });
+        }
     };
     if let jobs::Followed::Finished { job, log } = &observed.followed {
         progress.event(Event::job_ended(job, log, Some(&observed.records)));
@@ -112,18 +134,34 @@ pub(crate) async fn submit(
     Ok(Ran::Followed { id, head, observed, after: AfterRun::RayJobEnds })
 }
 
-/// `error`, which ended following the run, or, when its cluster was taken away meanwhile (as
-/// Kueue's preemption does: `Suspending`, `Suspended`; KubeRay keeps `spec.jobId` and would wait
-/// for the job on a new cluster without bound), that, once the RayJob is deleted.
-async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, error: Error, env: &Env, progress: &dyn Progress) -> Error {
-    let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.to_string());
-    match read(clusters, name, deployment, env).await {
-        Ok(Some(state)) if state.uid == uid && state.deployment.starts_with("Suspend") => {
-            let why = format!("its cluster was taken away ({}), and the run with it", state.state());
-            not_started(clusters, deployment, Some(uid), Error::RayJobGone { name: name.to_owned(), namespace, why }, progress).await
+/// Whether the RayJob of `uid`, whose run went to `cluster`, has had that cluster taken away
+/// (as Kueue's preemption does: `Suspending`, `Suspended`, or let back in on a new cluster;
+/// KubeRay keeps `spec.jobId` and would wait for the job there without bound). Not one being
+/// deleted: its cluster goes with it anyway.
+fn is_taken_away(state: &RayJobState, uid: &str, cluster: &str) -> bool {
+    state.uid == uid
+        && !state.is_finished()
+        && !state.deleting
+        && (state.deployment.starts_with("Suspend") || state.cluster.as_deref() != Some(cluster))
+}
+
+/// Resolves, with the RayJob's state, once [`is_taken_away`] holds; looks as often as waits do.
+async fn taken_away(deployment: &Deployment, clusters: &RayClusters, uid: &str, cluster: &str, env: &Env) -> RayJobState {
+    loop {
+        tokio::time::sleep(env.poll).await;
+        if let Ok(Some(state)) = read(clusters, deployment.job.name.as_str(), deployment, env).await
+            && is_taken_away(&state, uid, cluster)
+        {
+            return state;
         }
-        _ => error,
     }
+}
+
+/// The run is lost with its cluster: the RayJob is deleted, so that it waits for nothing.
+async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, state: RayJobState, progress: &dyn Progress) -> Error {
+    let deleted = delete(clusters, deployment, Some(uid), progress).await;
+    let (name, namespace) = (deployment.job.name.to_string(), deployment.ray.namespace.to_string());
+    Error::RunPreempted { name, namespace, state: state.state().to_owned(), deleted }
 }
 
 /// `error`, which stopped a submit before its job was named, once the RayJob it applied (the
@@ -131,15 +169,23 @@ async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, e
 /// could not be.
 async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
-    let deleted = match clusters.delete_ray_job(name, uid).await {
-        Ok(true) => {
-            progress.event(Event::Deleted { kind: "RayJob", namespace, name });
+    let deadline = deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get());
+    let deleted = delete(clusters, deployment, uid, progress).await.map_err(|e| (e.to_string(), deadline));
+    Error::RayJobNotStarted { name: name.to_owned(), namespace: namespace.to_owned(), deleted, source: Box::new(error) }
+}
+
+/// Deletes the deployment's RayJob (the one of `uid`, else whichever has the name), telling it.
+async fn delete(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, progress: &dyn Progress) -> Result<(), String> {
+    let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
+    match clusters.delete_ray_job(name, uid).await {
+        Ok(deleted) => {
+            if deleted {
+                progress.event(Event::Deleted { kind: "RayJob", namespace, name });
+            }
             Ok(())
         }
-        Ok(false) => Ok(()),
-        Err(e) => Err((crate::chain(&e), deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get()))),
-    };
-    Error::RayJobNotStarted { name: name.to_owned(), namespace: namespace.to_owned(), deleted, source: Box::new(error) }
+        Err(e) => Err(crate::chain(&e)),
+    }
 }
 
 /// How long naming the job in the RayJob, and KubeRay taking it up, may take.
@@ -209,12 +255,12 @@ fn ended(deployment: &Deployment, state: &RayJobState) -> Error {
 async fn read(clusters: &RayClusters, name: &str, deployment: &Deployment, env: &Env) -> Result<Option<RayJobState>, gke_rl_kube::Error> {
     let mut state = clusters.ray_job(name).await?;
     if let Some(message) = state.as_mut().and_then(|s| s.message.as_mut()) {
-        let first: String = message.lines().next().unwrap_or_default().chars().take(MESSAGE_CHARS).collect();
-        let mut shown = gke_rl::secrets::redact(&first).into_owned();
+        // Redacted whole, then cut: a secret cut first would no longer be found.
+        let mut shown = gke_rl::secrets::redact(message.lines().next().unwrap_or_default()).into_owned();
         for secret in lifecycle::secret_variables(deployment).iter().filter_map(|v| env.var(v)).filter(|v| v.len() >= 8) {
             shown = shown.replace(&secret, gke_rl::secrets::REDACTED);
         }
-        *message = shown;
+        *message = shown.chars().take(MESSAGE_CHARS).collect();
     }
     Ok(state)
 }
@@ -258,7 +304,7 @@ async fn wait_up(
     let mut last = String::new();
     loop {
         let held = last == "Suspended";
-        if (!held && start.elapsed() >= timeout) || queued_since.elapsed() >= QUEUE_WAIT {
+        if (!held && start.elapsed() >= timeout) || queued_since.elapsed() >= QUEUE_WAIT + timeout {
             return Err(Error::RayJobNotUp {
                 name: name.to_owned(),
                 namespace: namespace.to_owned(),
@@ -326,7 +372,7 @@ async fn wait_up(
 }
 
 /// The longest a RayJob may be held back (as Kueue holds it in its queue) before its cluster
-/// comes: a week.
+/// comes: a week, beside the wait for the cluster itself.
 const QUEUE_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A RayJob found through Kubernetes, and its cluster's head when its job is named and its

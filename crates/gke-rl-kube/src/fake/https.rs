@@ -79,11 +79,21 @@ impl FakeApiServer {
         let (Some(port), Some(key), true) = (port, key, offered.contains(PORT_FORWARD_PROTOCOL)) else {
             return json(StatusCode::BAD_REQUEST, &super::status(400, "a port-forward needs one port and a v4 WebSocket upgrade"));
         };
-        let target = self.lock().head_forward;
+        // Only to the head pod of the RayCluster there is now, for as long as it is there.
+        let pod = request.uri().path().rsplit('/').nth(1).unwrap_or_default().to_owned();
+        let (target, head, generation) = {
+            let state = self.lock();
+            (state.head_forward, state.cluster().map(|(name, _)| format!("{name}-head")), state.clusters_removed)
+        };
+        if head.as_deref() != Some(pod.as_str()) {
+            return json(StatusCode::NOT_FOUND, &super::status(404, &format!("pods \"{pod}\" not found")));
+        }
+        let server = self.clone();
+        let alive = move || server.lock().clusters_removed == generation;
         tokio::spawn(async move {
             let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
             let socket = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-            pump(socket, port, target).await;
+            pump(socket, port, target, alive).await;
         });
         Response::builder()
             .status(StatusCode::SWITCHING_PROTOCOLS)
@@ -97,8 +107,8 @@ impl FakeApiServer {
 }
 
 /// One port over the channel protocol: channel 0 carries data, channel 1 errors; the first
-/// frame on each names the port.
-async fn pump<S>(mut socket: WebSocketStream<S>, port: u16, target: Option<SocketAddr>)
+/// frame on each names the port. The stream ends when `alive` says the pod is gone.
+async fn pump<S>(mut socket: WebSocketStream<S>, port: u16, target: Option<SocketAddr>, alive: impl Fn() -> bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -122,8 +132,12 @@ where
         }
     };
     let mut buffer = vec![0u8; 64 * 1024];
+    let mut look = tokio::time::interval(std::time::Duration::from_millis(100));
     loop {
         tokio::select! {
+            _ = look.tick() => if !alive() {
+                break;
+            },
             read = tcp.read(&mut buffer) => match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {

@@ -91,6 +91,8 @@ struct State {
     ray_job_started: BTreeMap<String, std::time::Instant>,
     /// RayJobs deleted in the foreground: reads left before they are gone.
     ray_jobs_deleting: BTreeMap<String, usize>,
+    /// RayClusters deleted so far: a port-forward ends when its cluster goes.
+    clusters_removed: u64,
     /// Kueue, once installed: why it holds a queued job back, while it does; else it admits at
     /// once.
     kueue: Option<Option<String>>,
@@ -203,6 +205,16 @@ impl FakeApiServer {
     /// message), or, with `None`, admits it at once.
     pub fn kueue_holds(&self, why: Option<&str>) {
         self.lock().kueue = Some(why.map(str::to_owned));
+    }
+
+    /// Kueue preempts the RayJob: suspends it, so that KubeRay takes its cluster away.
+    pub fn kueue_preempts(&self, name: &str) {
+        let mut state = self.lock();
+        if let Some(job) = state.objects.get_mut(&("rayjobs".to_owned(), name.to_owned())) {
+            job["spec"]["suspend"] = json!(true);
+            // KubeRay reacts at once, whoever asks.
+            state.reconcile_ray_job(name);
+        }
     }
 
     /// Kueue admits the RayJob's Workload, and unsuspends the RayJob.
@@ -366,7 +378,10 @@ impl FakeApiServer {
                 }
                 let deleted = state.objects.remove(&key).unwrap_or_default();
                 match *plural {
-                    "rayclusters" => (state.terminating, state.provisioned) = (Some(2), false),
+                    "rayclusters" => {
+                        (state.terminating, state.provisioned) = (Some(2), false);
+                        state.clusters_removed += 1;
+                    }
                     // A RayJob owns the RayCluster it made: the garbage collector takes it too.
                     "rayjobs" => {
                         if let Some(cluster) = deleted["status"]["rayClusterName"].as_str() {
@@ -435,7 +450,14 @@ impl State {
                 let cluster = cluster.as_str().map_or_else(|| format!("{name}-{:05x}", self.uids), str::to_owned);
                 json!({"jobDeploymentStatus": "Initializing", "rayClusterName": cluster, "jobStatus": ""})
             }
-            "Initializing" if suspended => json!({"jobDeploymentStatus": "Suspended"}),
+            // `Suspending` deletes the cluster and forgets its name and the job's
+            // (`rayjob_controller.go`, v1.7.0); let back in, the RayJob gets a new cluster.
+            "Initializing" | "Running" if suspended => {
+                if let Some(made) = cluster.as_str() {
+                    self.remove_cluster(made);
+                }
+                json!({"jobDeploymentStatus": "Suspended", "rayClusterName": null, "jobId": null})
+            }
             "Suspended" if !suspended => json!({"jobDeploymentStatus": ""}),
             "" => {
                 self.uids += 1;
@@ -495,6 +517,7 @@ impl State {
         if self.objects.remove(&("rayclusters".to_owned(), name.to_owned())).is_some() {
             self.terminating = Some(2);
             self.provisioned = false;
+            self.clusters_removed += 1;
         }
     }
 
