@@ -680,7 +680,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_rayjob_is_applied_for_a_submission_named_by_uid_and_written_by_kuberay_through_its_status() {
+    async fn a_rayjob_is_made_for_a_submission_named_by_uid_and_written_by_kuberay_through_its_status() {
         let (_server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
         let clusters = RayClusters::new(client.clone(), "default");
         let config = "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  mode: rayjob\n";

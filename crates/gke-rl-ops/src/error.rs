@@ -268,7 +268,7 @@ pub enum Error {
         /// The signal's number.
         signal: i32,
     },
-    /// A submit stopped before the RayJob it applied had its job: the RayJob was deleted, so
+    /// A submit stopped before the RayJob it made had its job: the RayJob was deleted, so
     /// that its nodes go, or could not be.
     #[error("{source}; {}", match deleted {
         Ok(()) => format!("RayJob {namespace}/{name} is deleted, so that its nodes go"),

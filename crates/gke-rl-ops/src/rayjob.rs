@@ -1,12 +1,13 @@
-//! Runs as RayJobs (`job.mode: rayjob`). Submit applies the RayJob, waits for KubeRay to bring
+//! Runs as RayJobs (`job.mode: rayjob`). Submit creates the RayJob, waits for KubeRay to bring
 //! its own cluster up, uploads and submits the job to that cluster's head through a
-//! port-forward, and only then names the job in `spec.jobId`, and follows the run as in cluster
+//! port-forward, only then names the job in `spec.jobId`, and follows the run as in cluster
 //! mode. In InteractiveMode KubeRay makes the cluster and waits in `Waiting` for `spec.jobId`,
 //! bounded by the pre-running deadline; once the id is set it follows that job, and a job that
 //! is not there it waits for without bound (`rayjob_controller.go`, KubeRay v1.7.0). So the id
 //! goes last: a submit that dies before it leaves a RayJob that the deadline ends. Whatever
-//! fails between the apply and the id deletes the RayJob, so that its GPU nodes go. Stop
-//! deletes the RayJob: KubeRay's finalizer stops its job, and the cluster goes with it.
+//! fails between the create and KubeRay following the job deletes the RayJob, so that its GPU
+//! nodes go, as does a cluster taken away while the run is followed. Stop deletes the RayJob:
+//! KubeRay's finalizer stops its job, and the cluster goes with it.
 //!
 //! Through Kubernetes only: the RayJob's cluster is found by its name, so no Ray address
 //! applies.
@@ -25,7 +26,7 @@ use crate::{Env, Error, jobs};
 /// How long a finished RayJob of the same name, or a stopped one, may take to go.
 const GONE_WAIT: Duration = Duration::from_secs(300);
 
-/// Applies the RayJob `manifest` (the rendered `ray-job.yaml`), waits for its cluster, submits
+/// Creates the RayJob of `manifest` (the rendered `ray-job.yaml`), waits for its cluster, submits
 /// the job to it, names the job in the RayJob and follows the run (see the module's
 /// documentation).
 pub(crate) async fn submit(
@@ -164,7 +165,7 @@ async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, s
     Error::RunPreempted { name, namespace, state: state.state().to_owned(), deleted }
 }
 
-/// `error`, which stopped a submit before its job was named, once the RayJob it applied (the
+/// `error`, which stopped a submit before its job was named, once the RayJob it made (the
 /// one of `uid`, else whichever has the name) is deleted so that its nodes go, or with why it
 /// could not be.
 async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {

@@ -237,12 +237,12 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
 }
 
 /// RayJob mode through Kubernetes (the in-process fake API server, which cannot forward a port):
-/// submit applies the RayJob for the submission, waits for KubeRay's cluster, and, when the
+/// submit creates the RayJob for the submission, waits for KubeRay's cluster, and, when the
 /// submit then fails, deletes the RayJob so that its nodes go, never having named a job in it.
 /// A RayJob that has not finished is refused before anything is applied; a finished one is
 /// replaced. `status` without a job to ask about is KubeRay's word; `stop` deletes the RayJob.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fails() {
+async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails() {
     gke_rl_ray::ensure_crypto_provider();
     let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(1));
     let mut env = env(&[]);
@@ -272,7 +272,7 @@ async fn a_rayjob_is_applied_for_its_submission_and_deleted_when_the_submit_fail
     let delete = server.requests().into_iter().rfind(|r| r.method == "DELETE").unwrap();
     assert!(
         delete.body.contains(r#""preconditions":{"uid":"#) && delete.body.contains("Foreground"),
-        "only the RayJob it applied: {}",
+        "only the RayJob it made: {}",
         delete.body
     );
     clusters.wait_ray_job_gone(name, quick).await.unwrap();
