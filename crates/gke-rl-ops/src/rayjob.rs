@@ -68,14 +68,7 @@ pub(crate) async fn submit(
                 }
                 Ok(_) => error.into(),
                 Err(unread) => {
-                    let deadline = deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get());
-                    let deleted = Err((format!("whether it was made cannot be read: {}", crate::chain(&unread)), deadline));
-                    Error::RayJobNotStarted {
-                        name: name.to_owned(),
-                        namespace: namespace.to_owned(),
-                        deleted,
-                        source: Box::new(error.into()),
-                    }
+                    told(deployment, Err(format!("whether it was made cannot be read: {}", crate::chain(&unread))), error.into())
                 }
             });
         }
@@ -169,10 +162,19 @@ async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, s
 /// one of `uid`, else whichever has the name) is deleted so that its nodes go, or with why it
 /// could not be.
 async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {
-    let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
+    told(deployment, delete(clusters, deployment, uid, progress).await, error)
+}
+
+/// `error`, which stopped a submit before its job was named, with whether its RayJob is
+/// deleted, or why not and so until when its nodes stay.
+fn told(deployment: &Deployment, deleted: Result<(), String>, error: Error) -> Error {
     let deadline = deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get());
-    let deleted = delete(clusters, deployment, uid, progress).await.map_err(|e| (e.to_string(), deadline));
-    Error::RayJobNotStarted { name: name.to_owned(), namespace: namespace.to_owned(), deleted, source: Box::new(error) }
+    Error::RayJobNotStarted {
+        name: deployment.job.name.to_string(),
+        namespace: deployment.ray.namespace.to_string(),
+        deleted: deleted.map_err(|e| (e, deadline)),
+        source: Box::new(error),
+    }
 }
 
 /// Deletes the deployment's RayJob (the one of `uid`, else whichever has the name), telling it.
@@ -205,7 +207,6 @@ async fn name_the_job(
     progress: &dyn Progress,
 ) -> Result<(), Error> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
-    let gone = |why: &str| Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: why.to_owned() };
     let start = tokio::time::Instant::now();
     let mut named = false;
     let mut last = String::new();
@@ -220,11 +221,11 @@ async fn name_the_job(
         match step.await {
             Ok(Some(state)) if state.uid == uid && state.following.as_deref() == Some(id) => return Ok(()),
             Ok(Some(state)) if state.uid == uid && state.is_finished() => return Err(ended(deployment, &state)),
-            Ok(Some(state)) if state.uid == uid && state.deleting => return Err(gone("it is being deleted")),
+            Ok(Some(state)) if state.uid == uid && state.deleting => return Err(gone(deployment, "it is being deleted")),
             Ok(Some(state)) if state.uid == uid => last = state.state().to_owned(),
             // Deleted (404), or made anew by someone (its uid is another: 422 to the patch).
-            Ok(_) => return Err(gone("it was deleted")),
-            Err(e) if matches!(e.status_code(), Some(404 | 422)) => return Err(gone("it was deleted")),
+            Ok(_) => return Err(gone(deployment, "it was deleted")),
+            Err(e) if matches!(e.status_code(), Some(404 | 422)) => return Err(gone(deployment, "it was deleted")),
             Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
             Err(e) => return Err(e.into()),
         }
@@ -237,6 +238,11 @@ async fn name_the_job(
         state: last,
         waited: start.elapsed(),
     })
+}
+
+/// The deployment's RayJob went, or is another now, while its submit waited: `why`.
+fn gone(deployment: &Deployment, why: &str) -> Error {
+    Error::RayJobGone { name: deployment.job.name.to_string(), namespace: deployment.ray.namespace.to_string(), why: why.to_owned() }
 }
 
 /// The deployment's RayJob ended before its job ran: in KubeRay's words.
@@ -301,7 +307,6 @@ async fn wait_up(
     let queued_since = start;
     let (mut told, mut pods) = (None::<String>, crate::deploy::pod_reporter(progress));
     let (mut queued, mut queue_unknown) = (None, false);
-    let gone = |why: &str| Error::RayJobGone { name: name.to_owned(), namespace: namespace.to_owned(), why: why.to_owned() };
     let mut last = String::new();
     loop {
         let held = last == "Suspended";
@@ -314,12 +319,12 @@ async fn wait_up(
             });
         }
         match read(clusters, name, deployment, env).await {
-            Ok(None) => return Err(gone("it was deleted")),
+            Ok(None) => return Err(gone(deployment, "it was deleted")),
             Ok(Some(state)) if state.uid != uid || state.submission.as_deref() != Some(submission) => {
-                return Err(gone(&format!(
-                    "it was deleted, and another submit ({}) made it anew",
-                    state.submission.as_deref().unwrap_or("unknown")
-                )));
+                return Err(gone(
+                    deployment,
+                    &format!("it was deleted, and another submit ({}) made it anew", state.submission.as_deref().unwrap_or("unknown")),
+                ));
             }
             Ok(Some(state)) => {
                 if told.as_deref() != Some(state.state()) {
@@ -348,7 +353,7 @@ async fn wait_up(
                     }
                 }
                 match &state.cluster {
-                    _ if state.deleting => return Err(gone("it is being deleted")),
+                    _ if state.deleting => return Err(gone(deployment, "it is being deleted")),
                     _ if state.is_finished() => return Err(ended(deployment, &state)),
                     Some(cluster) if state.has_cluster_up() => return Ok(cluster.clone()),
                     // Its pods, while KubeRay makes the cluster.
