@@ -46,15 +46,16 @@ impl Args {
             env!("CARGO_PKG_VERSION"),
             input.display()
         );
-        let staged = staged_templates(&input, &patched).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+        let staged = staged_templates(&input, &patched, &loaded.deployment).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
         let copies: String = staged.iter().map(|t| gke_rl::blueprint::copied_template_line(t.name, &t.contents) + "\n").collect();
         let blueprint = Artifact { name, contents: patched, executable: false };
         let patch = Artifact { name: patch_name, contents: header + &copies + &diff, executable: false };
         // The patch last: it records the copies, so it must not claim ones a failed run left unwritten.
         let artifacts: Vec<&Artifact> = [&blueprint, &rendered.deployment_file].into_iter().chain(&staged).chain([&patch]).collect();
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
-        // patching it again changes nothing. A staged template is upstream's, byte for byte: it
-        // is ours while it matches what the patch file beside it says was copied.
+        // patching it again changes nothing. A staged template is upstream's (or, for a queue,
+        // gke-rl's Kueue configuration staged from it): it is ours while it matches what the
+        // patch file beside it says was copied.
         let earlier_patch = config::read_input(&self.output.out.join(patch_name)).ok().filter(|p| gke_rl::render::is_generated(p));
         let ours = |file: &str, existing: &str| {
             gke_rl::render::is_generated(existing)

@@ -26,8 +26,9 @@ pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rende
 
 /// The templates `patched` stages (`$(ghpc_stage("./…"))`), read from beside `blueprint`, the
 /// file it was patched from: gcluster resolves them beside the blueprint it deploys, so they are
-/// written next to the patched one.
-pub fn staged_templates(blueprint: &Path, patched: &str) -> Result<Vec<Artifact>, Error> {
+/// written next to the patched one. For a queued run, the Kueue configuration is gke-rl's,
+/// staged from the blueprint's ([`gke_rl::kueue::staged`]).
+pub fn staged_templates(blueprint: &Path, patched: &str, deployment: &Deployment) -> Result<Vec<Artifact>, Error> {
     let folder = blueprint.parent().unwrap_or(Path::new("."));
     gke_rl::blueprint::staged_templates(patched)
         .into_iter()
@@ -36,6 +37,11 @@ pub fn staged_templates(blueprint: &Path, patched: &str) -> Result<Vec<Artifact>
             match crate::files::read_text(&path) {
                 Err(Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                     Err(Error::StagedTemplateMissing { blueprint: blueprint.to_owned(), name, path })
+                }
+                Ok(text) if name == ArtifactKind::KueueConfiguration.file() && deployment.job.queue.is_some() => {
+                    let contents =
+                        gke_rl::kueue::staged(&text, deployment).map_err(|e| Error::KueueTemplate { path, source: Box::new(e) })?;
+                    Ok(Artifact { name, contents, executable: false })
                 }
                 read => Ok(Artifact { name, contents: read?, executable: false }),
             }

@@ -176,6 +176,8 @@ pub async fn deploy(
     let helpers: Vec<String> = lifecycle::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
     let mut rendered = vec![blueprint.as_str(), artifacts.deployment_file.contents.as_str(), ray_cluster(artifacts).unwrap_or_default()];
     rendered.extend(helpers.iter().map(String::as_str));
+    // A queue's Kueue configuration is applied with the cluster.
+    rendered.extend(artifacts.kueue_configuration.as_ref().map(|k| k.contents.as_str()));
     let digest = lifecycle::digest(&rendered);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
@@ -445,7 +447,7 @@ impl Written<'_> {
             },
         }
         let upstream = crate::blueprint::toolkit_blueprint(&resolved.site.toolkit);
-        for template in crate::blueprint::staged_templates(&upstream, self.blueprint)? {
+        for template in crate::blueprint::staged_templates(&upstream, self.blueprint, resolved.deployment)? {
             write(folder.template(template.name), &template.contents)?;
         }
         Ok(())

@@ -51,6 +51,15 @@ pub enum Error {
         /// Where it was looked for.
         path: PathBuf,
     },
+    /// The blueprint's Kueue template, from which a queued run's is staged, is not as gke-rl
+    /// knows it.
+    #[error("{}: {source}", path.display())]
+    KueueTemplate {
+        /// The template.
+        path: PathBuf,
+        /// Why it cannot be staged.
+        source: Box<gke_rl::kueue::StageError>,
+    },
     /// A file that is larger than gke-rl reads.
     #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl::validate::MAX_FILE_BYTES / 1_048_576)]
     TooLarge {

@@ -27,11 +27,13 @@ pub enum ArtifactKind {
     BlueprintPatch,
     /// A KubeRay `RayJob` manifest.
     RayJob,
+    /// A Kueue configuration: the template the blueprint stages, or gke-rl's for a queued run.
+    KueueConfiguration,
 }
 
 impl ArtifactKind {
     /// The kinds the validator checks: those [`ArtifactKind::detect`] finds.
-    pub const CHECKED: [ArtifactKind; 8] = [
+    pub const CHECKED: [ArtifactKind; 9] = [
         ArtifactKind::EnvSh,
         ArtifactKind::RayCluster,
         ArtifactKind::RayJob,
@@ -40,6 +42,7 @@ impl ArtifactKind {
         ArtifactKind::JobScript,
         ArtifactKind::DeploymentFile,
         ArtifactKind::Blueprint,
+        ArtifactKind::KueueConfiguration,
     ];
 
     /// The file's name as gke-rl writes it.
@@ -56,6 +59,7 @@ impl ArtifactKind {
             ArtifactKind::Blueprint => "gke-a4.yaml",
             ArtifactKind::BlueprintPatch => "gke-a4.yaml.patch",
             ArtifactKind::RayJob => "ray-job.yaml",
+            ArtifactKind::KueueConfiguration => "kueue-configuration.yaml.tftpl",
         }
     }
 
@@ -73,6 +77,7 @@ impl ArtifactKind {
             ArtifactKind::Blueprint => "blueprint",
             ArtifactKind::BlueprintPatch => "blueprint patch",
             ArtifactKind::RayJob => "RayJob",
+            ArtifactKind::KueueConfiguration => "Kueue configuration",
         }
     }
 
@@ -95,7 +100,11 @@ impl ArtifactKind {
         if base.ends_with(".json") {
             return (base.contains("runtime_env") || text.contains("\"env_vars\"")).then_some(ArtifactKind::RuntimeEnv);
         }
-        if base.ends_with(".yaml") || base.ends_with(".yml") {
+        let yaml = base.ends_with(".yaml") || base.ends_with(".yml");
+        if base == ArtifactKind::KueueConfiguration.file() || (yaml && text.lines().any(|l| l.trim() == "kind: ClusterQueue")) {
+            return Some(ArtifactKind::KueueConfiguration);
+        }
+        if yaml {
             let top_level = |key: &str| text.lines().any(|l| l.starts_with(key) && l[key.len()..].starts_with(':'));
             if text.lines().any(|l| l.trim() == "kind: RayCluster") {
                 return Some(ArtifactKind::RayCluster);

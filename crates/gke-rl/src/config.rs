@@ -1,7 +1,7 @@
 //! Loading a [`Deployment`] from a `gke-rl.yaml` config file.
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Deployment, RayJobConflict};
+use crate::model::Deployment;
 use crate::yaml::{self, Node};
 
 /// Where to look up every key and its type.
@@ -39,17 +39,13 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
         ));
     }
-    if let Some(conflict) = deployment.rayjob_conflict() {
+    if let Some(conflict) = deployment.mode_conflict() {
         let at = conflict
             .fields()
             .iter()
             .find_map(|field| root.get(&field.trim_start_matches('/').split('/').collect::<Vec<_>>()))
             .map_or((1, 1), Node::at);
-        let code = match conflict {
-            RayJobConflict::NeedsToken => "config-rayjob-needs-token",
-            RayJobConflict::Suspends { .. } => "config-rayjob-suspends",
-            RayJobConflict::TooManySeconds { .. } => "config-rayjob-seconds-too-large",
-        };
+        let code = conflict.codes().0;
         return Err(Diagnostic::error(code, at, conflict.message(), conflict.help()));
     }
     Ok(deployment)
@@ -211,6 +207,16 @@ mod tests {
             assert!(e.message.contains("2147483647") && e.help.starts_with(&format!("set job.{key} to 2147483647 or less")), "{e:?}");
             assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n  {key}: 2147483647\n")).is_ok(), "{key}");
         }
+        // Kueue resumes a queued RayCluster that anything else suspends; a RayJob it is fine.
+        let e = from_yaml("job:\n  queue: a4\n  idle_timeout_minutes: 30\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-queue-suspends", 3, 25));
+        assert!(e.help.contains("job.mode rayjob"), "{e:?}");
+        let e = from_yaml("job:\n  queue: a4\n  when_done: suspend\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-queue-suspends", 3));
+        assert!(from_yaml("job:\n  queue: a4\n").is_ok());
+        assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n  queue: a4\n")).is_ok());
+        let e = from_yaml("job:\n  queue: A4\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("config-invalid-value", 2), "{e:?}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// The Kueue configuration of a queued run cannot be staged.
+    #[error(transparent)]
+    Kueue(Box<crate::kueue::StageError>),
     /// A CRD that is neither JSON nor YAML.
     #[error("the CRD is neither JSON nor YAML")]
     CrdSyntax(#[source] gke_rl_yaml::Error),

@@ -44,6 +44,7 @@ mod error;
 pub mod fabric;
 pub mod guard;
 pub mod knowledge;
+pub mod kueue;
 pub mod lifecycle;
 pub mod log_lines;
 pub mod lustre_usage;

@@ -946,7 +946,8 @@ fn a_rayjobs_cluster_is_checked_where_it_is_written() {
 /// place on), and the nominal GPU quota (a number in the patched blueprint).
 #[test]
 fn kueue_admission_is_checked_against_the_blueprints_queues() {
-    let d = configs().into_iter().find(|(name, _)| name == "rayjob").expect("tests/fixtures/configs/rayjob.yaml").1;
+    let mut d = configs().into_iter().find(|(name, _)| name == "rayjob").expect("tests/fixtures/configs/rayjob.yaml").1;
+    d.job.queue = None;
     let mut files = rendered(&d);
     let blueprint = gke_rl::blueprint::patch(&std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap(), &d).unwrap();
     files.insert("gke-a4.yaml".to_owned(), blueprint.clone());
@@ -1005,7 +1006,11 @@ fn kueue_admission_is_checked_against_the_blueprints_queues() {
     let found = kueue(&files);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].1, line_of(&other, "queue-name: a5", 0));
-    assert!(found[0].2.contains("`a5` is not one the gke-a4 blueprint creates (`a4` in namespace `default`)"), "{}", found[0].2);
+    assert!(
+        found[0].2.contains("`a5` is not one the gke-a4 blueprint's kueue-configuration.yaml.tftpl creates (`a4` in namespace `default`)"),
+        "{}",
+        found[0].2
+    );
 
     // Another namespace than the LocalQueue's.
     let elsewhere = job.replacen("  namespace: default\n", "  namespace: ml\n", 1);
@@ -1035,7 +1040,52 @@ fn kueue_admission_is_checked_against_the_blueprints_queues() {
     );
 }
 
-/// gke-rl's table of Kueue queues is the blueprint's template, read from the verbatim copy.
+/// A queued render (`job.queue`) brings gke-rl's Kueue configuration, whose ClusterQueue covers
+/// the head and is not topology-aware: Kueue admits it, in any namespace, onto a pool that
+/// scales from zero. Its queues are what the rule reads; a blueprint without Kueue admits nothing.
+#[test]
+fn a_queued_render_is_admitted_by_the_kueue_configuration_it_brings() {
+    let d = configs().into_iter().find(|(name, _)| name == "rayjob").expect("tests/fixtures/configs/rayjob.yaml").1;
+    assert_eq!(d.job.queue.as_ref().map(|q| q.as_str()), Some("a4"));
+    let mut files = rendered(&d);
+    let blueprint = gke_rl::blueprint::patch(&std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap(), &d).unwrap();
+    assert!(blueprint.contains("autoscaling_total_min_nodes: 0"), "a RayJob's pool scales from zero");
+    files.insert("gke-a4.yaml".to_owned(), blueprint.clone());
+    let kueue = |files: &Files| -> Vec<(String, u32, String)> {
+        let findings = check(files);
+        assert!(!findings.iter().any(|f| f.diagnostic.code == "syntax"), "{findings:#?}");
+        findings
+            .into_iter()
+            .filter(|f| f.diagnostic.code == "kueue-inadmissible")
+            .map(|f| (f.file, f.diagnostic.line, f.diagnostic.message))
+            .collect()
+    };
+    assert!(files["ray-job.yaml"].contains("    kueue.x-k8s.io/queue-name: a4\n"));
+    assert_eq!(kueue(&files), []);
+    // Another queue is told against the configuration given.
+    let other = files["ray-job.yaml"].replace("queue-name: a4", "queue-name: a5");
+    let mut changed = files.clone();
+    changed.insert("ray-job.yaml".to_owned(), other);
+    let found = kueue(&changed);
+    assert!(
+        found.len() == 1 && found[0].2.contains("`a5` is not one kueue-configuration.yaml.tftpl creates (`a4` in namespace `default`)"),
+        "{found:#?}"
+    );
+    // Without Kueue in the blueprint, nothing admits it.
+    let mut changed = files.clone();
+    changed.insert(
+        "gke-a4.yaml".to_owned(),
+        blueprint.replacen("        install: true\n        config_path", "        install: false\n        config_path", 1),
+    );
+    let found = kueue(&changed);
+    assert!(found.len() == 1 && found[0].2.starts_with("gke-a4.yaml installs no Kueue"), "{found:#?}");
+    // The same configuration without gke-rl's changes is the blueprint's: the head is uncovered.
+    let mut changed = files.clone();
+    changed.insert("kueue-configuration.yaml.tftpl".to_owned(), gke_rl::kueue::GKE_A4_TEMPLATE.to_owned());
+    assert!(kueue(&changed).iter().any(|f| f.2.starts_with("the head asks for `cpu`")), "{:#?}", kueue(&changed));
+}
+
+/// gke-rl reads the queues of the blueprint's template as another YAML reader does.
 #[test]
 fn kueue_queues_are_the_templates() {
     let template = std::fs::read_to_string(upstream("cluster-toolkit/kueue-configuration.yaml.tftpl")).unwrap();
@@ -1067,12 +1117,11 @@ fn kueue_queues_are_the_templates() {
             covered.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>(),
         ));
     }
-    let ours: Vec<_> = gke_rl::knowledge::GKE_A4_QUEUES
-        .iter()
-        .map(|q| {
-            let covered = q.covered.iter().map(|c| (*c).to_owned()).collect();
-            (q.topology_aware, q.name.to_owned(), q.namespace.to_owned(), q.cluster_queue.to_owned(), covered)
-        })
+    assert_eq!(template, gke_rl::kueue::GKE_A4_TEMPLATE, "gke-rl embeds the copy");
+    let ours: Vec<_> = gke_rl::kueue::queues(&template)
+        .unwrap()
+        .into_iter()
+        .map(|q| (q.topology_aware, q.name, q.namespace, q.cluster_queue, q.covered))
         .collect();
     assert_eq!(ours, found);
 }

@@ -13,7 +13,7 @@ pub use parse::{Assignment, Fallback, Part, parse};
 pub(crate) use parse::{crlf, crlf_at};
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Deployment, RayJobConflict};
+use crate::model::Deployment;
 use crate::quote;
 
 /// How a variable's text maps to its model field.
@@ -176,6 +176,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 Kind::OptionalNumber,
                 "bound until it runs; empty: none",
             ),
+            var("JOB_QUEUE", "/job/queue", Kind::OptionalText, "Kueue LocalQueue the run waits in; empty: none"),
         ],
     ),
     (
@@ -351,12 +352,8 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
         ));
     }
-    if let Some(conflict) = deployment.rayjob_conflict() {
-        let code = match conflict {
-            RayJobConflict::NeedsToken => "env-sh-rayjob-needs-token",
-            RayJobConflict::Suspends { .. } => "env-sh-rayjob-suspends",
-            RayJobConflict::TooManySeconds { .. } => "env-sh-rayjob-seconds-too-large",
-        };
+    if let Some(conflict) = deployment.mode_conflict() {
+        let code = conflict.codes().1;
         let at = conflict.fields().iter().find_map(|field| set_at.get(field).copied()).unwrap_or(image_at);
         return Err(Diagnostic::error(code, at, conflict.message(), conflict.help()));
     }
@@ -551,6 +548,12 @@ mod tests {
         assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 3));
         let e = import(&format!("export WHEN_DONE=suspend\n{v6}")).unwrap_err();
         assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 1));
+        // Kueue resumes a queued RayCluster that anything else suspends.
+        assert!(import("export JOB_QUEUE=a4\n").unwrap().deployment.job.queue.is_some());
+        let e = import("export JOB_QUEUE=a4\nexport IDLE_TIMEOUT_MINUTES=30\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-queue-suspends", 2));
+        let e = import("export WHEN_DONE=suspend\nexport JOB_QUEUE=a4\n").unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-queue-suspends", 1));
     }
 
     #[test]

@@ -404,28 +404,6 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// The label that puts a workload in a Kueue LocalQueue.
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-/// A Kueue LocalQueue and the ClusterQueue it feeds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KueueQueue {
-    /// The LocalQueue, which a workload names in `kueue.x-k8s.io/queue-name`.
-    pub name: &'static str,
-    /// The LocalQueue's namespace: a workload in another namespace cannot use it.
-    pub namespace: &'static str,
-    /// Its ClusterQueue.
-    pub cluster_queue: &'static str,
-    /// The resources the ClusterQueue covers: Kueue admits no pod that asks for another.
-    pub covered: &'static [&'static str],
-    /// Whether every flavor of the ClusterQueue is topology-aware (has a `topologyName`): each
-    /// pod set then needs one, and pods go only to nodes that exist.
-    pub topology_aware: bool,
-}
-
-/// The queues of the gke-a4 blueprint's Kueue configuration (cluster-toolkit
-/// `examples/gke-a4/kueue-configuration.yaml.tftpl`; a test reads the copy). The ClusterQueue's
-/// nominal GPU quota is its `num_gpus`, the GPU node pool's GPUs.
-pub const GKE_A4_QUEUES: &[KueueQueue] =
-    &[KueueQueue { name: "a4", namespace: "default", cluster_queue: "a4", covered: &[GPU_RESOURCE], topology_aware: true }];
-
 /// The `blueprint_name` of the one blueprint gke-rl's patcher edits; every other family's is
 /// named, not patched.
 pub const PATCHED_BLUEPRINT: &str = "gke-a4";

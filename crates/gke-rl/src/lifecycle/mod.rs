@@ -53,7 +53,7 @@ pub fn toolkit_example() -> &'static str {
     toolkit_blueprint().rsplit_once('/').map_or("", |(folder, _)| folder)
 }
 /// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
-pub const STAGED_TEMPLATES: &[&str] = &["kueue-configuration.yaml.tftpl", "nccl-installer.yaml.tftpl"];
+pub const STAGED_TEMPLATES: &[&str] = &[crate::ArtifactKind::KueueConfiguration.file(), "nccl-installer.yaml.tftpl"];
 
 /// What the plan needs to know about this machine and the project.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -53,6 +53,13 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         STAGED_TEMPLATES.join(", "),
         folder.0.display()
     ));
+    if let Some(queue) = crate::kueue::describe(deployment) {
+        render.push(format!(
+            "stage gke-rl's {} from the blueprint's: its ClusterQueue covers the Ray head too",
+            crate::ArtifactKind::KueueConfiguration.file()
+        ));
+        render.push(queue);
+    }
     step(Step::Render, &render);
     step(Step::Provision, &[format!("$ {}", provision(site)), format!("creates {}", billable(deployment).join(", "))]);
     step(Step::Credentials, &[format!("$ {}", credentials(deployment, site.project_id.as_str()))]);

@@ -389,23 +389,32 @@ impl Deployment {
         self.topology.provisioning == Provisioning::FlexStart || self.job.mode == JobMode::Rayjob || self.suspends_when_idle()
     }
 
-    /// Why `job.mode: rayjob` cannot run this deployment, if it cannot.
-    pub fn rayjob_conflict(&self) -> Option<RayJobConflict> {
+    /// Why `job.mode` cannot run this deployment, if it cannot.
+    pub fn mode_conflict(&self) -> Option<ModeConflict> {
         if self.job.mode != JobMode::Rayjob {
-            return None;
+            // Kueue owns a queued RayCluster's `spec.suspend`: it resumes an admitted one that
+            // anything else suspends (kubernetes-sigs/kueue v0.17.8
+            // `pkg/controller/jobframework/reconciler.go`, "Job admitted, unsuspending").
+            let suspends = match (&self.job.queue, self.job.when_done, self.job.idle_timeout_minutes) {
+                (None, ..) => None,
+                (Some(_), WhenDone::Suspend, _) => Some("/job/when_done"),
+                (Some(_), _, Some(_)) => Some("/job/idle_timeout_minutes"),
+                (Some(_), _, None) => None,
+            };
+            return suspends.map(|field| ModeConflict::QueueSuspends { field });
         }
         // KubeRay's operator reads the job's state from the head's dashboard, which only a token
         // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
         // the RayJob would never end (KubeRay v1.7.0 `dashboardclient`, `x-ray-authorization`).
         if !self.ray.token_auth().unwrap_or(false) {
-            return Some(RayJobConflict::NeedsToken);
+            return Some(ModeConflict::NeedsToken);
         }
         // Both act on the long-lived RayCluster, which RayJob mode does not have.
         if self.job.when_done != WhenDone::Keep {
-            return Some(RayJobConflict::Suspends { field: "/job/when_done" });
+            return Some(ModeConflict::Suspends { field: "/job/when_done" });
         }
         if self.job.idle_timeout_minutes.is_some() {
-            return Some(RayJobConflict::Suspends { field: "/job/idle_timeout_minutes" });
+            return Some(ModeConflict::Suspends { field: "/job/idle_timeout_minutes" });
         }
         let job = &self.job;
         let seconds = [
@@ -414,7 +423,7 @@ impl Deployment {
             ("/job/rayjob_pre_running_deadline_seconds", job.rayjob_pre_running_deadline_seconds.map(NonZeroU32::get)),
         ];
         let too_large = seconds.into_iter().find(|(_, value)| value.is_some_and(|v| i32::try_from(v).is_err()));
-        too_large.map(|(field, _)| RayJobConflict::TooManySeconds { field })
+        too_large.map(|(field, _)| ModeConflict::TooManySeconds { field })
     }
 
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
@@ -496,11 +505,21 @@ pub struct Job {
     /// the wait for the submission (`preRunningDeadlineSeconds`). Without it, a RayJob whose
     /// submission never came would hold the GPU nodes for good. Null: no bound.
     pub rayjob_pre_running_deadline_seconds: Option<NonZeroU32>,
+    /// The Kueue LocalQueue the run waits in (`kueue.x-k8s.io/queue-name` on the RayJob, or on
+    /// the RayCluster in cluster mode): Kueue keeps it suspended until its ClusterQueue has the
+    /// quota. With a queue, gke-rl renders the blueprint's Kueue configuration so that its
+    /// ClusterQueue admits a Ray cluster (the upstream one covers GPUs only). Null: no queue.
+    pub queue: Option<Name>,
 }
 
-/// Why `job.mode: rayjob` cannot run a deployment.
+/// Why `job.mode` cannot run a deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RayJobConflict {
+pub enum ModeConflict {
+    /// A queued RayCluster (cluster mode) would be suspended by gke-rl, which Kueue undoes.
+    QueueSuspends {
+        /// The field, as a JSON pointer into the model.
+        field: &'static str,
+    },
     /// Ray's token authentication is off.
     NeedsToken,
     /// A field that suspends the long-lived RayCluster is set.
@@ -515,36 +534,58 @@ pub enum RayJobConflict {
     },
 }
 
-impl RayJobConflict {
+impl ModeConflict {
     /// The fields at fault, as JSON pointers into the model (as env.sh's table names them):
     /// the first that is set is where it is told.
     pub fn fields(&self) -> &[&'static str] {
         match self {
-            RayJobConflict::NeedsToken => &["/ray/auth", "/ray/image", "/job/mode"],
-            RayJobConflict::Suspends { field } | RayJobConflict::TooManySeconds { field } => std::slice::from_ref(field),
+            ModeConflict::NeedsToken => &["/ray/auth", "/ray/image", "/job/mode"],
+            ModeConflict::Suspends { field } | ModeConflict::TooManySeconds { field } => std::slice::from_ref(field),
+            ModeConflict::QueueSuspends { field } => match *field {
+                "/job/when_done" => &["/job/when_done", "/job/queue"],
+                _ => &["/job/idle_timeout_minutes", "/job/queue"],
+            },
+        }
+    }
+
+    /// The diagnostic's code in the config and in env.sh.
+    pub fn codes(self) -> (&'static str, &'static str) {
+        match self {
+            ModeConflict::NeedsToken => ("config-rayjob-needs-token", "env-sh-rayjob-needs-token"),
+            ModeConflict::Suspends { .. } => ("config-rayjob-suspends", "env-sh-rayjob-suspends"),
+            ModeConflict::TooManySeconds { .. } => ("config-rayjob-seconds-too-large", "env-sh-rayjob-seconds-too-large"),
+            ModeConflict::QueueSuspends { .. } => ("config-queue-suspends", "env-sh-queue-suspends"),
         }
     }
 
     /// What is wrong.
     pub fn message(self) -> String {
         match self {
-            RayJobConflict::NeedsToken => "job.mode rayjob needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy".to_owned(),
-            RayJobConflict::Suspends { field } => format!(
+            ModeConflict::NeedsToken => "job.mode rayjob needs Ray's token authentication: KubeRay's operator must reach the head's dashboard to follow the job, and a Ray without tokens is shut behind a NetworkPolicy".to_owned(),
+            ModeConflict::Suspends { field } => format!(
                 "job.{} suspends the long-lived RayCluster, which job.mode rayjob does not have: each RayJob's cluster goes after its run",
                 key(field)
             ),
-            RayJobConflict::TooManySeconds { field } => format!("job.{} is more than the RayJob's int32 field holds (2147483647)", key(field)),
+            ModeConflict::TooManySeconds { field } => format!("job.{} is more than the RayJob's int32 field holds (2147483647)", key(field)),
+            ModeConflict::QueueSuspends { field } => format!(
+                "job.{} suspends the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends",
+                key(field)
+            ),
         }
     }
 
     /// How to fix it.
     pub fn help(self) -> String {
         match self {
-            RayJobConflict::NeedsToken => "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
-            RayJobConflict::Suspends { field } => {
+            ModeConflict::NeedsToken => "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
+            ModeConflict::Suspends { field } => {
                 format!("leave job.{} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays", key(field))
             }
-            RayJobConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
+            ModeConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
+            ModeConflict::QueueSuspends { field } => format!(
+                "leave job.{} out (`gke-rl suspend` gives a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run",
+                key(field)
+            ),
         }
     }
 }
@@ -603,6 +644,7 @@ impl Default for Job {
             rayjob_ttl_seconds_after_finished: 300,
             rayjob_active_deadline_seconds: None,
             rayjob_pre_running_deadline_seconds: NonZeroU32::new(7200),
+            queue: None,
         }
     }
 }

@@ -65,21 +65,40 @@ pub struct Artifacts {
     /// `ray-job.yaml`: the run as a RayJob with a cluster of its own, in `rayjob` mode (`None`
     /// in cluster mode).
     pub ray_job: Option<Artifact>,
+    /// `kueue-configuration.yaml.tftpl`: the Kueue configuration deploy stages in place of the
+    /// blueprint's, for a queued run (`job.queue`; `None` without a queue): its ClusterQueue
+    /// admits a Ray cluster. Rendered from the upstream copy gke-rl embeds; deploy renders it
+    /// again from the Cluster Toolkit checkout's.
+    pub kueue_configuration: Option<Artifact>,
 }
 
 impl Artifacts {
     /// Every artifact, in a fixed order.
     pub fn iter(&self) -> std::vec::IntoIter<&Artifact> {
+        // Every field by name, so that a new one is not left out.
+        let Artifacts {
+            env_sh,
+            deployment_file,
+            ray_cluster,
+            secret_instructions,
+            rayignore,
+            runtime_env,
+            job_script,
+            network_policy,
+            ray_job,
+            kueue_configuration,
+        } = self;
         let all = [
-            Some(&self.env_sh),
-            Some(&self.deployment_file),
-            self.ray_cluster.as_ref(),
-            Some(&self.secret_instructions),
-            Some(&self.rayignore),
-            Some(&self.runtime_env),
-            Some(&self.job_script),
-            self.network_policy.as_ref(),
-            self.ray_job.as_ref(),
+            Some(env_sh),
+            Some(deployment_file),
+            ray_cluster.as_ref(),
+            Some(secret_instructions),
+            Some(rayignore),
+            Some(runtime_env),
+            Some(job_script),
+            network_policy.as_ref(),
+            ray_job.as_ref(),
+            kueue_configuration.as_ref(),
         ];
         all.into_iter().flatten().collect::<Vec<_>>().into_iter()
     }
@@ -97,6 +116,7 @@ impl Artifacts {
             (ArtifactKind::RayCluster, &self.ray_cluster),
             (ArtifactKind::NetworkPolicy, &self.network_policy),
             (ArtifactKind::RayJob, &self.ray_job),
+            (ArtifactKind::KueueConfiguration, &self.kueue_configuration),
         ]
         .into_iter()
         .filter(|(_, artifact)| artifact.is_none())
@@ -109,18 +129,7 @@ impl IntoIterator for Artifacts {
     type IntoIter = std::vec::IntoIter<Artifact>;
 
     fn into_iter(self) -> Self::IntoIter {
-        let all = [
-            Some(self.env_sh),
-            Some(self.deployment_file),
-            self.ray_cluster,
-            Some(self.secret_instructions),
-            Some(self.rayignore),
-            Some(self.runtime_env),
-            Some(self.job_script),
-            self.network_policy,
-            self.ray_job,
-        ];
-        all.into_iter().flatten().collect::<Vec<_>>().into_iter()
+        self.iter().cloned().collect::<Vec<_>>().into_iter()
     }
 }
 
@@ -158,7 +167,19 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         job_script: artifact(ArtifactKind::JobScript, format!("#!/usr/bin/env bash\n# {header}\n{}", job::script(deployment))),
         network_policy: (!token_auth).then(|| artifact(ArtifactKind::NetworkPolicy, commented(crate::auth::network_policy(deployment)))),
         ray_job: rayjob.then(|| artifact(ArtifactKind::RayJob, commented(ray_job::manifest(deployment, ray_version, token_auth, fabric)))),
+        kueue_configuration: match deployment.job.queue {
+            None => None,
+            Some(_) => {
+                Some(artifact(ArtifactKind::KueueConfiguration, commented(kueue_configuration(deployment, crate::kueue::GKE_A4_TEMPLATE)?)))
+            }
+        },
     })
+}
+
+/// The Kueue configuration gke-rl stages for `deployment`'s queued run, from `upstream`, the
+/// blueprint's.
+pub fn kueue_configuration(deployment: &Deployment, upstream: &str) -> Result<String, crate::Error> {
+    crate::kueue::staged(upstream, deployment).map_err(|e| crate::Error::Kueue(Box::new(e)))
 }
 
 /// The Ray job's entrypoint: the job script, run on the head (wrapped by the supervisor where

@@ -6,7 +6,7 @@ use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
 use crate::knowledge::GpuHealthCheck;
 use crate::knowledge::{
     self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH,
-    NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, SYSTEM_POOL,
+    NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, QUEUE_LABEL, SYSTEM_POOL,
 };
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
@@ -34,6 +34,10 @@ pub(super) fn manifest(d: &Deployment, ray_version: &str, token_auth: bool, fabr
 pub(super) fn metadata(d: &Deployment, name: &str, fabric: Option<&GpuFabric>) -> String {
     let mut out =
         format!("metadata:\n  name: {name}\n  namespace: {}\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\n", d.ray.namespace);
+    if let Some(queue) = &d.job.queue {
+        let _ =
+            writeln!(out, "    # Kueue admits it from this LocalQueue once its ClusterQueue has the quota.\n    {QUEUE_LABEL}: {queue}");
+    }
     if fabric.is_some() {
         let _ = write!(
             out,

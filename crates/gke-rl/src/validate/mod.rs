@@ -114,6 +114,14 @@ pub(crate) struct Views<'a> {
     pub jobs: Vec<JobView<'a>>,
     pub deployment_files: Vec<Tree<'a>>,
     pub blueprints: Vec<Tree<'a>>,
+    pub kueue_configurations: Vec<KueueView<'a>>,
+}
+
+/// A Kueue configuration and the queues it creates.
+#[derive(Debug)]
+pub(crate) struct KueueView<'a> {
+    pub file: &'a str,
+    pub queues: Vec<crate::kueue::Queue>,
 }
 
 /// A rule that could not run for lack of a fact, and what would provide it.
@@ -279,6 +287,7 @@ enum View<'a> {
     RayJob(Tree<'a>),
     DeploymentFile(Tree<'a>),
     Blueprint(Tree<'a>),
+    Kueue(KueueView<'a>),
 }
 
 /// Parses every file into its view. Files are independent, so on a platform with threads
@@ -313,6 +322,7 @@ fn parse_all<'a>(files: &[SourceFile<'a>], sink: &mut Sink) -> Views<'a> {
             }
             Some(View::DeploymentFile(v)) => views.deployment_files.push(v),
             Some(View::Blueprint(v)) => views.blueprints.push(v),
+            Some(View::Kueue(v)) => views.kueue_configurations.push(v),
             None => {}
         }
     }
@@ -364,6 +374,14 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
         ArtifactKind::DeploymentFile => tree(file, &mut sink).map(View::DeploymentFile),
         ArtifactKind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
         ArtifactKind::RayJob => tree(file, &mut sink).map(View::RayJob),
+        // A template: `${…}` stays a plain scalar until the blueprint's module fills it in.
+        ArtifactKind::KueueConfiguration => match crate::kueue::queues(file.text) {
+            Ok(queues) => Some(View::Kueue(KueueView { file: file.name, queues })),
+            Err(e) => {
+                sink.emit(&rules::SYNTAX, file.name, e.at(), format!("invalid YAML: {}", e.message()), "fix the YAML");
+                None
+            }
+        },
         ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => None,
     };
     (view, sink)

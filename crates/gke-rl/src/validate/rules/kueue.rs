@@ -1,44 +1,71 @@
-//! Kueue admission: a queued RayJob or RayCluster against the queues the gke-a4 blueprint
-//! creates ([`knowledge::GKE_A4_QUEUES`]). Kueue does not refuse such a workload at the API: it
-//! leaves it suspended, its Workload pending or `Inadmissible`, and no pod starts. How Kueue
-//! counts is kubernetes-sigs/kueue v0.17.8: a pod's requests are the larger of its containers'
-//! sum and each init container's, zero quantities are skipped, a worker group counts `replicas`
-//! times `numOfHosts` (`pkg/controller/jobs/raycluster/common.go`; an unset `replicas` is the
-//! KubeRay CRD's default, 0), and in a
-//! ClusterQueue whose flavors are all topology-aware, every pod set needs a TAS flavor
-//! (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, "no TAS flavor assigned").
+//! Kueue admission: a queued RayJob or RayCluster against the queues of the Kueue configuration
+//! given (gke-rl's, which deploy stages for `job.queue`), else of the gke-a4 blueprint's
+//! ([`kueue::GKE_A4_TEMPLATE`]). Kueue does not refuse such a workload at the API: it leaves it
+//! suspended, its Workload pending or `Inadmissible`, and no pod starts. How Kueue counts is
+//! kubernetes-sigs/kueue v0.17.8: a pod's requests are the larger of its containers' sum and
+//! each init container's, zero quantities are skipped, a worker group counts `replicas` times
+//! `numOfHosts` (`pkg/controller/jobs/raycluster/common.go`; an unset `replicas` is the KubeRay
+//! CRD's default, 0), and in a ClusterQueue whose flavors are all topology-aware, every pod set
+//! needs a TAS flavor (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`, "no TAS flavor
+//! assigned").
 
 use super::ray::{Pod, pods};
 use super::*;
 use crate::blueprint::{NODE_POOL_SOURCE, module_by_source, modules};
-use crate::knowledge::{self, GPU_RESOURCE, KueueQueue, QUEUE_LABEL};
+use crate::knowledge::{GPU_RESOURCE, QUEUE_LABEL};
+use crate::kueue::{self, Queue};
 use crate::validate::{Tree, quantity};
 use crate::yaml::Node;
+
+/// Where the queues come from when no Kueue configuration is given.
+const BLUEPRINTS: &str = "the gke-a4 blueprint's kueue-configuration.yaml.tftpl";
+/// How a queue comes to cover the Ray head.
+const STAGE_HELP: &str =
+    "set job.queue in gke-rl's config: deploy then stages a Kueue configuration whose ClusterQueue covers the Ray head";
 
 pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     // A RayJob's cluster view carries the RayJob's own metadata, so each workload is seen once.
     let queued = views.ray_clusters.iter().filter_map(|w| Some((w, w.root.get(&["metadata", "labels", QUEUE_LABEL])?))).collect::<Vec<_>>();
     if queued.is_empty() {
         sink.skip(&KUEUE_INADMISSIBLE, "no queued RayJob or RayCluster", format!("label it `{QUEUE_LABEL}: <LocalQueue>`"));
+        return;
     }
+    let blueprints;
+    let (queues, source): (Vec<&Queue>, String) = if views.kueue_configurations.is_empty() {
+        blueprints = kueue::queues(kueue::GKE_A4_TEMPLATE).unwrap_or_default();
+        (blueprints.iter().collect(), BLUEPRINTS.to_owned())
+    } else {
+        let files: Vec<&str> = views.kueue_configurations.iter().map(|v| v.file).collect();
+        (views.kueue_configurations.iter().flat_map(|v| &v.queues).collect(), files.join(", "))
+    };
     for (workload, label) in queued {
         sink.ran(&KUEUE_INADMISSIBLE);
         let name = label.text().unwrap_or_default();
-        let Some(queue) = knowledge::GKE_A4_QUEUES.iter().find(|q| q.name == name) else {
-            let known: Vec<String> =
-                knowledge::GKE_A4_QUEUES.iter().map(|q| format!("`{}` in namespace `{}`", q.name, q.namespace)).collect();
+        let namespace = workload.root.get(&["metadata", "namespace"]).and_then(Node::text).unwrap_or("default");
+        let named = |q: &&&Queue| q.name == name;
+        let Some(queue) = queues.iter().filter(named).find(|q| q.namespace == namespace).or_else(|| queues.iter().find(named)) else {
+            let known: Vec<String> = queues.iter().map(|q| format!("`{}` in namespace `{}`", q.name, q.namespace)).collect();
             sink.emit(
                 &KUEUE_INADMISSIBLE,
                 workload.file,
                 label.at(),
-                format!(
-                    "Kueue LocalQueue `{name}` is not one the gke-a4 blueprint creates ({}): no workload in it is admitted",
-                    known.join(", ")
+                format!("Kueue LocalQueue `{name}` is not one {source} creates ({}): no workload in it is admitted", known.join(", ")),
+                queues.first().map_or_else(
+                    || "give a Kueue configuration with a LocalQueue".to_owned(),
+                    |q| format!("set `{QUEUE_LABEL}: {}`", q.name),
                 ),
-                format!("set `{QUEUE_LABEL}: {}`", knowledge::GKE_A4_QUEUES[0].name),
             );
             continue;
         };
+        if let Some(blueprint) = views.blueprints.iter().find(|b| !installs_kueue(b)) {
+            sink.emit(
+                &KUEUE_INADMISSIBLE,
+                workload.file,
+                label.at(),
+                format!("{} installs no Kueue (the gke-cluster module's `kueue: install: true`): nothing admits a queued workload, which stays suspended", blueprint.file),
+                "restore the gke-cluster module's kueue settings from upstream, or leave the queue out",
+            );
+        }
         admissible(workload, queue, views, facts, sink);
         if let (true, Some((blueprint, min))) = (queue.topology_aware, pool_from_zero(views)) {
             sink.emit(
@@ -49,10 +76,15 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                     "ClusterQueue `{}` is topology-aware, which places pods only on nodes that exist, and the GPU pool autoscales from zero: no node comes before admission, and no admission before a node ({} queues in it)",
                     queue.cluster_queue, workload.file
                 ),
-                "keep the GPU pool static (static_node_count) for a queued run",
+                format!("keep the GPU pool static (static_node_count) for a queued run, or {STAGE_HELP}, whose flavors are not topology-aware"),
             );
         }
     }
+}
+
+/// Whether a module of the blueprint installs Kueue.
+fn installs_kueue(blueprint: &Tree<'_>) -> bool {
+    modules(&blueprint.root).any(|m| m.get(&["settings", "kueue", "install"]).and_then(Node::text) == Some("true"))
 }
 
 /// The GPU pool's autoscaling from zero, where the blueprint says so: its line.
@@ -105,7 +137,7 @@ fn count(pod: &Pod<'_>) -> u64 {
     number("replicas", 0).saturating_mul(number("numOfHosts", 1))
 }
 
-fn admissible(workload: &Tree<'_>, queue: &KueueQueue, views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
+fn admissible(workload: &Tree<'_>, queue: &Queue, views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     let mut emit = |at: (u32, u32), message: String, help: String| sink.emit(&KUEUE_INADMISSIBLE, workload.file, at, message, help);
     let namespace = workload.root.get(&["metadata", "namespace"]);
     if namespace.and_then(Node::text).unwrap_or("default") != queue.namespace {
@@ -127,7 +159,7 @@ fn admissible(workload: &Tree<'_>, queue: &KueueQueue, views: &Views<'_>, facts:
                     queue.cluster_queue,
                     queue.covered.join(", ")
                 ),
-                "give the ClusterQueue a flavor for this pod's resources (the blueprint's kueue-configuration.yaml.tftpl)".to_owned(),
+                format!("{STAGE_HELP} in a flavor of its own"),
             );
         }
     }
@@ -149,14 +181,14 @@ fn admissible(workload: &Tree<'_>, queue: &KueueQueue, views: &Views<'_>, facts:
 
 /// Each resource a container asks for (more than zero of) that the ClusterQueue does not cover,
 /// once per container.
-fn uncovered(pod: &Pod<'_>, queue: &KueueQueue, emit: &mut impl FnMut((u32, u32), String, String)) {
+fn uncovered(pod: &Pod<'_>, queue: &Queue, emit: &mut impl FnMut((u32, u32), String, String)) {
     let init = pod.spec.get(&["initContainers"]).map(Node::items).unwrap_or_default();
     for container in pod.containers().iter().chain(init) {
         let mut seen: Vec<&str> = Vec::new();
         for kind in ["requests", "limits"] {
             for (resource, node) in container.get(&["resources", kind]).map(Node::entries).unwrap_or_default() {
                 let zero = node.text().and_then(quantity::parse) == Some(0.0);
-                if zero || queue.covered.contains(&resource.as_str()) || seen.contains(&resource.as_str()) {
+                if zero || queue.covered.contains(resource) || seen.contains(&resource.as_str()) {
                     continue;
                 }
                 seen.push(resource);
@@ -168,9 +200,11 @@ fn uncovered(pod: &Pod<'_>, queue: &KueueQueue, emit: &mut impl FnMut((u32, u32)
                         queue.cluster_queue,
                         queue.covered.join(", ")
                     ),
-                    format!(
-                        "add `{resource}` to the ClusterQueue's coveredResources, with a quota (the blueprint's kueue-configuration.yaml.tftpl)"
-                    ),
+                    if ["cpu", "memory"].contains(&resource.as_str()) {
+                        STAGE_HELP.to_owned()
+                    } else {
+                        format!("add `{resource}` to the ClusterQueue's coveredResources, with a quota (kueue-configuration.yaml.tftpl)")
+                    },
                 );
             }
         }

@@ -122,7 +122,7 @@ rules! {
     BLUEPRINT_RAY_OPERATOR = "blueprint-ray-operator-missing", Error, [Blueprint], "The GKE cluster module does not set `enable_ray_operator: true`; no RayCluster is ever reconciled.";
     BLUEPRINT_VAR_AND_SETTING = "blueprint-var-and-setting", Error, [Blueprint], "An input is set on a module and also given as a var; the var is unused and gcluster's validator fails the deploy.";
     CRD_SCHEMA = "crd-schema", Error, [RayCluster], "The RayCluster does not match the KubeRay CRD's schema.";
-    KUEUE_INADMISSIBLE = "kueue-inadmissible", Error, [RayJob, RayCluster, Blueprint], "Kueue never admits the queued RayJob or RayCluster: its LocalQueue is not one the gke-a4 blueprint creates or is in another namespace, a pod asks for a resource the ClusterQueue does not cover (gke-a4's covers GPUs only) or, the queue being topology-aware, for none it covers (a CPU-only head), the GPU pool autoscales from zero (topology-aware admission needs the nodes first), or the run's GPUs exceed the nominal quota.";
+    KUEUE_INADMISSIBLE = "kueue-inadmissible", Error, [RayJob, RayCluster, Blueprint, KueueConfiguration], "Kueue never admits the queued RayJob or RayCluster: its LocalQueue is not one the Kueue configuration (gke-rl's, else the gke-a4 blueprint's) creates or is in another namespace, a pod asks for a resource the ClusterQueue does not cover (gke-a4's covers GPUs only) or, the queue being topology-aware, for none it covers (a CPU-only head), the GPU pool autoscales from zero (topology-aware admission needs the nodes first), or the run's GPUs exceed the nominal quota.";
     RAYJOB_INVALID = "rayjob-invalid", Error, [RayJob], "KubeRay or Kueue refuses the RayJob: KubeRay marks it `ValidationFailed` and never runs it (backoffLimit with InteractiveMode, a TTL without shutdownAfterJobFinishes, no cluster to run on); Kueue refuses a queued RayJob that keeps its cluster or uses an existing one.";
 }
 
@@ -154,6 +154,7 @@ impl Views<'_> {
             ArtifactKind::DeploymentFile => !self.deployment_files.is_empty(),
             ArtifactKind::Blueprint => !self.blueprints.is_empty(),
             ArtifactKind::RayJob => !self.ray_jobs.is_empty(),
+            ArtifactKind::KueueConfiguration => !self.kueue_configurations.is_empty(),
             ArtifactKind::SecretInstructions | ArtifactKind::NetworkPolicy | ArtifactKind::BlueprintPatch => false,
         }
     }

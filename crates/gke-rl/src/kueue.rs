@@ -1,0 +1,306 @@
+//! Kueue on the cluster: the queues a Kueue configuration creates, and the configuration gke-rl
+//! stages for a queued run in place of the gke-a4 blueprint's.
+//!
+//! The blueprint's (cluster-toolkit `examples/gke-a4/kueue-configuration.yaml.tftpl`, which its
+//! gke-cluster module templates with `num_gpus` and `accelerator_type`) has one ClusterQueue
+//! covering `nvidia.com/gpu` alone, in a topology-aware flavor. Kueue admits no Ray cluster
+//! there: the head asks for CPU and memory, which no flavor covers ("resource cpu unavailable in
+//! ClusterQueue", kubernetes-sigs/kueue v0.17.8 `pkg/scheduler/flavorassigner/flavorassigner.go`),
+//! and topology-aware admission places pods only on nodes that exist, which a GPU pool scaling
+//! from zero has not. gke-rl's keeps every document of it and changes two: the GPU flavor loses
+//! its `topologyName`, and the ClusterQueue covers CPU and memory too, with a flavor for the
+//! head's node pool before the GPU flavor. Kueue tries a ClusterQueue's flavors in order: the
+//! head fits the first; the workers, finding no GPU quota there, take the second.
+
+use crate::knowledge::{self, GPU_RESOURCE, HEAD_POOL_LABEL, NODE_POOL_LABEL, SYSTEM_POOL};
+use crate::model::{Deployment, HeadNodePool};
+use crate::quote::yaml;
+use crate::yaml::{Error, Node};
+
+/// The gke-a4 blueprint's Kueue configuration, verbatim (cluster-toolkit
+/// `examples/gke-a4/kueue-configuration.yaml.tftpl`; `tests/fixtures/upstream/cluster-toolkit`).
+pub const GKE_A4_TEMPLATE: &str = include_str!("../../../tests/fixtures/upstream/cluster-toolkit/kueue-configuration.yaml.tftpl");
+
+/// The flavor gke-rl's configuration adds for the Ray head's node pool.
+pub const HEAD_FLAVOR: &str = "ray-head";
+
+/// A Kueue LocalQueue and the ClusterQueue it feeds, as a configuration creates them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Queue {
+    /// The LocalQueue, which a workload names in `kueue.x-k8s.io/queue-name`.
+    pub name: String,
+    /// The LocalQueue's namespace: a workload in another namespace cannot use it.
+    pub namespace: String,
+    /// Its ClusterQueue.
+    pub cluster_queue: String,
+    /// The resources the ClusterQueue covers: Kueue admits no pod that asks for another.
+    pub covered: Vec<String>,
+    /// Whether every flavor of the ClusterQueue is topology-aware (has a `topologyName`): each
+    /// pod set then needs one, and pods go only to nodes that exist.
+    pub topology_aware: bool,
+}
+
+/// Each document of `text` (a `---`-separated stream) with its first line's index.
+fn documents(text: &str) -> impl Iterator<Item = (u32, &str)> + '_ {
+    gke_rl_yaml::documents(text).map(move |doc| {
+        let start = doc.as_ptr() as usize - text.as_ptr() as usize;
+        (u32::try_from(text[..start].matches('\n').count()).unwrap_or(u32::MAX), doc)
+    })
+}
+
+/// Each document of `text` parsed, with its first line's index; a syntax error is placed in
+/// the whole text.
+fn parsed(text: &str) -> Result<Vec<(u32, &str, Node)>, Error> {
+    documents(text)
+        .map(|(offset, doc)| match Node::try_parse(doc) {
+            Ok(root) => Ok((offset, doc, root)),
+            Err(Error::Syntax { message, line, column }) => Err(Error::Syntax { message, line: line.saturating_add(offset), column }),
+            Err(e) => Err(e),
+        })
+        .collect()
+}
+
+fn kind(root: &Node) -> Option<&str> {
+    root.get(&["kind"]).and_then(Node::text)
+}
+
+fn name(root: &Node) -> Option<&str> {
+    root.get(&["metadata", "name"]).and_then(Node::text)
+}
+
+/// The queues the Kueue configuration `text` creates: each LocalQueue whose ClusterQueue it
+/// holds.
+pub fn queues(text: &str) -> Result<Vec<Queue>, Error> {
+    let documents = parsed(text)?;
+    let of_kind = |wanted: &'static str| documents.iter().map(|(_, _, root)| root).filter(move |root| kind(root) == Some(wanted));
+    let topology_aware = |flavor: &str| {
+        of_kind("ResourceFlavor").any(|f| name(f) == Some(flavor) && f.get(&["spec", "topologyName"]).and_then(Node::text).is_some())
+    };
+    Ok(of_kind("LocalQueue")
+        .filter_map(|local| {
+            let cluster_queue = local.get(&["spec", "clusterQueue"])?.text()?;
+            let groups = of_kind("ClusterQueue").find(|c| name(c) == Some(cluster_queue))?.get(&["spec", "resourceGroups"])?.items();
+            let texts = |group: &Node, key: &str| -> Vec<String> {
+                group.get(&[key]).map(Node::items).unwrap_or_default().iter().filter_map(|n| Some(n.text()?.to_owned())).collect()
+            };
+            let flavors: Vec<String> = groups
+                .iter()
+                .flat_map(|g| g.get(&["flavors"]).map(Node::items).unwrap_or_default())
+                .filter_map(|f| Some(f.get(&["name"])?.text()?.to_owned()))
+                .collect();
+            Some(Queue {
+                name: name(local)?.to_owned(),
+                namespace: local.get(&["metadata", "namespace"]).and_then(Node::text).unwrap_or("default").to_owned(),
+                cluster_queue: cluster_queue.to_owned(),
+                covered: groups.iter().flat_map(|g| texts(g, "coveredResources")).collect(),
+                topology_aware: !flavors.is_empty() && flavors.iter().all(|f| topology_aware(f)),
+            })
+        })
+        .collect())
+}
+
+/// Why gke-rl cannot stage its Kueue configuration from a blueprint's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StageError {
+    /// The template is not YAML once templated.
+    #[error("kueue-configuration.yaml.tftpl: {0}")]
+    Syntax(Error),
+    /// The template is not shaped as gke-rl knows it.
+    #[error(
+        "kueue-configuration.yaml.tftpl {0}, and gke-rl knows the gke-a4 blueprint's one ClusterQueue covering nvidia.com/gpu alone: restore the file from the Cluster Toolkit checkout, or leave job.queue out"
+    )]
+    Shape(String),
+    /// A machine whose allocatable CPU and memory gke-rl does not know.
+    #[error(
+        "job.queue needs the allocatable CPU and memory of machine type `{0}` for the ClusterQueue's quota, and gke-rl does not know them: use a machine type it knows, or leave job.queue out"
+    )]
+    UnknownMachine(String),
+}
+
+/// The Kueue configuration gke-rl stages for `d`'s queued run in place of `upstream`, the
+/// blueprint's (see the module's documentation). It stays a template: the blueprint's
+/// gke-cluster module fills in `num_gpus` and `accelerator_type`.
+pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
+    let documents = parsed(upstream).map_err(StageError::Syntax)?;
+    let cluster_queues: Vec<&Node> = documents.iter().map(|(_, _, r)| r).filter(|r| kind(r) == Some("ClusterQueue")).collect();
+    let [cluster_queue] = cluster_queues[..] else {
+        return Err(StageError::Shape(format!("has {} ClusterQueues", cluster_queues.len())));
+    };
+    let groups = cluster_queue.get(&["spec", "resourceGroups"]).map(Node::items).unwrap_or_default();
+    let gpu_flavors: Vec<(&str, &str)> = match groups {
+        [group]
+            if group.get(&["coveredResources"]).map(Node::items).is_some_and(|c| matches!(c, [r] if r.text() == Some(GPU_RESOURCE))) =>
+        {
+            group
+                .get(&["flavors"])
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|f| {
+                    let gpus =
+                        f.get(&["resources"])?.items().iter().find(|r| r.get(&["name"]).and_then(Node::text) == Some(GPU_RESOURCE))?;
+                    Some((f.get(&["name"])?.text()?, gpus.get(&["nominalQuota"])?.text()?))
+                })
+                .collect()
+        }
+        _ => return Err(StageError::Shape(format!("has a ClusterQueue `{}` of another shape", name(cluster_queue).unwrap_or("?")))),
+    };
+    if gpu_flavors.is_empty() {
+        return Err(StageError::Shape("has a ClusterQueue without a GPU quota".to_owned()));
+    }
+    let quota = |machine: &str, nodes: u64| {
+        let m = knowledge::machine(machine).ok_or_else(|| StageError::UnknownMachine(machine.to_owned()))?;
+        Ok::<_, StageError>((format!("{}m", m.allocatable_millicpu * nodes), format!("{}Mi", (m.allocatable_memory_bytes >> 20) * nodes)))
+    };
+    let nodes = u64::from(d.topology.node_count.get());
+    let (gpu_cpu, gpu_memory) = quota(d.topology.machine_type.as_str(), nodes)?;
+    // The head's pool and the labels its nodes carry, unless the head shares a GPU node.
+    let head = match d.ray.head.node_pool {
+        HeadNodePool::Dedicated => Some((HEAD_POOL_LABEL, quota(d.ray.head.machine_type.as_str(), 1)?)),
+        HeadNodePool::System => Some(((NODE_POOL_LABEL, SYSTEM_POOL.0), quota(SYSTEM_POOL.1, 1)?)),
+        HeadNodePool::Gpu => None,
+    };
+
+    let resource = |name: &str, quota: &str| format!("      - name: {}\n        nominalQuota: {quota}\n", yaml(name));
+    let mut groups = format!("- coveredResources: [cpu, memory, {}]\n  flavors:\n", yaml(GPU_RESOURCE));
+    if let Some((_, (cpu, memory))) = &head {
+        groups += &format!("  - name: {}\n    resources:\n", yaml(HEAD_FLAVOR));
+        groups += &(resource("cpu", cpu) + &resource("memory", memory) + &resource(GPU_RESOURCE, "0"));
+    }
+    for (flavor, gpus) in &gpu_flavors {
+        groups += &format!("  - name: {}\n    resources:\n", yaml(flavor));
+        groups += &(resource("cpu", &gpu_cpu) + &resource("memory", &gpu_memory) + &resource(GPU_RESOURCE, gpus));
+    }
+
+    let header = String::from(
+        "# The gke-a4 blueprint's Kueue configuration, staged by gke-rl for a queued Ray cluster: the\n\
+         # ClusterQueue covers the head's CPU and memory too (in the flavor of the head's node pool),\n\
+         # and the GPU flavor has no topology: topology-aware admission places pods only on nodes\n\
+         # that exist, and the GPU pool may scale from zero.\n",
+    );
+    let mut texts = Vec::new();
+    for (_, doc, root) in &documents {
+        let lines: Vec<&str> = doc.split_inclusive('\n').collect();
+        let mut text = match kind(root) {
+            Some("ResourceFlavor") if gpu_flavors.iter().any(|(f, _)| name(root) == Some(f)) => {
+                let topology = root.get(&["spec", "topologyName"]).and_then(|n| n.key_at).map(|(line, _)| line as usize - 1);
+                lines.iter().enumerate().filter(|(i, _)| Some(*i) != topology).map(|(_, l)| *l).collect()
+            }
+            Some("ClusterQueue") => {
+                let Some((key_line, key_column)) = cluster_queue.get(&["spec", "resourceGroups"]).and_then(|n| n.key_at) else {
+                    return Err(StageError::Shape("has a ClusterQueue without resourceGroups".to_owned()));
+                };
+                let (start, indent) = (key_line as usize - 1, key_column as usize - 1);
+                // The block ends at the next line less indented, or as indented and no list item.
+                let end = (start + 1..lines.len())
+                    .find(|&i| {
+                        let line = lines[i];
+                        let at = line.len() - line.trim_start().len();
+                        !line.trim().is_empty() && (at < indent || (at == indent && !line.trim_start().starts_with("- ")))
+                    })
+                    .unwrap_or(lines.len());
+                let pad = " ".repeat(indent);
+                let replaced: String = groups.lines().map(|l| format!("{pad}{l}\n")).collect();
+                let mut head_flavor = String::new();
+                if let Some(((label, value), _)) = head {
+                    head_flavor = format!(
+                        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: {}\nspec:\n  nodeLabels:\n    {label}: {}\n---\n",
+                        yaml(HEAD_FLAVOR),
+                        yaml(value)
+                    );
+                }
+                format!("{head_flavor}{}{pad}resourceGroups:\n{replaced}{}", lines[..start].concat(), lines[end..].concat())
+            }
+            Some("LocalQueue") => {
+                let namespace = root.get(&["metadata", "namespace"]).and_then(Node::text).unwrap_or("default");
+                let mut text = (*doc).to_owned();
+                if namespace != d.ray.namespace.as_str() {
+                    // The same queue in the run's namespace: a LocalQueue serves its own only.
+                    let cluster_queue = root.get(&["spec", "clusterQueue"]).and_then(Node::text).unwrap_or_default();
+                    text = format!(
+                        "{text}---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  namespace: {}\n  name: {}\nspec:\n  clusterQueue: {}\n",
+                        yaml(d.ray.namespace.as_str()),
+                        yaml(name(root).unwrap_or_default()),
+                        yaml(cluster_queue),
+                    );
+                }
+                text
+            }
+            _ => (*doc).to_owned(),
+        };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        texts.push(text);
+    }
+    Ok(header + &texts.join("---\n"))
+}
+
+/// The LocalQueue a queued run waits in and its ClusterQueue's GPU quota, for people; `None`
+/// without a queue. The quota is the blueprint's `num_gpus`, which gke-rl's patch keeps at the
+/// GPU pool's GPUs.
+pub fn describe(d: &Deployment) -> Option<String> {
+    let queue = d.job.queue.as_ref()?;
+    let staged = staged(GKE_A4_TEMPLATE, d).ok()?;
+    let namespace = d.ray.namespace.as_str();
+    let found = queues(&staged).ok()?.into_iter().find(|q| q.name == queue.as_str() && q.namespace == namespace);
+    let topology = &d.topology;
+    Some(match found {
+        Some(q) => format!(
+            "Kueue: each run waits in LocalQueue {namespace}/{queue} until ClusterQueue {} can give it its GPUs (nominal quota {} = {} nodes × {} GPUs) and its CPU and memory",
+            q.cluster_queue,
+            u64::from(topology.node_count.get()) * u64::from(topology.gpus_per_node.get()),
+            topology.node_count,
+            topology.gpus_per_node
+        ),
+        None => format!("Kueue: LocalQueue {namespace}/{queue}, which the Kueue configuration does not create"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(covered: &[&str], topology_aware: bool, namespace: &str) -> Queue {
+        Queue {
+            name: "a4".to_owned(),
+            namespace: namespace.to_owned(),
+            cluster_queue: "a4".to_owned(),
+            covered: covered.iter().map(|c| (*c).to_owned()).collect(),
+            topology_aware,
+        }
+    }
+
+    #[test]
+    fn the_blueprints_queue_covers_gpus_alone_and_gke_rls_the_head_too() {
+        assert_eq!(queues(GKE_A4_TEMPLATE).unwrap(), [queue(&[GPU_RESOURCE], true, "default")]);
+        let mut d = Deployment::default();
+        let text = staged(GKE_A4_TEMPLATE, &d).unwrap();
+        assert_eq!(queues(&text).unwrap(), [queue(&["cpu", "memory", GPU_RESOURCE], false, "default")], "{text}");
+        assert!(text.contains("  nodeLabels:\n    gke-rl/node-role: ray-head\n"), "{text}");
+        for kept in
+            ["kind: Topology", "name: very-high", "nominalQuota: ${num_gpus}", "gke-accelerator: ${accelerator_type}", "Apache License"]
+        {
+            assert!(text.contains(kept), "{kept}: {text}");
+        }
+        // A run in another namespace gets the queue there too; a head on a GPU node no flavor.
+        d.ray.namespace = crate::model::Name::new("ml").unwrap();
+        d.ray.head.node_pool = HeadNodePool::Gpu;
+        let text = staged(GKE_A4_TEMPLATE, &d).unwrap();
+        let found = queues(&text).unwrap();
+        assert_eq!(
+            found,
+            [queue(&["cpu", "memory", GPU_RESOURCE], false, "default"), queue(&["cpu", "memory", GPU_RESOURCE], false, "ml")]
+        );
+        assert!(!text.contains(HEAD_FLAVOR), "{text}");
+    }
+
+    #[test]
+    fn a_template_of_another_shape_is_refused_and_a_syntax_error_placed() {
+        let other = GKE_A4_TEMPLATE.replace(r#"coveredResources: ["nvidia.com/gpu"]"#, r#"coveredResources: ["cpu"]"#);
+        assert!(matches!(staged(&other, &Deployment::default()), Err(StageError::Shape(_))));
+        let broken = format!("{GKE_A4_TEMPLATE}---\nkind: [\n");
+        let Err(StageError::Syntax(Error::Syntax { line, .. })) = staged(&broken, &Deployment::default()) else { panic!() };
+        assert_eq!(line as usize, GKE_A4_TEMPLATE.lines().count() + 2);
+    }
+}
