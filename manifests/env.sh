@@ -121,6 +121,8 @@ export RAYJOB_TTL_SECONDS_AFTER_FINISHED=300
 export RAYJOB_ACTIVE_DEADLINE_SECONDS=''
 # bound until it runs; empty: none
 export RAYJOB_PRE_RUNNING_DEADLINE_SECONDS=7200
+# Kueue LocalQueue the run waits in; empty: none
+export JOB_QUEUE=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens

@@ -400,7 +400,8 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 /// in `spec.jobId` (KubeRay then follows it: `Running`) and follows the run; status and logs
 /// find it by the RayJob's name, through its TTL after the run too; a second submit replaces
 /// the finished RayJob, a third is refused while that one runs, and stop deletes it; a run
-/// whose cluster a queue preempts is told lost, and its RayJob deleted.
+/// whose cluster a queue preempts is told lost, and its RayJob deleted. The RayJob waits in
+/// Kueue's queue first: submit and status tell Kueue's reason until it is admitted.
 ///
 /// The RayJob's cluster asks for the Ray token in the Secret deploy keeps: put there first with
 /// this head's token, as KubeRay would start the pods with it.
@@ -408,7 +409,9 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let token = head.token.as_deref().ok_or("RayJob mode needs a Ray with tokens")?;
     let cloud = common::Cloud::new(gke_rl_kube::fake::Pods::ReadyAfter(1));
     let image = known_image(head.version).ok_or("no known image ships this Ray")?;
-    let config = format!("project:\n  cluster_name: ray-a4-rayjob\nray:\n  image: {image}\njob:\n  name: grpo-rayjob\n  mode: rayjob\n");
+    let config = format!(
+        "project:\n  cluster_name: ray-a4-rayjob\nray:\n  image: {image}\njob:\n  name: grpo-rayjob\n  mode: rayjob\n  queue: a4\n"
+    );
     std::fs::write(cloud.root.join("gke-rl.yaml"), config)?;
     cloud.api.put_secret("ray-a4-rayjob-ray-token", "auth_token", token);
     let deploy = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
@@ -417,15 +420,44 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "deploy in rayjob mode makes no RayCluster",
         &deploy,
     )?;
+    let staged = std::fs::read_to_string(cloud.root.join("deployment/kueue-configuration.yaml.tftpl"))?;
+    check(
+        staged.contains("coveredResources: [cpu, memory, nvidia.com/gpu]") && staged.contains("name: ray-head"),
+        "deploy stages gke-rl's Kueue configuration beside the blueprint",
+        &deploy,
+    )?;
     cloud.api.forward_head_to(head.address.trim_start_matches("http://").parse()?);
 
+    // Kueue holds the RayJob back until its quota is free: status says why, then it is admitted.
+    let why = "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor a4";
+    cloud.api.kueue_holds(Some(why));
     std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 4); do echo rayjob-line-$i; done\n")?;
-    let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+    let (submit, queued) = std::thread::scope(|scope| {
+        let admitter = scope.spawn(|| {
+            // Once submit has asked Kueue about its Workload.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while Instant::now() < deadline && !cloud.api.requests().iter().any(|r| r.uri.contains("/workloads")) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let status = cloud.gke_rl(&["status"], &[]);
+            cloud.api.kueue_holds(None);
+            cloud.api.kueue_admits("grpo-rayjob");
+            status
+        });
+        let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+        (submit, admitter.join().expect("the admitter"))
+    });
+    check(
+        queued.status.success() && stderr(&queued).contains(&format!("queued by Kueue in LocalQueue a4, not admitted: Pending: {why}")),
+        "status tells why Kueue holds the RayJob back",
+        &queued,
+    )?;
     let id = submitted_id(&submit).ok_or("no submission id printed")?;
     let printed = stdout(&submit);
     let log: Vec<&str> = printed.lines().filter(|l| l.starts_with("rayjob-line-")).collect();
     let told = [
         &format!("RayJob default/grpo-rayjob created: KubeRay makes its cluster, then job {id} is submitted to it"),
+        &format!("queued by Kueue in LocalQueue a4, not admitted: Pending: {why}"),
         "  RayJob grpo-rayjob: Initializing\n",
         "  RayJob grpo-rayjob: Waiting\n",
         " -> default/grpo-rayjob-",
@@ -523,7 +555,7 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "a run whose cluster is preempted is told lost, and its RayJob deleted",
         &preempted,
     )?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &complete, &again, &busy, &stop, &preempted]);
+    cloud.assert_token_stays_secret(&[&deploy, &queued, &submit, &status, &logs, &complete, &again, &busy, &stop, &preempted]);
     Ok(())
 }
 

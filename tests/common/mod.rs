@@ -99,9 +99,9 @@ impl Cloud {
             let found = found.unwrap_or_else(|| panic!("{tool} is not on PATH; the fakes need it"));
             std::os::unix::fs::symlink(found, root.join("tools").join(tool)).expect("a link");
         }
-        std::fs::copy(blueprint, example.join("gke-a4.yaml")).expect("the blueprint");
+        std::fs::copy(&blueprint, example.join("gke-a4.yaml")).expect("the blueprint");
         for template in gke_rl::lifecycle::STAGED_TEMPLATES {
-            std::fs::write(example.join(template), format!("# {template}\n")).expect("a template");
+            std::fs::copy(blueprint.with_file_name(template), example.join(template)).expect("a template");
         }
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");
         let api = FakeApiServer::new(pods);

@@ -12,6 +12,7 @@ pub mod portforward;
 mod reach;
 mod readiness;
 
+use gke_rl::knowledge::QUEUE_LABEL;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
@@ -206,8 +207,13 @@ impl RayJobState {
 /// What Kueue says of a job's Workload (`kueue.x-k8s.io/v1beta2`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Queued {
+    /// The Workload's name.
+    pub name: String,
     /// The LocalQueue it waits in (`spec.queueName`).
     pub queue: String,
+    /// Whether it may be admitted (`spec.active`, true unless set): an inactive Workload is
+    /// evicted, its job suspended and its quota given back (Kueue's way to stop a job).
+    pub active: bool,
     /// Whether Kueue admitted it (its `Admitted` condition is True).
     pub admitted: bool,
     /// While it has no quota reserved, why: its `QuotaReserved` condition's reason (`Pending`,
@@ -222,7 +228,9 @@ impl Queued {
         let condition = |kind: &str| conditions.iter().find(|c| c["type"] == kind);
         let text = |c: &serde_json::Value, key: &str| c[key].as_str().unwrap_or_default().to_owned();
         Queued {
+            name: workload.metadata.name.clone().unwrap_or_default(),
             queue: workload.data["spec"]["queueName"].as_str().unwrap_or_default().to_owned(),
+            active: workload.data["spec"]["active"] != serde_json::json!(false),
             admitted: condition("Admitted").is_some_and(|c| c["status"] == "True"),
             waiting: condition("QuotaReserved").filter(|c| c["status"] == "False").map(|c| (text(c, "reason"), text(c, "message"))),
         }
@@ -353,8 +361,7 @@ impl RayClusters {
     /// `kueue.x-k8s.io/job-uid` label, Kueue v0.17.8 `pkg/controller/jobframework`); `None`
     /// when Kueue manages no such job, or is not installed.
     pub async fn workload_of(&self, job_uid: &str) -> Result<Option<Queued>, Error> {
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"));
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &resource);
+        let api = self.workloads();
         let params = ListParams::default().labels(&format!("kueue.x-k8s.io/job-uid={job_uid}"));
         let listed = match self.call(|| "list Kueue's Workloads".to_owned(), api.list(&params)).await {
             Ok(listed) => listed,
@@ -362,6 +369,37 @@ impl RayClusters {
             Err(e) => return Err(e),
         };
         Ok(listed.items.first().map(Queued::of))
+    }
+
+    fn workloads(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"));
+        Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+    }
+
+    /// What Kueue says of the RayCluster `name`, when it is labelled with a queue; `None` when
+    /// there is no such cluster, it is not queued, or Kueue made no Workload for it.
+    pub async fn queued(&self, name: &str) -> Result<Option<Queued>, Error> {
+        let api = self.api();
+        let Some(cluster) = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await? else { return Ok(None) };
+        self.queued_of(&cluster).await
+    }
+
+    async fn queued_of(&self, cluster: &DynamicObject) -> Result<Option<Queued>, Error> {
+        let queued = cluster.metadata.labels.as_ref().is_some_and(|labels| labels.contains_key(QUEUE_LABEL));
+        match (&cluster.metadata.uid, queued) {
+            (Some(uid), true) => self.workload_of(uid).await,
+            _ => Ok(None),
+        }
+    }
+
+    /// Activates or deactivates the Workload `name` (`spec.active`): Kueue evicts an inactive
+    /// one, suspends its job and gives its quota back; an active one waits for admission again.
+    pub async fn set_workload_active(&self, name: &str, active: bool) -> Result<(), Error> {
+        let patch = serde_json::json!({"spec": {"active": active}});
+        let what = if active { "activate" } else { "deactivate" };
+        let api = self.workloads();
+        self.call(|| format!("{what} Kueue Workload {name}"), api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))).await?;
+        Ok(())
     }
 
     /// Waits until the RayJob `name` is gone (KubeRay's finalizer stops its job first).
@@ -548,6 +586,13 @@ impl RayClusters {
             readiness.created = cluster.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second());
             if cluster.data["spec"]["suspend"] == serde_json::json!(true) && readiness.pods == 0 {
                 readiness.state = ClusterState::Suspended;
+                // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is
+                // deactivated instead.
+                if let Some(queued) = self.queued_of(cluster).await?.filter(|q| q.active && !q.admitted) {
+                    readiness.state = ClusterState::Queued;
+                    let (reason, message) = queued.waiting.unwrap_or_else(|| ("Pending".to_owned(), "not admitted yet".to_owned()));
+                    readiness.problems.push(format!("Kueue, LocalQueue {}: {reason}: {message}", queued.queue));
+                }
             }
         }
         Ok(readiness)

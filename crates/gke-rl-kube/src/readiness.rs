@@ -46,6 +46,9 @@ pub enum ClusterState {
     Broken,
     /// Suspended (KubeRay's `spec.suspend`): no pods, on purpose, until it is resumed.
     Suspended,
+    /// Held back by Kueue (suspended until its Workload is admitted): it waits for its
+    /// ClusterQueue's quota, not for nodes.
+    Queued,
 }
 
 impl ClusterState {
@@ -58,6 +61,7 @@ impl ClusterState {
             ClusterState::Recovering => "preempted: KubeRay is recreating the lost pods, which wait for nodes",
             ClusterState::Broken => "broken: waiting will not help (see the reasons)",
             ClusterState::Suspended => "suspended: no pods until `resume` or the next submit",
+            ClusterState::Queued => "queued by Kueue: not admitted yet (why below); its pods come once it is",
         }
     }
 }

@@ -123,6 +123,9 @@ pub async fn submit(
 pub enum Status {
     /// The RayCluster is suspended: it has no head to ask.
     Suspended,
+    /// The RayCluster waits in Kueue's queue (`job.queue`), suspended until admitted: what
+    /// Kueue says of it.
+    Queued(gke_rl_kube::Queued),
     /// The job.
     Job(Box<JobReport>),
     /// A RayJob with no job to ask its cluster about (its cluster not up yet, or gone, or not
@@ -197,6 +200,13 @@ pub async fn status(
         return Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })));
     }
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
+        // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
+        if deployment.job.queue.is_some() {
+            let clusters = crate::head::ray_clusters(deployment, env).await?;
+            if let Some(queued) = clusters.queued(deployment.project.cluster_name.as_str()).await?.filter(|q| q.active && !q.admitted) {
+                return Ok(Status::Queued(queued));
+            }
+        }
         return Ok(Status::Suspended);
     }
     let head = crate::head::connect(deployment, options, env, progress).await?;

@@ -60,6 +60,14 @@ pub enum Error {
         /// Why it cannot be staged.
         source: Box<gke_rl::kueue::StageError>,
     },
+    /// A queued RayCluster without a Kueue Workload.
+    #[error(
+        "RayCluster {cluster} is labelled with a Kueue queue (job.queue), but Kueue has no Workload for it: is Kueue installed (the blueprint's gke-cluster module, `kueue: install: true`)? Check with `kubectl get workloads`"
+    )]
+    NoWorkload {
+        /// The RayCluster.
+        cluster: String,
+    },
     /// A file that is larger than gke-rl reads.
     #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl::validate::MAX_FILE_BYTES / 1_048_576)]
     TooLarge {

@@ -1,6 +1,7 @@
 //! Suspending a deployment's RayCluster while no job needs it, and resuming it. KubeRay
 //! deletes a suspended cluster's pods and keeps its spec; GPU nodes without pods can then be
-//! removed by an autoscaling node pool, and a resume recreates the pods on new ones.
+//! removed by an autoscaling node pool, and a resume recreates the pods on new ones. A queued
+//! cluster (`job.queue`) is suspended and resumed through its Kueue Workload.
 
 use std::time::Duration;
 
@@ -38,12 +39,21 @@ pub async fn set_suspended(
     }
     let clusters = crate::head::ray_clusters(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
-    match clusters.is_suspended(name).await? {
-        None => return Ok(Changed::NoCluster),
-        Some(now) if now == suspended => return Ok(Changed::Already),
-        Some(_) => {}
+    let Some(now) = clusters.is_suspended(name).await? else { return Ok(Changed::NoCluster) };
+    if deployment.job.queue.is_some() {
+        // Kueue owns a queued cluster's `suspend` (it resumes an admitted one that anything else
+        // suspends): its Workload is deactivated instead, which also gives the quota back.
+        let workload = clusters.queued(name).await?.ok_or_else(|| Error::NoWorkload { cluster: name.to_owned() })?;
+        if workload.active != suspended {
+            return Ok(Changed::Already);
+        }
+        clusters.set_workload_active(&workload.name, !suspended).await?;
+    } else {
+        if now == suspended {
+            return Ok(Changed::Already);
+        }
+        clusters.set_suspended(name, suspended).await?;
     }
-    clusters.set_suspended(name, suspended).await?;
     let wait = Wait { timeout: wait, poll: env.poll };
     if suspended {
         progress.event(Event::SuspendRequested { name });

@@ -96,9 +96,9 @@ fn world(pods: Pods) -> World {
     for program in ["gcloud", "gcluster", "terraform", "packer", "gke-gcloud-auth-plugin"] {
         std::os::unix::fs::symlink(&fake, bin.join(program)).unwrap();
     }
-    std::fs::copy(blueprint, root.join("toolkit").join(gke_rl::lifecycle::toolkit_blueprint())).unwrap();
+    std::fs::copy(&blueprint, root.join("toolkit").join(gke_rl::lifecycle::toolkit_blueprint())).unwrap();
     for template in gke_rl::lifecycle::STAGED_TEMPLATES {
-        std::fs::write(example.join(template), format!("# {template}\n")).unwrap();
+        std::fs::copy(blueprint.with_file_name(template), example.join(template)).unwrap();
     }
     let vars = BTreeMap::from([
         ("PATH".to_owned(), Some(format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))),
@@ -630,6 +630,45 @@ async fn suspend_and_resume_through_kuberay() {
     assert_eq!(w.set_suspended(false).await, Changed::Now);
     assert!(w.log().contains("ResumeRequested { name: \"ray-a4-gpu-spot\" }"), "{}", w.log());
     assert_eq!(w.set_suspended(false).await, Changed::Already);
+}
+
+/// A queued RayCluster (`job.queue`) is deployed with gke-rl's Kueue configuration staged
+/// beside the blueprint; while Kueue holds it back, deploy says so with Kueue's reason (not a
+/// stock-out); suspend and resume go through its Workload, as Kueue would undo a suspended
+/// cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload() {
+    let w = world(Pods::ReadyAfter(0));
+    let why = "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor a4, 64 more needed";
+    w.server.kueue_holds(Some(why));
+    let queued = Given { config: Some("job:\n  queue: a4\n"), ..Given::default() };
+    let (step, error) = failed(&w.deploy(&queued).await);
+    assert_eq!(step, Step::Ready, "{}", w.log());
+    assert!(error.contains("queued by Kueue") && error.contains(&format!("Kueue, LocalQueue a4: Pending: {why}")), "{error}");
+    assert!(!error.contains("capacity"), "not a stock-out: {error}");
+    assert!(w.log().contains("state: queued by Kueue"), "{}", w.log());
+    let staged = std::fs::read_to_string(w.folder().join("kueue-configuration.yaml.tftpl")).unwrap();
+    let upstream = std::fs::read_to_string(w.root.join("toolkit/examples/gke-a4/kueue-configuration.yaml.tftpl")).unwrap();
+    assert_eq!(staged, gke_rl::kueue::staged(&upstream, &w.deployment(&queued)).unwrap(), "gke-rl's, from the checkout's");
+    let cluster = w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap();
+    assert_eq!(
+        (&cluster["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], &cluster["spec"]["suspend"]),
+        (&serde_json::json!("a4"), &serde_json::json!(true))
+    );
+
+    w.server.kueue_admits("ray-a4-gpu-spot");
+    assert!(ready(&w.deploy(&queued).await), "{}", w.log());
+    let (env, deployment) = (w.env(Interrupt::manual().1), w.deployment(&queued));
+    let set = |suspended: bool| gke_rl_ops::suspend::set_suspended(&deployment, suspended, Duration::from_secs(2), &env, &*w.log);
+    assert_eq!(set(true).await.unwrap(), Changed::Now);
+    let workload = w.server.objects("workloads").pop().expect("Kueue's Workload");
+    assert_eq!(workload["spec"]["active"], false, "deactivated, not suspended behind Kueue's back");
+    assert_eq!(w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap()["spec"]["suspend"], true, "Kueue suspended it");
+    assert_eq!(set(true).await.unwrap(), Changed::Already);
+    w.server.kueue_holds(None);
+    assert_eq!(set(false).await.unwrap(), Changed::Now);
+    assert_eq!(w.server.objects("workloads").pop().unwrap()["spec"]["active"], true);
+    assert_eq!(set(false).await.unwrap(), Changed::Already);
 }
 
 /// A project with no B200 quota, or a zone without A4, fails in preflight, before gcluster

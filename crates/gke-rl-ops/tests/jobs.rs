@@ -234,6 +234,24 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     assert!(clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap());
     let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(status, commands::Status::Suspended), "a suspended cluster has no head to ask");
+
+    // A queued one Kueue holds back is told as queued, with Kueue's reason; one deactivated
+    // (gke-rl's suspend) is suspended.
+    let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(0));
+    env.kube = Kube::Given(client.clone());
+    server.kueue_holds(Some("insufficient unused quota"));
+    let queued = gke_rl::config::from_yaml("job:\n  queue: a4\n").unwrap();
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    clusters.apply(&render(&queued).ray_cluster.expect("cluster mode").contents).await.unwrap();
+    let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
+    let commands::Status::Queued(kueue) = status else { panic!("not told as queued") };
+    assert_eq!(
+        (kueue.queue.as_str(), kueue.admitted, kueue.waiting),
+        ("a4", false, Some(("Pending".to_owned(), "insufficient unused quota".to_owned())))
+    );
+    clusters.set_workload_active(&kueue.name, false).await.unwrap();
+    let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
+    assert!(matches!(status, commands::Status::Suspended), "deactivated");
 }
 
 /// RayJob mode through Kubernetes (the in-process fake API server, which cannot forward a port):

@@ -39,6 +39,10 @@ impl StatusArgs {
                 outln!("cluster {}: {state}, {bill}", d.project.cluster_name);
                 return Ok(0);
             }
+            Status::Queued(queued) => {
+                outln!("cluster {}: {}", d.project.cluster_name, crate::console::queued_line(&queued));
+                return Ok(0);
+            }
             Status::RayJob(report) => {
                 if let Some(error) = &report.unreached {
                     job.console.say(format_args!("warning: its cluster's head cannot be reached: {}", gke_rl_ops::chain(error)));

@@ -148,6 +148,11 @@ impl FakeApiServer {
         self.lock().objects.get(&(plural.to_owned(), name.to_owned())).cloned()
     }
 
+    /// The stored objects of that kind (plural), by name.
+    pub fn objects(&self, plural: &str) -> Vec<Value> {
+        self.lock().objects.iter().filter(|((p, _), _)| p == plural).map(|(_, o)| o.clone()).collect()
+    }
+
     /// Stores an Opaque Secret `name` holding `key: value`, as someone with kubectl would.
     pub fn put_secret(&self, name: &str, key: &str, value: &str) {
         let data = serde_json::to_value(k8s_openapi::ByteString(value.as_bytes().to_vec())).unwrap_or_default();
@@ -199,10 +204,10 @@ impl FakeApiServer {
         merge(&mut job["status"], &json!({"jobDeploymentStatus": ended, "jobStatus": job_status}));
     }
 
-    /// Installs Kueue, for RayJobs labelled `kueue.x-k8s.io/queue-name` (without it, its API
-    /// answers 404): from now on it holds each new
-    /// one back (suspended, its Workload's quota not reserved, with `why` as Kueue's
-    /// message), or, with `None`, admits it at once.
+    /// Installs Kueue, for RayJobs and RayClusters labelled `kueue.x-k8s.io/queue-name`
+    /// (without it, its API answers 404): from now on it holds each new one back (suspended,
+    /// its Workload's quota not reserved, with `why` as Kueue's message), or, with `None`,
+    /// admits it at once.
     pub fn kueue_holds(&self, why: Option<&str>) {
         self.lock().kueue = Some(why.map(str::to_owned));
     }
@@ -217,17 +222,21 @@ impl FakeApiServer {
         }
     }
 
-    /// Kueue admits the RayJob's Workload, and unsuspends the RayJob.
+    /// Kueue admits the Workload of the RayJob, or else the RayCluster, `name`, and unsuspends it.
     pub fn kueue_admits(&self, name: &str) {
         let mut state = self.lock();
-        let Some(job) = state.objects.get_mut(&("rayjobs".to_owned(), name.to_owned())) else { return };
-        job["spec"]["suspend"] = json!(false);
-        let uid = job["metadata"]["uid"].clone();
+        let Some(key) = ["rayjobs", "rayclusters"]
+            .map(|plural| (plural.to_owned(), name.to_owned()))
+            .into_iter()
+            .find(|k| state.objects.contains_key(k))
+        else {
+            return;
+        };
+        state.objects.get_mut(&key).expect("found")["spec"]["suspend"] = json!(false);
+        let uid = state.objects[&key]["metadata"]["uid"].clone();
         for ((plural, _), workload) in &mut state.objects {
             if plural == "workloads" && workload["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == uid {
-                workload["status"] = json!({"conditions": [
-                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue a4"},
-                    {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]});
+                workload["status"] = json!({"conditions": ADMITTED.clone()});
             }
         }
     }
@@ -302,7 +311,11 @@ impl FakeApiServer {
                     return (StatusCode::UNPROCESSABLE_ENTITY, invalid);
                 }
                 merge(object, &patch);
-                (StatusCode::OK, object.clone())
+                let object = object.clone();
+                if *plural == "workloads" {
+                    state.kueue_reacts(name);
+                }
+                (StatusCode::OK, object)
             }
             ("PATCH", [plural, name]) => {
                 let Ok(mut object) = serde_json::from_str::<Value>(body) else { return (StatusCode::BAD_REQUEST, status(400, "bad body")) };
@@ -325,9 +338,11 @@ impl FakeApiServer {
                     state.terminating = None;
                 }
                 match state.objects.get(&key) {
-                    // Kueue's `suspend` stays as Kueue set it.
-                    Some(existing) if *plural == "rayjobs" => object["spec"]["suspend"] = existing["spec"]["suspend"].clone(),
-                    None if *plural == "rayjobs" => state.kueue_takes(&mut object),
+                    // A `suspend` the apply leaves out stays as Kueue (or a merge patch) set it.
+                    Some(existing) if object["spec"]["suspend"].is_null() => {
+                        object["spec"]["suspend"] = existing["spec"]["suspend"].clone()
+                    }
+                    None if *plural == "rayjobs" || *plural == "rayclusters" => state.kueue_takes(&mut object),
                     _ => {}
                 }
                 state.objects.insert(key, object.clone());
@@ -415,6 +430,12 @@ impl FakeApiServer {
     }
 }
 
+/// The conditions of a Workload Kueue admitted.
+static ADMITTED: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!([{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue a4"},
+           {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}])
+});
+
 impl State {
     /// One step of KubeRay's RayJob controller in InteractiveMode (`rayjob_controller.go`,
     /// v1.7.0), taken whenever the RayJob is asked about: a new RayJob is `Initializing` and
@@ -490,9 +511,33 @@ impl State {
         }
     }
 
-    /// Kueue's webhook and job controller for a new RayJob labelled with a queue: suspended
-    /// while Kueue holds it, and a Workload (`rayjob-<name>-<hash>`, labelled with the job's
-    /// uid) saying why, or admitted at once.
+    /// Kueue's job controller on a Workload's `spec.active`: an inactive one is evicted and its
+    /// job suspended (KubeRay then deletes the pods); an active one is admitted again, its job
+    /// unsuspended, unless Kueue holds jobs back.
+    fn kueue_reacts(&mut self, workload: &str) {
+        let Some(object) = self.objects.get(&("workloads".to_owned(), workload.to_owned())) else { return };
+        let uid = object["metadata"]["labels"]["kueue.x-k8s.io/job-uid"].clone();
+        let active = object["spec"]["active"] != json!(false);
+        let admitted = active && matches!(self.kueue, Some(None));
+        let conditions = match &self.kueue {
+            _ if admitted => ADMITTED.clone(),
+            Some(Some(why)) if active => json!([{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": why}]),
+            _ => json!([{"type": "QuotaReserved", "status": "False", "reason": "Inactive", "message": "The workload is deactivated"},
+                        {"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated"}]),
+        };
+        for ((plural, _), job) in &mut self.objects {
+            if (plural == "rayjobs" || plural == "rayclusters") && job["metadata"]["uid"] == uid {
+                job["spec"]["suspend"] = json!(!admitted);
+            }
+        }
+        if let Some(object) = self.objects.get_mut(&("workloads".to_owned(), workload.to_owned())) {
+            object["status"] = json!({"conditions": conditions});
+        }
+    }
+
+    /// Kueue's webhook and job controller for a new RayJob or RayCluster labelled with a queue:
+    /// suspended while Kueue holds it, and a Workload (`<kind>-<name>-<hash>`, labelled with
+    /// the job's uid) saying why, or admitted at once.
     fn kueue_takes(&mut self, job: &mut Value) {
         let Some(queue) = job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"].as_str().map(str::to_owned) else { return };
         let Some(holds) = &self.kueue else { return };
@@ -502,10 +547,10 @@ impl State {
                 job["spec"]["suspend"] = json!(true);
                 json!([{"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": why}])
             }
-            None => json!([{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved"},
-                           {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted"}]),
+            None => ADMITTED.clone(),
         };
-        let workload = format!("rayjob-{name}-{:05x}", self.uids);
+        let kind = job["kind"].as_str().unwrap_or("job").to_lowercase();
+        let workload = format!("{kind}-{name}-{:05x}", self.uids);
         let object = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
             "metadata": {"name": workload, "labels": {"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]}},
             "spec": {"queueName": queue}, "status": {"conditions": conditions}});
