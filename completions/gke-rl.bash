@@ -305,7 +305,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__fabric__subcmd__check)
-            opts="-h --config --env-file --address --headers --request-timeout --sizes --min-fraction --check-timeout --verbose --json --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --sizes --min-fraction --check-timeout --verbose --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -328,6 +328,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -631,7 +635,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__jobs)
-            opts="-h --config --env-file --address --headers --request-timeout --json --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -654,6 +658,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -665,7 +673,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__logs)
-            opts="-f -q -h --config --env-file --address --headers --request-timeout --follow --quiet --help"
+            opts="-f -q -h --config --env-file --address --headers --request-timeout --as --follow --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -688,6 +696,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -739,7 +751,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__report)
-            opts="-h --config --env-file --address --headers --request-timeout --log --format --out --lustre --monitoring-endpoint --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --log --format --out --lustre --monitoring-endpoint --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -762,6 +774,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -829,7 +845,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__status)
-            opts="-h --config --env-file --address --headers --request-timeout --json --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -852,6 +868,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -863,7 +883,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__stop)
-            opts="-h --config --env-file --address --headers --request-timeout --no-wait --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --no-wait --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -886,6 +906,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -897,7 +921,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__submit)
-            opts="-q -h --config --env-file --address --headers --request-timeout --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --quiet --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
+            opts="-q -h --config --env-file --address --headers --request-timeout --as --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --quiet --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -920,6 +944,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -102,6 +102,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-file -d 'Im
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l working-dir -d 'Upload this folder (its .gitignore/.rayignore apply), or this .zip as it is, instead of the job folder' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l include -d 'Add a file to the job folder (repeatable)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l runtime-env -d 'Runtime env file (JSON or YAML) [default: the rendered ray_runtime_env.json]' -r -F
@@ -130,6 +131,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l env-file -d 'Im
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l json -d 'Print JSON (secret values redacted)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
@@ -137,6 +139,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l env-file -d 'Impo
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s f -l follow -d 'Keep streaming until the job ends'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s q -l quiet -d 'With --follow: hide the log, keep the run\'s one-line progress'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s h -l help -d 'Print help'
@@ -145,6 +148,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l env-file -d 'Im
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l log -d 'Read a saved log instead of the cluster\'s (its wall time comes from the supervisor\'s records, if it has them)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l format -d 'Output format: text, or json (every step\'s figures)' -r -f -a "text\t''
 json\t''"
@@ -157,6 +161,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l env-file -d 'Impo
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l no-wait -d 'Return once the stop is requested'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
@@ -164,6 +169,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l env-file -d 'Impo
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l json -d 'Print JSON (secret values redacted)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
@@ -171,6 +177,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l env-file 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l sizes -d 'Message sizes of the all-reduce sweep, with K, M or G (powers of 1024)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l min-fraction -d 'Fail when the largest message\'s bus bandwidth is below this fraction of the line rate' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l check-timeout -d 'The longest the check job may run (90s, 30m, 1h)' -r

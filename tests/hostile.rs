@@ -245,6 +245,9 @@ fn out_of_range_values_are_refused_or_warned_about() {
     for (args, expected) in [
         (&["jobs", "--request-timeout", "0", "--address", "http://127.0.0.1:9"][..], "0 is not in 1..=3600"),
         (&["deploy", "--dry-run", "--project", "my-project-1", "--timeout", "18446744073709551615s"], "longer than a week"),
+        (&["status", "--as", "job"], "invalid value 'job' for '--as <MODE>': expected cluster or rayjob"),
+        // The default image's Ray has no tokens, which a RayJob's operator needs.
+        (&["submit", "--as", "rayjob", "--", "true"], "--as rayjob: job.mode rayjob needs Ray's token authentication"),
     ] {
         let out = gke_rl(dir.path(), args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", both(&out));

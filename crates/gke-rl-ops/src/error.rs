@@ -60,6 +60,16 @@ pub enum Error {
         /// Why it cannot be staged.
         source: Box<gke_rl::kueue::StageError>,
     },
+    /// The deployment's long-lived RayCluster is up where a RayJob's cluster is to come.
+    #[error(
+        "RayCluster {namespace}/{cluster} is up and holds the GPU nodes the RayJob's own cluster needs: suspend it first (`gke-rl suspend`), or submit to it (without --as rayjob)"
+    )]
+    ClusterHoldsNodes {
+        /// The RayCluster.
+        cluster: String,
+        /// Its namespace.
+        namespace: String,
+    },
     /// A queued RayCluster without a Kueue Workload.
     #[error(
         "RayCluster {cluster} is labelled with a Kueue queue (job.queue), but Kueue has no Workload for it: is Kueue installed (the blueprint's gke-cluster module, `kueue: install: true`)? Check with `kubectl get workloads`"

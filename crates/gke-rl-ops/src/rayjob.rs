@@ -42,6 +42,12 @@ pub(crate) async fn submit(
     let id = prepared.submission_id().to_owned();
     let clusters = clusters(deployment, env).await?;
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
+    // A cluster-mode RayCluster that is up holds the GPU nodes this RayJob's cluster needs
+    // (`submit --as rayjob` on a cluster-mode deployment; deploy in rayjob mode deletes it).
+    let long_lived = deployment.project.cluster_name.as_str();
+    if clusters.is_suspended(long_lived).await? == Some(false) {
+        return Err(Error::ClusterHoldsNodes { cluster: long_lived.to_owned(), namespace: namespace.to_owned() });
+    }
     // A finished RayJob keeps its name: it is replaced (its cluster, if still there for its TTL,
     // goes now); one that has not finished is refused.
     if let Some(state) = read(&clusters, name, deployment, env).await? {

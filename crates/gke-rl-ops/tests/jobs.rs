@@ -254,6 +254,34 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     assert!(matches!(status, commands::Status::Suspended), "deactivated");
 }
 
+/// `submit --as rayjob` on a cluster-mode deployment: refused while the deployment's RayCluster
+/// is up (it holds the GPU nodes the RayJob's cluster needs), then made once it is suspended; a
+/// deployment whose Ray has no tokens cannot run as a RayJob at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_mode_deployment_runs_a_rayjob_only_once_its_raycluster_is_suspended() {
+    gke_rl_ray::ensure_crypto_provider();
+    let (server, client) = gke_rl_kube::fake::FakeApiServer::start(gke_rl_kube::fake::Pods::ReadyAfter(1));
+    let mut env = env(&[]);
+    env.kube = Kube::Given(client.clone());
+    use gke_rl::model::{JobMode, ModeConflict};
+    assert_eq!(gke_rl::Deployment::default().in_mode(JobMode::Rayjob).err(), Some(ModeConflict::NeedsToken), "the default's Ray 2.46");
+    let cluster_mode = gke_rl::config::from_yaml("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  name: grpo-rayjob\n").unwrap();
+    let as_rayjob = cluster_mode.in_mode(JobMode::Rayjob).unwrap();
+    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    clusters.apply(&render(&cluster_mode).ray_cluster.expect("cluster mode").contents).await.unwrap();
+    let artifacts = render(&as_rayjob);
+    let options = run_options(None, true, None);
+    let submit = || commands::submit(&as_rayjob, &artifacts, &options, &env, Arc::new(Recorder::default()));
+    let error = submit().await.err().expect("refused");
+    assert!(matches!(&error, gke_rl_ops::Error::ClusterHoldsNodes { .. }), "{error:?}");
+    assert!(error.to_string().contains("suspend it first (`gke-rl suspend`)"), "{error}");
+    assert!(server.requests().iter().all(|r| !r.uri.contains("/rayjobs")), "nothing made");
+    clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap();
+    let error = submit().await.err().expect("no head to reach");
+    assert!(matches!(&error, gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), .. }), "made, then deleted: {error:?}");
+    assert!(server.requests().iter().any(|r| r.method == "POST" && r.uri.contains("/rayjobs")));
+}
+
 /// RayJob mode through Kubernetes (the in-process fake API server, which cannot forward a port):
 /// submit creates the RayJob for the submission, waits for KubeRay's cluster, and, when the
 /// submit then fails, deletes the RayJob so that its nodes go, never having named a job in it.
@@ -416,7 +444,7 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { .. })), "{:?}", busy.err());
 }
 
-/// A RayJob that Kueue manages (labelled with a LocalQueue) waits, suspended, while Kueue holds
+/// A RayJob that Kueue manages (`job.queue` labels it with a LocalQueue) waits, suspended, while Kueue holds
 /// it back: the wait and `status` tell Kueue's reason apart from pods waiting for nodes; once
 /// admitted, KubeRay makes its cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -426,10 +454,9 @@ async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
     let mut env = env(&[]);
     env.kube = Kube::Given(client.clone());
     let deployment = rayjob_config(None);
-    let mut artifacts = render(&deployment);
-    let ray_job = artifacts.ray_job.as_mut().unwrap();
-    ray_job.contents = ray_job.contents.replace("  labels:\n", "  labels:\n    kueue.x-k8s.io/queue-name: a4\n");
-    let why = "couldn't assign flavors to pod set head: resource cpu unavailable in ClusterQueue";
+    let artifacts = render(&deployment);
+    assert!(artifacts.ray_job.as_ref().unwrap().contents.contains("    kueue.x-k8s.io/queue-name: a4\n"), "the config's job.queue");
+    let why = "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor a4, 64 more needed";
     server.kueue_holds(Some(why));
     let recorder = Arc::new(Recorder::default());
     let (admitter, status_env, status_deployment) = (server.clone(), env.clone(), deployment.clone());

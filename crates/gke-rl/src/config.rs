@@ -215,6 +215,9 @@ mod tests {
         assert_eq!((e.code, e.line), ("config-queue-suspends", 3));
         assert!(from_yaml("job:\n  queue: a4\n").is_ok());
         assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n  queue: a4\n")).is_ok());
+        let e = from_yaml("job:\n  queue: a5\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-queue-unknown", 2, 10));
+        assert!(e.message.contains("(it creates `a4`)") && e.help == "set job.queue to `a4`", "{e:?}");
         let e = from_yaml("job:\n  queue: A4\n").unwrap_err();
         assert_eq!((e.code, e.line), ("config-invalid-value", 2), "{e:?}");
     }

@@ -46,6 +46,19 @@ pub(crate) struct Connection {
     /// Give up on a request the dashboard does not answer within this many seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     request_timeout: u64,
+    /// Run as this job.mode instead of the config's: `--as rayjob` submits one run as a RayJob
+    /// with a cluster of its own (the deployment's RayCluster suspended), and finds it again
+    #[arg(long = "as", value_name = "MODE", value_parser = job_mode)]
+    as_mode: Option<gke_rl::model::JobMode>,
+}
+
+/// A `--as` value.
+fn job_mode(text: &str) -> Result<gke_rl::model::JobMode, String> {
+    let modes = gke_rl::model::JobMode::ALL;
+    modes
+        .into_iter()
+        .find(|m| m.as_str() == text)
+        .ok_or_else(|| format!("expected {}", modes.map(gke_rl::model::JobMode::as_str).join(" or ")))
 }
 
 /// What every job command starts from: the loaded config, the head options, the real effects
@@ -69,7 +82,14 @@ impl Connection {
         };
         let request_timeout = Duration::from_secs(self.request_timeout);
         let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
-        Ok(Job { loaded: self.source.load()?, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
+        let mut loaded = self.source.load()?;
+        if let Some(mode) = self.as_mode {
+            loaded.deployment = loaded
+                .deployment
+                .in_mode(mode)
+                .map_err(|conflict| anyhow::anyhow!("--as {}: {}\nhelp: {}", mode.as_str(), conflict.message(), conflict.help()))?;
+        }
+        Ok(Job { loaded, head, env: Env::real(), console: Arc::new(Console::stderr(false)) })
     }
 
     /// The config alone, for what needs no cluster.

@@ -575,13 +575,10 @@ impl State {
         }
     }
 
-    /// The applied RayCluster's name and worker count; `None` while it is suspended (KubeRay
-    /// deletes a suspended cluster's pods).
+    /// The name and worker count of the RayCluster that is not suspended (KubeRay deletes a
+    /// suspended cluster's pods); `None` when there is none.
     fn cluster(&self) -> Option<(String, u64)> {
-        let cluster = self.objects.iter().find(|((plural, _), _)| plural == "rayclusters").map(|(_, o)| o)?;
-        if cluster["spec"]["suspend"] == json!(true) {
-            return None;
-        }
+        let (_, cluster) = self.objects.iter().find(|((plural, _), o)| plural == "rayclusters" && o["spec"]["suspend"] != json!(true))?;
         let workers = cluster["spec"]["workerGroupSpecs"].as_array().into_iter().flatten().filter_map(|g| g["replicas"].as_u64()).sum();
         Some((cluster["metadata"]["name"].as_str().unwrap_or_default().to_owned(), workers))
     }

@@ -391,6 +391,12 @@ impl Deployment {
 
     /// Why `job.mode` cannot run this deployment, if it cannot.
     pub fn mode_conflict(&self) -> Option<ModeConflict> {
+        // The queues gke-rl's Kueue configuration creates are the blueprint's (by name).
+        if let Some(queue) = &self.job.queue
+            && !crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default().iter().any(|q| q.name == queue.as_str())
+        {
+            return Some(ModeConflict::UnknownQueue);
+        }
         if self.job.mode != JobMode::Rayjob {
             // Kueue owns a queued RayCluster's `spec.suspend`: it resumes an admitted one that
             // anything else suspends (kubernetes-sigs/kueue v0.17.8
@@ -424,6 +430,13 @@ impl Deployment {
         ];
         let too_large = seconds.into_iter().find(|(_, value)| value.is_some_and(|v| i32::try_from(v).is_err()));
         too_large.map(|(field, _)| ModeConflict::TooManySeconds { field })
+    }
+
+    /// This deployment with its runs in `mode` (`submit --as`), unless the mode cannot run it.
+    pub fn in_mode(&self, mode: JobMode) -> Result<Deployment, ModeConflict> {
+        let mut deployment = self.clone();
+        deployment.job.mode = mode;
+        deployment.mode_conflict().map_or(Ok(deployment), Err)
     }
 
     /// How many times a job failed by the infrastructure is resubmitted: `job.max_restarts`,
@@ -515,6 +528,8 @@ pub struct Job {
 /// Why `job.mode` cannot run a deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeConflict {
+    /// `job.queue` is no LocalQueue of the blueprint's Kueue configuration.
+    UnknownQueue,
     /// A queued RayCluster (cluster mode) would be suspended by gke-rl, which Kueue undoes.
     QueueSuspends {
         /// The field, as a JSON pointer into the model.
@@ -541,6 +556,7 @@ impl ModeConflict {
         match self {
             ModeConflict::NeedsToken => &["/ray/auth", "/ray/image", "/job/mode"],
             ModeConflict::Suspends { field } | ModeConflict::TooManySeconds { field } => std::slice::from_ref(field),
+            ModeConflict::UnknownQueue => &["/job/queue"],
             ModeConflict::QueueSuspends { field } => match *field {
                 "/job/when_done" => &["/job/when_done", "/job/queue"],
                 _ => &["/job/idle_timeout_minutes", "/job/queue"],
@@ -555,6 +571,7 @@ impl ModeConflict {
             ModeConflict::Suspends { .. } => ("config-rayjob-suspends", "env-sh-rayjob-suspends"),
             ModeConflict::TooManySeconds { .. } => ("config-rayjob-seconds-too-large", "env-sh-rayjob-seconds-too-large"),
             ModeConflict::QueueSuspends { .. } => ("config-queue-suspends", "env-sh-queue-suspends"),
+            ModeConflict::UnknownQueue => ("config-queue-unknown", "env-sh-queue-unknown"),
         }
     }
 
@@ -567,6 +584,10 @@ impl ModeConflict {
                 key(field)
             ),
             ModeConflict::TooManySeconds { field } => format!("job.{} is more than the RayJob's int32 field holds (2147483647)", key(field)),
+            ModeConflict::UnknownQueue => format!(
+                "job.queue names no LocalQueue of the gke-a4 blueprint's Kueue configuration (it creates {}): Kueue would never admit the run",
+                blueprint_queues().join(", ")
+            ),
             ModeConflict::QueueSuspends { field } => format!(
                 "job.{} suspends the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends",
                 key(field)
@@ -582,12 +603,19 @@ impl ModeConflict {
                 format!("leave job.{} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays", key(field))
             }
             ModeConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
+            ModeConflict::UnknownQueue => format!("set job.queue to {}", blueprint_queues().join(" or ")),
             ModeConflict::QueueSuspends { field } => format!(
                 "leave job.{} out (`gke-rl suspend` gives a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run",
                 key(field)
             ),
         }
     }
+}
+
+/// The LocalQueues of the blueprint's Kueue configuration, as `name` (gke-rl's configuration
+/// makes each in the run's namespace too).
+fn blueprint_queues() -> Vec<String> {
+    crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default().into_iter().map(|q| format!("`{}`", q.name)).collect()
 }
 
 /// The key of a `/job/KEY` pointer.
@@ -606,6 +634,19 @@ pub enum JobMode {
     /// A KubeRay RayJob (`ray-job.yaml`): its RayCluster is made for the run and deleted after
     /// it, so the GPU pool, which scales from zero, is paid only while a run is there.
     Rayjob,
+}
+
+impl JobMode {
+    /// Every mode.
+    pub const ALL: [JobMode; 2] = [JobMode::Cluster, JobMode::Rayjob];
+
+    /// The word the config and env.sh use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobMode::Cluster => "cluster",
+            JobMode::Rayjob => "rayjob",
+        }
+    }
 }
 
 /// What happens to the RayCluster after a job.
