@@ -223,6 +223,11 @@ pub struct Queued {
 }
 
 impl Queued {
+    /// Whether Kueue holds it back: active, not admitted.
+    pub fn is_held(&self) -> bool {
+        self.active && !self.admitted
+    }
+
     fn of(workload: &DynamicObject) -> Self {
         let conditions = workload.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
         let condition = |kind: &str| conditions.iter().find(|c| c["type"] == kind);
@@ -368,7 +373,9 @@ impl RayClusters {
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
-        Ok(listed.items.first().map(Queued::of))
+        // While one is being finalized, a job may have two: the other is Kueue's word.
+        let live = listed.items.iter().find(|w| w.metadata.deletion_timestamp.is_none());
+        Ok(live.or(listed.items.first()).map(Queued::of))
     }
 
     fn workloads(&self) -> Api<DynamicObject> {
@@ -390,6 +397,14 @@ impl RayClusters {
             (Some(uid), true) => self.workload_of(uid).await,
             _ => Ok(None),
         }
+    }
+
+    /// The Kueue queue the RayCluster `name` is labelled with (`None` inside when it is not
+    /// queued); `None` when there is no such cluster.
+    pub async fn queue_label(&self, name: &str) -> Result<Option<Option<String>>, Error> {
+        let api = self.api();
+        let found = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
+        Ok(found.map(|cluster| cluster.metadata.labels.and_then(|mut labels| labels.remove(QUEUE_LABEL))))
     }
 
     /// Activates or deactivates the Workload `name` (`spec.active`): Kueue evicts an inactive
@@ -587,11 +602,15 @@ impl RayClusters {
             if cluster.data["spec"]["suspend"] == serde_json::json!(true) && readiness.pods == 0 {
                 readiness.state = ClusterState::Suspended;
                 // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is
-                // deactivated instead.
-                if let Some(queued) = self.queued_of(cluster).await?.filter(|q| q.active && !q.admitted) {
-                    readiness.state = ClusterState::Queued;
-                    let (reason, message) = queued.waiting.unwrap_or_else(|| ("Pending".to_owned(), "not admitted yet".to_owned()));
-                    readiness.problems.push(format!("Kueue, LocalQueue {}: {reason}: {message}", queued.queue));
+                // deactivated instead. What Kueue says is told, not required.
+                match self.queued_of(cluster).await {
+                    Ok(Some(queued)) if queued.is_held() => {
+                        readiness.state = ClusterState::Queued;
+                        let (reason, message) = queued.waiting.unwrap_or_else(|| ("Pending".to_owned(), "not admitted yet".to_owned()));
+                        readiness.problems.push(format!("Kueue, LocalQueue {}: {reason}: {message}", queued.queue));
+                    }
+                    Ok(_) => {}
+                    Err(e) => readiness.problems.push(format!("what Kueue says of it cannot be read: {e}")),
                 }
             }
         }

@@ -203,7 +203,7 @@ pub async fn status(
         // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
         if deployment.job.queue.is_some() {
             let clusters = crate::head::ray_clusters(deployment, env).await?;
-            if let Some(queued) = clusters.queued(deployment.project.cluster_name.as_str()).await?.filter(|q| q.active && !q.admitted) {
+            if let Some(queued) = clusters.queued(deployment.project.cluster_name.as_str()).await?.filter(gke_rl_kube::Queued::is_held) {
                 return Ok(Status::Queued(queued));
             }
         }

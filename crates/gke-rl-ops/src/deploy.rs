@@ -176,8 +176,10 @@ pub async fn deploy(
     let helpers: Vec<String> = lifecycle::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
     let mut rendered = vec![blueprint.as_str(), artifacts.deployment_file.contents.as_str(), ray_cluster(artifacts).unwrap_or_default()];
     rendered.extend(helpers.iter().map(String::as_str));
-    // A queue's Kueue configuration is applied with the cluster.
-    rendered.extend(artifacts.kueue_configuration.as_ref().map(|k| k.contents.as_str()));
+    // A queue's Kueue configuration, staged from the checkout's, is applied with the cluster.
+    let staged = crate::blueprint::staged_templates(&blueprint_path, &blueprint, deployment)?;
+    let kueue = staged.iter().find(|t| t.name == gke_rl::ArtifactKind::KueueConfiguration.file() && deployment.job.queue.is_some());
+    rendered.extend(kueue.map(|t| t.contents.as_str()));
     let digest = lifecycle::digest(&rendered);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
@@ -558,6 +560,18 @@ async fn run_step(
                 }
                 return Ok(());
             };
+            // Kueue moves no running cluster between queues (its webhook refuses the label's
+            // change), and one taken out of its queue would keep its quota: it is made again.
+            if let Some(was) = clusters.queue_label(cluster).await?
+                && was.as_deref() != d.job.queue.as_ref().map(|q| q.as_str())
+            {
+                return Err(Error::QueueChanged {
+                    cluster: cluster.to_owned(),
+                    namespace: namespace.to_owned(),
+                    was,
+                    now: d.job.queue.as_ref().map(ToString::to_string),
+                });
+            }
             // Whether pods already run without the tokens this apply turns on.
             let ran_open = token_auth && clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
             let (name, uid) = clusters.apply(manifest).await?;

@@ -70,6 +70,19 @@ pub enum Error {
         /// Its namespace.
         namespace: String,
     },
+    /// The config puts the RayCluster in another Kueue queue (or in or out of one) than the
+    /// running one is in.
+    #[error("RayCluster {namespace}/{cluster} is {}, and the config says {}: Kueue moves no running cluster between queues, and one taken out of its queue keeps its quota; delete it (`kubectl delete raycluster {cluster} -n {namespace}`, which ends its jobs), then deploy again", queue_words(.was), queue_words(.now))]
+    QueueChanged {
+        /// The RayCluster.
+        cluster: String,
+        /// Its namespace.
+        namespace: String,
+        /// The queue it is in.
+        was: Option<String>,
+        /// The queue the config names.
+        now: Option<String>,
+    },
     /// A queued RayCluster without a Kueue Workload.
     #[error(
         "RayCluster {cluster} is labelled with a Kueue queue (job.queue), but Kueue has no Workload for it: is Kueue installed (the blueprint's gke-cluster module, `kueue: install: true`)? Check with `kubectl get workloads`"
@@ -678,4 +691,9 @@ impl Error {
             _ => return None,
         })
     }
+}
+
+/// A Kueue queue or none, in words.
+fn queue_words(queue: &Option<String>) -> String {
+    queue.as_ref().map_or_else(|| "in no Kueue queue".to_owned(), |q| format!("in Kueue queue `{q}`"))
 }

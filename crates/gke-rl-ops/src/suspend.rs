@@ -44,10 +44,13 @@ pub async fn set_suspended(
         // Kueue owns a queued cluster's `suspend` (it resumes an admitted one that anything else
         // suspends): its Workload is deactivated instead, which also gives the quota back.
         let workload = clusters.queued(name).await?.ok_or_else(|| Error::NoWorkload { cluster: name.to_owned() })?;
-        if workload.active != suspended {
-            return Ok(Changed::Already);
+        match (suspended, workload.active) {
+            (true, false) => return Ok(Changed::Already),
+            // Running; one Kueue still holds back is waited for below, as a resume.
+            (false, true) if !now => return Ok(Changed::Already),
+            (false, true) => {}
+            (_, active) => clusters.set_workload_active(&workload.name, !active).await?,
         }
-        clusters.set_workload_active(&workload.name, !suspended).await?;
     } else {
         if now == suspended {
             return Ok(Changed::Already);

@@ -635,7 +635,7 @@ async fn suspend_and_resume_through_kuberay() {
 /// A queued RayCluster (`job.queue`) is deployed with gke-rl's Kueue configuration staged
 /// beside the blueprint; while Kueue holds it back, deploy says so with Kueue's reason (not a
 /// stock-out); suspend and resume go through its Workload, as Kueue would undo a suspended
-/// cluster.
+/// cluster, and a resume waits for Kueue as deploy does; a change of queue is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload() {
     let w = world(Pods::ReadyAfter(0));
@@ -665,10 +665,19 @@ async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload(
     assert_eq!(workload["spec"]["active"], false, "deactivated, not suspended behind Kueue's back");
     assert_eq!(w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap()["spec"]["suspend"], true, "Kueue suspended it");
     assert_eq!(set(true).await.unwrap(), Changed::Already);
-    w.server.kueue_holds(None);
-    assert_eq!(set(false).await.unwrap(), Changed::Now);
-    assert_eq!(w.server.objects("workloads").pop().unwrap()["spec"]["active"], true);
-    assert_eq!(set(false).await.unwrap(), Changed::Already);
+    // Resumed while Kueue holds it back: it waits, telling Kueue's reason, and so does the next.
+    for _ in 0..2 {
+        let held = gke_rl_ops::chain(&set(false).await.unwrap_err());
+        assert!(held.contains("queued by Kueue") && held.contains(why), "{held}");
+        assert_eq!(w.server.objects("workloads").pop().unwrap()["spec"]["active"], true);
+    }
+    w.server.kueue_admits("ray-a4-gpu-spot");
+    assert_eq!(set(false).await.unwrap(), Changed::Already, "running");
+
+    // Out of its queue (or into another) only by being made again.
+    let (step, error) = failed(&w.deploy(&Given::default()).await);
+    assert_eq!(step, Step::RayCluster, "{}", w.log());
+    assert!(error.contains("is in Kueue queue `a4`, and the config says in no Kueue queue: Kueue moves no running cluster"), "{error}");
 }
 
 /// A project with no B200 quota, or a zone without A4, fails in preflight, before gcluster

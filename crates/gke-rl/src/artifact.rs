@@ -100,17 +100,19 @@ impl ArtifactKind {
         if base.ends_with(".json") {
             return (base.contains("runtime_env") || text.contains("\"env_vars\"")).then_some(ArtifactKind::RuntimeEnv);
         }
-        let yaml = base.ends_with(".yaml") || base.ends_with(".yml");
-        if base == ArtifactKind::KueueConfiguration.file() || (yaml && text.lines().any(|l| l.trim() == "kind: ClusterQueue")) {
+        if base == ArtifactKind::KueueConfiguration.file() {
             return Some(ArtifactKind::KueueConfiguration);
         }
-        if yaml {
+        if base.ends_with(".yaml") || base.ends_with(".yml") {
             let top_level = |key: &str| text.lines().any(|l| l.starts_with(key) && l[key.len()..].starts_with(':'));
             if text.lines().any(|l| l.trim() == "kind: RayCluster") {
                 return Some(ArtifactKind::RayCluster);
             }
             if text.lines().any(|l| l.trim() == "kind: RayJob") {
                 return Some(ArtifactKind::RayJob);
+            }
+            if text.lines().any(|l| l.trim() == "kind: ClusterQueue") {
+                return Some(ArtifactKind::KueueConfiguration);
             }
             if top_level("blueprint_name") || top_level("deployment_groups") {
                 return Some(ArtifactKind::Blueprint);

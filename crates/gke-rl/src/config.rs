@@ -211,13 +211,15 @@ mod tests {
         let e = from_yaml("job:\n  queue: a4\n  idle_timeout_minutes: 30\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("config-queue-suspends", 3, 25));
         assert!(e.help.contains("job.mode rayjob"), "{e:?}");
-        let e = from_yaml("job:\n  queue: a4\n  when_done: suspend\n").unwrap_err();
-        assert_eq!((e.code, e.line), ("config-queue-suspends", 3));
+        assert!(from_yaml("job:\n  queue: a4\n  when_done: suspend\n").is_ok(), "gke-rl suspends through the Workload");
         assert!(from_yaml("job:\n  queue: a4\n").is_ok());
         assert!(from_yaml(&format!("{V6}job:\n  mode: rayjob\n  queue: a4\n")).is_ok());
         let e = from_yaml("job:\n  queue: a5\n").unwrap_err();
         assert_eq!((e.code, e.line, e.column), ("config-queue-unknown", 2, 10));
         assert!(e.message.contains("(it creates `a4`)") && e.help == "set job.queue to `a4`", "{e:?}");
+        let e = from_yaml("ray:\n  namespace: ml\njob:\n  queue: a4\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("config-queue-namespace", 2, 14));
+        assert!(e.message.contains("`a4` is in namespace `default`"), "{e:?}");
         let e = from_yaml("job:\n  queue: A4\n").unwrap_err();
         assert_eq!((e.code, e.line), ("config-invalid-value", 2), "{e:?}");
     }

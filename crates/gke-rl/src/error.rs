@@ -51,7 +51,7 @@ pub enum Error {
         problem: String,
     },
     /// The Kueue configuration of a queued run cannot be staged.
-    #[error(transparent)]
+    #[error("the gke-a4 blueprint's kueue-configuration.yaml.tftpl cannot be staged for job.queue: {0}")]
     Kueue(Box<crate::kueue::StageError>),
     /// A CRD that is neither JSON nor YAML.
     #[error("the CRD is neither JSON nor YAML")]

@@ -2,7 +2,7 @@
 //! stages for a queued run in place of the gke-a4 blueprint's.
 //!
 //! The blueprint's (cluster-toolkit `examples/gke-a4/kueue-configuration.yaml.tftpl`, which its
-//! gke-cluster module templates with `num_gpus` and `accelerator_type`) has one ClusterQueue
+//! `workload-manager-install` module templates with `num_gpus` and `accelerator_type`) has one ClusterQueue
 //! covering `nvidia.com/gpu` alone, in a topology-aware flavor. Kueue admits no Ray cluster
 //! there: the head asks for CPU and memory, which no flavor covers ("resource cpu unavailable in
 //! ClusterQueue", kubernetes-sigs/kueue v0.17.8 `pkg/scheduler/flavorassigner/flavorassigner.go`),
@@ -103,11 +103,11 @@ pub fn queues(text: &str) -> Result<Vec<Queue>, Error> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StageError {
     /// The template is not YAML once templated.
-    #[error("kueue-configuration.yaml.tftpl: {0}")]
+    #[error("{0}")]
     Syntax(Error),
     /// The template is not shaped as gke-rl knows it.
     #[error(
-        "kueue-configuration.yaml.tftpl {0}, and gke-rl knows the gke-a4 blueprint's one ClusterQueue covering nvidia.com/gpu alone: restore the file from the Cluster Toolkit checkout, or leave job.queue out"
+        "it {0}, and gke-rl knows the gke-a4 blueprint's one ClusterQueue covering nvidia.com/gpu alone: restore the file from the Cluster Toolkit checkout, or leave job.queue out"
     )]
     Shape(String),
     /// A machine whose allocatable CPU and memory gke-rl does not know.
@@ -119,7 +119,7 @@ pub enum StageError {
 
 /// The Kueue configuration gke-rl stages for `d`'s queued run in place of `upstream`, the
 /// blueprint's (see the module's documentation). It stays a template: the blueprint's
-/// gke-cluster module fills in `num_gpus` and `accelerator_type`.
+/// `workload-manager-install` module fills in `num_gpus` and `accelerator_type`.
 pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
     let documents = parsed(upstream).map_err(StageError::Syntax)?;
     let cluster_queues: Vec<&Node> = documents.iter().map(|(_, _, r)| r).filter(|r| kind(r) == Some("ClusterQueue")).collect();
@@ -183,22 +183,18 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
         let lines: Vec<&str> = doc.split_inclusive('\n').collect();
         let mut text = match kind(root) {
             Some("ResourceFlavor") if gpu_flavors.iter().any(|(f, _)| name(root) == Some(f)) => {
-                let topology = root.get(&["spec", "topologyName"]).and_then(|n| n.key_at).map(|(line, _)| line as usize - 1);
-                lines.iter().enumerate().filter(|(i, _)| Some(*i) != topology).map(|(_, l)| *l).collect()
+                let topology = root.get(&["spec", "topologyName"]).and_then(|n| n.key_at).map(|(line, column)| {
+                    let start = line as usize - 1;
+                    start..block_end(&lines, start, column as usize - 1, false)
+                });
+                lines.iter().enumerate().filter(|(i, _)| !topology.as_ref().is_some_and(|t| t.contains(i))).map(|(_, l)| *l).collect()
             }
             Some("ClusterQueue") => {
                 let Some((key_line, key_column)) = cluster_queue.get(&["spec", "resourceGroups"]).and_then(|n| n.key_at) else {
                     return Err(StageError::Shape("has a ClusterQueue without resourceGroups".to_owned()));
                 };
                 let (start, indent) = (key_line as usize - 1, key_column as usize - 1);
-                // The block ends at the next line less indented, or as indented and no list item.
-                let end = (start + 1..lines.len())
-                    .find(|&i| {
-                        let line = lines[i];
-                        let at = line.len() - line.trim_start().len();
-                        !line.trim().is_empty() && (at < indent || (at == indent && !line.trim_start().starts_with("- ")))
-                    })
-                    .unwrap_or(lines.len());
+                let end = block_end(&lines, start, indent, true);
                 let pad = " ".repeat(indent);
                 let replaced: String = groups.lines().map(|l| format!("{pad}{l}\n")).collect();
                 let mut head_flavor = String::new();
@@ -211,21 +207,6 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
                 }
                 format!("{head_flavor}{}{pad}resourceGroups:\n{replaced}{}", lines[..start].concat(), lines[end..].concat())
             }
-            Some("LocalQueue") => {
-                let namespace = root.get(&["metadata", "namespace"]).and_then(Node::text).unwrap_or("default");
-                let mut text = (*doc).to_owned();
-                if namespace != d.ray.namespace.as_str() {
-                    // The same queue in the run's namespace: a LocalQueue serves its own only.
-                    let cluster_queue = root.get(&["spec", "clusterQueue"]).and_then(Node::text).unwrap_or_default();
-                    text = format!(
-                        "{text}---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  namespace: {}\n  name: {}\nspec:\n  clusterQueue: {}\n",
-                        yaml(d.ray.namespace.as_str()),
-                        yaml(name(root).unwrap_or_default()),
-                        yaml(cluster_queue),
-                    );
-                }
-                text
-            }
             _ => (*doc).to_owned(),
         };
         if !text.ends_with('\n') {
@@ -233,7 +214,30 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
         }
         texts.push(text);
     }
-    Ok(header + &texts.join("---\n"))
+    let staged = header + &texts.join("---\n");
+    // What the edits made, read back: a shape they do not handle (flow style, say) is refused,
+    // never staged half-edited.
+    let covered = ["cpu", "memory", GPU_RESOURCE].map(str::to_owned);
+    match queues(&staged) {
+        Ok(found) if !found.is_empty() && found.iter().all(|q| q.covered == covered && !q.topology_aware) => Ok(staged),
+        _ => Err(StageError::Shape("is written in a way gke-rl's edit does not handle".to_owned())),
+    }
+}
+
+/// The index of the first line after the block whose key is on line `start` at `indent`: the
+/// next line that is less indented, or as indented and (when `items` allows a list at the
+/// key's indentation) no list item. Comments and blank lines inside the block are its own;
+/// those right before the next key are left to it.
+fn block_end(lines: &[&str], start: usize, indent: usize, items: bool) -> usize {
+    let indent_of = |line: &str| line.len() - line.trim_start().len();
+    let is_trivia = |line: &str| line.trim().is_empty() || line.trim_start().starts_with('#');
+    let next = (start + 1..lines.len())
+        .find(|&i| {
+            let (line, at) = (lines[i], indent_of(lines[i]));
+            !is_trivia(line) && (at < indent || (at == indent && !(items && line.trim_start().starts_with("- "))))
+        })
+        .unwrap_or(lines.len());
+    (start + 1..next).rev().find(|&i| !is_trivia(lines[i])).map_or(start + 1, |i| i + 1)
 }
 
 /// The LocalQueue a queued run waits in and its ClusterQueue's GPU quota, for people; `None`
@@ -283,22 +287,34 @@ mod tests {
         {
             assert!(text.contains(kept), "{kept}: {text}");
         }
-        // A run in another namespace gets the queue there too; a head on a GPU node no flavor.
-        d.ray.namespace = crate::model::Name::new("ml").unwrap();
+        // A head on a GPU node needs no flavor of its own.
         d.ray.head.node_pool = HeadNodePool::Gpu;
         let text = staged(GKE_A4_TEMPLATE, &d).unwrap();
-        let found = queues(&text).unwrap();
-        assert_eq!(
-            found,
-            [queue(&["cpu", "memory", GPU_RESOURCE], false, "default"), queue(&["cpu", "memory", GPU_RESOURCE], false, "ml")]
-        );
+        assert_eq!(queues(&text).unwrap(), [queue(&["cpu", "memory", GPU_RESOURCE], false, "default")]);
         assert!(!text.contains(HEAD_FLAVOR), "{text}");
+        // Comments inside the edited blocks, and after them, stay where they belong.
+        let commented = GKE_A4_TEMPLATE
+            .replace("  resourceGroups:\n", "  resourceGroups:\n  # GPUs only\n")
+            .replace("  topologyName: \"gke-default\"\n", "  topologyName: \"gke-default\"\n  # placed by topology\n")
+            .replace(
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue",
+                "# the queue\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue",
+            );
+        let text = staged(&commented, &d).unwrap();
+        assert_eq!(queues(&text).unwrap(), [queue(&["cpu", "memory", GPU_RESOURCE], false, "default")], "{text}");
+        assert!(text.contains("# placed by topology") && text.contains("# the queue\n"), "{text}");
     }
 
     #[test]
     fn a_template_of_another_shape_is_refused_and_a_syntax_error_placed() {
         let other = GKE_A4_TEMPLATE.replace(r#"coveredResources: ["nvidia.com/gpu"]"#, r#"coveredResources: ["cpu"]"#);
         assert!(matches!(staged(&other, &Deployment::default()), Err(StageError::Shape(_))));
+        // A shape the edit does not handle is refused, never staged half-edited.
+        let flow = GKE_A4_TEMPLATE.replace("  topologyName: \"gke-default\"\n", "").replace(
+            "spec:\n  namespaceSelector: {} # match all.\n  resourceGroups:",
+            "spec: {namespaceSelector: {}, resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: a4, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]}]}\nx:",
+        );
+        assert!(matches!(staged(&flow, &Deployment::default()), Err(StageError::Shape(_))), "{:?}", staged(&flow, &Deployment::default()));
         let broken = format!("{GKE_A4_TEMPLATE}---\nkind: [\n");
         let Err(StageError::Syntax(Error::Syntax { line, .. })) = staged(&broken, &Deployment::default()) else { panic!() };
         assert_eq!(line as usize, GKE_A4_TEMPLATE.lines().count() + 2);

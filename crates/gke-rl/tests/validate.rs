@@ -1117,7 +1117,6 @@ fn kueue_queues_are_the_templates() {
             covered.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>(),
         ));
     }
-    assert_eq!(template, gke_rl::kueue::GKE_A4_TEMPLATE, "gke-rl embeds the copy");
     let ours: Vec<_> = gke_rl::kueue::queues(&template)
         .unwrap()
         .into_iter()

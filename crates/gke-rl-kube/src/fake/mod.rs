@@ -339,8 +339,8 @@ impl FakeApiServer {
                 }
                 match state.objects.get(&key) {
                     // A `suspend` the apply leaves out stays as Kueue (or a merge patch) set it.
-                    Some(existing) if object["spec"]["suspend"].is_null() => {
-                        object["spec"]["suspend"] = existing["spec"]["suspend"].clone()
+                    Some(existing) if (*plural == "rayjobs" || *plural == "rayclusters") && object["spec"]["suspend"].is_null() => {
+                        object["spec"]["suspend"] = existing["spec"]["suspend"].clone();
                     }
                     None if *plural == "rayjobs" || *plural == "rayclusters" => state.kueue_takes(&mut object),
                     _ => {}

@@ -286,6 +286,8 @@ pub const HEAD_POOL_MACHINE_TYPE: &str = "n2-highmem-16";
 pub const HEAD_POOL_NAME: &str = "ray-head";
 /// The node label the head's pool carries and the head selects.
 pub const HEAD_POOL_LABEL: (&str, &str) = ("gke-rl/node-role", "ray-head");
+/// The label GKE gives a GPU node: its accelerator.
+pub const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
 /// The label GKE gives every node: its node pool's name.
 pub const NODE_POOL_LABEL: &str = "cloud.google.com/gke-nodepool";
 /// The gke-cluster module's system node pool (`system_node_pool_name`,

@@ -55,7 +55,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
     ));
     if let Some(queue) = crate::kueue::describe(deployment) {
         render.push(format!(
-            "stage gke-rl's {} from the blueprint's: its ClusterQueue covers the Ray head too",
+            "stage gke-rl's {} from the blueprint's: its ClusterQueue covers the Ray head's CPU and memory too, and its GPU flavor has no topology (a workload that asks for one, as the blueprint's nccl-jobset-example.yaml does, is not admitted)",
             crate::ArtifactKind::KueueConfiguration.file()
         ));
         render.push(queue);

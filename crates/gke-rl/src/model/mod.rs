@@ -391,23 +391,26 @@ impl Deployment {
 
     /// Why `job.mode` cannot run this deployment, if it cannot.
     pub fn mode_conflict(&self) -> Option<ModeConflict> {
-        // The queues gke-rl's Kueue configuration creates are the blueprint's (by name).
-        if let Some(queue) = &self.job.queue
-            && !crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default().iter().any(|q| q.name == queue.as_str())
-        {
-            return Some(ModeConflict::UnknownQueue);
+        // The queues gke-rl's Kueue configuration creates are the blueprint's. A LocalQueue
+        // serves its own namespace only; gke-rl makes none in another, whose namespace the
+        // blueprint creates in no order with Kueue's configuration.
+        if let Some(queue) = &self.job.queue {
+            let queues = crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default();
+            let named: Vec<_> = queues.iter().filter(|q| q.name == queue.as_str()).collect();
+            if named.is_empty() {
+                return Some(ModeConflict::UnknownQueue);
+            }
+            if !named.iter().any(|q| q.namespace == self.ray.namespace.as_str()) {
+                return Some(ModeConflict::QueueElsewhere);
+            }
         }
         if self.job.mode != JobMode::Rayjob {
             // Kueue owns a queued RayCluster's `spec.suspend`: it resumes an admitted one that
             // anything else suspends (kubernetes-sigs/kueue v0.17.8
-            // `pkg/controller/jobframework/reconciler.go`, "Job admitted, unsuspending").
-            let suspends = match (&self.job.queue, self.job.when_done, self.job.idle_timeout_minutes) {
-                (None, ..) => None,
-                (Some(_), WhenDone::Suspend, _) => Some("/job/when_done"),
-                (Some(_), _, Some(_)) => Some("/job/idle_timeout_minutes"),
-                (Some(_), _, None) => None,
-            };
-            return suspends.map(|field| ModeConflict::QueueSuspends { field });
+            // `pkg/controller/jobframework/reconciler.go`, "Job admitted, unsuspending"). gke-rl
+            // suspends one through its Workload; the in-cluster idle guard cannot.
+            let guarded = self.job.queue.is_some() && self.job.idle_timeout_minutes.is_some();
+            return guarded.then_some(ModeConflict::QueueSuspends);
         }
         // KubeRay's operator reads the job's state from the head's dashboard, which only a token
         // opens to it: the NetworkPolicy that guards a Ray without tokens would shut it out, and
@@ -530,11 +533,10 @@ pub struct Job {
 pub enum ModeConflict {
     /// `job.queue` is no LocalQueue of the blueprint's Kueue configuration.
     UnknownQueue,
-    /// A queued RayCluster (cluster mode) would be suspended by gke-rl, which Kueue undoes.
-    QueueSuspends {
-        /// The field, as a JSON pointer into the model.
-        field: &'static str,
-    },
+    /// `job.queue` is a LocalQueue of another namespace than `ray.namespace`.
+    QueueElsewhere,
+    /// A queued RayCluster (cluster mode) would be suspended by the idle guard, which Kueue undoes.
+    QueueSuspends,
     /// Ray's token authentication is off.
     NeedsToken,
     /// A field that suspends the long-lived RayCluster is set.
@@ -557,10 +559,8 @@ impl ModeConflict {
             ModeConflict::NeedsToken => &["/ray/auth", "/ray/image", "/job/mode"],
             ModeConflict::Suspends { field } | ModeConflict::TooManySeconds { field } => std::slice::from_ref(field),
             ModeConflict::UnknownQueue => &["/job/queue"],
-            ModeConflict::QueueSuspends { field } => match *field {
-                "/job/when_done" => &["/job/when_done", "/job/queue"],
-                _ => &["/job/idle_timeout_minutes", "/job/queue"],
-            },
+            ModeConflict::QueueElsewhere => &["/ray/namespace", "/job/queue"],
+            ModeConflict::QueueSuspends => &["/job/idle_timeout_minutes", "/job/queue"],
         }
     }
 
@@ -570,8 +570,9 @@ impl ModeConflict {
             ModeConflict::NeedsToken => ("config-rayjob-needs-token", "env-sh-rayjob-needs-token"),
             ModeConflict::Suspends { .. } => ("config-rayjob-suspends", "env-sh-rayjob-suspends"),
             ModeConflict::TooManySeconds { .. } => ("config-rayjob-seconds-too-large", "env-sh-rayjob-seconds-too-large"),
-            ModeConflict::QueueSuspends { .. } => ("config-queue-suspends", "env-sh-queue-suspends"),
+            ModeConflict::QueueSuspends => ("config-queue-suspends", "env-sh-queue-suspends"),
             ModeConflict::UnknownQueue => ("config-queue-unknown", "env-sh-queue-unknown"),
+            ModeConflict::QueueElsewhere => ("config-queue-namespace", "env-sh-queue-namespace"),
         }
     }
 
@@ -588,10 +589,11 @@ impl ModeConflict {
                 "job.queue names no LocalQueue of the gke-a4 blueprint's Kueue configuration (it creates {}): Kueue would never admit the run",
                 blueprint_queues().join(", ")
             ),
-            ModeConflict::QueueSuspends { field } => format!(
-                "job.{} suspends the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends",
-                key(field)
+            ModeConflict::QueueElsewhere => format!(
+                "job.queue is a LocalQueue of another namespace than ray.namespace ({}), and Kueue takes a workload only from a LocalQueue of its own",
+                blueprint_queues_with_namespaces().join(", ")
             ),
+            ModeConflict::QueueSuspends => "job.idle_timeout_minutes has an in-cluster guard suspend the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends".to_owned(),
         }
     }
 
@@ -604,18 +606,23 @@ impl ModeConflict {
             }
             ModeConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
             ModeConflict::UnknownQueue => format!("set job.queue to {}", blueprint_queues().join(" or ")),
-            ModeConflict::QueueSuspends { field } => format!(
-                "leave job.{} out (`gke-rl suspend` gives a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run",
-                key(field)
-            ),
+            ModeConflict::QueueElsewhere => {
+                "run in the LocalQueue's namespace (ray.namespace), or leave job.queue out; a LocalQueue of your own namespace is yours to make (kubectl apply), then label the RayJob yourself".to_owned()
+            }
+            ModeConflict::QueueSuspends => "leave job.idle_timeout_minutes out (`gke-rl suspend` and job.when_done: suspend give a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run".to_owned(),
         }
     }
 }
 
-/// The LocalQueues of the blueprint's Kueue configuration, as `name` (gke-rl's configuration
-/// makes each in the run's namespace too).
+/// The LocalQueues of the blueprint's Kueue configuration, as `name`.
 fn blueprint_queues() -> Vec<String> {
     crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default().into_iter().map(|q| format!("`{}`", q.name)).collect()
+}
+
+/// The LocalQueues of the blueprint's Kueue configuration, as `name` in namespace `namespace`.
+fn blueprint_queues_with_namespaces() -> Vec<String> {
+    let queues = crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default();
+    queues.into_iter().map(|q| format!("`{}` is in namespace `{}`", q.name, q.namespace)).collect()
 }
 
 /// The key of a `/job/KEY` pointer.

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
 use crate::knowledge::GpuHealthCheck;
 use crate::knowledge::{
-    self, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL, NVIDIA_HOST_PATH,
-    NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, QUEUE_LABEL, SYSTEM_POOL,
+    self, ACCELERATOR_LABEL, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL,
+    NVIDIA_HOST_PATH, NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, QUEUE_LABEL, SYSTEM_POOL,
 };
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
@@ -164,8 +164,19 @@ fn auth_options(d: &Deployment) -> String {
 
 /// The head's node selector: its own pool, the system pool, or a GPU node (with the toleration).
 fn head_placement(d: &Deployment) -> String {
-    let select =
-        |why: &str, label: &str, value: &str| format!("        # {why}\n        nodeSelector:\n          {label}: {}\n", yaml(value));
+    // Kueue admits a pod set in any flavor whose node labels its selector does not contradict;
+    // with no GPU node it may take, the head is never admitted onto the GPU flavor, whose
+    // labels Kueue would add to its own (kubernetes-sigs/kueue v0.17.8
+    // `pkg/scheduler/flavorassigner/flavorassigner.go`).
+    let off_gpus = match d.job.queue {
+        Some(_) => format!(
+            "        # Never a GPU node, should Kueue find room for the head only in the GPU flavor.\n        affinity:\n          nodeAffinity:\n            requiredDuringSchedulingIgnoredDuringExecution:\n              nodeSelectorTerms:\n                - matchExpressions:\n                    - key: {ACCELERATOR_LABEL}\n                      operator: DoesNotExist\n"
+        ),
+        None => String::new(),
+    };
+    let select = |why: &str, label: &str, value: &str| {
+        format!("        # {why}\n        nodeSelector:\n          {label}: {}\n{off_gpus}", yaml(value))
+    };
     match d.ray.head.node_pool {
         HeadNodePool::Dedicated => select(
             "The head has an on-demand CPU node of its own: a Spot preemption does not take the Ray cluster.",
@@ -186,7 +197,7 @@ fn head_placement(d: &Deployment) -> String {
 fn placement(d: &Deployment, indent: usize) -> String {
     let pad = " ".repeat(indent);
     format!(
-        "{pad}nodeSelector:\n{pad}  cloud.google.com/gke-accelerator: {accelerator}\n\
+        "{pad}nodeSelector:\n{pad}  {ACCELERATOR_LABEL}: {accelerator}\n\
          {pad}tolerations:\n{pad}  - key: nvidia.com/gpu\n{pad}    operator: Exists\n{pad}    effect: NoSchedule\n",
         accelerator = yaml(d.topology.accelerator.as_str()),
     )

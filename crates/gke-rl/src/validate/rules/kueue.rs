@@ -62,8 +62,8 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
                 &KUEUE_INADMISSIBLE,
                 workload.file,
                 label.at(),
-                format!("{} installs no Kueue (the gke-cluster module's `kueue: install: true`): nothing admits a queued workload, which stays suspended", blueprint.file),
-                "restore the gke-cluster module's kueue settings from upstream, or leave the queue out",
+                format!("{} installs no Kueue (the workload-manager-install module's `kueue: install: true`): nothing admits a queued workload, which stays suspended", blueprint.file),
+                "restore the workload-manager-install module's kueue settings from upstream, or leave the queue out",
             );
         }
         admissible(workload, queue, views, facts, sink);

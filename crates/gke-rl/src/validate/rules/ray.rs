@@ -8,9 +8,9 @@ use crate::validate::{Tree, quantity};
 use crate::yaml::decimal::{fixed, short};
 use crate::yaml::{Node, Value};
 
-use crate::knowledge::GPU_RESOURCE as GPU;
 /// The node label GKE gives GPU nodes; pods select them by it.
-pub(super) const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+pub(super) use crate::knowledge::ACCELERATOR_LABEL;
+use crate::knowledge::GPU_RESOURCE as GPU;
 /// The node labels GKE gives Spot nodes, with their value there.
 const SPOT_LABELS: [(&str, &str); 2] = [("cloud.google.com/gke-spot", "true"), ("cloud.google.com/gke-provisioning", "spot")];
 
