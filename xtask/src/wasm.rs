@@ -17,7 +17,7 @@ pub const BUDGET_GZIP_BYTES: u64 = 230 * 1000;
 /// The builds of `gke-rl-wasm` the page loads: its feature, the name of its files in `pkg/`, and
 /// its gzip budget. The renderer is fetched, from the page's own origin, only when a config is
 /// first rendered.
-const BUILDS: [(&str, &str, u64); 2] = [("validator", "gke_rl_wasm", BUDGET_GZIP_BYTES), ("renderer", "gke_rl_render", 160 * 1000)];
+const BUILDS: [(&str, &str, u64); 2] = [("validator", "gke_rl_wasm", BUDGET_GZIP_BYTES), ("renderer", "gke_rl_render", 170 * 1000)];
 
 /// Builds the wasm packages and reports their sizes.
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
