@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{gke_rl, project_root as root, stdout, upstream};
+use common::{gke_rl, project_root as root, stderr, stdout, upstream};
 
 #[test]
 fn the_default_render_has_no_errors_or_warnings() {
@@ -83,17 +83,40 @@ fn a_config_fills_in_what_the_paths_lack() {
     assert!(stdout(&out).contains("worker-replicas"), "{}", stdout(&out));
 }
 
+/// The KubeRay v1.7.0 CRDs are built in: a misspelt field of a RayCluster or a RayJob is an
+/// error at its line with no flag; `--crd` gives another CRD in their place.
 #[test]
-fn crd_schema_checks_run_with_crd() {
+fn crd_schema_checks_run_by_default_and_with_crd() {
     let crd = upstream("kuberay/ray.io_rayclusters.yaml");
     let cwd = tempfile::tempdir().unwrap();
     let cluster = std::fs::read_to_string(root().join("manifests/ray-cluster.yaml"))
         .unwrap()
         .replace("        tolerations:\n", "        toleration:\n");
     std::fs::write(cwd.path().join("ray-cluster.yaml"), cluster).unwrap();
-    let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap()]);
+    for extra in [&[][..], &["--crd", crd.to_str().unwrap()]] {
+        let out = gke_rl(cwd.path(), &[&["validate", "ray-cluster.yaml"][..], extra].concat());
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stdout(&out));
+        assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:79:11"), "{}", stdout(&out));
+    }
+    // A CRD that is not KubeRay's RayCluster or RayJob is refused as such.
+    std::fs::write(cwd.path().join("pods.yaml"), "spec:\n  names:\n    kind: Pod\n  versions: []\n").unwrap();
+    let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", "pods.yaml"]);
+    assert!(out.status.code() == Some(2) && stderr(&out).contains("is for Pod: gke-rl checks RayClusters and RayJobs"), "{}", stderr(&out));
+
+    let rayjob = root().join("tests/fixtures/configs/rayjob.yaml");
+    let render = gke_rl(cwd.path(), &["render", "--config", rayjob.to_str().unwrap(), "--out", "rj"]);
+    assert!(render.status.success(), "{}", stderr(&render));
+    let job = std::fs::read_to_string(cwd.path().join("rj/ray-job.yaml")).unwrap();
+    let line = job.lines().position(|l| l.trim_start().starts_with("shutdownAfterJobFinishes:")).unwrap() + 1;
+    std::fs::write(cwd.path().join("rj/ray-job.yaml"), job.replace("shutdownAfterJobFinishes:", "shutdownAfterJobFinish:")).unwrap();
+    let out = gke_rl(cwd.path(), &["validate", "rj/ray-job.yaml"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:79:11"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("rj/ray-job.yaml:{line}:3")) && stdout(&out).contains("shutdownAfterJobFinish"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("kubectl explain rayjob.spec"), "{}", stdout(&out));
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub struct Args {
     /// The config whose render fills in the kinds of file PATH lacks (or is checked alone)
     #[command(flatten)]
     source: config::Source,
-    /// Also check each RayCluster against this CRD's openAPIV3Schema (a CRD in YAML or JSON, or the schema as JSON)
+    /// Check RayClusters (or RayJobs) against this CRD's openAPIV3Schema instead of KubeRay v1.7.0's, which is built in (a CRD in YAML or JSON, or a RayCluster's schema as JSON)
     #[arg(long, value_name = "FILE")]
     crd: Option<PathBuf>,
     /// Output format
@@ -78,20 +78,35 @@ impl Args {
         let check = || {
             unreadable.iter().fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()))
         };
-        let validation = match &self.crd {
-            Some(path) => {
-                let crd_text = config::read_input(path)?;
-                // The schema compiles on its own thread while the files are parsed and checked.
-                std::thread::scope(|scope| {
-                    let compiling = scope.spawn(|| validate::CrdSchema::from_crd(&crd_text, true));
-                    let checked = check();
-                    let crd = compiling.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))?;
-                    let crd = crd.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                    anyhow::Ok(checked.crd(&crd).finish())
-                })?
-            }
-            None => check().finish(),
+        // KubeRay v1.7.0's CRDs, and one given, which takes the place of the built-in of its kind.
+        let given = match &self.crd {
+            Some(path) => Some((path, config::read_input(path)?)),
+            None => None,
         };
+        let validation = std::thread::scope(|scope| {
+            // The schemas compile on their own threads while the files are parsed and checked.
+            let compile = |text: &'static str| scope.spawn(move || validate::CrdSchema::from_crd(text, true));
+            let built_in = validate::KUBERAY_CRDS.map(compile);
+            let given = given.as_ref().map(|(path, text)| (path, scope.spawn(|| validate::CrdSchema::from_crd(text, true))));
+            let mut checked = check();
+            let joined = |handle: std::thread::ScopedJoinHandle<'_, _>| {
+                handle.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))
+            };
+            let given = match given {
+                Some((path, handle)) => Some(joined(handle)?.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?),
+                None => None,
+            };
+            for schema in built_in {
+                let schema = joined(schema)?.map_err(|e| anyhow::anyhow!("the built-in KubeRay CRD: {e}"))?;
+                if given.as_ref().is_none_or(|g| g.kind() != schema.kind()) {
+                    checked = checked.crd(&schema);
+                }
+            }
+            if let Some(schema) = &given {
+                checked = checked.crd(schema);
+            }
+            anyhow::Ok(checked.finish())
+        })?;
         match self.format {
             Format::Human => {
                 let mut shown = files.clone();

@@ -16,7 +16,7 @@ use serde::Serialize;
 pub use rules::{RULES, Rule};
 pub use sarif::sarif;
 #[cfg(feature = "crd-schema")]
-pub use schema::{CrdSchema, openapi_schema};
+pub use schema::{CrdSchema, KUBERAY_CRDS, openapi_schema};
 
 use crate::ArtifactKind;
 use crate::diagnostic::{Diagnostic, Severity};

@@ -121,7 +121,7 @@ rules! {
     BLUEPRINT_LUSTRE_COMMENTED = "blueprint-lustre-commented-out", Error, [Blueprint], "The blueprint's Managed Lustre modules are still commented out while the RayCluster mounts Lustre.";
     BLUEPRINT_RAY_OPERATOR = "blueprint-ray-operator-missing", Error, [Blueprint], "The GKE cluster module does not set `enable_ray_operator: true`; no RayCluster is ever reconciled.";
     BLUEPRINT_VAR_AND_SETTING = "blueprint-var-and-setting", Error, [Blueprint], "An input is set on a module and also given as a var; the var is unused and gcluster's validator fails the deploy.";
-    CRD_SCHEMA = "crd-schema", Error, [RayCluster], "The RayCluster does not match the KubeRay CRD's schema.";
+    CRD_SCHEMA = "crd-schema", Error, [RayCluster, RayJob], "The RayCluster or RayJob does not match the KubeRay CRD's schema (v1.7.0's, embedded, unless `--crd` gives another): KubeRay's API server would refuse it, or drop a misspelt field without a word.";
     KUEUE_INADMISSIBLE = "kueue-inadmissible", Error, [RayJob, RayCluster, Blueprint, KueueConfiguration], "Kueue never admits the queued RayJob or RayCluster: its LocalQueue is not one the Kueue configuration (gke-rl's, else the gke-a4 blueprint's) creates or is in another namespace, a pod asks for a resource the ClusterQueue does not cover (gke-a4's covers GPUs only) or, the queue being topology-aware, for none it covers (a CPU-only head), the GPU pool autoscales from zero (topology-aware admission needs the nodes first), or the run's GPUs exceed the nominal quota.";
     RAYJOB_INVALID = "rayjob-invalid", Error, [RayJob], "KubeRay or Kueue refuses the RayJob: KubeRay marks it `ValidationFailed` and never runs it (backoffLimit with InteractiveMode, a TTL without shutdownAfterJobFinishes, no cluster to run on); Kueue refuses a queued RayJob that keeps its cluster or uses an existing one.";
 }
@@ -140,7 +140,7 @@ pub(super) fn run(views: &Views<'_>, sink: &mut Sink) {
     rayjob::check(views, sink);
     kueue::check(views, &facts, sink);
     // `Checked::crd` runs it.
-    sink.skip(&CRD_SCHEMA, "no CRD schema", "check with the KubeRay RayCluster CRD: gke-rl validate --crd ray.io_rayclusters.yaml");
+    sink.skip(&CRD_SCHEMA, "no CRD schema here", "`gke-rl validate` checks the KubeRay CRDs");
 }
 
 impl Views<'_> {
