@@ -211,7 +211,7 @@ impl Progress for Console {
             }
             Event::Queued { name, queued } => self.say(format_args!("  RayJob {name}: {}", queued_line(queued))),
             Event::QueueUnknown { error } => {
-                self.say(format_args!("  ! what Kueue says of it cannot be read ({}); waiting without it", gke_rl_ops::chain(error)))
+                self.say(format_args!("  ! what Kueue says of it cannot be read ({}); going on without it", gke_rl_ops::chain(error)))
             }
             Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
             Event::RayJobState { name, state } => {
@@ -240,6 +240,9 @@ impl Progress for Console {
             )),
             Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
             Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
+            Event::AwaitingKueue { name } => {
+                self.say(format_args!("RayCluster {name} waits in Kueue's queue: its pods come once Kueue admits it"))
+            }
             Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
             Event::PortForward { local, namespace, pod, port } => {
                 self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))

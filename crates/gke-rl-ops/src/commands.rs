@@ -93,8 +93,14 @@ pub async fn submit(
     if options.head.forwards(env) {
         // A suspended cluster has no head pod to forward to. What fails here, the port-forward
         // meets again and explains.
-        if let Err(error) = crate::suspend::set_suspended(deployment, false, options.restart_wait, env, &*progress).await {
-            progress.event(Event::SuspendedUnknown { error: &error });
+        match crate::suspend::set_suspended(deployment, false, options.restart_wait, env, &*progress).await {
+            // Kueue holds it back still: there is no head to submit to, and Kueue said why.
+            Err(Error::Kube(error)) if matches!(&*error, gke_rl_kube::Error::NotReady { readiness, .. } if readiness.state == gke_rl_kube::ClusterState::Queued) =>
+            {
+                return Err(Error::Kube(error));
+            }
+            Err(error) => progress.event(Event::SuspendedUnknown { error: &error }),
+            Ok(_) => {}
         }
     }
     let head = crate::head::connect(deployment, &options.head, env, progress.clone()).await?;
@@ -203,8 +209,10 @@ pub async fn status(
         // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
         if deployment.job.queue.is_some() {
             let clusters = crate::head::ray_clusters(deployment, env).await?;
-            if let Some(queued) = clusters.queued(deployment.project.cluster_name.as_str()).await?.filter(gke_rl_kube::Queued::is_held) {
-                return Ok(Status::Queued(queued));
+            match clusters.queued(deployment.project.cluster_name.as_str()).await {
+                Ok(Some(queued)) if queued.is_held() => return Ok(Status::Queued(queued)),
+                Ok(_) => {}
+                Err(error) => progress.event(Event::QueueUnknown { error: &error }),
             }
         }
         return Ok(Status::Suspended);

@@ -72,7 +72,7 @@ pub enum Error {
     },
     /// The config puts the RayCluster in another Kueue queue (or in or out of one) than the
     /// running one is in.
-    #[error("RayCluster {namespace}/{cluster} is {}, and the config says {}: Kueue moves no running cluster between queues, and one taken out of its queue keeps its quota; delete it (`kubectl delete raycluster {cluster} -n {namespace}`, which ends its jobs), then deploy again", queue_words(.was), queue_words(.now))]
+    #[error("RayCluster {namespace}/{cluster} is {}, and the config says {}: Kueue moves no cluster between queues, and one taken out of its queue keeps its quota; delete it (`kubectl delete raycluster {cluster} -n {namespace}`, which ends its jobs), then deploy again", queue_words(.was), queue_words(.now))]
     QueueChanged {
         /// The RayCluster.
         cluster: String,
@@ -85,7 +85,7 @@ pub enum Error {
     },
     /// A queued RayCluster without a Kueue Workload.
     #[error(
-        "RayCluster {cluster} is labelled with a Kueue queue (job.queue), but Kueue has no Workload for it: is Kueue installed (the blueprint's gke-cluster module, `kueue: install: true`)? Check with `kubectl get workloads`"
+        "RayCluster {cluster} is labelled with a Kueue queue (job.queue), but Kueue has no Workload for it: Kueue has not made it yet (try again in a moment), or is not installed (the blueprint's workload-manager-install module, `kueue: install: true`); `kubectl get workloads` shows them"
     )]
     NoWorkload {
         /// The RayCluster.

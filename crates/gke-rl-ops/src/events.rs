@@ -131,6 +131,11 @@ pub enum Event<'a> {
         /// The RayCluster.
         name: &'a str,
     },
+    /// The queued RayCluster waits for Kueue to admit it; nothing was changed.
+    AwaitingKueue {
+        /// The RayCluster.
+        name: &'a str,
+    },
     /// A completed deploy has pods that are not Ready: the wait runs again.
     PodsNotAllReady {
         /// The RayCluster.

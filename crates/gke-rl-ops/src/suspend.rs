@@ -40,15 +40,18 @@ pub async fn set_suspended(
     let clusters = crate::head::ray_clusters(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
     let Some(now) = clusters.is_suspended(name).await? else { return Ok(Changed::NoCluster) };
+    let mut held = false;
     if deployment.job.queue.is_some() {
         // Kueue owns a queued cluster's `suspend` (it resumes an admitted one that anything else
         // suspends): its Workload is deactivated instead, which also gives the quota back.
         let workload = clusters.queued(name).await?.ok_or_else(|| Error::NoWorkload { cluster: name.to_owned() })?;
         match (suspended, workload.active) {
-            (true, false) => return Ok(Changed::Already),
+            // Deactivated, and Kueue has suspended it: pods may still be going, waited for below.
+            (true, false) if now => return Ok(Changed::Already),
+            (true, false) => {}
             // Running; one Kueue still holds back is waited for below, as a resume.
             (false, true) if !now => return Ok(Changed::Already),
-            (false, true) => {}
+            (false, true) => held = true,
             (_, active) => clusters.set_workload_active(&workload.name, !active).await?,
         }
     } else {
@@ -63,7 +66,7 @@ pub async fn set_suspended(
         clusters.wait_pods_gone(name, wait).await?;
         progress.event(Event::PodsGone);
     } else {
-        progress.event(Event::ResumeRequested { name });
+        progress.event(if held { Event::AwaitingKueue { name } } else { Event::ResumeRequested { name } });
         clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::deploy::pod_reporter(progress)).await?;
     }
     Ok(Changed::Now)

@@ -641,6 +641,10 @@ async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload(
     let w = world(Pods::ReadyAfter(0));
     let why = "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor a4, 64 more needed";
     w.server.kueue_holds(Some(why));
+    // The checkout's template, not the one gke-rl embeds, is what is staged.
+    let checkout = w.root.join("toolkit/examples/gke-a4/kueue-configuration.yaml.tftpl");
+    let upstream = std::fs::read_to_string(&checkout).unwrap().replace("description: \"Very High\"", "description: \"The checkout's\"");
+    std::fs::write(&checkout, &upstream).unwrap();
     let queued = Given { config: Some("job:\n  queue: a4\n"), ..Given::default() };
     let (step, error) = failed(&w.deploy(&queued).await);
     assert_eq!(step, Step::Ready, "{}", w.log());
@@ -648,8 +652,8 @@ async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload(
     assert!(!error.contains("capacity"), "not a stock-out: {error}");
     assert!(w.log().contains("state: queued by Kueue"), "{}", w.log());
     let staged = std::fs::read_to_string(w.folder().join("kueue-configuration.yaml.tftpl")).unwrap();
-    let upstream = std::fs::read_to_string(w.root.join("toolkit/examples/gke-a4/kueue-configuration.yaml.tftpl")).unwrap();
     assert_eq!(staged, gke_rl::kueue::staged(&upstream, &w.deployment(&queued)).unwrap(), "gke-rl's, from the checkout's");
+    assert!(staged.contains("The checkout's"));
     let cluster = w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap();
     assert_eq!(
         (&cluster["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], &cluster["spec"]["suspend"]),
@@ -677,7 +681,7 @@ async fn a_queued_cluster_waits_for_kueue_and_is_suspended_through_its_workload(
     // Out of its queue (or into another) only by being made again.
     let (step, error) = failed(&w.deploy(&Given::default()).await);
     assert_eq!(step, Step::RayCluster, "{}", w.log());
-    assert!(error.contains("is in Kueue queue `a4`, and the config says in no Kueue queue: Kueue moves no running cluster"), "{error}");
+    assert!(error.contains("is in Kueue queue `a4`, and the config says in no Kueue queue: Kueue moves no cluster"), "{error}");
 }
 
 /// A project with no B200 quota, or a zone without A4, fails in preflight, before gcluster

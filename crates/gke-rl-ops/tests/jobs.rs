@@ -249,6 +249,16 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
         (kueue.queue.as_str(), kueue.admitted, kueue.waiting),
         ("a4", false, Some(("Pending".to_owned(), "insufficient unused quota".to_owned())))
     );
+    // A submit waits for Kueue (--restart-wait), then says why, and connects to nothing.
+    let mut wait = run_options(None, true, None);
+    (wait.restart_wait, wait.head.ray_address) = (Duration::from_millis(300), false);
+    let artifacts = render(&queued);
+    let recorder = Arc::new(Recorder::default());
+    let error = commands::submit(&queued, &artifacts, &wait, &env, recorder.clone()).await.err().expect("held back");
+    let words = gke_rl_ops::chain(&error);
+    assert!(words.contains("queued by Kueue") && words.contains("insufficient unused quota"), "{words}");
+    assert!(recorder.saw("AwaitingKueue") && !recorder.saw("ResumeRequested"), "{}", recorder.events());
+    assert!(server.requests().iter().all(|r| !r.uri.contains("portforward")), "no head to reach");
     clusters.set_workload_active(&kueue.name, false).await.unwrap();
     let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(status, commands::Status::Suspended), "deactivated");

@@ -111,11 +111,11 @@ impl ArtifactKind {
             if text.lines().any(|l| l.trim() == "kind: RayJob") {
                 return Some(ArtifactKind::RayJob);
             }
-            if text.lines().any(|l| l.trim() == "kind: ClusterQueue") {
-                return Some(ArtifactKind::KueueConfiguration);
-            }
             if top_level("blueprint_name") || top_level("deployment_groups") {
                 return Some(ArtifactKind::Blueprint);
+            }
+            if text.lines().any(|l| l.trim() == "kind: ClusterQueue") {
+                return Some(ArtifactKind::KueueConfiguration);
             }
             if top_level("vars") {
                 return Some(ArtifactKind::DeploymentFile);

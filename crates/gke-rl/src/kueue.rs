@@ -12,7 +12,7 @@
 //! head's node pool before the GPU flavor. Kueue tries a ClusterQueue's flavors in order: the
 //! head fits the first; the workers, finding no GPU quota there, take the second.
 
-use crate::knowledge::{self, GPU_RESOURCE, HEAD_POOL_LABEL, NODE_POOL_LABEL, SYSTEM_POOL};
+use crate::knowledge::{self, ACCELERATOR_LABEL, GPU_RESOURCE, HEAD_POOL_LABEL, NODE_POOL_LABEL, SYSTEM_POOL};
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
 use crate::yaml::{Error, Node};
@@ -218,10 +218,26 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
     // What the edits made, read back: a shape they do not handle (flow style, say) is refused,
     // never staged half-edited.
     let covered = ["cpu", "memory", GPU_RESOURCE].map(str::to_owned);
-    match queues(&staged) {
-        Ok(found) if !found.is_empty() && found.iter().all(|q| q.covered == covered && !q.topology_aware) => Ok(staged),
-        _ => Err(StageError::Shape("is written in a way gke-rl's edit does not handle".to_owned())),
+    let found = queues(&staged).unwrap_or_default();
+    if found.is_empty() || !found.iter().all(|q| q.covered == covered && !q.topology_aware) {
+        return Err(StageError::Shape("is written in a way gke-rl's edit does not handle".to_owned()));
     }
+    // The run's queue is there, in its namespace; the head keeps off the GPU flavors only by
+    // their accelerator label.
+    if let Some(queue) = &d.job.queue
+        && !found.iter().any(|q| q.name == queue.as_str() && q.namespace == d.ray.namespace.as_str())
+    {
+        return Err(StageError::Shape(format!("has no LocalQueue `{queue}` in namespace `{}`", d.ray.namespace)));
+    }
+    let labelled = |flavor: &str| {
+        documents.iter().any(|(_, _, r)| {
+            kind(r) == Some("ResourceFlavor") && name(r) == Some(flavor) && r.get(&["spec", "nodeLabels", ACCELERATOR_LABEL]).is_some()
+        })
+    };
+    if let Some((flavor, _)) = gpu_flavors.iter().find(|(f, _)| !labelled(f)) {
+        return Err(StageError::Shape(format!("has a GPU flavor `{flavor}` without the node label {ACCELERATOR_LABEL}")));
+    }
+    Ok(staged)
 }
 
 /// The index of the first line after the block whose key is on line `start` at `indent`: the
@@ -303,6 +319,14 @@ mod tests {
         let text = staged(&commented, &d).unwrap();
         assert_eq!(queues(&text).unwrap(), [queue(&["cpu", "memory", GPU_RESOURCE], false, "default")], "{text}");
         assert!(text.contains("# placed by topology") && text.contains("# the queue\n"), "{text}");
+        // A topologyName whose value is on the next line goes whole; CRLF lines are read alike.
+        let folded = GKE_A4_TEMPLATE.replace("  topologyName: \"gke-default\"\n", "  topologyName:\n    gke-default\n");
+        let crlf = GKE_A4_TEMPLATE.replace('\n', "\r\n");
+        for template in [folded, crlf] {
+            let text = staged(&template, &d).unwrap();
+            assert_eq!(queues(&text).unwrap(), [queue(&["cpu", "memory", GPU_RESOURCE], false, "default")], "{text}");
+            assert!(!text.contains("gke-default\r\n  tolerations") && !text.contains("    gke-default\n"), "{text}");
+        }
     }
 
     #[test]
@@ -314,7 +338,15 @@ mod tests {
             "spec:\n  namespaceSelector: {} # match all.\n  resourceGroups:",
             "spec: {namespaceSelector: {}, resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: a4, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]}]}\nx:",
         );
-        assert!(matches!(staged(&flow, &Deployment::default()), Err(StageError::Shape(_))), "{:?}", staged(&flow, &Deployment::default()));
+        let refused = staged(&flow, &Deployment::default());
+        assert!(matches!(&refused, Err(StageError::Shape(why)) if why.contains("does not handle")), "{refused:?}");
+        // A queue or a GPU label gone from the checkout's file is refused, not staged.
+        let mut d = Deployment::default();
+        d.job.queue = Some(crate::model::Name::new("a4").unwrap());
+        let renamed = GKE_A4_TEMPLATE.replace("  name: \"a4\"\nspec:\n  clusterQueue", "  name: \"b4\"\nspec:\n  clusterQueue");
+        assert!(matches!(staged(&renamed, &d), Err(StageError::Shape(why)) if why == "has no LocalQueue `a4` in namespace `default`"));
+        let unlabelled = GKE_A4_TEMPLATE.replace("    cloud.google.com/gke-accelerator: ${accelerator_type}\n", "    pool: a4\n");
+        assert!(matches!(staged(&unlabelled, &d), Err(StageError::Shape(why)) if why.contains("without the node label")));
         let broken = format!("{GKE_A4_TEMPLATE}---\nkind: [\n");
         let Err(StageError::Syntax(Error::Syntax { line, .. })) = staged(&broken, &Deployment::default()) else { panic!() };
         assert_eq!(line as usize, GKE_A4_TEMPLATE.lines().count() + 2);

@@ -1079,6 +1079,23 @@ fn a_queued_render_is_admitted_by_the_kueue_configuration_it_brings() {
     );
     let found = kueue(&changed);
     assert!(found.len() == 1 && found[0].2.starts_with("gke-a4.yaml installs no Kueue"), "{found:#?}");
+    // The head keeps off GPU nodes only when queued, and only when it has a pool of its own.
+    let job = &files["ray-job.yaml"];
+    assert!(job.matches("operator: DoesNotExist").count() == 1 && job.contains("- key: cloud.google.com/gke-accelerator"), "{job}");
+    let mut on_gpu = d.clone();
+    on_gpu.ray.head.node_pool = gke_rl::model::HeadNodePool::Gpu;
+    assert!(!rendered(&on_gpu)["ray-job.yaml"].contains("DoesNotExist"));
+    let mut unqueued = d.clone();
+    unqueued.job.queue = None;
+    assert!(!rendered(&unqueued)["ray-job.yaml"].contains("DoesNotExist"));
+    // Cluster mode, queued, suspended after each job through Kueue: clean too.
+    let cluster_mode = gke_rl::config::from_yaml("job:\n  queue: a4\n  when_done: suspend\n").unwrap();
+    let mut files_cluster = rendered(&cluster_mode);
+    let patched =
+        gke_rl::blueprint::patch(&std::fs::read_to_string(upstream("cluster-toolkit/gke-a4.yaml")).unwrap(), &cluster_mode).unwrap();
+    files_cluster.insert("gke-a4.yaml".to_owned(), patched);
+    let errors: Vec<_> = check(&files_cluster).into_iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     // The same configuration without gke-rl's changes is the blueprint's: the head is uncovered.
     let mut changed = files.clone();
     changed.insert("kueue-configuration.yaml.tftpl".to_owned(), gke_rl::kueue::GKE_A4_TEMPLATE.to_owned());

@@ -46,7 +46,7 @@ pub struct SubmitArgs {
     /// Stop restarting once restarts have lost this much wall time in all (2h, 1d) [default: no bound]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
     max_lost: Option<Duration>,
-    /// How long to wait before each restart for the cluster to be whole again (90s, 30m, 1h)
+    /// How long to wait before each restart for the cluster to be whole again, and for a suspended (or Kueue-held) cluster to come up (90s, 30m, 1h)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::parse_duration)]
     restart_wait: Duration,
     /// Where the run keeps its records, on the cluster's shared file system [default: LUSTRE_MOUNT/gke-rl/runs]

@@ -607,7 +607,7 @@ impl ModeConflict {
             ModeConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
             ModeConflict::UnknownQueue => format!("set job.queue to {}", blueprint_queues().join(" or ")),
             ModeConflict::QueueElsewhere => {
-                "run in the LocalQueue's namespace (ray.namespace), or leave job.queue out; a LocalQueue of your own namespace is yours to make (kubectl apply), then label the RayJob yourself".to_owned()
+                "run in the LocalQueue's namespace (ray.namespace), or leave job.queue out".to_owned()
             }
             ModeConflict::QueueSuspends => "leave job.idle_timeout_minutes out (`gke-rl suspend` and job.when_done: suspend give a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run".to_owned(),
         }
