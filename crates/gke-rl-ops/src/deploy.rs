@@ -216,7 +216,7 @@ pub async fn deploy(
         }
     }
 
-    let written = Written { artifacts, blueprint: &blueprint };
+    let written = Written { artifacts, blueprint: &blueprint, staged: &staged };
     for step in Step::ALL.into_iter().skip(1) {
         if state.done(step) {
             progress.event(Event::StepDoneBefore(step));
@@ -429,6 +429,8 @@ async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, Error> {
 struct Written<'a> {
     artifacts: &'a Artifacts,
     blueprint: &'a str,
+    /// The templates the blueprint stages, as read (and, for a queue, staged) once.
+    staged: &'a [gke_rl::Artifact],
 }
 
 impl Written<'_> {
@@ -448,8 +450,7 @@ impl Written<'_> {
                 _ => {}
             },
         }
-        let upstream = crate::blueprint::toolkit_blueprint(&resolved.site.toolkit);
-        for template in crate::blueprint::staged_templates(&upstream, self.blueprint, resolved.deployment)? {
+        for template in self.staged {
             write(folder.template(template.name), &template.contents)?;
         }
         Ok(())

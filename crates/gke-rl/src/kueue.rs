@@ -21,6 +21,12 @@ use crate::yaml::{Error, Node};
 /// `examples/gke-a4/kueue-configuration.yaml.tftpl`; `tests/fixtures/upstream/cluster-toolkit`).
 pub const GKE_A4_TEMPLATE: &str = include_str!("../../../tests/fixtures/upstream/cluster-toolkit/kueue-configuration.yaml.tftpl");
 
+/// The queues of the gke-a4 blueprint's Kueue configuration, read once.
+pub fn blueprint_queues() -> &'static [Queue] {
+    static QUEUES: std::sync::OnceLock<Vec<Queue>> = std::sync::OnceLock::new();
+    QUEUES.get_or_init(|| queues(GKE_A4_TEMPLATE).unwrap_or_default())
+}
+
 /// The flavor gke-rl's configuration adds for the Ray head's node pool.
 pub const HEAD_FLAVOR: &str = "ray-head";
 
@@ -148,6 +154,15 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
     if gpu_flavors.is_empty() {
         return Err(StageError::Shape("has a ClusterQueue without a GPU quota".to_owned()));
     }
+    // The head keeps off the GPU flavors only by their accelerator label.
+    let labelled = |flavor: &str| {
+        documents.iter().any(|(_, _, r)| {
+            kind(r) == Some("ResourceFlavor") && name(r) == Some(flavor) && r.get(&["spec", "nodeLabels", ACCELERATOR_LABEL]).is_some()
+        })
+    };
+    if let Some((flavor, _)) = gpu_flavors.iter().find(|(f, _)| !labelled(f)) {
+        return Err(StageError::Shape(format!("has a GPU flavor `{flavor}` without the node label {ACCELERATOR_LABEL}")));
+    }
     let quota = |machine: &str, nodes: u64| {
         let m = knowledge::machine(machine).ok_or_else(|| StageError::UnknownMachine(machine.to_owned()))?;
         Ok::<_, StageError>((format!("{}m", m.allocatable_millicpu * nodes), format!("{}Mi", (m.allocatable_memory_bytes >> 20) * nodes)))
@@ -222,20 +237,11 @@ pub fn staged(upstream: &str, d: &Deployment) -> Result<String, StageError> {
     if found.is_empty() || !found.iter().all(|q| q.covered == covered && !q.topology_aware) {
         return Err(StageError::Shape("is written in a way gke-rl's edit does not handle".to_owned()));
     }
-    // The run's queue is there, in its namespace; the head keeps off the GPU flavors only by
-    // their accelerator label.
+    // The run's queue is there, in its namespace.
     if let Some(queue) = &d.job.queue
         && !found.iter().any(|q| q.name == queue.as_str() && q.namespace == d.ray.namespace.as_str())
     {
         return Err(StageError::Shape(format!("has no LocalQueue `{queue}` in namespace `{}`", d.ray.namespace)));
-    }
-    let labelled = |flavor: &str| {
-        documents.iter().any(|(_, _, r)| {
-            kind(r) == Some("ResourceFlavor") && name(r) == Some(flavor) && r.get(&["spec", "nodeLabels", ACCELERATOR_LABEL]).is_some()
-        })
-    };
-    if let Some((flavor, _)) = gpu_flavors.iter().find(|(f, _)| !labelled(f)) {
-        return Err(StageError::Shape(format!("has a GPU flavor `{flavor}` without the node label {ACCELERATOR_LABEL}")));
     }
     Ok(staged)
 }
@@ -261,20 +267,17 @@ fn block_end(lines: &[&str], start: usize, indent: usize, items: bool) -> usize 
 /// GPU pool's GPUs.
 pub fn describe(d: &Deployment) -> Option<String> {
     let queue = d.job.queue.as_ref()?;
-    let staged = staged(GKE_A4_TEMPLATE, d).ok()?;
     let namespace = d.ray.namespace.as_str();
-    let found = queues(&staged).ok()?.into_iter().find(|q| q.name == queue.as_str() && q.namespace == namespace);
+    // A loaded config names one of them (`config-queue-unknown`, `config-queue-namespace`).
+    let found = blueprint_queues().iter().find(|q| q.name == queue.as_str() && q.namespace == namespace)?;
     let topology = &d.topology;
-    Some(match found {
-        Some(q) => format!(
-            "Kueue: each run waits in LocalQueue {namespace}/{queue} until ClusterQueue {} can give it its GPUs (nominal quota {} = {} nodes × {} GPUs) and its CPU and memory",
-            q.cluster_queue,
-            u64::from(topology.node_count.get()) * u64::from(topology.gpus_per_node.get()),
-            topology.node_count,
-            topology.gpus_per_node
-        ),
-        None => format!("Kueue: LocalQueue {namespace}/{queue}, which the Kueue configuration does not create"),
-    })
+    Some(format!(
+        "Kueue: each run waits in LocalQueue {namespace}/{queue} until ClusterQueue {} can give it its GPUs (nominal quota {} = {} nodes × {} GPUs) and its CPU and memory",
+        found.cluster_queue,
+        u64::from(topology.node_count.get()) * u64::from(topology.gpus_per_node.get()),
+        topology.node_count,
+        topology.gpus_per_node
+    ))
 }
 
 #[cfg(test)]

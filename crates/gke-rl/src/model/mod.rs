@@ -395,8 +395,7 @@ impl Deployment {
         // serves its own namespace only; gke-rl makes none in another, whose namespace the
         // blueprint creates in no order with Kueue's configuration.
         if let Some(queue) = &self.job.queue {
-            let queues = crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default();
-            let named: Vec<_> = queues.iter().filter(|q| q.name == queue.as_str()).collect();
+            let named: Vec<_> = crate::kueue::blueprint_queues().iter().filter(|q| q.name == queue.as_str()).collect();
             if named.is_empty() {
                 return Some(ModeConflict::UnknownQueue);
             }
@@ -587,11 +586,11 @@ impl ModeConflict {
             ModeConflict::TooManySeconds { field } => format!("job.{} is more than the RayJob's int32 field holds (2147483647)", key(field)),
             ModeConflict::UnknownQueue => format!(
                 "job.queue names no LocalQueue of the gke-a4 blueprint's Kueue configuration (it creates {}): Kueue would never admit the run",
-                blueprint_queues().join(", ")
+                blueprint_queues(|q| format!("`{}`", q.name)).join(", ")
             ),
             ModeConflict::QueueElsewhere => format!(
                 "job.queue is a LocalQueue of another namespace than ray.namespace ({}), and Kueue takes a workload only from a LocalQueue of its own",
-                blueprint_queues_with_namespaces().join(", ")
+                blueprint_queues(|q| format!("`{}` is in namespace `{}`", q.name, q.namespace)).join(", ")
             ),
             ModeConflict::QueueSuspends => "job.idle_timeout_minutes has an in-cluster guard suspend the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends".to_owned(),
         }
@@ -605,7 +604,7 @@ impl ModeConflict {
                 format!("leave job.{} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays", key(field))
             }
             ModeConflict::TooManySeconds { field } => format!("set job.{} to 2147483647 or less (about 68 years)", key(field)),
-            ModeConflict::UnknownQueue => format!("set job.queue to {}", blueprint_queues().join(" or ")),
+            ModeConflict::UnknownQueue => format!("set job.queue to {}", blueprint_queues(|q| format!("`{}`", q.name)).join(" or ")),
             ModeConflict::QueueElsewhere => {
                 "run in the LocalQueue's namespace (ray.namespace), or leave job.queue out".to_owned()
             }
@@ -614,15 +613,9 @@ impl ModeConflict {
     }
 }
 
-/// The LocalQueues of the blueprint's Kueue configuration, as `name`.
-fn blueprint_queues() -> Vec<String> {
-    crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default().into_iter().map(|q| format!("`{}`", q.name)).collect()
-}
-
-/// The LocalQueues of the blueprint's Kueue configuration, as `name` in namespace `namespace`.
-fn blueprint_queues_with_namespaces() -> Vec<String> {
-    let queues = crate::kueue::queues(crate::kueue::GKE_A4_TEMPLATE).unwrap_or_default();
-    queues.into_iter().map(|q| format!("`{}` is in namespace `{}`", q.name, q.namespace)).collect()
+/// The LocalQueues of the blueprint's Kueue configuration, each in words.
+fn blueprint_queues(words: impl Fn(&crate::kueue::Queue) -> String) -> Vec<String> {
+    crate::kueue::blueprint_queues().iter().map(words).collect()
 }
 
 /// The key of a `/job/KEY` pointer.

@@ -30,10 +30,8 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         sink.skip(&KUEUE_INADMISSIBLE, "no queued RayJob or RayCluster", format!("label it `{QUEUE_LABEL}: <LocalQueue>`"));
         return;
     }
-    let blueprints;
     let (queues, source): (Vec<&Queue>, String) = if views.kueue_configurations.is_empty() {
-        blueprints = kueue::queues(kueue::GKE_A4_TEMPLATE).unwrap_or_default();
-        (blueprints.iter().collect(), BLUEPRINTS.to_owned())
+        (kueue::blueprint_queues().iter().collect(), BLUEPRINTS.to_owned())
     } else {
         let files: Vec<&str> = views.kueue_configurations.iter().map(|v| v.file).collect();
         (views.kueue_configurations.iter().flat_map(|v| &v.queues).collect(), files.join(", "))
