@@ -35,6 +35,19 @@ const selected = await page.evaluate(() => {
 });
 if (selected.file !== "ray-cluster.yaml" || !selected.text.includes("rayVersion")) fail(`jump selected ${JSON.stringify(selected)}`);
 await page.screenshot({ path: `${outDir}/codelab.png`, fullPage: true });
+// The KubeRay CRD is checked here too, as by the CLI: a misspelt field, typed in, is an error at
+// its line and column.
+const original = await page.inputValue("#editor");
+const misspeltAt = original.split("\n").findIndex((l) => l.includes("rayStartParams:")) + 1;
+await page.fill("#editor", original.replace("rayStartParams:", "rayStartParam:"));
+const crd = page.locator('.diag[data-code="crd-schema"][data-file="ray-cluster.yaml"]');
+await crd.first().waitFor({ timeout: 5000 });
+const crdAt = await crd.first().evaluate((el) => [el.dataset.line, el.dataset.column, el.textContent]);
+const column = original.split("\n")[misspeltAt - 1].indexOf("rayStartParams") + 1;
+if (crdAt[0] !== String(misspeltAt) || crdAt[1] !== String(column) || !crdAt[2].includes("did you mean `rayStartParams`"))
+  fail(`the misspelt field is reported as ${JSON.stringify(crdAt)}, expected ${misspeltAt}:${column}`);
+await page.fill("#editor", original);
+await crd.first().waitFor({ state: "detached", timeout: 5000 });
 // What could not be checked is said, as the CLI says it: the codelab has no blueprint.
 const coverage = await page.textContent("#coverage");
 const coverageShown = /Checked with \d+ of \d+ rules/.test(coverage) && coverage.includes("Not checked: blueprint-spot-with-reservation");

@@ -1,6 +1,6 @@
 //! Generated files that are committed: `manifests/` (the render of the embedded default),
 //! `schemas/gke-rl.schema.json`, `examples/gke-rl.yaml`, and, from `tests/fixtures/upstream`, the
-//! NeMo-RL release table and the model catalogue. In check mode a stale file is an error that says how to
+//! NeMo-RL release table, the model catalogue and the KubeRay CRDs' compiled schemas. In check mode a stale file is an error that says how to
 //! refresh it; `#[test] fn codegen_is_fresh` runs check mode.
 
 use std::fs;
@@ -60,6 +60,14 @@ pub fn run(check: bool) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     ensure("crates/gke-rl/src/knowledge/models.rs", &crate::models::catalogue(&facts)?)?;
+    let crds = crate::crd::CRD_FILES
+        .iter()
+        .map(|file| {
+            let path = root.join(UPSTREAM).join(file);
+            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display())).map(|text| (*file, text))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    ensure(crate::crd::TABLE_PATH, &crate::crd::table(&crds)?)?;
     for (path, contents) in completions_and_man_pages()? {
         ensure(&path, &contents)?;
     }

@@ -19,6 +19,7 @@ const TARGETS: &[(&str, &[&str])] = &[
     ("config_yaml", &["examples/gke-rl.yaml", "tests/fixtures/configs"]),
     ("job_script", &["manifests/run_nemo_rl.sh", "tests/fixtures/codelab/run_nemo_rl.sh"]),
     ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
+    ("crd_schema", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
     ("runtime_env", &["manifests/ray_runtime_env.json", "tests/fixtures/codelab/ray_runtime_env_nemo.json"]),
     ("rayignore", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
     ("gitwildmatch", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),

@@ -8,6 +8,7 @@
 mod bench;
 mod ci;
 mod codegen;
+mod crd;
 mod fuzz;
 mod models;
 mod nemo_rl;

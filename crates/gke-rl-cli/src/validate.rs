@@ -78,35 +78,20 @@ impl Args {
         let check = || {
             unreadable.iter().fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()))
         };
-        // KubeRay v1.7.0's CRDs, and one given, which takes the place of the built-in of its kind.
+        // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
         let given = match &self.crd {
-            Some(path) => Some((path, config::read_input(path)?)),
+            Some(path) => {
+                let text = config::read_input(path)?;
+                Some(validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?)
+            }
             None => None,
         };
-        let validation = std::thread::scope(|scope| {
-            // The schemas compile on their own threads while the files are parsed and checked.
-            let compile = |text: &'static str| scope.spawn(move || validate::CrdSchema::from_crd(text, true));
-            let built_in = validate::KUBERAY_CRDS.map(compile);
-            let given = given.as_ref().map(|(path, text)| (path, scope.spawn(|| validate::CrdSchema::from_crd(text, true))));
-            let mut checked = check();
-            let joined = |handle: std::thread::ScopedJoinHandle<'_, _>| {
-                handle.join().map_err(|_| anyhow::anyhow!("compiling the CRD schema panicked"))
-            };
-            let given = match given {
-                Some((path, handle)) => Some(joined(handle)?.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?),
-                None => None,
-            };
-            for schema in built_in {
-                let schema = joined(schema)?.map_err(|e| anyhow::anyhow!("the built-in KubeRay CRD: {e}"))?;
-                if given.as_ref().is_none_or(|g| g.kind() != schema.kind()) {
-                    checked = checked.crd(&schema);
-                }
-            }
-            if let Some(schema) = &given {
-                checked = checked.crd(schema);
-            }
-            anyhow::Ok(checked.finish())
-        })?;
+        let checked = check();
+        let validation = match &given {
+            Some(schema) => checked.crd(schema),
+            None => checked,
+        }
+        .finish();
         match self.format {
             Format::Human => {
                 let mut shown = files.clone();

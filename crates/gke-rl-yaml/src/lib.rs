@@ -107,6 +107,29 @@ pub struct Node {
     pub value: Value,
 }
 
+/// A scalar as JSON reads it ([`Node::scalar`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar<'a> {
+    /// A whole number that fits an `i64`.
+    Int(i64),
+    /// A whole number past `i64::MAX` that fits a `u64`.
+    UInt(u64),
+    /// Any other finite number.
+    Float(f64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A string, or a YAML number JSON has no value for (`.inf`, `0x1F`).
+    Str(&'a str),
+    /// An empty value or `null`.
+    Null,
+}
+
+/// `-?(0|[1-9][0-9]*)`: an integer as JSON writes it.
+fn json_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" || !digits.starts_with('0'))
+}
+
 /// The value of a [`Node`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -180,17 +203,37 @@ impl Node {
     /// The node as JSON, with YAML's scalar types (for JSON Schema validation).
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as Json;
-        match &self.value {
-            Value::Map(entries) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
-            Value::Seq(items) => Json::Array(items.iter().map(Node::to_json).collect()),
-            Value::String(s) => Json::String(s.clone()),
-            // A float keeps YAML's text (`.5`, `+1.5`), which JSON may not read: read it as YAML does.
-            Value::Number(n) => serde_json::from_str(n)
-                .ok()
-                .or_else(|| n.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Json::Number))
-                .unwrap_or_else(|| Json::String(n.clone())),
-            Value::Null => Json::Null,
+        match (&self.value, self.scalar()) {
+            (Value::Map(entries), _) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            (Value::Seq(items), _) => Json::Array(items.iter().map(Node::to_json).collect()),
+            (_, Some(Scalar::Int(i))) => Json::from(i),
+            (_, Some(Scalar::UInt(u))) => Json::from(u),
+            (_, Some(Scalar::Float(f))) => serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number),
+            (_, Some(Scalar::Bool(b))) => Json::Bool(b),
+            (_, Some(Scalar::Str(s))) => Json::String(s.to_owned()),
+            (_, Some(Scalar::Null) | None) => Json::Null,
         }
+    }
+
+    /// A scalar as JSON has it: a number or boolean by its YAML text (`.5` and `+1.5` are
+    /// numbers), else a string; `None` for a mapping or sequence.
+    pub fn scalar(&self) -> Option<Scalar<'_>> {
+        Some(match &self.value {
+            Value::Map(_) | Value::Seq(_) => return None,
+            Value::String(s) => Scalar::Str(s),
+            Value::Null => Scalar::Null,
+            Value::Number(n) => match n.as_str() {
+                "true" => Scalar::Bool(true),
+                "false" => Scalar::Bool(false),
+                // JSON's integers (no `+`, no leading zero) that fit 64 bits; the rest are floats.
+                _ if json_integer(n) && n.parse::<i64>().is_ok() => Scalar::Int(n.parse().unwrap_or_default()),
+                _ if json_integer(n) && n.parse::<u64>().is_ok() => Scalar::UInt(n.parse().unwrap_or_default()),
+                _ => match n.parse::<f64>() {
+                    Ok(f) if f.is_finite() => Scalar::Float(f),
+                    _ => Scalar::Str(n),
+                },
+            },
+        })
     }
 
     /// The node at a JSON pointer (`/spec/workerGroupSpecs/0/replicas`).
@@ -207,16 +250,30 @@ impl Node {
 
     /// Every node of the tree, depth first, with its dotted path.
     pub fn walk(&self, path: &str, visit: &mut dyn FnMut(&str, &Node)) {
+        self.walk_from(&mut path.to_owned(), visit);
+    }
+
+    /// [`Node::walk`] with one buffer for every path, grown and cut back as it descends.
+    fn walk_from(&self, path: &mut String, visit: &mut dyn FnMut(&str, &Node)) {
+        use std::fmt::Write;
         visit(path, self);
+        let len = path.len();
         match &self.value {
             Value::Map(entries) => {
                 for (key, node) in entries {
-                    node.walk(&if path.is_empty() { key.clone() } else { format!("{path}.{key}") }, visit);
+                    if len > 0 {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                    node.walk_from(path, visit);
+                    path.truncate(len);
                 }
             }
             Value::Seq(items) => {
                 for (index, node) in items.iter().enumerate() {
-                    node.walk(&format!("{path}[{index}]"), visit);
+                    let _ = write!(path, "[{index}]");
+                    node.walk_from(path, visit);
+                    path.truncate(len);
                 }
             }
             _ => {}

@@ -60,7 +60,8 @@ pub mod supervisor;
 
 // Crates of their own, used inside under their old names.
 use gke_rl_gitwildmatch as gitwildmatch;
-use gke_rl_yaml as yaml;
+/// The positioned YAML trees the validator reads ([`validate::CrdSchema::violations`] takes one).
+pub use gke_rl_yaml as yaml;
 pub mod validate;
 
 pub use artifact::ArtifactKind;

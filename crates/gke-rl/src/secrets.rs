@@ -89,7 +89,8 @@ pub fn tokens(text: &str) -> Vec<Token> {
     // inside one is a lookup, and text of many tokens costs O(n log n), not O(n²).
     let mut covered: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
     let starts_word = |i: usize| !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-    for shape in SHAPES {
+    // Most values are too short for any token: their bodies are ASCII, so bytes bound them.
+    for shape in SHAPES.iter().filter(|shape| text.len() >= shape.prefix.len() + shape.minimum) {
         for (start, _) in text.match_indices(shape.prefix).filter(|(i, _)| starts_word(*i)) {
             if covered.range(..=start).next_back().is_some_and(|(_, end)| start < *end) {
                 continue;

@@ -148,7 +148,7 @@ fn runtime_env_is_json_with_string_env_vars_and_no_secret() {
 /// its properties rejects others, where the API server would silently drop a misspelt field.
 fn raycluster_schema() -> jsonschema::Validator {
     let path = upstream("kuberay/ray.io_rayclusters.yaml");
-    let schema = gke_rl::validate::openapi_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
+    let schema = gke_rl::validate::json_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
     jsonschema::validator_for(&schema).expect("the CRD schema compiles")
 }
 
@@ -181,7 +181,7 @@ fn ray_cluster_validates_against_the_real_kuberay_crd() {
 #[test]
 fn ray_job_validates_against_the_real_kuberay_crd_and_carries_the_clusters_spec() {
     let path = upstream("kuberay/ray.io_rayjobs.yaml");
-    let schema = gke_rl::validate::openapi_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
+    let schema = gke_rl::validate::json_schema(&std::fs::read_to_string(path).unwrap(), true).expect("the CRD has a v1 schema");
     let validator = jsonschema::validator_for(&schema).expect("the CRD schema compiles");
     let mut seen = 0;
     for (config, d) in configs() {

@@ -528,7 +528,7 @@ fn findings_serialize_with_exactly_the_documented_fields() {
     assert_eq!(sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], findings[0].diagnostic.line);
     let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].as_array().unwrap();
     assert_eq!(notes.len(), validation.skipped.len(), "every rule not checked is a notification");
-    assert!(notes.iter().any(|n| n["descriptor"]["id"] == "crd-schema" && n["level"] == "note"), "{notes:#?}");
+    assert!(notes.iter().any(|n| n["descriptor"]["id"] == "rayjob-invalid" && n["level"] == "note"), "{notes:#?}");
 }
 
 #[test]
@@ -553,11 +553,11 @@ fn crd_schema_errors_point_at_the_field() {
     // The same schema given as JSON, or as a bare JSON Schema, checks the same.
     let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap();
     let crd_json: serde_json::Value = serde_saphyr::from_str(&crd_yaml).unwrap();
-    let bare = gke_rl::validate::openapi_schema(&crd_yaml, false).unwrap();
+    let bare = gke_rl::validate::json_schema(&crd_yaml, false).unwrap();
     for text in [crd_json.to_string(), bare.to_string()] {
-        assert_eq!(gke_rl::validate::openapi_schema(&text, true).unwrap(), gke_rl::validate::openapi_schema(&crd_yaml, true).unwrap());
+        assert_eq!(gke_rl::validate::json_schema(&text, true).unwrap(), gke_rl::validate::json_schema(&crd_yaml, true).unwrap());
     }
-    assert!(gke_rl::validate::openapi_schema("{\"kind\": \"Pod\"}", true).is_err());
+    assert!(gke_rl::validate::json_schema("{\"kind\": \"Pod\"}", true).is_err());
 }
 
 /// The files a codelab user has: the render without gcluster's deployment file.
@@ -1140,4 +1140,192 @@ fn kueue_queues_are_the_templates() {
         .map(|q| (q.topology_aware, q.name, q.namespace, q.cluster_queue, q.covered))
         .collect();
     assert_eq!(ours, found);
+}
+
+/// The compiled KubeRay schemas and the `jsonschema` crate find the same errors at the same
+/// paths, on every RayCluster and RayJob the tests have: each config's render in both modes,
+/// the codelab's, each case above, every fixture; each of the default's nodes replaced by
+/// values of every type and near-misses of its patterns, each key renamed and removed; and
+/// chains of random mutations (a fuzzer with a fixed seed; `cargo xtask fuzz crd_schema` runs
+/// libFuzzer on the same comparison).
+#[test]
+fn compiled_crd_schemas_agree_with_jsonschema() {
+    use gke_rl::validate::crd::Kind;
+    use gke_rl::yaml::{Node, Value};
+    use gke_rl_test_support::crd_reference::Reference;
+
+    let references = [
+        (
+            Kind::RayCluster,
+            Reference::new(Kind::RayCluster, &std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap()),
+        ),
+        (Kind::RayJob, Reference::new(Kind::RayJob, &std::fs::read_to_string(upstream("kuberay/ray.io_rayjobs.yaml")).unwrap())),
+    ];
+    let kind_of = |root: &Node| match root.get(&["kind"]).and_then(Node::text) {
+        Some("RayJob") => Kind::RayJob,
+        _ => Kind::RayCluster,
+    };
+    let mut checked = 0usize;
+    let mut agree = |what: &str, document: &Node| {
+        let kind = kind_of(document);
+        let (ours, theirs) = references.iter().find(|(k, _)| *k == kind).unwrap().1.errors(document);
+        assert_eq!(ours, theirs, "{what}: the compiled {kind:?} schema (left) and jsonschema (right) disagree");
+        checked += 1;
+    };
+
+    // Every RayCluster and RayJob the tests have.
+    let mut bases: Vec<(String, String)> = Vec::new();
+    for (name, deployment) in common::configs() {
+        let mut rayjob = deployment.clone();
+        rayjob.job.mode = gke_rl::model::JobMode::Rayjob;
+        for (mode, d) in [("cluster", deployment), ("rayjob", rayjob)] {
+            for (file, text) in rendered(&d) {
+                if file == "ray-cluster.yaml" || file == "ray-job.yaml" {
+                    bases.push((format!("{name} ({mode} mode): {file}"), text));
+                }
+            }
+        }
+    }
+    for case in CASES.iter().filter(|c| c.file == "ray-cluster.yaml" || c.file == "ray-job.yaml") {
+        bases.push((format!("the {} case", case.code), apply(case).remove(case.file).unwrap()));
+    }
+    for path in gke_rl_test_support::files_under(&project_root().join("tests/fixtures")) {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let name = path.display().to_string();
+        if matches!(gke_rl::ArtifactKind::detect(&name, &text), Some(gke_rl::ArtifactKind::RayCluster | gke_rl::ArtifactKind::RayJob)) {
+            bases.push((name, text));
+        }
+    }
+    let documents: Vec<(String, Node)> =
+        bases.into_iter().filter_map(|(name, text)| Node::parse(&text).filter(|n| !n.entries().is_empty()).map(|n| (name, n))).collect();
+    assert!(documents.len() >= 20, "{} documents", documents.len());
+    for (name, document) in &documents {
+        agree(name, document);
+    }
+
+    // Values of every type and near-misses of the patterns, bounds and formats.
+    let replacements: Vec<Node> = [
+        "x",
+        "7",
+        "-1",
+        "1.5",
+        "true",
+        "null",
+        "[]",
+        "{}",
+        "{unknownField: 1}",
+        "[1, x]",
+        "3000000000",
+        "-3000000000",
+        "9223372036854775808",
+        "1e300",
+        "500m",
+        "8gb",
+        "1.2.3",
+        ".5",
+        "+1e3",
+        "1Ei",
+        "2026-12-04T16:00:00Z",
+        "2026-13-04T16:00:00Z",
+        "Ready",
+        "example.com/Ready",
+        "-bad",
+        "A,b",
+        "\"\"",
+    ]
+    .iter()
+    .map(|text| Node::parse(text).unwrap())
+    .collect();
+    let mut pointers: Vec<String> = Vec::new();
+    let default_documents: Vec<&Node> = documents.iter().filter(|(name, _)| name.starts_with("default ")).map(|(_, n)| n).collect();
+    assert_eq!(default_documents.len(), 2, "the default's RayCluster and RayJob");
+    for document in default_documents {
+        pointers.clear();
+        collect_pointers(document, String::new(), &mut pointers);
+        for pointer in &pointers {
+            for replacement in &replacements {
+                let mut mutant = document.clone();
+                *node_at(&mut mutant, pointer) = Node { value: replacement.value.clone(), ..node_at(&mut mutant, pointer).clone() };
+                agree(&format!("{pointer} = {:?}", replacement.to_json()), &mutant);
+            }
+            let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+            if let Value::Map(entries) = &mut node_at(&mut document.clone(), parent).value
+                && entries.iter().any(|(k, _)| k == key)
+            {
+                for rename in [true, false] {
+                    let mut mutant = document.clone();
+                    let Value::Map(entries) = &mut node_at(&mut mutant, parent).value else { unreachable!() };
+                    if rename {
+                        entries.iter_mut().filter(|(k, _)| k == key).for_each(|(k, _)| k.push('x'));
+                    } else {
+                        entries.retain(|(k, _)| k != key);
+                    }
+                    agree(&format!("{pointer} {}", if rename { "renamed" } else { "removed" }), &mutant);
+                }
+            }
+        }
+    }
+
+    // Chains of random mutations of random documents, with random strings from the patterns'
+    // alphabet.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap()
+    };
+    const ALPHABET: &[u8] = b"0123456789.+-eEKMGTPimnuk/aZ_,:T ";
+    for round in 0..600 {
+        let (name, base) = &documents[next(documents.len())];
+        let mut mutant = base.clone();
+        for _ in 0..1 + next(4) {
+            pointers.clear();
+            collect_pointers(&mutant, String::new(), &mut pointers);
+            let pointer = pointers[next(pointers.len())].clone();
+            let value = match next(3) {
+                0 => replacements[next(replacements.len())].value.clone(),
+                1 => Value::String((0..next(8)).map(|_| char::from(ALPHABET[next(ALPHABET.len())])).collect()),
+                _ => Value::Number(format!("{}", next(1 << 20) as i64 - (1 << 19))),
+            };
+            node_at(&mut mutant, &pointer).value = value;
+        }
+        agree(&format!("random mutant {round} of {name}"), &mutant);
+    }
+    assert!(checked > 10_000, "{checked} documents compared");
+}
+
+/// The JSON pointer of every node below `node`.
+fn collect_pointers(node: &gke_rl::yaml::Node, at: String, out: &mut Vec<String>) {
+    use gke_rl::yaml::Value;
+    match &node.value {
+        Value::Map(entries) => {
+            for (key, child) in entries {
+                let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                out.push(here.clone());
+                collect_pointers(child, here, out);
+            }
+        }
+        Value::Seq(items) => {
+            for (index, child) in items.iter().enumerate() {
+                let here = format!("{at}/{index}");
+                out.push(here.clone());
+                collect_pointers(child, here, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The node at a JSON pointer that [`collect_pointers`] gave.
+fn node_at<'n>(node: &'n mut gke_rl::yaml::Node, pointer: &str) -> &'n mut gke_rl::yaml::Node {
+    use gke_rl::yaml::Value;
+    pointer.split('/').skip(1).fold(node, |node, token| {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        match &mut node.value {
+            Value::Map(entries) => entries.iter_mut().find(|(k, _)| *k == token).map(|(_, v)| v).expect("the pointer's key"),
+            Value::Seq(items) => &mut items[token.parse::<usize>().expect("an index")],
+            _ => panic!("{pointer} goes through a scalar"),
+        }
+    })
 }

@@ -1,22 +1,20 @@
 //! `validate(files)`: every artifact parsed into a positioned view, every rule run on the
 //! views, one list of findings. Pure: the caller reads the files.
 
+pub mod crd;
 mod facts;
 pub mod job_script;
 pub(crate) mod quantity;
 mod rules;
 mod sarif;
-#[cfg(feature = "crd-schema")]
-mod schema;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crd::{CrdSchema, json_schema};
 pub use rules::{RULES, Rule};
 pub use sarif::sarif;
-#[cfg(feature = "crd-schema")]
-pub use schema::{CrdSchema, KUBERAY_CRDS, openapi_schema};
 
 use crate::ArtifactKind;
 use crate::diagnostic::{Diagnostic, Severity};
@@ -207,8 +205,7 @@ pub fn validate(files: &[SourceFile<'_>]) -> Vec<Finding> {
     check(files).findings()
 }
 
-/// [`validate`], and each RayCluster against a CRD schema.
-#[cfg(feature = "crd-schema")]
+/// [`validate`], with `crd` in place of the built-in schema of its kind.
 pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Finding> {
     check(files).crd(crd).findings()
 }
@@ -218,6 +215,8 @@ pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Findi
 pub struct Checked<'a> {
     views: Views<'a>,
     sink: Sink,
+    /// The kinds a given CRD schema has checked, which the built-in ones leave alone.
+    crds_given: Vec<crd::Kind>,
 }
 
 /// Parses `files` and runs every rule on them.
@@ -225,15 +224,30 @@ pub fn check<'a>(files: &[SourceFile<'a>]) -> Checked<'a> {
     let mut sink = Sink::new();
     let views = parse_all(files, &mut sink);
     rules::run(&views, &mut sink);
-    Checked { views, sink }
+    Checked { views, sink, crds_given: Vec::new() }
 }
 
 impl Checked<'_> {
-    /// Adds the check of each RayCluster against `crd`.
-    #[cfg(feature = "crd-schema")]
+    /// Checks each object of `crd`'s kind against it, in place of KubeRay v1.7.0's built-in
+    /// schema.
     pub fn crd(mut self, crd: &CrdSchema) -> Self {
-        crd.check(&self.views, &mut self.sink);
+        self.check_crd(crd);
+        self.crds_given.push(crd.kind());
         self
+    }
+
+    fn check_crd(&mut self, crd: &CrdSchema) {
+        let trees: Vec<&Tree<'_>> = match crd.kind() {
+            crd::Kind::RayJob => self.views.ray_jobs.iter().collect(),
+            // A RayJob's cluster is also a RayCluster view: the RayJob's own schema checks it there.
+            crd::Kind::RayCluster => {
+                self.views.ray_clusters.iter().filter(|t| t.root.get(&["kind"]).and_then(Node::text) != Some("RayJob")).collect()
+            }
+        };
+        if !trees.is_empty() {
+            self.sink.ran(&rules::CRD_SCHEMA);
+        }
+        crd.check(&trees, &mut self.sink);
     }
 
     /// Adds a file that could not be read as text (see [`crate::diagnostic::utf8`]): its
@@ -251,8 +265,13 @@ impl Checked<'_> {
 
     /// The findings, and the rules that could not run with what would let them. A rule no check
     /// accounted for is reported by what it reads ([`Rule::reads`]).
-    pub fn finish(self) -> Validation {
-        let Checked { views, mut sink } = self;
+    pub fn finish(mut self) -> Validation {
+        for kind in [crd::Kind::RayCluster, crd::Kind::RayJob] {
+            if !self.crds_given.contains(&kind) {
+                self.check_crd(&CrdSchema::kuberay(kind));
+            }
+        }
+        let Checked { views, mut sink, .. } = self;
         let mut findings = std::mem::take(&mut sink.findings);
         findings.sort_by(|a, b| (&a.file, a.diagnostic.line, a.diagnostic.column).cmp(&(&b.file, b.diagnostic.line, b.diagnostic.column)));
         findings.dedup();

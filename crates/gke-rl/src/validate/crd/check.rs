@@ -1,0 +1,542 @@
+//! Walks a YAML tree beside a [`Table`](super::Table), keyword by keyword as JSON Schema
+//! evaluates them, and reports each violation at its node.
+
+use std::cmp::Ordering;
+
+use super::{Additional, Format, Limit, Literal, Logic, Number, Shape, Types};
+use crate::yaml::{Node, Scalar, Value};
+
+/// One way a document breaks its schema.
+#[derive(Clone, Debug)]
+pub struct Violation<'n> {
+    /// The value at fault (the object, for a missing or unknown field).
+    pub node: &'n Node,
+    /// Whether the fault is the key of [`Violation::node`] (an unknown field) rather than its value.
+    pub at_key: bool,
+    /// The JSON Schema keyword that failed (`type`, `additionalProperties`…).
+    pub keyword: &'static str,
+    /// What is wrong, in words.
+    pub message: String,
+    /// For an unknown field, the known one closest to it.
+    pub suggestion: Option<String>,
+    path: Vec<Segment<'n>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Segment<'n> {
+    Key(&'n str),
+    Index(usize),
+}
+
+impl Violation<'_> {
+    /// Where, as a JSON pointer (`/spec/workerGroupSpecs/0/replicas`).
+    pub fn pointer(&self) -> String {
+        self.path.iter().fold(String::new(), |pointer, segment| match segment {
+            Segment::Key(key) => format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
+            Segment::Index(index) => format!("{pointer}/{index}"),
+        })
+    }
+
+    /// Where, as kubectl writes it (`spec.workerGroupSpecs[0].replicas`).
+    pub fn path(&self) -> String {
+        if self.path.is_empty() {
+            return "the manifest".into();
+        }
+        self.path.iter().fold(String::new(), |path, segment| match segment {
+            Segment::Key(key) if path.is_empty() => (*key).to_owned(),
+            Segment::Key(key) => format!("{path}.{key}"),
+            Segment::Index(index) => format!("{path}[{index}]"),
+        })
+    }
+
+    /// The field `kubectl explain` documents: the object an unknown field is in, else the
+    /// field itself (keys only).
+    pub fn parent_path(&self) -> String {
+        let keys = if self.at_key { &self.path[..self.path.len().saturating_sub(1)] } else { &self.path[..] };
+        keys.iter().filter_map(|s| if let Segment::Key(k) = s { Some(*k) } else { None }).collect::<Vec<_>>().join(".")
+    }
+}
+
+/// Every violation of shape `root` of `shapes` by `document`.
+pub(super) fn violations<'n>(shapes: &[Shape], root: u16, document: &'n Node) -> Vec<Violation<'n>> {
+    let mut walker = Walker { shapes, found: Some(Vec::new()), path: Vec::new() };
+    walker.visit(root, document);
+    walker.found.unwrap_or_default()
+}
+
+/// A YAML scalar or collection as the JSON value [`Node::to_json`] makes of it (no JSON is
+/// built: the page's build carries no JSON reader).
+enum Instance<'n> {
+    Object(&'n [(String, Node)]),
+    Array(&'n [Node]),
+    Scalar(Scalar<'n>),
+}
+
+impl<'n> Instance<'n> {
+    fn of(node: &'n Node) -> Self {
+        match (&node.value, node.scalar()) {
+            (Value::Map(entries), _) => Instance::Object(entries),
+            (Value::Seq(items), _) => Instance::Array(items),
+            (_, scalar) => Instance::Scalar(scalar.unwrap_or(Scalar::Null)),
+        }
+    }
+
+    fn type_bit(&self) -> u8 {
+        match self {
+            Instance::Object(_) => Types::OBJECT,
+            Instance::Array(_) => Types::ARRAY,
+            Instance::Scalar(Scalar::Str(_)) => Types::STRING,
+            Instance::Scalar(Scalar::Int(_) | Scalar::UInt(_)) => Types::INTEGER | Types::NUMBER,
+            Instance::Scalar(Scalar::Float(f)) if f.fract() == 0.0 => Types::INTEGER | Types::NUMBER,
+            Instance::Scalar(Scalar::Float(_)) => Types::NUMBER,
+            Instance::Scalar(Scalar::Bool(_)) => Types::BOOLEAN,
+            Instance::Scalar(Scalar::Null) => Types::NULL,
+        }
+    }
+
+    /// The value in words, numbers as the YAML writes them.
+    fn described(&self, node: &Node) -> String {
+        match self {
+            Instance::Object(_) => "a mapping".into(),
+            Instance::Array(_) => "a list".into(),
+            Instance::Scalar(Scalar::Str(text)) => format!("the string {text:?}"),
+            Instance::Scalar(Scalar::Null) => "empty (null)".into(),
+            Instance::Scalar(_) => node.text().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+/// Walks shapes and nodes; with `found` set it collects every violation, without it it only
+/// answers whether there is one (for `anyOf`, `oneOf` and `not`), stopping at the first.
+struct Walker<'s, 'n> {
+    shapes: &'s [Shape],
+    found: Option<Vec<Violation<'n>>>,
+    path: Vec<Segment<'n>>,
+}
+
+impl<'n> Walker<'_, 'n> {
+    /// Whether `node` is valid; every violation is collected when collecting.
+    fn visit(&mut self, index: u16, node: &'n Node) -> bool {
+        let shapes = self.shapes;
+        let Some(shape) = shapes.get(usize::from(index)) else { return true };
+        let instance = Instance::of(node);
+        let mut valid = true;
+        // `fail!` records a violation; when only validity is asked, the first one answers it.
+        macro_rules! fail {
+            ($node:expr, $at_key:expr, $keyword:literal, $message:expr) => {{
+                valid = false;
+                match &mut self.found {
+                    Some(found) => found.push(Violation {
+                        node: $node,
+                        at_key: $at_key,
+                        keyword: $keyword,
+                        message: $message,
+                        suggestion: None,
+                        path: self.path.clone(),
+                    }),
+                    None => return false,
+                }
+            }};
+        }
+        if shape.types.0 != 0 && shape.types.0 & instance.type_bit() == 0 {
+            let wanted: Vec<&str> = Types::NAMES.iter().filter(|(bit, _)| shape.types.0 & bit != 0).map(|(_, name)| *name).collect();
+            fail!(node, false, "type", format!("{} is not {}", instance.described(node), a_type(&wanted)));
+        }
+        if !shape.enumeration.is_empty() && !shape.enumeration.iter().any(|allowed| literal_is(allowed, &instance)) {
+            fail!(
+                node,
+                false,
+                "enum",
+                format!(
+                    "{} is not one of {}",
+                    instance.described(node),
+                    shape.enumeration.iter().map(literal).collect::<Vec<_>>().join(", ")
+                )
+            );
+        }
+        match &instance {
+            Instance::Scalar(Scalar::Str(text)) => {
+                if let Some(pattern) = shape.pattern
+                    && !pattern.matches(text)
+                {
+                    fail!(node, false, "pattern", format!("{} is not {}", instance.described(node), pattern.described()));
+                }
+                if shape.format == Some(Format::DateTime) && !date_time(text) {
+                    fail!(
+                        node,
+                        false,
+                        "format",
+                        format!("{} is not an RFC 3339 date-time such as 2026-12-04T16:00:00Z", instance.described(node))
+                    );
+                }
+            }
+            Instance::Object(entries) => {
+                for name in shape.required.iter() {
+                    if !entries.iter().any(|(key, _)| key == name) {
+                        fail!(node, false, "required", format!("the required field `{name}` is missing"));
+                    }
+                }
+                for (key, value) in *entries {
+                    let known = shape.properties.binary_search_by(|(name, _)| name.as_ref().cmp(key)).ok();
+                    let child = match (known, shape.additional) {
+                        (Some(at), _) => Some(shape.properties[at].1),
+                        (None, Additional::Shape(child)) => Some(child),
+                        (None, Additional::Any) => None,
+                        (None, Additional::Closed) => {
+                            self.path.push(Segment::Key(key));
+                            let suggestion = crate::suggest::closest(key, shape.properties.iter().map(|(name, _)| name.as_ref()));
+                            fail!(
+                                value,
+                                true,
+                                "additionalProperties",
+                                "unknown field: KubeRay's API server drops it without a word".into()
+                            );
+                            if let Some(found) = &mut self.found
+                                && let Some(last) = found.last_mut()
+                            {
+                                last.suggestion = suggestion.map(str::to_owned);
+                            }
+                            self.path.pop();
+                            None
+                        }
+                    };
+                    if let Some(child) = child {
+                        self.path.push(Segment::Key(key));
+                        let ok = self.visit(child, value);
+                        self.path.pop();
+                        if !ok {
+                            valid = false;
+                            if self.found.is_none() {
+                                return false;
+                            }
+                        }
+                    }
+                }
+            }
+            Instance::Array(items) => {
+                if let Some(child) = shape.items {
+                    for (index, item) in items.iter().enumerate() {
+                        self.path.push(Segment::Index(index));
+                        let ok = self.visit(child, item);
+                        self.path.pop();
+                        if !ok {
+                            valid = false;
+                            if self.found.is_none() {
+                                return false;
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        for limit in shape.limits.iter() {
+            if let Some(message) = broken(*limit, &instance, node) {
+                match limit {
+                    Limit::MinLength(_) => fail!(node, false, "minLength", message),
+                    Limit::MaxLength(_) => fail!(node, false, "maxLength", message),
+                    Limit::MinItems(_) => fail!(node, false, "minItems", message),
+                    Limit::MaxItems(_) => fail!(node, false, "maxItems", message),
+                    Limit::MinProperties(_) => fail!(node, false, "minProperties", message),
+                    Limit::MaxProperties(_) => fail!(node, false, "maxProperties", message),
+                    Limit::Minimum(_) => fail!(node, false, "minimum", message),
+                    Limit::Maximum(_) => fail!(node, false, "maximum", message),
+                    Limit::ExclusiveMinimum(_) => fail!(node, false, "exclusiveMinimum", message),
+                    Limit::ExclusiveMaximum(_) => fail!(node, false, "exclusiveMaximum", message),
+                    Limit::MultipleOf(_) => fail!(node, false, "multipleOf", message),
+                    Limit::UniqueItems => fail!(node, false, "uniqueItems", message),
+                }
+            }
+        }
+        for logic in shape.logic.iter() {
+            match logic {
+                Logic::AllOf(branches) => {
+                    for branch in branches.iter() {
+                        if !self.visit(*branch, node) {
+                            valid = false;
+                            if self.found.is_none() {
+                                return false;
+                            }
+                        }
+                    }
+                }
+                Logic::AnyOf(branches) => {
+                    if !branches.iter().any(|branch| self.holds(*branch, node)) {
+                        let wanted = branches.iter().map(|b| self.summary(*b)).collect::<Vec<_>>();
+                        fail!(node, false, "anyOf", format!("{} is not {}", instance.described(node), wanted.join(" or ")));
+                    }
+                }
+                Logic::OneOf(branches) => {
+                    let holding = branches.iter().filter(|branch| self.holds(**branch, node)).count();
+                    if holding != 1 {
+                        fail!(
+                            node,
+                            false,
+                            "oneOf",
+                            format!(
+                                "{} matches {holding} of the {} allowed forms, not exactly one",
+                                instance.described(node),
+                                branches.len()
+                            )
+                        );
+                    }
+                }
+                Logic::Not(branch) => {
+                    if self.holds(*branch, node) {
+                        fail!(node, false, "not", format!("{} has a form the CRD forbids", instance.described(node)));
+                    }
+                }
+            }
+        }
+        valid
+    }
+
+    /// Whether `node` is valid against shape `index`, collecting nothing.
+    fn holds(&self, index: u16, node: &'n Node) -> bool {
+        Walker { shapes: self.shapes, found: None, path: Vec::new() }.visit(index, node)
+    }
+
+    /// A shape in a few words, for the branches of an `anyOf`.
+    fn summary(&self, index: u16) -> String {
+        let types = self.shapes.get(usize::from(index)).map_or(0, |s| s.types.0);
+        let names: Vec<&str> = Types::NAMES.iter().filter(|(bit, _)| types & bit != 0).map(|(_, name)| *name).collect();
+        if names.is_empty() { "of another allowed form".into() } else { a_type(&names) }
+    }
+}
+
+/// `an integer`, `a string or null`.
+fn a_type(names: &[&str]) -> String {
+    let article = |name: &str| if name.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {name}") } else { format!("a {name}") };
+    names.iter().map(|n| article(n)).collect::<Vec<_>>().join(" or ")
+}
+
+/// Whether the value is the `enum` entry `allowed`.
+fn literal_is(allowed: &Literal, instance: &Instance<'_>) -> bool {
+    match (allowed, instance) {
+        (Literal::Str(allowed), Instance::Scalar(Scalar::Str(text))) => allowed == text,
+        (Literal::Bool(allowed), Instance::Scalar(Scalar::Bool(b))) => allowed == b,
+        (Literal::Null, Instance::Scalar(Scalar::Null)) => true,
+        (Literal::Number(allowed), Instance::Scalar(scalar)) => compare(*scalar, *allowed) == Some(Ordering::Equal),
+        _ => false,
+    }
+}
+
+/// An `enum` entry in words.
+fn literal(literal: &Literal) -> String {
+    match literal {
+        Literal::Null => "null".into(),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Number(Number::Int(i)) => i.to_string(),
+        Literal::Number(Number::Float(f)) => crate::yaml::decimal::short(*f, 6).to_string(),
+        Literal::Str(s) => s.to_string(),
+    }
+}
+
+/// JSON equality of two nodes, numbers by value (`1` is `1.0`), for `uniqueItems`.
+fn same(a: &Node, b: &Node) -> bool {
+    match (&a.value, &b.value) {
+        (Value::Map(x), Value::Map(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(l, w)| k == l && same(v, w))),
+        (Value::Seq(x), Value::Seq(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
+        _ => match (a.scalar(), b.scalar()) {
+            (Some(x @ (Scalar::Int(_) | Scalar::UInt(_) | Scalar::Float(_))), Some(y)) => {
+                number(y).is_some_and(|y| compare(x, y) == Some(Ordering::Equal))
+            }
+            (x, y) => x.is_some() && x == y,
+        },
+    }
+}
+
+/// A number as a bound, to compare another with (`None` for other scalars).
+fn number(scalar: Scalar<'_>) -> Option<Number> {
+    match scalar {
+        Scalar::Int(i) => Some(Number::Int(i)),
+        // Past i64::MAX: as a float, which compares past every i64 all the same.
+        Scalar::UInt(u) => Some(Number::Float(u as f64)),
+        Scalar::Float(f) => Some(Number::Float(f)),
+        _ => None,
+    }
+}
+
+/// A broken bound, in words.
+fn broken(limit: Limit, instance: &Instance<'_>, node: &Node) -> Option<String> {
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    // No float formatting: the page's build carries none (`gke_rl_yaml::decimal` instead).
+    let bound = |bound: Number| match bound {
+        Number::Int(i) => i.to_string(),
+        Number::Float(f) => crate::yaml::decimal::short(f, 6).to_string(),
+    };
+    let value = node.text().unwrap_or_default();
+    let ordering = |bound: Number| match instance {
+        Instance::Scalar(scalar) => compare(*scalar, bound),
+        _ => None,
+    };
+    match (limit, instance) {
+        (Limit::MinLength(min), Instance::Scalar(Scalar::Str(s))) => {
+            (count(s.chars().count()) < min).then(|| format!("is shorter than {min} characters"))
+        }
+        (Limit::MaxLength(max), Instance::Scalar(Scalar::Str(s))) => {
+            (count(s.chars().count()) > max).then(|| format!("is longer than {max} characters"))
+        }
+        (Limit::MinItems(min), Instance::Array(items)) => (count(items.len()) < min).then(|| format!("has fewer than {min} items")),
+        (Limit::MaxItems(max), Instance::Array(items)) => (count(items.len()) > max).then(|| format!("has more than {max} items")),
+        (Limit::MinProperties(min), Instance::Object(entries)) => {
+            (count(entries.len()) < min).then(|| format!("has fewer than {min} fields"))
+        }
+        (Limit::MaxProperties(max), Instance::Object(entries)) => {
+            (count(entries.len()) > max).then(|| format!("has more than {max} fields"))
+        }
+        (Limit::Minimum(min), _) => (ordering(min) == Some(Ordering::Less)).then(|| match min {
+            Number::Int(i) if i == i64::from(i32::MIN) => format!("{value} is less than an int32 holds ({i})"),
+            Number::Int(i64::MIN) => format!("{value} is less than an int64 holds ({})", i64::MIN),
+            _ => format!("{value} is less than the minimum, {}", bound(min)),
+        }),
+        (Limit::Maximum(max), _) => (ordering(max) == Some(Ordering::Greater)).then(|| match max {
+            Number::Int(i) if i == i64::from(i32::MAX) => format!("{value} is more than an int32 holds ({i})"),
+            Number::Int(i64::MAX) => format!("{value} is more than an int64 holds ({})", i64::MAX),
+            _ => format!("{value} is more than the maximum, {}", bound(max)),
+        }),
+        (Limit::ExclusiveMinimum(min), Instance::Scalar(scalar)) if number(*scalar).is_some() => {
+            (ordering(min) != Some(Ordering::Greater)).then(|| format!("{value} is not more than {}", bound(min)))
+        }
+        (Limit::ExclusiveMaximum(max), Instance::Scalar(scalar)) if number(*scalar).is_some() => {
+            (ordering(max) != Some(Ordering::Less)).then(|| format!("{value} is not less than {}", bound(max)))
+        }
+        (Limit::MultipleOf(step), Instance::Scalar(scalar)) => {
+            let whole = match (scalar, step) {
+                (Scalar::Int(i), Number::Int(s)) if s != 0 => i % s == 0,
+                _ => {
+                    let step = match step {
+                        Number::Int(i) => i as f64,
+                        Number::Float(f) => f,
+                    };
+                    match number(*scalar) {
+                        Some(Number::Int(i)) => (i as f64 / step).fract() == 0.0,
+                        Some(Number::Float(f)) => (f / step).fract() == 0.0,
+                        None => true,
+                    }
+                }
+            };
+            (!whole).then(|| format!("{value} is not a multiple of {}", bound(step)))
+        }
+        (Limit::UniqueItems, Instance::Array(items)) => {
+            let repeated = items.iter().enumerate().any(|(i, a)| items[..i].iter().any(|b| same(a, b)));
+            repeated.then(|| "has the same item twice".to_owned())
+        }
+        _ => None,
+    }
+}
+
+/// How a number compares with `bound`, exactly (an int64 bound does not fit an `f64`); `None`
+/// for what is not a number.
+fn compare(value: Scalar<'_>, bound: Number) -> Option<Ordering> {
+    match (value, bound) {
+        (Scalar::Int(v), Number::Int(b)) => Some(v.cmp(&b)),
+        (Scalar::UInt(_), Number::Int(_)) => Some(Ordering::Greater),
+        (Scalar::Int(v), Number::Float(b)) => float_against_int(b, v).map(Ordering::reverse),
+        (Scalar::UInt(v), Number::Float(b)) => (v as f64).partial_cmp(&b),
+        (Scalar::Float(v), Number::Int(b)) => float_against_int(v, b),
+        (Scalar::Float(v), Number::Float(b)) => v.partial_cmp(&b),
+        _ => None,
+    }
+}
+
+/// How a float compares with an integer, exactly.
+fn float_against_int(float: f64, int: i64) -> Option<Ordering> {
+    // 2^63: every float at or past it is beyond every i64.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if float.is_nan() {
+        return None;
+    }
+    if float >= LIMIT {
+        return Some(Ordering::Greater);
+    }
+    if float < -LIMIT {
+        return Some(Ordering::Less);
+    }
+    let whole = float.trunc();
+    // In range, so exact.
+    #[allow(clippy::cast_possible_truncation)]
+    let truncated = whole as i64;
+    Some(truncated.cmp(&int).then(if float > whole {
+        Ordering::Greater
+    } else if float < whole {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    }))
+}
+
+/// RFC 3339 `date-time` (section 5.6): `2026-12-04T16:00:00.5+01:00`, `T` and `Z` in either
+/// case, and a leap second only where the time in UTC is 23:59:60.
+fn date_time(text: &str) -> bool {
+    let Some((date, time)) = text.split_once(['T', 't']) else { return false };
+    let digits = |s: &str| -> Option<u32> { s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok()).flatten() };
+    let field = |s: &str, at: std::ops::Range<usize>| s.get(at.clone()).filter(|f| f.len() == at.len()).and_then(digits);
+    let date_ok = date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-' && {
+        match (field(date, 0..4), field(date, 5..7), field(date, 8..10)) {
+            (Some(year), Some(month), Some(day)) => {
+                let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+                let days = match month {
+                    1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+                    4 | 6 | 9 | 11 => 30,
+                    2 if leap => 29,
+                    2 => 28,
+                    _ => 0,
+                };
+                (1..=days).contains(&day)
+            }
+            _ => false,
+        }
+    };
+    if !date_ok || time.len() < 9 || time.as_bytes()[2] != b':' || time.as_bytes()[5] != b':' {
+        return false;
+    }
+    let (Some(hour), Some(minute), Some(second)) = (field(time, 0..2), field(time, 3..5), field(time, 6..8)) else { return false };
+    if hour > 23 || minute > 59 || second > 60 {
+        return false;
+    }
+    let mut rest = &time[8..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let end = fraction.find(|c: char| !c.is_ascii_digit()).unwrap_or(fraction.len());
+        if end == 0 {
+            return false;
+        }
+        rest = &fraction[end..];
+    }
+    let offset_minutes: i64 = match rest.as_bytes() {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), ..] if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let (Some(h), Some(m)) = (field(rest, 1..3), field(rest, 4..6)) else { return false };
+            if h > 23 || m > 59 {
+                return false;
+            }
+            let minutes = i64::from(h * 60 + m);
+            if *sign == b'+' { minutes } else { -minutes }
+        }
+        _ => return false,
+    };
+    // A leap second is 23:59:60 in UTC: local time less the offset.
+    second != 60 || (i64::from(hour * 60 + minute) - offset_minutes).rem_euclid(24 * 60) == 23 * 60 + 59
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn date_times() {
+        for good in ["2026-12-04T16:00:00Z", "2024-02-29t23:59:60z", "2026-12-04T16:00:00.123+01:00", "1990-12-31T15:59:60-08:00"] {
+            assert!(super::date_time(good), "{good}");
+        }
+        for bad in [
+            "2026-12-04",
+            "2025-02-29T00:00:00Z",
+            "2026-12-04T24:00:00Z",
+            "2026-12-04T16:00:00",
+            "2026-12-04T16:00:00.Z",
+            "2026-12-04T16:00:60Z",
+            "2026-12-04T16:00:00+1:00",
+            "２026-12-04T16:00:00Z",
+        ] {
+            assert!(!super::date_time(bad), "{bad}");
+        }
+    }
+}
