@@ -22,210 +22,65 @@ pub(super) static TABLE: Table = Table {
         // 3
         Shape { types: Types(4), enumeration: B(&[Literal::Str(B("disabled")), Literal::Str(B("token"))]), ..Shape::ANY },
         // 4
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("enableK8sTokenAuth"), 2), (B("mode"), 3), (B("secretName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("enableK8sTokenAuth"), 2), (B("mode"), 3), (B("secretName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 5
         Shape { types: Types(2), items: Some(0), ..Shape::ANY },
         // 6
-        Shape {
-            types: Types(1),
-            required: B(&[B("key")]),
-            properties: B(&[(B("key"), 0), (B("name"), 0), (B("optional"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("key")]), properties: B(&[(B("key"), 0), (B("name"), 0), (B("optional"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 7
-        Shape {
-            types: Types(1),
-            required: B(&[B("fieldPath")]),
-            properties: B(&[(B("apiVersion"), 0), (B("fieldPath"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("fieldPath")]), properties: B(&[(B("apiVersion"), 0), (B("fieldPath"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 8
-        Shape {
-            types: Types(1),
-            required: B(&[B("key"), B("path"), B("volumeName")]),
-            properties: B(&[(B("key"), 0), (B("optional"), 2), (B("path"), 0), (B("volumeName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("key"), B("path"), B("volumeName")]), properties: B(&[(B("key"), 0), (B("optional"), 2), (B("path"), 0), (B("volumeName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 9
         Shape { types: Types(8), ..Shape::ANY },
         // 10
         Shape { pattern: Some(Pattern::Quantity), logic: B(&[Logic::AnyOf(B(&[9, 0]))]), ..Shape::ANY },
         // 11
-        Shape {
-            types: Types(1),
-            required: B(&[B("resource")]),
-            properties: B(&[(B("containerName"), 0), (B("divisor"), 10), (B("resource"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("resource")]), properties: B(&[(B("containerName"), 0), (B("divisor"), 10), (B("resource"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 12
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("configMapKeyRef"), 6),
-                (B("fieldRef"), 7),
-                (B("fileKeyRef"), 8),
-                (B("resourceFieldRef"), 11),
-                (B("secretKeyRef"), 6),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("configMapKeyRef"), 6), (B("fieldRef"), 7), (B("fileKeyRef"), 8), (B("resourceFieldRef"), 11), (B("secretKeyRef"), 6)]), additional: Additional::Closed, ..Shape::ANY },
         // 13
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[(B("name"), 0), (B("value"), 0), (B("valueFrom"), 12)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("name"), 0), (B("value"), 0), (B("valueFrom"), 12)]), additional: Additional::Closed, ..Shape::ANY },
         // 14
         Shape { types: Types(2), items: Some(13), ..Shape::ANY },
         // 15
         Shape { types: Types(1), properties: B(&[(B("name"), 0), (B("optional"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 16
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("configMapRef"), 15), (B("prefix"), 0), (B("secretRef"), 15)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("configMapRef"), 15), (B("prefix"), 0), (B("secretRef"), 15)]), additional: Additional::Closed, ..Shape::ANY },
         // 17
         Shape { types: Types(2), items: Some(16), ..Shape::ANY },
         // 18
-        Shape {
-            types: Types(8),
-            limits: B(&[Limit::Maximum(Number::Int(2147483647)), Limit::Minimum(Number::Int(-2147483648))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(8), limits: B(&[Limit::Maximum(Number::Int(2147483647)), Limit::Minimum(Number::Int(-2147483648))]), ..Shape::ANY },
         // 19
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[(B("name"), 0), (B("request"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("name"), 0), (B("request"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 20
         Shape { types: Types(2), items: Some(19), ..Shape::ANY },
         // 21
         Shape { types: Types(1), additional: Additional::Shape(10), ..Shape::ANY },
         // 22
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("claims"), 20), (B("limits"), 21), (B("requests"), 21)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("claims"), 20), (B("limits"), 21), (B("requests"), 21)]), additional: Additional::Closed, ..Shape::ANY },
         // 23
-        Shape {
-            types: Types(1),
-            required: B(&[B("type")]),
-            properties: B(&[(B("localhostProfile"), 0), (B("type"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("type")]), properties: B(&[(B("localhostProfile"), 0), (B("type"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 24
         Shape { types: Types(1), properties: B(&[(B("add"), 5), (B("drop"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 25
-        Shape {
-            types: Types(8),
-            limits: B(&[Limit::Maximum(Number::Int(9223372036854775807)), Limit::Minimum(Number::Int(-9223372036854775808))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(8), limits: B(&[Limit::Maximum(Number::Int(9223372036854775807)), Limit::Minimum(Number::Int(-9223372036854775808))]), ..Shape::ANY },
         // 26
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("level"), 0), (B("role"), 0), (B("type"), 0), (B("user"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("level"), 0), (B("role"), 0), (B("type"), 0), (B("user"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 27
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("gmsaCredentialSpec"), 0),
-                (B("gmsaCredentialSpecName"), 0),
-                (B("hostProcess"), 2),
-                (B("runAsUserName"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("gmsaCredentialSpec"), 0), (B("gmsaCredentialSpecName"), 0), (B("hostProcess"), 2), (B("runAsUserName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 28
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("allowPrivilegeEscalation"), 2),
-                (B("appArmorProfile"), 23),
-                (B("capabilities"), 24),
-                (B("privileged"), 2),
-                (B("procMount"), 0),
-                (B("readOnlyRootFilesystem"), 2),
-                (B("runAsGroup"), 25),
-                (B("runAsNonRoot"), 2),
-                (B("runAsUser"), 25),
-                (B("seLinuxOptions"), 26),
-                (B("seccompProfile"), 23),
-                (B("windowsOptions"), 27),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("allowPrivilegeEscalation"), 2), (B("appArmorProfile"), 23), (B("capabilities"), 24), (B("privileged"), 2), (B("procMount"), 0), (B("readOnlyRootFilesystem"), 2), (B("runAsGroup"), 25), (B("runAsNonRoot"), 2), (B("runAsUser"), 25), (B("seLinuxOptions"), 26), (B("seccompProfile"), 23), (B("windowsOptions"), 27)]), additional: Additional::Closed, ..Shape::ANY },
         // 29
-        Shape {
-            types: Types(4),
-            enumeration: B(&[Literal::Str(B("Default")), Literal::Str(B("Aggressive")), Literal::Str(B("Conservative"))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), enumeration: B(&[Literal::Str(B("Default")), Literal::Str(B("Aggressive")), Literal::Str(B("Conservative"))]), ..Shape::ANY },
         // 30
         Shape { types: Types(4), enumeration: B(&[Literal::Str(B("v1")), Literal::Str(B("v2"))]), ..Shape::ANY },
         // 31
-        Shape {
-            types: Types(1),
-            required: B(&[B("mountPath"), B("name")]),
-            properties: B(&[
-                (B("mountPath"), 0),
-                (B("mountPropagation"), 0),
-                (B("name"), 0),
-                (B("readOnly"), 2),
-                (B("recursiveReadOnly"), 0),
-                (B("subPath"), 0),
-                (B("subPathExpr"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("mountPath"), B("name")]), properties: B(&[(B("mountPath"), 0), (B("mountPropagation"), 0), (B("name"), 0), (B("readOnly"), 2), (B("recursiveReadOnly"), 0), (B("subPath"), 0), (B("subPathExpr"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 32
         Shape { types: Types(2), items: Some(31), ..Shape::ANY },
         // 33
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("args"), 5),
-                (B("command"), 5),
-                (B("env"), 14),
-                (B("envFrom"), 17),
-                (B("idleTimeoutSeconds"), 18),
-                (B("image"), 0),
-                (B("imagePullPolicy"), 0),
-                (B("resources"), 22),
-                (B("securityContext"), 28),
-                (B("upscalingMode"), 29),
-                (B("version"), 30),
-                (B("volumeMounts"), 32),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("args"), 5), (B("command"), 5), (B("env"), 14), (B("envFrom"), 17), (B("idleTimeoutSeconds"), 18), (B("image"), 0), (B("imagePullPolicy"), 0), (B("resources"), 22), (B("securityContext"), 28), (B("upscalingMode"), 29), (B("version"), 30), (B("volumeMounts"), 32)]), additional: Additional::Closed, ..Shape::ANY },
         // 34
         Shape { types: Types(4), enumeration: B(&[Literal::Str(B("redis")), Literal::Str(B("rocksdb"))]), ..Shape::ANY },
         // 35
@@ -233,59 +88,17 @@ pub(super) static TABLE: Table = Table {
         // 36
         Shape { types: Types(4), enumeration: B(&[Literal::Str(B("DeleteWithCluster")), Literal::Str(B("Retain"))]), ..Shape::ANY },
         // 37
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("accessModes"), 5),
-                (B("claimName"), 0),
-                (B("deletionPolicy"), 36),
-                (B("size"), 10),
-                (B("storageClassName"), 0),
-                (B("subPath"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("accessModes"), 5), (B("claimName"), 0), (B("deletionPolicy"), 36), (B("size"), 10), (B("storageClassName"), 0), (B("subPath"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 38
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("backend"), 34),
-                (B("externalStorageNamespace"), 0),
-                (B("redisAddress"), 0),
-                (B("redisPassword"), 35),
-                (B("redisUsername"), 35),
-                (B("storage"), 37),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("backend"), 34), (B("externalStorageNamespace"), 0), (B("redisAddress"), 0), (B("redisPassword"), 35), (B("redisUsername"), 35), (B("storage"), 37)]), additional: Additional::Closed, ..Shape::ANY },
         // 39
         Shape { types: Types(1), additional: Additional::Shape(0), ..Shape::ANY },
         // 40
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("annotations"), 39), (B("finalizers"), 5), (B("labels"), 39), (B("name"), 0), (B("namespace"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("annotations"), 39), (B("finalizers"), 5), (B("labels"), 39), (B("name"), 0), (B("namespace"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 41
         Shape { logic: B(&[Logic::AnyOf(B(&[9, 0]))]), ..Shape::ANY },
         // 42
-        Shape {
-            types: Types(1),
-            required: B(&[B("port")]),
-            properties: B(&[
-                (B("appProtocol"), 0),
-                (B("name"), 0),
-                (B("nodePort"), 18),
-                (B("port"), 18),
-                (B("protocol"), 0),
-                (B("targetPort"), 41),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("port")]), properties: B(&[(B("appProtocol"), 0), (B("name"), 0), (B("nodePort"), 18), (B("port"), 18), (B("protocol"), 0), (B("targetPort"), 41)]), additional: Additional::Closed, ..Shape::ANY },
         // 43
         Shape { types: Types(2), items: Some(42), ..Shape::ANY },
         // 44
@@ -293,385 +106,117 @@ pub(super) static TABLE: Table = Table {
         // 45
         Shape { types: Types(1), properties: B(&[(B("clientIP"), 44)]), additional: Additional::Closed, ..Shape::ANY },
         // 46
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("allocateLoadBalancerNodePorts"), 2),
-                (B("clusterIP"), 0),
-                (B("clusterIPs"), 5),
-                (B("externalIPs"), 5),
-                (B("externalName"), 0),
-                (B("externalTrafficPolicy"), 0),
-                (B("healthCheckNodePort"), 18),
-                (B("internalTrafficPolicy"), 0),
-                (B("ipFamilies"), 5),
-                (B("ipFamilyPolicy"), 0),
-                (B("loadBalancerClass"), 0),
-                (B("loadBalancerIP"), 0),
-                (B("loadBalancerSourceRanges"), 5),
-                (B("ports"), 43),
-                (B("publishNotReadyAddresses"), 2),
-                (B("selector"), 39),
-                (B("sessionAffinity"), 0),
-                (B("sessionAffinityConfig"), 45),
-                (B("trafficDistribution"), 0),
-                (B("type"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("allocateLoadBalancerNodePorts"), 2), (B("clusterIP"), 0), (B("clusterIPs"), 5), (B("externalIPs"), 5), (B("externalName"), 0), (B("externalTrafficPolicy"), 0), (B("healthCheckNodePort"), 18), (B("internalTrafficPolicy"), 0), (B("ipFamilies"), 5), (B("ipFamilyPolicy"), 0), (B("loadBalancerClass"), 0), (B("loadBalancerIP"), 0), (B("loadBalancerSourceRanges"), 5), (B("ports"), 43), (B("publishNotReadyAddresses"), 2), (B("selector"), 39), (B("sessionAffinity"), 0), (B("sessionAffinityConfig"), 45), (B("trafficDistribution"), 0), (B("type"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 47
         Shape { types: Types(4), format: Some(Format::DateTime), ..Shape::ANY },
         // 48
         Shape { types: Types(4), limits: B(&[Limit::MaxLength(32768)]), ..Shape::ANY },
         // 49
-        Shape {
-            types: Types(8),
-            limits: B(&[Limit::Maximum(Number::Int(9223372036854775807)), Limit::Minimum(Number::Int(0))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(8), limits: B(&[Limit::Maximum(Number::Int(9223372036854775807)), Limit::Minimum(Number::Int(0))]), ..Shape::ANY },
         // 50
-        Shape {
-            types: Types(4),
-            pattern: Some(Pattern::ConditionReason),
-            limits: B(&[Limit::MaxLength(1024), Limit::MinLength(1)]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), pattern: Some(Pattern::ConditionReason), limits: B(&[Limit::MaxLength(1024), Limit::MinLength(1)]), ..Shape::ANY },
         // 51
-        Shape {
-            types: Types(4),
-            enumeration: B(&[Literal::Str(B("True")), Literal::Str(B("False")), Literal::Str(B("Unknown"))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), enumeration: B(&[Literal::Str(B("True")), Literal::Str(B("False")), Literal::Str(B("Unknown"))]), ..Shape::ANY },
         // 52
         Shape { types: Types(4), pattern: Some(Pattern::QualifiedName), limits: B(&[Limit::MaxLength(316)]), ..Shape::ANY },
         // 53
-        Shape {
-            types: Types(1),
-            required: B(&[B("lastTransitionTime"), B("message"), B("reason"), B("status"), B("type")]),
-            properties: B(&[
-                (B("lastTransitionTime"), 47),
-                (B("message"), 48),
-                (B("observedGeneration"), 49),
-                (B("reason"), 50),
-                (B("status"), 51),
-                (B("type"), 52),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("lastTransitionTime"), B("message"), B("reason"), B("status"), B("type")]), properties: B(&[(B("lastTransitionTime"), 47), (B("message"), 48), (B("observedGeneration"), 49), (B("reason"), 50), (B("status"), 51), (B("type"), 52)]), additional: Additional::Closed, ..Shape::ANY },
         // 54
         Shape { types: Types(2), items: Some(53), ..Shape::ANY },
         // 55
-        Shape {
-            types: Types(1),
-            required: B(&[B("error"), B("port"), B("protocol")]),
-            properties: B(&[(B("error"), 52), (B("port"), 18), (B("protocol"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("error"), B("port"), B("protocol")]), properties: B(&[(B("error"), 52), (B("port"), 18), (B("protocol"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 56
         Shape { types: Types(2), items: Some(55), ..Shape::ANY },
         // 57
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("hostname"), 0), (B("ip"), 0), (B("ipMode"), 0), (B("ports"), 56)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("hostname"), 0), (B("ip"), 0), (B("ipMode"), 0), (B("ports"), 56)]), additional: Additional::Closed, ..Shape::ANY },
         // 58
         Shape { types: Types(2), items: Some(57), ..Shape::ANY },
         // 59
         Shape { types: Types(1), properties: B(&[(B("ingress"), 58)]), additional: Additional::Closed, ..Shape::ANY },
         // 60
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("conditions"), 54), (B("loadBalancer"), 59)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("conditions"), 54), (B("loadBalancer"), 59)]), additional: Additional::Closed, ..Shape::ANY },
         // 61
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 40), (B("spec"), 46), (B("status"), 60)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 40), (B("spec"), 46), (B("status"), 60)]), additional: Additional::Closed, ..Shape::ANY },
         // 62
-        Shape {
-            types: Types(4),
-            enumeration: B(&[Literal::Str(B("Exact")), Literal::Str(B("Prefix")), Literal::Str(B("ImplementationSpecific"))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), enumeration: B(&[Literal::Str(B("Exact")), Literal::Str(B("Prefix")), Literal::Str(B("ImplementationSpecific"))]), ..Shape::ANY },
         // 63
         Shape { types: Types(1), properties: B(&[(B("hosts"), 5), (B("secretName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 64
         Shape { types: Types(2), items: Some(63), ..Shape::ANY },
         // 65
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("host"), 0), (B("path"), 0), (B("pathType"), 62), (B("tls"), 64)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("host"), 0), (B("path"), 0), (B("pathType"), 62), (B("tls"), 64)]), additional: Additional::Closed, ..Shape::ANY },
         // 66
-        Shape {
-            types: Types(1),
-            required: B(&[B("key"), B("operator")]),
-            properties: B(&[(B("key"), 0), (B("operator"), 0), (B("values"), 5)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("key"), B("operator")]), properties: B(&[(B("key"), 0), (B("operator"), 0), (B("values"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 67
         Shape { types: Types(2), items: Some(66), ..Shape::ANY },
         // 68
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("matchExpressions"), 67), (B("matchFields"), 67)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("matchExpressions"), 67), (B("matchFields"), 67)]), additional: Additional::Closed, ..Shape::ANY },
         // 69
-        Shape {
-            types: Types(1),
-            required: B(&[B("preference"), B("weight")]),
-            properties: B(&[(B("preference"), 68), (B("weight"), 18)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("preference"), B("weight")]), properties: B(&[(B("preference"), 68), (B("weight"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 70
         Shape { types: Types(2), items: Some(69), ..Shape::ANY },
         // 71
         Shape { types: Types(2), items: Some(68), ..Shape::ANY },
         // 72
-        Shape {
-            types: Types(1),
-            required: B(&[B("nodeSelectorTerms")]),
-            properties: B(&[(B("nodeSelectorTerms"), 71)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("nodeSelectorTerms")]), properties: B(&[(B("nodeSelectorTerms"), 71)]), additional: Additional::Closed, ..Shape::ANY },
         // 73
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("preferredDuringSchedulingIgnoredDuringExecution"), 70),
-                (B("requiredDuringSchedulingIgnoredDuringExecution"), 72),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("preferredDuringSchedulingIgnoredDuringExecution"), 70), (B("requiredDuringSchedulingIgnoredDuringExecution"), 72)]), additional: Additional::Closed, ..Shape::ANY },
         // 74
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("matchExpressions"), 67), (B("matchLabels"), 39)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("matchExpressions"), 67), (B("matchLabels"), 39)]), additional: Additional::Closed, ..Shape::ANY },
         // 75
-        Shape {
-            types: Types(1),
-            required: B(&[B("topologyKey")]),
-            properties: B(&[
-                (B("labelSelector"), 74),
-                (B("matchLabelKeys"), 5),
-                (B("mismatchLabelKeys"), 5),
-                (B("namespaceSelector"), 74),
-                (B("namespaces"), 5),
-                (B("topologyKey"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("topologyKey")]), properties: B(&[(B("labelSelector"), 74), (B("matchLabelKeys"), 5), (B("mismatchLabelKeys"), 5), (B("namespaceSelector"), 74), (B("namespaces"), 5), (B("topologyKey"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 76
-        Shape {
-            types: Types(1),
-            required: B(&[B("podAffinityTerm"), B("weight")]),
-            properties: B(&[(B("podAffinityTerm"), 75), (B("weight"), 18)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("podAffinityTerm"), B("weight")]), properties: B(&[(B("podAffinityTerm"), 75), (B("weight"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 77
         Shape { types: Types(2), items: Some(76), ..Shape::ANY },
         // 78
         Shape { types: Types(2), items: Some(75), ..Shape::ANY },
         // 79
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("preferredDuringSchedulingIgnoredDuringExecution"), 77),
-                (B("requiredDuringSchedulingIgnoredDuringExecution"), 78),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("preferredDuringSchedulingIgnoredDuringExecution"), 77), (B("requiredDuringSchedulingIgnoredDuringExecution"), 78)]), additional: Additional::Closed, ..Shape::ANY },
         // 80
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("nodeAffinity"), 73), (B("podAffinity"), 79), (B("podAntiAffinity"), 79)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("nodeAffinity"), 73), (B("podAffinity"), 79), (B("podAntiAffinity"), 79)]), additional: Additional::Closed, ..Shape::ANY },
         // 81
         Shape { types: Types(1), properties: B(&[(B("command"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 82
-        Shape {
-            types: Types(1),
-            required: B(&[B("name"), B("value")]),
-            properties: B(&[(B("name"), 0), (B("value"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name"), B("value")]), properties: B(&[(B("name"), 0), (B("value"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 83
         Shape { types: Types(2), items: Some(82), ..Shape::ANY },
         // 84
-        Shape {
-            types: Types(1),
-            required: B(&[B("port")]),
-            properties: B(&[(B("host"), 0), (B("httpHeaders"), 83), (B("path"), 0), (B("port"), 41), (B("scheme"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("port")]), properties: B(&[(B("host"), 0), (B("httpHeaders"), 83), (B("path"), 0), (B("port"), 41), (B("scheme"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 85
-        Shape {
-            types: Types(1),
-            required: B(&[B("seconds")]),
-            properties: B(&[(B("seconds"), 25)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("seconds")]), properties: B(&[(B("seconds"), 25)]), additional: Additional::Closed, ..Shape::ANY },
         // 86
-        Shape {
-            types: Types(1),
-            required: B(&[B("port")]),
-            properties: B(&[(B("host"), 0), (B("port"), 41)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("port")]), properties: B(&[(B("host"), 0), (B("port"), 41)]), additional: Additional::Closed, ..Shape::ANY },
         // 87
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("exec"), 81), (B("httpGet"), 84), (B("sleep"), 85), (B("tcpSocket"), 86)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("exec"), 81), (B("httpGet"), 84), (B("sleep"), 85), (B("tcpSocket"), 86)]), additional: Additional::Closed, ..Shape::ANY },
         // 88
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("postStart"), 87), (B("preStop"), 87), (B("stopSignal"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("postStart"), 87), (B("preStop"), 87), (B("stopSignal"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 89
-        Shape {
-            types: Types(1),
-            required: B(&[B("port")]),
-            properties: B(&[(B("port"), 18), (B("service"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("port")]), properties: B(&[(B("port"), 18), (B("service"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 90
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("exec"), 81),
-                (B("failureThreshold"), 18),
-                (B("grpc"), 89),
-                (B("httpGet"), 84),
-                (B("initialDelaySeconds"), 18),
-                (B("periodSeconds"), 18),
-                (B("successThreshold"), 18),
-                (B("tcpSocket"), 86),
-                (B("terminationGracePeriodSeconds"), 25),
-                (B("timeoutSeconds"), 18),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("exec"), 81), (B("failureThreshold"), 18), (B("grpc"), 89), (B("httpGet"), 84), (B("initialDelaySeconds"), 18), (B("periodSeconds"), 18), (B("successThreshold"), 18), (B("tcpSocket"), 86), (B("terminationGracePeriodSeconds"), 25), (B("timeoutSeconds"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 91
-        Shape {
-            types: Types(1),
-            required: B(&[B("containerPort")]),
-            properties: B(&[(B("containerPort"), 18), (B("hostIP"), 0), (B("hostPort"), 18), (B("name"), 0), (B("protocol"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("containerPort")]), properties: B(&[(B("containerPort"), 18), (B("hostIP"), 0), (B("hostPort"), 18), (B("name"), 0), (B("protocol"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 92
         Shape { types: Types(2), items: Some(91), ..Shape::ANY },
         // 93
-        Shape {
-            types: Types(1),
-            required: B(&[B("resourceName"), B("restartPolicy")]),
-            properties: B(&[(B("resourceName"), 0), (B("restartPolicy"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("resourceName"), B("restartPolicy")]), properties: B(&[(B("resourceName"), 0), (B("restartPolicy"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 94
         Shape { types: Types(2), items: Some(93), ..Shape::ANY },
         // 95
         Shape { types: Types(2), items: Some(18), ..Shape::ANY },
         // 96
-        Shape {
-            types: Types(1),
-            required: B(&[B("operator")]),
-            properties: B(&[(B("operator"), 0), (B("values"), 95)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("operator")]), properties: B(&[(B("operator"), 0), (B("values"), 95)]), additional: Additional::Closed, ..Shape::ANY },
         // 97
-        Shape {
-            types: Types(1),
-            required: B(&[B("action")]),
-            properties: B(&[(B("action"), 0), (B("exitCodes"), 96)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("action")]), properties: B(&[(B("action"), 0), (B("exitCodes"), 96)]), additional: Additional::Closed, ..Shape::ANY },
         // 98
         Shape { types: Types(2), items: Some(97), ..Shape::ANY },
         // 99
-        Shape {
-            types: Types(1),
-            required: B(&[B("devicePath"), B("name")]),
-            properties: B(&[(B("devicePath"), 0), (B("name"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("devicePath"), B("name")]), properties: B(&[(B("devicePath"), 0), (B("name"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 100
         Shape { types: Types(2), items: Some(99), ..Shape::ANY },
         // 101
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[
-                (B("args"), 5),
-                (B("command"), 5),
-                (B("env"), 14),
-                (B("envFrom"), 17),
-                (B("image"), 0),
-                (B("imagePullPolicy"), 0),
-                (B("lifecycle"), 88),
-                (B("livenessProbe"), 90),
-                (B("name"), 0),
-                (B("ports"), 92),
-                (B("readinessProbe"), 90),
-                (B("resizePolicy"), 94),
-                (B("resources"), 22),
-                (B("restartPolicy"), 0),
-                (B("restartPolicyRules"), 98),
-                (B("securityContext"), 28),
-                (B("startupProbe"), 90),
-                (B("stdin"), 2),
-                (B("stdinOnce"), 2),
-                (B("terminationMessagePath"), 0),
-                (B("terminationMessagePolicy"), 0),
-                (B("tty"), 2),
-                (B("volumeDevices"), 100),
-                (B("volumeMounts"), 32),
-                (B("workingDir"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("args"), 5), (B("command"), 5), (B("env"), 14), (B("envFrom"), 17), (B("image"), 0), (B("imagePullPolicy"), 0), (B("lifecycle"), 88), (B("livenessProbe"), 90), (B("name"), 0), (B("ports"), 92), (B("readinessProbe"), 90), (B("resizePolicy"), 94), (B("resources"), 22), (B("restartPolicy"), 0), (B("restartPolicyRules"), 98), (B("securityContext"), 28), (B("startupProbe"), 90), (B("stdin"), 2), (B("stdinOnce"), 2), (B("terminationMessagePath"), 0), (B("terminationMessagePolicy"), 0), (B("tty"), 2), (B("volumeDevices"), 100), (B("volumeMounts"), 32), (B("workingDir"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 102
         Shape { types: Types(2), items: Some(101), ..Shape::ANY },
         // 103
@@ -679,57 +224,13 @@ pub(super) static TABLE: Table = Table {
         // 104
         Shape { types: Types(2), items: Some(103), ..Shape::ANY },
         // 105
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("nameservers"), 5), (B("options"), 104), (B("searches"), 5)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("nameservers"), 5), (B("options"), 104), (B("searches"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 106
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[
-                (B("args"), 5),
-                (B("command"), 5),
-                (B("env"), 14),
-                (B("envFrom"), 17),
-                (B("image"), 0),
-                (B("imagePullPolicy"), 0),
-                (B("lifecycle"), 88),
-                (B("livenessProbe"), 90),
-                (B("name"), 0),
-                (B("ports"), 92),
-                (B("readinessProbe"), 90),
-                (B("resizePolicy"), 94),
-                (B("resources"), 22),
-                (B("restartPolicy"), 0),
-                (B("restartPolicyRules"), 98),
-                (B("securityContext"), 28),
-                (B("startupProbe"), 90),
-                (B("stdin"), 2),
-                (B("stdinOnce"), 2),
-                (B("targetContainerName"), 0),
-                (B("terminationMessagePath"), 0),
-                (B("terminationMessagePolicy"), 0),
-                (B("tty"), 2),
-                (B("volumeDevices"), 100),
-                (B("volumeMounts"), 32),
-                (B("workingDir"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("args"), 5), (B("command"), 5), (B("env"), 14), (B("envFrom"), 17), (B("image"), 0), (B("imagePullPolicy"), 0), (B("lifecycle"), 88), (B("livenessProbe"), 90), (B("name"), 0), (B("ports"), 92), (B("readinessProbe"), 90), (B("resizePolicy"), 94), (B("resources"), 22), (B("restartPolicy"), 0), (B("restartPolicyRules"), 98), (B("securityContext"), 28), (B("startupProbe"), 90), (B("stdin"), 2), (B("stdinOnce"), 2), (B("targetContainerName"), 0), (B("terminationMessagePath"), 0), (B("terminationMessagePolicy"), 0), (B("tty"), 2), (B("volumeDevices"), 100), (B("volumeMounts"), 32), (B("workingDir"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 107
         Shape { types: Types(2), items: Some(106), ..Shape::ANY },
         // 108
-        Shape {
-            types: Types(1),
-            required: B(&[B("ip")]),
-            properties: B(&[(B("hostnames"), 5), (B("ip"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("ip")]), properties: B(&[(B("hostnames"), 5), (B("ip"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 109
         Shape { types: Types(2), items: Some(108), ..Shape::ANY },
         // 110
@@ -737,31 +238,13 @@ pub(super) static TABLE: Table = Table {
         // 111
         Shape { types: Types(2), items: Some(110), ..Shape::ANY },
         // 112
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[(B("name"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("name"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 113
-        Shape {
-            types: Types(1),
-            required: B(&[B("conditionType")]),
-            properties: B(&[(B("conditionType"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("conditionType")]), properties: B(&[(B("conditionType"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 114
         Shape { types: Types(2), items: Some(113), ..Shape::ANY },
         // 115
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[(B("name"), 0), (B("resourceClaimName"), 0), (B("resourceClaimTemplateName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("name"), 0), (B("resourceClaimName"), 0), (B("resourceClaimTemplateName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 116
         Shape { types: Types(2), items: Some(115), ..Shape::ANY },
         // 117
@@ -771,591 +254,129 @@ pub(super) static TABLE: Table = Table {
         // 119
         Shape { types: Types(2), items: Some(25), ..Shape::ANY },
         // 120
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("appArmorProfile"), 23),
-                (B("fsGroup"), 25),
-                (B("fsGroupChangePolicy"), 0),
-                (B("runAsGroup"), 25),
-                (B("runAsNonRoot"), 2),
-                (B("runAsUser"), 25),
-                (B("seLinuxChangePolicy"), 0),
-                (B("seLinuxOptions"), 26),
-                (B("seccompProfile"), 23),
-                (B("supplementalGroups"), 119),
-                (B("supplementalGroupsPolicy"), 0),
-                (B("sysctls"), 83),
-                (B("windowsOptions"), 27),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("appArmorProfile"), 23), (B("fsGroup"), 25), (B("fsGroupChangePolicy"), 0), (B("runAsGroup"), 25), (B("runAsNonRoot"), 2), (B("runAsUser"), 25), (B("seLinuxChangePolicy"), 0), (B("seLinuxOptions"), 26), (B("seccompProfile"), 23), (B("supplementalGroups"), 119), (B("supplementalGroupsPolicy"), 0), (B("sysctls"), 83), (B("windowsOptions"), 27)]), additional: Additional::Closed, ..Shape::ANY },
         // 121
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("effect"), 0), (B("key"), 0), (B("operator"), 0), (B("tolerationSeconds"), 25), (B("value"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("effect"), 0), (B("key"), 0), (B("operator"), 0), (B("tolerationSeconds"), 25), (B("value"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 122
         Shape { types: Types(2), items: Some(121), ..Shape::ANY },
         // 123
-        Shape {
-            types: Types(1),
-            required: B(&[B("maxSkew"), B("topologyKey"), B("whenUnsatisfiable")]),
-            properties: B(&[
-                (B("labelSelector"), 74),
-                (B("matchLabelKeys"), 5),
-                (B("maxSkew"), 18),
-                (B("minDomains"), 18),
-                (B("nodeAffinityPolicy"), 0),
-                (B("nodeTaintsPolicy"), 0),
-                (B("topologyKey"), 0),
-                (B("whenUnsatisfiable"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("maxSkew"), B("topologyKey"), B("whenUnsatisfiable")]), properties: B(&[(B("labelSelector"), 74), (B("matchLabelKeys"), 5), (B("maxSkew"), 18), (B("minDomains"), 18), (B("nodeAffinityPolicy"), 0), (B("nodeTaintsPolicy"), 0), (B("topologyKey"), 0), (B("whenUnsatisfiable"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 124
         Shape { types: Types(2), items: Some(123), ..Shape::ANY },
         // 125
-        Shape {
-            types: Types(1),
-            required: B(&[B("volumeID")]),
-            properties: B(&[(B("fsType"), 0), (B("partition"), 18), (B("readOnly"), 2), (B("volumeID"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("volumeID")]), properties: B(&[(B("fsType"), 0), (B("partition"), 18), (B("readOnly"), 2), (B("volumeID"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 126
-        Shape {
-            types: Types(1),
-            required: B(&[B("diskName"), B("diskURI")]),
-            properties: B(&[
-                (B("cachingMode"), 0),
-                (B("diskName"), 0),
-                (B("diskURI"), 0),
-                (B("fsType"), 0),
-                (B("kind"), 0),
-                (B("readOnly"), 2),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("diskName"), B("diskURI")]), properties: B(&[(B("cachingMode"), 0), (B("diskName"), 0), (B("diskURI"), 0), (B("fsType"), 0), (B("kind"), 0), (B("readOnly"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 127
-        Shape {
-            types: Types(1),
-            required: B(&[B("secretName"), B("shareName")]),
-            properties: B(&[(B("readOnly"), 2), (B("secretName"), 0), (B("shareName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("secretName"), B("shareName")]), properties: B(&[(B("readOnly"), 2), (B("secretName"), 0), (B("shareName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 128
-        Shape {
-            types: Types(1),
-            required: B(&[B("monitors")]),
-            properties: B(&[
-                (B("monitors"), 5),
-                (B("path"), 0),
-                (B("readOnly"), 2),
-                (B("secretFile"), 0),
-                (B("secretRef"), 110),
-                (B("user"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("monitors")]), properties: B(&[(B("monitors"), 5), (B("path"), 0), (B("readOnly"), 2), (B("secretFile"), 0), (B("secretRef"), 110), (B("user"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 129
-        Shape {
-            types: Types(1),
-            required: B(&[B("volumeID")]),
-            properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("volumeID"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("volumeID")]), properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("volumeID"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 130
-        Shape {
-            types: Types(1),
-            required: B(&[B("key"), B("path")]),
-            properties: B(&[(B("key"), 0), (B("mode"), 18), (B("path"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("key"), B("path")]), properties: B(&[(B("key"), 0), (B("mode"), 18), (B("path"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 131
         Shape { types: Types(2), items: Some(130), ..Shape::ANY },
         // 132
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("defaultMode"), 18), (B("items"), 131), (B("name"), 0), (B("optional"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("defaultMode"), 18), (B("items"), 131), (B("name"), 0), (B("optional"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 133
-        Shape {
-            types: Types(1),
-            required: B(&[B("driver")]),
-            properties: B(&[
-                (B("driver"), 0),
-                (B("fsType"), 0),
-                (B("nodePublishSecretRef"), 110),
-                (B("readOnly"), 2),
-                (B("volumeAttributes"), 39),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("driver")]), properties: B(&[(B("driver"), 0), (B("fsType"), 0), (B("nodePublishSecretRef"), 110), (B("readOnly"), 2), (B("volumeAttributes"), 39)]), additional: Additional::Closed, ..Shape::ANY },
         // 134
-        Shape {
-            types: Types(1),
-            required: B(&[B("path")]),
-            properties: B(&[(B("fieldRef"), 7), (B("mode"), 18), (B("path"), 0), (B("resourceFieldRef"), 11)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("path")]), properties: B(&[(B("fieldRef"), 7), (B("mode"), 18), (B("path"), 0), (B("resourceFieldRef"), 11)]), additional: Additional::Closed, ..Shape::ANY },
         // 135
         Shape { types: Types(2), items: Some(134), ..Shape::ANY },
         // 136
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("defaultMode"), 18), (B("items"), 135)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("defaultMode"), 18), (B("items"), 135)]), additional: Additional::Closed, ..Shape::ANY },
         // 137
         Shape { types: Types(1), properties: B(&[(B("medium"), 0), (B("sizeLimit"), 10)]), additional: Additional::Closed, ..Shape::ANY },
         // 138
-        Shape {
-            types: Types(1),
-            required: B(&[B("kind"), B("name")]),
-            properties: B(&[(B("apiGroup"), 0), (B("kind"), 0), (B("name"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("kind"), B("name")]), properties: B(&[(B("apiGroup"), 0), (B("kind"), 0), (B("name"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 139
-        Shape {
-            types: Types(1),
-            required: B(&[B("kind"), B("name")]),
-            properties: B(&[(B("apiGroup"), 0), (B("kind"), 0), (B("name"), 0), (B("namespace"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("kind"), B("name")]), properties: B(&[(B("apiGroup"), 0), (B("kind"), 0), (B("name"), 0), (B("namespace"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 140
         Shape { types: Types(1), properties: B(&[(B("limits"), 21), (B("requests"), 21)]), additional: Additional::Closed, ..Shape::ANY },
         // 141
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("accessModes"), 5),
-                (B("dataSource"), 138),
-                (B("dataSourceRef"), 139),
-                (B("resources"), 140),
-                (B("selector"), 74),
-                (B("storageClassName"), 0),
-                (B("volumeAttributesClassName"), 0),
-                (B("volumeMode"), 0),
-                (B("volumeName"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("accessModes"), 5), (B("dataSource"), 138), (B("dataSourceRef"), 139), (B("resources"), 140), (B("selector"), 74), (B("storageClassName"), 0), (B("volumeAttributesClassName"), 0), (B("volumeMode"), 0), (B("volumeName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 142
-        Shape {
-            types: Types(1),
-            required: B(&[B("spec")]),
-            properties: B(&[(B("metadata"), 40), (B("spec"), 141)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("spec")]), properties: B(&[(B("metadata"), 40), (B("spec"), 141)]), additional: Additional::Closed, ..Shape::ANY },
         // 143
         Shape { types: Types(1), properties: B(&[(B("volumeClaimTemplate"), 142)]), additional: Additional::Closed, ..Shape::ANY },
         // 144
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("fsType"), 0), (B("lun"), 18), (B("readOnly"), 2), (B("targetWWNs"), 5), (B("wwids"), 5)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("fsType"), 0), (B("lun"), 18), (B("readOnly"), 2), (B("targetWWNs"), 5), (B("wwids"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 145
-        Shape {
-            types: Types(1),
-            required: B(&[B("driver")]),
-            properties: B(&[(B("driver"), 0), (B("fsType"), 0), (B("options"), 39), (B("readOnly"), 2), (B("secretRef"), 110)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("driver")]), properties: B(&[(B("driver"), 0), (B("fsType"), 0), (B("options"), 39), (B("readOnly"), 2), (B("secretRef"), 110)]), additional: Additional::Closed, ..Shape::ANY },
         // 146
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("datasetName"), 0), (B("datasetUUID"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("datasetName"), 0), (B("datasetUUID"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 147
-        Shape {
-            types: Types(1),
-            required: B(&[B("pdName")]),
-            properties: B(&[(B("fsType"), 0), (B("partition"), 18), (B("pdName"), 0), (B("readOnly"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("pdName")]), properties: B(&[(B("fsType"), 0), (B("partition"), 18), (B("pdName"), 0), (B("readOnly"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 148
-        Shape {
-            types: Types(1),
-            required: B(&[B("repository")]),
-            properties: B(&[(B("directory"), 0), (B("repository"), 0), (B("revision"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("repository")]), properties: B(&[(B("directory"), 0), (B("repository"), 0), (B("revision"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 149
-        Shape {
-            types: Types(1),
-            required: B(&[B("endpoints"), B("path")]),
-            properties: B(&[(B("endpoints"), 0), (B("path"), 0), (B("readOnly"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("endpoints"), B("path")]), properties: B(&[(B("endpoints"), 0), (B("path"), 0), (B("readOnly"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 150
-        Shape {
-            types: Types(1),
-            required: B(&[B("path")]),
-            properties: B(&[(B("path"), 0), (B("type"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("path")]), properties: B(&[(B("path"), 0), (B("type"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 151
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("pullPolicy"), 0), (B("reference"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("pullPolicy"), 0), (B("reference"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 152
-        Shape {
-            types: Types(1),
-            required: B(&[B("iqn"), B("lun"), B("targetPortal")]),
-            properties: B(&[
-                (B("chapAuthDiscovery"), 2),
-                (B("chapAuthSession"), 2),
-                (B("fsType"), 0),
-                (B("initiatorName"), 0),
-                (B("iqn"), 0),
-                (B("iscsiInterface"), 0),
-                (B("lun"), 18),
-                (B("portals"), 5),
-                (B("readOnly"), 2),
-                (B("secretRef"), 110),
-                (B("targetPortal"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("iqn"), B("lun"), B("targetPortal")]), properties: B(&[(B("chapAuthDiscovery"), 2), (B("chapAuthSession"), 2), (B("fsType"), 0), (B("initiatorName"), 0), (B("iqn"), 0), (B("iscsiInterface"), 0), (B("lun"), 18), (B("portals"), 5), (B("readOnly"), 2), (B("secretRef"), 110), (B("targetPortal"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 153
-        Shape {
-            types: Types(1),
-            required: B(&[B("path"), B("server")]),
-            properties: B(&[(B("path"), 0), (B("readOnly"), 2), (B("server"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("path"), B("server")]), properties: B(&[(B("path"), 0), (B("readOnly"), 2), (B("server"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 154
-        Shape {
-            types: Types(1),
-            required: B(&[B("claimName")]),
-            properties: B(&[(B("claimName"), 0), (B("readOnly"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("claimName")]), properties: B(&[(B("claimName"), 0), (B("readOnly"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 155
-        Shape {
-            types: Types(1),
-            required: B(&[B("pdID")]),
-            properties: B(&[(B("fsType"), 0), (B("pdID"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("pdID")]), properties: B(&[(B("fsType"), 0), (B("pdID"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 156
-        Shape {
-            types: Types(1),
-            required: B(&[B("volumeID")]),
-            properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("volumeID"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("volumeID")]), properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("volumeID"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 157
-        Shape {
-            types: Types(1),
-            required: B(&[B("path")]),
-            properties: B(&[(B("labelSelector"), 74), (B("name"), 0), (B("optional"), 2), (B("path"), 0), (B("signerName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("path")]), properties: B(&[(B("labelSelector"), 74), (B("name"), 0), (B("optional"), 2), (B("path"), 0), (B("signerName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 158
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("items"), 131), (B("name"), 0), (B("optional"), 2)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("items"), 131), (B("name"), 0), (B("optional"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 159
         Shape { types: Types(1), properties: B(&[(B("items"), 135)]), additional: Additional::Closed, ..Shape::ANY },
         // 160
-        Shape {
-            types: Types(1),
-            required: B(&[B("keyType"), B("signerName")]),
-            properties: B(&[
-                (B("certificateChainPath"), 0),
-                (B("credentialBundlePath"), 0),
-                (B("keyPath"), 0),
-                (B("keyType"), 0),
-                (B("maxExpirationSeconds"), 18),
-                (B("signerName"), 0),
-                (B("userAnnotations"), 39),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("keyType"), B("signerName")]), properties: B(&[(B("certificateChainPath"), 0), (B("credentialBundlePath"), 0), (B("keyPath"), 0), (B("keyType"), 0), (B("maxExpirationSeconds"), 18), (B("signerName"), 0), (B("userAnnotations"), 39)]), additional: Additional::Closed, ..Shape::ANY },
         // 161
-        Shape {
-            types: Types(1),
-            required: B(&[B("path")]),
-            properties: B(&[(B("audience"), 0), (B("expirationSeconds"), 25), (B("path"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("path")]), properties: B(&[(B("audience"), 0), (B("expirationSeconds"), 25), (B("path"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 162
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("clusterTrustBundle"), 157),
-                (B("configMap"), 158),
-                (B("downwardAPI"), 159),
-                (B("podCertificate"), 160),
-                (B("secret"), 158),
-                (B("serviceAccountToken"), 161),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("clusterTrustBundle"), 157), (B("configMap"), 158), (B("downwardAPI"), 159), (B("podCertificate"), 160), (B("secret"), 158), (B("serviceAccountToken"), 161)]), additional: Additional::Closed, ..Shape::ANY },
         // 163
         Shape { types: Types(2), items: Some(162), ..Shape::ANY },
         // 164
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("defaultMode"), 18), (B("sources"), 163)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("defaultMode"), 18), (B("sources"), 163)]), additional: Additional::Closed, ..Shape::ANY },
         // 165
-        Shape {
-            types: Types(1),
-            required: B(&[B("registry"), B("volume")]),
-            properties: B(&[(B("group"), 0), (B("readOnly"), 2), (B("registry"), 0), (B("tenant"), 0), (B("user"), 0), (B("volume"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("registry"), B("volume")]), properties: B(&[(B("group"), 0), (B("readOnly"), 2), (B("registry"), 0), (B("tenant"), 0), (B("user"), 0), (B("volume"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 166
-        Shape {
-            types: Types(1),
-            required: B(&[B("image"), B("monitors")]),
-            properties: B(&[
-                (B("fsType"), 0),
-                (B("image"), 0),
-                (B("keyring"), 0),
-                (B("monitors"), 5),
-                (B("pool"), 0),
-                (B("readOnly"), 2),
-                (B("secretRef"), 110),
-                (B("user"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("image"), B("monitors")]), properties: B(&[(B("fsType"), 0), (B("image"), 0), (B("keyring"), 0), (B("monitors"), 5), (B("pool"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("user"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 167
-        Shape {
-            types: Types(1),
-            required: B(&[B("gateway"), B("secretRef"), B("system")]),
-            properties: B(&[
-                (B("fsType"), 0),
-                (B("gateway"), 0),
-                (B("protectionDomain"), 0),
-                (B("readOnly"), 2),
-                (B("secretRef"), 110),
-                (B("sslEnabled"), 2),
-                (B("storageMode"), 0),
-                (B("storagePool"), 0),
-                (B("system"), 0),
-                (B("volumeName"), 0),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("gateway"), B("secretRef"), B("system")]), properties: B(&[(B("fsType"), 0), (B("gateway"), 0), (B("protectionDomain"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("sslEnabled"), 2), (B("storageMode"), 0), (B("storagePool"), 0), (B("system"), 0), (B("volumeName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 168
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("defaultMode"), 18), (B("items"), 131), (B("optional"), 2), (B("secretName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("defaultMode"), 18), (B("items"), 131), (B("optional"), 2), (B("secretName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 169
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("volumeName"), 0), (B("volumeNamespace"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("fsType"), 0), (B("readOnly"), 2), (B("secretRef"), 110), (B("volumeName"), 0), (B("volumeNamespace"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 170
-        Shape {
-            types: Types(1),
-            required: B(&[B("volumePath")]),
-            properties: B(&[(B("fsType"), 0), (B("storagePolicyID"), 0), (B("storagePolicyName"), 0), (B("volumePath"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("volumePath")]), properties: B(&[(B("fsType"), 0), (B("storagePolicyID"), 0), (B("storagePolicyName"), 0), (B("volumePath"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 171
-        Shape {
-            types: Types(1),
-            required: B(&[B("name")]),
-            properties: B(&[
-                (B("awsElasticBlockStore"), 125),
-                (B("azureDisk"), 126),
-                (B("azureFile"), 127),
-                (B("cephfs"), 128),
-                (B("cinder"), 129),
-                (B("configMap"), 132),
-                (B("csi"), 133),
-                (B("downwardAPI"), 136),
-                (B("emptyDir"), 137),
-                (B("ephemeral"), 143),
-                (B("fc"), 144),
-                (B("flexVolume"), 145),
-                (B("flocker"), 146),
-                (B("gcePersistentDisk"), 147),
-                (B("gitRepo"), 148),
-                (B("glusterfs"), 149),
-                (B("hostPath"), 150),
-                (B("image"), 151),
-                (B("iscsi"), 152),
-                (B("name"), 0),
-                (B("nfs"), 153),
-                (B("persistentVolumeClaim"), 154),
-                (B("photonPersistentDisk"), 155),
-                (B("portworxVolume"), 156),
-                (B("projected"), 164),
-                (B("quobyte"), 165),
-                (B("rbd"), 166),
-                (B("scaleIO"), 167),
-                (B("secret"), 168),
-                (B("storageos"), 169),
-                (B("vsphereVolume"), 170),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("name")]), properties: B(&[(B("awsElasticBlockStore"), 125), (B("azureDisk"), 126), (B("azureFile"), 127), (B("cephfs"), 128), (B("cinder"), 129), (B("configMap"), 132), (B("csi"), 133), (B("downwardAPI"), 136), (B("emptyDir"), 137), (B("ephemeral"), 143), (B("fc"), 144), (B("flexVolume"), 145), (B("flocker"), 146), (B("gcePersistentDisk"), 147), (B("gitRepo"), 148), (B("glusterfs"), 149), (B("hostPath"), 150), (B("image"), 151), (B("iscsi"), 152), (B("name"), 0), (B("nfs"), 153), (B("persistentVolumeClaim"), 154), (B("photonPersistentDisk"), 155), (B("portworxVolume"), 156), (B("projected"), 164), (B("quobyte"), 165), (B("rbd"), 166), (B("scaleIO"), 167), (B("secret"), 168), (B("storageos"), 169), (B("vsphereVolume"), 170)]), additional: Additional::Closed, ..Shape::ANY },
         // 172
         Shape { types: Types(2), items: Some(171), ..Shape::ANY },
         // 173
-        Shape {
-            types: Types(1),
-            required: B(&[B("containers")]),
-            properties: B(&[
-                (B("activeDeadlineSeconds"), 25),
-                (B("affinity"), 80),
-                (B("automountServiceAccountToken"), 2),
-                (B("containers"), 102),
-                (B("dnsConfig"), 105),
-                (B("dnsPolicy"), 0),
-                (B("enableServiceLinks"), 2),
-                (B("ephemeralContainers"), 107),
-                (B("hostAliases"), 109),
-                (B("hostIPC"), 2),
-                (B("hostNetwork"), 2),
-                (B("hostPID"), 2),
-                (B("hostUsers"), 2),
-                (B("hostname"), 0),
-                (B("hostnameOverride"), 0),
-                (B("imagePullSecrets"), 111),
-                (B("initContainers"), 102),
-                (B("nodeName"), 0),
-                (B("nodeSelector"), 39),
-                (B("os"), 112),
-                (B("overhead"), 21),
-                (B("preemptionPolicy"), 0),
-                (B("priority"), 18),
-                (B("priorityClassName"), 0),
-                (B("readinessGates"), 114),
-                (B("resourceClaims"), 116),
-                (B("resources"), 22),
-                (B("restartPolicy"), 0),
-                (B("runtimeClassName"), 0),
-                (B("schedulerName"), 0),
-                (B("schedulingGates"), 117),
-                (B("schedulingGroup"), 118),
-                (B("securityContext"), 120),
-                (B("serviceAccount"), 0),
-                (B("serviceAccountName"), 0),
-                (B("setHostnameAsFQDN"), 2),
-                (B("shareProcessNamespace"), 2),
-                (B("subdomain"), 0),
-                (B("terminationGracePeriodSeconds"), 25),
-                (B("tolerations"), 122),
-                (B("topologySpreadConstraints"), 124),
-                (B("volumes"), 172),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("containers")]), properties: B(&[(B("activeDeadlineSeconds"), 25), (B("affinity"), 80), (B("automountServiceAccountToken"), 2), (B("containers"), 102), (B("dnsConfig"), 105), (B("dnsPolicy"), 0), (B("enableServiceLinks"), 2), (B("ephemeralContainers"), 107), (B("hostAliases"), 109), (B("hostIPC"), 2), (B("hostNetwork"), 2), (B("hostPID"), 2), (B("hostUsers"), 2), (B("hostname"), 0), (B("hostnameOverride"), 0), (B("imagePullSecrets"), 111), (B("initContainers"), 102), (B("nodeName"), 0), (B("nodeSelector"), 39), (B("os"), 112), (B("overhead"), 21), (B("preemptionPolicy"), 0), (B("priority"), 18), (B("priorityClassName"), 0), (B("readinessGates"), 114), (B("resourceClaims"), 116), (B("resources"), 22), (B("restartPolicy"), 0), (B("runtimeClassName"), 0), (B("schedulerName"), 0), (B("schedulingGates"), 117), (B("schedulingGroup"), 118), (B("securityContext"), 120), (B("serviceAccount"), 0), (B("serviceAccountName"), 0), (B("setHostnameAsFQDN"), 2), (B("shareProcessNamespace"), 2), (B("subdomain"), 0), (B("terminationGracePeriodSeconds"), 25), (B("tolerations"), 122), (B("topologySpreadConstraints"), 124), (B("volumes"), 172)]), additional: Additional::Closed, ..Shape::ANY },
         // 174
         Shape { types: Types(1), properties: B(&[(B("metadata"), 40), (B("spec"), 173)]), additional: Additional::Closed, ..Shape::ANY },
         // 175
-        Shape {
-            types: Types(1),
-            required: B(&[B("template")]),
-            properties: B(&[
-                (B("enableIngress"), 2),
-                (B("headService"), 61),
-                (B("ingressOptions"), 65),
-                (B("labels"), 39),
-                (B("rayStartParams"), 39),
-                (B("resources"), 39),
-                (B("serviceType"), 0),
-                (B("template"), 174),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("template")]), properties: B(&[(B("enableIngress"), 2), (B("headService"), 61), (B("ingressOptions"), 65), (B("labels"), 39), (B("rayStartParams"), 39), (B("resources"), 39), (B("serviceType"), 0), (B("template"), 174)]), additional: Additional::Closed, ..Shape::ANY },
         // 176
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("env"), 14), (B("image"), 0), (B("imagePullPolicy"), 0), (B("resources"), 22)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("env"), 14), (B("image"), 0), (B("imagePullPolicy"), 0), (B("resources"), 22)]), additional: Additional::Closed, ..Shape::ANY },
         // 177
         Shape { types: Types(1), properties: B(&[(B("collectorOptions"), 176)]), additional: Additional::Closed, ..Shape::ANY },
         // 178
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("endPort"), 18), (B("port"), 41), (B("protocol"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("endPort"), 18), (B("port"), 41), (B("protocol"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 179
         Shape { types: Types(2), items: Some(178), ..Shape::ANY },
         // 180
-        Shape {
-            types: Types(1),
-            required: B(&[B("cidr")]),
-            properties: B(&[(B("cidr"), 0), (B("except"), 5)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("cidr")]), properties: B(&[(B("cidr"), 0), (B("except"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 181
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("ipBlock"), 180), (B("namespaceSelector"), 74), (B("podSelector"), 74)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("ipBlock"), 180), (B("namespaceSelector"), 74), (B("podSelector"), 74)]), additional: Additional::Closed, ..Shape::ANY },
         // 182
         Shape { types: Types(2), items: Some(181), ..Shape::ANY },
         // 183
@@ -1367,35 +388,15 @@ pub(super) static TABLE: Table = Table {
         // 186
         Shape { types: Types(2), items: Some(185), ..Shape::ANY },
         // 187
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("egressRules"), 184), (B("ingressRules"), 186)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("egressRules"), 184), (B("ingressRules"), 186)]), additional: Additional::Closed, ..Shape::ANY },
         // 188
-        Shape {
-            types: Types(4),
-            enumeration: B(&[Literal::Str(B("DenyAll")), Literal::Str(B("DenyAllIngress")), Literal::Str(B("DenyAllEgress"))]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), enumeration: B(&[Literal::Str(B("DenyAll")), Literal::Str(B("DenyAllIngress")), Literal::Str(B("DenyAllEgress"))]), ..Shape::ANY },
         // 189
-        Shape {
-            types: Types(1),
-            required: B(&[B("groupName")]),
-            properties: B(&[(B("egressRules"), 184), (B("groupName"), 0), (B("ingressRules"), 186)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("groupName")]), properties: B(&[(B("egressRules"), 184), (B("groupName"), 0), (B("ingressRules"), 186)]), additional: Additional::Closed, ..Shape::ANY },
         // 190
         Shape { types: Types(2), items: Some(189), ..Shape::ANY },
         // 191
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("head"), 187), (B("mode"), 188), (B("worker"), 187), (B("workerGroups"), 190)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("head"), 187), (B("mode"), 188), (B("worker"), 187), (B("workerGroups"), 190)]), additional: Additional::Closed, ..Shape::ANY },
         // 192
         Shape { types: Types(1), properties: B(&[(B("enabled"), 2)]), additional: Additional::Closed, ..Shape::ANY },
         // 193
@@ -1405,95 +406,21 @@ pub(super) static TABLE: Table = Table {
         // 195
         Shape { types: Types(1), properties: B(&[(B("workersToDelete"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 196
-        Shape {
-            types: Types(1),
-            required: B(&[B("groupName"), B("maxReplicas"), B("minReplicas"), B("template")]),
-            properties: B(&[
-                (B("groupName"), 0),
-                (B("idleTimeoutSeconds"), 18),
-                (B("labels"), 39),
-                (B("maxReplicas"), 18),
-                (B("minReplicas"), 18),
-                (B("numOfHosts"), 18),
-                (B("priority"), 18),
-                (B("rayStartParams"), 39),
-                (B("replicas"), 18),
-                (B("resources"), 39),
-                (B("scaleStrategy"), 195),
-                (B("suspend"), 2),
-                (B("template"), 174),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("groupName"), B("maxReplicas"), B("minReplicas"), B("template")]), properties: B(&[(B("groupName"), 0), (B("idleTimeoutSeconds"), 18), (B("labels"), 39), (B("maxReplicas"), 18), (B("minReplicas"), 18), (B("numOfHosts"), 18), (B("priority"), 18), (B("rayStartParams"), 39), (B("replicas"), 18), (B("resources"), 39), (B("scaleStrategy"), 195), (B("suspend"), 2), (B("template"), 174)]), additional: Additional::Closed, ..Shape::ANY },
         // 197
         Shape { types: Types(2), items: Some(196), ..Shape::ANY },
         // 198
-        Shape {
-            types: Types(1),
-            required: B(&[B("headGroupSpec")]),
-            properties: B(&[
-                (B("authOptions"), 4),
-                (B("autoscalerOptions"), 33),
-                (B("enableInTreeAutoscaling"), 2),
-                (B("gcsFaultToleranceOptions"), 38),
-                (B("headGroupSpec"), 175),
-                (B("headServiceAnnotations"), 39),
-                (B("historyServerOptions"), 177),
-                (B("managedBy"), 0),
-                (B("networkPolicy"), 191),
-                (B("rayVersion"), 0),
-                (B("suspend"), 2),
-                (B("tlsOptions"), 192),
-                (B("upgradeStrategy"), 194),
-                (B("workerGroupSpecs"), 197),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("headGroupSpec")]), properties: B(&[(B("authOptions"), 4), (B("autoscalerOptions"), 33), (B("enableInTreeAutoscaling"), 2), (B("gcsFaultToleranceOptions"), 38), (B("headGroupSpec"), 175), (B("headServiceAnnotations"), 39), (B("historyServerOptions"), 177), (B("managedBy"), 0), (B("networkPolicy"), 191), (B("rayVersion"), 0), (B("suspend"), 2), (B("tlsOptions"), 192), (B("upgradeStrategy"), 194), (B("workerGroupSpecs"), 197)]), additional: Additional::Closed, ..Shape::ANY },
         // 199
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("podIP"), 0), (B("podName"), 0), (B("serviceIP"), 0), (B("serviceName"), 0)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("podIP"), 0), (B("podName"), 0), (B("serviceIP"), 0), (B("serviceName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 200
         Shape { types: Types(68), format: Some(Format::DateTime), ..Shape::ANY },
         // 201
         Shape { types: Types(1), additional: Additional::Shape(47), ..Shape::ANY },
         // 202
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("availableWorkerReplicas"), 18),
-                (B("conditions"), 54),
-                (B("desiredCPU"), 10),
-                (B("desiredGPU"), 10),
-                (B("desiredMemory"), 10),
-                (B("desiredTPU"), 10),
-                (B("desiredWorkerReplicas"), 18),
-                (B("endpoints"), 39),
-                (B("head"), 199),
-                (B("lastUpdateTime"), 200),
-                (B("maxWorkerReplicas"), 18),
-                (B("minWorkerReplicas"), 18),
-                (B("observedGeneration"), 25),
-                (B("readyWorkerReplicas"), 18),
-                (B("reason"), 0),
-                (B("state"), 0),
-                (B("stateTransitionTimes"), 201),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("availableWorkerReplicas"), 18), (B("conditions"), 54), (B("desiredCPU"), 10), (B("desiredGPU"), 10), (B("desiredMemory"), 10), (B("desiredTPU"), 10), (B("desiredWorkerReplicas"), 18), (B("endpoints"), 39), (B("head"), 199), (B("lastUpdateTime"), 200), (B("maxWorkerReplicas"), 18), (B("minWorkerReplicas"), 18), (B("observedGeneration"), 25), (B("readyWorkerReplicas"), 18), (B("reason"), 0), (B("state"), 0), (B("stateTransitionTimes"), 201)]), additional: Additional::Closed, ..Shape::ANY },
         // 203
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 1), (B("spec"), 198), (B("status"), 202)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 1), (B("spec"), 198), (B("status"), 202)]), additional: Additional::Closed, ..Shape::ANY },
         // 204
         Shape { types: Types(4), enumeration: B(&[Literal::Str(B("Failed"))]), ..Shape::ANY },
         // 205
@@ -1501,42 +428,17 @@ pub(super) static TABLE: Table = Table {
         // 206
         Shape { types: Types(8), limits: B(&[Limit::Maximum(Number::Int(2147483647)), Limit::Minimum(Number::Int(0))]), ..Shape::ANY },
         // 207
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("jobDeploymentStatus"), 204), (B("jobStatus"), 205), (B("ttlSeconds"), 206)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("jobDeploymentStatus"), 204), (B("jobStatus"), 205), (B("ttlSeconds"), 206)]), additional: Additional::Closed, ..Shape::ANY },
         // 208
-        Shape {
-            types: Types(4),
-            enumeration: B(&[
-                Literal::Str(B("DeleteCluster")),
-                Literal::Str(B("DeleteWorkers")),
-                Literal::Str(B("DeleteSelf")),
-                Literal::Str(B("DeleteNone")),
-            ]),
-            ..Shape::ANY
-        },
+        Shape { types: Types(4), enumeration: B(&[Literal::Str(B("DeleteCluster")), Literal::Str(B("DeleteWorkers")), Literal::Str(B("DeleteSelf")), Literal::Str(B("DeleteNone"))]), ..Shape::ANY },
         // 209
-        Shape {
-            types: Types(1),
-            required: B(&[B("condition"), B("policy")]),
-            properties: B(&[(B("condition"), 207), (B("policy"), 208)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), required: B(&[B("condition"), B("policy")]), properties: B(&[(B("condition"), 207), (B("policy"), 208)]), additional: Additional::Closed, ..Shape::ANY },
         // 210
         Shape { types: Types(2), items: Some(209), limits: B(&[Limit::MinItems(1)]), ..Shape::ANY },
         // 211
         Shape { types: Types(1), properties: B(&[(B("policy"), 208)]), additional: Additional::Closed, ..Shape::ANY },
         // 212
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("deletionRules"), 210), (B("onFailure"), 211), (B("onSuccess"), 211)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("deletionRules"), 210), (B("onFailure"), 211), (B("onSuccess"), 211)]), additional: Additional::Closed, ..Shape::ANY },
         // 213
         Shape { types: Types(16), ..Shape::ANY },
         // 214
@@ -1544,64 +446,12 @@ pub(super) static TABLE: Table = Table {
         // 215
         Shape { types: Types(1), properties: B(&[(B("backoffLimit"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 216
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("activeDeadlineSeconds"), 18),
-                (B("backoffLimit"), 18),
-                (B("clusterSelector"), 39),
-                (B("deletionStrategy"), 212),
-                (B("entrypoint"), 0),
-                (B("entrypointNumCpus"), 213),
-                (B("entrypointNumGpus"), 213),
-                (B("entrypointResources"), 0),
-                (B("jobId"), 0),
-                (B("managedBy"), 0),
-                (B("metadata"), 39),
-                (B("preRunningDeadlineSeconds"), 214),
-                (B("rayClusterSpec"), 198),
-                (B("runtimeEnvYAML"), 0),
-                (B("shutdownAfterJobFinishes"), 2),
-                (B("submissionMode"), 0),
-                (B("submitterConfig"), 215),
-                (B("submitterPodTemplate"), 174),
-                (B("suspend"), 2),
-                (B("ttlSecondsAfterFinished"), 18),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("activeDeadlineSeconds"), 18), (B("backoffLimit"), 18), (B("clusterSelector"), 39), (B("deletionStrategy"), 212), (B("entrypoint"), 0), (B("entrypointNumCpus"), 213), (B("entrypointNumGpus"), 213), (B("entrypointResources"), 0), (B("jobId"), 0), (B("managedBy"), 0), (B("metadata"), 39), (B("preRunningDeadlineSeconds"), 214), (B("rayClusterSpec"), 198), (B("runtimeEnvYAML"), 0), (B("shutdownAfterJobFinishes"), 2), (B("submissionMode"), 0), (B("submitterConfig"), 215), (B("submitterPodTemplate"), 174), (B("suspend"), 2), (B("ttlSecondsAfterFinished"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 217
         Shape { types: Types(1), properties: B(&[(B("endTime"), 47), (B("startTime"), 47)]), additional: Additional::Closed, ..Shape::ANY },
         // 218
-        Shape {
-            types: Types(1),
-            properties: B(&[
-                (B("dashboardURL"), 0),
-                (B("endTime"), 47),
-                (B("failed"), 18),
-                (B("jobDeploymentStatus"), 0),
-                (B("jobId"), 0),
-                (B("jobStatus"), 0),
-                (B("jobStatusCheckFailureStartTime"), 47),
-                (B("message"), 0),
-                (B("observedGeneration"), 25),
-                (B("rayClusterName"), 0),
-                (B("rayClusterStatus"), 202),
-                (B("rayJobInfo"), 217),
-                (B("reason"), 0),
-                (B("startTime"), 47),
-                (B("succeeded"), 18),
-            ]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("dashboardURL"), 0), (B("endTime"), 47), (B("failed"), 18), (B("jobDeploymentStatus"), 0), (B("jobId"), 0), (B("jobStatus"), 0), (B("jobStatusCheckFailureStartTime"), 47), (B("message"), 0), (B("observedGeneration"), 25), (B("rayClusterName"), 0), (B("rayClusterStatus"), 202), (B("rayJobInfo"), 217), (B("reason"), 0), (B("startTime"), 47), (B("succeeded"), 18)]), additional: Additional::Closed, ..Shape::ANY },
         // 219
-        Shape {
-            types: Types(1),
-            properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 1), (B("spec"), 216), (B("status"), 218)]),
-            additional: Additional::Closed,
-            ..Shape::ANY
-        },
+        Shape { types: Types(1), properties: B(&[(B("apiVersion"), 0), (B("kind"), 0), (B("metadata"), 1), (B("spec"), 216), (B("status"), 218)]), additional: Additional::Closed, ..Shape::ANY },
     ]),
 };

@@ -10,6 +10,8 @@
 
 mod check;
 mod compile;
+// Generated, one shape a line: rustfmt would fold it into thousands.
+#[rustfmt::skip]
 mod kuberay;
 mod pattern;
 
