@@ -94,7 +94,7 @@ impl Args {
         .finish();
         match self.format {
             Format::Human => {
-                let mut shown = files.clone();
+                let mut shown = files;
                 shown.extend(unreadable.into_iter().map(|(name, _, lossy)| (name, lossy)));
                 print_human(&validation, &shown)
             }
@@ -109,14 +109,16 @@ impl Args {
         let mut inputs = Inputs::default();
         for path in &self.paths {
             if path.is_dir() {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                // Each entry's type as the directory gives it (not following a link), so a
+                // folder costs no call per file before its files are opened.
+                let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(path)
                     .with_context(|| format!("cannot read {}", path.display()))?
-                    .map(|e| e.map(|e| e.path()))
+                    .map(|e| e.map(|e| (e.path(), e.file_type().is_ok_and(|t| t.is_file()))))
                     .collect::<Result<_, _>>()?;
                 entries.sort();
-                for entry in entries {
+                for (entry, is_file) in entries {
                     // Only regular files: a folder's named pipes, sockets and subfolders are not inputs.
-                    if entry.symlink_metadata().is_ok_and(|m| m.is_file()) {
+                    if is_file {
                         inputs.read(&entry, false)?;
                     } else {
                         inputs.unknown.push(display(&entry));
@@ -144,19 +146,26 @@ impl Inputs {
     fn read(&mut self, path: &Path, named: bool) -> anyhow::Result<()> {
         let name = display(path);
         let bytes = gke_rl_ops::files::read_bytes(path)?;
-        let lossy = String::from_utf8_lossy(&bytes);
-        if gke_rl::ArtifactKind::detect(&name, &lossy).is_none() {
+        // UTF-8, as nearly every file is, becomes the text without a copy.
+        let (text, broken) = match String::from_utf8(bytes) {
+            Ok(text) => (text, None),
+            Err(error) => {
+                let bytes = error.into_bytes();
+                (String::from_utf8_lossy(&bytes).into_owned(), gke_rl::diagnostic::utf8(&bytes).err())
+            }
+        };
+        if gke_rl::ArtifactKind::detect(&name, &text).is_none() {
             if named {
                 bail!("cannot tell what {name} is\nhelp: {KNOWN_FILES}");
             }
             self.unknown.push(name);
             return Ok(());
         }
-        match gke_rl::diagnostic::utf8(&bytes) {
-            Ok(text) => {
-                self.files.insert(name, text.to_owned());
+        match broken {
+            None => {
+                self.files.insert(name, text);
             }
-            Err(diagnostic) => self.unreadable.push((name, diagnostic, lossy.into_owned())),
+            Some(diagnostic) => self.unreadable.push((name, diagnostic, text)),
         }
         Ok(())
     }

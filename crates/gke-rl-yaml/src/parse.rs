@@ -132,10 +132,7 @@ impl<'input> Builder<'input> {
     fn entries(&mut self, depth: usize) -> Result<Vec<(String, Node)>, Error> {
         let mut entries: Vec<(String, Node)> = Vec::new();
         let mut merged: Vec<(String, Node)> = Vec::new();
-        // The keys so far, so a mapping of N keys is checked in O(N log N), not O(N²). A
-        // BTreeSet, not a HashSet: wasm32 has no random hash keys, and a page must not be
-        // slowed by keys chosen to collide.
-        let mut keys: BTreeSet<String> = BTreeSet::new();
+        let mut keys = Keys::default();
         loop {
             let (event, key_span) = self.next_data()?;
             let key_at = at(&key_span);
@@ -167,18 +164,44 @@ impl<'input> Builder<'input> {
                 }
                 continue;
             }
-            if !keys.insert(key.clone()) {
+            if !keys.insert(&entries, &key) {
                 return Err((format!("duplicate mapping key `{key}`"), key_at));
             }
             value.key_at = Some(key_at);
             entries.push((key, value));
         }
         for (key, node) in merged {
-            if keys.insert(key.clone()) {
+            if keys.insert(&entries, &key) {
                 entries.push((key, node));
             }
         }
         Ok(entries)
+    }
+}
+
+/// The keys of a mapping so far, to refuse a duplicate: the entries themselves while they are
+/// few (most mappings), then a set, so a mapping of N keys costs O(N log N), not O(N²). A
+/// BTreeSet, not a HashSet: wasm32 has no random hash keys, and a page must not be slowed by
+/// keys chosen to collide.
+#[derive(Default)]
+struct Keys(Option<BTreeSet<String>>);
+
+impl Keys {
+    /// Scanned, not indexed, up to this many entries.
+    const SCANNED: usize = 16;
+
+    /// Whether `key` is new to `entries` (the mapping's entries so far), recording it.
+    fn insert(&mut self, entries: &[(String, Node)], key: &str) -> bool {
+        match &mut self.0 {
+            Some(set) => set.insert(key.to_owned()),
+            None if entries.len() < Self::SCANNED => !entries.iter().any(|(k, _)| k == key),
+            None => {
+                let mut set: BTreeSet<String> = entries.iter().map(|(k, _)| k.clone()).collect();
+                let new = set.insert(key.to_owned());
+                self.0 = Some(set);
+                new
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! The A4 fabric: GPU workers on an RDMA machine type attach the RDMA networks, load gIB and
 //! let NCCL use it.
 
+use std::collections::BTreeMap;
+
 use super::ray::{ACCELERATOR_LABEL, Pod, pods};
 use super::*;
 use crate::blueprint::{GkeNetworks, gke_networks};
@@ -21,11 +23,14 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
         return;
     }
     let networks = views.blueprints.first().map(|b| (b.file, gke_networks(&b.root)));
+    // Each distinct interfaces annotation is read once: groups and clusters rendered alike
+    // carry the same text.
+    let mut annotations: BTreeMap<&str, Option<Vec<String>>> = BTreeMap::new();
     for cluster in &views.ray_clusters {
         for pod in pods(&cluster.root).iter().filter(|p| !p.is_head && p.containers().first().is_some_and(requests_gpus)) {
             let fabric = pod_fabric(pod, facts);
             match fabric {
-                Some(f) if f.is_wired() => worker(cluster, pod, f, networks.as_ref(), sink),
+                Some(f) if f.is_wired() => worker(cluster, pod, f, networks.as_ref(), &mut annotations, sink),
                 Some(f) => {
                     sink.ran(&FABRIC_NOT_WIRED);
                     let at = pod.spec.get(&["nodeSelector", ACCELERATOR_LABEL]).map_or(pod.group.at(), Node::at);
@@ -72,7 +77,14 @@ fn pod_fabric(pod: &Pod<'_>, facts: &Facts) -> Option<&'static GpuFabric> {
     }
 }
 
-fn worker(cluster: &Tree<'_>, pod: &Pod<'_>, fabric: &GpuFabric, networks: Option<&(&str, GkeNetworks)>, sink: &mut Sink) {
+fn worker<'t>(
+    cluster: &'t Tree<'_>,
+    pod: &Pod<'t>,
+    fabric: &GpuFabric,
+    networks: Option<&(&str, GkeNetworks)>,
+    annotations: &mut BTreeMap<&'t str, Option<Vec<String>>>,
+    sink: &mut Sink,
+) {
     for rule in [&FABRIC_INTERFACES, &FABRIC_GIB, &FABRIC_NCCL_NET, &FABRIC_IB_DISABLED, &FABRIC_NOT_WIRED] {
         sink.ran(rule);
     }
@@ -98,8 +110,9 @@ fn worker(cluster: &Tree<'_>, pod: &Pod<'_>, fabric: &GpuFabric, networks: Optio
             sink.skip(&FABRIC_UNKNOWN_NETWORK, format!("{name} attaches no networks"), "attach them first (fabric-interfaces-missing)");
         }
         Some(annotation) => {
-            let listed = attached_networks(annotation.text().unwrap_or_default());
-            let Some(listed) = listed else {
+            let text = annotation.text().unwrap_or_default();
+            let listed = annotations.entry(text).or_insert_with(|| attached_networks(text));
+            let Some(listed) = listed.as_ref() else {
                 sink.emit(
                     &FABRIC_INTERFACES,
                     cluster.file,
