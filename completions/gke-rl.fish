@@ -52,7 +52,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -l force -d 'Overw
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand render" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l crd -d 'Check RayClusters (or RayJobs) against this CRD\'s openAPIV3Schema instead of KubeRay v1.7.0\'s, which is built in (a CRD in YAML or JSON, or a RayCluster\'s schema as JSON)' -r -F
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l crd -d 'Check RayClusters (or RayJobs) against this CRD\'s openAPIV3Schema instead of KubeRay v1.7.0\'s, which is built in (a CRD in YAML or JSON, or a RayCluster\'s schema as JSON); once per kind' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style, with the source line and a caret'
 json\t'An array of {code, severity, file, line, column, message, help}'
 sarif\t'SARIF 2.1.0, for code-scanning UIs'"

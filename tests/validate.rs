@@ -98,6 +98,12 @@ fn crd_schema_checks_run_by_default_and_with_crd() {
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stdout(&out));
         assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:79:11"), "{}", stdout(&out));
     }
+    // One CRD per kind: both kinds may be given, not two of one.
+    let rayjob_crd = upstream("kuberay/ray.io_rayjobs.yaml");
+    let both = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", rayjob_crd.to_str().unwrap()]);
+    assert!(both.status.code() == Some(1) && stdout(&both).contains("ray-cluster.yaml:79:11"), "{}", stdout(&both));
+    let twice = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", crd.to_str().unwrap()]);
+    assert!(twice.status.code() == Some(2) && stderr(&twice).contains("are both RayCluster CRDs"), "{}", stderr(&twice));
     // A CRD that is not KubeRay's RayCluster or RayJob is refused as such.
     std::fs::write(cwd.path().join("pods.yaml"), "spec:\n  names:\n    kind: Pod\n  versions: []\n").unwrap();
     let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", "pods.yaml"]);

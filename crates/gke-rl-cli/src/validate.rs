@@ -24,9 +24,9 @@ pub struct Args {
     /// The config whose render fills in the kinds of file PATH lacks (or is checked alone)
     #[command(flatten)]
     source: config::Source,
-    /// Check RayClusters (or RayJobs) against this CRD's openAPIV3Schema instead of KubeRay v1.7.0's, which is built in (a CRD in YAML or JSON, or a RayCluster's schema as JSON)
+    /// Check RayClusters (or RayJobs) against this CRD's openAPIV3Schema instead of KubeRay v1.7.0's, which is built in (a CRD in YAML or JSON, or a RayCluster's schema as JSON); once per kind
     #[arg(long, value_name = "FILE")]
-    crd: Option<PathBuf>,
+    crd: Vec<PathBuf>,
     /// Output format
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
@@ -79,19 +79,16 @@ impl Args {
             unreadable.iter().fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()))
         };
         // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
-        let given = match &self.crd {
-            Some(path) => {
-                let text = config::read_input(path)?;
-                Some(validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?)
+        let mut given: Vec<(&PathBuf, validate::CrdSchema)> = Vec::new();
+        for path in &self.crd {
+            let text = config::read_input(path)?;
+            let schema = validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            if let Some((first, _)) = given.iter().find(|(_, other)| other.kind() == schema.kind()) {
+                bail!("{} and {} are both {} CRDs\nhelp: give one --crd per kind", first.display(), path.display(), schema.kind().name());
             }
-            None => None,
-        };
-        let checked = check();
-        let validation = match &given {
-            Some(schema) => checked.crd(schema),
-            None => checked,
+            given.push((path, schema));
         }
-        .finish();
+        let validation = given.iter().fold(check(), |checked, (_, schema)| checked.crd(schema)).finish();
         match self.format {
             Format::Human => {
                 let mut shown = files;

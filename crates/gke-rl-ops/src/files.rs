@@ -21,8 +21,8 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
     let (file, metadata) = open_input(path)?;
     let limit = gke_rl::validate::MAX_FILE_BYTES as u64;
-    // Sized by the file's length up front: a `Take` gives `read_to_end` no hint, and it would
-    // grow the buffer, and read, a few bytes at a time.
+    // Sized by the file's length up front: a `Take` gives `read_to_end` no size hint, so it
+    // would start small and grow the buffer, reading again, several times per file.
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len().min(limit) + 1).unwrap_or(0));
     file.take(limit + 1).read_to_end(&mut bytes).map_err(read)?;
     if bytes.len() as u64 > limit {

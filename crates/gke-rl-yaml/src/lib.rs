@@ -118,7 +118,7 @@ pub enum Scalar<'a> {
     Float(f64),
     /// `true` or `false`.
     Bool(bool),
-    /// A string, or a YAML number JSON has no value for (`.inf`, `0x1F`).
+    /// A string, or a YAML number JSON has no value for (`.inf`, `.nan`).
     Str(&'a str),
     /// An empty value or `null`.
     Null,
@@ -203,15 +203,20 @@ impl Node {
     /// The node as JSON, with YAML's scalar types (for JSON Schema validation).
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as Json;
-        match (&self.value, self.scalar()) {
-            (Value::Map(entries), _) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
-            (Value::Seq(items), _) => Json::Array(items.iter().map(Node::to_json).collect()),
-            (_, Some(Scalar::Int(i))) => Json::from(i),
-            (_, Some(Scalar::UInt(u))) => Json::from(u),
-            (_, Some(Scalar::Float(f))) => serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number),
-            (_, Some(Scalar::Bool(b))) => Json::Bool(b),
-            (_, Some(Scalar::Str(s))) => Json::String(s.to_owned()),
-            (_, Some(Scalar::Null) | None) => Json::Null,
+        let Some(scalar) = self.scalar() else {
+            return match &self.value {
+                Value::Map(entries) => Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+                _ => Json::Array(self.items().iter().map(Node::to_json).collect()),
+            };
+        };
+        match scalar {
+            Scalar::Int(i) => Json::from(i),
+            Scalar::UInt(u) => Json::from(u),
+            // Finite, so it has a JSON number.
+            Scalar::Float(f) => serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number),
+            Scalar::Bool(b) => Json::Bool(b),
+            Scalar::Str(s) => Json::String(s.to_owned()),
+            Scalar::Null => Json::Null,
         }
     }
 
@@ -226,11 +231,13 @@ impl Node {
                 "true" => Scalar::Bool(true),
                 "false" => Scalar::Bool(false),
                 // JSON's integers (no `+`, no leading zero) that fit 64 bits; the rest are floats.
-                _ if json_integer(n) && n.parse::<i64>().is_ok() => Scalar::Int(n.parse().unwrap_or_default()),
-                _ if json_integer(n) && n.parse::<u64>().is_ok() => Scalar::UInt(n.parse().unwrap_or_default()),
-                _ => match n.parse::<f64>() {
-                    Ok(f) if f.is_finite() => Scalar::Float(f),
-                    _ => Scalar::Str(n),
+                _ => match (json_integer(n).then(|| n.parse::<i64>()), json_integer(n).then(|| n.parse::<u64>())) {
+                    (Some(Ok(i)), _) => Scalar::Int(i),
+                    (_, Some(Ok(u))) => Scalar::UInt(u),
+                    _ => match n.parse::<f64>() {
+                        Ok(f) if f.is_finite() => Scalar::Float(f),
+                        _ => Scalar::Str(n),
+                    },
                 },
             },
         })

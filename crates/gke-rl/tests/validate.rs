@@ -151,6 +151,7 @@ const CASES: &[Case] = &[
     case("placeholder", "env.sh", "export REGION=us-east1", "export REGION='<REGION>'"),
     case("number-invalid", "ray-cluster.yaml", "      replicas: 8\n", "      replicas: -8\n"),
     case("ray-version-mismatch", "ray-cluster.yaml", "rayVersion: \"2.46.0\"", "rayVersion: \"2.54.0\""),
+    case("crd-schema", "ray-cluster.yaml", "    rayStartParams:", "    rayStartParam:"),
     case("ray-auth-off", "ray-cluster.yaml", "image: nvcr.io/nvidia/nemo-rl:v0.4.0", "image: nvcr.io/nvidia/nemo-rl:v0.6.0"),
     case(
         "ray-auth-unsupported",
@@ -457,10 +458,10 @@ fn flex_start_conflicts_quote_the_node_pools_preconditions() {
 
 #[test]
 fn every_rule_has_a_case() {
-    // Tested on their own: the CRD with its schema, the network names with the upstream blueprint.
+    // Tested on their own: the network names with the upstream blueprint.
     // The PVC's namespace with a patched blueprint.
     // The checkpoint deadline with flex-start and a measured step time (two settings apart).
-    let special = ["file-too-large", "crd-schema", "fabric-unknown-network", "pvc-namespace-mismatch", "checkpoint-deadline"];
+    let special = ["file-too-large", "fabric-unknown-network", "pvc-namespace-mismatch", "checkpoint-deadline"];
     for rule in RULES {
         assert!(CASES.iter().any(|c| c.code == rule.code) || special.contains(&rule.code), "rule {} has no test case", rule.code);
     }
@@ -1240,32 +1241,8 @@ fn compiled_crd_schemas_agree_with_jsonschema() {
     let default_documents: Vec<&Node> = documents.iter().filter(|(name, _)| name.starts_with("default ")).map(|(_, n)| n).collect();
     assert_eq!(default_documents.len(), 2, "the default's RayCluster and RayJob");
     for document in default_documents {
-        pointers.clear();
-        collect_pointers(document, String::new(), &mut pointers);
-        for pointer in &pointers {
-            for replacement in &replacements {
-                let mut mutant = document.clone();
-                *node_at(&mut mutant, pointer) = Node { value: replacement.value.clone(), ..node_at(&mut mutant, pointer).clone() };
-                agree(&format!("{pointer} = {:?}", replacement.to_json()), &mutant);
-            }
-            let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
-            if let Value::Map(entries) = &mut node_at(&mut document.clone(), parent).value
-                && entries.iter().any(|(k, _)| k == key)
-            {
-                for rename in [true, false] {
-                    let mut mutant = document.clone();
-                    let Value::Map(entries) = &mut node_at(&mut mutant, parent).value else { unreachable!() };
-                    if rename {
-                        entries.iter_mut().filter(|(k, _)| k == key).for_each(|(k, _)| k.push('x'));
-                    } else {
-                        entries.retain(|(k, _)| k != key);
-                    }
-                    agree(&format!("{pointer} {}", if rename { "renamed" } else { "removed" }), &mutant);
-                }
-            }
-        }
+        each_mutant(document, &replacements, |what, mutant| agree(&what, mutant));
     }
-
     // Chains of random mutations of random documents, with random strings from the patterns'
     // alphabet.
     let mut state = 0x2545_F491_4F6C_DD1Du64;
@@ -1293,6 +1270,128 @@ fn compiled_crd_schemas_agree_with_jsonschema() {
         agree(&format!("random mutant {round} of {name}"), &mutant);
     }
     assert!(checked > 10_000, "{checked} documents compared");
+}
+
+/// `--crd` compiles at run time into the same tables: on a schema with every keyword the
+/// tables hold (the junctors, `multipleOf`, `uniqueItems`, exclusive bounds, counts of fields,
+/// enums of every scalar type, maps, preserved fields, nullable, int-or-string, formats),
+/// each node of a document replaced by values of every type, and each key renamed and removed,
+/// it finds what `jsonschema` finds.
+#[test]
+fn crds_compiled_at_run_time_agree_with_jsonschema() {
+    use gke_rl::yaml::Node;
+    let quantity = gke_rl::validate::json_schema(&std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap(), true)
+        .unwrap()
+        .pointer("/properties/spec/properties/headGroupSpec/properties/template/properties/spec/properties/containers/items/properties/resources/properties/limits/additionalProperties/pattern")
+        .cloned()
+        .expect("the CRD's quantity pattern");
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "apiVersion": { "type": "string" },
+            "kind": { "type": "string" },
+            "spec": {
+                "type": "object", "required": ["a"], "minProperties": 1, "maxProperties": 15,
+                "properties": {
+                    "a": { "type": "integer", "multipleOf": 3, "minimum": 0, "exclusiveMinimum": true, "maximum": 99 },
+                    "b": { "type": "number", "minimum": -1.5, "maximum": 2.5, "exclusiveMaximum": true },
+                    "c": { "type": "array", "minItems": 1, "maxItems": 3, "uniqueItems": true, "items": { "type": "string", "minLength": 1, "maxLength": 3 } },
+                    "d": { "enum": [1, 2.5, true, null, "x"] },
+                    "e": { "oneOf": [{ "type": "integer" }, { "type": "string", "pattern": quantity }] },
+                    "f": { "allOf": [{ "type": "string" }, { "maxLength": 4 }] },
+                    "g": { "not": { "type": "string" } },
+                    "h": { "type": "object", "additionalProperties": { "type": "integer", "format": "int32" } },
+                    "i": { "type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": { "j": { "type": "boolean" } } },
+                    "k": { "type": "string", "nullable": true, "enum": ["on", "off"] },
+                    "l": { "x-kubernetes-int-or-string": true },
+                    "m": { "type": "string", "format": "date-time" },
+                    "n": { "type": "integer", "format": "int64" },
+                    "o": { "type": "object", "anyOf": [{ "properties": { "p": { "minimum": 1 } } }, { "required": ["q"] }], "properties": { "p": { "type": "integer" }, "q": { "type": "integer" } } }
+                }
+            }
+        }
+    })
+    .to_string();
+    let reference = gke_rl_test_support::crd_reference::Reference::compiled(&schema);
+    let document = Node::parse(
+        "kind: RayCluster\nspec:\n  a: 3\n  b: 1\n  c: [x, yy]\n  d: 2.5\n  e: 500m\n  f: ab\n  g: 1\n  h: {x: 1, y: 2}\n  i: {j: true, extra: 1}\n  k: \"on\"\n  l: 5\n  m: 2026-12-04T16:00:00Z\n  n: 5\n  o: {p: 2, q: 1}\n",
+    )
+    .unwrap();
+    let replacements: Vec<Node> = [
+        "x",
+        "7",
+        "0",
+        "-1",
+        "1.5",
+        "2.5",
+        "-1.5",
+        "99",
+        "102",
+        "true",
+        "null",
+        "[]",
+        "{}",
+        "{unknownField: 1}",
+        "[x, x]",
+        "[a, bb, ccc, dddd]",
+        "[1, 1.0]",
+        "abcde",
+        "3000000000",
+        "18446744073709551615",
+        "9223372036854775807",
+        "-9223372036854775809",
+        "0.3",
+        "1e300",
+        "500m",
+        "8gb",
+        "\"on\"",
+        "\"\"",
+        "2026-02-30T00:00:00Z",
+        "{p: 0}",
+        "{q: 1}",
+        "{p: null}",
+    ]
+    .iter()
+    .map(|text| Node::parse(text).unwrap())
+    .collect();
+    let mut compared = 0;
+    let (ours, theirs) = reference.errors(&document);
+    assert!(ours.is_empty() && theirs.is_empty(), "the base document is valid: {ours:?} {theirs:?}");
+    each_mutant(&document, &replacements, |what, mutant| {
+        let (ours, theirs) = reference.errors(mutant);
+        assert_eq!(ours, theirs, "{what}: gke-rl's compiled schema (left) and jsonschema (right) disagree");
+        compared += 1;
+    });
+    assert!(compared > 500, "{compared} documents compared");
+}
+
+/// Calls `visit` with each mutant of `document`: each node replaced by each of `replacements`,
+/// and each key renamed and removed.
+fn each_mutant(document: &gke_rl::yaml::Node, replacements: &[gke_rl::yaml::Node], mut visit: impl FnMut(String, &gke_rl::yaml::Node)) {
+    use gke_rl::yaml::{Node, Value};
+    let mut pointers = Vec::new();
+    collect_pointers(document, String::new(), &mut pointers);
+    for pointer in &pointers {
+        for replacement in replacements {
+            let mut mutant = document.clone();
+            let node = node_at(&mut mutant, pointer);
+            *node = Node { value: replacement.value.clone(), ..node.clone() };
+            visit(format!("{pointer} = {:?}", replacement.to_json()), &mutant);
+        }
+        let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+        if matches!(node_at(&mut document.clone(), parent).value, Value::Map(_)) {
+            for rename in [true, false] {
+                let mut mutant = document.clone();
+                let Value::Map(entries) = &mut node_at(&mut mutant, parent).value else { unreachable!() };
+                if rename {
+                    entries.iter_mut().filter(|(k, _)| *k == key.replace("~1", "/").replace("~0", "~")).for_each(|(k, _)| k.push('x'));
+                } else {
+                    entries.retain(|(k, _)| *k != key.replace("~1", "/").replace("~0", "~"));
+                }
+                visit(format!("{pointer} {}", if rename { "renamed" } else { "removed" }), &mutant);
+            }
+        }
+    }
 }
 
 /// The JSON pointer of every node below `node`.

@@ -24,7 +24,10 @@ pub struct Violation<'n> {
 
 #[derive(Clone, Copy, Debug)]
 enum Segment<'n> {
+    /// A field the schema lists.
     Key(&'n str),
+    /// A key of a map (`additionalProperties`), or an unknown field.
+    Entry(&'n str),
     Index(usize),
 }
 
@@ -32,7 +35,7 @@ impl Violation<'_> {
     /// Where, as a JSON pointer (`/spec/workerGroupSpecs/0/replicas`).
     pub fn pointer(&self) -> String {
         self.path.iter().fold(String::new(), |pointer, segment| match segment {
-            Segment::Key(key) => format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
+            Segment::Key(key) | Segment::Entry(key) => format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
             Segment::Index(index) => format!("{pointer}/{index}"),
         })
     }
@@ -43,17 +46,21 @@ impl Violation<'_> {
             return "the manifest".into();
         }
         self.path.iter().fold(String::new(), |path, segment| match segment {
-            Segment::Key(key) if path.is_empty() => (*key).to_owned(),
-            Segment::Key(key) => format!("{path}.{key}"),
+            Segment::Key(key) | Segment::Entry(key) if path.is_empty() => (*key).to_owned(),
+            Segment::Key(key) | Segment::Entry(key) => format!("{path}.{key}"),
             Segment::Index(index) => format!("{path}[{index}]"),
         })
     }
 
-    /// The field `kubectl explain` documents: the object an unknown field is in, else the
-    /// field itself (keys only).
-    pub fn parent_path(&self) -> String {
-        let keys = if self.at_key { &self.path[..self.path.len().saturating_sub(1)] } else { &self.path[..] };
-        keys.iter().filter_map(|s| if let Segment::Key(k) = s { Some(*k) } else { None }).collect::<Vec<_>>().join(".")
+    /// The field `kubectl explain` documents (after the kind): the schema's fields down to
+    /// the fault, up to the first map key or unknown field (`spec.workerGroupSpecs`).
+    pub fn explained(&self) -> String {
+        let fields = self.path.iter().map_while(|s| match s {
+            Segment::Key(key) => Some(Some(*key)),
+            Segment::Index(_) => Some(None),
+            Segment::Entry(_) => None,
+        });
+        fields.flatten().collect::<Vec<_>>().join(".")
     }
 }
 
@@ -139,20 +146,10 @@ impl<'n> Walker<'_, 'n> {
             }};
         }
         if shape.types.0 != 0 && shape.types.0 & instance.type_bit() == 0 {
-            let wanted: Vec<&str> = Types::NAMES.iter().filter(|(bit, _)| shape.types.0 & bit != 0).map(|(_, name)| *name).collect();
-            fail!(node, false, "type", format!("{} is not {}", instance.described(node), a_type(&wanted)));
+            fail!(node, false, "type", format!("{} is not {}", instance.described(node), a_type(shape.types.0)));
         }
         if !shape.enumeration.is_empty() && !shape.enumeration.iter().any(|allowed| literal_is(allowed, &instance)) {
-            fail!(
-                node,
-                false,
-                "enum",
-                format!(
-                    "{} is not one of {}",
-                    instance.described(node),
-                    shape.enumeration.iter().map(literal).collect::<Vec<_>>().join(", ")
-                )
-            );
+            fail!(node, false, "enum", format!("{} is not one of {}", instance.described(node), allowed(&shape.enumeration)));
         }
         match &instance {
             Instance::Scalar(Scalar::Str(text)) => {
@@ -171,44 +168,57 @@ impl<'n> Walker<'_, 'n> {
                 }
             }
             Instance::Object(entries) => {
+                // The API server drops a null it is not told to keep (`nullable`) before it
+                // validates (apiextensions-apiserver, PruneNonNullableNullsWithoutDefaults).
+                let pruned = |value: &Node, child: Option<u16>| {
+                    matches!(value.value, Value::Null)
+                        && child.is_some_and(|c| shapes.get(usize::from(c)).is_some_and(|s| s.types.0 & Types::NULL == 0))
+                };
+                let child_of = |key: &str| match shape.properties.binary_search_by(|(name, _)| name.as_ref().cmp(key)) {
+                    Ok(at) => Some((shape.properties[at].1, true)),
+                    Err(_) => match shape.additional {
+                        Additional::Shape(child) => Some((child, false)),
+                        Additional::Any | Additional::Closed => None,
+                    },
+                };
                 for name in shape.required.iter() {
-                    if !entries.iter().any(|(key, _)| key == name) {
+                    let present = entries.iter().any(|(key, value)| key == name && !pruned(value, child_of(key).map(|(c, _)| c)));
+                    if !present {
                         fail!(node, false, "required", format!("the required field `{name}` is missing"));
                     }
                 }
                 for (key, value) in *entries {
-                    let known = shape.properties.binary_search_by(|(name, _)| name.as_ref().cmp(key)).ok();
-                    let child = match (known, shape.additional) {
-                        (Some(at), _) => Some(shape.properties[at].1),
-                        (None, Additional::Shape(child)) => Some(child),
-                        (None, Additional::Any) => None,
-                        (None, Additional::Closed) => {
-                            self.path.push(Segment::Key(key));
-                            let suggestion = crate::suggest::closest(key, shape.properties.iter().map(|(name, _)| name.as_ref()));
+                    let child = child_of(key);
+                    if pruned(value, child.map(|(c, _)| c)) {
+                        continue;
+                    }
+                    let Some((child, listed)) = child else {
+                        if shape.additional == Additional::Closed {
+                            self.path.push(Segment::Entry(key));
                             fail!(
                                 value,
                                 true,
                                 "additionalProperties",
                                 "unknown field: KubeRay's API server drops it without a word".into()
                             );
-                            if let Some(found) = &mut self.found
-                                && let Some(last) = found.last_mut()
+                            // A name near a listed one is a typo; a long one is no name (and would cost).
+                            if let Some(last) = self.found.as_mut().and_then(|found| found.last_mut())
+                                && key.len() <= 64
                             {
-                                last.suggestion = suggestion.map(str::to_owned);
+                                last.suggestion =
+                                    crate::suggest::closest(key, shape.properties.iter().map(|(name, _)| name.as_ref())).map(str::to_owned);
                             }
                             self.path.pop();
-                            None
                         }
+                        continue;
                     };
-                    if let Some(child) = child {
-                        self.path.push(Segment::Key(key));
-                        let ok = self.visit(child, value);
-                        self.path.pop();
-                        if !ok {
-                            valid = false;
-                            if self.found.is_none() {
-                                return false;
-                            }
+                    self.path.push(if listed { Segment::Key(key) } else { Segment::Entry(key) });
+                    let ok = self.visit(child, value);
+                    self.path.pop();
+                    if !ok {
+                        valid = false;
+                        if self.found.is_none() {
+                            return false;
                         }
                     }
                 }
@@ -298,16 +308,18 @@ impl<'n> Walker<'_, 'n> {
 
     /// A shape in a few words, for the branches of an `anyOf`.
     fn summary(&self, index: u16) -> String {
-        let types = self.shapes.get(usize::from(index)).map_or(0, |s| s.types.0);
-        let names: Vec<&str> = Types::NAMES.iter().filter(|(bit, _)| types & bit != 0).map(|(_, name)| *name).collect();
-        if names.is_empty() { "of another allowed form".into() } else { a_type(&names) }
+        match self.shapes.get(usize::from(index)).map_or(0, |s| s.types.0) {
+            0 => "of another allowed form".into(),
+            types => a_type(types),
+        }
     }
 }
 
-/// `an integer`, `a string or null`.
-fn a_type(names: &[&str]) -> String {
+/// `an integer`, `a string or null`: the types of `bits`.
+fn a_type(bits: u8) -> String {
     let article = |name: &str| if name.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {name}") } else { format!("a {name}") };
-    names.iter().map(|n| article(n)).collect::<Vec<_>>().join(" or ")
+    let names = Types::NAMES.iter().filter(|(bit, _)| bits & bit != 0).map(|(_, name)| article(name));
+    names.collect::<Vec<_>>().join(" or ")
 }
 
 /// Whether the value is the `enum` entry `allowed`.
@@ -316,8 +328,20 @@ fn literal_is(allowed: &Literal, instance: &Instance<'_>) -> bool {
         (Literal::Str(allowed), Instance::Scalar(Scalar::Str(text))) => allowed == text,
         (Literal::Bool(allowed), Instance::Scalar(Scalar::Bool(b))) => allowed == b,
         (Literal::Null, Instance::Scalar(Scalar::Null)) => true,
-        (Literal::Number(allowed), Instance::Scalar(scalar)) => compare(*scalar, *allowed) == Some(Ordering::Equal),
+        (Literal::Number(allowed), Instance::Scalar(scalar)) => {
+            exact(*scalar).and_then(|value| ordering(value, bound(*allowed))) == Some(Ordering::Equal)
+        }
         _ => false,
+    }
+}
+
+/// An `enum`'s entries in words: the first few, as a CRD given by a user may list thousands.
+fn allowed(entries: &[Literal]) -> String {
+    const SHOWN: usize = 12;
+    let shown = entries.iter().take(SHOWN).map(literal).collect::<Vec<_>>().join(", ");
+    match entries.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{shown} (and {more} more)"),
+        _ => shown,
     }
 }
 
@@ -326,9 +350,17 @@ fn literal(literal: &Literal) -> String {
     match literal {
         Literal::Null => "null".into(),
         Literal::Bool(b) => b.to_string(),
-        Literal::Number(Number::Int(i)) => i.to_string(),
-        Literal::Number(Number::Float(f)) => crate::yaml::decimal::short(*f, 6).to_string(),
+        Literal::Number(n) => number_words(*n),
         Literal::Str(s) => s.to_string(),
+    }
+}
+
+/// A schema's number in words, with no float formatting: the page's build carries none
+/// (`gke_rl_yaml::decimal` instead).
+fn number_words(number: Number) -> String {
+    match number {
+        Number::Int(i) => i.to_string(),
+        Number::Float(f) => crate::yaml::decimal::short(f, 9).to_string(),
     }
 }
 
@@ -338,38 +370,88 @@ fn same(a: &Node, b: &Node) -> bool {
         (Value::Map(x), Value::Map(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(l, w)| k == l && same(v, w))),
         (Value::Seq(x), Value::Seq(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
         _ => match (a.scalar(), b.scalar()) {
-            (Some(x @ (Scalar::Int(_) | Scalar::UInt(_) | Scalar::Float(_))), Some(y)) => {
-                number(y).is_some_and(|y| compare(x, y) == Some(Ordering::Equal))
-            }
-            (x, y) => x.is_some() && x == y,
+            (Some(x), Some(y)) => match (exact(x), exact(y)) {
+                (Some(x), Some(y)) => ordering(x, y) == Some(Ordering::Equal),
+                (None, None) => x == y,
+                _ => false,
+            },
+            _ => false,
         },
     }
 }
 
-/// A number as a bound, to compare another with (`None` for other scalars).
-fn number(scalar: Scalar<'_>) -> Option<Number> {
+/// A number, exactly: whole numbers (every i64 and u64, and whole floats that fit) as an
+/// `i128`, so that no comparison rounds (an int64 bound does not fit an `f64`).
+#[derive(Clone, Copy)]
+enum Exact {
+    Whole(i128),
+    Float(f64),
+}
+
+/// 2^127: a whole float under it fits an `i128`.
+const WHOLE_LIMIT: f64 = 1.7014118346046923e38;
+
+fn exact(scalar: Scalar<'_>) -> Option<Exact> {
     match scalar {
-        Scalar::Int(i) => Some(Number::Int(i)),
-        // Past i64::MAX: as a float, which compares past every i64 all the same.
-        Scalar::UInt(u) => Some(Number::Float(u as f64)),
-        Scalar::Float(f) => Some(Number::Float(f)),
+        Scalar::Int(i) => Some(Exact::Whole(i128::from(i))),
+        Scalar::UInt(u) => Some(Exact::Whole(i128::from(u))),
+        Scalar::Float(f) => Some(float(f)),
         _ => None,
     }
+}
+
+fn bound(number: Number) -> Exact {
+    match number {
+        Number::Int(i) => Exact::Whole(i128::from(i)),
+        Number::Float(f) => float(f),
+    }
+}
+
+fn float(f: f64) -> Exact {
+    // In range and whole, so the conversion is exact.
+    #[allow(clippy::cast_possible_truncation)]
+    if f.fract() == 0.0 && f.abs() < WHOLE_LIMIT { Exact::Whole(f as i128) } else { Exact::Float(f) }
+}
+
+/// How `value` compares with `bound`; `None` for NaN.
+fn ordering(value: Exact, bound: Exact) -> Option<Ordering> {
+    match (value, bound) {
+        (Exact::Whole(v), Exact::Whole(b)) => Some(v.cmp(&b)),
+        (Exact::Float(v), Exact::Float(b)) => v.partial_cmp(&b),
+        (Exact::Float(v), Exact::Whole(b)) => float_against_whole(v, b),
+        (Exact::Whole(v), Exact::Float(b)) => float_against_whole(b, v).map(Ordering::reverse),
+    }
+}
+
+/// How a float that is not a whole `i128` (a fraction, or past 2^127) compares with one.
+fn float_against_whole(float: f64, whole: i128) -> Option<Ordering> {
+    if float.is_nan() {
+        return None;
+    }
+    if float.abs() >= WHOLE_LIMIT {
+        return Some(if float > 0.0 { Ordering::Greater } else { Ordering::Less });
+    }
+    // In range, so exact; the fraction breaks a tie.
+    #[allow(clippy::cast_possible_truncation)]
+    let truncated = float.trunc() as i128;
+    Some(truncated.cmp(&whole).then(if float > float.trunc() {
+        Ordering::Greater
+    } else if float < float.trunc() {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    }))
 }
 
 /// A broken bound, in words.
 fn broken(limit: Limit, instance: &Instance<'_>, node: &Node) -> Option<String> {
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-    // No float formatting: the page's build carries none (`gke_rl_yaml::decimal` instead).
-    let bound = |bound: Number| match bound {
-        Number::Int(i) => i.to_string(),
-        Number::Float(f) => crate::yaml::decimal::short(f, 6).to_string(),
-    };
     let value = node.text().unwrap_or_default();
-    let ordering = |bound: Number| match instance {
-        Instance::Scalar(scalar) => compare(*scalar, bound),
+    let number = match instance {
+        Instance::Scalar(scalar) => exact(*scalar),
         _ => None,
     };
+    let against = |limit: Number| number.and_then(|n| ordering(n, bound(limit)));
     match (limit, instance) {
         (Limit::MinLength(min), Instance::Scalar(Scalar::Str(s))) => {
             (count(s.chars().count()) < min).then(|| format!("is shorter than {min} characters"))
@@ -385,38 +467,30 @@ fn broken(limit: Limit, instance: &Instance<'_>, node: &Node) -> Option<String> 
         (Limit::MaxProperties(max), Instance::Object(entries)) => {
             (count(entries.len()) > max).then(|| format!("has more than {max} fields"))
         }
-        (Limit::Minimum(min), _) => (ordering(min) == Some(Ordering::Less)).then(|| match min {
+        (Limit::Minimum(min), _) => (against(min) == Some(Ordering::Less)).then(|| match min {
             Number::Int(i) if i == i64::from(i32::MIN) => format!("{value} is less than an int32 holds ({i})"),
             Number::Int(i64::MIN) => format!("{value} is less than an int64 holds ({})", i64::MIN),
-            _ => format!("{value} is less than the minimum, {}", bound(min)),
+            _ => format!("{value} is less than the minimum, {}", number_words(min)),
         }),
-        (Limit::Maximum(max), _) => (ordering(max) == Some(Ordering::Greater)).then(|| match max {
+        (Limit::Maximum(max), _) => (against(max) == Some(Ordering::Greater)).then(|| match max {
             Number::Int(i) if i == i64::from(i32::MAX) => format!("{value} is more than an int32 holds ({i})"),
             Number::Int(i64::MAX) => format!("{value} is more than an int64 holds ({})", i64::MAX),
-            _ => format!("{value} is more than the maximum, {}", bound(max)),
+            _ => format!("{value} is more than the maximum, {}", number_words(max)),
         }),
-        (Limit::ExclusiveMinimum(min), Instance::Scalar(scalar)) if number(*scalar).is_some() => {
-            (ordering(min) != Some(Ordering::Greater)).then(|| format!("{value} is not more than {}", bound(min)))
+        (Limit::ExclusiveMinimum(min), _) if number.is_some() => {
+            (against(min) != Some(Ordering::Greater)).then(|| format!("{value} is not more than {}", number_words(min)))
         }
-        (Limit::ExclusiveMaximum(max), Instance::Scalar(scalar)) if number(*scalar).is_some() => {
-            (ordering(max) != Some(Ordering::Less)).then(|| format!("{value} is not less than {}", bound(max)))
+        (Limit::ExclusiveMaximum(max), _) if number.is_some() => {
+            (against(max) != Some(Ordering::Less)).then(|| format!("{value} is not less than {}", number_words(max)))
         }
-        (Limit::MultipleOf(step), Instance::Scalar(scalar)) => {
-            let whole = match (scalar, step) {
-                (Scalar::Int(i), Number::Int(s)) if s != 0 => i % s == 0,
-                _ => {
-                    let step = match step {
-                        Number::Int(i) => i as f64,
-                        Number::Float(f) => f,
-                    };
-                    match number(*scalar) {
-                        Some(Number::Int(i)) => (i as f64 / step).fract() == 0.0,
-                        Some(Number::Float(f)) => (f / step).fract() == 0.0,
-                        None => true,
-                    }
-                }
+        (Limit::MultipleOf(step), _) => {
+            let multiple = match number? {
+                // `compile` keeps only positive steps, so the remainder cannot overflow.
+                Exact::Whole(whole) => whole % i128::from(step) == 0,
+                // Past 2^127 every float is whole, and a float's remainder is exact.
+                Exact::Float(f) => f.abs() >= WHOLE_LIMIT && f % (step as f64) == 0.0,
             };
-            (!whole).then(|| format!("{value} is not a multiple of {}", bound(step)))
+            (!multiple).then(|| format!("{value} is not a multiple of {step}"))
         }
         (Limit::UniqueItems, Instance::Array(items)) => {
             let repeated = items.iter().enumerate().any(|(i, a)| items[..i].iter().any(|b| same(a, b)));
@@ -424,46 +498,6 @@ fn broken(limit: Limit, instance: &Instance<'_>, node: &Node) -> Option<String> 
         }
         _ => None,
     }
-}
-
-/// How a number compares with `bound`, exactly (an int64 bound does not fit an `f64`); `None`
-/// for what is not a number.
-fn compare(value: Scalar<'_>, bound: Number) -> Option<Ordering> {
-    match (value, bound) {
-        (Scalar::Int(v), Number::Int(b)) => Some(v.cmp(&b)),
-        (Scalar::UInt(_), Number::Int(_)) => Some(Ordering::Greater),
-        (Scalar::Int(v), Number::Float(b)) => float_against_int(b, v).map(Ordering::reverse),
-        (Scalar::UInt(v), Number::Float(b)) => (v as f64).partial_cmp(&b),
-        (Scalar::Float(v), Number::Int(b)) => float_against_int(v, b),
-        (Scalar::Float(v), Number::Float(b)) => v.partial_cmp(&b),
-        _ => None,
-    }
-}
-
-/// How a float compares with an integer, exactly.
-fn float_against_int(float: f64, int: i64) -> Option<Ordering> {
-    // 2^63: every float at or past it is beyond every i64.
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if float.is_nan() {
-        return None;
-    }
-    if float >= LIMIT {
-        return Some(Ordering::Greater);
-    }
-    if float < -LIMIT {
-        return Some(Ordering::Less);
-    }
-    let whole = float.trunc();
-    // In range, so exact.
-    #[allow(clippy::cast_possible_truncation)]
-    let truncated = whole as i64;
-    Some(truncated.cmp(&int).then(if float > whole {
-        Ordering::Greater
-    } else if float < whole {
-        Ordering::Less
-    } else {
-        Ordering::Equal
-    }))
 }
 
 /// RFC 3339 `date-time` (section 5.6): `2026-12-04T16:00:00.5+01:00`, `T` and `Z` in either

@@ -13,6 +13,35 @@ use crate::Error;
 /// and CEL hints): they are read past.
 const ANNOTATIONS: [&str; 6] = ["description", "default", "example", "title", "externalDocs", "$schema"];
 
+/// The string formats the API server checks (kubernetes/kube-openapi `pkg/validation/strfmt`,
+/// as apiextensions-apiserver registers them): gke-rl checks `date-time` and refuses a CRD with
+/// one of the others rather than skip it.
+const API_SERVER_FORMATS: [&str; 23] = [
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "date",
+    "duration",
+    "datetime",
+];
+
 /// Compiles `schema` into `table`, returning the index of its root shape.
 pub fn compile(schema: &Value, table: &mut Table) -> Result<u16, Error> {
     // Shapes already there (the other CRD of a shared table) are reused.
@@ -39,7 +68,12 @@ impl Compiler<'_> {
         let mut limits = Vec::new();
         let mut logic = Vec::new();
         let mut properties: Vec<(Cow<'static, str>, u16)> = Vec::new();
-        let count = |value: &Value, keyword: &str| value.as_u64().ok_or_else(|| unsupported(format!("`{keyword}: {value}`")));
+        // A whole number, which JSON may write as `63.0`.
+        let count = |value: &Value, keyword: &str| {
+            let whole = value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < u64::MAX as f64);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // whole, and in range
+            value.as_u64().or(whole.map(|f| f as u64)).ok_or_else(|| unsupported(format!("`{keyword}: {value}`")))
+        };
         let number = |value: &Value, keyword: &str| match value {
             Value::Number(n) => Ok(number_of(n)),
             _ => Err(unsupported(format!("`{keyword}: {value}`"))),
@@ -57,10 +91,15 @@ impl Compiler<'_> {
                         shape.types.0 |= bit.ok_or_else(|| unsupported(format!("`type: {name}`")))?;
                     }
                 }
-                "format" => {
-                    // int32 and int64 are bounds by now; the API server ignores formats it does not know.
-                    shape.format = (value.as_str() == Some("date-time")).then_some(Format::DateTime);
-                }
+                "format" => match value.as_str().unwrap_or_default() {
+                    "date-time" => shape.format = Some(Format::DateTime),
+                    // Bounds by now (`json_schema`).
+                    "int32" | "int64" => {}
+                    // Formats the API server checks that gke-rl does not: refused, not skipped.
+                    checked if API_SERVER_FORMATS.contains(&checked) => return Err(unsupported(format!("the format `{checked}`"))),
+                    // The API server ignores the others (`int-or-string`, `float`, `double`…).
+                    _ => {}
+                },
                 "pattern" => {
                     let text = value.as_str().unwrap_or_default();
                     shape.pattern = Some(Pattern::of(text).ok_or_else(|| unsupported(format!("the pattern `{text}`")))?);
@@ -115,7 +154,10 @@ impl Compiler<'_> {
                 "maximum" => limits.push(Limit::Maximum(number(value, keyword)?)),
                 "exclusiveMinimum" => limits.push(Limit::ExclusiveMinimum(number(value, keyword)?)),
                 "exclusiveMaximum" => limits.push(Limit::ExclusiveMaximum(number(value, keyword)?)),
-                "multipleOf" => limits.push(Limit::MultipleOf(number(value, keyword)?)),
+                "multipleOf" => match count(value, keyword)? {
+                    0 => return Err(unsupported(format!("`{keyword}: {value}`"))),
+                    step => limits.push(Limit::MultipleOf(step)),
+                },
                 "uniqueItems" => {
                     if value == &Value::Bool(true) {
                         limits.push(Limit::UniqueItems);

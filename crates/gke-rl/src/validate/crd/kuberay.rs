@@ -3,6 +3,7 @@
 
 use std::borrow::Cow::Borrowed as B;
 
+#[allow(unused_imports)] // which of them a release's CRDs need varies
 use super::{Additional, Format, Limit, Literal, Logic, Number, Pattern, Shape, Table, Types};
 
 /// The root shape of a RayCluster.

@@ -176,8 +176,8 @@ pub enum Limit {
     ExclusiveMinimum(Number),
     /// `exclusiveMaximum`.
     ExclusiveMaximum(Number),
-    /// `multipleOf`.
-    MultipleOf(Number),
+    /// `multipleOf`, a positive whole number.
+    MultipleOf(u64),
     /// `uniqueItems`.
     UniqueItems,
 }
@@ -246,7 +246,7 @@ impl CrdSchema {
         self.kind
     }
 
-    /// Every way `document` breaks the schema, in document order.
+    /// Every way `document` breaks the schema (a caller sorts them by line).
     pub fn violations<'n>(&self, document: &'n crate::yaml::Node) -> Vec<Violation<'n>> {
         check::violations(&self.table.shapes, self.root, document)
     }
@@ -257,9 +257,11 @@ impl CrdSchema {
         for tree in trees {
             for violation in self.violations(&tree.root) {
                 let at = violation.node.key_at.filter(|_| violation.at_key).unwrap_or(violation.node.at());
+                let field = violation.explained();
+                let explained = if field.is_empty() { explain.clone() } else { format!("{explain}.{field}") };
                 let help = match &violation.suggestion {
-                    Some(known) => format!("did you mean `{known}`? (kubectl explain {explain}.{})", violation.parent_path()),
-                    None => format!("fix the field to match the KubeRay CRD (kubectl explain {explain}.{})", violation.parent_path()),
+                    Some(known) => format!("did you mean `{known}`? (kubectl explain {explained})"),
+                    None => format!("fix the field to match the KubeRay CRD (kubectl explain {explained})"),
                 };
                 sink.emit(&CRD_SCHEMA, tree.file, at, format!("{}: {}", violation.path(), violation.message), help);
             }
@@ -311,8 +313,11 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
     for (key, child) in map.iter_mut() {
         match key.as_str() {
             "properties" => child.as_object_mut().into_iter().flat_map(|p| p.values_mut()).for_each(|s| explicit(s, strict)),
-            "items" | "additionalProperties" | "not" => explicit(child, strict),
-            "anyOf" | "allOf" | "oneOf" => child.as_array_mut().into_iter().flatten().for_each(|s| explicit(s, strict)),
+            "items" | "additionalProperties" => explicit(child, strict),
+            // What the API server keeps is the structure outside the junctors: a branch that
+            // lists properties only adds checks to them, so nothing in it is closed.
+            "not" => explicit(child, false),
+            "anyOf" | "allOf" | "oneOf" => child.as_array_mut().into_iter().flatten().for_each(|s| explicit(s, false)),
             _ => {}
         }
     }
@@ -334,21 +339,29 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
             values.push(Value::Null);
         }
     }
-    let range = match map.get("format").and_then(Value::as_str) {
-        Some("int32") => Some((json!(i32::MIN), json!(i32::MAX))),
-        Some("int64") => Some((json!(i64::MIN), json!(i64::MAX))),
-        _ => None,
-    };
-    if let Some((min, max)) = range {
-        map.entry("minimum").or_insert(min);
-        map.entry("maximum").or_insert(max);
-    }
     for (exclusive, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
         if let Some(Value::Bool(is)) = map.get(exclusive).cloned() {
             map.remove(exclusive);
             if is && let Some(value) = map.remove(bound) {
                 map.insert(exclusive.into(), value);
             }
+        }
+    }
+    let range = match map.get("format").and_then(Value::as_str) {
+        Some("int32") => Some((i64::from(i32::MIN), i64::from(i32::MAX))),
+        Some("int64") => Some((i64::MIN, i64::MAX)),
+        _ => None,
+    };
+    // The type's range, unless the schema's own bound is tighter.
+    if let Some((min, max)) = range {
+        let tighter = |given: Option<&Value>, limit: i64, keep: fn(f64, f64) -> bool| {
+            given.and_then(Value::as_f64).is_some_and(|given| keep(given, limit as f64))
+        };
+        if !tighter(map.get("minimum"), min, |given, limit| given >= limit) {
+            map.insert("minimum".into(), json!(min));
+        }
+        if !tighter(map.get("maximum"), max, |given, limit| given <= limit) {
+            map.insert("maximum".into(), json!(max));
         }
     }
 }
