@@ -52,22 +52,18 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     ensure(MODELS_DOC_PATH, &models_doc())?;
     let releases = crate::nemo_rl::releases(&root.join(UPSTREAM).join("nemo-rl"))?;
     ensure(crate::nemo_rl::TABLE_PATH, &crate::nemo_rl::table(&releases, gke_rl::knowledge::NEMO_RL_IMAGE_REPOSITORY)?)?;
-    let facts = crate::models::FACT_FILES
-        .iter()
-        .map(|file| {
-            let path = root.join(UPSTREAM).join(file);
-            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display())).map(|text| (*file, text))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    ensure("crates/gke-rl/src/knowledge/models.rs", &crate::models::catalogue(&facts)?)?;
-    let crds = crate::crd::CRD_FILES
-        .iter()
-        .map(|file| {
-            let path = root.join(UPSTREAM).join(file);
-            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display())).map(|text| (*file, text))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    ensure(crate::crd::TABLE_PATH, &crate::crd::table(&crds)?)?;
+    // Upstream files by name, with their texts.
+    let upstream = |files: &[&'static str]| {
+        files
+            .iter()
+            .map(|file| {
+                let path = root.join(UPSTREAM).join(file);
+                fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display())).map(|text| (*file, text))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    ensure("crates/gke-rl/src/knowledge/models.rs", &crate::models::catalogue(&upstream(crate::models::FACT_FILES)?)?)?;
+    ensure(crate::crd::TABLE_PATH, &crate::crd::table(&upstream(&crate::crd::CRD_FILES)?)?)?;
     for (path, contents) in completions_and_man_pages()? {
         ensure(&path, &contents)?;
     }

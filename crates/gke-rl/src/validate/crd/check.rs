@@ -128,6 +128,25 @@ impl<'n> Walker<'_, 'n> {
         let Some(shape) = shapes.get(usize::from(index)) else { return true };
         let instance = Instance::of(node);
         let mut valid = true;
+        // `descend!` checks a child node; an invalid one makes this one invalid, and when only
+        // validity is asked, answers it.
+        macro_rules! descend {
+            ($segment:expr, $child:expr, $node:expr) => {{
+                if let Some(segment) = $segment {
+                    self.path.push(segment);
+                }
+                let ok = self.visit($child, $node);
+                if $segment.is_some() {
+                    self.path.pop();
+                }
+                if !ok {
+                    valid = false;
+                    if self.found.is_none() {
+                        return false;
+                    }
+                }
+            }};
+        }
         // `fail!` records a violation; when only validity is asked, the first one answers it.
         macro_rules! fail {
             ($node:expr, $at_key:expr, $keyword:literal, $message:expr) => {{
@@ -212,29 +231,13 @@ impl<'n> Walker<'_, 'n> {
                         }
                         continue;
                     };
-                    self.path.push(if listed { Segment::Key(key) } else { Segment::Entry(key) });
-                    let ok = self.visit(child, value);
-                    self.path.pop();
-                    if !ok {
-                        valid = false;
-                        if self.found.is_none() {
-                            return false;
-                        }
-                    }
+                    descend!(Some(if listed { Segment::Key(key) } else { Segment::Entry(key) }), child, value);
                 }
             }
             Instance::Array(items) => {
                 if let Some(child) = shape.items {
                     for (index, item) in items.iter().enumerate() {
-                        self.path.push(Segment::Index(index));
-                        let ok = self.visit(child, item);
-                        self.path.pop();
-                        if !ok {
-                            valid = false;
-                            if self.found.is_none() {
-                                return false;
-                            }
-                        }
+                        descend!(Some(Segment::Index(index)), child, item);
                     }
                 }
             }
@@ -262,12 +265,7 @@ impl<'n> Walker<'_, 'n> {
             match logic {
                 Logic::AllOf(branches) => {
                     for branch in branches.iter() {
-                        if !self.visit(*branch, node) {
-                            valid = false;
-                            if self.found.is_none() {
-                                return false;
-                            }
-                        }
+                        descend!(None::<Segment<'n>>, *branch, node);
                     }
                 }
                 Logic::AnyOf(branches) => {
