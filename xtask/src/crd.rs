@@ -99,6 +99,9 @@ fn shape_literal(shape: &Shape) -> String {
         });
         fields.push(format!("logic: {}", list(logic.collect())));
     }
+    if shape.nullable {
+        fields.push("nullable: true".into());
+    }
     fields.push("..Shape::ANY".into());
     format!("Shape {{ {} }}", fields.join(", "))
 }
@@ -124,6 +127,5 @@ fn limit_literal(limit: &Limit) -> String {
         Limit::ExclusiveMinimum(n) => format!("Limit::ExclusiveMinimum({})", number(n)),
         Limit::ExclusiveMaximum(n) => format!("Limit::ExclusiveMaximum({})", number(n)),
         Limit::MultipleOf(n) => format!("Limit::MultipleOf({n})"),
-        Limit::UniqueItems => "Limit::UniqueItems".into(),
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! The tree is built from the events of granit-parser (the parser under serde-saphyr) with
 //! serde-saphyr's scalar rules and guards: duplicate keys are errors, `<<` merges, nesting is
-//! limited to depth 64 and a document to 250 000 nodes counting alias expansions (a
-//! billion-laughs document is refused, not expanded). [`from_node`] runs serde derives over a
+//! limited to depth 64 and a document to 250 000 nodes and 64 MiB of aliased text counting
+//! alias expansions (a billion-laughs document is refused, not expanded). [`from_node`] runs serde derives over a
 //! tree, so an error names the key path, the position and the value found.
 //!
 //! ```
@@ -231,14 +231,19 @@ impl Node {
                 "true" => Scalar::Bool(true),
                 "false" => Scalar::Bool(false),
                 // JSON's integers (no `+`, no leading zero) that fit 64 bits; the rest are floats.
-                _ => match (json_integer(n).then(|| n.parse::<i64>()), json_integer(n).then(|| n.parse::<u64>())) {
-                    (Some(Ok(i)), _) => Scalar::Int(i),
-                    (_, Some(Ok(u))) => Scalar::UInt(u),
-                    _ => match n.parse::<f64>() {
-                        Ok(f) if f.is_finite() => Scalar::Float(f),
-                        _ => Scalar::Str(n),
-                    },
-                },
+                _ => {
+                    let integer = json_integer(n);
+                    if let Some(i) = integer.then(|| n.parse::<i64>().ok()).flatten() {
+                        Scalar::Int(i)
+                    } else if let Some(u) = integer.then(|| n.parse::<u64>().ok()).flatten() {
+                        Scalar::UInt(u)
+                    } else {
+                        match n.parse::<f64>() {
+                            Ok(f) if f.is_finite() => Scalar::Float(f),
+                            _ => Scalar::Str(n),
+                        }
+                    }
+                }
             },
         })
     }
@@ -315,5 +320,15 @@ mod tests {
         assert!(root.get(&["ray", "nope"]).is_none());
         assert_eq!(root.find_at(4, 5).map(|(path, _)| path), Some("ray.head.cpu".to_owned()), "by key");
         assert_eq!(root.find_at(2, 10).map(|(path, _)| path), Some("ray.image".to_owned()), "by value");
+    }
+
+    #[test]
+    fn aliases_replaying_too_much_text_are_refused() {
+        let big = "x".repeat(1 << 20);
+        let doc = format!("a: &big {big}\nb: [{}]\n", ["*big"; 100].join(", "));
+        let error = Node::try_parse(&doc).expect_err("100 MiB through aliases");
+        assert!(error.message().contains("aliases replay more than 64 MiB of text"), "{}", error.message());
+        let fine = format!("a: &big {big}\nb: [{}]\n", ["*big"; 10].join(", "));
+        assert!(Node::try_parse(&fine).is_ok());
     }
 }

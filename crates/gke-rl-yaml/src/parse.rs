@@ -15,12 +15,15 @@ use super::{Node, Value};
 const MAX_DEPTH: usize = 64;
 /// More nodes, counting each alias expansion, are refused ("billion laughs").
 const MAX_NODES: usize = 250_000;
+/// More text replayed through aliases is refused: one alias of a large value, repeated, must
+/// not take the memory a node count would allow.
+const MAX_ALIASED_BYTES: usize = 64 << 20;
 
 /// A message and its 1-based line and column.
 pub type Error = (String, (u32, u32));
 
 pub(super) fn parse(text: &str) -> Result<Node, Error> {
-    let mut builder = Builder { events: Parser::new_from_str(text), anchors: HashMap::new(), nodes: 0 };
+    let mut builder = Builder { events: Parser::new_from_str(text), anchors: HashMap::new(), nodes: 0, aliased_bytes: 0 };
     let mut root = None;
     loop {
         let (event, span) = builder.next()?;
@@ -46,6 +49,8 @@ struct Builder<'input> {
     /// Anchored values by anchor id (an alias replays the value where it is written).
     anchors: HashMap<usize, Value>,
     nodes: usize,
+    /// Text replayed through aliases so far.
+    aliased_bytes: usize,
 }
 
 impl<'input> Builder<'input> {
@@ -75,6 +80,15 @@ impl<'input> Builder<'input> {
         }
     }
 
+    /// Counts text an alias replays against [`MAX_ALIASED_BYTES`].
+    fn replay(&mut self, bytes: usize, at: (u32, u32)) -> Result<(), Error> {
+        self.aliased_bytes += bytes;
+        if self.aliased_bytes > MAX_ALIASED_BYTES {
+            return Err((format!("aliases replay more than {} MiB of text", MAX_ALIASED_BYTES >> 20), at));
+        }
+        Ok(())
+    }
+
     fn count(&mut self, added: usize, span: &Span) -> Result<(), Error> {
         self.nodes += added;
         if self.nodes > MAX_NODES {
@@ -97,8 +111,10 @@ impl<'input> Builder<'input> {
                 let Some(target) = self.anchors.get(&id) else {
                     return Err(("an alias to an anchor that is not defined before it".to_owned(), (line, column)));
                 };
-                let mut value = target.clone();
-                self.count(size(&value), span)?;
+                let (nodes, bytes) = size(target);
+                self.replay(bytes, (line, column))?;
+                self.count(nodes, span)?;
+                let mut value = self.anchors[&id].clone();
                 relocate(&mut value, (line, column));
                 (value, 0)
             }
@@ -140,7 +156,11 @@ impl<'input> Builder<'input> {
                 Event::MappingEnd => break,
                 Event::Scalar(text, style, ..) => (text.into_owned(), style == ScalarStyle::Plain),
                 Event::Alias(id) => match self.anchors.get(&id) {
-                    Some(Value::String(text) | Value::Number(text)) => (text.clone(), false),
+                    Some(Value::String(text) | Value::Number(text)) => {
+                        let text = text.clone();
+                        self.replay(text.len(), key_at)?;
+                        (text, false)
+                    }
                     _ => return Err(("a mapping key must be a scalar".to_owned(), key_at)),
                 },
                 _ => return Err(("a mapping key must be a scalar, not a list or mapping".to_owned(), key_at)),
@@ -222,12 +242,14 @@ fn relocate(value: &mut Value, to: (u32, u32)) {
     }
 }
 
-/// How many nodes a value holds (for the alias budget).
-fn size(value: &Value) -> usize {
-    1 + match value {
-        Value::Map(entries) => entries.iter().map(|(_, node)| size(&node.value)).sum(),
-        Value::Seq(items) => items.iter().map(|node| size(&node.value)).sum(),
-        _ => 0,
+/// How many nodes, and bytes of text (keys and scalars), a value holds (for the alias budgets).
+fn size(value: &Value) -> (usize, usize) {
+    let add = |(nodes, bytes): (usize, usize), (n, b): (usize, usize)| (nodes + n, bytes + b);
+    match value {
+        Value::Map(entries) => entries.iter().map(|(key, node)| add((0, key.len()), size(&node.value))).fold((1, 0), add),
+        Value::Seq(items) => items.iter().map(|node| size(&node.value)).fold((1, 0), add),
+        Value::String(text) | Value::Number(text) => (1, text.len()),
+        Value::Null => (1, 0),
     }
 }
 

@@ -1273,8 +1273,9 @@ fn compiled_crd_schemas_agree_with_jsonschema() {
 }
 
 /// `--crd` compiles at run time into the same tables: on a schema with every keyword the
-/// tables hold (the junctors, `multipleOf`, `uniqueItems`, exclusive bounds, counts of fields,
-/// enums of every scalar type, maps, preserved fields, nullable, int-or-string, formats),
+/// tables hold (the junctors, `multipleOf`, exclusive bounds, counts of fields, enums of every
+/// scalar type, maps, preserved fields, nullable, defaults, int-or-string, formats, and the nulls
+/// the API server drops),
 /// each node of a document replaced by values of every type, and each key renamed and removed,
 /// it finds what `jsonschema` finds.
 #[test]
@@ -1291,11 +1292,11 @@ fn crds_compiled_at_run_time_agree_with_jsonschema() {
             "apiVersion": { "type": "string" },
             "kind": { "type": "string" },
             "spec": {
-                "type": "object", "required": ["a"], "minProperties": 1, "maxProperties": 15,
+                "type": "object", "required": ["a", "s"], "minProperties": 1, "maxProperties": 21,
                 "properties": {
                     "a": { "type": "integer", "multipleOf": 3, "minimum": 0, "exclusiveMinimum": true, "maximum": 99 },
                     "b": { "type": "number", "minimum": -1.5, "maximum": 2.5, "exclusiveMaximum": true },
-                    "c": { "type": "array", "minItems": 1, "maxItems": 3, "uniqueItems": true, "items": { "type": "string", "minLength": 1, "maxLength": 3 } },
+                    "c": { "type": "array", "minItems": 1, "maxItems": 3, "items": { "type": "string", "minLength": 1, "maxLength": 3 } },
                     "d": { "enum": [1, 2.5, true, null, "x"] },
                     "e": { "oneOf": [{ "type": "integer" }, { "type": "string", "pattern": quantity }] },
                     "f": { "allOf": [{ "type": "string" }, { "maxLength": 4 }] },
@@ -1306,7 +1307,11 @@ fn crds_compiled_at_run_time_agree_with_jsonschema() {
                     "l": { "x-kubernetes-int-or-string": true },
                     "m": { "type": "string", "format": "date-time" },
                     "n": { "type": "integer", "format": "int64" },
-                    "o": { "type": "object", "anyOf": [{ "properties": { "p": { "minimum": 1 } } }, { "required": ["q"] }], "properties": { "p": { "type": "integer" }, "q": { "type": "integer" } } }
+                    "o": { "type": "object", "anyOf": [{ "properties": { "p": { "minimum": 1 } } }, { "required": ["q"] }], "properties": { "p": { "type": "integer" }, "q": { "type": "integer" } } },
+                    "r": { "x-kubernetes-int-or-string": true, "nullable": true },
+                    "s": { "type": "integer", "default": 1 },
+                    "t": { "type": "object", "maxProperties": 1, "minProperties": 1, "oneOf": [{ "required": ["a"] }, { "required": ["b"] }], "properties": { "a": { "type": "string" }, "b": { "type": "string", "nullable": true } } },
+                    "u": { "type": "array", "items": { "type": "object", "required": ["v"], "properties": { "v": { "type": "string" } } } }
                 }
             }
         }
@@ -1314,7 +1319,7 @@ fn crds_compiled_at_run_time_agree_with_jsonschema() {
     .to_string();
     let reference = gke_rl_test_support::crd_reference::Reference::compiled(&schema);
     let document = Node::parse(
-        "kind: RayCluster\nspec:\n  a: 3\n  b: 1\n  c: [x, yy]\n  d: 2.5\n  e: 500m\n  f: ab\n  g: 1\n  h: {x: 1, y: 2}\n  i: {j: true, extra: 1}\n  k: \"on\"\n  l: 5\n  m: 2026-12-04T16:00:00Z\n  n: 5\n  o: {p: 2, q: 1}\n",
+        "kind: RayCluster\nspec:\n  a: 3\n  b: 1\n  c: [x, yy]\n  d: 2.5\n  e: 500m\n  f: ab\n  g: 1\n  h: {x: 1, y: 2}\n  i: {j: true, extra: 1}\n  k: \"on\"\n  l: 5\n  m: 2026-12-04T16:00:00Z\n  n: 5\n  o: {p: 2, q: 1}\n  r: 1\n  t: {a: x}\n  u: [{v: x}]\n",
     )
     .unwrap();
     let replacements: Vec<Node> = [
@@ -1350,6 +1355,14 @@ fn crds_compiled_at_run_time_agree_with_jsonschema() {
         "{p: 0}",
         "{q: 1}",
         "{p: null}",
+        "{p: 0, q: null}",
+        "{q: null}",
+        "{a: x, b: null}",
+        "{b: null}",
+        "{a: null, b: y}",
+        "[{v: null}]",
+        "[null]",
+        "{v: x, w: null}",
     ]
     .iter()
     .map(|text| Node::parse(text).unwrap())
@@ -1363,6 +1376,19 @@ fn crds_compiled_at_run_time_agree_with_jsonschema() {
         compared += 1;
     });
     assert!(compared > 500, "{compared} documents compared");
+
+    // What gke-rl cannot check as the API server does is refused, never half checked.
+    for (keyword, refused) in [
+        ("uniqueItems", r#"{"type": "array", "uniqueItems": true}"#),
+        ("multipleOf", r#"{"type": "integer", "multipleOf": -1}"#),
+        ("format", r#"{"type": "string", "format": "uuid"}"#),
+        ("pattern", r#"{"type": "string", "pattern": "^a+$"}"#),
+        ("keyword", r#"{"type": "object", "patternProperties": {}}"#),
+    ] {
+        let crd = format!(r#"{{"properties": {{"spec": {refused}}}}}"#);
+        let error = gke_rl::validate::CrdSchema::from_crd(&crd, true).expect_err(keyword).to_string();
+        assert!(error.contains("at spec, which gke-rl cannot check"), "{keyword}: {error}");
+    }
 }
 
 /// Calls `visit` with each mutant of `document`: each node replaced by each of `replacements`,

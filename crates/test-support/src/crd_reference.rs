@@ -64,11 +64,11 @@ impl Reference {
 }
 
 /// What the API server does before it validates (apiextensions-apiserver,
-/// PruneNonNullableNullsWithoutDefaults): a null in a field whose schema does not allow one
-/// (`nullable`, which `json_schema` writes as a `null` type) is dropped.
+/// PruneNonNullableNullsWithoutDefaults): a null in a field (a listed property or a map's value)
+/// whose schema is not `nullable` is dropped; the structure is followed, not the junctors.
 fn prune_nulls(instance: &mut serde_json::Value, schema: &serde_json::Value) {
     use serde_json::Value;
-    let nullable = |schema: &Value| schema.get("type").and_then(Value::as_array).is_some_and(|types| types.contains(&Value::from("null")));
+    let nullable = |schema: &Value| schema.get("nullable") == Some(&Value::Bool(true));
     match instance {
         Value::Object(map) => {
             let properties = schema.get("properties").and_then(Value::as_object);

@@ -8,35 +8,52 @@ use crate::yaml::{Node, Scalar, Value};
 
 /// One way a document breaks its schema.
 #[derive(Clone, Debug)]
-pub struct Violation<'n> {
-    /// The value at fault (the object, for a missing or unknown field).
-    pub node: &'n Node,
-    /// Whether the fault is the key of [`Violation::node`] (an unknown field) rather than its value.
-    pub at_key: bool,
+pub struct Violation {
+    /// Where: the value at fault, or the key of an unknown field.
+    pub at: (u32, u32),
     /// The JSON Schema keyword that failed (`type`, `additionalProperties`…).
     pub keyword: &'static str,
     /// What is wrong, in words.
     pub message: String,
     /// For an unknown field, the known one closest to it.
     pub suggestion: Option<String>,
-    path: Vec<Segment<'n>>,
+    path: Vec<Step>,
 }
 
+/// A step of a [`Violation`]'s path.
+#[derive(Clone, Debug)]
+enum Step {
+    /// A field the schema lists.
+    Field(String),
+    /// A key of a map (`additionalProperties`), or an unknown field.
+    Entry(String),
+    Index(usize),
+}
+
+/// A step while walking, borrowed from the document.
 #[derive(Clone, Copy, Debug)]
 enum Segment<'n> {
-    /// A field the schema lists.
-    Key(&'n str),
-    /// A key of a map (`additionalProperties`), or an unknown field.
+    Field(&'n str),
     Entry(&'n str),
     Index(usize),
 }
 
-impl Violation<'_> {
+impl Segment<'_> {
+    fn owned(self) -> Step {
+        match self {
+            Segment::Field(key) => Step::Field(key.to_owned()),
+            Segment::Entry(key) => Step::Entry(key.to_owned()),
+            Segment::Index(index) => Step::Index(index),
+        }
+    }
+}
+
+impl Violation {
     /// Where, as a JSON pointer (`/spec/workerGroupSpecs/0/replicas`).
     pub fn pointer(&self) -> String {
-        self.path.iter().fold(String::new(), |pointer, segment| match segment {
-            Segment::Key(key) | Segment::Entry(key) => format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
-            Segment::Index(index) => format!("{pointer}/{index}"),
+        self.path.iter().fold(String::new(), |pointer, step| match step {
+            Step::Field(key) | Step::Entry(key) => format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
+            Step::Index(index) => format!("{pointer}/{index}"),
         })
     }
 
@@ -45,30 +62,91 @@ impl Violation<'_> {
         if self.path.is_empty() {
             return "the manifest".into();
         }
-        self.path.iter().fold(String::new(), |path, segment| match segment {
-            Segment::Key(key) | Segment::Entry(key) if path.is_empty() => (*key).to_owned(),
-            Segment::Key(key) | Segment::Entry(key) => format!("{path}.{key}"),
-            Segment::Index(index) => format!("{path}[{index}]"),
+        self.path.iter().fold(String::new(), |path, step| match step {
+            Step::Field(key) | Step::Entry(key) if path.is_empty() => key.clone(),
+            Step::Field(key) | Step::Entry(key) => format!("{path}.{key}"),
+            Step::Index(index) => format!("{path}[{index}]"),
         })
     }
 
     /// The field `kubectl explain` documents (after the kind): the schema's fields down to
     /// the fault, up to the first map key or unknown field (`spec.workerGroupSpecs`).
     pub fn explained(&self) -> String {
-        let fields = self.path.iter().map_while(|s| match s {
-            Segment::Key(key) => Some(Some(*key)),
-            Segment::Index(_) => Some(None),
-            Segment::Entry(_) => None,
+        let fields = self.path.iter().map_while(|step| match step {
+            Step::Field(key) => Some(Some(key.as_str())),
+            Step::Index(_) => Some(None),
+            Step::Entry(_) => None,
         });
         fields.flatten().collect::<Vec<_>>().join(".")
     }
 }
 
-/// Every violation of shape `root` of `shapes` by `document`.
-pub(super) fn violations<'n>(shapes: &[Shape], root: u16, document: &'n Node) -> Vec<Violation<'n>> {
+/// Every violation of shape `root` of `shapes` by `document`, as the API server sees it: after
+/// it drops each null that a field does not allow.
+pub(super) fn violations(shapes: &[Shape], root: u16, document: &Node) -> Vec<Violation> {
+    let pruned = if has_prunable_null(shapes, root, document) {
+        let mut copy = document.clone();
+        prune_nulls(shapes, root, &mut copy);
+        Some(copy)
+    } else {
+        None
+    };
     let mut walker = Walker { shapes, found: Some(Vec::new()), path: Vec::new() };
-    walker.visit(root, document);
+    walker.visit(root, pruned.as_ref().unwrap_or(document));
     walker.found.unwrap_or_default()
+}
+
+/// The shape of a field of an object of shape `shape`: listed, or a map's value.
+fn field_shape(shape: &Shape, key: &str) -> Option<(u16, bool)> {
+    match shape.properties.binary_search_by(|(name, _)| name.as_ref().cmp(key)) {
+        Ok(at) => Some((shape.properties[at].1, true)),
+        Err(_) => match shape.additional {
+            Additional::Shape(child) => Some((child, false)),
+            Additional::Any | Additional::Closed => None,
+        },
+    }
+}
+
+/// Whether a null here is dropped: the field's schema does not say `nullable` (the API server
+/// fills a field with a `default` instead, which [`super::json_schema`] no longer requires).
+fn is_prunable(shapes: &[Shape], child: u16, value: &Node) -> bool {
+    matches!(value.value, Value::Null) && shapes.get(usize::from(child)).is_some_and(|s| !s.nullable)
+}
+
+/// Whether [`prune_nulls`] would drop anything: most documents have nothing to drop, and are
+/// then checked as they are.
+fn has_prunable_null(shapes: &[Shape], index: u16, node: &Node) -> bool {
+    let Some(shape) = shapes.get(usize::from(index)) else { return false };
+    match &node.value {
+        Value::Map(entries) => entries.iter().any(|(key, value)| {
+            field_shape(shape, key).is_some_and(|(child, _)| is_prunable(shapes, child, value) || has_prunable_null(shapes, child, value))
+        }),
+        Value::Seq(items) => shape.items.is_some_and(|child| items.iter().any(|item| has_prunable_null(shapes, child, item))),
+        _ => false,
+    }
+}
+
+/// Drops each null that the structural schema (fields, map values and items; not the junctors,
+/// which only add checks) does not allow, as apiextensions-apiserver does before it validates
+/// (`PruneNonNullableNullsWithoutDefaults`).
+fn prune_nulls(shapes: &[Shape], index: u16, node: &mut Node) {
+    let Some(shape) = shapes.get(usize::from(index)) else { return };
+    match &mut node.value {
+        Value::Map(entries) => {
+            entries.retain(|(key, value)| !field_shape(shape, key).is_some_and(|(child, _)| is_prunable(shapes, child, value)));
+            for (key, value) in entries.iter_mut() {
+                if let Some((child, _)) = field_shape(shape, key) {
+                    prune_nulls(shapes, child, value);
+                }
+            }
+        }
+        Value::Seq(items) => {
+            if let Some(child) = shape.items {
+                items.iter_mut().for_each(|item| prune_nulls(shapes, child, item));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A YAML scalar or collection as the JSON value [`Node::to_json`] makes of it (no JSON is
@@ -117,7 +195,7 @@ impl<'n> Instance<'n> {
 /// answers whether there is one (for `anyOf`, `oneOf` and `not`), stopping at the first.
 struct Walker<'s, 'n> {
     shapes: &'s [Shape],
-    found: Option<Vec<Violation<'n>>>,
+    found: Option<Vec<Violation>>,
     path: Vec<Segment<'n>>,
 }
 
@@ -132,11 +210,12 @@ impl<'n> Walker<'_, 'n> {
         // validity is asked, answers it.
         macro_rules! descend {
             ($segment:expr, $child:expr, $node:expr) => {{
-                if let Some(segment) = $segment {
+                let segment: Option<Segment<'n>> = $segment;
+                if let Some(segment) = segment {
                     self.path.push(segment);
                 }
                 let ok = self.visit($child, $node);
-                if $segment.is_some() {
+                if segment.is_some() {
                     self.path.pop();
                 }
                 if !ok {
@@ -147,18 +226,18 @@ impl<'n> Walker<'_, 'n> {
                 }
             }};
         }
-        // `fail!` records a violation; when only validity is asked, the first one answers it.
+        // `fail!` records a violation at a node (or its key); when only validity is asked, the
+        // first one answers it.
         macro_rules! fail {
             ($node:expr, $at_key:expr, $keyword:literal, $message:expr) => {{
                 valid = false;
                 match &mut self.found {
                     Some(found) => found.push(Violation {
-                        node: $node,
-                        at_key: $at_key,
+                        at: $node.key_at.filter(|_| $at_key).unwrap_or($node.at()),
                         keyword: $keyword,
                         message: $message,
                         suggestion: None,
-                        path: self.path.clone(),
+                        path: self.path.iter().map(|s| s.owned()).collect(),
                     }),
                     None => return false,
                 }
@@ -187,32 +266,28 @@ impl<'n> Walker<'_, 'n> {
                 }
             }
             Instance::Object(entries) => {
-                // The API server drops a null it is not told to keep (`nullable`) before it
-                // validates (apiextensions-apiserver, PruneNonNullableNullsWithoutDefaults).
-                let pruned = |value: &Node, child: Option<u16>| {
-                    matches!(value.value, Value::Null)
-                        && child.is_some_and(|c| shapes.get(usize::from(c)).is_some_and(|s| s.types.0 & Types::NULL == 0))
-                };
-                let child_of = |key: &str| match shape.properties.binary_search_by(|(name, _)| name.as_ref().cmp(key)) {
-                    Ok(at) => Some((shape.properties[at].1, true)),
-                    Err(_) => match shape.additional {
-                        Additional::Shape(child) => Some((child, false)),
-                        Additional::Any | Additional::Closed => None,
-                    },
-                };
+                // Keys looked up in a set when a scan per required field would be long (a CRD
+                // given at run time may require many).
+                let keys: Option<std::collections::BTreeSet<&str>> =
+                    (shape.required.len() * entries.len() > 256).then(|| entries.iter().map(|(key, _)| key.as_str()).collect());
                 for name in shape.required.iter() {
-                    let present = entries.iter().any(|(key, value)| key == name && !pruned(value, child_of(key).map(|(c, _)| c)));
+                    let present = match &keys {
+                        Some(keys) => keys.contains(name.as_ref()),
+                        None => entries.iter().any(|(key, _)| key == name),
+                    };
                     if !present {
                         fail!(node, false, "required", format!("the required field `{name}` is missing"));
                     }
                 }
                 for (key, value) in *entries {
-                    let child = child_of(key);
-                    if pruned(value, child.map(|(c, _)| c)) {
-                        continue;
-                    }
-                    let Some((child, listed)) = child else {
-                        if shape.additional == Additional::Closed {
+                    match field_shape(shape, key) {
+                        Some((child, listed)) => {
+                            descend!(Some(if listed { Segment::Field(key) } else { Segment::Entry(key) }), child, value);
+                        }
+                        None if shape.additional == Additional::Closed => {
+                            if self.found.is_none() {
+                                return false;
+                            }
                             self.path.push(Segment::Entry(key));
                             fail!(
                                 value,
@@ -229,9 +304,8 @@ impl<'n> Walker<'_, 'n> {
                             }
                             self.path.pop();
                         }
-                        continue;
-                    };
-                    descend!(Some(if listed { Segment::Key(key) } else { Segment::Entry(key) }), child, value);
+                        None => {}
+                    }
                 }
             }
             Instance::Array(items) => {
@@ -257,7 +331,6 @@ impl<'n> Walker<'_, 'n> {
                     Limit::ExclusiveMinimum(_) => fail!(node, false, "exclusiveMinimum", message),
                     Limit::ExclusiveMaximum(_) => fail!(node, false, "exclusiveMaximum", message),
                     Limit::MultipleOf(_) => fail!(node, false, "multipleOf", message),
-                    Limit::UniqueItems => fail!(node, false, "uniqueItems", message),
                 }
             }
         }
@@ -265,7 +338,7 @@ impl<'n> Walker<'_, 'n> {
             match logic {
                 Logic::AllOf(branches) => {
                     for branch in branches.iter() {
-                        descend!(None::<Segment<'n>>, *branch, node);
+                        descend!(None, *branch, node);
                     }
                 }
                 Logic::AnyOf(branches) => {
@@ -359,22 +432,6 @@ fn number_words(number: Number) -> String {
     match number {
         Number::Int(i) => i.to_string(),
         Number::Float(f) => crate::yaml::decimal::short(f, 9).to_string(),
-    }
-}
-
-/// JSON equality of two nodes, numbers by value (`1` is `1.0`), for `uniqueItems`.
-fn same(a: &Node, b: &Node) -> bool {
-    match (&a.value, &b.value) {
-        (Value::Map(x), Value::Map(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(l, w)| k == l && same(v, w))),
-        (Value::Seq(x), Value::Seq(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w)),
-        _ => match (a.scalar(), b.scalar()) {
-            (Some(x), Some(y)) => match (exact(x), exact(y)) {
-                (Some(x), Some(y)) => ordering(x, y) == Some(Ordering::Equal),
-                (None, None) => x == y,
-                _ => false,
-            },
-            _ => false,
-        },
     }
 }
 
@@ -489,10 +546,6 @@ fn broken(limit: Limit, instance: &Instance<'_>, node: &Node) -> Option<String> 
                 Exact::Float(f) => f.abs() >= WHOLE_LIMIT && f % (step as f64) == 0.0,
             };
             (!multiple).then(|| format!("{value} is not a multiple of {step}"))
-        }
-        (Limit::UniqueItems, Instance::Array(items)) => {
-            let repeated = items.iter().enumerate().any(|(i, a)| items[..i].iter().any(|b| same(a, b)));
-            repeated.then(|| "has the same item twice".to_owned())
         }
         _ => None,
     }

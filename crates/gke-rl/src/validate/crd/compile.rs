@@ -42,6 +42,9 @@ const API_SERVER_FORMATS: [&str; 23] = [
     "datetime",
 ];
 
+/// 2^53: every whole number up to it is an exact `f64`.
+const MAX_EXACT_STEP: u64 = 1 << 53;
+
 /// Compiles `schema` into `table`, returning the index of its root shape.
 pub fn compile(schema: &Value, table: &mut Table) -> Result<u16, Error> {
     // Shapes already there (the other CRD of a shared table) are reused.
@@ -91,12 +94,13 @@ impl Compiler<'_> {
                         shape.types.0 |= bit.ok_or_else(|| unsupported(format!("`type: {name}`")))?;
                     }
                 }
-                "format" => match value.as_str().unwrap_or_default() {
-                    "date-time" => shape.format = Some(Format::DateTime),
+                // The API server reads a format's name without its dashes (`date-time` is `datetime`).
+                "format" => match value.as_str().unwrap_or_default().replace('-', "").as_str() {
+                    "datetime" => shape.format = Some(Format::DateTime),
                     // Bounds by now (`json_schema`).
                     "int32" | "int64" => {}
                     // Formats the API server checks that gke-rl does not: refused, not skipped.
-                    checked if API_SERVER_FORMATS.contains(&checked) => return Err(unsupported(format!("the format `{checked}`"))),
+                    checked if API_SERVER_FORMATS.contains(&checked) => return Err(unsupported(format!("the format `{value}`"))),
                     // The API server ignores the others (`int-or-string`, `float`, `double`…).
                     _ => {}
                 },
@@ -154,18 +158,17 @@ impl Compiler<'_> {
                 "maximum" => limits.push(Limit::Maximum(number(value, keyword)?)),
                 "exclusiveMinimum" => limits.push(Limit::ExclusiveMinimum(number(value, keyword)?)),
                 "exclusiveMaximum" => limits.push(Limit::ExclusiveMaximum(number(value, keyword)?)),
+                // A positive whole step an f64 holds exactly, so whole and float values agree.
                 "multipleOf" => match count(value, keyword)? {
-                    0 => return Err(unsupported(format!("`{keyword}: {value}`"))),
-                    step => limits.push(Limit::MultipleOf(step)),
+                    step @ 1..=MAX_EXACT_STEP => limits.push(Limit::MultipleOf(step)),
+                    _ => return Err(unsupported(format!("`{keyword}: {value}`"))),
                 },
-                "uniqueItems" => {
-                    if value == &Value::Bool(true) {
-                        limits.push(Limit::UniqueItems);
-                    }
-                }
-                // Read by `json_schema` (preserve-unknown-fields, int-or-string, nullable), or
-                // enforced by the API server alone (list and map types, CEL rules).
-                "nullable" => {}
+                // The API server refuses a CRD with `uniqueItems: true` (its cost is quadratic).
+                "uniqueItems" if value == &Value::Bool(true) => return Err(unsupported(format!("`{keyword}: true`"))),
+                "uniqueItems" => {}
+                "nullable" => shape.nullable = value == &Value::Bool(true),
+                // Read by `json_schema` (preserve-unknown-fields, int-or-string), or enforced by
+                // the API server alone (list and map types, CEL rules).
                 name if name.starts_with("x-kubernetes-") || ANNOTATIONS.contains(&name) => {}
                 other => return Err(unsupported(format!("the keyword `{other}`"))),
             }

@@ -407,7 +407,7 @@ pub(super) static TABLE: Table = Table {
         // 195
         Shape { types: Types(1), properties: B(&[(B("workersToDelete"), 5)]), additional: Additional::Closed, ..Shape::ANY },
         // 196
-        Shape { types: Types(1), required: B(&[B("groupName"), B("maxReplicas"), B("minReplicas"), B("template")]), properties: B(&[(B("groupName"), 0), (B("idleTimeoutSeconds"), 18), (B("labels"), 39), (B("maxReplicas"), 18), (B("minReplicas"), 18), (B("numOfHosts"), 18), (B("priority"), 18), (B("rayStartParams"), 39), (B("replicas"), 18), (B("resources"), 39), (B("scaleStrategy"), 195), (B("suspend"), 2), (B("template"), 174)]), additional: Additional::Closed, ..Shape::ANY },
+        Shape { types: Types(1), required: B(&[B("groupName"), B("template")]), properties: B(&[(B("groupName"), 0), (B("idleTimeoutSeconds"), 18), (B("labels"), 39), (B("maxReplicas"), 18), (B("minReplicas"), 18), (B("numOfHosts"), 18), (B("priority"), 18), (B("rayStartParams"), 39), (B("replicas"), 18), (B("resources"), 39), (B("scaleStrategy"), 195), (B("suspend"), 2), (B("template"), 174)]), additional: Additional::Closed, ..Shape::ANY },
         // 197
         Shape { types: Types(2), items: Some(196), ..Shape::ANY },
         // 198
@@ -415,7 +415,7 @@ pub(super) static TABLE: Table = Table {
         // 199
         Shape { types: Types(1), properties: B(&[(B("podIP"), 0), (B("podName"), 0), (B("serviceIP"), 0), (B("serviceName"), 0)]), additional: Additional::Closed, ..Shape::ANY },
         // 200
-        Shape { types: Types(68), format: Some(Format::DateTime), ..Shape::ANY },
+        Shape { types: Types(68), format: Some(Format::DateTime), nullable: true, ..Shape::ANY },
         // 201
         Shape { types: Types(1), additional: Additional::Shape(47), ..Shape::ANY },
         // 202

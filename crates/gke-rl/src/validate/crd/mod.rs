@@ -4,9 +4,10 @@
 //! A CRD given at run time (`--crd`) is compiled into the same tables by [`compile`].
 //!
 //! What the checks mean is one JSON Schema ([`json_schema`]): the CRD's, with what KubeRay's API
-//! server and its Go types enforce made explicit (strict objects, `nullable`, int-or-string,
-//! int32 and int64 ranges). The equivalence test runs the `jsonschema` crate on that schema and
-//! the tables on the same documents, and wants the same errors at the same paths.
+//! server and its Go types enforce made explicit (strict objects, defaulted fields, `nullable`,
+//! int-or-string, int32 and int64 ranges), applied after the nulls the API server drops are
+//! dropped. The equivalence tests run the `jsonschema` crate on that schema and the tables on the
+//! same documents, and want the same errors at the same paths.
 
 mod check;
 mod compile;
@@ -63,6 +64,8 @@ pub struct Shape {
     pub limits: Cow<'static, [Limit]>,
     /// `anyOf`, `allOf`, `oneOf` and `not`.
     pub logic: Cow<'static, [Logic]>,
+    /// `nullable`: a null here is kept, not dropped before the check.
+    pub nullable: bool,
 }
 
 impl Shape {
@@ -78,6 +81,7 @@ impl Shape {
         items: None,
         limits: Cow::Borrowed(&[]),
         logic: Cow::Borrowed(&[]),
+        nullable: false,
     };
 }
 
@@ -176,10 +180,8 @@ pub enum Limit {
     ExclusiveMinimum(Number),
     /// `exclusiveMaximum`.
     ExclusiveMaximum(Number),
-    /// `multipleOf`, a positive whole number.
+    /// `multipleOf`, a positive whole number an `f64` holds exactly.
     MultipleOf(u64),
-    /// `uniqueItems`.
-    UniqueItems,
 }
 
 /// A combination of shapes.
@@ -247,7 +249,7 @@ impl CrdSchema {
     }
 
     /// Every way `document` breaks the schema (a caller sorts them by line).
-    pub fn violations<'n>(&self, document: &'n crate::yaml::Node) -> Vec<Violation<'n>> {
+    pub fn violations(&self, document: &crate::yaml::Node) -> Vec<Violation> {
         check::violations(&self.table.shapes, self.root, document)
     }
 
@@ -256,14 +258,13 @@ impl CrdSchema {
         let explain = self.kind.name().to_lowercase();
         for tree in trees {
             for violation in self.violations(&tree.root) {
-                let at = violation.node.key_at.filter(|_| violation.at_key).unwrap_or(violation.node.at());
                 let field = violation.explained();
                 let explained = if field.is_empty() { explain.clone() } else { format!("{explain}.{field}") };
                 let help = match &violation.suggestion {
                     Some(known) => format!("did you mean `{known}`? (kubectl explain {explained})"),
                     None => format!("fix the field to match the KubeRay CRD (kubectl explain {explained})"),
                 };
-                sink.emit(&CRD_SCHEMA, tree.file, at, format!("{}: {}", violation.path(), violation.message), help);
+                sink.emit(&CRD_SCHEMA, tree.file, violation.at, format!("{}: {}", violation.path(), violation.message), help);
             }
         }
     }
@@ -271,13 +272,18 @@ impl CrdSchema {
 
 /// The plain JSON Schema of a RayCluster or RayJob CRD's `v1` version, from the CRD (YAML or
 /// JSON) or from the schema itself (JSON), with what the API server and KubeRay's Go types
-/// enforce made explicit ([`CrdSchema`] checks exactly this):
-/// - `strict` closes every object schema that lists its properties (the API server drops
-///   unknown fields without a word);
+/// enforce made explicit:
+/// - `strict` closes every object schema of the structure (not those inside `anyOf`, `allOf`,
+///   `oneOf` or `not`, which only add checks) that lists its properties: the API server drops
+///   unknown fields without a word;
+/// - a field with a `default` is not `required`: the API server fills it in;
 /// - `nullable: true` allows `null`;
 /// - `x-kubernetes-int-or-string` is an `anyOf` of an integer and a string;
 /// - `format: int32` and `int64` are the ranges Go decodes;
 /// - OpenAPI v3's boolean `exclusiveMinimum`/`exclusiveMaximum` become JSON Schema's numbers.
+///
+/// [`CrdSchema`] checks a document against this after dropping each null the API server drops
+/// (a field not `nullable`), as the API server does.
 pub fn json_schema(text: &str, strict: bool) -> Result<serde_json::Value, Error> {
     json_schema_of(text, strict).map(|(schema, _)| schema)
 }
@@ -328,15 +334,26 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
     if map.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) && !map.contains_key("anyOf") {
         map.insert("anyOf".into(), json!([{ "type": "integer" }, { "type": "string" }]));
     }
+    // A field the API server defaults is there when it validates.
+    let defaulted: Vec<String> = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.iter().filter(|(_, s)| s.get("default").is_some()).map(|(name, _)| name.clone()).collect())
+        .unwrap_or_default();
+    if let Some(Value::Array(required)) = map.get_mut("required") {
+        required.retain(|name| !name.as_str().is_some_and(|name| defaulted.iter().any(|d| d == name)));
+    }
     if map.get("nullable") == Some(&Value::Bool(true)) {
         if let Some(Value::String(single)) = map.get("type") {
             let both = json!([single, "null"]);
             map.insert("type".into(), both);
         }
-        if let Some(Value::Array(values)) = map.get_mut("enum")
-            && !values.contains(&Value::Null)
-        {
-            values.push(Value::Null);
+        for (key, null) in [("enum", Value::Null), ("anyOf", json!({ "type": "null" }))] {
+            if let Some(values) = map.get_mut(key).and_then(Value::as_array_mut)
+                && !values.contains(&null)
+            {
+                values.push(null);
+            }
         }
     }
     for (exclusive, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
@@ -352,15 +369,22 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
         Some("int64") => Some((i64::MIN, i64::MAX)),
         _ => None,
     };
-    // The type's range, unless the schema's own bound is tighter.
+    // The type's range, unless the schema's own bound is tighter (compared exactly: an int64
+    // bound does not fit an f64).
     if let Some((min, max)) = range {
-        let tighter = |given: Option<&Value>, limit: i64, keep: fn(f64, f64) -> bool| {
-            given.and_then(Value::as_f64).is_some_and(|given| keep(given, limit as f64))
+        let exact = |given: &Value| match given {
+            Value::Number(n) => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)).map(Ok).or(n.as_f64().map(Err)),
+            _ => None,
         };
-        if !tighter(map.get("minimum"), min, |given, limit| given >= limit) {
+        let tighter = |given: Option<&Value>, limit: i64, keep: fn(std::cmp::Ordering) -> bool| match given.and_then(exact) {
+            Some(Ok(whole)) => keep(whole.cmp(&i128::from(limit))),
+            Some(Err(float)) => float.partial_cmp(&(limit as f64)).is_some_and(|o| keep(o) && o != std::cmp::Ordering::Equal),
+            None => false,
+        };
+        if !tighter(map.get("minimum"), min, std::cmp::Ordering::is_ge) {
             map.insert("minimum".into(), json!(min));
         }
-        if !tighter(map.get("maximum"), max, |given, limit| given <= limit) {
+        if !tighter(map.get("maximum"), max, std::cmp::Ordering::is_le) {
             map.insert("maximum".into(), json!(max));
         }
     }
