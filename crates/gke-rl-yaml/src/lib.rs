@@ -330,5 +330,9 @@ mod tests {
         assert!(error.message().contains("aliases replay more than 64 MiB of text"), "{}", error.message());
         let fine = format!("a: &big {big}\nb: [{}]\n", ["*big"; 10].join(", "));
         assert!(Node::try_parse(&fine).is_ok());
+        // Each anchor keeps a copy of its value: nested ones multiply it with no alias at all.
+        let nested = (0..40).fold(format!("{{x: {}}}", "y".repeat(2 << 20)), |inner, depth| format!("[&a{depth} {inner}]"));
+        let error = Node::try_parse(&format!("a: {nested}\n")).expect_err("80 MiB of anchored copies");
+        assert!(error.message().contains("64 MiB"), "{}", error.message());
     }
 }

@@ -15,8 +15,8 @@ use super::{Node, Value};
 const MAX_DEPTH: usize = 64;
 /// More nodes, counting each alias expansion, are refused ("billion laughs").
 const MAX_NODES: usize = 250_000;
-/// More text replayed through aliases is refused: one alias of a large value, repeated, must
-/// not take the memory a node count would allow.
+/// More text copied for anchors and replayed through aliases is refused: one alias of a large
+/// value, repeated, or anchors nested in anchors, must not take the memory a node count allows.
 const MAX_ALIASED_BYTES: usize = 64 << 20;
 
 /// A message and its 1-based line and column.
@@ -49,7 +49,7 @@ struct Builder<'input> {
     /// Anchored values by anchor id (an alias replays the value where it is written).
     anchors: HashMap<usize, Value>,
     nodes: usize,
-    /// Text replayed through aliases so far.
+    /// Text copied for anchors and replayed through aliases so far.
     aliased_bytes: usize,
 }
 
@@ -80,7 +80,7 @@ impl<'input> Builder<'input> {
         }
     }
 
-    /// Counts text an alias replays against [`MAX_ALIASED_BYTES`].
+    /// Counts text an anchor copies or an alias replays against [`MAX_ALIASED_BYTES`].
     fn replay(&mut self, bytes: usize, at: (u32, u32)) -> Result<(), Error> {
         self.aliased_bytes += bytes;
         if self.aliased_bytes > MAX_ALIASED_BYTES {
@@ -138,6 +138,8 @@ impl<'input> Builder<'input> {
         };
         let node = Node { line, column, key_at: None, value };
         if anchor != 0 {
+            // The anchor keeps a copy: nested anchors must not hold more than aliases may replay.
+            self.replay(size(&node.value).1, (line, column))?;
             self.anchors.insert(anchor, node.value.clone());
         }
         Ok(node)

@@ -94,13 +94,15 @@ impl Compiler<'_> {
                         shape.types.0 |= bit.ok_or_else(|| unsupported(format!("`type: {name}`")))?;
                     }
                 }
-                // The API server reads a format's name without its dashes (`date-time` is `datetime`).
-                "format" => match value.as_str().unwrap_or_default().replace('-', "").as_str() {
-                    "datetime" => shape.format = Some(Format::DateTime),
+                // Names as `json_schema` writes them.
+                "format" => match value.as_str().unwrap_or_default() {
+                    "date-time" => shape.format = Some(Format::DateTime),
                     // Bounds by now (`json_schema`).
                     "int32" | "int64" => {}
                     // Formats the API server checks that gke-rl does not: refused, not skipped.
-                    checked if API_SERVER_FORMATS.contains(&checked) => return Err(unsupported(format!("the format `{value}`"))),
+                    other if API_SERVER_FORMATS.contains(&other.replace('-', "").as_str()) => {
+                        return Err(unsupported(format!("the format `{value}`")));
+                    }
                     // The API server ignores the others (`int-or-string`, `float`, `double`…).
                     _ => {}
                 },

@@ -276,7 +276,9 @@ impl CrdSchema {
 /// - `strict` closes every object schema of the structure (not those inside `anyOf`, `allOf`,
 ///   `oneOf` or `not`, which only add checks) that lists its properties: the API server drops
 ///   unknown fields without a word;
-/// - a field with a `default` is not `required`: the API server fills it in;
+/// - a field with a `default` is not `required`: the API server fills it in (gke-rl does not
+///   fill defaults in, so a count of fields or a junctor does not see them);
+/// - format names are read without dashes, as the API server reads them;
 /// - `nullable: true` allows `null`;
 /// - `x-kubernetes-int-or-string` is an `anyOf` of an integer and a string;
 /// - `format: int32` and `int64` are the ranges Go decodes;
@@ -338,7 +340,9 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
     let defaulted: Vec<String> = map
         .get("properties")
         .and_then(Value::as_object)
-        .map(|properties| properties.iter().filter(|(_, s)| s.get("default").is_some()).map(|(name, _)| name.clone()).collect())
+        .map(|properties| {
+            properties.iter().filter(|(_, s)| s.get("default").is_some_and(|d| !d.is_null())).map(|(name, _)| name.clone()).collect()
+        })
         .unwrap_or_default();
     if let Some(Value::Array(required)) = map.get_mut("required") {
         required.retain(|name| !name.as_str().is_some_and(|name| defaulted.iter().any(|d| d == name)));
@@ -354,6 +358,14 @@ fn explicit(schema: &mut serde_json::Value, strict: bool) {
             {
                 values.push(null);
             }
+        }
+    }
+    // The API server reads a format's name without its dashes (`datetime` is `date-time`).
+    if let Some(Value::String(format)) = map.get_mut("format") {
+        match format.replace('-', "").as_str() {
+            "datetime" => *format = "date-time".into(),
+            name @ ("int32" | "int64") => *format = name.into(),
+            _ => {}
         }
     }
     for (exclusive, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
