@@ -114,7 +114,6 @@ fn number_literal(n: &Number) -> String {
 }
 
 fn limit_literal(limit: &Limit) -> String {
-    let number = number_literal;
     match limit {
         Limit::MinLength(n) => format!("Limit::MinLength({n})"),
         Limit::MaxLength(n) => format!("Limit::MaxLength({n})"),
@@ -122,10 +121,10 @@ fn limit_literal(limit: &Limit) -> String {
         Limit::MaxItems(n) => format!("Limit::MaxItems({n})"),
         Limit::MinProperties(n) => format!("Limit::MinProperties({n})"),
         Limit::MaxProperties(n) => format!("Limit::MaxProperties({n})"),
-        Limit::Minimum(n) => format!("Limit::Minimum({})", number(n)),
-        Limit::Maximum(n) => format!("Limit::Maximum({})", number(n)),
-        Limit::ExclusiveMinimum(n) => format!("Limit::ExclusiveMinimum({})", number(n)),
-        Limit::ExclusiveMaximum(n) => format!("Limit::ExclusiveMaximum({})", number(n)),
+        Limit::Minimum(n) => format!("Limit::Minimum({})", number_literal(n)),
+        Limit::Maximum(n) => format!("Limit::Maximum({})", number_literal(n)),
+        Limit::ExclusiveMinimum(n) => format!("Limit::ExclusiveMinimum({})", number_literal(n)),
+        Limit::ExclusiveMaximum(n) => format!("Limit::ExclusiveMaximum({})", number_literal(n)),
         Limit::MultipleOf(n) => format!("Limit::MultipleOf({n})"),
     }
 }

@@ -75,9 +75,6 @@ impl Args {
             }
         }
         let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
-        let check = || {
-            unreadable.iter().fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()))
-        };
         // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
         let mut given: Vec<(&PathBuf, validate::CrdSchema)> = Vec::new();
         for path in &self.crd {
@@ -88,7 +85,10 @@ impl Args {
             }
             given.push((path, schema));
         }
-        let validation = given.iter().fold(check(), |checked, (_, schema)| checked.crd(schema)).finish();
+        let checked = unreadable
+            .iter()
+            .fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()));
+        let validation = given.iter().fold(checked, |checked, (_, schema)| checked.crd(schema)).finish();
         match self.format {
             Format::Human => {
                 let mut shown = files;

@@ -229,7 +229,7 @@ impl<'n> Walker<'_, 'n> {
         // `fail!` records a violation at a node (or its key); when only validity is asked, the
         // first one answers it.
         macro_rules! fail {
-            ($node:expr, $at_key:expr, $keyword:literal, $message:expr) => {{
+            ($node:expr, $at_key:expr, $keyword:expr, $message:expr) => {{
                 valid = false;
                 match &mut self.found {
                     Some(found) => found.push(Violation {
@@ -319,19 +319,7 @@ impl<'n> Walker<'_, 'n> {
         }
         for limit in shape.limits.iter() {
             if let Some(message) = broken(*limit, &instance, node) {
-                match limit {
-                    Limit::MinLength(_) => fail!(node, false, "minLength", message),
-                    Limit::MaxLength(_) => fail!(node, false, "maxLength", message),
-                    Limit::MinItems(_) => fail!(node, false, "minItems", message),
-                    Limit::MaxItems(_) => fail!(node, false, "maxItems", message),
-                    Limit::MinProperties(_) => fail!(node, false, "minProperties", message),
-                    Limit::MaxProperties(_) => fail!(node, false, "maxProperties", message),
-                    Limit::Minimum(_) => fail!(node, false, "minimum", message),
-                    Limit::Maximum(_) => fail!(node, false, "maximum", message),
-                    Limit::ExclusiveMinimum(_) => fail!(node, false, "exclusiveMinimum", message),
-                    Limit::ExclusiveMaximum(_) => fail!(node, false, "exclusiveMaximum", message),
-                    Limit::MultipleOf(_) => fail!(node, false, "multipleOf", message),
-                }
+                fail!(node, false, limit.keyword(), message);
             }
         }
         for logic in shape.logic.iter() {

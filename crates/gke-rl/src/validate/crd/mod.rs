@@ -184,6 +184,25 @@ pub enum Limit {
     MultipleOf(u64),
 }
 
+impl Limit {
+    /// The JSON Schema keyword it comes from.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Limit::MinLength(_) => "minLength",
+            Limit::MaxLength(_) => "maxLength",
+            Limit::MinItems(_) => "minItems",
+            Limit::MaxItems(_) => "maxItems",
+            Limit::MinProperties(_) => "minProperties",
+            Limit::MaxProperties(_) => "maxProperties",
+            Limit::Minimum(_) => "minimum",
+            Limit::Maximum(_) => "maximum",
+            Limit::ExclusiveMinimum(_) => "exclusiveMinimum",
+            Limit::ExclusiveMaximum(_) => "exclusiveMaximum",
+            Limit::MultipleOf(_) => "multipleOf",
+        }
+    }
+}
+
 /// A combination of shapes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Logic {
