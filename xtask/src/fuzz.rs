@@ -20,6 +20,7 @@ const TARGETS: &[(&str, &[&str])] = &[
     ("job_script", &["manifests/run_nemo_rl.sh", "tests/fixtures/codelab/run_nemo_rl.sh"]),
     ("ray_cluster", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
     ("crd_schema", &["manifests/ray-cluster.yaml", "tests/fixtures/codelab/ray-cluster.yaml"]),
+    ("yaml_block", &["manifests", "tests/fixtures/codelab", "tests/fixtures/upstream/cluster-toolkit"]),
     ("runtime_env", &["manifests/ray_runtime_env.json", "tests/fixtures/codelab/ray_runtime_env_nemo.json"]),
     ("rayignore", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),
     ("gitwildmatch", &["manifests/.rayignore", "tests/fixtures/codelab/.rayignore"]),

@@ -12,9 +12,9 @@ use granit_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
 use super::{Node, Value};
 
 /// Deeper nesting is refused: it protects the stack (serde-saphyr's default budget).
-const MAX_DEPTH: usize = 64;
+pub(super) const MAX_DEPTH: usize = 64;
 /// More nodes, counting each alias expansion, are refused ("billion laughs").
-const MAX_NODES: usize = 250_000;
+pub(super) const MAX_NODES: usize = 250_000;
 /// More text copied for anchors and replayed through aliases is refused: one alias of a large
 /// value, repeated, or anchors nested in anchors, must not take the memory a node count allows.
 const MAX_ALIASED_BYTES: usize = 64 << 20;
@@ -22,7 +22,17 @@ const MAX_ALIASED_BYTES: usize = 64 << 20;
 /// A message and its 1-based line and column.
 pub type Error = (String, (u32, u32));
 
+/// The tree of `text`: by the fast path for block YAML (`block.rs`) where it reads the text,
+/// else from granit-parser's events.
 pub(super) fn parse(text: &str) -> Result<Node, Error> {
+    match super::block::parse(text) {
+        Some(root) => Ok(root),
+        None => parse_events(text),
+    }
+}
+
+/// The tree built from granit-parser's events, for any YAML.
+pub(super) fn parse_events(text: &str) -> Result<Node, Error> {
     let mut builder = Builder { events: Parser::new_from_str(text), anchors: HashMap::new(), nodes: 0, aliased_bytes: 0 };
     let mut root = None;
     loop {
@@ -206,14 +216,14 @@ impl<'input> Builder<'input> {
 /// BTreeSet, not a HashSet: wasm32 has no random hash keys, and a page must not be slowed by
 /// keys chosen to collide.
 #[derive(Default)]
-struct Keys(Option<BTreeSet<String>>);
+pub(super) struct Keys(Option<BTreeSet<String>>);
 
 impl Keys {
     /// Scanned, not indexed, up to this many entries.
     const SCANNED: usize = 16;
 
     /// Whether `key` is new to `entries` (the mapping's entries so far), recording it.
-    fn insert(&mut self, entries: &[(String, Node)], key: &str) -> bool {
+    pub(super) fn insert(&mut self, entries: &[(String, Node)], key: &str) -> bool {
         match &mut self.0 {
             Some(set) => set.insert(key.to_owned()),
             None if entries.len() < Self::SCANNED => !entries.iter().any(|(k, _)| k == key),
@@ -277,6 +287,11 @@ fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
     if (style != ScalarStyle::Plain || is_core("str")) && !typed {
         return Value::String(text.to_owned());
     }
+    resolve_plain(text)
+}
+
+/// A plain scalar's value: null, a boolean, a number, or else text.
+pub(super) fn resolve_plain(text: &str) -> Value {
     if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
         return Value::Null;
     }

@@ -152,15 +152,21 @@ fn edge_cases_agree() {
 #[test]
 fn project_and_upstream_files_agree() {
     let root = project_root();
-    let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["tests/fixtures", "manifests", "examples", "crates/gke-rl/tests/snapshots"] {
-        collect(&root.join(dir), &mut files);
-    }
+    let files = yaml_files();
     let upstream = files.iter().filter(|p| p.starts_with(root.join("tests/fixtures/upstream"))).count();
     assert!(upstream >= 8 && files.len() >= 16, "found only {} YAML files, {upstream} of them upstream", files.len());
     let differences: Vec<String> =
         files.iter().filter_map(|path| compare(&path.display().to_string(), &std::fs::read_to_string(path).unwrap())).collect();
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+}
+
+/// The YAML files of the project's fixtures, manifests, examples and snapshots.
+fn yaml_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["tests/fixtures", "manifests", "examples", "crates/gke-rl/tests/snapshots"] {
+        collect(&project_root().join(dir), &mut files);
+    }
+    files
 }
 
 fn project_root() -> PathBuf {
@@ -175,5 +181,164 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
         } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
             files.push(path);
         }
+    }
+}
+
+/// The fast path for block YAML builds granit-parser's tree or declines: on every corpus file,
+/// on every one-character edit of samples that hold each construct it reads, and on chains of
+/// edits of the corpus. It reads the manifests gke-rl renders (the point of it).
+#[test]
+fn block_fast_path_builds_the_events_tree_or_declines() {
+    let mut corpus: Vec<(String, String)> =
+        yaml_files().iter().map(|path| (path.display().to_string(), std::fs::read_to_string(path).unwrap())).collect();
+    // The rendered manifests, without insta's header.
+    for entry in std::fs::read_dir(project_root().join("crates/gke-rl/tests/snapshots")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.display().to_string();
+        if name.ends_with(".yaml.snap") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let body = text.splitn(3, "---\n").nth(2).unwrap_or_else(|| panic!("{name}: an insta snapshot")).to_owned();
+            corpus.push((name, body));
+        }
+    }
+    let mut differences = Vec::new();
+    let mut declined = Vec::new();
+    let mut compare_fast = |name: &str, text: &str| {
+        let Some(fast) = Node::parse_block(text) else { return false };
+        match Node::try_parse_events(text) {
+            Ok(full) if full == fast => {}
+            Ok(full) => differences.push(format!("{name}: trees differ on {text:?}: {}", first_difference(&fast, &full))),
+            Err(error) => differences.push(format!("{name}: the full parser refuses ({error}) {text:?}, the fast path accepts")),
+        }
+        true
+    };
+    for (name, text) in &corpus {
+        if !compare_fast(name, text) {
+            declined.push(name.clone());
+        }
+    }
+    // Every edit of one character: each byte removed, and each of these put before it or in
+    // its place.
+    const CHARACTERS: &[char] = &[
+        ' ', '\n', '\t', '\r', '-', ':', '#', '\'', '"', '[', ']', '{', '}', ',', '|', '>', '&', '*', '!', '?', '%', '@', '`', '\\', '~',
+        '+', '.', '0', 'a', 'é', '\u{feff}', '\u{1}',
+    ];
+    let (mut edits, mut accepted_edits) = (0, 0);
+    for (sample, at) in
+        BLOCK_SAMPLES.iter().flat_map(|sample| (0..=sample.len()).filter(|&at| sample.is_char_boundary(at)).map(move |at| (sample, at)))
+    {
+        let (before, after) = sample.split_at(at);
+        let rest = after.chars().next().map_or(after, |c| &after[c.len_utf8()..]);
+        let mut edit = |text: String| {
+            edits += 1;
+            accepted_edits += usize::from(compare_fast(&format!("an edit at byte {at}"), &text));
+        };
+        edit(format!("{before}{rest}"));
+        for c in CHARACTERS {
+            edit(format!("{before}{c}{after}"));
+            edit(format!("{before}{c}{rest}"));
+        }
+    }
+    // Chains of one to three edits of each corpus file, spread over it by prime strides: a
+    // character put in or taken out, or a copy of one of its lines put at a line start.
+    let mut accepted_mutants = 0;
+    for round in 0..600 {
+        let (name, base) = &corpus[round % corpus.len()];
+        let lines: Vec<&str> = base.lines().collect();
+        let mut text = base.clone();
+        for step in round * 3..round * 3 + 1 + round % 3 {
+            let mut at = step * 7919 % (text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            match step % 3 {
+                0 => text.insert(at, CHARACTERS[step % CHARACTERS.len()]),
+                1 => {
+                    let end = (at + 1..=text.len()).find(|&end| text.is_char_boundary(end)).unwrap_or(at);
+                    text.replace_range(at..end, "");
+                }
+                _ => {
+                    let line = format!(
+                        "{}{}\n",
+                        " ".repeat(step % 5),
+                        lines.get(step * 31 % lines.len().max(1)).map_or("", |line| line.trim_start())
+                    );
+                    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                    text.insert_str(start, &line);
+                }
+            }
+        }
+        accepted_mutants += usize::from(compare_fast(&format!("edit chain {round} of {name}"), &text));
+    }
+    // Implicit keys are at most 1024 characters long.
+    for length in 1020..1030 {
+        compare_fast("a long key", &format!("{}: 1\n", "k".repeat(length)));
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    let rendered: Vec<&String> = declined.iter().filter(|name| name.ends_with("ray-cluster.yaml.snap")).collect();
+    assert!(rendered.is_empty(), "the fast path must read the RayClusters gke-rl renders; it declines {rendered:?}");
+    assert!(BLOCK_SAMPLES.iter().all(|sample| Node::parse_block(sample).is_some()), "the samples are in the subset");
+    assert!(
+        accepted_edits > 5_000 && accepted_mutants > 100,
+        "the fast path read {accepted_edits} of {edits} edits and {accepted_mutants} edit chains"
+    );
+}
+
+/// Each construct the fast path reads, for the one-character edits.
+const BLOCK_SAMPLES: &[&str] = &[
+    "# c
+a: 1
+b: \"two\" # c
+'c': 'it''s'
+d:
+  - x y
+  - \"y\"
+  - [p, \"q\", 'r', -s, 1]
+  - {}
+  - |
+    lit
+      more
+
+    end
+  - |-
+    strip
+  -
+  - k: v
+    k2:
+      - n
+e:
+- indentless
+- f: g
+  h:
+i: []
+j: ~
+k: -1.5e3
+l: yes
+",
+    "a:\n- |\n  x\n\n  y\n  # c\n- b:\n  - |-\n    z\n",
+    "- a: |\n   x\n  b: 'y'\n-   |\n    z\n    \n",
+    "a:\n- # c\n- x\nb:\n  - # d\n",
+];
+
+/// Where two trees first differ: the path, and the two nodes there without their children.
+fn first_difference(fast: &Node, full: &Node) -> String {
+    let shallow = |node: &Node| match &node.value {
+        Value::Map(entries) => format!("map of {} at {:?} key {:?}", entries.len(), node.at(), node.key_at),
+        Value::Seq(items) => format!("list of {} at {:?} key {:?}", items.len(), node.at(), node.key_at),
+        _ => format!("{node:?}"),
+    };
+    let children = match (&fast.value, &full.value) {
+        (Value::Map(a), Value::Map(b)) if a.len() == b.len() && a.iter().zip(b).all(|((ka, _), (kb, _))| ka == kb) => {
+            a.iter().zip(b).map(|((key, a), (_, b))| (key.clone(), a, b)).collect()
+        }
+        (Value::Seq(a), Value::Seq(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().map(|(i, (a, b))| (i.to_string(), a, b)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let same_here = (fast.at(), fast.key_at) == (full.at(), full.key_at);
+    match children.into_iter().find(|(_, a, b)| a != b) {
+        Some((step, a, b)) if same_here => format!("{step}/{}", first_difference(a, b)),
+        _ => format!("\n  fast: {}\n  full: {}", shallow(fast), shallow(full)),
     }
 }
