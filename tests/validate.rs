@@ -103,7 +103,7 @@ fn crd_schema_checks_run_by_default_and_with_crd() {
     let both = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", rayjob_crd.to_str().unwrap()]);
     assert!(both.status.code() == Some(1) && stdout(&both).contains("ray-cluster.yaml:79:11"), "{}", stdout(&both));
     let twice = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", crd.to_str().unwrap()]);
-    assert!(twice.status.code() == Some(2) && stderr(&twice).contains("are both RayCluster CRDs"), "{}", stderr(&twice));
+    assert!(twice.status.code() == Some(2) && stderr(&twice).contains("a RayCluster CRD is already given"), "{}", stderr(&twice));
     // A CRD that is not KubeRay's RayCluster or RayJob is refused as such.
     std::fs::write(cwd.path().join("pods.yaml"), "spec:\n  names:\n    kind: Pod\n  versions: []\n").unwrap();
     let out = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", "pods.yaml"]);

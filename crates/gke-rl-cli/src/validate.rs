@@ -75,20 +75,16 @@ impl Args {
             }
         }
         let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        let mut checked = unreadable
+            .iter()
+            .fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()));
         // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
-        let mut given: Vec<(&PathBuf, validate::CrdSchema)> = Vec::new();
         for path in &self.crd {
             let text = config::read_input(path)?;
             let schema = validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            if let Some((first, _)) = given.iter().find(|(_, other)| other.kind() == schema.kind()) {
-                bail!("{} and {} are both {} CRDs\nhelp: give one --crd per kind", first.display(), path.display(), schema.kind().name());
-            }
-            given.push((path, schema));
+            checked = checked.crd(&schema).map_err(|e| anyhow::anyhow!("{}: {e}\nhelp: give one --crd per kind", path.display()))?;
         }
-        let checked = unreadable
-            .iter()
-            .fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()));
-        let validation = given.iter().fold(checked, |checked, (_, schema)| checked.crd(schema)).finish();
+        let validation = checked.finish();
         match self.format {
             Format::Human => {
                 let mut shown = files;

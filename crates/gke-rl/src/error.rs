@@ -53,6 +53,12 @@ pub enum Error {
     /// The Kueue configuration of a queued run cannot be staged.
     #[error("the gke-a4 blueprint's kueue-configuration.yaml.tftpl cannot be staged for job.queue: {0}")]
     Kueue(Box<crate::kueue::StageError>),
+    /// A second CRD of one kind, given to [`crate::validate::Checked::crd`].
+    #[error("a {kind} CRD is already given: one per kind takes the place of the built-in schema")]
+    CrdKindGiven {
+        /// `RayCluster` or `RayJob`.
+        kind: &'static str,
+    },
     /// A CRD that is neither JSON nor YAML.
     #[error("the CRD is neither JSON nor YAML")]
     CrdSyntax(#[source] gke_rl_yaml::Error),

@@ -738,6 +738,20 @@ fn a_suspended_raycluster_matches_the_crd() {
     assert!(check("\"soon\""), "the CRD types spec.suspend, so a wrong value is caught");
 }
 
+/// A schema given for a kind takes the place of the built-in one; a second of that kind is
+/// refused, and both kinds may be given.
+#[test]
+fn one_crd_schema_per_kind() {
+    use gke_rl::validate::{CrdSchema, crd::Kind};
+    let files = rendered(&gke_rl::Deployment::default());
+    let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+    let (cluster, job) = (CrdSchema::kuberay(Kind::RayCluster), CrdSchema::kuberay(Kind::RayJob));
+    let both = gke_rl::validate::check(&sources).crd(&cluster).and_then(|checked| checked.crd(&job));
+    assert!(both.is_ok_and(|checked| !codes(&checked.findings()).contains(&"crd-schema")));
+    let twice = gke_rl::validate::check(&sources).crd(&cluster).and_then(|checked| checked.crd(&cluster));
+    assert!(matches!(twice, Err(gke_rl::Error::CrdKindGiven { kind: "RayCluster" })));
+}
+
 /// A RayCluster outside `default` needs its Lustre PVC in its own namespace: the blueprint
 /// patch puts it there, and validate catches a blueprint that does not.
 #[test]

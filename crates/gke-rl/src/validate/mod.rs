@@ -207,7 +207,7 @@ pub fn validate(files: &[SourceFile<'_>]) -> Vec<Finding> {
 
 /// [`validate`], with `crd` in place of the built-in schema of its kind.
 pub fn validate_with_crd(files: &[SourceFile<'_>], crd: &CrdSchema) -> Vec<Finding> {
-    check(files).crd(crd).findings()
+    check(files).with_crd(crd).findings()
 }
 
 /// Files parsed and checked by every rule, before their findings are taken: a caller can
@@ -229,8 +229,16 @@ pub fn check<'a>(files: &[SourceFile<'a>]) -> Checked<'a> {
 
 impl Checked<'_> {
     /// Checks each object of `crd`'s kind against it, in place of KubeRay v1.7.0's built-in
-    /// schema.
-    pub fn crd(mut self, crd: &CrdSchema) -> Self {
+    /// schema. One schema may be given per kind: a second one is refused
+    /// ([`crate::Error::CrdKindGiven`]).
+    pub fn crd(self, crd: &CrdSchema) -> Result<Self, crate::Error> {
+        if self.crds_given.contains(&crd.kind()) {
+            return Err(crate::Error::CrdKindGiven { kind: crd.kind().name() });
+        }
+        Ok(self.with_crd(crd))
+    }
+
+    fn with_crd(mut self, crd: &CrdSchema) -> Self {
         self.check_crd(crd);
         self.crds_given.push(crd.kind());
         self
