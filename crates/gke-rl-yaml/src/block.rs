@@ -2,7 +2,7 @@
 //! sequences, one-line plain and quoted scalars without escapes, one-line flow sequences of
 //! such scalars, `{}`, and `|`/`|-` literal scalars.
 //!
-//! It reads the text once, line by line, and builds the tree `parse.rs` builds from
+//! It reads the text in one pass, line by line, and builds the tree `parse.rs` builds from
 //! granit-parser's events, which cost several times as much. Anything else — anchors, aliases,
 //! tags, merges, document markers, escapes, multi-line plain or flow scalars, non-ASCII text
 //! outside comments and literal scalars, and every error — makes it give up (`None`), and
@@ -19,11 +19,11 @@ pub(super) fn parse(text: &str) -> Option<Node> {
     if !printable(text) {
         return None;
     }
-    let mut reader = Reader { text, bytes: text.as_bytes(), pos: 0, line: 1, line_start: 0, at: None, nodes: 0 };
+    let mut reader = Reader { text, pos: 0, line: 1, line_start: 0, indent: None, nodes: 0 };
     reader.content_line().ok()?;
-    let indent = reader.at?;
+    let indent = reader.indent?;
     let root = reader.block_at(indent, 0).ok()?;
-    reader.at.is_none().then_some(root)
+    reader.indent.is_none().then_some(root)
 }
 
 /// Whether every character is one YAML may hold (its `c-printable`), and none is a byte order
@@ -52,12 +52,13 @@ enum Inline {
     Value(Node),
 }
 
-/// Implicit keys are at most this long (YAML 1.2, 7.4.2), and one line.
-const MAX_KEY: usize = 1024;
+/// A key's `:` may be at most this many characters past the key's start, quotes and spaces
+/// included (granit-parser's `simple_key_max_lookahead`; YAML 1.2, 7.4.2, says 1024). A little
+/// below it, so the two never meet at the boundary.
+const MAX_KEY_SPAN: usize = 1000;
 
 struct Reader<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     pos: usize,
     /// 1-based line of `pos`.
     line: u32,
@@ -65,17 +66,21 @@ struct Reader<'a> {
     /// the byte offset (the full parser counts characters).
     line_start: usize,
     /// The indentation of the line `pos` is on, at its content; `None` at the end of the text.
-    at: Option<usize>,
+    indent: Option<usize>,
     nodes: usize,
 }
 
 impl Reader<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+
     fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
+        self.bytes().get(self.pos).copied()
     }
 
     fn peek_at(&self, offset: usize) -> Option<u8> {
-        self.bytes.get(self.pos + offset).copied()
+        self.bytes().get(self.pos + offset).copied()
     }
 
     fn position(&self) -> (u32, u32) {
@@ -107,7 +112,7 @@ impl Reader<'_> {
     /// Past the `\n` at `pos`.
     fn next_line(&mut self) {
         self.pos += 1;
-        self.line += 1;
+        self.line = self.line.saturating_add(1);
         self.line_start = self.pos;
     }
 
@@ -118,27 +123,27 @@ impl Reader<'_> {
             let indent = self.skip_spaces();
             match self.peek() {
                 None => {
-                    self.at = None;
+                    self.indent = None;
                     return Ok(());
                 }
                 Some(b'\n') => self.next_line(),
-                Some(b'#') => self.skip_comment(),
+                Some(b'#') => self.skip_rest_of_line(),
                 Some(b'\t') => return Err(Decline),
                 Some(_) if indent == 0 && (self.text[self.pos..].starts_with("---") || self.text[self.pos..].starts_with("...")) => {
                     return Err(Decline);
                 }
                 Some(_) => {
-                    self.at = Some(indent);
+                    self.indent = Some(indent);
                     return Ok(());
                 }
             }
         }
     }
 
-    /// Past the rest of the line and its `\n`.
-    fn skip_comment(&mut self) {
+    /// Past the rest of the line (a comment, a literal's header) and its `\n`.
+    fn skip_rest_of_line(&mut self) {
         self.skip_to_line_end();
-        if self.pos < self.bytes.len() {
+        if self.pos < self.text.len() {
             self.next_line();
         }
     }
@@ -149,7 +154,7 @@ impl Reader<'_> {
         match self.peek() {
             None => {}
             Some(b'\n') => self.next_line(),
-            Some(b'#') if spaces > 0 => self.skip_comment(),
+            Some(b'#') if spaces > 0 => self.skip_rest_of_line(),
             Some(_) => return Err(Decline),
         }
         self.content_line()
@@ -180,19 +185,19 @@ impl Reader<'_> {
         if depth > MAX_DEPTH {
             return Err(Decline);
         }
-        let indicator = (self.line, self.position().1 - 1);
+        let colon = in_mapping.then(|| (self.line, self.position().1 - 1));
         self.skip_spaces();
         match self.peek() {
             None | Some(b'\n' | b'#') => {
                 // The full parser places an empty value at a key's `:`, or at the end of an
                 // entry's line (past a comment).
                 self.skip_to_line_end();
-                let empty_at = if in_mapping { indicator } else { self.position_past_comment() };
+                let empty_at = colon.unwrap_or_else(|| self.position_past_comment());
                 if self.peek() == Some(b'\n') {
                     self.next_line();
                 }
                 self.content_line()?;
-                match self.at {
+                match self.indent {
                     Some(indent) if indent > parent => self.block_at(indent, depth),
                     Some(indent) if indent == parent && in_mapping && self.at_dash() => self.block_sequence(indent, depth, true),
                     _ => self.node(empty_at, Value::Null),
@@ -200,10 +205,10 @@ impl Reader<'_> {
             }
             Some(b'|') => self.literal(parent),
             _ if self.at_dash() => Err(Decline),
-            _ => match self.inline(depth)? {
-                Inline::Key { text, plain, at } if !in_mapping => self.block_mapping(at.1 as usize - 1, depth, text, plain, at),
-                Inline::Key { .. } => Err(Decline),
-                Inline::Value(node) => {
+            _ => match (self.pos - self.line_start, self.inline(depth)?) {
+                (indent, Inline::Key { text, plain, at }) if !in_mapping => self.block_mapping(indent, depth, text, plain, at),
+                (_, Inline::Key { .. }) => Err(Decline),
+                (_, Inline::Value(node)) => {
                     self.end_line()?;
                     Ok(node)
                 }
@@ -213,14 +218,14 @@ impl Reader<'_> {
 
     /// To the `\n` that ends the line, or the end of the text.
     fn skip_to_line_end(&mut self) {
-        self.pos = memchr(b'\n', &self.bytes[self.pos..]).map_or(self.bytes.len(), |offset| self.pos + offset);
+        self.pos = find_byte(b'\n', &self.bytes()[self.pos..]).map_or(self.text.len(), |offset| self.pos + offset);
     }
 
     fn block_mapping(&mut self, indent: usize, depth: usize, mut key: String, mut plain: bool, mut key_at: (u32, u32)) -> Fast<Node> {
         let mut entries: Vec<(String, Node)> = Vec::new();
         let mut keys = Keys::default();
         loop {
-            if (plain && key == "<<") || key.len() > MAX_KEY {
+            if plain && key == "<<" {
                 return Err(Decline);
             }
             let mut value = self.value(indent, depth + 1, true)?;
@@ -229,7 +234,7 @@ impl Reader<'_> {
                 return Err(Decline);
             }
             entries.push((key, value));
-            match self.at {
+            match self.indent {
                 Some(next) if next == indent => match self.inline(depth)? {
                     Inline::Key { text, plain: is_plain, at } => (key, plain, key_at) = (text, is_plain, at),
                     Inline::Value(_) => return Err(Decline),
@@ -262,7 +267,7 @@ impl Reader<'_> {
         loop {
             self.pos += 1;
             items.push(self.value(indent, depth + 1, false)?);
-            match self.at {
+            match self.indent {
                 Some(next) if next == indent && self.at_dash() => {}
                 Some(next) if next > indent => return Err(Decline),
                 _ => break,
@@ -274,6 +279,14 @@ impl Reader<'_> {
     /// A scalar, `[...]` or `{}` on the current line, or a mapping key and its `:`.
     fn inline(&mut self, depth: usize) -> Fast<Inline> {
         let at = self.position();
+        let start = self.pos;
+        let key = |reader: &Self, text: String, plain: bool| {
+            // `pos` is past the `:`.
+            if reader.pos - 1 - start > MAX_KEY_SPAN {
+                return Err(Decline);
+            }
+            Ok(Inline::Key { text, plain, at })
+        };
         let (text, plain) = match self.peek() {
             Some(b'[') => return self.flow_sequence(depth).map(Inline::Value),
             Some(b'{') => {
@@ -289,7 +302,8 @@ impl Reader<'_> {
             _ => {
                 let (text, is_key) = self.plain()?;
                 if is_key {
-                    return Ok(Inline::Key { text: text.to_owned(), plain: true, at });
+                    let text = text.to_owned();
+                    return key(self, text, true);
                 }
                 (text.to_owned(), true)
             }
@@ -299,7 +313,7 @@ impl Reader<'_> {
             self.skip_spaces();
             if self.peek() == Some(b':') && matches!(self.peek_at(1), None | Some(b' ' | b'\n')) {
                 self.pos += 1;
-                return Ok(Inline::Key { text, plain, at });
+                return key(self, text, plain);
             }
             self.pos = after;
         }
@@ -336,7 +350,7 @@ impl Reader<'_> {
 
     /// A quoted scalar on one line, without escapes (but `''`).
     fn quoted(&mut self) -> Fast<String> {
-        let quote = self.bytes[self.pos];
+        let quote = self.bytes()[self.pos];
         self.pos += 1;
         let mut text = String::new();
         let mut start = self.pos;
@@ -359,7 +373,8 @@ impl Reader<'_> {
         }
     }
 
-    /// `[a, "b", 'c']` on one line: scalars only.
+    /// `[a, "b", 'c']` on one line: scalars only (and not at the deepest level the full parser
+    /// allows, which it then reads).
     fn flow_sequence(&mut self, depth: usize) -> Fast<Node> {
         if depth + 1 > MAX_DEPTH {
             return Err(Decline);
@@ -420,8 +435,8 @@ impl Reader<'_> {
         match self.peek() {
             Some(b'\n') => self.next_line(),
             Some(b'#') if spaces > 0 => {
-                self.skip_comment();
-                if self.pos == self.bytes.len() {
+                self.skip_rest_of_line();
+                if self.pos == self.text.len() {
                     return Err(Decline);
                 }
             }
@@ -430,12 +445,12 @@ impl Reader<'_> {
         let mut text = String::new();
         let mut indent = None;
         // The full parser places it at its first content line's text.
-        let mut at = (0, 0);
+        let mut at = None;
         // Blank lines after the last content line, and the most spaces any blank line held.
         let (mut blank, mut widest_blank) = (0, 0);
-        while self.pos < self.bytes.len() {
-            let line_end = memchr(b'\n', &self.bytes[self.pos..]).map(|offset| self.pos + offset);
-            let line = &self.text[self.pos..line_end.unwrap_or(self.bytes.len())];
+        while self.pos < self.text.len() {
+            let line_end = find_byte(b'\n', &self.bytes()[self.pos..]).map(|offset| self.pos + offset);
+            let line = &self.text[self.pos..line_end.unwrap_or(self.text.len())];
             let spaces = line.bytes().take_while(|&b| b == b' ').count();
             if spaces == line.len() {
                 widest_blank = widest_blank.max(spaces);
@@ -448,9 +463,7 @@ impl Reader<'_> {
                 if content <= parent || line_end.is_none() {
                     return Err(Decline);
                 }
-                if at == (0, 0) {
-                    at = (self.line, u32::try_from(content + 1).unwrap_or(u32::MAX));
-                }
+                at.get_or_insert((self.line, u32::try_from(content + 1).unwrap_or(u32::MAX)));
                 if !text.is_empty() {
                     text.push('\n');
                 }
@@ -463,14 +476,14 @@ impl Reader<'_> {
                     self.pos = end;
                     self.next_line();
                 }
-                None => self.pos = self.bytes.len(),
+                None => self.pos = self.text.len(),
             }
         }
         // A blank line with more spaces than the content's indentation holds text (or is an
         // error, before the first content line); and an empty scalar is rare.
-        match indent {
-            Some(content) if widest_blank <= content => {}
-            _ => return Err(Decline),
+        let (Some(content), Some(at)) = (indent, at) else { return Err(Decline) };
+        if widest_blank > content {
+            return Err(Decline);
         }
         if !strip {
             text.push('\n');
@@ -481,8 +494,8 @@ impl Reader<'_> {
     }
 }
 
-/// Whether a plain scalar may start with `first` (then `second`); `-` may when a character of
-/// the scalar follows, the other indicators are left to the full parser.
+/// Whether a plain scalar may start with `first` (then `second`): `-` may when a character of
+/// the scalar follows; `?x`, `:x` and the other indicators are left to the full parser.
 fn plain_starts(first: Option<u8>, second: Option<u8>, flow: bool) -> bool {
     match first {
         None => false,
@@ -499,6 +512,6 @@ fn plain_starts(first: Option<u8>, second: Option<u8>, flow: bool) -> bool {
     }
 }
 
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+fn find_byte(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
 }

@@ -2,7 +2,7 @@
 //!
 //! Scalars resolve as serde-saphyr's defaults do (YAML 1.1 booleans, YAML 1.2 numbers), and so do
 //! its guards: duplicate keys are errors, `<<` merges, nesting and alias expansion are bounded.
-//! `tests/yaml_oracle.rs` checks the trees against serde-saphyr on every YAML file the project
+//! `tests/oracle.rs` checks the trees against serde-saphyr on every YAML file the project
 //! reads and on edge cases.
 
 use std::collections::{BTreeSet, HashMap};

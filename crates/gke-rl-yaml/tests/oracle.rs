@@ -270,9 +270,16 @@ fn block_fast_path_builds_the_events_tree_or_declines() {
         }
         accepted_mutants += usize::from(compare_fast(&format!("edit chain {round} of {name}"), &text));
     }
-    // Implicit keys are at most 1024 characters long.
-    for length in 1020..1030 {
-        compare_fast("a long key", &format!("{}: 1\n", "k".repeat(length)));
+    // A key's `:` is at most 1024 characters past its start, quotes, `''` and spaces included.
+    for length in 990..1030 {
+        let k = "k".repeat(length);
+        let keys =
+            [k.clone(), format!("\"{k}\""), format!("'{k}'"), format!("'{}'", "''".repeat(length / 2)), format!("a{}", " ".repeat(length))];
+        for key in keys {
+            for text in [format!("{key}: 1\n"), format!("x: 1\n{key}: 1\n"), format!("- {key}: v\n")] {
+                compare_fast("a long key", &text);
+            }
+        }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
     let rendered: Vec<&String> = declined.iter().filter(|name| name.ends_with("ray-cluster.yaml.snap")).collect();
