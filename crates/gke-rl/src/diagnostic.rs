@@ -54,12 +54,92 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub help: String,
+    /// The edit that fixes it, where the help is one (an editor offers it to apply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Box<Fix>>,
+}
+
+/// An edit of the finding's file: `text` in place of the characters from `line:column` up to
+/// `end_line:end_column` (not included), which count as [`Diagnostic`]'s do. An empty range
+/// inserts.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Fix {
+    /// What it does, as a button says it.
+    pub title: String,
+    /// 1-based line where the replaced range starts.
+    pub line: u32,
+    /// 1-based column where it starts.
+    pub column: u32,
+    /// 1-based line where it ends.
+    pub end_line: u32,
+    /// 1-based column of the first character after it.
+    pub end_column: u32,
+    /// The text put in its place.
+    pub text: String,
+}
+
+impl Fix {
+    /// `replacement` in place of the one-line YAML scalar (plain or quoted) that starts at `at`
+    /// in `text`; `None` when it is not one.
+    pub fn replace_scalar(text: &str, at: (u32, u32), replacement: String, title: String) -> Option<Fix> {
+        let line = text.lines().nth(usize::try_from(at.0).ok()?.checked_sub(1)?)?;
+        let start = line.char_indices().nth(usize::try_from(at.1).ok()?.checked_sub(1)?).map(|(i, _)| i)?;
+        let scalar = &line[start..];
+        let length = match scalar.chars().next()? {
+            quote @ ('\'' | '"') => {
+                let mut chars = scalar.char_indices().skip(1);
+                loop {
+                    match chars.next()? {
+                        (_, '\\') if quote == '"' => {
+                            chars.next()?;
+                        }
+                        (i, c) if c == quote && quote == '\'' && scalar[i + 1..].starts_with('\'') => {
+                            chars.next();
+                        }
+                        (i, c) if c == quote => break i + 1,
+                        _ => {}
+                    }
+                }
+            }
+            _ => scalar[..scalar.find(" #").unwrap_or(scalar.len())].trim_end().len(),
+        };
+        let end_column = at.1 + u32::try_from(scalar[..length].chars().count()).ok()?;
+        Some(Fix { title, line: at.0, column: at.1, end_line: at.0, end_column, text: replacement })
+    }
+
+    /// `line` added as the last line of `text`.
+    pub fn append_line(text: &str, line: &str, title: String) -> Fix {
+        let lines = u32::try_from(text.lines().count()).unwrap_or(u32::MAX);
+        let (at, text) = match text.ends_with('\n') || text.is_empty() {
+            true => ((lines.saturating_add(1), 1), format!("{line}\n")),
+            false => {
+                let last = text.rsplit('\n').next().unwrap_or_default();
+                ((lines, u32::try_from(last.chars().count() + 1).unwrap_or(u32::MAX)), format!("\n{line}\n"))
+            }
+        };
+        Fix { title, line: at.0, column: at.1, end_line: at.0, end_column: at.1, text }
+    }
+
+    /// `text` with this edit made; `None` when its range is not in `text`.
+    pub fn apply(&self, text: &str) -> Option<String> {
+        let offset = |(line, column): (u32, u32)| -> Option<usize> {
+            let line_index = usize::try_from(line).ok()?.checked_sub(1)?;
+            let line_start = if line_index == 0 { 0 } else { text.match_indices('\n').nth(line_index - 1).map(|(i, _)| i + 1)? };
+            let rest = &text[line_start..];
+            let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
+            let column_index = usize::try_from(column).ok()?.checked_sub(1)?;
+            let within = line_text.char_indices().map(|(i, _)| i).chain([line_text.len()]).nth(column_index)?;
+            Some(line_start + within)
+        };
+        let (start, end) = (offset((self.line, self.column))?, offset((self.end_line, self.end_column))?);
+        (start <= end).then(|| format!("{}{}{}", &text[..start], self.text, &text[end..]))
+    }
 }
 
 impl Diagnostic {
     /// An error at `line:column`.
     pub fn error(code: &'static str, (line, column): (u32, u32), message: impl Into<String>, help: impl Into<String>) -> Self {
-        Self { code, severity: Severity::Error, line, column, message: message.into(), help: help.into() }
+        Self { code, severity: Severity::Error, line, column, message: message.into(), help: help.into(), fix: None }
     }
 
     /// A warning at `line:column`.

@@ -508,10 +508,20 @@ fn findings_serialize_with_exactly_the_documented_fields() {
     let findings = check(&apply(&CASES[2]));
     let json = serde_json::to_value(&findings).unwrap();
     for finding in json.as_array().unwrap() {
-        let mut keys: Vec<&str> = finding.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = finding.as_object().unwrap().keys().map(String::as_str).filter(|&key| key != "fix").collect();
         keys.sort();
         assert_eq!(keys, ["code", "column", "file", "help", "line", "message", "severity"]);
     }
+    // A fix, where there is one, is an edit.
+    let fixable = check(&apply(CASES.iter().find(|case| case.code == "ray-version-mismatch").unwrap()));
+    let fix = serde_json::to_value(fixable.iter().find(|f| f.diagnostic.fix.is_some()).unwrap()).unwrap()["fix"].clone();
+    let mut keys: Vec<&str> = fix.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["column", "end_column", "end_line", "line", "text", "title"]);
+    let sarif = gke_rl::validate::sarif(&validation(&apply(CASES.iter().find(|case| case.code == "ray-version-mismatch").unwrap())));
+    let result = sarif["runs"][0]["results"].as_array().unwrap().iter().find(|r| r["ruleId"] == "ray-version-mismatch").unwrap();
+    let replacement = &result["fixes"][0]["artifactChanges"][0]["replacements"][0];
+    assert_eq!((&replacement["deletedRegion"]["startLine"], &replacement["insertedContent"]["text"]), (&fix["line"], &fix["text"]));
     let validation = validation(&codelab_style(&apply(&CASES[2])));
     let json = serde_json::to_value(&validation).unwrap();
     let mut keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
@@ -717,6 +727,47 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
             assert!(!finding.diagnostic.message.contains(HF) && !finding.diagnostic.message.contains("s3cret"), "{finding:?}");
         }
     }
+}
+
+/// Each fix a finding carries, made to its file, takes that finding away and adds none: on the
+/// codelab's files, each rule's defect, and tokens written in YAML and in the job script. The
+/// rules whose help is a concrete edit carry one.
+#[test]
+fn fixes_take_their_findings_away() {
+    const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+    let mut sets: Vec<(String, Files)> = vec![("the codelab".into(), codelab_fixtures())];
+    sets.extend(CASES.iter().map(|case| (case.code.to_owned(), apply(case))));
+    let mut tokens = rendered(&gke_rl::Deployment::default());
+    let cluster = tokens.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replacen(
+        "              - name: HF_TOKEN\n",
+        &format!("              - name: HF_TOKEN\n                value: '{HF}' # no\n"),
+        1,
+    );
+    let script = tokens.get_mut("run_nemo_rl.sh").unwrap();
+    *script = script.replacen("set -euo pipefail\n", &format!("set -euo pipefail\ngit clone https://x:{HF}@github.com/é/repo\n"), 1);
+    tokens.insert(".rayignore".into(), "# nothing excluded".into());
+    sets.push(("tokens".into(), tokens));
+    let mut fixed_codes = std::collections::BTreeSet::new();
+    for (name, files) in sets {
+        let findings = check(&files);
+        for finding in findings.iter().filter(|f| f.diagnostic.fix.is_some()) {
+            let fix = finding.diagnostic.fix.as_ref().unwrap();
+            let fixed = fix.apply(&files[&finding.file]).unwrap_or_else(|| panic!("{name}: {fix:?} is not in {}", finding.file));
+            let mut after = files.clone();
+            after.insert(finding.file.clone(), fixed);
+            let left = check(&after);
+            let same = |f: &&Finding| {
+                f.file == finding.file && f.diagnostic.code == finding.diagnostic.code && f.diagnostic.message == finding.diagnostic.message
+            };
+            assert!(!left.iter().any(|f| same(&f)), "{name}: `{}` leaves {finding:#?}", fix.title);
+            let new: Vec<&Finding> =
+                left.iter().filter(|f| !findings.iter().any(|g| g.file == f.file && g.diagnostic.code == f.diagnostic.code)).collect();
+            assert!(new.is_empty(), "{name}: `{}` adds {new:#?}", fix.title);
+            fixed_codes.insert(finding.diagnostic.code);
+        }
+    }
+    assert_eq!(fixed_codes.into_iter().collect::<Vec<_>>(), ["ray-version-mismatch", "secret-literal", "upload-includes-secrets"]);
 }
 
 /// Suspending, by `gke-rl suspend`, `submit --then suspend` or the idle guard, is the merge

@@ -83,6 +83,7 @@ impl EnvShView<'_> {
 
 pub(crate) struct RayIgnoreView<'a> {
     pub file: &'a str,
+    pub text: &'a str,
     pub rules: crate::gitwildmatch::PatternSet,
 }
 
@@ -185,7 +186,15 @@ impl Sink {
         }
     }
 
-    pub fn emit(&mut self, rule: &Rule, file: &str, at: (u32, u32), message: impl Into<String>, help: impl Into<String>) {
+    /// Records a finding of `rule`; the caller may add its fix.
+    pub fn emit(
+        &mut self,
+        rule: &Rule,
+        file: &str,
+        at: (u32, u32),
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> &mut Diagnostic {
         self.ran(rule);
         let diagnostic = Diagnostic {
             code: rule.code,
@@ -194,8 +203,10 @@ impl Sink {
             column: at.1.max(1),
             message: message.into(),
             help: help.into(),
+            fix: None,
         };
         self.findings.push(Finding { file: file.to_owned(), diagnostic });
+        &mut self.findings.last_mut().expect("just pushed").diagnostic
     }
 }
 
@@ -375,7 +386,7 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
             }
         },
         ArtifactKind::RayIgnore => match crate::gitwildmatch::PatternSet::parse(file.text) {
-            Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, rules })),
+            Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, text: file.text, rules })),
             Err(e) => {
                 let at = (u32::try_from(e.line).unwrap_or(u32::MAX), 1);
                 let message = format!("invalid pattern `{}`: {}; Ray's packager would fail on it", e.pattern, e.reason);

@@ -20,7 +20,7 @@ pub fn sarif(validation: &Validation) -> serde_json::Value {
         .iter()
         .map(|f| {
             let d = &f.diagnostic;
-            serde_json::json!({
+            let mut result = serde_json::json!({
                 "ruleId": d.code,
                 "ruleIndex": RULES.iter().position(|r| r.code == d.code),
                 "level": level(d.severity),
@@ -29,7 +29,24 @@ pub fn sarif(validation: &Validation) -> serde_json::Value {
                     "artifactLocation": { "uri": f.file },
                     "region": { "startLine": d.line, "startColumn": d.column }
                 } }]
-            })
+            });
+            // SARIF 2.1.0, 3.55: a fix is a replacement of a region.
+            if let Some(fix) = &d.fix {
+                result["fixes"] = serde_json::json!([{
+                    "description": { "text": fix.title },
+                    "artifactChanges": [{
+                        "artifactLocation": { "uri": f.file },
+                        "replacements": [{
+                            "deletedRegion": {
+                                "startLine": fix.line, "startColumn": fix.column,
+                                "endLine": fix.end_line, "endColumn": fix.end_column
+                            },
+                            "insertedContent": { "text": fix.text }
+                        }]
+                    }]
+                }]);
+            }
+            result
         })
         .collect();
     let notifications: Vec<serde_json::Value> = validation

@@ -232,20 +232,24 @@ fn check_nccl(file: &str, vars: &[(&str, &Node)], who: &str, sink: &mut Sink) {
     for (name, value) in vars {
         let text = value.text().unwrap_or_default();
         match *name {
-            "NCCL_NET" if text != GIB_NCCL_NET => sink.emit(
-                &FABRIC_NCCL_NET,
-                file,
-                value.at(),
-                format!("{who} sets NCCL_NET={text}, so NCCL does not use the RDMA fabric"),
-                format!("set NCCL_NET={GIB_NCCL_NET}, or remove it"),
-            ),
-            "NCCL_IB_DISABLE" if text.trim() == "1" => sink.emit(
-                &FABRIC_IB_DISABLED,
-                file,
-                value.at(),
-                format!("{who} sets NCCL_IB_DISABLE=1, which turns the RDMA NICs off for NCCL"),
-                "remove NCCL_IB_DISABLE",
-            ),
+            "NCCL_NET" if text != GIB_NCCL_NET => {
+                sink.emit(
+                    &FABRIC_NCCL_NET,
+                    file,
+                    value.at(),
+                    format!("{who} sets NCCL_NET={text}, so NCCL does not use the RDMA fabric"),
+                    format!("set NCCL_NET={GIB_NCCL_NET}, or remove it"),
+                );
+            }
+            "NCCL_IB_DISABLE" if text.trim() == "1" => {
+                sink.emit(
+                    &FABRIC_IB_DISABLED,
+                    file,
+                    value.at(),
+                    format!("{who} sets NCCL_IB_DISABLE=1, which turns the RDMA NICs off for NCCL"),
+                    "remove NCCL_IB_DISABLE",
+                );
+            }
             _ => {}
         }
     }

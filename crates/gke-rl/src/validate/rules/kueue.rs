@@ -136,7 +136,9 @@ fn count(pod: &Pod<'_>) -> u64 {
 }
 
 fn admissible(workload: &Tree<'_>, queue: &Queue, views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
-    let mut emit = |at: (u32, u32), message: String, help: String| sink.emit(&KUEUE_INADMISSIBLE, workload.file, at, message, help);
+    let mut emit = |at: (u32, u32), message: String, help: String| {
+        sink.emit(&KUEUE_INADMISSIBLE, workload.file, at, message, help);
+    };
     let namespace = workload.root.get(&["metadata", "namespace"]);
     if namespace.and_then(Node::text).unwrap_or("default") != queue.namespace {
         emit(

@@ -15,7 +15,7 @@ mod storage;
 use super::facts::{self, Facts};
 use super::{Sink, Views};
 use crate::ArtifactKind;
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Fix, Severity};
 
 /// A rule: what it checks and how bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

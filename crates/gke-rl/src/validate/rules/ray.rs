@@ -112,13 +112,16 @@ fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
             };
             sink.ran(&RAY_VERSION_MISMATCH);
             if declared.text() != Some(shipped) {
-                sink.emit(
+                let finding = sink.emit(
                     &RAY_VERSION_MISMATCH,
                     cluster.file,
                     declared.at(),
                     format!("rayVersion is {}, but {image_text} ships Ray {shipped}", declared.text().unwrap_or("not a string")),
                     format!("set `rayVersion: \"{shipped}\"`"),
                 );
+                finding.fix =
+                    Fix::replace_scalar(cluster.text, declared.at(), format!("\"{shipped}\""), format!("set rayVersion to \"{shipped}\""))
+                        .map(Box::new);
             }
         }
         None => {

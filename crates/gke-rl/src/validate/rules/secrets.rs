@@ -54,13 +54,22 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
                     u32::try_from(index + 1).unwrap_or(u32::MAX),
                     u32::try_from(line[..token.range.start].chars().count() + 1).unwrap_or(1),
                 );
+                let end = (at.0, at.1 + u32::try_from(line[token.range.clone()].chars().count()).unwrap_or(0));
                 sink.emit(
                     &SECRET_LITERAL,
                     job.file,
                     at,
                     format!("the job script holds {}", token.kind),
                     "delete it; the pods get their tokens from a Kubernetes Secret",
-                );
+                )
+                .fix = Some(Box::new(Fix {
+                    title: "delete the token".to_owned(),
+                    line: at.0,
+                    column: at.1,
+                    end_line: end.0,
+                    end_column: end.1,
+                    text: String::new(),
+                }));
             }
         }
         for export in job.script.exports.iter().filter(|e| is_secret_name(&e.name) || configured.contains(&e.name.as_str())) {
@@ -84,26 +93,27 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
 /// Secrets anywhere in a YAML or JSON file: a Kubernetes env entry (`name:` and `value:`) or a
 /// key whose value is a secret by its name, and any string holding a token by its shape.
 fn literal_values(tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &mut Sink) {
-    fn visit(node: &Node, key: &str, file: &str, configured: &[&str], sink: &mut Sink) {
+    fn visit(node: &Node, key: &str, tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &mut Sink) {
         match &node.value {
             Value::Map(entries) => {
                 let env_name = node.get(&["name"]).and_then(Node::text);
                 for (child_key, child) in entries {
                     let name = if child_key == "value" { env_name.unwrap_or(child_key) } else { child_key };
-                    visit(child, name, file, configured, sink);
+                    visit(child, name, tree, configured, sink);
                 }
             }
-            Value::Seq(items) => items.iter().for_each(|item| visit(item, key, file, configured, sink)),
+            Value::Seq(items) => items.iter().for_each(|item| visit(item, key, tree, configured, sink)),
             Value::String(text) => {
                 if let Some(what) = secret_value(key, text, configured) {
                     let shown = if key.is_empty() { String::new() } else { format!("`{key}` ") };
                     sink.emit(
                         &SECRET_LITERAL,
-                        file,
+                        tree.file,
                         node.at(),
                         format!("{shown}holds {what}: files get copied, committed and uploaded"),
                         "delete it; give it to the pods through a Kubernetes Secret (secretKeyRef), or to the tools from your environment",
-                    );
+                    )
+                    .fix = Fix::replace_scalar(tree.text, node.at(), "\"\"".to_owned(), "delete the token".to_owned()).map(Box::new);
                 }
             }
             _ => {}
@@ -113,10 +123,10 @@ fn literal_values(tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &
         // The runtime env's `env_vars` have their own message (see `runtime_env`).
         Value::Map(entries) => {
             for (key, child) in entries.iter().filter(|(key, _)| key != "env_vars") {
-                visit(child, key, tree.file, configured, sink);
+                visit(child, key, tree, configured, sink);
             }
         }
-        _ => visit(&tree.root, "", tree.file, configured, sink),
+        _ => visit(&tree.root, "", tree, configured, sink),
     }
 }
 
@@ -184,7 +194,8 @@ fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
                 (1, 1),
                 format!("the working_dir upload includes {shown}{why}: .rayignore does not exclude it"),
                 format!("add a line `{shown}` to .rayignore"),
-            );
+            )
+            .fix = Some(Box::new(Fix::append_line(ignore.text, &shown, format!("add `{shown}` to .rayignore"))));
         }
     }
 }
