@@ -1,10 +1,10 @@
 // The web validator in Debian's Chromium, driven by playwright-core.
-// usage: node browser.mjs URL OUT_DIR VALID_FILES_JSON
+// usage: node browser.mjs URL OUT_DIR VALID_FILES_JSON FILE_URL (the page opened from its file)
 // Prints one JSON object: the codelab findings as the page computed them, and timings.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 
-const [url, outDir, validFilesPath] = process.argv.slice(2);
+const [url, outDir, validFilesPath, fileUrl] = process.argv.slice(2);
 const origin = new URL(url).origin;
 const fail = (message) => { console.error(`browser test: ${message}`); process.exit(1); };
 
@@ -18,45 +18,107 @@ const requests = [];
 page.on("request", (r) => requests.push(r.url()));
 const errors = [];
 page.on("pageerror", (e) => errors.push(String(e)));
+// The strict CSP holds: nothing it blocks is tried. One exception, not the page's: when text
+// selected across lines is replaced, Chromium's own contenteditable editing writes a style
+// attribute on a node CodeMirror then redraws; the CSP blocks it, and nothing is lost.
+const watchCsp = (p) => p.addInitScript(() => {
+  window.cspViolations = [];
+  document.addEventListener("securitypolicyviolation", (e) => {
+    const inEditor = e.target instanceof Element && e.target.closest("#editor");
+    if (!(e.violatedDirective === "style-src-attr" && inEditor)) window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sample}`);
+  });
+});
+await watchCsp(page);
 await page.goto(url);
 await page.waitForSelector("body[data-ready=true]", { timeout: 15000 });
 
-// The codelab example: the Ray version mismatch is reported on the right line.
+// Every finding is shown in the editor, at its line and column, with its message on hover.
+// What the editor shows: each error mark's line, column (in characters) and text.
+const marks = () => page.evaluate(() => [...document.getElementById("editor").shadowRoot.querySelectorAll(".cm-lintRange-error")].map((el) => {
+  const line = el.closest(".cm-line");
+  const range = document.createRange();
+  range.setStart(line, 0);
+  range.setEndBefore(el);
+  return { line: [...line.parentNode.querySelectorAll(".cm-line")].indexOf(line) + 1, column: [...range.toString()].length + 1, text: el.textContent };
+}));
+const openTab = (name) => page.locator("[role=tab]", { hasText: name }).click();
+// Text replaced as a user does it: select all, then type.
+async function replaceText(text) {
+  await page.locator(".cm-content").click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.insertText(text);
+}
+const editor = () => page.evaluate(() => window.gkeRl.editor());
+
 await page.click("#load-codelab");
 const mismatch = page.locator('.diag[data-code="ray-version-mismatch"][data-file="ray-cluster.yaml"]');
 await mismatch.first().waitFor({ timeout: 5000 });
 const where = await mismatch.first().evaluate((el) => [el.dataset.line, el.dataset.column]);
 if (where.join(":") !== "7:15") fail(`ray-version-mismatch at ${where.join(":")}, expected 7:15`);
-// Clicking it selects that line in the editor.
+// Clicking it opens the file with that line selected.
 await mismatch.first().click();
-const selected = await page.evaluate(() => {
-  const e = document.getElementById("editor");
-  return { file: document.getElementById("file-name").value, text: e.value.slice(e.selectionStart, e.selectionEnd) };
-});
-if (selected.file !== "ray-cluster.yaml" || !selected.text.includes("rayVersion")) fail(`jump selected ${JSON.stringify(selected)}`);
-await page.screenshot({ path: `${outDir}/codelab.png`, fullPage: true });
+const selected = await editor();
+if (selected.file !== "ray-cluster.yaml" || !selected.selection.includes("rayVersion")) fail(`jump selected ${JSON.stringify(selected)}`);
+await page.locator(".cm-lintRange-error").first().waitFor({ timeout: 5000 });
+const versionMark = (await marks()).find((m) => m.line === 7);
+if (!versionMark || versionMark.column !== 15 || versionMark.text !== "'2.54.0'") fail(`the editor marks ${JSON.stringify(await marks())}, expected 7:15 '2.54.0'`);
+if (!(await page.locator(".cm-gutter-lint .cm-lint-marker-error").count())) fail("no error in the gutter");
+// Its message, help and fix on hover.
+await page.evaluate(() => document.getElementById("files-heading").scrollIntoView());
+await page.locator(".cm-lintRange-error", { hasText: "'2.54.0'" }).hover();
+const tooltip = page.locator(".cm-tooltip-lint");
+await tooltip.waitFor({ timeout: 5000 });
+const hover = await tooltip.textContent();
+if (!hover.includes("[ray-version-mismatch] rayVersion is 2.54.0") || !hover.includes("help: set `rayVersion")) fail(`the hover shows ${hover}`);
+await page.screenshot({ path: `${outDir}/codelab.png` });
+// The fix is the SDK's edit: applied, the finding goes.
+const fix = tooltip.locator(".cm-diagnosticAction");
+const fixTitle = await fix.textContent();
+if (!fixTitle.startsWith("set rayVersion to")) fail(`the fix is ${fixTitle}`);
+await fix.click();
+await mismatch.first().waitFor({ state: "detached", timeout: 5000 });
+const fixedLine = (await editor()).text.split("\n")[6];
+if (!/^ {2}rayVersion: "\d+\.\d+\.\d+"$/.test(fixedLine)) fail(`the fix left line 7 as ${fixedLine}`);
+if ((await marks()).some((m) => m.line === 7)) fail("the fixed line is still marked");
+// A bad value typed is marked within a second of the last key.
+await page.mouse.move(0, 0);
+await page.locator(".cm-content .cm-line").nth(6).click();
+await page.keyboard.press("End");
+await page.keyboard.press("Shift+Home");
+await page.keyboard.type('rayVersion: "1.0.0"');
+const typed = Date.now();
+await page.waitForFunction(() => [...document.getElementById("editor").shadowRoot.querySelectorAll(".cm-lintRange-error")].some((el) => el.textContent === '"1.0.0"'), null, { timeout: 1000 })
+  .catch(() => fail("no mark within a second of typing a bad rayVersion"));
+const markedAfterMs = Date.now() - typed;
 // The KubeRay CRD is checked here too, as by the CLI: a misspelt field, typed in, is an error at
 // its line and column.
-const original = await page.inputValue("#editor");
+const original = (await editor()).text;
 const misspeltAt = original.split("\n").findIndex((l) => l.includes("rayStartParams:")) + 1;
-await page.fill("#editor", original.replace("rayStartParams:", "rayStartParam:"));
+await replaceText(original.replace("rayStartParams:", "rayStartParam:"));
 const crd = page.locator('.diag[data-code="crd-schema"][data-file="ray-cluster.yaml"]');
 await crd.first().waitFor({ timeout: 5000 });
 const crdAt = await crd.first().evaluate((el) => [el.dataset.line, el.dataset.column, el.textContent]);
 const column = original.split("\n")[misspeltAt - 1].indexOf("rayStartParams") + 1;
 if (crdAt[0] !== String(misspeltAt) || crdAt[1] !== String(column) || !crdAt[2].includes("did you mean `rayStartParams`"))
   fail(`the misspelt field is reported as ${JSON.stringify(crdAt)}, expected ${misspeltAt}:${column}`);
-await page.fill("#editor", original);
+await replaceText(original);
 await crd.first().waitFor({ state: "detached", timeout: 5000 });
 // What could not be checked is said, as the CLI says it: the codelab has no blueprint.
 const coverage = await page.textContent("#coverage");
 const coverageShown = /Checked with \d+ of \d+ rules/.test(coverage) && coverage.includes("Not checked: blueprint-spot-with-reservation");
 if (!coverageShown) fail(`the page does not list what it could not check: ${coverage}`);
 
-// By keyboard: focus a diagnostic and press Enter.
+// By keyboard: focus a diagnostic and press Enter; in the editor, Ctrl-Shift-M lists the file's
+// findings in the lint panel, a list a screen reader reads.
 await page.locator('.diag[data-code="override-no-op"]').first().focus();
 await page.keyboard.press("Enter");
 if ((await page.inputValue("#file-name")) !== "run_nemo_rl.sh") fail("Enter on a diagnostic does not open its file");
+await page.keyboard.press("Control+Shift+M");
+const panel = page.locator('.cm-panel-lint ul[role="listbox"]');
+await panel.waitFor({ timeout: 5000 });
+if (!(await panel.getAttribute("aria-label")) || !(await panel.locator('[role="option"]').count())) fail("the lint panel lists no findings");
+await page.keyboard.press("Escape");
+if (!(await page.evaluate(() => window.gkeRl.worker()))) fail("checking does not run in a worker");
 
 // Rendering a config: the artifacts to download, or the config error with its line.
 if (requests.some((r) => r.includes("gke_rl_render"))) fail("the renderer was fetched before a config was rendered");
@@ -103,8 +165,26 @@ const timing = await page.evaluate((files) => {
   return batches[batches.length >> 1];
 }, valid);
 
+// Opened from its file, with no server: the editor and its marks, and the renderer, still work.
+const local = await browser.newPage();
+const localRequests = [];
+local.on("request", (r) => localRequests.push(r.url()));
+local.on("pageerror", (e) => errors.push(`file://: ${e}`));
+await watchCsp(local);
+await local.goto(fileUrl);
+await local.waitForSelector("body[data-ready=true]", { timeout: 15000 });
+await local.click("#load-codelab");
+await local.locator("[role=tab]", { hasText: "ray-cluster.yaml" }).click();
+await local.locator(".cm-lintRange-error", { hasText: "'2.54.0'" }).waitFor({ timeout: 5000 });
+await local.click("#render");
+await local.locator("#render-result #cost").waitFor({ timeout: 10000 });
+const violations = [...await page.evaluate(() => window.cspViolations), ...(await local.evaluate(() => window.cspViolations)).map((v) => `file://: ${v}`)];
+const localForeign = localRequests.filter((r) => !r.startsWith("file:") && !r.startsWith("blob:") && !r.startsWith("data:"));
+if (localForeign.length) fail(`requests left the page opened from its file: ${localForeign.join(", ")}`);
+
 const foreign = requests.filter((r) => !r.startsWith(origin) && !r.startsWith("blob:") && !r.startsWith("data:"));
 if (foreign.length) fail(`requests left the page: ${foreign.join(", ")}`);
 if (errors.length) fail(`page errors: ${errors.join("; ")}`);
+if (violations.length) fail(`the page tries what its CSP blocks: ${violations.join("; ")}`);
 await browser.close();
-console.log(JSON.stringify({ codelab: inBrowser, valid: validFindings, validate_median_ms: timing, requests: requests.length, coverage_shown: coverageShown }));
+console.log(JSON.stringify({ codelab: inBrowser, valid: validFindings, validate_median_ms: timing, marked_after_ms: markedAfterMs, requests: requests.length, coverage_shown: coverageShown }));

@@ -52,10 +52,45 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         reports.push(report);
     }
     write_examples(&out)?;
+    for (_, name, _) in BUILDS {
+        write_wasm_script(&out, name)?;
+    }
+    reports.extend(bundle(sh, &out)?);
     for report in reports {
         eprintln!("{report}");
     }
     Ok(())
+}
+
+/// `pkg/NAME_bg.wasm.js`: a build's wasm as a classic script, for a page opened from file://,
+/// which may fetch nothing (`web-validator/src/wasm.js` loads it there only).
+fn write_wasm_script(out: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    let wasm = std::fs::read(out.join(format!("{name}_bg.wasm")))?;
+    let encoded = data_encoding::BASE64.encode(&wasm);
+    let js = format!("(globalThis.gkeRlWasm ??= {{}}).{name} = \"{encoded}\";\n");
+    std::fs::write(out.join(format!("{name}_bg.wasm.js")), js)?;
+    Ok(())
+}
+
+/// The page's script and its worker, bundled by esbuild (pinned in package-lock.json) with
+/// CodeMirror and the wasm-bindgen glue into classic scripts: a page opened from file:// may
+/// load no module. Returns their sizes.
+fn bundle(sh: &Shell, out: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let web = project_root().join("web-validator");
+    let _web = sh.push_dir(&web);
+    if !web.join("node_modules/.bin/esbuild").is_file() {
+        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
+    }
+    let mut reports = Vec::new();
+    for (source, bundled) in [("src/page.js", "page.js"), ("src/worker.js", "worker.js")] {
+        let target = out.join(bundled);
+        // The glue's `import.meta.url` finds the wasm when none is given; the page always gives it.
+        cmd!(sh, "node_modules/.bin/esbuild {source} --bundle --format=iife --target=es2022 --minify --legal-comments=none --log-level=warning --log-override:empty-import-meta=silent --outfile={target}").run()?;
+        let raw = std::fs::metadata(&target)?.len();
+        let gzip = cmd!(sh, "gzip -9 -c {target}").quiet().output()?.stdout.len() as u64;
+        reports.push(format!("web-validator/pkg/{bundled}: {:.1} KB raw, {:.1} KB gzip", raw as f64 / 1000.0, gzip as f64 / 1000.0));
+    }
+    Ok(reports)
 }
 
 /// A package's version as Cargo.lock pins it.
