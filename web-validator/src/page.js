@@ -39,10 +39,10 @@ async function startChecking() {
     waiting.get(data.id)?.(data.result);
     waiting.delete(data.id);
   };
-  // A worker that fails (a crash) hands checking back to the page.
-  worker.onerror = () => {
+  // A worker that fails (a crash, a message it cannot read) hands checking back to the page.
+  worker.onerror = worker.onmessageerror = () => {
     worker = null;
-    for (const resolve of waiting.values()) resolve(validate(filesObject()));
+    for (const resolve of waiting.values()) resolve(checkHere(filesObject()));
     waiting.clear();
   };
 }
@@ -51,9 +51,16 @@ function filesObject() {
   return Object.fromEntries(files);
 }
 
-function check() {
-  const input = filesObject();
-  if (!worker) return Promise.resolve(validate(input));
+function checkHere(input) {
+  try {
+    return validate(input);
+  } catch (e) {
+    return { error: `the validator failed: ${e}` };
+  }
+}
+
+function check(input) {
+  if (!worker) return Promise.resolve(checkHere(input));
   const id = ++requests;
   return new Promise((resolve) => {
     waiting.set(id, resolve);
@@ -99,6 +106,8 @@ function stateOf(name) {
       keymap.of([...defaultKeymap, ...historyKeymap, ...lintKeymap]),
       language(name),
       EditorView.contentAttributes.of({ "aria-label": `Contents of ${name}` }),
+      // Files dropped on the editor are added as files (the page's drop handler), not pasted in.
+      EditorView.domEventHandlers({ drop: (e) => e.dataTransfer?.files?.length > 0 }),
       EditorView.updateListener.of((update) => {
         if (!update.docChanged) return;
         files.set(name, update.state.doc.toString());
@@ -135,8 +144,9 @@ function extent(doc, from) {
   return from + (word ? word[0].length : 0);
 }
 
-function editorDiagnostics(findings) {
-  const doc = view.state.doc;
+// The findings of the active file as the editor's diagnostics, on `doc`, the text checked. A fix
+// edits that text only: once the text changes, until it is checked again, it does nothing.
+function editorDiagnostics(findings, doc) {
   return findings
     .filter((f) => f.file === active)
     .map((f) => {
@@ -151,7 +161,7 @@ function editorDiagnostics(findings) {
         diagnostic.actions = [{
           name: f.fix.title,
           apply(view) {
-            const doc = view.state.doc;
+            if (view.state.doc !== doc) return;
             const start = offset(doc, f.fix.line, f.fix.column);
             const end = f.fix.end_line > doc.lines ? doc.length : offset(doc, f.fix.end_line, f.fix.end_column);
             view.dispatch({ changes: { from: start, to: end, insert: f.fix.text } });
@@ -167,19 +177,24 @@ function editorDiagnostics(findings) {
 let checks = 0;
 async function refresh() {
   const mine = ++checks;
-  const result = files.size ? await check() : { findings: [], skipped: [] };
+  const input = filesObject();
+  const doc = view.state.doc;
+  const result = files.size ? await check(input) : { findings: [], skipped: [] };
   if (mine !== checks) return; // a later check's result wins
   const findings = result.error ? result : result.findings;
   drawTabs(findings);
   drawDiagnostics(findings);
   drawCoverage(result);
-  if (active !== null && Array.isArray(findings)) view.dispatch(setDiagnostics(view.state, editorDiagnostics(findings)));
-  document.body.dataset.checks = String(mine);
+  // Marks go on the text they were found in; typed since, it is checked again (pending).
+  if (active !== null && Array.isArray(findings) && view.state.doc === doc) {
+    view.dispatch(setDiagnostics(view.state, editorDiagnostics(findings, doc)));
+  }
 }
 
 function setFiles(entries) {
   files.clear();
   states.clear();
+  active = null; // its editor state is of the files replaced
   for (const [name, text] of entries) files.set(name, text);
   showFile(files.keys().next().value ?? null);
   refresh();
@@ -212,6 +227,8 @@ function drawCoverage(result) {
 
 function drawTabs(findings) {
   const tabs = $("tabs");
+  // Redrawn after each check: a focused tab keeps the focus.
+  const focused = tabs.contains(document.activeElement) ? document.activeElement.dataset.name : null;
   tabs.replaceChildren();
   for (const name of files.keys()) {
     const tab = document.createElement("button");
@@ -227,8 +244,10 @@ function drawTabs(findings) {
       badge.title = `${errors} error(s)`;
       tab.append(badge);
     }
+    tab.dataset.name = name;
     tab.addEventListener("click", () => { showFile(name); refresh(); });
     tabs.append(tab);
+    if (name === focused) tab.focus();
   }
 }
 
@@ -243,9 +262,10 @@ function drawDiagnostics(findings) {
     return;
   }
   const count = (s) => findings.filter((f) => f.severity === s).length;
-  $("summary").textContent = files.size
-    ? `— ${count("error")} error(s), ${count("warning")} warning(s), ${count("info")} info`
-    : "";
+  const summary = files.size ? `${count("error")} error(s), ${count("warning")} warning(s), ${count("info")} info` : "";
+  $("summary").textContent = summary && `— ${summary}`;
+  // Screen readers hear the counts when they change, not the whole list after each check.
+  if ($("status").textContent !== summary) $("status").textContent = summary;
   if (files.size && !findings.length) box.textContent = "No findings.";
   const byFile = new Map();
   for (const f of findings) byFile.set(f.file, [...(byFile.get(f.file) ?? []), f]);
@@ -292,6 +312,7 @@ async function addFiles(list) {
   for (const file of list) {
     files.set(file.name, await file.text());
     states.delete(file.name);
+    if (file.name === active) active = null; // its editor state is of the text replaced
   }
   if (list.length) showFile(list[list.length - 1].name);
   refresh();
@@ -387,9 +408,20 @@ async function start() {
     render,
     worker: () => worker !== null,
     editor: () => ({ file: active, text: view.state.doc.toString(), selection: view.state.sliceDoc(view.state.selection.main.from, view.state.selection.main.to) }),
+    // Where an element of the editor starts: line and column, in characters.
+    position: (element) => {
+      const at = view.posAtDOM(element);
+      const line = view.state.doc.lineAt(at);
+      return { line: line.number, column: Array.from(line.text.slice(0, at - line.from)).length + 1 };
+    },
     ready: true,
   };
   document.body.dataset.ready = "true";
 }
 
-start();
+start().catch((e) => {
+  const p = document.createElement("p");
+  p.className = "error-text";
+  p.textContent = `The validator did not start: ${e}`;
+  $("diagnostics").replaceChildren(p);
+});

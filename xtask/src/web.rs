@@ -73,10 +73,7 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     crate::wasm::run(sh)?;
     crate::ci::debian_package(sh, "chromium", "/usr/bin/chromium")?;
     let web = root.join("web-validator");
-    if !web.join("node_modules/playwright-core").is_dir() {
-        let _dir = sh.push_dir(&web);
-        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
-    }
+    npm_ci(sh, &web)?;
     let out = root.join("target/web-test");
     std::fs::create_dir_all(&out)?;
     // A valid set: the render of the embedded default.
@@ -119,6 +116,18 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
         out.join("codelab.png").display()
     );
     Ok(median_ms)
+}
+
+/// Installs the page's npm packages as `package-lock.json` pins them, when they are missing or
+/// the lock file changed since (npm records what it installed in `node_modules/.package-lock.json`).
+pub fn npm_ci(sh: &Shell, web: &Path) -> anyhow::Result<()> {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let installed = modified(&web.join("node_modules/.package-lock.json"));
+    if installed.is_none() || installed < modified(&web.join("package-lock.json")) {
+        let _dir = sh.push_dir(web);
+        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
+    }
+    Ok(())
 }
 
 /// The run report's page in Chromium: the report of a restarted run (a log built from NeMo-RL's

@@ -79,42 +79,61 @@ pub struct Fix {
 }
 
 impl Fix {
-    /// `replacement` in place of the one-line YAML scalar (plain or quoted) that starts at `at`
-    /// in `text`; `None` when it is not one.
-    pub fn replace_scalar(text: &str, at: (u32, u32), replacement: String, title: String) -> Option<Fix> {
-        let line = text.lines().nth(usize::try_from(at.0).ok()?.checked_sub(1)?)?;
+    /// `replacement` in place of the one-line YAML scalar at `at` in `text`, plain or quoted
+    /// without escapes, whose value is `value`; `None` when the text there is anything else (an
+    /// empty value, an alias, a block or multi-line scalar, one inside a flow collection), so a
+    /// fix never edits what the finding is not about.
+    pub fn replace_scalar(text: &str, at: (u32, u32), value: &str, replacement: String, title: String) -> Option<Fix> {
+        let line = text.split('\n').nth(usize::try_from(at.0).ok()?.checked_sub(1)?)?;
+        let line = line.strip_suffix('\r').unwrap_or(line);
         let start = line.char_indices().nth(usize::try_from(at.1).ok()?.checked_sub(1)?).map(|(i, _)| i)?;
         let scalar = &line[start..];
-        let length = match scalar.chars().next()? {
-            quote @ ('\'' | '"') => {
-                let mut chars = scalar.char_indices().skip(1);
-                loop {
+        let (written, decoded) = match scalar.chars().next()? {
+            '\'' => {
+                // The closing quote: the first one that is not half of an escaped `''`.
+                let mut chars = scalar.char_indices().skip(1).peekable();
+                let end = loop {
                     match chars.next()? {
-                        (_, '\\') if quote == '"' => {
-                            chars.next()?;
-                        }
-                        (i, c) if c == quote && quote == '\'' && scalar[i + 1..].starts_with('\'') => {
+                        (_, '\'') if chars.peek().is_some_and(|&(_, next)| next == '\'') => {
                             chars.next();
                         }
-                        (i, c) if c == quote => break i + 1,
+                        (i, '\'') => break i,
                         _ => {}
                     }
-                }
+                };
+                (&scalar[..=end], scalar[1..end].replace("''", "'"))
             }
-            _ => scalar[..scalar.find(" #").unwrap_or(scalar.len())].trim_end().len(),
+            '"' => {
+                let end = scalar[1..].find('"')? + 1;
+                let inner = &scalar[1..end];
+                if inner.contains('\\') {
+                    return None;
+                }
+                (&scalar[..=end], inner.to_owned())
+            }
+            ':' | '*' | '&' | '!' | '|' | '>' | '[' | '{' | '#' | '%' | '@' | '`' => return None,
+            _ => {
+                let comment = scalar.find(" #").into_iter().chain(scalar.find("\t#")).min().unwrap_or(scalar.len());
+                let plain = scalar[..comment].trim_end();
+                (plain, plain.to_owned())
+            }
         };
-        let end_column = at.1 + u32::try_from(scalar[..length].chars().count()).ok()?;
+        if decoded != value {
+            return None;
+        }
+        let end_column = at.1.checked_add(u32::try_from(written.chars().count()).ok()?)?;
         Some(Fix { title, line: at.0, column: at.1, end_line: at.0, end_column, text: replacement })
     }
 
-    /// `line` added as the last line of `text`.
+    /// `line` added as the last line of `text`, ended as its lines are (`\r\n` or `\n`).
     pub fn append_line(text: &str, line: &str, title: String) -> Fix {
         let lines = u32::try_from(text.lines().count()).unwrap_or(u32::MAX);
+        let end = if text.contains("\r\n") { "\r\n" } else { "\n" };
         let (at, text) = match text.ends_with('\n') || text.is_empty() {
-            true => ((lines.saturating_add(1), 1), format!("{line}\n")),
+            true => ((lines.saturating_add(1), 1), format!("{line}{end}")),
             false => {
                 let last = text.rsplit('\n').next().unwrap_or_default();
-                ((lines, u32::try_from(last.chars().count() + 1).unwrap_or(u32::MAX)), format!("\n{line}\n"))
+                ((lines, u32::try_from(last.chars().count() + 1).unwrap_or(u32::MAX)), format!("{end}{line}{end}"))
             }
         };
         Fix { title, line: at.0, column: at.1, end_line: at.0, end_column: at.1, text }
@@ -178,6 +197,50 @@ impl std::error::Error for Diagnostic {}
 
 #[cfg(test)]
 mod tests {
+    use super::Fix;
+
+    /// A scalar's fix replaces exactly the scalar whose value the finding is about, and is not
+    /// offered where the text there is anything else.
+    #[test]
+    fn scalar_fixes_replace_exactly_the_scalar_or_are_not_offered() {
+        let fixed = |text: &str, at: (u32, u32), value: &str| {
+            Fix::replace_scalar(text, at, value, "X".to_owned(), "t".to_owned()).and_then(|fix| fix.apply(text))
+        };
+        assert_eq!(fixed("a: 'it''s' # c\n", (1, 4), "it's").as_deref(), Some("a: X # c\n"));
+        assert_eq!(fixed("a: ''''\n", (1, 4), "'").as_deref(), Some("a: X\n"));
+        assert_eq!(fixed("a: \"v w\"\n", (1, 4), "v w").as_deref(), Some("a: X\n"));
+        assert_eq!(fixed("a: v w  # c\n", (1, 4), "v w").as_deref(), Some("a: X  # c\n"));
+        assert_eq!(fixed("é: 'v'\r\nb: 1\r\n", (1, 4), "v").as_deref(), Some("é: X\r\nb: 1\r\n"));
+        assert_eq!(fixed("- 😀: v\n", (1, 6), "v").as_deref(), Some("- 😀: X\n"));
+        let refused = [
+            ("a:\n", (1, 2), ""),
+            ("a: # c\n", (1, 2), ""),
+            ("a: [t, v]\n", (1, 8), "v"),
+            ("a: {k: v}\n", (1, 8), "v"),
+            ("a: |\n  v\n  w\n", (2, 3), "v\nw\n"),
+            ("a: v\n  w\n", (1, 4), "v w"),
+            ("a: *x\n", (1, 4), "v"),
+            ("a: \"\\u0076\"\n", (1, 4), "v"),
+            ("a: 'v\n  w'\n", (1, 4), "v w"),
+            ("a: v\n", (1, 9), "v"),
+            ("a: v\n", (3, 1), "v"),
+            ("a: v\n", (0, 0), "v"),
+            ("a: vw\n", (1, 4), "v"),
+        ];
+        for (text, at, value) in refused {
+            assert_eq!(Fix::replace_scalar(text, at, value, "X".to_owned(), "t".to_owned()), None, "{text:?} at {at:?}");
+        }
+    }
+
+    #[test]
+    fn appended_lines_end_as_the_files_lines_do() {
+        let appended = |text: &str| Fix::append_line(text, "x", "t".to_owned()).apply(text);
+        assert_eq!(appended("").as_deref(), Some("x\n"));
+        assert_eq!(appended("a\n").as_deref(), Some("a\nx\n"));
+        assert_eq!(appended("a").as_deref(), Some("a\nx\n"));
+        assert_eq!(appended("é\r\nb").as_deref(), Some("é\r\nb\r\nx\r\n"));
+    }
+
     #[test]
     fn utf8_errors_point_at_the_line_and_character() {
         assert_eq!(super::utf8(b"a: 1\n").unwrap(), "a: 1\n");

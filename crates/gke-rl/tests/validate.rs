@@ -747,7 +747,27 @@ fn fixes_take_their_findings_away() {
     let script = tokens.get_mut("run_nemo_rl.sh").unwrap();
     *script = script.replacen("set -euo pipefail\n", &format!("set -euo pipefail\ngit clone https://x:{HF}@github.com/é/repo\n"), 1);
     tokens.insert(".rayignore".into(), "# nothing excluded".into());
-    sets.push(("tokens".into(), tokens));
+    sets.push(("tokens".into(), tokens.clone()));
+    // Where deleting the value would delete more than the token, or the text at the finding is
+    // not the scalar (an alias, a flow list), no fix is offered; and a file name that is no
+    // pattern of itself gets no `.rayignore` line.
+    let cluster = tokens.get_mut("ray-cluster.yaml").unwrap();
+    *cluster = cluster.replacen(&format!("'{HF}' # no"), &format!("&t \"x {HF}\"\n              - name: Y\n                value: *t"), 1);
+    *cluster = cluster.replacen("args: [", &format!("args: [\"{HF}\", "), 1);
+    let script = tokens.remove("run_nemo_rl.sh").unwrap();
+    tokens.insert("run_[nemo]_rl.sh".into(), script);
+    let env = tokens.remove("env.sh").unwrap();
+    tokens.insert("[e]nv.sh".into(), format!("{env}export HF_TOKEN={HF}\n"));
+    let unfixable = check(&tokens);
+    let about =
+        |f: &&Finding| (f.file == "ray-cluster.yaml" && f.diagnostic.code == "secret-literal") || f.diagnostic.message.contains("[e]nv.sh");
+    assert!(unfixable.iter().filter(about).count() >= 3, "{unfixable:#?}");
+    let offered: Vec<_> = unfixable.iter().filter(about).filter(|f| f.diagnostic.fix.is_some()).collect();
+    assert!(offered.is_empty(), "{offered:#?}");
+    assert!(
+        unfixable.iter().filter(|f| f.diagnostic.code == "secret-literal" && f.file == "ray-cluster.yaml").count() >= 2,
+        "{unfixable:#?}"
+    );
     let mut fixed_codes = std::collections::BTreeSet::new();
     for (name, files) in sets {
         let findings = check(&files);

@@ -65,6 +65,8 @@ pub fn sarif(validation: &Validation) -> serde_json::Value {
         "version": "2.1.0",
         "runs": [{
             "tool": { "driver": { "name": "gke-rl", "version": env!("CARGO_PKG_VERSION"), "rules": rules } },
+            // Columns, fixes' included, count characters (SARIF 2.1.0, 3.14.24).
+            "columnKind": "unicodeCodePoints",
             "invocations": [{ "executionSuccessful": true, "toolExecutionNotifications": notifications }],
             "results": results
         }]

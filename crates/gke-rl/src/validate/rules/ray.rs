@@ -119,9 +119,18 @@ fn version(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
                     format!("rayVersion is {}, but {image_text} ships Ray {shipped}", declared.text().unwrap_or("not a string")),
                     format!("set `rayVersion: \"{shipped}\"`"),
                 );
-                finding.fix =
-                    Fix::replace_scalar(cluster.text, declared.at(), format!("\"{shipped}\""), format!("set rayVersion to \"{shipped}\""))
-                        .map(Box::new);
+                finding.fix = declared
+                    .text()
+                    .and_then(|value| {
+                        Fix::replace_scalar(
+                            cluster.text,
+                            declared.at(),
+                            value,
+                            format!("\"{shipped}\""),
+                            format!("set rayVersion to \"{shipped}\""),
+                        )
+                    })
+                    .map(Box::new);
             }
         }
         None => {

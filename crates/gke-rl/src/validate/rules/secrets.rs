@@ -54,7 +54,7 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
                     u32::try_from(index + 1).unwrap_or(u32::MAX),
                     u32::try_from(line[..token.range.start].chars().count() + 1).unwrap_or(1),
                 );
-                let end = (at.0, at.1 + u32::try_from(line[token.range.clone()].chars().count()).unwrap_or(0));
+                let end = (at.0, at.1.saturating_add(u32::try_from(line[token.range.clone()].chars().count()).unwrap_or(0)));
                 sink.emit(
                     &SECRET_LITERAL,
                     job.file,
@@ -90,6 +90,12 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
     }
 }
 
+/// Whether the secret in `value` is all of it, so deleting the value deletes no more than the
+/// secret (a token inside a command line or URL is not).
+fn whole_secret(value: &str) -> bool {
+    tokens(value).first().is_none_or(|token| token.range.len() == value.trim().len())
+}
+
 /// Secrets anywhere in a YAML or JSON file: a Kubernetes env entry (`name:` and `value:`) or a
 /// key whose value is a secret by its name, and any string holding a token by its shape.
 fn literal_values(tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &mut Sink) {
@@ -113,7 +119,10 @@ fn literal_values(tree: &crate::validate::Tree<'_>, configured: &[&str], sink: &
                         format!("{shown}holds {what}: files get copied, committed and uploaded"),
                         "delete it; give it to the pods through a Kubernetes Secret (secretKeyRef), or to the tools from your environment",
                     )
-                    .fix = Fix::replace_scalar(tree.text, node.at(), "\"\"".to_owned(), "delete the token".to_owned()).map(Box::new);
+                    .fix = whole_secret(text)
+                        .then(|| Fix::replace_scalar(tree.text, node.at(), text, "\"\"".to_owned(), "delete the token".to_owned()))
+                        .flatten()
+                        .map(Box::new);
                 }
             }
             _ => {}
@@ -195,9 +204,18 @@ fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
                 format!("the working_dir upload includes {shown}{why}: .rayignore does not exclude it"),
                 format!("add a line `{shown}` to .rayignore"),
             )
-            .fix = Some(Box::new(Fix::append_line(ignore.text, &shown, format!("add `{shown}` to .rayignore"))));
+            .fix = excluding_fix(ignore, &path, is_dir, &shown).map(Box::new);
         }
     }
+}
+
+/// The line `shown` added to `.rayignore`, where it then leaves `path` out: a name with the
+/// patterns' special characters (`[`, `*`, `\\`, a leading `#` or `!`) would not.
+fn excluding_fix(ignore: &RayIgnoreView<'_>, path: &str, is_dir: bool, shown: &str) -> Option<Fix> {
+    let fix = Fix::append_line(ignore.text, shown, format!("add `{shown}` to .rayignore"));
+    let fixed = fix.apply(ignore.text)?;
+    let rules = crate::gitwildmatch::PatternSet::parse(&fixed).ok()?;
+    RayIgnoreView { file: ignore.file, text: &fixed, rules }.excludes(path, is_dir).then_some(fix)
 }
 
 fn ray_override(views: &Views<'_>, sink: &mut Sink) {
