@@ -36,13 +36,13 @@ async function startChecking() {
   }
   worker.postMessage({ module });
   worker.onmessage = ({ data }) => {
-    waiting.get(data.id)?.(data.result);
+    waiting.get(data.id)?.resolve(data.result);
     waiting.delete(data.id);
   };
   // A worker that fails (a crash, a message it cannot read) hands checking back to the page.
   worker.onerror = worker.onmessageerror = () => {
     worker = null;
-    for (const resolve of waiting.values()) resolve(checkHere(filesObject()));
+    for (const { resolve, input } of waiting.values()) resolve(checkHere(input));
     waiting.clear();
   };
 }
@@ -63,7 +63,7 @@ function check(input) {
   if (!worker) return Promise.resolve(checkHere(input));
   const id = ++requests;
   return new Promise((resolve) => {
-    waiting.set(id, resolve);
+    waiting.set(id, { resolve, input });
     worker.postMessage({ id, files: input });
   });
 }
@@ -93,6 +93,8 @@ function stateOf(name) {
   return EditorState.create({
     doc: files.get(name),
     extensions: [
+      // Lines end at `\n` only, as the SDK counts them; a `\r` stays in the text it checks.
+      EditorState.lineSeparator.of("\n"),
       lineNumbers(),
       highlightActiveLineGutter(),
       highlightSpecialChars(),
@@ -186,8 +188,8 @@ async function refresh() {
   drawDiagnostics(findings);
   drawCoverage(result);
   // Marks go on the text they were found in; typed since, it is checked again (pending).
-  if (active !== null && Array.isArray(findings) && view.state.doc === doc) {
-    view.dispatch(setDiagnostics(view.state, editorDiagnostics(findings, doc)));
+  if (active !== null && view.state.doc === doc) {
+    view.dispatch(setDiagnostics(view.state, Array.isArray(findings) ? editorDiagnostics(findings, doc) : []));
   }
 }
 
@@ -259,6 +261,7 @@ function drawDiagnostics(findings) {
     p.className = "error-text";
     p.textContent = findings.error;
     box.append(p);
+    $("status").textContent = findings.error;
     return;
   }
   const count = (s) => findings.filter((f) => f.severity === s).length;
@@ -309,11 +312,13 @@ function jumpTo(f) {
 }
 
 async function addFiles(list) {
-  for (const file of list) {
-    files.set(file.name, await file.text());
+  // Read first, then replace at once: nothing typed in between is lost to a stale state.
+  const texts = await Promise.all(list.map((file) => file.text()));
+  list.forEach((file, i) => {
+    files.set(file.name, texts[i]);
     states.delete(file.name);
     if (file.name === active) active = null; // its editor state is of the text replaced
-  }
+  });
   if (list.length) showFile(list[list.length - 1].name);
   refresh();
 }

@@ -99,6 +99,7 @@ if (crdAt[0] !== String(misspeltAt) || crdAt[1] !== String(column) || !crdAt[2].
   fail(`the misspelt field is reported as ${JSON.stringify(crdAt)}, expected ${misspeltAt}:${column}`);
 await replaceText(original);
 await crd.first().waitFor({ state: "detached", timeout: 5000 });
+if ((await editor()).text !== original) fail("pasting the original text back did not restore it");
 // What could not be checked is said, as the CLI says it: the codelab has no blueprint.
 const coverage = await page.textContent("#coverage");
 const coverageShown = /Checked with \d+ of \d+ rules/.test(coverage) && coverage.includes("Not checked: blueprint-spot-with-reservation");

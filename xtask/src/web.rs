@@ -119,13 +119,15 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
 }
 
 /// Installs the page's npm packages as `package-lock.json` pins them, when they are missing or
-/// the lock file changed since (npm records what it installed in `node_modules/.package-lock.json`).
+/// the lock file's contents changed since: a copy of the lock it installed stays beside them
+/// (a timestamp would change on a checkout, and `npm ci` deletes what is there first).
 pub fn npm_ci(sh: &Shell, web: &Path) -> anyhow::Result<()> {
-    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let installed = modified(&web.join("node_modules/.package-lock.json"));
-    if installed.is_none() || installed < modified(&web.join("package-lock.json")) {
+    let lock = std::fs::read(web.join("package-lock.json")).context("web-validator/package-lock.json")?;
+    let installed = web.join("node_modules/.gke-rl-installed-lock.json");
+    if std::fs::read(&installed).ok().as_deref() != Some(lock.as_slice()) {
         let _dir = sh.push_dir(web);
         cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
+        std::fs::write(&installed, &lock)?;
     }
     Ok(())
 }

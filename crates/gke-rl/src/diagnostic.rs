@@ -87,6 +87,11 @@ impl Fix {
         let line = text.split('\n').nth(usize::try_from(at.0).ok()?.checked_sub(1)?)?;
         let line = line.strip_suffix('\r').unwrap_or(line);
         let start = line.char_indices().nth(usize::try_from(at.1).ok()?.checked_sub(1)?).map(|(i, _)| i)?;
+        // A value on its key's or entry's line: a block scalar's text, a flow list's item or a
+        // merged entry is not the scalar to edit.
+        if !line[..start].trim_end().ends_with([':', '-']) {
+            return None;
+        }
         let scalar = &line[start..];
         let (written, decoded) = match scalar.chars().next()? {
             '\'' => {
@@ -212,12 +217,16 @@ mod tests {
         assert_eq!(fixed("a: v w  # c\n", (1, 4), "v w").as_deref(), Some("a: X  # c\n"));
         assert_eq!(fixed("é: 'v'\r\nb: 1\r\n", (1, 4), "v").as_deref(), Some("é: X\r\nb: 1\r\n"));
         assert_eq!(fixed("- 😀: v\n", (1, 6), "v").as_deref(), Some("- 😀: X\n"));
+        assert_eq!(fixed("- 'v'\n", (1, 3), "v").as_deref(), Some("- X\n"));
         let refused = [
             ("a:\n", (1, 2), ""),
             ("a: # c\n", (1, 2), ""),
             ("a: [t, v]\n", (1, 8), "v"),
             ("a: {k: v}\n", (1, 8), "v"),
             ("a: |\n  v\n  w\n", (2, 3), "v\nw\n"),
+            ("a: |-\n  v\n", (2, 3), "v"),
+            ("a: >-\n  v\n", (2, 3), "v"),
+            ("a: ['v']\n", (1, 5), "v"),
             ("a: v\n  w\n", (1, 4), "v w"),
             ("a: *x\n", (1, 4), "v"),
             ("a: \"\\u0076\"\n", (1, 4), "v"),
@@ -225,6 +234,7 @@ mod tests {
             ("a: v\n", (1, 9), "v"),
             ("a: v\n", (3, 1), "v"),
             ("a: v\n", (0, 0), "v"),
+            ("v\n", (1, 1), "v"),
             ("a: vw\n", (1, 4), "v"),
         ];
         for (text, at, value) in refused {

@@ -109,6 +109,9 @@ pub fn tokens(text: &str) -> Vec<Token> {
         if let Some((credentials, _host)) = authority.rsplit_once('@')
             && let Some((user, password)) = credentials.split_once(':')
             && !password.is_empty()
+            // A reference (`${HF_TOKEN}`) or a template's placeholder is where a token goes, not one.
+            && !password.starts_with('$')
+            && !password.starts_with("{{")
         {
             let start = scheme_end + 3 + user.len() + 1;
             found.push(Token { range: start..start + password.len(), kind: "a password in a URL" });
