@@ -46,9 +46,10 @@ struct Decline;
 
 type Fast<T> = Result<T, Decline>;
 
-/// What starts a node on a line: the key of a mapping entry, or a whole value.
+/// What starts a node on a line: the key of a mapping entry (its text, where it starts), or a
+/// whole value.
 enum Inline {
-    Key { text: String, plain: bool, at: (u32, u32) },
+    Key(String, (u32, u32)),
     Value(Node),
 }
 
@@ -117,7 +118,7 @@ impl Reader<'_> {
     }
 
     /// Moves from the start of a line to the content of the next line that has some (not
-    /// blank, not a comment), and records its indentation in `at`.
+    /// blank, not a comment), and records its indentation in `indent`.
     fn content_line(&mut self) -> Fast<()> {
         loop {
             let indent = self.skip_spaces();
@@ -171,7 +172,7 @@ impl Reader<'_> {
             return self.block_sequence(indent, depth, false);
         }
         match self.inline(depth)? {
-            Inline::Key { text, plain, at } => self.block_mapping(indent, depth, text, plain, at),
+            Inline::Key(key, at) => self.block_mapping(indent, depth, key, at),
             Inline::Value(node) => {
                 self.end_line()?;
                 Ok(node)
@@ -206,8 +207,8 @@ impl Reader<'_> {
             Some(b'|') => self.literal(parent),
             _ if self.at_dash() => Err(Decline),
             _ => match (self.pos - self.line_start, self.inline(depth)?) {
-                (indent, Inline::Key { text, plain, at }) if !in_mapping => self.block_mapping(indent, depth, text, plain, at),
-                (_, Inline::Key { .. }) => Err(Decline),
+                (indent, Inline::Key(key, at)) if !in_mapping => self.block_mapping(indent, depth, key, at),
+                (_, Inline::Key(..)) => Err(Decline),
                 (_, Inline::Value(node)) => {
                     self.end_line()?;
                     Ok(node)
@@ -221,13 +222,10 @@ impl Reader<'_> {
         self.pos = find_byte(b'\n', &self.bytes()[self.pos..]).map_or(self.text.len(), |offset| self.pos + offset);
     }
 
-    fn block_mapping(&mut self, indent: usize, depth: usize, mut key: String, mut plain: bool, mut key_at: (u32, u32)) -> Fast<Node> {
+    fn block_mapping(&mut self, indent: usize, depth: usize, mut key: String, mut key_at: (u32, u32)) -> Fast<Node> {
         let mut entries: Vec<(String, Node)> = Vec::new();
         let mut keys = Keys::default();
         loop {
-            if plain && key == "<<" {
-                return Err(Decline);
-            }
             let mut value = self.value(indent, depth + 1, true)?;
             value.key_at = Some(key_at);
             if !keys.insert(&entries, &key) {
@@ -236,7 +234,7 @@ impl Reader<'_> {
             entries.push((key, value));
             match self.indent {
                 Some(next) if next == indent => match self.inline(depth)? {
-                    Inline::Key { text, plain: is_plain, at } => (key, plain, key_at) = (text, is_plain, at),
+                    Inline::Key(next_key, at) => (key, key_at) = (next_key, at),
                     Inline::Value(_) => return Err(Decline),
                 },
                 Some(next) if next > indent => return Err(Decline),
@@ -280,15 +278,15 @@ impl Reader<'_> {
     fn inline(&mut self, depth: usize) -> Fast<Inline> {
         let at = self.position();
         let start = self.pos;
-        let key = |reader: &Self, text: String, plain: bool| {
-            // `pos` is past the `:`.
+        // `pos` is past the key's `:`.
+        let key = |reader: &Self, text: String| {
             if reader.pos - 1 - start > MAX_KEY_SPAN {
                 return Err(Decline);
             }
-            Ok(Inline::Key { text, plain, at })
+            Ok(Inline::Key(text, at))
         };
-        let (text, plain) = match self.peek() {
-            Some(b'[') => return self.flow_sequence(depth).map(Inline::Value),
+        match self.peek() {
+            Some(b'[') => self.flow_sequence(depth).map(Inline::Value),
             Some(b'{') => {
                 self.pos += 1;
                 self.skip_spaces();
@@ -296,29 +294,32 @@ impl Reader<'_> {
                     return Err(Decline);
                 }
                 self.pos += 1;
-                return self.node(at, Value::Map(Vec::new())).map(Inline::Value);
+                self.node(at, Value::Map(Vec::new())).map(Inline::Value)
             }
-            Some(b'"' | b'\'') => (self.quoted()?, false),
-            _ => {
-                let (text, is_key) = self.plain()?;
-                if is_key {
-                    let text = text.to_owned();
-                    return key(self, text, true);
+            Some(b'"' | b'\'') => {
+                let text = self.quoted()?;
+                let after = self.pos;
+                self.skip_spaces();
+                if self.peek() == Some(b':') && matches!(self.peek_at(1), None | Some(b' ' | b'\n')) {
+                    self.pos += 1;
+                    return key(self, text);
                 }
-                (text.to_owned(), true)
+                self.pos = after;
+                self.node(at, Value::String(text)).map(Inline::Value)
             }
-        };
-        if !plain {
-            let after = self.pos;
-            self.skip_spaces();
-            if self.peek() == Some(b':') && matches!(self.peek_at(1), None | Some(b' ' | b'\n')) {
-                self.pos += 1;
-                return key(self, text, plain);
-            }
-            self.pos = after;
+            _ => match self.plain()? {
+                // A plain `<<` merges: the full parser's.
+                ("<<", true) => Err(Decline),
+                (text, true) => {
+                    let text = text.to_owned();
+                    key(self, text)
+                }
+                (text, false) => {
+                    let value = resolve_plain(text);
+                    self.node(at, value).map(Inline::Value)
+                }
+            },
         }
-        let value = if plain { resolve_plain(&text) } else { Value::String(text) };
-        self.node(at, value).map(Inline::Value)
     }
 
     /// A plain scalar in block context, on one line, and whether a key's `:` ends it (`pos` is
@@ -443,9 +444,9 @@ impl Reader<'_> {
             _ => return Err(Decline),
         }
         let mut text = String::new();
-        let mut indent = None;
-        // The full parser places it at its first content line's text.
-        let mut at = None;
+        // The first content line's indentation and line: the full parser places the scalar at
+        // its text.
+        let mut first: Option<(usize, u32)> = None;
         // Blank lines after the last content line, and the most spaces any blank line held.
         let (mut blank, mut widest_blank) = (0, 0);
         while self.pos < self.text.len() {
@@ -456,14 +457,13 @@ impl Reader<'_> {
                 widest_blank = widest_blank.max(spaces);
                 blank += 1;
             } else {
-                let content = *indent.get_or_insert(spaces);
+                let (content, _) = *first.get_or_insert((spaces, self.line));
                 if spaces < content {
                     break;
                 }
                 if content <= parent || line_end.is_none() {
                     return Err(Decline);
                 }
-                at.get_or_insert((self.line, u32::try_from(content + 1).unwrap_or(u32::MAX)));
                 if !text.is_empty() {
                     text.push('\n');
                 }
@@ -481,10 +481,11 @@ impl Reader<'_> {
         }
         // A blank line with more spaces than the content's indentation holds text (or is an
         // error, before the first content line); and an empty scalar is rare.
-        let (Some(content), Some(at)) = (indent, at) else { return Err(Decline) };
+        let Some((content, line)) = first else { return Err(Decline) };
         if widest_blank > content {
             return Err(Decline);
         }
+        let at = (line, u32::try_from(content + 1).unwrap_or(u32::MAX));
         if !strip {
             text.push('\n');
         }
