@@ -84,12 +84,11 @@ impl Fix {
     /// empty value, an alias, a block or multi-line scalar, one inside a flow collection), so a
     /// fix never edits what the finding is not about.
     pub fn replace_scalar(text: &str, at: (u32, u32), value: &str, replacement: String, title: String) -> Option<Fix> {
-        let line = text.split('\n').nth(usize::try_from(at.0).ok()?.checked_sub(1)?)?;
+        let (_, line, start) = locate(text, at)?;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let start = line.char_indices().nth(usize::try_from(at.1).ok()?.checked_sub(1)?).map(|(i, _)| i)?;
         // A value on its key's or entry's line: a block scalar's text, a flow list's item or a
         // merged entry is not the scalar to edit.
-        if !line[..start].trim_end().ends_with([':', '-']) {
+        if !line.get(..start)?.trim_end().ends_with([':', '-']) {
             return None;
         }
         let scalar = &line[start..];
@@ -146,18 +145,23 @@ impl Fix {
 
     /// `text` with this edit made; `None` when its range is not in `text`.
     pub fn apply(&self, text: &str) -> Option<String> {
-        let offset = |(line, column): (u32, u32)| -> Option<usize> {
-            let line_index = usize::try_from(line).ok()?.checked_sub(1)?;
-            let line_start = if line_index == 0 { 0 } else { text.match_indices('\n').nth(line_index - 1).map(|(i, _)| i + 1)? };
-            let rest = &text[line_start..];
-            let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
-            let column_index = usize::try_from(column).ok()?.checked_sub(1)?;
-            let within = line_text.char_indices().map(|(i, _)| i).chain([line_text.len()]).nth(column_index)?;
-            Some(line_start + within)
-        };
+        let offset = |at| locate(text, at).map(|(line_start, _, within)| line_start + within);
         let (start, end) = (offset((self.line, self.column))?, offset((self.end_line, self.end_column))?);
         (start <= end).then(|| format!("{}{}{}", &text[..start], self.text, &text[end..]))
     }
+}
+
+/// The 1-based `line:column` of `text` (lines end at `\n`; the column counts characters and may
+/// be one past the line's last): where its line starts, the line without its `\n`, and the
+/// column's byte index in it.
+fn locate(text: &str, (line, column): (u32, u32)) -> Option<(usize, &str, usize)> {
+    let line_index = usize::try_from(line).ok()?.checked_sub(1)?;
+    let line_start = if line_index == 0 { 0 } else { text.match_indices('\n').nth(line_index - 1).map(|(i, _)| i + 1)? };
+    let rest = &text[line_start..];
+    let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let column_index = usize::try_from(column).ok()?.checked_sub(1)?;
+    let within = line_text.char_indices().map(|(i, _)| i).chain([line_text.len()]).nth(column_index)?;
+    Some((line_start, line_text, within))
 }
 
 impl Diagnostic {
@@ -234,6 +238,7 @@ mod tests {
             ("a: v\n", (1, 9), "v"),
             ("a: v\n", (3, 1), "v"),
             ("a: v\n", (0, 0), "v"),
+            ("a: v\r\n", (1, 6), ""),
             ("v\n", (1, 1), "v"),
             ("a: vw\n", (1, 4), "v"),
         ];
