@@ -49,9 +49,7 @@ impl Args {
     pub fn run(self, sh: &Shell) -> anyhow::Result<()> {
         let root = project_root();
         let _root = sh.push_dir(&root);
-        if !nightly_installed(sh) {
-            bail!("{NO_NIGHTLY}");
-        }
+        install_nightly(sh)?;
         if cmd!(sh, "cargo fuzz --version").quiet().ignore_stderr().read().is_err() {
             crate::ci::cargo_install(sh, &["cargo-fuzz"])?;
         }
@@ -88,14 +86,15 @@ impl Args {
     }
 }
 
-/// Why fuzzing cannot run here, and how to enable it.
-pub const NO_NIGHTLY: &str =
-    "no nightly toolchain (cargo-fuzz needs one for its sanitizer flags): `rustup toolchain install nightly` enables fuzzing";
-
-/// Whether rustup has a nightly toolchain. Asked by listing, never by `rustup run`, which
-/// may install one.
-pub fn nightly_installed(sh: &Shell) -> bool {
-    cmd!(sh, "rustup toolchain list").quiet().ignore_stderr().read().is_ok_and(|listing| lists_nightly(&listing))
+/// Installs a minimal nightly toolchain (cargo-fuzz needs one for its sanitizer flags) unless
+/// rustup has one, so that fuzzing never depends on what a machine happens to have. Asked by
+/// listing first: `rustup toolchain install` checks the channel online even when installed.
+fn install_nightly(sh: &Shell) -> anyhow::Result<()> {
+    let listing = cmd!(sh, "rustup toolchain list").quiet().ignore_stderr().read()?;
+    if !lists_nightly(&listing) {
+        cmd!(sh, "rustup toolchain install nightly --profile minimal --no-self-update").run()?;
+    }
+    Ok(())
 }
 
 /// Whether `rustup toolchain list` names the toolchain `cargo +nightly` runs: `nightly-<host>`,

@@ -340,11 +340,13 @@ fn the_operations_read_the_environment_through_env() {
 
 /// Issue 32, item 6: `cargo install --path crates/gke-rl-cli` resolves only the CLI's graph and
 /// warns about a profile override naming a package outside it (a test-only one, such as insta).
+/// Not `--offline`: `--target all` reads the manifests of every platform's crates (Windows'
+/// `anstyle-wincon` on Linux), which a new machine's cargo home has not downloaded (issue 52).
 #[test]
 fn profile_overrides_name_packages_the_installed_binary_builds() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let tree = std::process::Command::new(cargo)
-        .args(["tree", "--offline", "--locked", "-p", "gke-rl-cli", "-e", "normal,build", "--prefix", "none", "--target", "all"])
+        .args(["tree", "--locked", "-p", "gke-rl-cli", "-e", "normal,build", "--prefix", "none", "--target", "all"])
         .current_dir(project_root())
         .output()
         .expect("cargo tree");
@@ -358,4 +360,20 @@ fn profile_overrides_name_packages_the_installed_binary_builds() {
         .filter(|package| *package != "\"*\"" && !built.contains(*package))
         .collect();
     assert!(outside.is_empty(), "Cargo.toml: profile overrides for packages gke-rl-cli does not build (cargo install warns): {outside:?}");
+}
+
+/// Issue 52: nothing in `ci` may depend on what a machine's cargo home happens to hold, so no
+/// command the tests or xtask run asks cargo to stay offline.
+#[test]
+fn no_command_runs_cargo_offline() {
+    let flag = ["--", "offline"].concat();
+    let mut sources = rust_files("xtask/src");
+    sources.extend(rust_files("tests"));
+    sources.extend(rust_files("crates").into_iter().filter(|p| p.components().any(|c| c.as_os_str() == "tests")));
+    let problems: Vec<String> = sources
+        .into_iter()
+        .filter(|path| fs::read_to_string(path).unwrap().contains(&format!("\"{flag}\"")))
+        .map(|path| format!("{}: runs cargo with {flag}; a new machine's cargo home lacks what this machine's has", relative(&path)))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
