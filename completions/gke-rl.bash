@@ -64,6 +64,9 @@ _gke__rl() {
             gke__rl,stop)
                 cmd="gke__rl__subcmd__stop"
                 ;;
+            gke__rl,storage-check)
+                cmd="gke__rl__subcmd__storage__subcmd__check"
+                ;;
             gke__rl,submit)
                 cmd="gke__rl__subcmd__submit"
                 ;;
@@ -121,6 +124,9 @@ _gke__rl() {
             gke__rl__subcmd__help,stop)
                 cmd="gke__rl__subcmd__help__subcmd__stop"
                 ;;
+            gke__rl__subcmd__help,storage-check)
+                cmd="gke__rl__subcmd__help__subcmd__storage__subcmd__check"
+                ;;
             gke__rl__subcmd__help,submit)
                 cmd="gke__rl__subcmd__help__subcmd__submit"
                 ;;
@@ -137,7 +143,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check models schema completions help"
+            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -221,7 +227,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__deploy)
-            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --idle-timeout --help"
+            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --storage-check --idle-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -355,7 +361,7 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help)
-            opts="render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check models schema completions help"
+            opts="render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -579,6 +585,20 @@ _gke__rl() {
             return 0
             ;;
         gke__subcmd__rl__subcmd__help__subcmd__stop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__help__subcmd__storage__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -910,6 +930,60 @@ _gke__rl() {
                     return 0
                     ;;
                 --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__subcmd__rl__subcmd__storage__subcmd__check)
+            opts="-h --config --env-file --address --headers --request-timeout --as --size --min-fraction --dir --check-timeout --verbose --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --headers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-fraction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -113,6 +113,8 @@ export WHEN_DONE=keep
 export IDLE_TIMEOUT_MINUTES=''
 # seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline
 export EXPECTED_STEP_SECONDS=''
+# minutes between preemptions you expect; with the step time, validate recommends a save period
+export MEAN_MINUTES_BETWEEN_PREEMPTIONS=''
 # cluster or rayjob (a cluster of its own)
 export JOB_MODE=cluster
 # seconds its cluster stays after the run

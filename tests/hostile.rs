@@ -529,3 +529,98 @@ fn sigterm_detaches_a_follow_with_143() {
     assert_eq!(out.status.code(), Some(143), "{}", both(&out));
     assert!(stdout(&out).contains("step 1") && stderr(&out).contains("detached from job"), "{}", both(&out));
 }
+
+/// The storage check's program (issue 50) against a mount others can write: a link planted on
+/// the way to the checks' folder is refused before anything is written or swept, and the sweep
+/// of killed checks removes only a check's own leased, stale folder; a SIGTERM mid-write still
+/// removes what was written, and says so only then.
+#[test]
+fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
+    let mount = tempfile::tempdir().unwrap();
+    let root = mount.path();
+    let script = root.join("storage_check.py");
+    std::fs::write(&script, gke_rl::storage::CHECK_SCRIPT).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new("python3")
+            .arg(&script)
+            .args(["--local", "--root", &root.display().to_string(), "--ranks", "2", "--rank-bytes", "1048576", "--files", "20"])
+            .args(extra)
+            .output()
+            .expect("python3 runs")
+    };
+    let aged = |path: &Path| {
+        let ten_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        std::fs::File::open(path).unwrap().set_modified(ten_minutes_ago).unwrap();
+    };
+    // Someone's checkpoints, and the checks' folder turned into a link to them.
+    let theirs = root.join("checkpoints");
+    for step in ["step_10", "check-old"] {
+        std::fs::create_dir_all(theirs.join(step)).unwrap();
+        std::fs::write(theirs.join(step).join(".lease"), "").unwrap();
+        aged(&theirs.join(step).join(".lease"));
+    }
+    std::fs::create_dir_all(root.join("gke-rl")).unwrap();
+    std::os::unix::fs::symlink(&theirs, root.join("gke-rl/storage-check")).unwrap();
+    let dir = root.join("gke-rl/storage-check").display().to_string();
+    let linked = run(&["--dir", &dir]);
+    assert_eq!(linked.status.code(), Some(1), "{}", both(&linked));
+    assert!(stdout(&linked).contains("storage-check is not a folder of its own (a link, or a file)"), "{}", both(&linked));
+    assert!(theirs.join("step_10").is_dir() && theirs.join("check-old").is_dir(), "nothing of theirs was removed");
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 2, "nothing was written into theirs");
+
+    // A real folder: only a check's own name, with a stale lease that is a file, is swept.
+    std::fs::remove_file(root.join("gke-rl/storage-check")).unwrap();
+    let checks = root.join("gke-rl/storage-check");
+    let plant = |name: &str, lease: Option<bool>| {
+        std::fs::create_dir_all(checks.join(name).join("node-0")).unwrap();
+        match lease {
+            Some(true) => std::fs::write(checks.join(name).join(".lease"), "").unwrap(),
+            Some(false) => std::fs::create_dir(checks.join(name).join(".lease")).unwrap(),
+            None => {}
+        }
+        if lease.is_some() {
+            aged(&checks.join(name).join(".lease"));
+        }
+    };
+    plant("check-killed-1", Some(true));
+    plant("gke-rl-storage-check-AbC123", Some(true));
+    plant("my-data", Some(true));
+    plant("check-no-lease", None);
+    plant("check-lease-is-a-folder", Some(false));
+    std::fs::create_dir_all(theirs.join("inside")).unwrap();
+    std::os::unix::fs::symlink(&theirs, checks.join("check-link")).unwrap();
+    let dir = checks.display().to_string();
+    let swept = run(&["--dir", &dir]);
+    assert_eq!(swept.status.code(), Some(0), "{}", both(&swept));
+    let said = stdout(&swept);
+    assert!(
+        said.contains("storage-check removed \"check-killed-1\"") && said.contains("removed \"gke-rl-storage-check-AbC123\""),
+        "{said}"
+    );
+    let mut left: Vec<String> =
+        std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "{said}");
+    assert!(theirs.join("inside").is_dir(), "a link is never followed");
+
+    // SIGTERM while the ranks write: the threads stop, the folder goes, and only then it says so.
+    let child = Command::new("python3")
+        .arg(&script)
+        .args(["--local", "--root", &root.display().to_string(), "--dir", &dir, "--ranks", "4", "--rank-bytes", "2147483648"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let writing = || std::fs::read_dir(&checks).unwrap().filter_map(Result::ok).any(|e| e.path().join("node-0/rank-0.bin").exists());
+    while !writing() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(stdout(&out).contains(&format!("storage-check error: {}", gke_rl::storage::STOPPED)), "{}", both(&out));
+    let mut left: Vec<String> =
+        std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "the stopped check left nothing");
+}

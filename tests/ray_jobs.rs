@@ -357,15 +357,23 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         return Err(format!("{forwards} port-forward upgrades reached the API server").into());
     }
 
-    // `deploy --fabric-check` on the Ready cluster runs the check job on this head through the
-    // port-forward; a one-node Ray cluster is too few for an inter-node check.
-    let fabric = cloud.deploy(&["--fabric-check"], &[]);
+    // `deploy --fabric-check --storage-check` on the Ready cluster runs both check jobs on this
+    // head through the port-forward: a one-node Ray cluster is too few for an inter-node check,
+    // and this machine has no /lustre (which the storage check never makes).
+    let fabric = cloud.deploy(&["--fabric-check", "--storage-check"], &[]);
     check(
         fabric.status.code() == Some(1)
             && stderr(&fabric).contains("is Ready")
             && stderr(&fabric).contains("job gke-rl-fabric-check-")
             && stdout(&fabric).contains("1 node; an inter-node collective needs at least two"),
         "deploy --fabric-check checks the Ready cluster and fails on one node",
+        &fabric,
+    )?;
+    check(
+        stderr(&fabric).contains("job gke-rl-storage-check-")
+            && stdout(&fabric).contains("the check job failed: /lustre does not exist here: the file system to check is not mounted there")
+            && !std::path::Path::new("/lustre").exists(),
+        "deploy --storage-check checks the Ready cluster and makes no mount point",
         &fabric,
     )?;
 

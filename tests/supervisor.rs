@@ -91,3 +91,57 @@ print(json.dumps(heard))
         assert!(heard.get("other").is_some_and(serde_json::Value::is_null), "{name}: the other host heard {heard}");
     }
 }
+
+/// Issue 50: the supervisor's reading of NeMo-RL's checkpoint folder before a restart. A save
+/// stopped between its swap's renames (`old_step_N` and `tmp_step_N`, no `step_N`) is put back;
+/// an `old_step_N` beside its complete `step_N` or older than a complete step is an orphan and
+/// goes; one that nothing says is whole stays; links and files named as checkpoints are none.
+#[test]
+fn the_supervisor_puts_back_a_swapped_checkpoint_and_removes_only_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("shard"), "not the run's").unwrap();
+    let folder = |name: &str, entries: &[&str]| {
+        let folder = dir.path().join(name);
+        for entry in entries {
+            std::fs::create_dir_all(folder.join(entry)).unwrap();
+            std::fs::write(folder.join(entry).join("shard"), entry).unwrap();
+        }
+        std::fs::write(folder.join("step_10"), "a file, not a checkpoint").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, folder.join("old_step_9")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, folder.join("step_12")).unwrap();
+        folder
+    };
+    let driver = "import json, sys\nfrom gke_rl_supervise import checkpoints, restore_swapped, remove_partial\n\
+                  folder = sys.argv[1]\nbefore = checkpoints(folder)\nswapped = restore_swapped(folder)\n\
+                  partial = remove_partial(folder)\nprint(json.dumps([before, swapped, partial, checkpoints(folder)]))";
+    let read = |folder: &std::path::Path| -> [serde_json::Value; 4] {
+        let out = Command::new("python3")
+            .args(["-c", driver, &folder.display().to_string()])
+            .current_dir(dir.path())
+            .env("PYTHONPATH", dir.path())
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    use serde_json::json;
+
+    // Stopped between the renames of step 4's swap: step 4 is put back, its tmp goes.
+    let swap = folder("swap", &["step_2", "old_step_4", "tmp_step_4"]);
+    let [before, swapped, partial, after] = read(&swap);
+    assert_eq!(before, json!([2, ["tmp_step_4"], ["old_step_4"]]), "links and files are no checkpoints");
+    assert_eq!((&swapped[0], &swapped[1], &swapped[3]), (&json!(["step_4"]), &json!([]), &json!([])));
+    assert_eq!((&partial[0], &after), (&json!(["tmp_step_4"]), &json!([4, [], []])));
+    assert_eq!(std::fs::read_to_string(swap.join("step_4/shard")).unwrap(), "old_step_4", "the swapped-out save is step_4 again");
+
+    // Orphans: beside its complete step_6, and older than it; old_step_8 stays, as nothing
+    // says it is whole (no tmp_step_8 beside it).
+    let orphans = folder("orphans", &["step_6", "old_step_6", "old_step_3", "old_step_8"]);
+    let [_, swapped, _, after] = read(&orphans);
+    assert_eq!((&swapped[0], &swapped[1], &swapped[3]), (&json!([]), &json!(["old_step_3", "old_step_6"]), &json!([])));
+    assert_eq!(after, json!([6, [], ["old_step_8"]]));
+    assert!(elsewhere.join("shard").is_file(), "no link was followed");
+}

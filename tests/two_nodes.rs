@@ -6,6 +6,10 @@
 //! - `gke-rl fabric-check`: no GPU here, so the job's collective is gloo on CPU (torch from
 //!   Debian's python3-torch, which `cargo xtask ci` installs). It places one task per node,
 //!   reduces across both, reports each node's transport and the sweep, and gke-rl judges it.
+//! - `gke-rl storage-check`: a local folder stands in for the Lustre mount. Both nodes write,
+//!   read back each other's files and make small files; the report names each node, the
+//!   mount's file system (not Lustre here), and a node slowed from outside (its processes
+//!   stopped most of the time, as a starved VM's are). A stop and a kill leave nothing behind.
 //! - `gke-rl submit`'s recovery: a job that trains in steps on the second node (its actor needs
 //!   the `trainer` resource only that node has), writes `step_N` markers and resumes from the
 //!   newest; the node is killed mid-run and restarted.
@@ -80,7 +84,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
     // In this order: the recovery trials first, since a stopped check's collective may hold the
     // second node's CPUs until its rendezvous times out; `lost_node` takes the node away, and
     // `head_restarted` restarts the whole cluster.
-    let cases: [(&str, On, Case); 12] = [
+    let cases: [(&str, On, Case); 18] = [
         ("a_program_failure_is_not_retried", On::Spread, application_error),
         ("max_restarts_0_fails_on_a_lost_node_as_before", On::Spread, no_restarts),
         (
@@ -90,10 +94,16 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ),
         ("a_preempted_run_is_observed_through_the_port_forward", On::Spread, preempted),
         ("a_node_that_never_comes_back_ends_in_a_clear_failed", On::Spread, never_returns),
+        ("a_run_preempted_between_a_saves_renames_resumes_from_the_checkpoint_it_swapped_out", On::Spread, preempted_mid_swap),
+        ("a_run_preempted_during_an_async_save_resumes_from_the_newest_durable_one", On::Spread, preempted_mid_async_save),
         ("a_killed_supervisor_is_resubmitted_by_the_keeper", On::Spread, supervisor_killed),
         ("without_a_fabric_the_check_measures_both_nodes_and_passes", On::Every, measures_without_a_fabric),
         ("ranks_on_tcp_sockets_fail_an_rdma_deployment", On::Spread, sockets_fail_rdma),
         ("a_check_past_its_time_is_stopped", On::Spread, past_its_time),
+        ("the_storage_check_measures_both_nodes_and_removes_what_it_wrote", On::Every, storage_measures),
+        ("the_storage_check_names_a_node_slowed_from_outside", On::Spread, storage_slow_node),
+        ("a_storage_check_stopped_by_ctrl_c_removes_what_it_wrote", On::Spread, storage_interrupted),
+        ("a_killed_storage_checks_folder_is_removed_by_the_next", On::Spread, storage_killed),
         ("a_lost_node_fails_the_check", On::Every, lost_node),
         ("a_restarted_head_is_resubmitted_in_the_cluster", On::Spread, head_restarted),
         ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Every, idle_guard),
@@ -297,6 +307,168 @@ fn past_its_time(cluster: &Cluster) -> Result<(), Failed> {
     }
 }
 
+/// `gke-rl storage-check` of a fresh folder standing in for the mount, each node writing
+/// `size`: its output and the folder.
+fn storage_check(cluster: &Cluster, size: &str, extra: &[&str]) -> (Output, tempfile::TempDir) {
+    let mount = tempfile::tempdir().expect("temp dir");
+    let dir = mount.path().display().to_string();
+    let out =
+        gke_rl(TWO_NODES_NO_FABRIC, &[&["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", size], extra].concat());
+    (out, mount)
+}
+
+/// What is left in the checks' folder under `mount`.
+fn left_in(mount: &Path) -> Vec<String> {
+    listing(&mount.join("gke-rl/storage-check"))
+}
+
+fn json_of(out: &Output) -> Result<serde_json::Value, Failed> {
+    serde_json::from_str(&stdout(out)).map_err(|e| format!("not JSON: {e}\n{}\n{}", stdout(out), stderr(out)).into())
+}
+
+fn storage_measures(cluster: &Cluster) -> Result<(), Failed> {
+    let (out, mount) = storage_check(cluster, "64M", &["--json"]);
+    // A local folder is no Lustre: the check measures, and fails on the mount and the tier.
+    check(out.status.code() == Some(1), "a folder that is not Lustre fails the check", &out)?;
+    let json = json_of(&out)?;
+    let nodes = json["report"]["nodes"].as_array().cloned().unwrap_or_default();
+    check(nodes.len() == 2, "both nodes report", &out)?;
+    let ips: Vec<&str> = nodes.iter().filter_map(|n| n["ip"].as_str()).collect();
+    check(ips.len() == 2 && ips[0] != ips[1] && ips.contains(&"127.0.0.2"), "each node by its address", &out)?;
+    for node in &nodes {
+        // 8 ranks (A4's GPUs) of 8 MiB each, written, and another node's read back.
+        let moved = [&node["write"]["bytes"], &node["read"]["bytes"]].iter().all(|b| b.as_u64() == Some(64 << 20));
+        check(moved && node["metadata"]["files"] == 2000, "each node moved its share and made its small files", &out)?;
+    }
+    let problems = json["verdict"]["problems"].as_array().cloned().unwrap_or_default();
+    let not_lustre = problems.iter().filter(|p| p["problem"] == "not-lustre").count();
+    check(not_lustre == 2 && !problems.iter().any(|p| p["problem"] == "job-failed"), "the mount is named as not Lustre", &out)?;
+    check(json["verdict"]["write"]["bytes"] == 128u64 << 20 && json["expected"]["ceiling"]["tier"] == 1000, "the aggregate", &out)?;
+    check(json["verdict"]["prediction"]["save_s"].as_f64().is_some_and(|s| s > 0.0), "the configured model's save, predicted", &out)?;
+    check(left_in(mount.path()).is_empty(), "the check removed what it wrote", &out)?;
+    let (text, mount) = storage_check(cluster, "16M", &[]);
+    let said = stdout(&text);
+    check(
+        said.contains("storage-check: 2 nodes, 8 files of 2 MB each in parallel") && said.contains("slowest writers: "),
+        "the tables",
+        &text,
+    )?;
+    check(said.contains("not Managed Lustre") && said.contains("each save of 1.02 TB takes about"), "the verdict and the save", &text)?;
+    check(left_in(mount.path()).is_empty(), "the text run removed what it wrote too", &text)
+}
+
+fn storage_slow_node(cluster: &Cluster) -> Result<(), Failed> {
+    let slowed = cluster.node.lock().unwrap().as_ref().map(|node| node.throttle(0.9)).ok_or("no second node")?;
+    let (out, _mount) = storage_check(cluster, "128M", &["--json"]);
+    drop(slowed);
+    let json = json_of(&out)?;
+    let problems = json["verdict"]["problems"].as_array().cloned().unwrap_or_default();
+    let slow: Vec<&serde_json::Value> = problems.iter().filter(|p| p["problem"] == "slow-node").collect();
+    check(!slow.is_empty() && slow.iter().all(|p| p["ip"] == "127.0.0.2"), "the slowed node, and only it, is named", &out)?;
+    let report = json["report"]["nodes"].as_array().cloned().unwrap_or_default();
+    let rate = |ip: &str| {
+        report
+            .iter()
+            .find(|n| n["ip"] == ip)
+            .and_then(|n| Some(n["write"]["bytes"].as_f64()? / (n["write"]["end"].as_f64()? - n["write"]["start"].as_f64()?)))
+    };
+    let head = report.iter().find_map(|n| n["ip"].as_str().filter(|ip| *ip != "127.0.0.2")).ok_or("no head node")?;
+    check(rate("127.0.0.2") < rate(head), "it wrote slower", &out)
+}
+
+fn storage_interrupted(cluster: &Cluster) -> Result<(), Failed> {
+    let mount = tempfile::tempdir().expect("temp dir");
+    let config = tempfile::tempdir().expect("temp dir");
+    std::fs::write(config.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
+    let dir = mount.path().display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .current_dir(config.path())
+        .args(["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "4G"])
+        .env_remove("RAY_ADDRESS")
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gke-rl runs");
+    // Ctrl-C once the ranks are writing.
+    let writing = wait_for(Duration::from_secs(120), || find_files(&mount.path().join("gke-rl/storage-check"), "rank-"));
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = common::exited_cleanly(child.wait_with_output().expect("gke-rl ends"));
+    check(writing, "the check was writing when it was interrupted", &out)?;
+    check(out.status.code() == Some(130) && stderr(&out).contains("; it removed what it wrote"), "Ctrl-C stops the check", &out)?;
+    check(left_in(mount.path()).is_empty(), "nothing is left", &out)
+}
+
+fn storage_killed(cluster: &Cluster) -> Result<(), Failed> {
+    let mount = tempfile::tempdir().expect("temp dir");
+    let checks = mount.path().join("gke-rl/storage-check");
+    let dir = mount.path().display().to_string();
+    let address = cluster.address.clone();
+    let first =
+        std::thread::spawn(move || gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &address, "--dir", &dir, "--size", "4G"]));
+    // The driver killed mid-write, as an OOM kill or a lost head would: it cleans nothing.
+    let writing = wait_for(Duration::from_secs(120), || find_files(&checks, "rank-"));
+    let killed = driver_group(&checks)
+        .map(|group| Command::new("kill").args(["-KILL", "--", &format!("-{group}")]).status().is_ok_and(|s| s.success()));
+    let out = first.join().map_err(|_| "the first check panicked")?;
+    check(writing && killed == Some(true), "the first check's driver was killed mid-write", &out)?;
+    let left = left_in(mount.path());
+    check(left.len() == 1, "a killed check leaves its folder", &out)?;
+    // Long after: its lease is stale.
+    let lease = std::fs::File::options().write(true).open(checks.join(&left[0]).join(".lease")).map_err(|e| e.to_string())?;
+    lease.set_modified(std::time::SystemTime::now() - Duration::from_secs(600)).map_err(|e| e.to_string())?;
+    let dir = mount.path().display().to_string();
+    let next = gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "16M"]);
+    check(stdout(&next).contains(&format!("removed {}, left by a check that was killed", left[0])), "the next check says so", &next)?;
+    check(left_in(mount.path()).is_empty(), "and removes it", &next)
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned())).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Whether a file whose name starts with `prefix` is anywhere under `dir`.
+fn find_files(dir: &Path, prefix: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.filter_map(Result::ok).any(|e| {
+        let path = e.path();
+        e.file_name().to_string_lossy().starts_with(prefix) || (path.is_dir() && !path.is_symlink() && find_files(&path, prefix))
+    })
+}
+
+/// Polls `ready` every 100 ms until it holds or `within` passes.
+fn wait_for(within: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// The process group of the storage-check driver writing under `checks` (Ray runs each job's
+/// entrypoint in a session of its own).
+fn driver_group(checks: &Path) -> Option<String> {
+    let name = std::fs::read_dir(checks).ok()?.filter_map(Result::ok).next()?.file_name().to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").ok()?.filter_map(Result::ok).find_map(|proc| {
+        let cmdline = std::fs::read(proc.path().join("cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if !(cmdline.contains("storage_check.py") && cmdline.contains(&name)) {
+            return None;
+        }
+        let stat = std::fs::read_to_string(proc.path().join("stat")).ok()?;
+        // pid (comm) state ppid pgrp …: the comm may hold spaces, so after its `)`.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(2).map(str::to_owned)
+    })
+}
+
 fn lost_node(cluster: &Cluster) -> Result<(), Failed> {
     cluster.kill_node()?;
     let out = fabric_check(cluster, TWO_NODES_NO_FABRIC, &[]);
@@ -306,15 +478,24 @@ fn lost_node(cluster: &Cluster) -> Result<(), Failed> {
     check(report.contains("1 of the 2 GPU nodes took part"), "it counts the nodes left", &out)
 }
 
-/// Trains `steps` steps of 1 s on the second node's `trainer` actor, writing a `step_N` marker
-/// into the folder given every second step, and resumes after the newest; a third argument
-/// fails that step.
-const TRAIN: &str = r#"import os, sys, time, zipfile, ray
+/// Trains `steps` steps of 1 s on the second node's `trainer` actor, saving a checkpoint every
+/// second step and resuming after the newest, with NeMo-RL's prints for steps and saves; a
+/// third argument (not 0) fails that step. A save is shaped as NVIDIA-NeMo/RL
+/// `nemo_rl/utils/checkpoint.py` (main at 7ea279a) makes one: written into `tmp_step_N`, then
+/// renamed to `step_N`, an existing `step_N` swapped out through `old_step_N`. The fourth
+/// argument is how it saves: `sync`; `async`, whose writes and rename happen in a background
+/// thread while training goes on (Megatron's async_save); or `swap`, which saves step 4 twice,
+/// the second time pausing between the swap's renames while the file `hold` beside the
+/// markers exists.
+const TRAIN: &str = r#"import os, shutil, sys, threading, time, zipfile, ray
 markers, steps = sys.argv[1], int(sys.argv[2])
 fail_at = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+mode = sys.argv[4] if len(sys.argv) > 4 else "sync"
+hold = os.path.join(os.path.dirname(markers), "hold")
 os.makedirs(markers, exist_ok=True)
-start = max([int(n[5:]) for n in os.listdir(markers) if n.startswith("step_")], default=0)
-assert not [n for n in os.listdir(markers) if n.startswith("tmp_step_")], "a half-written checkpoint is left"
+names = [e.name for e in os.scandir(markers) if e.is_dir(follow_symlinks=False)]
+start = max([int(n[5:]) for n in names if n.startswith("step_")], default=0)
+assert not [n for n in names if n.startswith("tmp_step_")], "a half-written checkpoint is left"
 print(f"resuming after step {start}" if start else "starting fresh", flush=True)
 ray.init()
 
@@ -333,18 +514,51 @@ class Trainer:
             raise ValueError(f"step {n} went wrong")
         return n
 
+pending = []
+
+def finalize_pending():
+    while pending:
+        pending.pop().join()
+
+def save(n):
+    finalize_pending()
+    print(f"Saving checkpoint for step {n}...", flush=True)
+    tmp, final, old = (os.path.join(markers, f"{p}step_{n}") for p in ("tmp_", "", "old_"))
+    os.makedirs(tmp)
+
+    def write_and_rename():
+        with open(os.path.join(tmp, "shard"), "wb") as f:
+            f.write(b"\0" * (1 << 20))
+        if mode == "async":
+            time.sleep(8)
+        if os.path.exists(final):
+            os.rename(final, old)
+            while os.path.exists(hold):
+                time.sleep(0.1)
+            os.rename(tmp, final)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, final)
+
+    if mode == "async":
+        # A daemon, as NeMo-RL's finalization thread: it dies with the training.
+        pending.append(threading.Thread(target=write_and_rename, daemon=True))
+        pending[-1].start()
+    else:
+        write_and_rename()
+        print(f"Saved checkpoint to {final}", flush=True)
+
 trainer = Trainer.remote()
 for n in range(start + 1, steps + 1):
+    print(f"========================= Step {n}/{steps} =========================", flush=True)
     ray.get(trainer.step.remote(n))
-    # A checkpoint every second step, and NeMo-RL's words for it and for a finished step,
-    # which gke-rl counts.
     if n % 2 == 0:
-        print(f"Saving checkpoint for step {n}...", flush=True)
-        # As NeMo-RL saves: into tmp_step_N, then renamed to step_N.
-        os.makedirs(os.path.join(markers, f"tmp_step_{n}"))
-        os.rename(os.path.join(markers, f"tmp_step_{n}"), os.path.join(markers, f"step_{n}"))
-        print(f"Saved checkpoint to {markers}/step_{n}", flush=True)
-    print(f"trained step {n}\n  • Total step time: 1.00s", flush=True)
+        save(n)
+        if mode == "swap" and n == 4 and not start:
+            save(n)
+    timer = "\n  • checkpointing: 0.10s (10.0%)" if n % 2 == 0 else ""
+    print(f"trained step {n}\n⏱️  Timing:\n  • Total step time: 1.00s{timer}", flush=True)
+finalize_pending()
 "#;
 
 /// `gke-rl submit` of the training script, running in the background, its output in files.
@@ -359,7 +573,15 @@ struct Training {
 impl Training {
     /// Through `--address`, in a scratch folder.
     fn start(cluster: &Cluster, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
+        Training::start_saving(cluster, steps, extra, fail_at, "sync")
+    }
+
+    /// [`Training::start`], saving as `mode` says (see [`TRAIN`]); `swap` starts holding.
+    fn start_saving(cluster: &Cluster, steps: u32, extra: &[&str], fail_at: Option<u32>, mode: &str) -> Training {
         let scratch = tempfile::tempdir().expect("temp dir");
+        if mode == "swap" {
+            std::fs::write(scratch.path().join("hold"), "").expect("hold");
+        }
         std::fs::write(scratch.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC).expect("config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
@@ -368,13 +590,18 @@ impl Training {
             .env("RAY_AUTH_TOKEN", ray_head::test_token())
             .env_remove("RAY_ADDRESS")
             .env("KUBECONFIG", scratch.path().join("no-kubeconfig"));
-        let mut training = Training::spawn(command, scratch.path(), steps, extra, fail_at);
+        let mut training = Training::spawn_saving(command, scratch.path(), steps, extra, fail_at, mode);
         training._scratch = Some(scratch);
         training
     }
 
     /// `command` (gke-rl submit and how it reaches the cluster) in `dir`, with the script.
-    fn spawn(mut command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
+    fn spawn(command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>) -> Training {
+        Training::spawn_saving(command, dir, steps, extra, fail_at, "sync")
+    }
+
+    /// [`Training::spawn`], saving as `mode` says (see [`TRAIN`]).
+    fn spawn_saving(mut command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>, mode: &str) -> Training {
         std::fs::write(dir.join("train.py"), TRAIN).expect("script");
         // A package of its own for every run: both nodes share this machine's session folder,
         // and an unpacked copy an earlier run left there may have been replaced or removed by
@@ -388,8 +615,7 @@ impl Training {
             .current_dir(dir)
             .args(["--include", "train.py", "--include", "run.txt", "--runs-dir", &runs, "--checkpoint-dir", &markers])
             .args(extra)
-            .args(["--", "python", "train.py", &markers, &steps.to_string()])
-            .args(fail_at.map(|n| n.to_string()))
+            .args(["--", "python", "train.py", &markers, &steps.to_string(), &fail_at.unwrap_or(0).to_string(), mode])
             .stdout(file("stdout"))
             .stderr(file("stderr"))
             .spawn()
@@ -548,6 +774,77 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     });
     check(saves.len() >= 4 && timed, "the supervisor times each save in the log", &logs)?;
     drop(dir);
+    Ok(())
+}
+
+/// A preemption between the two renames of a save's swap: the supervisor puts `old_step_4`
+/// back, and the run resumes from it, not from step 2.
+fn preempted_mid_swap(cluster: &Cluster) -> Result<(), Failed> {
+    let mut training = Training::start_saving(cluster, 8, &["--no-wait", "--max-restarts", "2", "--restart-wait", "3m"], None, "swap");
+    let markers = training.dir.join("markers");
+    let id = training.id()?;
+    // The scratch folder outlives submit: the run writes into it.
+    let scratch = training._scratch.take();
+    let submitted = training.finish()?;
+    check(submitted.status.code() == Some(0), "submit --no-wait returns at once", &submitted)?;
+    if !wait_for(Duration::from_secs(180), || markers.join("old_step_4").is_dir() && !markers.join("step_4").exists()) {
+        let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", &id, "--address", &cluster.address]);
+        return Err(format!("the save of step 4 did not pause between its renames: {:?}\n{}", listing(&markers), stdout(&logs)).into());
+    }
+    cluster.kill_node()?;
+    cluster.join()?;
+    let status = status_until(cluster, &id, "SUCCEEDED")?;
+    let said = stderr(&status);
+    check(said.contains("put back step_4 from old_step_N: a save was stopped between its renames"), "the record says so", &status)?;
+    let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", &id, "--address", &cluster.address]);
+    let log = stdout(&logs);
+    check(log.contains("put back old_step_4 as step_4: a save was stopped between its renames"), "the supervisor says so", &logs)?;
+    check(log.contains("resuming after step 4") && log.contains("trained step 8"), "it resumed from the swapped checkpoint", &logs)?;
+    let trained: Vec<&str> = log.lines().filter(|l| l.starts_with("trained step ")).collect();
+    let once = trained.iter().all(|l| trained.iter().filter(|m| *m == l).count() == 1);
+    check(once, "no step was trained twice", &logs)?;
+    let left = listing(&markers);
+    check(!left.iter().any(|n| n.starts_with("old_step_") || n.starts_with("tmp_step_")), "no orphan is left", &logs)?;
+    drop(scratch);
+    Ok(())
+}
+
+/// A preemption while an async save writes in the background: that save is half-written and
+/// removed, the run resumes from the newest durable one, and each save's time until durable
+/// is recorded beside its pause.
+fn preempted_mid_async_save(cluster: &Cluster) -> Result<(), Failed> {
+    let mut training = Training::start_saving(cluster, 8, &["--no-wait", "--max-restarts", "2", "--restart-wait", "3m"], None, "async");
+    let markers = training.dir.join("markers");
+    let id = training.id()?;
+    // The scratch folder outlives submit: the run writes into it.
+    let scratch = training._scratch.take();
+    let submitted = training.finish()?;
+    check(submitted.status.code() == Some(0), "submit --no-wait returns at once", &submitted)?;
+    if !wait_for(Duration::from_secs(180), || markers.join("step_2").is_dir() && markers.join("tmp_step_4").is_dir()) {
+        let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", &id, "--address", &cluster.address]);
+        return Err(format!("step 2 was not durable while step 4 was written: {:?}\n{}", listing(&markers), stdout(&logs)).into());
+    }
+    cluster.kill_node()?;
+    cluster.join()?;
+    let status = status_until(cluster, &id, "SUCCEEDED")?;
+    check(stderr(&status).contains("removed the half-written checkpoints tmp_step_4"), "the interrupted save is removed", &status)?;
+    let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", &id, "--address", &cluster.address]);
+    let log = stdout(&logs);
+    check(log.contains("resuming after step 2") && log.contains("trained step 8"), "it resumed from the newest durable save", &logs)?;
+    let durable: Vec<(u64, f64)> = log
+        .lines()
+        .filter_map(|l| match gke_rl::supervisor::Record::of_line(l)? {
+            gke_rl::supervisor::Record::Durable { step, after_s } => Some((step, after_s)),
+            _ => None,
+        })
+        .collect();
+    check(durable.iter().any(|(step, after)| *step == 2 && *after >= 7.5), "the save was durable after its background writes", &logs)?;
+    let report = gke_rl(TWO_NODES_NO_FABRIC, &["report", &id, "--address", &cluster.address, "--format", "json"]);
+    let json = json_of(&report)?;
+    let checkpoints = &json["checkpoints"];
+    let (blocking, durable) = (checkpoints["blocking_s"].as_f64(), checkpoints["durable_s"].as_f64());
+    check(blocking == Some(0.1) && durable.is_some_and(|d| d >= 7.5), "the report has the pause and the time until durable", &report)?;
+    drop(scratch);
     Ok(())
 }
 

@@ -63,7 +63,7 @@ fn every_run_ends_with_what_it_could_not_check() {
     let tail = &text[text.rfind("checked with ").expect("the coverage")..];
     assert!(tail.contains("checked with ") && tail.contains(" rules; not checked:"), "{tail}");
     assert!(
-        tail.contains("lustre-capacity-step, lustre-capacity-range, checkpoint-save-time: no Lustre throughput tier (add gke-a4-deployment.yaml, or LUSTRE_THROUGHPUT to env.sh)"),
+        tail.contains("lustre-capacity-step, lustre-capacity-range, checkpoint-save-time, checkpoint-save-timeout, checkpoint-save-period: no Lustre throughput tier (add gke-a4-deployment.yaml, or LUSTRE_THROUGHPUT to env.sh)"),
         "{tail}"
     );
     assert!(tail.contains("blueprint-var-and-setting: no blueprint (add gke-a4.yaml)"), "{tail}");

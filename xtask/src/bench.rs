@@ -22,6 +22,10 @@ pub enum Target {
     /// Submit to a local Ray 2.54 head against `ray job submit` (target: 10× faster), and
     /// package a 3000-file, 50 MB tree against Ray's packager (target: 5× faster)
     Submit,
+    /// The storage check's per-node pass against fio (Debian's) with the same pattern on the
+    /// same folder, alternating, and the whole check's wall time through a local Ray head
+    /// (target: write and read within 15% of fio's)
+    Storage,
     /// Preempt a supervised run 5 times on a real two-node Ray cluster of each tested version:
     /// the supervisor's overheads, from a node's death to noticing it and from its return to the
     /// training running (target: under 10 s each, beyond Ray's own node-join time)
@@ -42,6 +46,7 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
         }
         Target::Validate => validate(sh),
         Target::Submit => submit(sh),
+        Target::Storage => storage(sh),
         Target::Recovery => {
             for version in gke_rl_ray::TESTED_RAY {
                 crate::ci::ray_venv(sh, version)?;
@@ -320,4 +325,107 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     eprintln!("      Ray's packager (median of 5): {:>8.1} ms", python_seconds * 1e3);
     eprintln!("      ratio: gke-rl is {:.1}x faster (target: 5x)", python_seconds * 1e9 / ours_ns);
     Ok(())
+}
+
+/// The storage benchmark's pattern: as one A4 node saves, 8 ranks' files in parallel.
+const STORAGE_RANKS: u64 = 8;
+/// Bytes each rank writes and reads: 4 GiB a pass, past what a disk's own cache absorbs.
+const STORAGE_RANK_BYTES: u64 = 512 << 20;
+/// Passes of each tool, alternating which goes first.
+const STORAGE_ROUNDS: usize = 5;
+
+fn storage(sh: &Shell) -> anyhow::Result<()> {
+    crate::ci::debian_package(sh, "fio", "/usr/bin/fio")?;
+    let work = project_root().join("target/bench-storage");
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(&work)?;
+    let script = work.join(gke_rl::storage::CHECK_SCRIPT_FILE);
+    std::fs::write(&script, gke_rl::storage::CHECK_SCRIPT)?;
+    let (ranks, rank_bytes) = (STORAGE_RANKS.to_string(), STORAGE_RANK_BYTES.to_string());
+    let checks = work.join("check");
+    // The check's own node program, alone on this machine: (write, read, metadata ops/s).
+    let check = || -> anyhow::Result<(f64, f64, f64)> {
+        cmd!(sh, "sync").run()?;
+        let log = cmd!(sh, "python3 {script} --local --dir {checks} --ranks {ranks} --rank-bytes {rank_bytes}").read()?;
+        let report = gke_rl::storage::Report::parse(&log);
+        let node = report.nodes.first().with_context(|| format!("the check reported no node:\n{log}"))?;
+        Ok((node.write.rate(), node.read.rate(), node.metadata.ops_per_second()))
+    };
+    let fio_dir = work.join("fio");
+    let size = format!("{}M", STORAGE_RANK_BYTES >> 20);
+    // fio: the same files (one per job), the same 16 MiB requests, fsync at the end of the writes
+    // (counted in its time), its page cache dropped before the reads (invalidate=1).
+    let fio = || -> anyhow::Result<(f64, f64)> {
+        cmd!(sh, "sync").run()?;
+        std::fs::create_dir_all(&fio_dir)?;
+        let mut rates = [0.0; 2];
+        for (rate, (mode, extra)) in rates.iter_mut().zip([("write", "--end_fsync=1"), ("read", "--invalidate=1")]) {
+            let json = cmd!(
+                sh,
+                "fio --name=ckpt --directory={fio_dir} --rw={mode} --bs=16M --size={size} --numjobs={ranks} --ioengine=psync {extra} --group_reporting --output-format=json"
+            )
+            .read()?;
+            let json: serde_json::Value = serde_json::from_str(&json).context("fio's JSON")?;
+            *rate = json["jobs"][0][mode]["bw_bytes"].as_f64().context("fio's bandwidth")?;
+        }
+        std::fs::remove_dir_all(&fio_dir)?;
+        Ok((rates[0], rates[1]))
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for round in 0..STORAGE_ROUNDS {
+        if round % 2 == 0 {
+            ours.push(check()?);
+            theirs.push(fio()?);
+        } else {
+            theirs.push(fio()?);
+            ours.push(check()?);
+        }
+    }
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let (write, read, metadata) = (
+        median(ours.iter().map(|o| o.0).collect()),
+        median(ours.iter().map(|o| o.1).collect()),
+        median(ours.iter().map(|o| o.2).collect()),
+    );
+    let (fio_write, fio_read) = (median(theirs.iter().map(|t| t.0).collect()), median(theirs.iter().map(|t| t.1).collect()));
+    let whole = whole_check(sh, &work)?;
+    let gb = |rate: f64| rate / 1e9;
+    eprintln!(
+        "\n{} GiB a pass ({STORAGE_RANKS} files of {} MiB in parallel) on this machine's disk, in target/bench-storage; median of {STORAGE_ROUNDS} alternating passes each:",
+        (STORAGE_RANKS * STORAGE_RANK_BYTES) >> 30,
+        STORAGE_RANK_BYTES >> 20
+    );
+    for (what, ours, theirs) in [("write (fsync'ed)", write, fio_write), ("read (cache dropped)", read, fio_read)] {
+        let off = (ours / theirs - 1.0) * 100.0;
+        let verdict = if off.abs() <= 15.0 { "within 15% ✓" } else { "outside 15% ✗" };
+        eprintln!("  {what:<22} storage-check {:>6.2} GB/s   fio {:>6.2} GB/s   {:+.1}%  {verdict}", gb(ours), gb(theirs), off);
+    }
+    eprintln!("  metadata               storage-check {metadata:>8.0} operations/s (2000 files created, stat'ed, deleted)");
+    eprintln!("  the whole check (gke-rl storage-check, one Ray node, 4 GiB): {:.1} s from start to its report", whole.as_secs_f64());
+    Ok(())
+}
+
+/// The wall time of `gke-rl storage-check` (installed) against a local Ray 2.54 head, its
+/// folder under `work`.
+fn whole_check(sh: &Shell, work: &Path) -> anyhow::Result<Duration> {
+    let bin = crate::ci::ray_venv(sh, "2.54.0")?;
+    let installed = installed_binary(sh)?;
+    let head = gke_rl_test_support::ray_head::Head::start("2.54.0", &bin).map_err(anyhow::Error::msg)?;
+    let _token = head.token.as_deref().map(|t| sh.push_env("RAY_AUTH_TOKEN", t));
+    let config = work.join("gke-rl.yaml");
+    std::fs::write(&config, "topology:\n  node_count: 1\nfabric:\n  mode: \"off\"\n")?;
+    let (address, dir) = (head.address.clone(), work.join("whole"));
+    let start = Instant::now();
+    // A folder that is not Lustre fails the check (exit 1): the time is what is measured.
+    let out = cmd!(sh, "{installed} storage-check --config {config} --address {address} --dir {dir} --size 4G").ignore_status().output()?;
+    let took = start.elapsed();
+    if !matches!(out.status.code(), Some(0 | 1)) || !String::from_utf8_lossy(&out.stdout).contains("storage-check: 1 node,") {
+        bail!("the whole check did not report:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(took)
 }

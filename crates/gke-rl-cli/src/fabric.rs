@@ -32,7 +32,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size, default_value = "1M,16M,256M,1G")]
     sizes: Vec<u64>,
     /// Fail when the largest message's bus bandwidth is below this fraction of the line rate
-    #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MIN_FRACTION, value_parser = parse_fraction)]
+    #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MIN_FRACTION, value_parser = crate::parse_fraction)]
     min_fraction: f64,
     /// The longest the check job may run (90s, 30m, 1h)
     #[arg(long = "check-timeout", value_name = "DURATION", default_value = "15m", value_parser = crate::parse_duration)]
@@ -49,24 +49,7 @@ pub struct CheckArgs {
 const MAX_SIZE: u64 = 8 << 30;
 
 fn parse_size(text: &str) -> Result<u64, String> {
-    let (digits, shift) = match text.chars().last() {
-        Some('K' | 'k') => (&text[..text.len() - 1], 10),
-        Some('M' | 'm') => (&text[..text.len() - 1], 20),
-        Some('G' | 'g') => (&text[..text.len() - 1], 30),
-        _ => (text, 0),
-    };
-    let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a size such as 1M, 256M or 1G"))?;
-    match number.checked_shl(shift).filter(|b| b >> shift == number) {
-        Some(bytes) if (1..=MAX_SIZE).contains(&bytes) => Ok(bytes),
-        _ => Err(format!("`{text}` is outside 1 byte to 8G")),
-    }
-}
-
-fn parse_fraction(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
-        _ => Err(format!("`{text}` is not a fraction between 0 and 1, such as 0.6")),
-    }
+    crate::parse_size(text, MAX_SIZE)
 }
 
 impl Args {
@@ -118,9 +101,9 @@ impl CheckArgs {
 }
 
 /// The console, without the job's log unless asked for.
-struct Filtered<'a> {
-    console: &'a Console,
-    logs: bool,
+pub(crate) struct Filtered<'a> {
+    pub console: &'a Console,
+    pub logs: bool,
 }
 
 impl Progress for Filtered<'_> {
@@ -196,8 +179,8 @@ mod tests {
         assert_eq!(parse_size("1M"), Ok(1 << 20));
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("9G").unwrap_err().contains("outside"));
+        assert!(parse_size("9G").unwrap_err().contains("outside 1 byte to 8G"));
         assert!(parse_size("0").is_err() && parse_size("-1M").is_err() && parse_size("99999999999999999999G").is_err());
-        assert!(parse_fraction("1.5").is_err() && parse_fraction("NaN").is_err());
+        assert!(crate::parse_fraction("1.5").is_err() && crate::parse_fraction("NaN").is_err());
     }
 }

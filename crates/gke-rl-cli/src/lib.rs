@@ -15,6 +15,7 @@ mod fabric;
 mod jobs;
 mod render;
 mod report;
+mod storage;
 mod terminal;
 mod validate;
 
@@ -51,6 +52,7 @@ pub enum Command {
     Stop(jobs::StopArgs),
     Jobs(jobs::JobsArgs),
     FabricCheck(fabric::Args),
+    StorageCheck(storage::Args),
     /// Print what gke-rl knows: its models, GPU families and NeMo-RL releases (Markdown)
     Models,
     /// Print the JSON schema of the config file (gke-rl.yaml), every key with its type and default
@@ -106,6 +108,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         Command::Stop(args) => args.run(),
         Command::Jobs(args) => args.run(),
         Command::FabricCheck(args) => args.run(),
+        Command::StorageCheck(args) => args.run(),
         // The generated files, built in: an installed binary has no clone beside it.
         // `cargo xtask codegen` writes them and its check mode keeps them current.
         Command::Models => {
@@ -189,6 +192,36 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     match number.checked_mul(millis_per_unit).map(Duration::from_millis) {
         Some(duration) if duration <= LONGEST => Ok(duration),
         _ => Err(format!("`{text}` is longer than a week (168h), the longest gke-rl waits")),
+    }
+}
+
+/// The exit code of a run a signal stopped or detached, as a shell reports one it killed: 128 +
+/// its number (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+fn interrupted(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(130)
+}
+
+/// Parses a size in bytes with K, M, G or T (powers of 1024), from 1 byte to `max`.
+fn parse_size(text: &str, max: u64) -> Result<u64, String> {
+    let (digits, shift) = match text.chars().last() {
+        Some('K' | 'k') => (&text[..text.len() - 1], 10),
+        Some('M' | 'm') => (&text[..text.len() - 1], 20),
+        Some('G' | 'g') => (&text[..text.len() - 1], 30),
+        Some('T' | 't') => (&text[..text.len() - 1], 40),
+        _ => (text, 0),
+    };
+    let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a size such as 1M, 256M or 1G"))?;
+    match number.checked_shl(shift).filter(|b| b >> shift == number) {
+        Some(bytes) if (1..=max).contains(&bytes) => Ok(bytes),
+        _ => Err(format!("`{text}` is outside 1 byte to {}", gke_rl::fabric::size(max).replace(' ', "").replace("iB", ""))),
+    }
+}
+
+/// Parses a fraction between 0 and 1.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("`{text}` is not a fraction between 0 and 1, such as 0.6")),
     }
 }
 

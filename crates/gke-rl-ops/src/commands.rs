@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use gke_rl::checkpoint_plan::Saving;
 use gke_rl::model::{JobMode, WhenDone};
 use gke_rl::supervisor::Records;
 use gke_rl::{Artifacts, Deployment};
@@ -368,7 +369,15 @@ impl RunText {
     /// `wall_s`, priced at the deployment's hourly cost.
     fn report(&self, deployment: &Deployment, started_at: Option<f64>, wall_s: Option<f64>) -> gke_rl::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-        gke_rl::run_report::report(&gke_rl::run_report::Inputs { log: &self.log, records: &self.records, wall_s, per_hour, started_at })
+        let saving = Some((Saving::of(deployment), Saving::tier_ceiling(deployment)));
+        gke_rl::run_report::report(&gke_rl::run_report::Inputs {
+            log: &self.log,
+            records: &self.records,
+            wall_s,
+            per_hour,
+            started_at,
+            saving,
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! gke-rl's cluster operations as a library: [`deploy`](deploy::deploy), [`destroy`](destroy::destroy),
 //! [`connect`](head::connect) to a RayCluster's head, the job operations in [`jobs`] (submit,
 //! follow, stop), each job command whole in [`commands`] (submit, status, logs, stop, the list,
-//! with their policy), and the [`fabric`] check.
+//! with their policy), and the [`fabric`] and [`storage`] checks.
 //!
 //! Each takes a loaded [`gke_rl::Deployment`], typed options, an [`Env`] (the programs it runs,
 //! the Kubernetes API, a clock, what interrupts it) and a [`Progress`] sink that receives typed
@@ -42,6 +42,7 @@ pub mod jobs;
 pub mod monitoring;
 mod rayjob;
 mod site;
+pub mod storage;
 pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};

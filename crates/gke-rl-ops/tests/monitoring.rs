@@ -150,6 +150,7 @@ async fn every_metric_is_read_page_by_page_over_the_runs_window_with_the_token_i
         step_time_s: Some(300.0),
         checkpoint_s: Some(120.0),
         saved_at: Some(START + 300.0),
+        durable_s: None,
         generation_length: None,
         timers: BTreeMap::new(),
         redone: false,

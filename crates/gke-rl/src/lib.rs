@@ -36,6 +36,7 @@
 mod artifact;
 pub mod auth;
 pub mod blueprint;
+pub mod checkpoint_plan;
 pub mod config;
 pub mod cost;
 pub mod diagnostic;
@@ -55,6 +56,7 @@ pub mod render;
 pub mod run_log;
 pub mod run_report;
 pub mod secrets;
+pub mod storage;
 mod suggest;
 pub mod supervisor;
 

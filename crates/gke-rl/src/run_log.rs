@@ -10,7 +10,9 @@
 //! - `⏱️  Timing:`, then `  • Total step time: X.XXs`, then each timer, longest first:
 //!   `  • NAME: X.XXs (P.P%)`;
 //! - `Saving checkpoint for step N...` in a step that saves (N counts across epochs), timed by
-//!   that step's `checkpointing` timer. Saves are synchronous, so that timer is the pause. A `Saved checkpoint to PATH` line,
+//!   that step's `checkpointing` timer, the pause. A synchronous save is durable when it ends;
+//!   an async one (NeMo-RL main, #2828) later, when the supervisor's `durable` record says its
+//!   `step_N` appeared. A `Saved checkpoint to PATH` line,
 //!   where one is printed, gives the path, and the save's duration as the log arrived when the
 //!   timer never comes.
 //!
@@ -122,6 +124,9 @@ pub struct Save {
     pub path: Option<String>,
     /// When it began, in seconds since the epoch, from the supervisor's record of it.
     pub at: Option<f64>,
+    /// Seconds from its line until its `step_N` appeared, as the supervisor timed it: the time
+    /// until it is durable, later than `seconds` for an async save.
+    pub durable_s: Option<f64>,
     /// When its line arrived, when the log was fed with a clock.
     started_at: Option<f64>,
 }
@@ -250,7 +255,15 @@ impl RunLog {
             let Some(step) = rest.strip_suffix("...").and_then(|n| n.trim().parse().ok()) else { return };
             self.saves_full = self.saves.len() == MAX_SAVES;
             if !self.saves_full {
-                self.saves.push(Save { step, seconds: None, timed_by_nemo_rl: false, path: None, at: None, started_at: now });
+                self.saves.push(Save {
+                    step,
+                    seconds: None,
+                    timed_by_nemo_rl: false,
+                    path: None,
+                    at: None,
+                    durable_s: None,
+                    started_at: now,
+                });
                 // Its step's `checkpointing` timer times it: the newest step, if still running
                 // (a step that has finished is not this save's, whose header was lost).
                 if let Some(newest) = self.steps.last_mut().filter(|s| s.save.is_none() && s.step_time_s.is_none() && !self.steps_full) {
@@ -275,6 +288,13 @@ impl RunLog {
                 crate::supervisor::Record::Checkpoint { step, at } if at.is_finite() => {
                     if let Some(save) = self.saves.last_mut().filter(|s| s.step == step && s.at.is_none() && !self.saves_full) {
                         save.at = Some(at);
+                    }
+                }
+                // An async save is durable later, maybe after the next save began: the newest of
+                // its step, once.
+                crate::supervisor::Record::Durable { step, after_s } if after_s.is_finite() && after_s >= 0.0 => {
+                    if let Some(save) = self.saves.iter_mut().rev().take(2).find(|s| s.step == step && s.durable_s.is_none()) {
+                        save.durable_s = Some(after_s);
                     }
                 }
                 _ => {}

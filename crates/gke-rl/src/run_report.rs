@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::checkpoint_plan::{Interval, Mtbf, Saving};
 use crate::run_log::RunLog;
 use crate::supervisor::Records;
 
@@ -37,6 +38,9 @@ pub struct Inputs<'a> {
     pub per_hour: Option<f64>,
     /// When it started, in seconds since the epoch, if known.
     pub started_at: Option<f64>,
+    /// What the deployment saves and the tier's list throughput (bytes per second), for the
+    /// predicted save beside the measured ones and the recommended period.
+    pub saving: Option<(Saving, Option<f64>)>,
 }
 
 /// A run's figures.
@@ -57,6 +61,27 @@ pub struct Report {
     pub started_at: Option<f64>,
     /// What its Lustre instance did meanwhile, where the caller read it.
     pub lustre: Option<crate::lustre_usage::Usage>,
+    /// Its saves, measured and predicted, and how often to save.
+    pub checkpoints: Checkpoints,
+}
+
+/// A run's checkpoint saves, measured beside predicted, and the period that loses the least.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Checkpoints {
+    /// Saves the log began.
+    pub saves: usize,
+    /// The mean pause of the saves NeMo-RL timed (the `checkpointing` timer).
+    pub blocking_s: Option<f64>,
+    /// The mean time until a save was durable (its `step_N` appeared), where the supervisor
+    /// timed it: later than the pause for an async save.
+    pub durable_s: Option<f64>,
+    /// One save at the instance's list throughput (capacity × tier), predicted.
+    pub predicted_s: Option<f64>,
+    /// The save period that loses the least time, from the measured save (else the predicted
+    /// one), the run's own failure rate (else the config's) and its median step.
+    pub interval: Option<Interval>,
+    /// The period the run saves at.
+    pub save_period: Option<u64>,
 }
 
 /// One step, as the log reported it.
@@ -74,6 +99,8 @@ pub struct StepRow {
     pub checkpoint_s: Option<f64>,
     /// When that save began, in seconds since the epoch, where the supervisor recorded it.
     pub saved_at: Option<f64>,
+    /// Seconds until that save was durable, where the supervisor timed it.
+    pub durable_s: Option<f64>,
     /// `Mean Generation Length`, in tokens.
     pub generation_length: Option<f64>,
     /// Each timer's seconds.
@@ -99,6 +126,8 @@ pub struct Progress {
     pub eta_s: Option<f64>,
     /// The newest checkpoint save's duration.
     pub last_checkpoint_s: Option<f64>,
+    /// The time until that save was durable, where the supervisor timed it.
+    pub last_durable_s: Option<f64>,
     /// Restarts so far.
     pub restarts: usize,
 }
@@ -219,6 +248,8 @@ fn progress_given(log: &RunLog, records: &Records, redone: &[bool]) -> Progress 
     let median_step_s = median(kept.iter().filter_map(|s| s.step_time_s).collect());
     let rewards: Vec<(f64, f64)> = kept.iter().rev().filter_map(|s| Some((s.step as f64, s.reward?))).take(TREND_STEPS).collect();
     let left = newest.zip(of).map(|(newest, of)| of.saturating_sub(newest.step));
+    // The pause and the time until durable of one save: the newest that was timed.
+    let newest_timed = log.saves().iter().rev().find(|s| s.seconds.is_some());
     Progress {
         step: newest.map(|s| s.step),
         of,
@@ -226,7 +257,8 @@ fn progress_given(log: &RunLog, records: &Records, redone: &[bool]) -> Progress 
         reward_trend: slope(&rewards),
         median_step_s,
         eta_s: median_step_s.zip(left).map(|(m, left)| m * left as f64),
-        last_checkpoint_s: log.saves().iter().rev().find_map(|s| s.seconds),
+        last_checkpoint_s: newest_timed.and_then(|s| s.seconds),
+        last_durable_s: newest_timed.and_then(|s| s.durable_s),
         restarts: records.restarts().count(),
     }
 }
@@ -246,6 +278,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
             step_time_s: s.step_time_s,
             checkpoint_s: s.checkpoint_s(log),
             saved_at: s.save(log).and_then(|save| save.at),
+            durable_s: s.save(log).and_then(|save| save.durable_s),
             generation_length: s.generation_length,
             timers: s.timers(log).map(|(name, seconds)| (name.to_owned(), seconds)).collect(),
             redone,
@@ -290,7 +323,24 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
         })
         .collect();
     let started_at = inputs.started_at.filter(|at| at.is_finite());
-    Report { progress, steps, goodput, restarts, cost, started_at, lustre: None }
+    let checkpoints = checkpoints(inputs, &progress, wall_s);
+    Report { progress, steps, goodput, restarts, cost, started_at, lustre: None, checkpoints }
+}
+
+/// The saves' figures: measured, predicted from the tier, and the period to save at.
+fn checkpoints(inputs: &Inputs<'_>, progress: &Progress, wall_s: Option<f64>) -> Checkpoints {
+    let saves = inputs.log.saves();
+    let mean = |values: Vec<f64>| (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+    let blocking_s = mean(saves.iter().filter(|s| s.timed_by_nemo_rl).filter_map(|s| s.seconds).collect());
+    let durable_s = mean(saves.iter().filter_map(|s| s.durable_s).collect());
+    let saving = inputs.saving.as_ref().map(|(saving, _)| saving);
+    let predicted_s = inputs.saving.as_ref().and_then(|(saving, rate)| Some(saving.bytes? as f64 / rate.filter(|r| *r > 0.0)?));
+    let restarts = u32::try_from(progress.restarts).unwrap_or(u32::MAX);
+    let mtbf = Mtbf::of(restarts, wall_s.unwrap_or(0.0), saving.and_then(|s| s.mtbf_minutes));
+    let step_s = progress.median_step_s.or(saving.and_then(|s| s.step_s));
+    // The save that matters for the period is the pause, else the prediction.
+    let interval = blocking_s.or(predicted_s).zip(mtbf).zip(step_s).map(|((save_s, mtbf), step)| Interval::plan(save_s, mtbf, step));
+    Checkpoints { saves: saves.len(), blocking_s, durable_s, predicted_s, interval, save_period: saving.map(|s| s.save_period) }
 }
 
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -330,6 +380,9 @@ impl Progress {
         }
         if let Some(save) = self.last_checkpoint_s {
             out.push_str(&format!(", last checkpoint {}", duration(save)));
+            if let Some(durable) = self.last_durable_s.filter(|d| *d > save + 1.0) {
+                out.push_str(&format!(" (durable after {})", duration(durable)));
+            }
         }
         out + &format!(", {} restart{}", self.restarts, if self.restarts == 1 { "" } else { "s" })
     }
@@ -361,9 +414,37 @@ impl Report {
             let to_finish = cost.to_finish.map_or_else(String::new, |c| format!(", {} to finish", crate::cost::dollars(c)));
             out.push_str(&format!("cost at the config's {}/hour: {so_far}{to_finish}\n", crate::cost::dollars(cost.per_hour)));
         }
+        out.push_str(&self.checkpoints.summary());
         if let Some(lustre) = &self.lustre {
             out.push_str(&lustre.summary(&self.steps));
             out.push('\n');
+        }
+        out
+    }
+}
+
+impl Checkpoints {
+    /// The saves for people: measured beside predicted, and the period; empty when there is
+    /// nothing to say.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let predicted = self.predicted_s.map_or_else(String::new, |p| format!("; the tier's list throughput predicts {}", duration(p)));
+        match (self.blocking_s, self.durable_s) {
+            (Some(blocking), durable) => {
+                let durable = durable.map_or_else(String::new, |d| format!(", durable after {}", duration(d)));
+                out.push_str(&format!("checkpoints: {} saves, {} each on average{durable}{predicted}\n", self.saves, duration(blocking)));
+            }
+            (None, _) if self.predicted_s.is_some() => out.push_str(&format!("checkpoints: none timed yet{predicted}\n")),
+            (None, _) => {}
+        }
+        if let Some(interval) = &self.interval {
+            let now = self.save_period.map_or_else(String::new, |p| format!("; the run saves every {p}"));
+            out.push_str(&format!(
+                "save period: every {} steps ({}) loses the least time, with {}{now}\n",
+                interval.steps,
+                duration(interval.seconds),
+                interval.mtbf.describe()
+            ));
         }
         out
     }

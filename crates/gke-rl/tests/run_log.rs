@@ -3,6 +3,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests read fixtures; the library does no I/O
 
+use gke_rl::Deployment;
+use gke_rl::checkpoint_plan::Saving;
 use gke_rl::run_log::RunLog;
 use gke_rl_test_support::nemo_rl_log::{Loop, Prints, RELEASES, block, figures, restarted_run};
 
@@ -86,6 +88,7 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
         wall_s,
         per_hour: Some(360.0),
         started_at: records.span().map(|s| s.0),
+        saving: Some((Saving::of(&Deployment::default()), Saving::tier_ceiling(&Deployment::default()))),
     });
     let g = &report.goodput;
     assert_eq!((g.wall_s, g.productive_s, g.goodput), (Some(1000.0), 411.0, Some(0.411)));
@@ -128,6 +131,7 @@ fn epochs_are_not_restarts_and_saves_are_timed_by_their_own_step() {
             wall_s: None,
             per_hour: None,
             started_at: None,
+            saving: None,
         })
     };
     let two_epochs = report(&text);

@@ -231,6 +231,14 @@ const CASES: &[Case] = &[
     case("lustre-capacity-range", "env.sh", "LUSTRE_CAPACITY=9000", "LUSTRE_CAPACITY=4500"),
     case_in("lustre-too-small", "run_nemo_rl.sh", "checkpointing.keep_top_k=2", "checkpointing.keep_top_k=null", "env.sh"),
     case("checkpoint-save-time", "run_nemo_rl.sh", "", ""),
+    case("checkpoint-save-timeout", "env.sh", "LUSTRE_THROUGHPUT=1000", "LUSTRE_THROUGHPUT=125"),
+    case_in(
+        "checkpoint-save-period",
+        "env.sh",
+        "EXPECTED_STEP_SECONDS=''\n# minutes between preemptions you expect; with the step time, validate recommends a save period\nexport MEAN_MINUTES_BETWEEN_PREEMPTIONS=''",
+        "EXPECTED_STEP_SECONDS=60\n# minutes between preemptions you expect; with the step time, validate recommends a save period\nexport MEAN_MINUTES_BETWEEN_PREEMPTIONS=600",
+        "run_nemo_rl.sh",
+    ),
     case("path-outside-lustre", "run_nemo_rl.sh", "checkpointing.checkpoint_dir=/lustre/", "checkpointing.checkpoint_dir=/tmp/"),
     case("world-size-parallelism", "run_nemo_rl.sh", "cluster.num_nodes=8", "cluster.num_nodes=3"),
     case("rollout-batch-multiple", "run_nemo_rl.sh", "policy.train_global_batch_size=256", "policy.train_global_batch_size=96"),
@@ -616,8 +624,9 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
     let full = validation(&rendered(&gke_rl::Deployment::default()));
     let skipped: Vec<&str> = full.skipped.iter().map(|s| s.code).collect();
     // The default config names no project or authorized CIDR (env.sh reads them at run time),
-    // its Spot nodes have no checkpoint deadline, it runs in cluster mode (no RayJob, no queue),
-    // and no blueprint or CRD was given: everything else is checked.
+    // its Spot nodes have no checkpoint deadline, it states no step time or preemption rate (no
+    // save period to plan), it runs in cluster mode (no RayJob, no queue), and no blueprint or
+    // CRD was given: everything else is checked.
     let expected = |code: &&str| {
         code.starts_with("blueprint-")
             || code.starts_with("rayjob-")
@@ -629,6 +638,7 @@ fn every_rule_runs_or_says_why_not_on_each_file_set() {
                 "fabric-unknown-network",
                 "pvc-namespace-mismatch",
                 "checkpoint-deadline",
+                "checkpoint-save-period",
             ]
             .contains(code)
     };

@@ -251,6 +251,46 @@ impl Drop for Node {
     }
 }
 
+impl Node {
+    /// Slows the node down from outside Ray, as a noisy neighbour or a starved VM would: its
+    /// processes are stopped for `stopped` of every 100 ms (SIGSTOP and SIGCONT to its process
+    /// group, as cpulimit does) until the [`Throttle`] is dropped.
+    pub fn throttle(&self, stopped: f64) -> Throttle {
+        let group = self.child.lock().map(|c| c.id()).unwrap_or_default();
+        let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let period = Duration::from_millis(100);
+        let off = period.mul_f64(stopped.clamp(0.0, 0.95));
+        let thread = {
+            let running = running.clone();
+            std::thread::spawn(move || {
+                let Some(pid) = rustix::process::Pid::from_raw(group as i32) else { return };
+                while running.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::STOP);
+                    std::thread::sleep(off);
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::CONT);
+                    std::thread::sleep(period - off);
+                }
+            })
+        };
+        Throttle { running, thread: Some(thread) }
+    }
+}
+
+/// A node slowed down by [`Node::throttle`]; dropping it lets the node run freely again.
+pub struct Throttle {
+    running: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        self.running.store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 impl Head {
     /// Waits until Ray's state API lists exactly `count` alive nodes.
     pub fn wait_for_nodes(&self, count: usize, within: Duration) -> Result<(), String> {

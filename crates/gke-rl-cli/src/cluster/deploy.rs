@@ -6,8 +6,9 @@ use gke_rl::lifecycle::Step;
 use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::{Env, address::ADDRESS_ECHO};
 
-use super::{Target, interrupted};
+use super::Target;
 use crate::console::{Console, explain};
+use crate::interrupted;
 
 /// Create the GKE cluster, Managed Lustre and the RayCluster from the config, and wait until
 /// every Ray pod is Ready; re-running resumes after the last completed step
@@ -36,6 +37,10 @@ pub struct DeployArgs {
     /// Once the RayCluster is Ready, run `fabric-check` on it (exit 1 when it fails)
     #[arg(long)]
     fabric_check: bool,
+    /// Once the RayCluster is Ready, run `storage-check` on it (exit 1 when it fails), before
+    /// any training bills the GPUs
+    #[arg(long)]
+    storage_check: bool,
     /// Install an in-cluster guard that suspends the RayCluster after this long without a
     /// running job (30m, 2h); the GPU pool then autoscales from zero [default: the config's job.idle_timeout_minutes]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
@@ -58,8 +63,13 @@ impl DeployArgs {
             );
         }
         if loaded.deployment.job.mode == gke_rl::model::JobMode::Rayjob {
-            let flag =
-                [("--idle-timeout", self.idle_timeout.is_some()), ("--fabric-check", self.fabric_check)].into_iter().find(|(_, on)| *on);
+            let flag = [
+                ("--idle-timeout", self.idle_timeout.is_some()),
+                ("--fabric-check", self.fabric_check),
+                ("--storage-check", self.storage_check),
+            ]
+            .into_iter()
+            .find(|(_, on)| *on);
             if let Some((flag, _)) = flag {
                 anyhow::bail!(
                     "{flag} acts on the long-lived RayCluster, which job.mode: rayjob does not have: each RayJob brings its own\nhelp: leave out {flag}, or set job.mode: cluster"
@@ -90,14 +100,25 @@ impl DeployArgs {
         let ready = matches!(deployed, Deployed::Ready | Deployed::AlreadyReady { .. });
         let (words, code) = said(deployed, d, &get_credentials)?;
         console.say(words);
-        if !(ready && self.fabric_check) {
+        if !(ready && (self.fabric_check || self.storage_check)) {
             return Ok(code);
         }
         let console = std::sync::Arc::new(console);
         // The cluster just deployed, through Kubernetes: never another head RAY_ADDRESS names.
         let forwarded = gke_rl_ops::head::HeadOptions { ray_address: false, ..gke_rl_ops::head::HeadOptions::default() };
         let head = gke_rl_ops::head::connect(d, &forwarded, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
-        crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await
+        // Both checks run even when the first fails (each says what to fix), unless interrupted.
+        let mut code = 0;
+        if self.fabric_check {
+            code = crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await?;
+            if code >= 128 {
+                return Ok(code);
+            }
+        }
+        if self.storage_check {
+            code = code.max(crate::storage::CheckArgs::defaults().run(&loaded, &head, &env, &console).await?);
+        }
+        Ok(code)
     }
 }
 

@@ -3,8 +3,9 @@
 use gke_rl_ops::Env;
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed};
 
-use super::{Target, interrupted};
+use super::Target;
 use crate::console::{Console, explain};
+use crate::interrupted;
 
 /// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
 /// gcloud that the cluster and the Lustre instance are gone

@@ -11,12 +11,6 @@ pub use deploy::DeployArgs;
 pub use destroy::DestroyArgs;
 pub use suspend::{ResumeArgs, SuspendArgs};
 
-/// The exit code of a run a signal stopped, as a shell reports one it killed: 128 + its
-/// number (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
-fn interrupted(signal: i32) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(130)
-}
-
 /// Which deployment, in which project: flags shared by deploy and destroy.
 #[derive(clap::Args)]
 pub struct Target {

@@ -149,8 +149,7 @@ fn ended(head: &Head, id: &str, target: &str, followed: &Followed, console: &Con
     match followed {
         Followed::Detached { signal } => {
             console.say(format_args!("\ndetached from job {id}; it keeps running. Re-attach with:\n  {}", follow_command(head, target)));
-            // 128 + the signal, as a shell reports a command it ended: 130 for Ctrl-C.
-            Ok(u8::try_from(128 + signal).unwrap_or(DETACHED))
+            Ok(crate::interrupted(*signal))
         }
         Followed::Finished { job, .. } => Ok(u8::from(job.status != JobStatus::Succeeded)),
         other => anyhow::bail!("following ended in a way this version does not know: {other:?}"),

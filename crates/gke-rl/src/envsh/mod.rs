@@ -157,6 +157,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 Kind::OptionalNumber,
                 "seconds per GRPO step as measured; with flex-start, validate checks the run ends before its deadline",
             ),
+            var(
+                "MEAN_MINUTES_BETWEEN_PREEMPTIONS",
+                "/job/mean_minutes_between_preemptions",
+                Kind::OptionalNumber,
+                "minutes between preemptions you expect; with the step time, validate recommends a save period",
+            ),
             var("JOB_MODE", "/job/mode", Kind::Text, "cluster or rayjob (a cluster of its own)"),
             var(
                 "RAYJOB_TTL_SECONDS_AFTER_FINISHED",

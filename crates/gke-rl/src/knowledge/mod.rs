@@ -169,6 +169,10 @@ impl NemoRlRelease {
         if let Some((since, old, _)) = MOVED_KEYS.iter().find(|(since, _, new)| *new == key && !self.is_at_least(since)) {
             return Some(format!("`{key}` is NeMo-RL {since}'s; {} calls it `{old}`", self.tag));
         }
+        if let Some(later) = LATER_CHECKPOINT_KEYS.iter().find(|k| k.key == key && !nemo_rl_has_key(self.tag, key)) {
+            let since = later.since.map_or_else(|| "NeMo-RL's main branch after v0.7.0".to_owned(), |tag| format!("NeMo-RL {tag}"));
+            return Some(format!("`{key}` came with {since} ({}: it {}), not {}", later.upstream, later.effect, self.tag));
+        }
         let others: Vec<&str> = NEMO_RL_RELEASES.iter().filter(|r| r.recipe_key(key).is_some()).map(|r| r.tag).collect();
         (!others.is_empty()).then(|| format!("`{key}` is in NeMo-RL {}'s recipe, not {}'s", others.join(" and "), self.tag))
     }
@@ -722,6 +726,68 @@ pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
 /// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
 pub const BF16_BYTES_PER_PARAMETER: u64 = 2;
 
+/// Managed Lustre's performance degrades once more than this share of its capacity is used
+/// ("Performance considerations", docs.cloud.google.com/managed-lustre/docs/performance).
+pub const LUSTRE_FULL_FRACTION: f64 = 0.9;
+
+/// Seconds a rank of NeMo-RL's Megatron policy waits in a collective (a save's closing barrier
+/// among them) before NCCL ends the job: PyTorch's NCCL default of 10 minutes
+/// (pytorch/pytorch `torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp`,
+/// `kProcessGroupNCCLDefaultTimeout`). NVIDIA-NeMo/RL calls `init_process_group("nccl")` with no
+/// timeout (`nemo_rl/models/megatron/setup.py` `setup_distributed` in v0.6.0 and v0.7.0,
+/// `nemo_rl/models/policy/megatron_policy_worker.py` in v0.4.0 and v0.5.0), and Megatron-Bridge's
+/// `DistributedInitConfig.distributed_timeout_minutes`, 10, bounds the parallel groups. No key
+/// of NeMo-RL's config and no variable changes it.
+pub const NEMO_RL_COLLECTIVE_TIMEOUT_S: u64 = 600;
+
+/// NeMo-RL's key for frequent crash-recovery saves, beside the metric-ranked `save_period` ones.
+pub const FT_SAVE_PERIOD_KEY: &str = "checkpointing.ft_save_period";
+
+/// A checkpoint key newer than some release, and the first release that has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointKey {
+    /// The key, as an override names it.
+    pub key: &'static str,
+    /// The first release with it; `None` while only NeMo-RL's main branch has it.
+    pub since: Option<&'static str>,
+    /// Where it came from upstream.
+    pub upstream: &'static str,
+    /// What it does to saves.
+    pub effect: &'static str,
+}
+
+/// Checkpoint keys NeMo-RL added after v0.7.0 (NVIDIA-NeMo/RL main at 7ea279a, 2026-08-22:
+/// `nemo_rl/algorithms/grpo.py`, `nemo_rl/utils/checkpoint.py`). Their saves land in the same
+/// `tmp_step_N` and `step_N` folders as every other save.
+pub const LATER_CHECKPOINT_KEYS: &[CheckpointKey] = &[
+    CheckpointKey {
+        key: "policy.megatron_cfg.checkpoint.async_save",
+        since: None,
+        upstream: "NVIDIA-NeMo/RL #2828, 718ee57fc (2026-07-10)",
+        effect: "writes in the background: the `checkpointing` timer covers the copy off the GPUs, and `step_N` appears once the writes are done",
+    },
+    CheckpointKey {
+        key: FT_SAVE_PERIOD_KEY,
+        since: None,
+        upstream: "NVIDIA-NeMo/RL #3157, d17d27d2b (2026-07-14)",
+        effect: "saves for crash recovery every this many steps, beside `save_period`",
+    },
+    CheckpointKey {
+        key: "checkpointing.ft_keep_latest_k",
+        since: None,
+        upstream: "NVIDIA-NeMo/RL #3157, d17d27d2b (2026-07-14)",
+        effect: "keeps the newest k checkpoints for crash recovery, beside `keep_top_k`",
+    },
+];
+
+/// Whether the release `tag` has `key` of [`LATER_CHECKPOINT_KEYS`].
+pub fn nemo_rl_has_key(tag: &str, key: &str) -> bool {
+    LATER_CHECKPOINT_KEYS
+        .iter()
+        .filter(|k| k.key == key)
+        .any(|k| k.since.and_then(release_version).zip(release_version(tag)).is_some_and(|(since, tag)| tag >= since))
+}
+
 /// The release whose data sets [`GRPO_DATASETS`] lists; later releases accept others
 /// (NVIDIA-NeMo/RL v0.7.0 `nemo_rl/data/datasets/response_datasets/__init__.py` has a registry).
 pub const GRPO_DATASETS_OF: &str = "v0.4.0";
@@ -899,6 +965,22 @@ mod tests {
         );
         assert_eq!(v6.missing_key("no.such.key"), None);
         assert!(v6.recipe_key(v6.dataset_key).is_some() && CODELAB_NEMO_RL.recipe_key(CODELAB_NEMO_RL.dataset_key).is_some());
+    }
+
+    /// The keys NeMo-RL main added after v0.7.0 are in no release's recipe yet, and an override
+    /// of one on a release says where it comes from.
+    #[test]
+    fn later_checkpoint_keys_are_known_and_in_no_release_yet() {
+        let newest = newest_nemo_rl();
+        for later in LATER_CHECKPOINT_KEYS {
+            assert!(NEMO_RL_RELEASES.iter().all(|r| r.recipe_key(later.key).is_none()), "{} is in a release's recipe", later.key);
+            assert!(!nemo_rl_has_key(newest.tag, later.key), "{}: set `since` to the release that has it", later.key);
+        }
+        assert_eq!(
+            newest.missing_key(FT_SAVE_PERIOD_KEY).unwrap(),
+            "`checkpointing.ft_save_period` came with NeMo-RL's main branch after v0.7.0 (NVIDIA-NeMo/RL #3157, d17d27d2b (2026-07-14): it \
+             saves for crash recovery every this many steps, beside `save_period`), not v0.7.0"
+        );
     }
 
     #[test]

@@ -136,6 +136,21 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
     };
     step(Step::Ready, &[ready]);
     let _ = write!(out, "\n{}\n", crate::cost::estimate(deployment));
+    if let Some(prediction) = crate::checkpoint_plan::at_the_tier(deployment) {
+        let saving = crate::checkpoint_plan::Saving::of(deployment);
+        let release = crate::knowledge::nemo_rl_release(deployment.ray.image.as_str()).map(|r| r.tag);
+        let _ = writeln!(out, "\ncheckpoints ({}; `deploy --storage-check` measures the mount):", saving.model.unwrap_or("the model"));
+        for line in prediction.advice(&saving, release, "the instance's list throughput") {
+            let _ = writeln!(out, "  {line}");
+        }
+        if prediction.past_timeout {
+            let _ = writeln!(
+                out,
+                "  warning: that is past the {} s NeMo-RL's ranks wait at a collective: `validate` says how to fix it",
+                crate::knowledge::NEMO_RL_COLLECTIVE_TIMEOUT_S
+            );
+        }
+    }
     out
 }
 

@@ -506,6 +506,10 @@ pub struct Job {
     /// it; gke-rl has no estimate of its own. With flex-start, validate warns when
     /// `max_num_steps` steps do not end before the checkpoint deadline. Null: not checked.
     pub expected_step_seconds: Option<NonZeroU32>,
+    /// Minutes between preemptions (or other failures that restart the run) you expect, as your
+    /// Spot history shows them. With `expected_step_seconds`, gke-rl recommends how often to save
+    /// (Young's √(2·save·this)) until the run's own restarts give the figure. Null: no plan.
+    pub mean_minutes_between_preemptions: Option<NonZeroU32>,
     /// How the run reaches the cluster: on the deployment's long-lived RayCluster, or as a
     /// RayJob that brings its own RayCluster and deletes it when the run ends.
     pub mode: JobMode,
@@ -681,6 +685,7 @@ impl Default for Job {
             when_done: WhenDone::Keep,
             idle_timeout_minutes: None,
             expected_step_seconds: None,
+            mean_minutes_between_preemptions: None,
             mode: JobMode::Cluster,
             rayjob_ttl_seconds_after_finished: 300,
             rayjob_active_deadline_seconds: None,

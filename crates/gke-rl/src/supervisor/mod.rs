@@ -191,6 +191,14 @@ pub enum Record {
         /// When, in seconds since the epoch.
         at: f64,
     },
+    /// A save became durable: its `step_N` appeared, which an async save renames once its
+    /// writes are done. In the log only ([`crate::run_log::Save::durable_s`]).
+    Durable {
+        /// The step saved.
+        step: u64,
+        /// Seconds from the save's line to its `step_N`.
+        after_s: f64,
+    },
     /// Anything else (the keeper's resubmissions, records of a newer gke-rl).
     #[serde(other)]
     Other,
@@ -219,12 +227,15 @@ pub struct Restart {
     /// Steps finished after that checkpoint before the failure, done again; unknown when the
     /// head went away with the count.
     pub steps_redone: Option<u64>,
-    /// Half-written checkpoints removed before it.
+    /// Half-written checkpoints (and orphaned `old_step_N`) removed before it.
     #[serde(default)]
     pub removed: Vec<String>,
-    /// Their bytes.
+    /// Their bytes, and those of orphaned `old_step_N` folders removed.
     #[serde(default)]
     pub freed_bytes: u64,
+    /// Checkpoints a save's swap left as `old_step_N`, put back as these `step_N`.
+    #[serde(default)]
+    pub restored: Vec<String>,
     /// From the failure to the nodes being back.
     pub waited_s: f64,
     /// From the nodes being back to the training running again.
@@ -280,7 +291,9 @@ impl Records {
 
     fn line(&mut self, line: &str) {
         // A save's time is the run log's ([`crate::run_log::RunLog`]); there are many of them.
-        let Some(record) = Record::of_line(line).filter(|r| !matches!(r, Record::Checkpoint { .. })) else { return };
+        let Some(record) = Record::of_line(line).filter(|r| !matches!(r, Record::Checkpoint { .. } | Record::Durable { .. })) else {
+            return;
+        };
         // A log can print lines that look like records: past the bound, only the newest end
         // is kept, so checking each against the ones before stays bounded.
         if self.records.len() >= MAX_RECORDS {
@@ -354,6 +367,9 @@ impl Records {
                 seconds(r.waited_s),
                 seconds(r.back_to_running_s),
             );
+            if !r.restored.is_empty() {
+                let _ = writeln!(out, "    put back {} from old_step_N: a save was stopped between its renames", r.restored.join(", "));
+            }
             if !r.removed.is_empty() {
                 let _ = writeln!(
                     out,

@@ -4,8 +4,10 @@
 /bin/sh and keeps the Ray job RUNNING through preemptions: when a Ray node is lost (Ray counts
 fewer alive nodes than the run had, or the training fails with Ray's words for a lost node or
 driver) it stops what is left of the training, waits until Ray counts the run's nodes again,
-removes half-written checkpoints (NeMo-RL's `tmp_step_N`) and runs ENTRYPOINT again, which
-resumes from the newest complete `step_N`. A program failure is never retried.
+puts back a checkpoint a save's swap left as `old_step_N`, removes half-written ones
+(`tmp_step_N`) and runs ENTRYPOINT again, which resumes from the newest complete `step_N`. A
+program failure is never retried. Each save's durability is timed: from NeMo-RL's "Saving
+checkpoint" line to its `step_N` appearing, which an async save renames later.
 
 Every restart is recorded in DIR/ID/events.jsonl (on the shared file system, for the keeper and
 the next supervisor) and printed as a `gke-rl-record:` line into the job's log, where
@@ -22,6 +24,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -186,16 +189,72 @@ def dead_node_words(dead, known_alive):
 
 
 def checkpoints(folder):
-    """(newest complete step or None, half-written tmp_step folders)."""
-    if not folder or not os.path.isdir(folder):
-        return None, []
-    steps, partial = [], []
-    for name in os.listdir(folder):
-        if re.fullmatch(r"step_\d+", name):
-            steps.append(int(name[5:]))
-        elif re.fullmatch(r"tmp_step_\d+", name):
-            partial.append(name)
-    return (max(steps) if steps else None), sorted(partial)
+    """(newest complete step or None, half-written tmp_step folders, old_step folders of a swap).
+    Only folders count: a file or a link named step_N is no checkpoint (NeMo-RL's glob would
+    list it, and fail to load it)."""
+    steps, partial, old = [], [], []
+    try:
+        entries = list(os.scandir(folder)) if folder else []
+    except OSError:
+        return None, [], []
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        if re.fullmatch(r"step_\d+", entry.name):
+            steps.append(int(entry.name[5:]))
+        elif re.fullmatch(r"tmp_step_\d+", entry.name):
+            partial.append(entry.name)
+        elif re.fullmatch(r"old_step_\d+", entry.name):
+            old.append(entry.name)
+    return (max(steps) if steps else None), sorted(partial), sorted(old)
+
+
+def restore_swapped(folder):
+    """NeMo-RL replaces an existing step_N in three steps (nemo_rl/utils/checkpoint.py
+    `_rename_checkpoint`, v0.7.0 and main at 7ea279a): step_N becomes old_step_N, tmp_step_N
+    becomes step_N, old_step_N is deleted. A preemption between the renames leaves old_step_N and
+    tmp_step_N and no step_N: old_step_N is the newest complete checkpoint, which NeMo-RL never
+    looks at, and is put back as step_N (tmp_step_N then goes as any half-written one). An
+    old_step_N beside a complete step_N (a preemption before the delete), or older than a
+    complete step, is an orphan, removed; any other is left, as nothing says it is whole.
+    What was restored, what was removed and its bytes, and what could not be done."""
+    restored, removed, freed, failed = [], [], 0, []
+    newest, partial, old = checkpoints(folder)
+    for name in old:
+        step = name[len("old_") :]
+        path, complete = os.path.join(folder, name), os.path.join(folder, step)
+        if os.path.lexists(complete) and not (os.path.isdir(complete) and not os.path.islink(complete)):
+            continue
+        orphan = os.path.lexists(complete) or (newest is not None and newest > int(step[len("step_") :]))
+        if orphan:
+            size = size_of(path)
+            problem = settled(lambda: shutil.rmtree(path))
+            if problem:
+                failed.append(f"cannot remove the orphan {name}: {problem}")
+            else:
+                removed.append(name)
+                freed += size
+        elif f"tmp_{step}" in partial:
+            problem = settled(lambda: os.rename(path, complete))
+            if problem:
+                failed.append(f"cannot put back {name} as {step}: {problem}")
+            else:
+                restored.append(step)
+    return restored, removed, freed, failed
+
+
+def settled(action, seconds=30):
+    """Runs `action`, again each second for `seconds` while the file system refuses (the writers
+    of a lost attempt may still be finishing on the nodes that are left): None, or why not."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            action()
+            return None
+        except OSError as e:
+            if time.time() >= deadline:
+                return e.strerror or str(e)
+            time.sleep(1)
 
 
 def size_of(path):
@@ -213,18 +272,19 @@ def size_of(path):
 
 def remove_partial(folder):
     """Removes the half-written checkpoints a lost node left: NeMo-RL reuses tmp_step_N for its
-    next save of step N, which would mix the old shards into it. What was removed, and its bytes."""
-    removed, freed = [], 0
+    next save of step N, which would mix the old shards into it. What was removed, its bytes,
+    and what could not be."""
+    removed, freed, failed = [], 0, []
     for name in checkpoints(folder)[1]:
         path = os.path.join(folder, name)
         size = size_of(path)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
+        problem = settled(lambda: shutil.rmtree(path))
+        if problem:
+            failed.append(f"cannot remove the half-written checkpoint {name}: {problem}")
         else:
-            os.unlink(path)
-        removed.append(name)
-        freed += size
-    return removed, freed
+            removed.append(name)
+            freed += size
+    return removed, freed, failed
 
 
 def end_processes(mark_prefix):
@@ -281,8 +341,9 @@ def parent_death_signal():
 class Attempt:
     """One run of the training: its output echoed, its tail kept, its steps counted."""
 
-    def __init__(self, entrypoint, mark, run, submission, started_from):
+    def __init__(self, entrypoint, mark, run, submission, started_from, checkpoint_dir):
         self.run, self.submission, self.started_from = run, submission, started_from
+        self.saves = Durability(checkpoint_dir)
         env = dict(os.environ, **{MARK: mark})
         self.child = subprocess.Popen(
             ["/bin/sh", "-c", entrypoint],
@@ -313,7 +374,9 @@ class Attempt:
                 step = line.split(saving, 1)[1].strip().removesuffix("...")
                 # A u64, as gke-rl reads it: a longer number is not a step (and int() refuses it).
                 if step.isascii() and step.isdigit() and len(step) <= 19:
-                    show_record({"event": "checkpoint", "step": int(step), "at": round(time.time(), 3)})
+                    at = time.time()
+                    show_record({"event": "checkpoint", "step": int(step), "at": round(at, 3)})
+                    self.saves.begun(int(step), at)
             if step_done in line:
                 self.steps += 1
                 # What a head lost mid-step would have reached, for the keeper's record.
@@ -331,7 +394,48 @@ class Attempt:
 
     def finish(self):
         self.reader.join(timeout=10)
+        self.saves.poll()
         return "\n".join(self.tail)
+
+
+class Durability:
+    """When each save is durable: its step_N appears, which NeMo-RL renames from tmp_step_N once
+    every writer has finished (at once after a synchronous save; later, from a background
+    thread, with Megatron's async_save: NVIDIA-NeMo/RL #2828). A step_N that was there before
+    the save (its swap replaces it) counts only once it is another folder."""
+
+    # Saves waited for at once, at most: NeMo-RL finishes one before it begins the next.
+    MOST = 16
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.pending = {}  # step: (begun at, the identity of step_N then)
+        self.lock = threading.Lock()
+
+    def identity(self, step):
+        try:
+            st = os.lstat(os.path.join(self.folder, f"step_{step}"))
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+    def begun(self, step, at):
+        if not self.folder:
+            return
+        with self.lock:
+            if len(self.pending) < self.MOST:
+                self.pending[step] = (at, self.identity(step))
+
+    def poll(self):
+        with self.lock:
+            pending = list(self.pending.items())
+        for step, (begun, before) in pending:
+            now_there = self.identity(step)
+            if now_there is not None and now_there != before:
+                now = time.time()
+                show_record({"event": "durable", "step": step, "at": round(now, 3), "after_s": round(now - begun, 3)})
+                with self.lock:
+                    self.pending.pop(step, None)
 
 
 def job_details(dashboard, submission):
@@ -562,12 +666,26 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
             say(reason)
             return 1
         os.chdir(folder or workdir)
-        resumed, _ = checkpoints(args.checkpoints)
-        removed, freed = remove_partial(args.checkpoints)
+        restored, orphans, orphan_bytes, not_restored = restore_swapped(args.checkpoints)
+        for name in restored:
+            say(f"put back old_{name} as {name}: a save was stopped between its renames, and it is the newest complete checkpoint")
+        for name in orphans:
+            say(f"removed {name}: a newer complete checkpoint is there")
+        for problem in not_restored:
+            say(problem)
+        resumed, _, _ = checkpoints(args.checkpoints)
+        removed, freed, not_removed = remove_partial(args.checkpoints)
         for name in removed:
             say(f"removed the half-written checkpoint {name}")
+        if not_removed:
+            # NeMo-RL would write its next save of that step into the half-written folder.
+            reason = f"{'; '.join(not_removed)}: remove it, then resubmit"
+            run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
+            say(reason)
+            return 1
+        removed, freed = orphans + removed, orphan_bytes + freed
         started_from = resumed or 0
-        current = Attempt(args.entrypoint, f"{args.run}:{submission}:{attempt}", run, submission, started_from)
+        current = Attempt(args.entrypoint, f"{args.run}:{submission}:{attempt}", run, submission, started_from, args.checkpoints)
         TRAINING_GROUPS.append(current.child.pid)
         restart = None
         if failure:
@@ -586,12 +704,14 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
                 "steps_redone": None if reached is None else max(0, reached - started_from),
                 "removed": removed,
                 "freed_bytes": freed,
+                "restored": restored,
             }
         # Watch the training and the nodes.
         whole = {n["NodeID"] for n in alive_nodes(ray)[0]}
         lost_words, lost_at = None, None
         while True:
             code = current.wait(POLL_S)
+            current.saves.poll()
             if restart is not None and (current.first_output is not None or code is not None):
                 running = current.first_output or time.time()
                 restart.update(

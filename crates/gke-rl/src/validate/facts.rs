@@ -38,6 +38,8 @@ pub struct Facts {
     pub lustre_dynamic_tier: Option<Fact<()>>,
     /// Seconds per GRPO step as the user measured them (env.sh's `EXPECTED_STEP_SECONDS`).
     pub expected_step_seconds: Option<Fact<u64>>,
+    /// Minutes between preemptions the user expects (env.sh's `MEAN_MINUTES_BETWEEN_PREEMPTIONS`).
+    pub mean_minutes_between_preemptions: Option<Fact<u64>>,
     pub pvc_name: Option<Fact<String>>,
     pub authorized_cidr: Option<Fact<String>>,
     pub fabric_mode: Option<Fact<String>>,
@@ -174,6 +176,7 @@ pub fn gather(views: &Views<'_>) -> Facts {
             (enabled.text() == Some("true")).then(|| Fact { value: (), file: b.file.to_owned(), at: enabled.at() })
         }),
         expected_step_seconds: number(env.and_then(|e| env_fact(e, "EXPECTED_STEP_SECONDS"))),
+        mean_minutes_between_preemptions: number(env.and_then(|e| env_fact(e, "MEAN_MINUTES_BETWEEN_PREEMPTIONS"))),
         pvc_name,
         authorized_cidr: from("AUTHORIZED_CIDR", "authorized_cidr"),
         fabric_mode: env.and_then(|e| env_fact(e, "FABRIC_MODE")),

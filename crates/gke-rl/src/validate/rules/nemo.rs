@@ -48,6 +48,11 @@ impl<'a> Job<'a> {
         self.launch.at
     }
 
+    /// The tag of the NeMo-RL release the job runs, when gke-rl knows it.
+    pub fn release_tag(&self) -> Option<&'static str> {
+        self.release.map(|r| r.tag)
+    }
+
     fn recipe(&self, key: &str) -> Option<(ValueType, &'static str)> {
         self.recipe?.recipe_key(key)
     }
@@ -96,7 +101,7 @@ impl<'a> Job<'a> {
 }
 
 /// Every rule this module runs.
-const LAUNCH_RULES: [&Rule; 16] = [
+const LAUNCH_RULES: [&Rule; 18] = [
     &NEMO_RL_UNKNOWN_IMAGE,
     &NEMO_RL_ASSUMED_LAYOUT,
     &LAUNCHER_MISSING,
@@ -113,6 +118,8 @@ const LAUNCH_RULES: [&Rule; 16] = [
     &RECIPE_UNKNOWN,
     &LUSTRE_TOO_SMALL,
     &CHECKPOINT_SAVE_TIME,
+    &CHECKPOINT_SAVE_TIMEOUT,
+    &CHECKPOINT_SAVE_PERIOD,
 ];
 
 /// Where a value the rules need comes from when the recipe is not one gke-rl knows.

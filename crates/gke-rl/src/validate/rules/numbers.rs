@@ -52,6 +52,7 @@ pub(super) fn check(views: &Views<'_>, sink: &mut Sink) {
             ("MAX_STEPS", 0..=INT32_MAX, false),
             ("SAVE_PERIOD", 0..=INT32_MAX, false),
             ("EXPECTED_STEP_SECONDS", 1..=u64::from(u32::MAX), true),
+            ("MEAN_MINUTES_BETWEEN_PREEMPTIONS", 1..=u64::from(u32::MAX), true),
         ];
         for (name, range, optional) in variables {
             if let Some((assignment, Some(value))) = env.get(name)

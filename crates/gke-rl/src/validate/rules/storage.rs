@@ -3,7 +3,8 @@
 
 use super::nemo::Job;
 use super::*;
-use crate::knowledge::{self, BF16_BYTES_PER_PARAMETER, CHECKPOINT_BYTES_PER_PARAMETER, GIB};
+use crate::checkpoint_plan;
+use crate::knowledge::{self, BF16_BYTES_PER_PARAMETER, GIB};
 use crate::validate::facts::Fact;
 use crate::yaml::Node;
 use crate::yaml::decimal::fixed;
@@ -18,7 +19,7 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
     capacity(facts, tier, sink);
     let capacity = facts.lustre_capacity_gib.as_ref();
     for job in views.jobs.iter().filter_map(|view| Job::new(view, facts)) {
-        fits(&job, capacity, tier, sink);
+        fits(&job, facts, capacity, tier, sink);
         deadline(&job, facts, sink);
     }
     on_lustre(views, facts, sink);
@@ -85,72 +86,71 @@ fn capacity(facts: &Facts, tier: Option<&knowledge::LustreTier>, sink: &mut Sink
 
 /// Peak footprint against capacity, and the time one save takes; `tier` is given when it is a
 /// real tier.
-fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::LustreTier>, sink: &mut Sink) {
+fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::LustreTier>, sink: &mut Sink) {
+    let skip = |sink: &mut Sink, missing: &str, enable: &str| {
+        for rule in [&LUSTRE_TOO_SMALL].into_iter().chain(SAVE_RULES) {
+            sink.skip(rule, missing, enable);
+        }
+    };
     let Some(capacity) = capacity else {
-        sink.skip(&LUSTRE_TOO_SMALL, "no Lustre capacity", CAPACITY_FROM);
-        sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre capacity", CAPACITY_FROM);
+        skip(sink, "no Lustre capacity", CAPACITY_FROM);
         return;
     };
     let Some(model) = job.string("policy.model_name") else {
-        let missing = "no policy.model_name";
-        let enable = "set policy.model_name in the job script, or use a recipe gke-rl knows";
-        sink.skip(&LUSTRE_TOO_SMALL, missing, enable);
-        sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
+        skip(sink, "no policy.model_name", "set policy.model_name in the job script, or use a recipe gke-rl knows");
         return;
     };
     let Some(parameters) = knowledge::model(model.0).map(|m| m.parameters) else {
-        let missing = format!("the parameter count of {} is unknown", model.0);
-        let enable = "use a model in gke-rl's catalogue (`gke-rl models`)";
-        sink.skip(&LUSTRE_TOO_SMALL, missing.clone(), enable);
-        sink.skip(&CHECKPOINT_SAVE_TIME, missing, enable);
+        skip(sink, &format!("the parameter count of {} is unknown", model.0), "use a model in gke-rl's catalogue (`gke-rl models`)");
         return;
     };
     sink.ran(&LUSTRE_TOO_SMALL);
     if job.boolean("checkpointing.enabled") != Some(true) {
         // Nothing is saved: nothing to fit, nothing to time.
-        sink.ran(&CHECKPOINT_SAVE_TIME);
+        SAVE_RULES.into_iter().for_each(|rule| sink.ran(rule));
         return;
     }
-    let checkpoint = CHECKPOINT_BYTES_PER_PARAMETER * parameters;
+    let checkpoint = checkpoint_plan::checkpoint_bytes(parameters);
+    let tb = |bytes: u64| fixed(bytes as f64 / 1e12, 2);
     let steps = job.int("checkpointing.save_period").zip(job.int("grpo.max_num_steps"));
     let saves = steps.map(|((period, _), (max_steps, _))| if period > 0 { (max_steps.max(0) as u64).div_ceil(period as u64) } else { 0 });
     let kept = match job.int("checkpointing.keep_top_k") {
         Some((k, _)) if k >= 1 => Some(k as u64 + 1),
         _ => saves,
     };
-    let Some(kept) = kept else {
-        sink.skip(
+    match kept {
+        None => sink.skip(
             &LUSTRE_TOO_SMALL,
             "how many checkpoints are kept is unknown",
             "set checkpointing.keep_top_k, or save_period and grpo.max_num_steps",
-        );
-        return;
-    };
-    let peak = kept.min(saves.unwrap_or(kept)).max(1) * checkpoint + 2 * BF16_BYTES_PER_PARAMETER * parameters;
-    let available = capacity.value * GIB;
-    let tb = |bytes: u64| fixed(bytes as f64 / 1e12, 2);
-    if peak > available {
-        sink.emit(
-            &LUSTRE_TOO_SMALL,
-            &capacity.file,
-            capacity.at,
-            format!(
-                "the run needs about {} TB at its peak ({kept} checkpoints of {} TB for {model} plus two {} TB model copies) but Lustre holds {} TB ({} GiB)",
-                tb(peak),
-                tb(checkpoint),
-                tb(BF16_BYTES_PER_PARAMETER * parameters),
-                tb(available),
-                capacity.value,
-                model = model.0
-            ),
-            format!("raise the capacity to at least {} GiB, or lower checkpointing.keep_top_k", peak.div_ceil(GIB)),
-        );
+        ),
+        Some(kept) => {
+            let peak = kept.min(saves.unwrap_or(kept)).max(1) * checkpoint + 2 * BF16_BYTES_PER_PARAMETER * parameters;
+            let available = capacity.value * GIB;
+            if peak > available {
+                sink.emit(
+                    &LUSTRE_TOO_SMALL,
+                    &capacity.file,
+                    capacity.at,
+                    format!(
+                        "the run needs about {} TB at its peak ({kept} checkpoints of {} TB for {model} plus two {} TB model copies) but Lustre holds {} TB ({} GiB)",
+                        tb(peak),
+                        tb(checkpoint),
+                        tb(BF16_BYTES_PER_PARAMETER * parameters),
+                        tb(available),
+                        capacity.value,
+                        model = model.0
+                    ),
+                    format!("raise the capacity to at least {} GiB, or lower checkpointing.keep_top_k", peak.div_ceil(GIB)),
+                );
+            }
+        }
     }
     let Some(tier) = tier else {
-        sink.skip(&CHECKPOINT_SAVE_TIME, "no Lustre throughput tier", TIER_FROM);
+        SAVE_RULES.into_iter().for_each(|rule| sink.skip(rule, "no Lustre throughput tier", TIER_FROM));
         return;
     };
-    let bytes_per_second = capacity.value as f64 / 1024.0 * f64::from(tier.throughput) * 1e6;
+    let bytes_per_second = checkpoint_plan::tier_ceiling(capacity.value, tier);
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
     sink.emit(
@@ -165,9 +165,81 @@ fn fits(job: &Job<'_>, capacity: Option<&Fact<u64>>, tier: Option<&knowledge::Lu
             tier.describe(),
             fixed(seconds, 0)
         ),
-        "a larger instance or a higher tier saves faster; saves are synchronous in NeMo-RL v0.4.0",
+        "a larger instance or a higher tier saves faster; `gke-rl storage-check` measures what the mount delivers",
     );
+    sink.ran(&CHECKPOINT_SAVE_TIMEOUT);
+    let timeout = knowledge::NEMO_RL_COLLECTIVE_TIMEOUT_S;
+    if seconds > timeout as f64 {
+        let fix = match checkpoint_plan::capacity_to_save_within(checkpoint, timeout as f64 / 2.0, tier) {
+            Some(gib) => format!(
+                "raise the Lustre capacity to at least {gib} GiB (a save then takes at most {} s), or use a faster tier",
+                timeout / 2
+            ),
+            None => "use a faster tier, or a smaller model".to_owned(),
+        };
+        sink.emit(
+            &CHECKPOINT_SAVE_TIMEOUT,
+            &capacity.file,
+            capacity.at,
+            format!(
+                "one save of {} TB at up to {} GB/s takes at least {} s, past the {} s a rank of NeMo-RL waits at a collective: \
+                 the save ends at a barrier, where every rank waits for the slowest share (rank 0 also writes the common state and \
+                 the metadata), and a save this long leaves little room before that wait ends the run",
+                tb(checkpoint),
+                fixed(bytes_per_second / 1e9, 1),
+                fixed(seconds, 0),
+                timeout
+            ),
+            fix,
+        );
+    }
+    save_period(job, facts, seconds, sink);
 }
+
+/// The save period against Young's optimum for the tier's save time, the failures the user
+/// expects and the step time they measured.
+fn save_period(job: &Job<'_>, facts: &Facts, save_s: f64, sink: &mut Sink) {
+    let (Some(step), Some(mtbf)) = (&facts.expected_step_seconds, &facts.mean_minutes_between_preemptions) else {
+        sink.skip(
+            &CHECKPOINT_SAVE_PERIOD,
+            "no expected step time or time between preemptions (gke-rl assumes neither)",
+            "set job.expected_step_seconds and job.mean_minutes_between_preemptions (EXPECTED_STEP_SECONDS, MEAN_MINUTES_BETWEEN_PREEMPTIONS)",
+        );
+        return;
+    };
+    let Some((period, period_at)) = job.int("checkpointing.save_period") else {
+        sink.skip(&CHECKPOINT_SAVE_PERIOD, "no checkpointing.save_period", SET_PERIOD);
+        return;
+    };
+    sink.ran(&CHECKPOINT_SAVE_PERIOD);
+    let minutes = u32::try_from(mtbf.value).unwrap_or(u32::MAX);
+    let interval = checkpoint_plan::Interval::plan(save_s, checkpoint_plan::Mtbf::Configured { minutes }, step.value as f64);
+    let period = period.max(1) as u64;
+    if interval.is_far_from(period) {
+        let key = checkpoint_plan::period_key(job.release_tag());
+        sink.emit(
+            &CHECKPOINT_SAVE_PERIOD,
+            job.view.file,
+            period_at.unwrap_or(job.launch_at()),
+            format!(
+                "saving every {period} steps of {} s; with saves of {} s and a preemption every {} min, every {} steps ({} min) loses the least \
+                 time to saves and to steps redone (Young's √(2 · save · time between preemptions))",
+                step.value,
+                fixed(save_s, 0),
+                mtbf.value,
+                interval.steps,
+                fixed(interval.seconds / 60.0, 0)
+            ),
+            format!("set {key}={} (job.checkpointing.save_period)", interval.steps),
+        );
+    }
+}
+
+/// The rules that time a save.
+const SAVE_RULES: [&Rule; 3] = [&CHECKPOINT_SAVE_TIME, &CHECKPOINT_SAVE_TIMEOUT, &CHECKPOINT_SAVE_PERIOD];
+
+/// Where the save period comes from.
+const SET_PERIOD: &str = "set checkpointing.save_period in the job script, or use a recipe gke-rl knows";
 
 /// Whether the run's steps end before NeMo-RL's checkpoint deadline, at the step time the user
 /// measured.

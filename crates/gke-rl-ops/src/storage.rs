@@ -1,0 +1,147 @@
+//! The storage check on a running cluster: the job of [`gke_rl::storage`] submitted like any
+//! job (same connection, same checks before upload), followed to its end, and its log judged
+//! against the deployment's Lustre instance and run. Unlike the fabric check it never keeps
+//! running unwatched: an interrupt stops the job, whose driver then removes what it wrote.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use gke_rl::storage::{CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict};
+use gke_rl::{Artifacts, Deployment};
+use gke_rl_ray::{Client, JobStatus};
+
+use crate::events::Progress;
+use crate::jobs::{self, Followed, SubmitOptions};
+use crate::{Env, Error};
+
+/// The most time beyond the job's own limit for it to start and report.
+const FOLLOW_GRACE: Duration = Duration::from_secs(120);
+/// How long a stopped check has to clean up and end: Ray's wait for its driver, and some.
+const STOP_GRACE: Duration = Duration::from_secs(gke_rl::storage::STOP_WAIT_S + 30);
+/// How often a stopped job is asked whether it has ended.
+const STOP_POLL: Duration = Duration::from_millis(500);
+
+/// How to run the check.
+#[derive(Clone, Debug)]
+pub struct StorageCheckOptions {
+    /// The folder to measure on every node [default: the config's Lustre mount].
+    pub dir: Option<String>,
+    /// The most each node writes, in bytes.
+    pub max_node_bytes: u64,
+    /// The fraction of the tier's ceiling the aggregate write and read must reach.
+    pub min_fraction: f64,
+    /// The longest the job may run; it stops itself then.
+    pub timeout: Duration,
+}
+
+impl Default for StorageCheckOptions {
+    fn default() -> Self {
+        StorageCheckOptions {
+            dir: None,
+            max_node_bytes: DEFAULT_MAX_NODE_BYTES,
+            min_fraction: DEFAULT_MIN_FRACTION,
+            timeout: Duration::from_secs(900),
+        }
+    }
+}
+
+/// How a storage check ended.
+#[derive(Debug)]
+#[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // one a check
+pub enum StorageChecked {
+    /// The job ended and its log was read.
+    Finished {
+        /// The job's submission id.
+        id: String,
+        /// How the job ended.
+        status: JobStatus,
+        /// What its log says.
+        report: Report,
+        /// What the report had to show.
+        expected: Expectation,
+        /// The figures and what keeps them from passing.
+        verdict: Verdict,
+    },
+    /// Interrupted (Ctrl-C): the job was stopped.
+    Stopped {
+        /// The job's submission id.
+        id: String,
+        /// Whether its driver said it removed its folder before it ended.
+        cleaned: bool,
+        /// The signal that interrupted.
+        signal: i32,
+    },
+}
+
+/// Submits the storage-check job through `client`, follows it and judges its report.
+pub async fn check(
+    deployment: &Deployment,
+    artifacts: &Artifacts,
+    options: &StorageCheckOptions,
+    client: &Client,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<StorageChecked, Error> {
+    let expected = Expectation::for_deployment(deployment, options.min_fraction);
+    let local = |what: &str| {
+        let what = what.to_owned();
+        move |source| Error::Local { what, source }
+    };
+    let dir = tempfile::Builder::new().prefix("gke-rl-storage-check-").tempdir().map_err(local("cannot create the job folder"))?;
+    std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
+        .and_then(|mut f| f.write_all(CHECK_SCRIPT.as_bytes()))
+        .map_err(local("cannot write the storage-check job"))?;
+    let random = gke_rl_ray::new_submission_id();
+    let id = format!("gke-rl-storage-check-{}", random.trim_start_matches("raysubmit_"));
+    let timeout_s = options.timeout.as_secs().max(1);
+    let plan = Plan::for_deployment(deployment, options.dir.as_deref(), &id, options.max_node_bytes, timeout_s);
+    let submit = SubmitOptions {
+        working_dir: Some(dir.path().to_owned()),
+        runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl::storage::runtime_env())),
+        submission_id: Some(id),
+        entrypoint: plan.entrypoint(),
+        ..SubmitOptions::default()
+    };
+    let prepared = jobs::prepare(deployment, artifacts, &submit, env, progress)?;
+    let id = jobs::submit(client, prepared, progress).await?;
+    // The job stops itself at its timeout; this bounds a job that never starts or a driver
+    // that hangs.
+    let limit = options.timeout + options.timeout.min(FOLLOW_GRACE);
+    let followed = match tokio::time::timeout(limit, jobs::follow(client, &id, env, progress)).await {
+        Ok(followed) => followed?,
+        Err(_) => {
+            stop(client, &id).await;
+            return Err(Error::JobTimedOut { id, after: limit });
+        }
+    };
+    let job = match followed {
+        Followed::Finished { job, .. } => job,
+        Followed::Detached { signal } => {
+            stop(client, &id).await;
+            let cleaned = client.logs(&id).await.is_ok_and(|log| Report::parse(&log).errors.iter().any(|e| e == gke_rl::storage::STOPPED));
+            return Ok(StorageChecked::Stopped { id, cleaned, signal });
+        }
+    };
+    let report = Report::parse(&client.logs(&id).await?);
+    let mut verdict = report.judge(&expected);
+    // A job that failed without saying why in its log: Ray's message says it.
+    if job.status != JobStatus::Succeeded && report.errors.is_empty() {
+        let message = job.message.clone().unwrap_or_else(|| format!("it ended {}", job.status));
+        verdict.problems.insert(0, gke_rl::storage::Problem::JobFailed { message });
+    }
+    Ok(StorageChecked::Finished { id, status: job.status, report, expected, verdict })
+}
+
+/// Stops the job and waits, within [`STOP_GRACE`], until Ray says it has ended: its driver
+/// removes the check's folder as it goes.
+async fn stop(client: &Client, id: &str) {
+    let _ = client.stop(id).await;
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while tokio::time::Instant::now() < deadline {
+        if client.job(id).await.is_ok_and(|job| job.status.is_terminal()) {
+            return;
+        }
+        tokio::time::sleep(STOP_POLL).await;
+    }
+}

@@ -1,0 +1,528 @@
+"""gke-rl storage-check: measures the file system every GPU node of this Ray cluster shares, the
+way a distributed checkpoint uses it.
+
+One Ray task per node (node affinity), started together behind a barrier. Each node writes one
+file per GPU rank into a fresh folder, in parallel, each closed with fsync; then reads back the
+files another node wrote; then creates, stats and deletes many small files. Each phase starts
+behind a barrier of files in the folder under test, so a folder that is not shared by every
+node is found at once. Each node reports its figures, its mount (file system type and source)
+and the file system's size; gke-rl judges them.
+
+No read is served from the client's page cache: a node reads only files another node wrote,
+which its own kernel never cached, and both the writer (after its fsync) and the reader (before
+it reads) ask the kernel to drop the file's cached pages (posix_fadvise DONTNEED), which also
+covers nodes that share one kernel, and a single node reading its own files. (The file system's
+servers may cache what they hold, as they do for a resume.)
+
+`--local DIR` runs one node's part alone, without Ray: the same program, for one machine and a
+folder. What runs on the nodes uses Python's standard library only; the driver imports Ray.
+The check removes what it wrote on success, failure, SIGTERM and Ctrl-C, and says so only once
+it is gone; a folder a killed check left is removed by the next check once its lease is stale.
+Whoever else can write the folders under the mount is not trusted: no link is followed on the
+way to the check's folder, nothing is removed through one, and only folders named as a check
+names its own, holding a lease, are ever swept. Every wait is bounded.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+
+PREFIX = "storage-check"
+# The size of each write and read: large sequential I/O, as a checkpoint's tensors are written.
+CHUNK = 16 << 20
+# The small files of the metadata pass, as a tokenizer or a config is saved.
+SMALL_FILE = 4096
+# The driver touches its folder's lease this often; a folder whose lease is older than STALE_S
+# was left by a check that was killed.
+LEASE = ".lease"
+LEASE_EVERY_S = 5
+STALE_S = 120
+BARRIERS = ".barrier"
+# How long a stopped check waits for its tasks to be killed, or its threads to end, before it
+# removes their files.
+CANCEL_WAIT_S = 20
+# The names a check gives its own folder: the job's submission id, or a local run's.
+OWN_NAME = re.compile(r"(gke-rl-storage-check-[A-Za-z0-9]{1,64}|check-[A-Za-z0-9._-]{1,200})")
+# Set when the check is stopped: every thread of this process ends at its next step.
+STOP = threading.Event()
+THREADS = []
+
+
+class CheckError(Exception):
+    """What stops a node's part, in words for the report."""
+
+
+def say(kind, value):
+    print(f"{PREFIX} {kind} {json.dumps(value, sort_keys=True)}", flush=True)
+
+
+def error(message):
+    print(f"{PREFIX} error: {message}", flush=True)
+
+
+def unescape(field):
+    """A mountinfo path: spaces, tabs, newlines and backslashes are written as octal escapes."""
+    out, i = [], 0
+    while i < len(field):
+        octal = field[i + 1 : i + 4]
+        if field[i] == "\\" and len(octal) == 3 and all(c in "01234567" for c in octal):
+            out.append(chr(int(octal, 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_of(path):
+    """The mount that holds `path`: its point, file system type and source (for Lustre,
+    `<ip>@tcp:/<fsname>`), from /proc/self/mountinfo; None where there is none."""
+    real = os.path.realpath(path)
+    best = None
+    try:
+        with open("/proc/self/mountinfo", errors="replace") as f:
+            lines = f.read(4 << 20).splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 2:
+            continue
+        point = unescape(fields[4])
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best["point"])):
+            best = {"point": point, "type": tail[0], "source": unescape(tail[1])}
+    return best
+
+
+def space(path):
+    """The file system's size, used and available bytes."""
+    s = os.statvfs(path)
+    return {"total": s.f_blocks * s.f_frsize, "used": (s.f_blocks - s.f_bfree) * s.f_frsize, "available": s.f_bavail * s.f_frsize}
+
+
+def barrier(folder, phase, index, count, deadline):
+    """Waits until `count` nodes have reached `phase`: each creates its own file in a folder of
+    the file system under test and waits until it sees them all."""
+    where = os.path.join(folder, BARRIERS, phase)
+    os.makedirs(where, exist_ok=True)
+    fd = os.open(os.path.join(where, str(index)), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    pause = 0.005
+    while True:
+        seen = len(os.listdir(where))
+        if seen >= count:
+            return
+        if time.monotonic() > deadline:
+            raise CheckError(
+                f"waited for {count} nodes before the {phase} pass and saw {seen}: "
+                "a node that is gone, or a folder that is not shared by every node"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def in_parallel(work, items):
+    """Runs work(item) on one thread per item; the first exception is raised again."""
+    results, errors = [None] * len(items), []
+
+    def run(i, item):
+        try:
+            results[i] = work(item)
+        except BaseException as e:  # reported by the caller, with the rank's file
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i, item), daemon=True) for i, item in enumerate(items)]
+    THREADS.extend(threads)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def drop_cache(fd):
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def write_file(path, size, chunk, deadline):
+    """One rank's file: written in chunks, fsync'ed, its pages dropped. (start, end) times."""
+    view = memoryview(chunk)
+    start = time.time()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        left = size
+        while left > 0:
+            n = os.write(fd, view[: min(left, len(view))])
+            left -= n
+            if time.monotonic() > deadline:
+                raise CheckError(f"writing {path} ran past the check's time limit")
+            if STOP.is_set():
+                raise CheckError("stopped")
+        os.fsync(fd)
+        drop_cache(fd)
+    finally:
+        os.close(fd)
+    return start, time.time()
+
+
+def read_file(path, size, deadline):
+    """Another node's file, read whole from the file system. (start, end) times."""
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    start = time.time()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        drop_cache(fd)
+        got = 0
+        while True:
+            n = os.readv(fd, [view])
+            if n == 0:
+                break
+            got += n
+            if time.monotonic() > deadline:
+                raise CheckError(f"reading {path} ran past the check's time limit")
+            if STOP.is_set():
+                raise CheckError("stopped")
+    finally:
+        os.close(fd)
+    if got != size:
+        raise CheckError(f"{path} holds {got} bytes, not the {size} its node wrote: the file system lost data")
+    return start, time.time()
+
+
+def metadata_pass(folder, threads, files, deadline):
+    """Creates (with one small write), stats and deletes `files` small files on `threads`
+    threads: seconds for each kind of operation."""
+    os.makedirs(folder)
+    names = [[os.path.join(folder, f"t{t}-{i}") for i in range(t, files, threads)] for t in range(threads)]
+    data = b"\0" * SMALL_FILE
+
+    def create(paths):
+        for path in paths:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.write(fd, data)
+            os.close(fd)
+            if time.monotonic() > deadline:
+                raise CheckError("the metadata pass ran past the check's time limit")
+            if STOP.is_set():
+                raise CheckError("stopped")
+
+    def stat(paths):
+        for path in paths:
+            os.lstat(path)
+
+    def delete(paths):
+        for path in paths:
+            os.unlink(path)
+
+    seconds = {}
+    for name, work in (("create", create), ("stat", stat), ("delete", delete)):
+        start = time.perf_counter()
+        in_parallel(work, names)
+        seconds[name] = time.perf_counter() - start
+    os.rmdir(folder)
+    return seconds
+
+
+def node_part(folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout):
+    """This node's part of the check, in `folder` (shared by every node): its figures."""
+    deadline = time.monotonic() + timeout
+    host = socket.gethostname()
+    result = {"index": index, "host": host, "ranks": ranks, "rank_bytes": rank_bytes}
+    if not os.path.isfile(os.path.join(folder, LEASE)):
+        raise CheckError(f"{folder} is not the folder the check created: the driver and this node do not share it")
+    if os.path.realpath(folder) != os.path.abspath(folder):
+        raise CheckError(f"{folder} is reached through a link: someone else's folder, not the check's")
+    result["mount"] = mount_of(folder)
+    result["space"] = space(folder)
+    # The whole check's bytes must leave the file system below the fill line.
+    total = result["space"]["total"]
+    wanted = nodes * ranks * rank_bytes
+    room = max_fill * total - result["space"]["used"]
+    if wanted > room:
+        raise CheckError(
+            f"the check would write {wanted / 1e9:.1f} GB, and the file system has {max(room, 0) / 1e9:.1f} GB "
+            f"before it is {max_fill:.0%} full: lower --size"
+        )
+    mine = os.path.join(folder, f"node-{index}")
+    os.makedirs(mine)
+    chunk = os.urandom(min(CHUNK, max(rank_bytes, 1)))
+    barrier(folder, "write", index, nodes, deadline)
+    paths = [os.path.join(mine, f"rank-{r}.bin") for r in range(ranks)]
+    spans = in_parallel(lambda path: write_file(path, rank_bytes, chunk, deadline), paths)
+    result["write"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes}
+    barrier(folder, "read", index, nodes, deadline)
+    # Another node's files: never in this node's page cache.
+    source = (index + 1) % nodes
+    theirs = os.path.join(folder, f"node-{source}")
+    paths = [os.path.join(theirs, f"rank-{r}.bin") for r in range(ranks)]
+    spans = in_parallel(lambda path: read_file(path, rank_bytes, deadline), paths)
+    result["read"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes, "from": source}
+    barrier(folder, "metadata", index, nodes, deadline)
+    result["metadata"] = dict(metadata_pass(os.path.join(mine, "small"), ranks, files, deadline), files=files)
+    return result
+
+
+def open_below(root, relative):
+    """A descriptor of the folder `relative` below `root`, each part made if missing and opened
+    without following a link: someone who can write the mount cannot turn the check's folder
+    into a link to theirs."""
+    if not os.path.isdir(root):
+        raise CheckError(f"{root} does not exist here: the file system to check is not mounted there (the Lustre PVC, or --dir)")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in [p for p in relative.split("/") if p not in ("", ".")]:
+            if part == "..":
+                raise CheckError(f"{relative} leaves {root}")
+            try:
+                os.mkdir(part, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                raise CheckError(f"{os.path.join(root, relative)}: {part} is not a folder of its own (a link, or a file): {e.strerror}")
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def remove_below(dir_fd, name, depth=0):
+    """Removes `name` in the folder `dir_fd`, its contents first; never follows a link.
+    Whether it is gone."""
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dir_fd)
+            return True
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        try:
+            # A check's tree is four folders deep; a deeper one is not the check's.
+            if depth < 8:
+                for entry in os.scandir(fd):
+                    remove_below(fd, entry.name, depth + 1)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=dir_fd)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def sweep(parent_fd, own):
+    """Removes the folders of checks that were killed: named as a check names its own, with a
+    lease that is a file and older than STALE_S. Nothing else is touched."""
+    now = time.time()
+    for entry in sorted(os.scandir(parent_fd), key=lambda e: e.name):
+        name = entry.name
+        if name == own or not OWN_NAME.fullmatch(name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+            try:
+                lease = os.lstat(LEASE, dir_fd=fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(lease.st_mode) and now - lease.st_mtime > STALE_S:
+            gone = remove_below(parent_fd, name)
+            print(f"{PREFIX} {'removed' if gone else 'cannot remove'} {json.dumps(name)}: left by a check that was killed", flush=True)
+
+
+class Lease:
+    """The check's folder, its lease kept fresh while the check runs, and removed at the end.
+    It is made below `root`, the mount, which must exist: a check never makes a mount point.
+    Its parent is held open, so whatever happens to the path later, removal stays inside."""
+
+    def __init__(self, root, parent, name):
+        if not OWN_NAME.fullmatch(name):
+            raise CheckError(f"{name!r} is not a name the check gives its folder")
+        relative = os.path.relpath(parent, root)
+        if relative.startswith(".."):
+            raise CheckError(f"{parent} is not below {root}")
+        self.parent_fd = open_below(root, relative)
+        self.name = name
+        self.folder = os.path.join(parent, name)
+        sweep(self.parent_fd, name)
+        os.mkdir(name, 0o700, dir_fd=self.parent_fd)
+        self.stop = threading.Event()
+        self.touch()
+        self.thread = threading.Thread(target=self.keep, daemon=True)
+        self.thread.start()
+
+    def touch(self):
+        fd = os.open(self.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.parent_fd)
+        try:
+            lease = os.open(LEASE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=fd)
+            os.close(lease)
+            os.utime(LEASE, dir_fd=fd, follow_symlinks=False)
+        finally:
+            os.close(fd)
+
+    def keep(self):
+        while not self.stop.wait(LEASE_EVERY_S):
+            try:
+                self.touch()
+            except OSError:
+                pass
+
+    def close(self):
+        """Removes the folder; whether it is gone."""
+        self.stop.set()
+        gone = remove_below(self.parent_fd, self.name)
+        os.close(self.parent_fd)
+        return gone
+
+
+def end_threads():
+    """Stops this process's check threads and waits, within CANCEL_WAIT_S, for them to end."""
+    STOP.set()
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    for thread in THREADS:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def stop_on_signals():
+    """SIGTERM (`ray job stop`, a pod's end) ends the check as Ctrl-C does, so it cleans up."""
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def setup_line(args, nodes, gpu_nodes, ranks, folder):
+    setup = {"nodes": nodes, "gpu_nodes": gpu_nodes, "ranks": ranks, "rank_bytes": args.rank_bytes, "files": args.files, "folder": folder}
+    say("setup", setup)
+
+
+def on_ray(args):
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ray.init(logging_level="warning")
+    # Ray's own SIGTERM handler ends the process at once: a stop must clean up first.
+    stop_on_signals()
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    gpu_nodes = [n for n in alive if n["Resources"].get("GPU", 0) >= 1]
+    nodes = gpu_nodes or alive
+    ranks = args.ranks or (min(int(n["Resources"]["GPU"]) for n in gpu_nodes) if gpu_nodes else 1)
+    lease = Lease(args.root or args.dir, args.dir, args.name)
+    runs = []
+    try:
+        setup_line(args, len(nodes), len(gpu_nodes), ranks, lease.folder)
+        deadline = time.monotonic() + args.timeout
+
+        # What the tasks need, and nothing that holds a lock or a thread (Ray pickles it).
+        work = (lease.folder, len(nodes), ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+
+        def part(index):
+            # By module, not by `__main__`: Ray would pickle this file's globals (a lock among
+            # them) with the function; the job's working dir is on the workers' path.
+            from storage_check import CheckError, node_part
+
+            folder, count, ranks, rank_bytes, files, max_fill, timeout = work
+            where = {"node": ray.get_runtime_context().get_node_id()[:8], "ip": ray.util.get_node_ip_address()}
+            try:
+                return dict(node_part(folder, index, count, ranks, rank_bytes, files, max_fill, timeout), **where)
+            except (CheckError, OSError) as e:
+                return dict(where, error=str(e))
+
+        # No CPU asked: the check must run beside whatever holds the nodes' CPUs.
+        task = ray.remote(num_cpus=0, max_retries=0)(part)
+        pin = lambda node: NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+        runs = [task.options(scheduling_strategy=pin(node)).remote(i) for i, node in enumerate(nodes)]
+        pending = list(runs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=max(0.1, deadline - time.monotonic()))
+            if not done:
+                error(f"the check did not finish within {args.timeout:.0f} s")
+                return 1
+            result = ray.get(done[0])
+            if "error" in result:
+                error(f"node {result['node']} ({result['ip']}): {result['error']}")
+                return 1
+            say("node", result)
+        return 0
+    except ray.exceptions.RayError as e:
+        error(f"ray: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        return 1
+    finally:
+        # Tasks still running write no more before the folder goes: their workers are killed,
+        # and the cancellations waited for. Finished ones are left alone.
+        try:
+            _, running = ray.wait(runs, num_returns=len(runs), timeout=0)
+            for run in running:
+                ray.cancel(run, force=True)
+            ray.wait(running, num_returns=len(running), timeout=CANCEL_WAIT_S)
+        except Exception:  # Ray is going away: the sweep of the next check has the rest
+            pass
+        CLOSED.append(lease.close())
+
+
+def local(args):
+    lease = Lease(args.root or args.dir, args.dir, args.name)
+    try:
+        ranks = args.ranks or 1
+        # This machine stands for one GPU node.
+        setup_line(args, 1, 1, ranks, lease.folder)
+        result = node_part(lease.folder, 0, 1, ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+        say("node", dict(result, node=socket.gethostname(), ip="127.0.0.1"))
+        return 0
+    finally:
+        end_threads()
+        CLOSED.append(lease.close())
+
+
+# Whether the check's folder was removed, once it was closed.
+CLOSED = []
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", required=True, help="the folder the check's own folder is made in, on the file system under test")
+    parser.add_argument("--root", default=None, help="the mount the folder is under, which must exist (default: --dir)")
+    parser.add_argument("--name", default=None, help="the check's own folder (default: a new name)")
+    parser.add_argument("--rank-bytes", type=int, required=True, help="bytes each rank writes")
+    parser.add_argument("--ranks", type=int, default=0, help="files written in parallel per node (default: its GPUs, 1 without)")
+    parser.add_argument("--files", type=int, default=2000, help="small files per node in the metadata pass")
+    parser.add_argument("--max-fill", type=float, default=0.9, help="the fraction of the file system the check must stay below")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds the whole check may take")
+    parser.add_argument("--local", action="store_true", help="this machine alone, without Ray")
+    args = parser.parse_args()
+    if args.rank_bytes < 1 or args.files < 1 or args.ranks < 0 or not 0 < args.max_fill <= 1:
+        parser.error("--rank-bytes and --files must be at least 1, --ranks at least 0, --max-fill in (0, 1]")
+    args.name = args.name or f"check-{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
+    stop_on_signals()
+    try:
+        return (local if args.local else on_ray)(args)
+    except (CheckError, OSError) as e:
+        error(str(e))
+        return 1
+    except KeyboardInterrupt:
+        if CLOSED == [True]:
+            error("stopped; the check's folder was removed")
+        else:
+            error("stopped before it could remove its folder: the next check removes it once its lease is stale")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
