@@ -1,0 +1,213 @@
+"""The storage check held to a real distributed checkpoint written from GPUs (issue 55).
+
+On a machine with GPUs, in one run:
+1. the storage check's own per-node program (crates/gke-rl/src/storage/storage_check.py, the same
+   file, run with --local) measures a folder on the machine's disk, one file per GPU;
+2. one process per GPU (torch.multiprocessing, NCCL for CUDA and gloo for CPU work, the device's
+   variables left as set) saves a sharded model and optimizer state with
+   torch.distributed.checkpoint into the same folder: bf16 weights, fp32 master weights and
+   Adam's two fp32 moments, the 14 bytes per parameter gke-rl's rules assume. It times the save
+   to save() returning and to the data being on disk (each file fsync'ed);
+3. it saves again with dcp.async_save and times what blocks and when the data has landed;
+4. it compares the storage check's predicted save time for those bytes (bytes over its measured
+   write rate, as gke_rl::checkpoint_plan::Prediction computes it) with the measured one, and
+   the bytes on disk with 14 per parameter;
+5. it writes every figure to OUT/dcp-save.json.
+
+    python3 xtask/device/dcp_save.py --out "$OUT" [--parameters 1.5e9] [--dir PATH]
+
+The JSON is committed as tests/fixtures/device/dcp-save-h200.json, and a test holds gke-rl's
+planner to it. Every wait is bounded by --timeout.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, "..", "..", "crates", "gke-rl", "src", "storage", "storage_check.py")
+# gke_rl::knowledge::CHECKPOINT_BYTES_PER_PARAMETER: bf16 weights, fp32 master weights, two fp32 moments.
+BYTES_PER_PARAMETER = 14
+# Each layer is a square matrix of this side: 16.8 M parameters.
+SIDE = 4096
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def storage_check(folder, ranks, rank_bytes, timeout):
+    """The per-node program on `folder`: its output lines and its node's figures."""
+    out = subprocess.run(
+        [sys.executable, CHECK, "--local", "--dir", folder, "--ranks", str(ranks), "--rank-bytes", str(rank_bytes), "--timeout", str(timeout)],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 60,
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("storage-check ")]
+    node = next((json.loads(line[len("storage-check node ") :]) for line in lines if line.startswith("storage-check node ")), None)
+    if out.returncode != 0 or node is None:
+        raise SystemExit(f"the storage check failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return lines, node
+
+
+def tree_bytes(path):
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
+
+
+def fsync_files(paths):
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def layers_of(rank, world, layers):
+    """This rank's layers: an even split, the first ranks taking one more."""
+    share, extra = divmod(layers, world)
+    return share + (1 if rank < extra else 0)
+
+
+def worker(rank, world, port, args, result_path):
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    device = "cpu" if args.cpu else "cuda"
+    if not args.cpu:
+        torch.cuda.set_device(rank)
+    # async_save stages on CPU and needs a CPU collective beside NCCL.
+    backend = "gloo" if args.cpu else "cpu:gloo,cuda:nccl"
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    count = layers_of(rank, world, args.layers)
+    generator = torch.Generator(device=device).manual_seed(rank)
+    weights = {f"rank{rank}.layer{i}.weight": torch.randn(SIDE, SIDE, device=device, dtype=torch.bfloat16, generator=generator) for i in range(count)}
+    master = {name: w.float().requires_grad_() for name, w in weights.items()}
+    optimizer = torch.optim.Adam(master.values(), lr=1e-4)
+    for p in master.values():
+        p.grad = torch.randn_like(p) * 1e-3
+    optimizer.step()
+    for p in master.values():
+        p.grad = None
+    state = {
+        "model": weights,
+        "optimizer": {
+            name: {"master": p.detach(), "exp_avg": optimizer.state[p]["exp_avg"], "exp_avg_sq": optimizer.state[p]["exp_avg_sq"]}
+            for name, p in master.items()
+        },
+    }
+    parameters = count * SIDE * SIDE
+    if not args.cpu:
+        torch.cuda.synchronize()
+    dist.barrier()
+
+    # A synchronous save: to save() returning (the files written, maybe still in the page cache),
+    # then to every file of this rank on disk.
+    sync_dir = os.path.join(args.dir, "dcp-sync")
+    start = time.perf_counter()
+    dcp.save(state, storage_writer=FileSystemWriter(sync_dir, sync_files=False, thread_count=1))
+    returned = time.perf_counter()
+    mine = [os.path.join(sync_dir, n) for n in os.listdir(sync_dir) if n.startswith(f"__{rank}_") or (rank == 0 and n == ".metadata")]
+    fsync_files(mine)
+    dist.barrier()
+    durable = time.perf_counter()
+    sync_bytes = tree_bytes(sync_dir) if rank == 0 else 0
+    dist.barrier()
+    if rank == 0:
+        import shutil
+
+        shutil.rmtree(sync_dir)
+    dist.barrier()
+
+    # An async save: what blocks (staging off the GPUs), and when it has landed (written and
+    # fsync'ed by the writer).
+    async_dir = os.path.join(args.dir, "dcp-async")
+    start_async = time.perf_counter()
+    pending = dcp.async_save(state, storage_writer=FileSystemWriter(async_dir, sync_files=True, thread_count=1))
+    blocked = time.perf_counter()
+    # A concurrent.futures.Future (or, with a stager, a response holding one).
+    getattr(pending, "upload_completion", pending).result(timeout=args.timeout)
+    dist.barrier()
+    landed = time.perf_counter()
+    async_bytes = tree_bytes(async_dir) if rank == 0 else 0
+    dist.barrier()
+    if rank == 0:
+        import shutil
+
+        shutil.rmtree(async_dir)
+        with open(result_path, "w") as f:
+            json.dump(
+                {
+                    "torch": torch.__version__,
+                    "gpu": "cpu" if args.cpu else torch.cuda.get_device_name(0),
+                    "parameters_rank0": parameters,
+                    "sync": {"bytes": sync_bytes, "returned_s": returned - start, "durable_s": durable - start},
+                    "async": {"bytes": async_bytes, "blocking_s": blocked - start_async, "landed_s": landed - start_async},
+                },
+                f,
+            )
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="where dcp-save.json goes")
+    parser.add_argument("--dir", default=os.path.join(HERE, "..", "..", "target", "device-storage"), help="the folder on the disk under test")
+    parser.add_argument("--parameters", type=float, default=1.5e9, help="the model's parameters, all ranks together")
+    parser.add_argument("--timeout", type=float, default=480, help="seconds each part may take")
+    parser.add_argument("--cpu", action="store_true", help="check this script on a machine without GPUs (one process; its figures mean nothing)")
+    args = parser.parse_args()
+    import torch
+    import torch.multiprocessing as mp
+
+    gpus = 1 if args.cpu else torch.cuda.device_count()
+    if gpus < 1:
+        raise SystemExit("no GPU: this run is for a machine with GPUs (--cpu checks the script)")
+    args.dir = os.path.abspath(args.dir)
+    os.makedirs(args.dir, exist_ok=True)
+    args.layers = max(gpus, round(args.parameters / (SIDE * SIDE)))
+    parameters = args.layers * SIDE * SIDE
+    rule_bytes = BYTES_PER_PARAMETER * parameters
+    started = time.perf_counter()
+
+    lines, node = storage_check(args.dir, gpus, rule_bytes // gpus, int(args.timeout))
+    write_rate = node["write"]["bytes"] / (node["write"]["end"] - node["write"]["start"])
+
+    result_path = os.path.join(args.dir, "worker.json")
+    mp.spawn(worker, args=(gpus, free_port(), args, result_path), nprocs=gpus)
+    with open(result_path) as f:
+        saved = json.load(f)
+    os.unlink(result_path)
+
+    measured = saved["sync"]["bytes"]
+    predicted_s = measured / write_rate
+    figures = {
+        "gpus": gpus,
+        "torch": saved["torch"],
+        "gpu": saved["gpu"],
+        "parameters": parameters,
+        "rule_bytes": rule_bytes,
+        "storage_check": {"lines": lines, "write_rate": write_rate},
+        "sync": saved["sync"],
+        "async": saved["async"],
+        "predicted_s": predicted_s,
+        "predicted_over_measured": predicted_s / saved["sync"]["durable_s"],
+        "bytes_per_parameter": measured / parameters,
+        "wall_s": time.perf_counter() - started,
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "dcp-save.json"), "w") as f:
+        json.dump(figures, f, indent=2, sort_keys=True)
+    print(json.dumps(figures, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
