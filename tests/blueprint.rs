@@ -103,3 +103,23 @@ fn a_blueprint_of_the_wrong_shape_is_refused_with_its_line() {
     );
     assert!(!cwd.path().join("out").exists());
 }
+
+/// Issue 51, class 7: a Kueue template with lone carriage returns (a line end to YAML, not to
+/// gke-rl's positions) is refused at the first one, for a queued run's staging; never a panic.
+#[test]
+fn a_kueue_template_with_lone_carriage_returns_is_refused_at_the_first() {
+    let cwd = tempfile::tempdir().unwrap();
+    let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
+    std::fs::create_dir_all(&example).unwrap();
+    std::fs::copy(upstream("cluster-toolkit/gke-a4.yaml"), example.join("gke-a4.yaml")).unwrap();
+    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+        let text = std::fs::read_to_string(upstream(&format!("cluster-toolkit/{template}"))).unwrap();
+        let text = if template.starts_with("kueue") { text.replacen("\n", "\r", 3) } else { text };
+        std::fs::write(example.join(template), text).unwrap();
+    }
+    std::fs::write(cwd.path().join("gke-rl.yaml"), "job:\n  queue: a4\n").unwrap();
+    let out = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("kueue-configuration.yaml.tftpl") && stderr(&out).contains("a lone carriage return"), "{}", stderr(&out));
+}

@@ -624,3 +624,93 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
     left.sort();
     assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "the stopped check left nothing");
 }
+
+/// Issue 51, class 7: a RayCluster with lone carriage returns is refused at the first one, as a
+/// syntax error at the line and column every position of gke-rl counts (lines end at `\n`), in
+/// the text, JSON and SARIF outputs alike; no fix is offered, so none can rewrite another line.
+#[test]
+fn a_lone_carriage_return_is_one_definition_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = std::fs::read_to_string(project_root().join("manifests/ray-cluster.yaml")).unwrap();
+    // rayVersion made wrong (a fix would be offered), and three line ends made lone CRs.
+    let cluster = cluster.replace("rayVersion: \"2.54.0\"", "rayVersion: \"2.46.0\"");
+    let first_break = cluster.find("metadata:\n").unwrap() + "metadata:".len();
+    let mut bytes = cluster.into_bytes();
+    bytes[first_break] = b'\r';
+    let hostile = String::from_utf8(bytes).unwrap().replacen("\n  labels:\n", "\r  labels:\r", 1);
+    std::fs::write(dir.path().join("ray-cluster.yaml"), &hostile).unwrap();
+    let line = hostile[..hostile.find('\r').unwrap()].matches('\n').count() + 1;
+    let json = gke_rl(dir.path(), &["validate", "ray-cluster.yaml", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0]["code"], "syntax");
+    assert_eq!((findings[0]["line"].as_u64(), findings[0]["column"].as_u64()), (Some(line as u64), Some(10)));
+    assert!(
+        findings[0]["message"].as_str().unwrap().contains("lone carriage return") && findings[0].get("fix").is_none_or(|f| f.is_null())
+    );
+    let sarif = gke_rl(dir.path(), &["validate", "ray-cluster.yaml", "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    let result = &log["runs"][0]["results"][0];
+    assert_eq!(result["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64(), Some(line as u64));
+    assert!(result.get("fixes").is_none(), "{result}");
+    let text = gke_rl(dir.path(), &["validate", "ray-cluster.yaml"]);
+    assert!(stdout(&text).contains(&format!("ray-cluster.yaml:{line}:10")), "{}", stdout(&text));
+    assert!(!stderr(&text).contains("panicked"));
+}
+
+/// Issue 51, class 6: figures from a log can neither hang the report nor be lost to its size.
+/// Rewards of ±1e308 and a restart record whose waits are 1e308 are left out, and the page says
+/// so, in seconds; a log of more than 256 MiB (more than the Jobs API answers whole) is read as
+/// a stream in bounded memory, so its last records and steps count; past 50,000 steps the
+/// progress still says where the run is.
+#[test]
+fn figures_from_a_log_never_hang_or_drop_the_report() {
+    use gke_rl::supervisor::RECORD_PREFIX;
+    let dir = tempfile::tempdir().unwrap();
+    let step = |n: u64, of: u64, reward: &str| {
+        format!(
+            "========================= Step {n}/{of} =========================\n📊 Training Results:\n  • Loss: 0.1\n  • Avg Reward: {reward}\n\
+             ⏱️  Timing:\n  • Total step time: 10.00s\n"
+        )
+    };
+    let restart = r#"{"event": "restart", "number": 1, "kind": "node-lost", "cause": "c", "failed": "s", "resumed_from": 1, "steps_redone": 0, "waited_s": 1e308, "back_to_running_s": 1.0, "lost_s": 1e308, "noticed_at": 1.0, "node_back_at": 2.0, "running_at": 3.0}"#;
+    let log = format!("{}{}{RECORD_PREFIX}{restart}\n{}", step(1, 3, "1e308"), step(2, 3, "-1e308"), step(3, 3, "0.5"));
+    std::fs::write(dir.path().join("run.log"), &log).unwrap();
+    let out = bash(dir.path(), "timeout 60 \"$GKE_RL\" report --log run.log --out page; echo \"exit $?\"");
+    assert!(stdout(&out).ends_with("exit 0\n"), "{}", both(&out));
+    assert!(
+        stdout(&out).contains("note: 2 figures out of range (not finite, or past ±1e12) were left out; 1 supervisor records"),
+        "{}",
+        both(&out)
+    );
+    let page = std::fs::read_to_string(dir.path().join("page/report.html")).unwrap();
+    assert!(page.contains("id=\"left-out\"") && page.contains("2 figures out of range"), "the page says so");
+
+    // 300 MiB of log: a restart record near its start, 60,000 steps, and the run's end last.
+    let good_restart = restart.replace("1e308", "5.0");
+    let mut blocks = vec![format!("{RECORD_PREFIX}{good_restart}\n")];
+    blocks.push((1..=60_000).map(|n| step(n, 60_000, "0.25")).collect());
+    let ended = format!(
+        "{RECORD_PREFIX}{{\"event\": \"ended\", \"status\": \"SUCCEEDED\", \"reason\": \"the training succeeded\", \"at\": 9.0}}\n"
+    );
+    let address = gke_rl_ray::fake::long_log_head(blocks, "(pid=7) a worker's line\n".to_owned(), 300 << 20, ended);
+    let job = gke_rl_ray::fake::JOB;
+    let status =
+        bash(dir.path(), &format!("ulimit -v 1048576; timeout 300 \"$GKE_RL\" status --address {address} {job}; echo \"exit $?\""));
+    assert!(stdout(&status).ends_with("exit 0\n"), "{}", both(&status));
+    assert!(
+        both(&status).contains("restarts: 1 (") && both(&status).contains("run SUCCEEDED: the training succeeded"),
+        "{}",
+        both(&status)
+    );
+    let report =
+        bash(dir.path(), &format!("ulimit -v 1048576; timeout 300 \"$GKE_RL\" report --address {address} {job}; echo \"exit $?\""));
+    assert!(stdout(&report).ends_with("exit 0\n"), "{}", both(&report));
+    assert!(stdout(&report).contains("run: step 60000/60000"), "{}", both(&report));
+    assert!(
+        stdout(&report).contains("the 10000 steps after the first 50000 are in the progress but not in the figures"),
+        "{}",
+        both(&report)
+    );
+}

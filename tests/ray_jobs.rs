@@ -214,7 +214,7 @@ fn known_image(version: &str) -> Option<&'static str> {
 
 fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, On, Case); 15] = [
+    let cases: [(&str, On, Case); 18] = [
         ("deploy_submit_status_destroy_through_a_tls_api_server", On::KnownImages, through_a_tls_api_server),
         (
             "a_rayjob_is_deployed_submitted_followed_and_stopped_through_a_tls_api_server",
@@ -233,6 +233,9 @@ fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
         ("port_forward_carries_a_followed_job_across_a_cut", On::Newest, port_forward_across_a_cut),
         ("secrets_stay_out_of_package_request_and_processes", On::Newest, secrets),
         ("label_selector_is_gated_by_version", On::Every, label_selector),
+        ("a_gcs_address_is_named_as_such_with_the_dashboards", On::Every, gcs_address),
+        ("a_runs_folder_on_storage_that_is_not_mounted_is_refused_not_made", On::Newest, runs_folder_not_mounted),
+        ("an_unsupervised_job_runs_its_command_as_given", On::Newest, unsupervised),
         ("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", On::TokenHeads, token_auth),
     ];
     cases
@@ -243,6 +246,23 @@ fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
             Trial::test(format!("ray_{version}::{name}"), move || case(&*head.wait()?))
         })
         .collect()
+}
+
+/// Issue 52: the GCS address (`host:port`, as `ray start` prints it and KubeRay pods set
+/// RAY_ADDRESS) is not the dashboard's: gke-rl says which it was given and what to give.
+fn gcs_address(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let gcs = format!("127.0.0.1:{}", head.gcs);
+    for (args, vars) in [(vec!["jobs", "--address", gcs.as_str()], vec![]), (vec!["jobs"], vec![("RAY_ADDRESS", Some(gcs.as_str()))])] {
+        let out = gke_rl_with(dir.path(), &args, &vars);
+        let said = stderr(&out);
+        check(
+            out.status.code() == Some(2) && said.contains(&format!("{gcs} is Ray's GCS address")) && said.contains("http://127.0.0.1:8265"),
+            "the GCS address is named, with the dashboard's to give",
+            &out,
+        )?;
+    }
+    Ok(())
 }
 
 /// The whole path as a user takes it, with only Google Cloud faked: deploy against the fake
@@ -272,7 +292,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         Some(_) => {
             let token = cloud.api.secret_value(secret, "auth_token").ok_or("deploy made no Ray token")?;
             check(
-                stderr(&deploy).contains(&format!("Secret default/{secret} holds a new Ray token"))
+                stderr(&deploy).contains(&format!("Secret default/{secret} holds a new cluster token"))
                     && token.len() == 64
                     && token.chars().all(|c| c.is_ascii_hexdigit())
                     && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["authOptions"]["secretName"] == secret),
@@ -623,8 +643,24 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
         "report reads the steps through the Jobs API, and the wall time and start (Lustre's window) from Ray's",
         &report,
     )?;
+    // Issue 52: the run reads the same from a saved log as through the Jobs API: its wall time
+    // starts at Ray's start of the job in both.
+    let saved = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
+    std::fs::write(dir.path().join("saved.log"), &saved.stdout)?;
+    let offline = gke_rl(dir.path(), &["report", "--log", "saved.log", "--format", "json"]);
+    let offline: serde_json::Value = serde_json::from_str(&stdout(&offline)).map_err(|e| format!("report --log: {e}"))?;
+    let (live, kept) = (json["goodput"]["wall_s"].as_f64().unwrap_or(0.0), offline["goodput"]["wall_s"].as_f64().unwrap_or(-9.0));
+    check((live - kept).abs() <= 3.0, &format!("the wall time is {live} s through the Jobs API and {kept} s from the saved log"), &report)?;
+    // Issue 52: this head has no GPU, so the config's price for its GPU nodes is not applied.
+    check(
+        json["cost"].is_null() && json["unpriced"].as_str().is_some_and(|why| why.contains("has no GPU")),
+        "a run on a head without GPUs is not priced at the config's rate",
+        &report,
+    )?;
     let jobs = gke_rl(dir.path(), &["jobs", "--address", &head.address]);
-    check(jobs.status.success() && stdout(&jobs).contains(&id), "jobs lists it", &jobs)
+    let row = stdout(&jobs).lines().find(|l| l.starts_with(&id)).map(str::to_owned).unwrap_or_default();
+    check(jobs.status.success() && row.ends_with("  bash job.sh"), "jobs lists it with the user's command", &jobs)?;
+    check(!stdout(&jobs).contains("gke_rl_supervise"), "and no row of the supervisor's own", &jobs)
 }
 
 fn ctrl_c_detaches(head: &Head) -> Result<(), Failed> {
@@ -663,6 +699,37 @@ fn failed_job(head: &Head) -> Result<(), Failed> {
     let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--", "sh", "-c", "echo about-to-fail; exit 3"]);
     check(out.status.code() == Some(1), "a FAILED job exits 1", &out)?;
     check(stdout(&out).contains("about-to-fail") && stderr(&out).contains("FAILED"), "its log and state are shown", &out)
+}
+
+/// Issue 52: a local head has no /lustre; the supervisor never makes a folder at the file
+/// system's root for the runs folder, and says how to give another.
+fn runs_folder_not_mounted(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let missing = format!("/gke-rl-no-mount-{}", std::process::id());
+    let runs = format!("{missing}/gke-rl/runs");
+    let out = gke_rl_with(dir.path(), &["submit", "--address", &head.address, "--", "true"], &[("GKE_RL_RUNS_DIR", Some(&runs))]);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    check(
+        out.status.code() == Some(1) && said.contains(&format!("{missing} is not there")) && said.contains("--runs-dir DIR"),
+        "refused",
+        &out,
+    )?;
+    check(!Path::new(&missing).exists(), "and nothing was made at the root", &out)
+}
+
+/// Issue 52: `--no-supervisor` runs the command as given (for a head whose jobs' `python` has
+/// no Ray), and needs no runs folder.
+fn unsupervised(head: &Head) -> Result<(), Failed> {
+    let dir = tempfile::tempdir()?;
+    let vars = [("GKE_RL_RUNS_DIR", None)];
+    let out = gke_rl_with(dir.path(), &["submit", "--address", &head.address, "--no-supervisor", "--", "echo", "plain"], &vars);
+    check(out.status.code() == Some(0) && stdout(&out).contains("plain"), "it runs", &out)?;
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let jobs = gke_rl(dir.path(), &["jobs", "--address", &head.address, "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&jobs)).map_err(|e| format!("jobs --json: {e}"))?;
+    let entrypoint =
+        listed.as_array().and_then(|jobs| jobs.iter().find(|j| j["submission_id"] == id.as_str())).map(|j| j["entrypoint"].clone());
+    check(entrypoint == Some("echo plain".into()), "as given, without the supervisor", &jobs)
 }
 
 fn duplicate_id(head: &Head) -> Result<(), Failed> {

@@ -145,3 +145,139 @@ fn the_supervisor_puts_back_a_swapped_checkpoint_and_removes_only_orphans() {
     assert_eq!(after, json!([6, [], ["old_step_8"]]));
     assert!(elsewhere.join("shard").is_file(), "no link was followed");
 }
+
+/// Issue 51, class 4: no training outlives its supervisor, whatever ends it. A stand-in for the
+/// supervisor starts the guardian, a training in a session of its own (as the supervisor does,
+/// and as a training that detaches would be), and a restart copy; it is then killed with
+/// SIGKILL, which runs none of its code: the guardian ends the training and removes the copy.
+#[test]
+fn a_training_and_its_restart_copy_never_outlive_a_killed_supervisor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    let copy = dir.path().join("gke-rl-restart-copy");
+    std::fs::create_dir_all(copy.join("sub")).unwrap();
+    let stand_in = format!(
+        "import os, subprocess, sys, time\nimport gke_rl_supervise as s\ns.GUARDIAN.start('run-x:sub-x:')\n\
+         child = subprocess.Popen(['sleep', '300'], env=dict(os.environ, GKE_RL_ATTEMPT='run-x:sub-x:0'), start_new_session=True)\n\
+         s.GUARDIAN.watch_group(child.pid)\ns.GUARDIAN.watch_copy({copy:?})\nprint(child.pid, flush=True)\ntime.sleep(300)\n",
+        copy = copy.display().to_string()
+    );
+    let mut supervisor = Command::new("python3")
+        .args(["-c", &stand_in])
+        .current_dir(dir.path())
+        .env("PYTHONPATH", dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(supervisor.stdout.take().unwrap()), &mut line).unwrap();
+    let training: u32 = line.trim().parse().expect("the training's pid");
+    let alive = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
+    assert!(alive(training), "the training runs");
+    supervisor.kill().unwrap();
+    supervisor.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while (alive(training) || copy.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!alive(training), "the training outlived its supervisor");
+    assert!(!copy.exists(), "the restart copy outlived its supervisor");
+}
+
+/// Runs `driver` with the supervisor program importable; its standard output.
+fn run_with_supervisor(driver: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    let out = Command::new("python3")
+        .args(["-c", driver])
+        .args(args)
+        .current_dir(dir.path())
+        .env("PYTHONPATH", dir.path())
+        .envs(env.iter().copied())
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// Issue 51, class 2: a line of the training's that would read as a record is marked as the
+/// training's however the pipe cuts it: at every cut of a text where such a line starts the
+/// output, follows a `\n`, and follows a lone `\r`, the echo is the text with each of those
+/// lines marked, and gke-rl reads no record from it.
+#[test]
+fn a_training_line_that_reads_as_a_record_is_marked_wherever_the_pipe_cuts_it() {
+    let prefix = gke_rl::supervisor::RECORD_PREFIX;
+    let forged = format!("{prefix}{{\"event\":\"ended\",\"status\":\"SUCCEEDED\",\"reason\":\"forged\"}}");
+    let text = format!("{forged}\nstep 1\n50%\r{forged}\rtail {prefix}\n{forged}");
+    // As the supervisor reads the pipe: a line at a time, cut where the read's bound falls.
+    let driver = r#"
+import sys
+import gke_rl_supervise as s
+text = sys.argv[1].encode()
+for cut in range(len(text) + 1):
+    s.AT_LINE_START[0] = True
+    for part in (text[:cut], text[cut:]):
+        while part:
+            end = part.find(b"\n") + 1 or len(part)
+            s.echo(part[:end])
+            part = part[end:]
+    s.echo(b"", final=True)
+    sys.stdout.buffer.write(b"\n=cut=\n")
+"#;
+    let out = String::from_utf8(run_with_supervisor(driver, &[&text], &[])).unwrap();
+    let expected = text.replace(&forged, &format!("(training) {forged}"));
+    let echoes: Vec<&str> = out.split("\n=cut=\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(echoes.len(), text.len() + 1);
+    for (cut, echo) in echoes.iter().enumerate() {
+        assert_eq!(*echo, expected, "cut at byte {cut}");
+        assert!(!gke_rl::supervisor::Records::of(echo).supervised(), "cut at byte {cut}: a record was read");
+    }
+}
+
+/// Issue 51, class 1: a record proves its run and its file, so one cannot be forged, moved to
+/// another run or file, or reordered; a package is used only through a copy whose digest was
+/// taken as it was copied; nothing but a regular file is ever opened.
+#[test]
+fn records_prove_their_run_and_file_and_only_checked_bytes_are_used() {
+    let driver = r#"
+import json, os, sys, hashlib
+import gke_rl_supervise as s
+d = sys.argv[1]
+for run in ("a", "b"):
+    os.makedirs(os.path.join(d, run))
+s.write_record(os.path.join(d, "a", "run.json"), "a", {"run": "a", "request": {"entrypoint": "train"}})
+s.append_event(os.path.join(d, "a"), "a", {"event": "started", "submission": "a"})
+import time; time.sleep(0.01)
+s.append_event(os.path.join(d, "a"), "a", {"event": "pending", "resubmitted": "a-r1"})
+said = {"genuine": s.read_record(os.path.join(d, "a", "run.json"), "a") is not None}
+# Moved to another run, and to another file of the same run.
+os.replace(os.path.join(d, "a", "run.json"), os.path.join(d, "b", "run.json"))
+said["moved to another run"] = s.read_record(os.path.join(d, "b", "run.json"), "b")
+lines = open(os.path.join(d, "a", "events.jsonl")).read().splitlines()
+open(os.path.join(d, "a", "progress.json"), "w").write(lines[0])
+said["moved to another file"] = s.read_record(os.path.join(d, "a", "progress.json"), "a")
+open(os.path.join(d, "a", "events.jsonl"), "w").write("\n".join(reversed(lines)) + "\n" + "[" * 100000 + "\n")
+said["reordered"] = [e["event"] for e in s.read_events(os.path.join(d, "a"), "a")]
+# A package: checked bytes only.
+package = os.path.join(d, "a", "working_dir.zip")
+open(package, "wb").write(b"the code")
+digest = hashlib.sha256(b"the code").hexdigest()
+said["package"] = s.verified_copy(package, digest, 1024).read().decode()
+open(package, "wb").write(b"other code")
+said["replaced package"] = s.verified_copy(package, digest, 1024)
+os.mkfifo(os.path.join(d, "fifo"))
+os.symlink(package, os.path.join(d, "link"))
+said["not regular"] = [s.read_bounded(p) for p in (os.path.join(d, "fifo"), os.path.join(d, "link"), "/dev/zero")]
+print(json.dumps(said))
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_with_supervisor(driver, &[&dir.path().display().to_string()], &[("GKE_RL_RUN_KEY", "k")]);
+    let said: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(
+        said,
+        serde_json::json!({
+            "genuine": true, "moved to another run": null, "moved to another file": null, "reordered": ["started", "pending"],
+            "package": "the code", "replaced package": null, "not regular": [null, null, null],
+        })
+    );
+}

@@ -84,7 +84,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
     // In this order: the recovery trials first, since a stopped check's collective may hold the
     // second node's CPUs until its rendezvous times out; `lost_node` takes the node away, and
     // `head_restarted` restarts the whole cluster.
-    let cases: [(&str, On, Case); 18] = [
+    let cases: [(&str, On, Case); 20] = [
         ("a_program_failure_is_not_retried", On::Spread, application_error),
         ("max_restarts_0_fails_on_a_lost_node_as_before", On::Spread, no_restarts),
         (
@@ -97,6 +97,8 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("a_run_preempted_between_a_saves_renames_resumes_from_the_checkpoint_it_swapped_out", On::Spread, preempted_mid_swap),
         ("a_run_preempted_during_an_async_save_resumes_from_the_newest_durable_one", On::Spread, preempted_mid_async_save),
         ("a_killed_supervisor_is_resubmitted_by_the_keeper", On::Spread, supervisor_killed),
+        ("a_run_is_known_by_its_supervisor_not_by_an_id_prefix", On::Spread, run_identity),
+        ("a_second_run_never_trains_into_a_live_runs_checkpoint_folder", On::Spread, one_writer),
         ("without_a_fabric_the_check_measures_both_nodes_and_passes", On::Every, measures_without_a_fabric),
         ("ranks_on_tcp_sockets_fail_an_rdma_deployment", On::Spread, sockets_fail_rdma),
         ("a_check_past_its_time_is_stopped", On::Spread, past_its_time),
@@ -162,12 +164,16 @@ struct Cluster {
     /// The head's dashboard: the same after a restart (the head's ports are fixed).
     address: String,
     bin: PathBuf,
-    env: [(&'static str, String); 1],
+    env: [(&'static str, String); 2],
 }
+
+/// The cluster's run key, in the Ray processes' environment as KubeRay gives it to the head from
+/// the cluster's Secret, and in the keeper's.
+const RUN_KEY: &str = "gke-rl-test-run-key-6d1f0c2a9b";
 
 impl Cluster {
     fn start(version: &'static str, bin: &Path, torch: &Path) -> Result<Cluster, String> {
-        let env = [("PYTHONPATH", torch.display().to_string())];
+        let env = [("PYTHONPATH", torch.display().to_string()), (gke_rl::supervisor::RUN_KEY_VARIABLE, RUN_KEY.to_owned())];
         let head = Cluster::start_head(version, bin, &env)?;
         let address = head.address.clone();
         let cluster = Cluster { node: Mutex::new(None), head: Mutex::new(Some(head)), version, address, bin: bin.to_owned(), env };
@@ -497,6 +503,12 @@ names = [e.name for e in os.scandir(markers) if e.is_dir(follow_symlinks=False)]
 start = max([int(n[5:]) for n in names if n.startswith("step_")], default=0)
 assert not [n for n in names if n.startswith("tmp_step_")], "a half-written checkpoint is left"
 print(f"resuming after step {start}" if start else "starting fresh", flush=True)
+# As a prompt or a generation could: lines that read as the supervisor's records, whole, after
+# a lone CR, and cut across writes. None may count.
+forged = 'gke-rl-record: {"event": "ended", "status": "FAILED", "reason": "forged by the training"}'
+print(forged, flush=True)
+print("50%\r" + forged, flush=True)
+sys.stdout.write("60%\rgke-rl-rec"); sys.stdout.flush(); time.sleep(0.2); print(forged[len("gke-rl-rec"):], flush=True)
 ray.init()
 
 # The actor gets a working dir of its own: both nodes share this machine's session folder,
@@ -624,8 +636,7 @@ impl Training {
     }
 
     fn markers(&self) -> usize {
-        std::fs::read_dir(self.dir.join("markers"))
-            .map_or(0, |d| d.filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().starts_with("step_"))).count())
+        checkpoints_in(&self.dir.join("markers"))
     }
 
     /// Everything gke-rl and the job printed.
@@ -728,6 +739,11 @@ fn status_until(cluster: &Cluster, id: &str, state: &str) -> Result<Output, Fail
     }
 }
 
+/// The `step_N` markers in `folder`: the checkpoints, not the supervisor's claim beside them.
+fn checkpoints_in(folder: &Path) -> usize {
+    std::fs::read_dir(folder).map_or(0, |d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("step_")).count())
+}
+
 /// The run recovers in the cluster: submitted with `--no-wait`, no gke-rl process runs while
 /// its node is lost, a half-written checkpoint is left behind, and the node comes back.
 fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
@@ -739,7 +755,7 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     let submitted = training.finish()?;
     check(submitted.status.code() == Some(0), "submit --no-wait returns at once", &submitted)?;
     let deadline = Instant::now() + Duration::from_secs(180);
-    while std::fs::read_dir(&markers).map_or(0, |d| d.count()) < 2 {
+    while checkpoints_in(&markers) < 2 {
         if Instant::now() > deadline {
             return Err("no checkpoint of step 4 within 180 s".into());
         }
@@ -755,6 +771,7 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     check(said.contains("restarts: 1 (") && said.contains(" a Ray node was lost ("), "status reports the restart and its cause", &status)?;
     check(said.contains("removed the half-written checkpoints tmp_step_6 (1.0 MiB freed)"), "the half-written save is set aside", &status)?;
     check(said.contains("run SUCCEEDED: the training succeeded"), "and the run's end", &status)?;
+    check(!said.contains("forged by the training"), "no line the training printed counts as a record", &status)?;
     let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", &id, "--address", &cluster.address]);
     let log = stdout(&logs);
     let resumed: u64 = log
@@ -890,23 +907,10 @@ fn never_returns(cluster: &Cluster) -> Result<(), Failed> {
 /// The keeper, as its CronJob runs it, against this cluster and a run folder, until it has
 /// resubmitted (2 minutes at most); what it said.
 fn keep(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
-    let keeper = tempfile::NamedTempFile::new()?;
-    std::fs::write(keeper.path(), gke_rl::supervisor::keeper())?;
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut said = String::new();
     while Instant::now() < deadline {
-        let out = Command::new("python3")
-            .arg(keeper.path())
-            // As the CronJob gives it, from the cluster's Secret.
-            .env("RAY_AUTH_TOKEN", ray_head::test_token())
-            .env("GKE_RL_DASHBOARD", &cluster.address)
-            .env("GKE_RL_RUNS", runs)
-            .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
-            .output()?;
-        said.push_str(&stdout(&out));
-        if !out.status.success() {
-            return Err(format!("the keeper failed:\n{said}{}", stderr(&out)).into());
-        }
+        said.push_str(&keep_once(cluster, runs)?);
         if said.contains("resubmitted as") {
             return Ok(said);
         }
@@ -915,14 +919,49 @@ fn keep(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
     Err(format!("the keeper did not resubmit within 120 s:\n{said}").into())
 }
 
+/// One run of the keeper, within 50 s (its CronJob's deadline); what it said.
+fn keep_once(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
+    let keeper = tempfile::NamedTempFile::new()?;
+    std::fs::write(keeper.path(), gke_rl::supervisor::keeper())?;
+    let out = Command::new("timeout")
+        .arg("50")
+        .arg("python3")
+        .arg(keeper.path())
+        // As the CronJob gives it, from the cluster's Secret.
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
+        .env("GKE_RL_DASHBOARD", &cluster.address)
+        .env("GKE_RL_RUNS", runs)
+        .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
+        .env(gke_rl::supervisor::RUN_KEY_VARIABLE, RUN_KEY)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("the keeper failed or hung ({:?}):\n{}{}", out.status.code(), stdout(&out), stderr(&out)).into());
+    }
+    Ok(stdout(&out))
+}
+
 /// The head restarts mid-run (a repaired node, an upgrade): Ray forgets the job and the
 /// packages. The keeper uploads them again from the run's folder and resubmits; the attached
 /// submit follows into the resubmission.
+///
+/// A package replaced in the run's folder (as anyone who can write it could) is never uploaded:
+/// the keeper says so and resubmits nothing until the recorded one is back.
 fn head_restarted(cluster: &Cluster) -> Result<(), Failed> {
     cluster.join()?;
     let training = Training::start(cluster, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
+    let id = training.id()?;
     training.wait_until("a first checkpoint", |t| t.markers() >= 1)?;
     cluster.restart()?;
+    let package = training.runs().join(&id).join("working_dir.zip");
+    let original = std::fs::read(&package)?;
+    std::fs::write(&package, b"PK\x05\x06 not the run's code")?;
+    let refused = keep_once(cluster, &training.runs())?;
+    std::fs::write(&package, &original)?;
+    if !refused.contains("working_dir.zip is not the package recorded at the run's start: not uploading it")
+        || refused.contains("resubmitted")
+    {
+        return Err(format!("the keeper used a replaced package: {refused}").into());
+    }
     let kept = keep(cluster, &training.runs())?;
     let out = training.finish()?;
     let (said, log) = (stderr(&out), stdout(&out));
@@ -935,18 +974,151 @@ fn head_restarted(cluster: &Cluster) -> Result<(), Failed> {
 
 /// The supervisor's own process is killed: its training goes with it, the job ends FAILED
 /// without the supervisor's record, and the keeper resubmits the run.
+///
+/// As an attacker who can write the runs folder (any pod with the PVC) would: a forged run with
+/// this cluster's id and a command, a FIFO for a run.json, a link to the real run; another job
+/// holds the id the keeper would give the restart. The keeper runs none of theirs, is not held
+/// by the FIFO, and resubmits the real run under the next free id. No process of the killed
+/// supervisor's training outlives it.
 fn supervisor_killed(cluster: &Cluster) -> Result<(), Failed> {
     let training = Training::start(cluster, 8, &["--max-restarts", "2", "--restart-wait", "3m"], None);
     let id = training.id()?;
     training.wait_until("a first checkpoint", |t| t.markers() >= 1)?;
     let pid = training.supervisor_pid(&id).ok_or("no supervisor pid recorded")?;
+    let runs = training.runs();
+    let pwned = training.dir.join("pwned");
+    plant_hostile_runs(&runs, &id, &pwned)?;
+    let token = cluster.head.lock().unwrap().as_ref().and_then(|h| h.token.clone());
+    let foreign = format!("{{\"entrypoint\": \"sleep 120\", \"submission_id\": \"{id}-r1\"}}");
+    let posted = ray_head::http_send(&cluster.address, "POST", "/api/jobs/", &foreign, token.as_deref());
+    if posted.as_ref().is_none_or(|(code, _)| *code != 200) {
+        return Err(format!("another job could not take {id}-r1: {posted:?}").into());
+    }
     Command::new("kill").args(["-KILL", &pid.to_string()]).status()?;
-    let kept = keep(cluster, &training.runs())?;
+    // The guardian ends the training: nothing marked as this submission's attempt runs on.
+    let gone = wait_for(Duration::from_secs(30), || marked_processes(&format!("{id}:{id}:")).is_empty());
+    let kept = keep(cluster, &runs)?;
+    let _ = ray_head::http_send(&cluster.address, "POST", &format!("/api/jobs/{id}-r1/stop"), "", token.as_deref());
     let out = training.finish()?;
     let said = stderr(&out);
+    check(gone, "no process of the killed supervisor's training runs on", &out)?;
     check(kept.contains(&format!("the supervisor of {id} ended without its record")), &format!("the keeper says why: {kept}"), &out)?;
+    check(kept.contains(&format!("resubmitted as {id}-r2")), &format!("the keeper skips the id another job holds: {kept}"), &out)?;
+    check(!kept.contains("0-forged") && !kept.contains("0-fifo") && !pwned.exists(), &format!("the forged run never runs: {kept}"), &out)?;
+    let jobs = ray_head::http_get(&cluster.address, "/api/jobs/", token.as_deref()).unwrap_or_default();
+    check(!jobs.contains("0-forged"), "no job of the forged run was submitted", &out)?;
     check(out.status.code() == Some(0), "the resubmitted run succeeds", &out)?;
     check(stdout(&out).contains("resuming after step") && said.contains("restarts: 1 ("), "it resumed and was recorded", &out)
+}
+
+/// A user's id shaped as a restart's is refused before anything is uploaded; another job whose
+/// id merely starts with a run's is neither stopped nor reported with it.
+fn run_identity(cluster: &Cluster) -> Result<(), Failed> {
+    let refused =
+        gke_rl(TWO_NODES_NO_FABRIC, &["submit", "--address", &cluster.address, "--submission-id", "exp-r1", "--no-wait", "--", "true"]);
+    check(
+        refused.status.code() == Some(2) && stderr(&refused).contains("ends as the keeper's restarts of a run are named"),
+        "refused",
+        &refused,
+    )?;
+    check(!stderr(&refused).contains("uploading"), "before any upload", &refused)?;
+    let training = Training::start(cluster, 30, &["--no-wait", "--max-restarts", "0"], None);
+    let id = training.id()?;
+    let submitted = training.finish()?;
+    let token = cluster.head.lock().unwrap().as_ref().and_then(|h| h.token.clone());
+    let foreign = format!("{{\"entrypoint\": \"sleep 120\", \"submission_id\": \"{id}-r1\"}}");
+    let posted = ray_head::http_send(&cluster.address, "POST", "/api/jobs/", &foreign, token.as_deref());
+    if posted.as_ref().is_none_or(|(code, _)| *code != 200) {
+        return Err(format!("another job could not take {id}-r1: {posted:?}").into());
+    }
+    let status = gke_rl(TWO_NODES_NO_FABRIC, &["status", &id, "--address", &cluster.address]);
+    let stopped = gke_rl(TWO_NODES_NO_FABRIC, &["stop", &id, "--address", &cluster.address]);
+    let state = |job: &str| {
+        let body = ray_head::http_get(&cluster.address, &format!("/api/jobs/{job}"), token.as_deref()).unwrap_or_default();
+        ["RUNNING", "STOPPED", "PENDING", "SUCCEEDED", "FAILED"]
+            .into_iter()
+            .find(|s| body.contains(&format!("\"status\": \"{s}\"")))
+            .unwrap_or("?")
+    };
+    let foreign_state = state(&format!("{id}-r1"));
+    let run_stopped = wait_for(Duration::from_secs(60), || state(&id) == "STOPPED");
+    let _ = ray_head::http_send(&cluster.address, "POST", &format!("/api/jobs/{id}-r1/stop"), "", token.as_deref());
+    check(submitted.status.code() == Some(0), "submitted", &submitted)?;
+    check(
+        !format!("{}{}", stdout(&status), stderr(&status)).contains(&format!("{id}-r1")),
+        "status of the run does not take in the other job",
+        &status,
+    )?;
+    check(stopped.status.code() == Some(0) && run_stopped, "stop stops the run itself", &stopped)?;
+    check(foreign_state == "RUNNING", &format!("and leaves the other job running ({foreign_state})"), &stopped)
+}
+
+/// A second run with the same checkpoint folder refuses to train while the first one's
+/// supervisor lives, and names it.
+fn one_writer(cluster: &Cluster) -> Result<(), Failed> {
+    let mut first = Training::start(cluster, 40, &["--no-wait", "--max-restarts", "0"], None);
+    let id = first.id()?;
+    let scratch = first._scratch.take();
+    let markers = first.dir.join("markers");
+    let dir = first.dir.clone();
+    first.finish()?;
+    if !wait_for(Duration::from_secs(120), || markers.join(".gke-rl-writer").is_file()) {
+        return Err(format!("the first run never claimed {}: {:?}", markers.display(), listing(&markers)).into());
+    }
+    let second = tempfile::tempdir()?;
+    std::fs::write(second.path().join("train.py"), TRAIN)?;
+    std::fs::write(second.path().join("gke-rl.yaml"), TWO_NODES_NO_FABRIC)?;
+    let (markers_arg, runs) = (markers.display().to_string(), second.path().join("runs").display().to_string());
+    let out = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .current_dir(second.path())
+        .args(["submit", "--address", &cluster.address, "--include", "train.py", "--runs-dir", &runs, "--checkpoint-dir", &markers_arg])
+        .args(["--max-restarts", "0", "--", "python", "train.py", &markers_arg, "4"])
+        .env("HF_TOKEN", "hf_gkerlTestSecretValue42")
+        .env("RAY_AUTH_TOKEN", ray_head::test_token())
+        .env_remove("RAY_ADDRESS")
+        .output()?;
+    let out = common::exited_cleanly(out);
+    let _ = gke_rl(TWO_NODES_NO_FABRIC, &["stop", &id, "--address", &cluster.address]);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    check(out.status.code() == Some(1), "the second run fails", &out)?;
+    check(said.contains(&format!("the checkpoint folder {markers_arg} is written by run {id}")), "and names the first", &out)?;
+    check(!said.contains("starting fresh") && !said.contains("resuming after"), "without training", &out)?;
+    drop((scratch, dir));
+    Ok(())
+}
+
+/// What an attacker who can write `runs` plants there: a forged run of this cluster whose
+/// request would create `pwned`, with records claiming its job is gone; a FIFO for a run.json,
+/// sorted first; a link to the real run `id`'s folder.
+fn plant_hostile_runs(runs: &Path, id: &str, pwned: &Path) -> std::io::Result<()> {
+    let forged = runs.join("0-forged");
+    std::fs::create_dir_all(&forged)?;
+    let request = serde_json::json!({
+        "run": "0-forged", "cluster": "default/ray-a4-gpu-spot", "nodes": 1, "max_restarts": 3, "max_lost_s": 0, "wait_s": 60,
+        "checkpoints": "", "packages": {}, "request": {"entrypoint": format!("touch {}", pwned.display())}, "mac": "00",
+    });
+    std::fs::write(forged.join("run.json"), request.to_string())?;
+    std::fs::write(forged.join("events.jsonl"), "{\"event\": \"started\", \"submission\": \"0-forged\", \"mac\": \"00\"}\n")?;
+    std::fs::create_dir_all(runs.join("0-fifo"))?;
+    let fifo = Command::new("mkfifo").arg(runs.join("0-fifo/run.json")).status()?;
+    assert!(fifo.success(), "mkfifo");
+    std::os::unix::fs::symlink(runs.join(id), runs.join("0-link"))
+}
+
+/// The pids of the processes whose attempt mark (the supervisor's `GKE_RL_ATTEMPT`) starts with
+/// `prefix`.
+fn marked_processes(prefix: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let wanted = format!("GKE_RL_ATTEMPT={prefix}");
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|environ| environ.split(|b| *b == 0).any(|v| v.starts_with(wanted.as_bytes())))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Seconds since the epoch, as the supervisor's records say them.

@@ -14,7 +14,12 @@ fn the_default_render_has_no_errors_or_warnings() {
     // a rendered env.sh ("Do not edit").
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.starts_with("checking the render of the embedded default (name files or folders"), "{said}");
-    assert!(!stdout(&out).contains("in env.sh") && stdout(&out).contains("set project.project_id in the config"), "{}", stdout(&out));
+    let listed = gke_rl(cwd.path(), &["validate", "--verbose"]);
+    assert!(
+        !stdout(&listed).contains("in env.sh") && stdout(&listed).contains("set project.project_id in the config"),
+        "{}",
+        stdout(&listed)
+    );
 
     let rendered = gke_rl(cwd.path(), &["render"]);
     assert!(rendered.status.success());
@@ -52,13 +57,40 @@ fn the_codelab_files_fail_with_json_and_sarif_output() {
     assert!(!log["runs"][0]["results"].as_array().unwrap().is_empty());
     let notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"].as_array().unwrap();
     assert_eq!(notes.len(), skipped.len(), "SARIF carries the same list");
+    // Each finding points at what it is about (issue 52): the end of .rayignore, where the
+    // missing line goes; the recipe a path outside Lustre comes from.
+    let dir = root().join("tests/fixtures/codelab");
+    let line_of =
+        |file: &str, line: u64| std::fs::read_to_string(dir.join(file)).unwrap().lines().nth(line as usize - 1).unwrap().to_owned();
+    let findings = report["findings"].as_array().unwrap();
+    let rayignore = std::fs::read_to_string(dir.join(".rayignore")).unwrap().lines().count() as u64;
+    let uploads: Vec<_> = findings.iter().filter(|f| f["code"] == "upload-includes-secrets").collect();
+    assert!(!uploads.is_empty() && uploads.iter().all(|f| f["line"] == rayignore), "{uploads:#?}");
+    let log_dir =
+        findings.iter().find(|f| f["code"] == "path-outside-lustre" && f["message"].as_str().unwrap().contains("logger.log_dir")).unwrap();
+    let (line, column) = (log_dir["line"].as_u64().unwrap(), log_dir["column"].as_u64().unwrap() as usize);
+    assert!(line_of("run_nemo_rl.sh", line)[column - 1..].starts_with("examples/configs/"), "{log_dir}");
+    // The help describes the JSON as it is printed (issue 52).
+    let help = stdout(&gke_rl(&root(), &["validate", "--help"]));
+    let described = help.split_once("json:").map(|(_, rest)| rest.lines().next().unwrap_or_default()).unwrap_or_default();
+    let object = report.as_object().unwrap();
+    assert!(object.keys().all(|key| described.contains(key.as_str())), "{described} / {:?}", object.keys().collect::<Vec<_>>());
+    for key in ["file", "code", "severity", "line", "column", "message", "help"] {
+        assert!(described.contains(key) && report["findings"][0].get(key).is_some(), "{key}: {described}");
+    }
 }
 
-/// Every run ends with its coverage: what was checked, and what was not with what enables it.
+/// Every run ends with its coverage in one line; `--verbose` lists what was not checked, with
+/// what enables it (issue 52: the list ended every run, a clean render's too).
 #[test]
 fn every_run_ends_with_what_it_could_not_check() {
     let codelab = root().join("tests/fixtures/codelab");
     let out = gke_rl(&root(), &["validate", codelab.to_str().unwrap()]);
+    let text = stdout(&out);
+    let tail = &text[text.rfind("checked with ").expect("the coverage")..];
+    assert!(tail.ends_with(" not checked for want of other files or settings: --verbose lists them)\n"), "{tail}");
+    assert_eq!(tail.lines().count(), 1, "{tail}");
+    let out = gke_rl(&root(), &["validate", codelab.to_str().unwrap(), "--verbose"]);
     let text = stdout(&out);
     let tail = &text[text.rfind("checked with ").expect("the coverage")..];
     assert!(tail.contains("checked with ") && tail.contains(" rules; not checked:"), "{tail}");
@@ -92,16 +124,17 @@ fn crd_schema_checks_run_by_default_and_with_crd() {
     let cluster = std::fs::read_to_string(root().join("manifests/ray-cluster.yaml"))
         .unwrap()
         .replace("        tolerations:\n", "        toleration:\n");
+    let at = format!("ray-cluster.yaml:{}:11", cluster.lines().position(|l| l.trim() == "toleration:").unwrap() + 1);
     std::fs::write(cwd.path().join("ray-cluster.yaml"), cluster).unwrap();
     for extra in [&[][..], &["--crd", crd.to_str().unwrap()]] {
         let out = gke_rl(cwd.path(), &[&["validate", "ray-cluster.yaml"][..], extra].concat());
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stdout(&out));
-        assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains("ray-cluster.yaml:79:11"), "{}", stdout(&out));
+        assert!(stdout(&out).contains("error[crd-schema]") && stdout(&out).contains(&at), "{}", stdout(&out));
     }
     // One CRD per kind: both kinds may be given, not two of one.
     let rayjob_crd = upstream("kuberay/ray.io_rayjobs.yaml");
     let both = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", rayjob_crd.to_str().unwrap()]);
-    assert!(both.status.code() == Some(1) && stdout(&both).contains("ray-cluster.yaml:79:11"), "{}", stdout(&both));
+    assert!(both.status.code() == Some(1) && stdout(&both).contains(&at), "{}", stdout(&both));
     let twice = gke_rl(cwd.path(), &["validate", "ray-cluster.yaml", "--crd", crd.to_str().unwrap(), "--crd", crd.to_str().unwrap()]);
     assert!(twice.status.code() == Some(2) && stderr(&twice).contains("a RayCluster CRD is already given"), "{}", stderr(&twice));
     // A CRD that is not KubeRay's RayCluster or RayJob is refused as such.

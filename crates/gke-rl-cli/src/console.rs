@@ -194,11 +194,11 @@ impl Progress for Console {
             Event::SecretApplied { namespace, name, keys } => {
                 self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
             }
-            Event::RayTokenSecret { namespace, name, created: true } => {
-                self.say(format_args!("  Secret {namespace}/{name} holds a new Ray token: only its holders reach the Jobs API"))
-            }
+            Event::RayTokenSecret { namespace, name, created: true } => self.say(format_args!(
+                "  Secret {namespace}/{name} holds a new cluster token: with tokens, only its holders reach the Jobs API; it signs the run records"
+            )),
             Event::RayTokenSecret { namespace, name, created: false } => {
-                self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's Ray token"))
+                self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's token"))
             }
             Event::PodsWithoutToken { namespace, name } => self.say(format_args!(
                 "  ! RayCluster {namespace}/{name} ran without token authentication; its running pods keep running without it until they restart: `gke-rl suspend`, then `gke-rl resume`"
@@ -214,6 +214,9 @@ impl Progress for Console {
                 self.say(format_args!("  ! what Kueue says of it cannot be read ({}); going on without it", gke_rl_ops::chain(error)))
             }
             Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
+            Event::AgentNotReady { error, within } => {
+                self.say(format_args!("  ! {error}: the head's job agent is not up yet; asking again for up to {} s", within.as_secs()))
+            }
             Event::RayJobState { name, state } => {
                 let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
                 self.say(format_args!("  RayJob {name}: {}{why}", state.state()))
@@ -293,9 +296,9 @@ impl Progress for Console {
             Event::SuspendedUnknown { error } => {
                 self.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(error)))
             }
-            Event::JobLog { id, text, restarted } => {
+            Event::JobLog { id, text, introduce } => {
                 // A restarted job's log is its submissions' logs, in order.
-                if restarted {
+                if introduce {
                     self.say(format_args!("== job {id} =="));
                 }
                 crate::terminal::out(text);
@@ -439,8 +442,8 @@ mod tests {
                 Event::PodsNotAllReady { name: "c", ready: 7, wanted: 9, state: ClusterState::Recovering },
                 "has 7/9 pods Ready (preempted: KubeRay is recreating the lost pods, which wait for nodes): waiting for them again",
             ),
-            (Event::RayTokenSecret { namespace: "d", name: "t", created: true }, "Secret d/t holds a new Ray token"),
-            (Event::RayTokenSecret { namespace: "d", name: "t", created: false }, "Secret d/t keeps the cluster's Ray token"),
+            (Event::RayTokenSecret { namespace: "d", name: "t", created: true }, "Secret d/t holds a new cluster token"),
+            (Event::RayTokenSecret { namespace: "d", name: "t", created: false }, "Secret d/t keeps the cluster's token"),
             (
                 Event::PodsWithoutToken { namespace: "d", name: "c" },
                 "RayCluster d/c ran without token authentication; its running pods keep running without it",

@@ -239,16 +239,16 @@ async fn job_report(
         // A head that restarted forgot the earlier submissions.
         earlier.extend(client.job(id).await.ok());
     }
-    let (log, records_unread) = match client.logs(latest).await {
-        Ok(log) => (log, None),
-        Err(e) => (String::new(), Some(e.into())),
-    };
+    // The records, read as the log streams: a log of any size, in bounded memory.
+    let mut records = Records::default();
+    let records_unread =
+        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(Error::from);
+    records.finish();
     let cluster = match head.clusters() {
         Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),
         None => None,
     };
     let redacted = jobs::redacted(&job, deployment, client.token(), env);
-    let records = Records::of(&log);
     Ok(Status::Job(Box::new(JobReport { job, earlier, records, records_unread, cluster, ray_job, redacted })))
 }
 
@@ -313,8 +313,12 @@ pub async fn logs(
     }
     let restarted = chain.len() > 1;
     for id in &chain {
-        let text = head.client.logs(id).await?;
-        progress.event(Event::JobLog { id, text: &text, restarted });
+        let mut introduce = restarted;
+        gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| {
+            progress.event(Event::JobLog { id, text, introduce });
+            introduce = false;
+        })
+        .await?;
     }
     Ok(Logs::Read(chain.len()))
 }
@@ -333,24 +337,39 @@ pub async fn report(
     let (head, id) = reach(deployment, options, id, env, progress).await?;
     // The whole run, from its first submission, whichever of them was named (or is the latest).
     let named = jobs::job_id(&head.client, id.as_deref()).await?;
-    let first = match first_of(&named) {
-        Some(first) if head.client.job(first).await.is_ok() => first.to_owned(),
-        _ => named,
-    };
-    let chain = jobs::chain(&head.client, &first).await?;
+    let chain = jobs::chain(&head.client, &named).await?;
+    let first = chain.first().cloned().unwrap_or(named);
     let mut run = RunText::default();
-    let (mut started, mut ended) = (None, None);
+    let (mut started, mut ended, mut terminal) = (None, None, false);
     for id in &chain {
         let job = head.client.job(id).await?;
         started = started.or(job.start_time);
-        ended = if job.status.is_terminal() { job.end_time } else { None };
-        // Up to its last line end: a submission cut mid-line must not join the next's first line.
-        let text = head.client.logs(id).await?;
-        run.feed(&text[..text.rfind('\n').map_or(0, |end| end + 1)]);
+        terminal = job.status.is_terminal();
+        ended = if terminal { job.end_time } else { None };
+        gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| run.feed(text)).await?;
+        // A submission cut mid-line must not join the next's first line.
+        run.end_submission();
     }
     let wall_s = started.map(|start| ended.unwrap_or_else(|| env.clock.unix_millis()).saturating_sub(start) as f64 / 1000.0);
-    Ok((first, run.report(deployment, started.map(|start| start as f64 / 1000.0), wall_s)))
+    // The config's price is for its cluster: a head of one's own without a GPU is not priced.
+    let unpriced = match head.is_forwarded() {
+        true => None,
+        false => head.client.gpus().await.ok().filter(|gpus| *gpus == 0.0).map(|_| {
+            let estimate = gke_rl::cost::estimate(deployment);
+            format!(
+                "the Ray cluster at {} has no GPU, and the config's {}/hour is for its GPU nodes",
+                head.client.address(),
+                gke_rl::cost::dollars(estimate.per_hour())
+            )
+        }),
+    };
+    Ok((first, run.report(deployment, started.map(|start| start as f64 / 1000.0), wall_s, terminal, unpriced)))
 }
+
+/// A running job's log is read until it has been quiet this long: what it had written.
+const LOG_QUIET: Duration = Duration::from_secs(2);
+/// A log is read for at most this long (a running job that never stops printing).
+const LOG_WITHIN: Duration = Duration::from_secs(300);
 
 /// A run's log read without arrival times: its steps and its supervisor's records.
 #[derive(Default)]
@@ -365,9 +384,22 @@ impl RunText {
         self.records.feed(text);
     }
 
+    /// The end of one submission's log: its unfinished last line is dropped.
+    fn end_submission(&mut self) {
+        self.log.drop_partial_line();
+        self.records.drop_partial_line();
+    }
+
     /// The report of a run that started at `started_at` (seconds since the epoch) and ran for
     /// `wall_s`, priced at the deployment's hourly cost.
-    fn report(&self, deployment: &Deployment, started_at: Option<f64>, wall_s: Option<f64>) -> gke_rl::run_report::Report {
+    fn report(
+        &self,
+        deployment: &Deployment,
+        started_at: Option<f64>,
+        wall_s: Option<f64>,
+        ended: bool,
+        unpriced: Option<String>,
+    ) -> gke_rl::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
         let saving = Some((Saving::of(deployment), Saving::tier_ceiling(deployment)));
         gke_rl::run_report::report(&gke_rl::run_report::Inputs {
@@ -377,14 +409,10 @@ impl RunText {
             per_hour,
             started_at,
             saving,
+            ended,
+            unpriced,
         })
     }
-}
-
-/// The submission a keeper's resubmission id (`<first>-rN`) names, if it is one.
-fn first_of(id: &str) -> Option<&str> {
-    let (first, number) = id.rsplit_once(gke_rl::recovery::RESTART_SUFFIX)?;
-    (!first.is_empty() && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())).then_some(first)
 }
 
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
@@ -394,7 +422,7 @@ pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<
     crate::files::read_log(path, |text| run.feed(text))?;
     let span = run.records.span();
     let wall_s = span.and_then(|(start, end)| Some(end? - start));
-    Ok(run.report(deployment, span.map(|(start, _)| start), wall_s))
+    Ok(run.report(deployment, span.map(|(start, _)| start), wall_s, run.records.ended().is_some(), None))
 }
 
 /// Stops the newest submission of the job `id` names; with `wait`, until it has ended. In
@@ -420,7 +448,7 @@ pub async fn stop(
     Ok((id, stopped))
 }
 
-/// The cluster's jobs, each with its JSON form, secrets redacted.
+/// The cluster's jobs (not the supervisors' own driver rows), each with its JSON form, secrets redacted.
 pub async fn list(
     deployment: &Deployment,
     options: &HeadOptions,
@@ -431,6 +459,8 @@ pub async fn list(
     let jobs = head.client.jobs().await?;
     Ok(jobs
         .into_iter()
+        // A supervisor's own driver row is part of its submission, not a job of the user's.
+        .filter(|j| !gke_rl::supervisor::is_supervisor_driver(&j.kind, j.submission_id.as_deref(), &j.entrypoint))
         .map(|job| {
             let redacted = jobs::redacted(&job, deployment, head.client.token(), env);
             (job, redacted)
@@ -445,15 +475,4 @@ async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> Result<Vec<S
         Some(id) => jobs::chain(client, id).await?,
         None => vec![jobs::job_id(client, None).await?],
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_resubmission_names_its_first_submission() {
-        assert_eq!(super::first_of("grpo-7-r2"), Some("grpo-7"));
-        for not_one in ["grpo-7", "grpo-r", "-r2", "grpo-rx", "raysubmit_ab"] {
-            assert_eq!(super::first_of(not_one), None, "{not_one}");
-        }
-    }
 }

@@ -480,6 +480,7 @@ async fn run_step(
             state.created.cluster = Some(d.project.cluster_name.to_string());
             state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
             state.authorized_cidr = site.authorized_cidr.as_ref().map(ToString::to_string);
+            state.toolkit = Some(site.toolkit.display().to_string());
             Ok(())
         }
         Step::Credentials => {
@@ -507,7 +508,8 @@ async fn run_step(
                 name: d.secrets.kubernetes_secret.as_str(),
                 keys: &keys,
             });
-            if d.ray.token_auth()? {
+            // The cluster's token: Ray's where it uses tokens, and the run key in any case.
+            {
                 let name = gke_rl::auth::secret_name(d);
                 let created = clusters.create_secret_unless_present(&name, gke_rl::auth::TOKEN_KEY, &new_ray_token()?).await?;
                 // A Secret of that name without a token would keep the pods from starting.

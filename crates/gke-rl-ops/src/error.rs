@@ -13,7 +13,7 @@ pub enum Error {
     /// No project id anywhere: not in the options, the config, the environment or gcloud's
     /// configuration.
     #[error(
-        "no project: pass --project PROJECT_ID, export PROJECT_ID, set project.project_id in the config, or run `gcloud config set project PROJECT_ID`"
+        "no project: export PROJECT_ID, set project.project_id in the config, or run `gcloud config set project PROJECT_ID` (deploy and destroy also take --project PROJECT_ID)"
     )]
     NoProject,
     /// A project id that is not one.
@@ -457,6 +457,15 @@ pub enum Error {
         /// The file.
         path: PathBuf,
         /// What is wrong.
+        problem: String,
+    },
+    /// A submission id that cannot name a run: not a plain name, or shaped as a restart's
+    /// (`<run>-rN`), which only the keeper gives.
+    #[error("submission id `{id}` {problem}")]
+    RunId {
+        /// The id given.
+        id: String,
+        /// What is wrong, and the fix.
         problem: String,
     },
     /// A variable to pass from the local environment is not set.

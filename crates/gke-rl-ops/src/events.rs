@@ -187,6 +187,13 @@ pub enum Event<'a> {
         /// Why.
         error: &'a gke_rl_kube::Error,
     },
+    /// The Ray head's job agent is not up yet: the submit is asked again, within a bound.
+    AgentNotReady {
+        /// What the head answered.
+        error: &'a gke_rl_ray::Error,
+        /// How long it is asked again for.
+        within: std::time::Duration,
+    },
     /// The API server could not be used; a wait asks it again.
     Retrying {
         /// Why.
@@ -350,14 +357,16 @@ pub enum Event<'a> {
         /// Why.
         error: &'a crate::Error,
     },
-    /// The whole log so far of one submission of a job, as `logs` reads them one by one.
+    /// A piece of the log so far of one submission of a job, as `logs` reads them one by one,
+    /// a chunk at a time.
     JobLog {
         /// The submission.
         id: &'a str,
-        /// Its log.
+        /// The piece of its log.
         text: &'a str,
-        /// Whether the job has restarts, so that each submission's log is introduced.
-        restarted: bool,
+        /// Whether this is the submission's first piece, and the job has restarts: each
+        /// submission's log is introduced.
+        introduce: bool,
     },
     /// A followed job ended. (Not its whole details: their runtime env holds variables' values.)
     JobEnded {

@@ -94,6 +94,9 @@ pub fn prepare(
             map.insert(name, value.into());
         }
     }
+    if let Some((id, problem)) = options.submission_id.as_deref().and_then(|id| Some((id, gke_rl::supervisor::run_id_problem(id)?))) {
+        return Err(Error::RunId { id: id.to_owned(), problem });
+    }
     let entrypoint = if options.entrypoint.is_empty() { gke_rl::render::entrypoint() } else { gke_rl_ray::entrypoint(&options.entrypoint) };
     let request = SubmitRequest {
         entrypoint,
@@ -203,7 +206,15 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
         };
         request.entrypoint = supervision.entrypoint(&request.entrypoint);
     }
-    let id = client.submit(&request, &server).await?;
+    let mut said = false;
+    let id = client
+        .submit(&request, &server, &mut |error| {
+            // Once: the head asks to be asked again, and is, within a bound.
+            if !std::mem::replace(&mut said, true) {
+                progress.event(Event::AgentNotReady { error, within: gke_rl_ray::AGENT_WAIT });
+            }
+        })
+        .await?;
     progress.event(Event::Submitted { id: &id });
     Ok(Submitted { id })
 }
@@ -249,7 +260,7 @@ pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: 
         let (gone, lost) = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
             Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
             Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
-                return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log }, records });
+                return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log: Box::new(log) }, records });
             }
             Ok(Some(job)) => (format!("job {current} ended {} without its supervisor's record", job.status), None),
             Err(Error::Ray(lost @ RayError::JobNotFound { .. })) => (format!("job {current} is gone ({lost})"), None),
@@ -292,18 +303,24 @@ async fn await_resubmission(client: &Client, id: &str, current: &str, within: Du
     }
 }
 
-/// `id` and the keeper's resubmissions of it (`id-r1`, `id-r2`…) that the cluster knows, oldest
-/// first. A head that restarted forgot the earlier ones, so there may be gaps.
+/// The submissions of the run `id` names (its first, or any restart), oldest first: the first
+/// and the keeper's resubmissions (`<run>-r1`, `-r2`…) that the cluster knows, each a job whose
+/// supervisor's entrypoint names the run (`gke_rl::supervisor::run_of`), never a job that only
+/// shares a prefix. A head that restarted forgot the earlier ones, so there may be gaps.
 pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, Error> {
-    let mut restarts: Vec<(u32, String)> = client
-        .jobs()
-        .await?
+    let jobs = client.jobs().await?;
+    // The run the named job supervises: its first submission, whichever of them was named; a
+    // first submission a restarted head forgot names its run itself.
+    let run =
+        jobs.iter().find(|job| job.id() == id).and_then(|job| gke_rl::supervisor::run_of(&job.entrypoint)).unwrap_or_else(|| id.to_owned());
+    let mut members: Vec<(u32, String)> = jobs
         .iter()
-        .filter_map(|job| Some((restart_number(id, job.id()).filter(|n| *n > 0)?, job.id().to_owned())))
+        .filter(|job| gke_rl::supervisor::run_of(&job.entrypoint).as_deref() == Some(run.as_str()))
+        .filter_map(|job| Some((restart_number(&run, job.id())?, job.id().to_owned())))
         .collect();
-    restarts.sort();
-    restarts.dedup();
-    Ok(std::iter::once(id.to_owned()).chain(restarts.into_iter().map(|(_, id)| id)).collect())
+    members.sort();
+    members.dedup();
+    Ok(if members.is_empty() { vec![id.to_owned()] } else { members.into_iter().map(|(_, id)| id).collect() })
 }
 
 /// 0 for `first` itself, N for its Nth resubmission, else `None`.
@@ -456,7 +473,7 @@ pub enum Followed {
         /// Its final details.
         job: Box<JobDetails>,
         /// What its log said: the steps and the checkpoint saves.
-        log: RunLog,
+        log: Box<RunLog>,
     },
     /// Interrupted (Ctrl-C, SIGTERM, SIGHUP): the job keeps running.
     Detached {
@@ -471,7 +488,7 @@ pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progres
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut log = RunLog::default();
     Ok(match follow_logging(client, id, env, progress, &mut log, &mut Records::default(), &mut interrupt).await? {
-        Some(job) => Followed::Finished { job: Box::new(job), log },
+        Some(job) => Followed::Finished { job: Box::new(job), log: Box::new(log) },
         None => Followed::Detached { signal: interrupt.signal().unwrap_or(2) },
     })
 }

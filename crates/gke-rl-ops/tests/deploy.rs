@@ -763,17 +763,25 @@ async fn deploy_makes_the_ray_token_once_keeps_it_and_shows_it_nowhere() {
     let w = world(Pods::ReadyAfter(0));
     assert!(ready(&w.deploy(&Given::default()).await), "{}", w.log());
     assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_some(), "Ray 2.46: the NetworkPolicy");
-    assert!(w.server.object("secrets", "ray-a4-gpu-spot-ray-token").is_none(), "and no token");
+    // Issue 51: the token is made on every Ray, where it signs the run records; the RayCluster
+    // asks for it only on a Ray with token authentication.
+    let token = w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token").expect("a token");
+    assert!(token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()), "{}", token.len());
+    let cluster = w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap();
+    assert!(cluster["spec"].get("authOptions").is_none(), "Ray 2.46 has no token authentication");
+    assert!(
+        w.log().contains(r#"RayTokenSecret { namespace: "default", name: "ray-a4-gpu-spot-ray-token", created: true }"#),
+        "{}",
+        w.log()
+    );
 
     let tokens = Given { config: Some("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\n"), ..Given::default() };
     std::fs::remove_file(w.folder().join("state.json")).unwrap();
     assert!(matches!(w.deploy(&tokens).await, Deployed::Ready), "{}", w.log());
-    let token = w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token").expect("a token");
-    assert!(token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()), "{}", token.len());
+    assert_eq!(w.server.secret_value("ray-a4-gpu-spot-ray-token", "auth_token"), Some(token.clone()), "the same token");
     let cluster = w.server.object("rayclusters", "ray-a4-gpu-spot").unwrap();
     assert_eq!(cluster["spec"]["authOptions"], serde_json::json!({"mode": "token", "secretName": "ray-a4-gpu-spot-ray-token"}));
     let log = w.log();
-    assert!(log.contains(r#"RayTokenSecret { namespace: "default", name: "ray-a4-gpu-spot-ray-token", created: true }"#), "{log}");
     assert!(log.contains(r#"PodsWithoutToken { namespace: "default", name: "ray-a4-gpu-spot" }"#), "{log}");
     assert!(w.server.object("networkpolicies", "ray-a4-gpu-spot-ray-pods").is_none(), "tokens take the NetworkPolicy's place");
 

@@ -174,7 +174,7 @@ async fn logs_follow_stop_and_the_list_reach_the_job_and_redact_what_the_env_hol
     let Logs::Read(1) = commands::logs(&deployment, &options, None, false, &env, recorder.clone()).await.unwrap() else {
         panic!("not one log read")
     };
-    assert!(recorder.saw(&format!("JobLog {{ id: \"{JOB}\", text: \"loss 0.5\\n\", restarted: false }}")), "{}", recorder.events());
+    assert!(recorder.saw(&format!("JobLog {{ id: \"{JOB}\", text: \"loss 0.5\\n\", introduce: false }}")), "{}", recorder.events());
     let Logs::Followed { followed, .. } = commands::logs(&deployment, &options, Some(JOB), true, &env, recorder.clone()).await.unwrap()
     else {
         panic!("not followed")

@@ -253,10 +253,20 @@ impl Default for ClientOptions {
 pub struct Client {
     http: reqwest::Client,
     address: String,
+    /// The address as given when it had no scheme (`host:port`): maybe Ray's GCS address.
+    bare: Option<String>,
     /// User-Agent and the caller's headers, parsed once: on every HTTP request and on the
     /// log WebSocket's handshake.
     headers: reqwest::header::HeaderMap,
     options: ClientOptions,
+}
+
+/// A node as Ray's state API lists it.
+#[derive(Deserialize)]
+struct NodeState {
+    state: String,
+    #[serde(default)]
+    resources_total: BTreeMap<String, f64>,
 }
 
 /// A live log stream of one job (`/api/jobs/{id}/logs/tail`).
@@ -310,7 +320,8 @@ impl Client {
     /// `address` as Ray takes it: `host:port` means `http://host:port`; a trailing `/` is dropped.
     pub fn new(address: &str, options: ClientOptions) -> Result<Client, Error> {
         let trimmed = address.trim().trim_end_matches('/');
-        let address = if trimmed.contains("://") { trimmed.to_owned() } else { format!("http://{trimmed}") };
+        let bare = (!trimmed.contains("://")).then(|| trimmed.to_owned());
+        let address = if bare.is_none() { trimmed.to_owned() } else { format!("http://{trimmed}") };
         let url = reqwest::Url::parse(&address).map_err(|_| Error::Address(address.clone()))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             return Err(Error::Address(address));
@@ -344,7 +355,7 @@ impl Client {
             .default_headers(headers.clone())
             .build()
             .map_err(|e| Error::Unreachable { address: address.clone(), reason: e.to_string() })?;
-        Ok(Client { http, address, headers, options })
+        Ok(Client { http, address, bare, headers, options })
     }
 
     /// The Ray token this client sends, if any.
@@ -400,10 +411,16 @@ impl Client {
     }
 
     fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
+        let reason = root_cause(e);
         if e.is_timeout() {
             Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() }
+        } else if let Some(given) = self.bare.clone().filter(|_| !e.is_connect() && speaks_no_http1(&reason)) {
+            // What `ray start` prints and KubeRay pods set as RAY_ADDRESS: a gRPC server, which
+            // answers an HTTP/1 request with HTTP/2 frames. Ray's own client looks the
+            // dashboard up through it; gke-rl speaks no gRPC, so it says what to give.
+            Error::GcsAddress { given, reason }
         } else {
-            Error::Unreachable { address: self.address.clone(), reason: root_cause(e) }
+            Error::Unreachable { address: self.address.clone(), reason }
         }
     }
 
@@ -494,23 +511,25 @@ impl Client {
     }
 
     /// `POST /api/jobs/`; returns the submission id. Fields `server` does not know are refused
-    /// here rather than by the server. The head answers 500 while its job agent is not ready
-    /// (just after start-up); with a submission id a retry is safe, since a second copy is
-    /// refused as a duplicate, so such failures are retried for up to a minute.
-    pub async fn submit(&self, request: &SubmitRequest, server: &Version) -> Result<String, Error> {
+    /// here rather than by the server. The head answers 500 "No available agent to submit job,
+    /// please try again later" while its job agent is not up (just after start-up); with a
+    /// submission id a retry is safe, since a second copy is refused as a duplicate, so such
+    /// answers are retried for up to [`AGENT_WAIT`], each passed to `waiting` first.
+    pub async fn submit(&self, request: &SubmitRequest, server: &Version, waiting: &mut dyn FnMut(&Error)) -> Result<String, Error> {
         if let Some((field, needs)) = request.unsupported_by(server) {
             return Err(Error::Unsupported { field, needs, server: server.ray_version.clone() });
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let deadline = tokio::time::Instant::now() + AGENT_WAIT;
         let mut retried = false;
         loop {
             match self.submit_once(request).await {
                 Err(Error::AlreadyExists { id }) if retried => return Ok(id),
-                Err(Error::Server { message, .. })
-                    if request.submission_id.is_some() && agent_not_ready(&message) && tokio::time::Instant::now() < deadline =>
+                Err(e @ Error::Server { .. })
+                    if request.submission_id.is_some() && agent_not_ready(&e) && tokio::time::Instant::now() < deadline =>
                 {
+                    waiting(&e);
                     retried = true;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
                 }
                 result => return result,
             }
@@ -552,8 +571,18 @@ impl Client {
         self.call(reqwest::Method::GET, "/api/jobs/", None).await
     }
 
-    /// `GET /api/v0/nodes`: how many Ray nodes are alive (Ray's state API, 2.x).
+    /// How many Ray nodes are alive.
     pub async fn alive_nodes(&self) -> Result<usize, Error> {
+        Ok(self.nodes().await?.iter().filter(|n| n.state == "ALIVE").count())
+    }
+
+    /// The GPUs of every node the cluster has had, alive or dead (a preempted node's count).
+    pub async fn gpus(&self) -> Result<f64, Error> {
+        Ok(self.nodes().await?.iter().filter_map(|n| n.resources_total.get("GPU")).sum())
+    }
+
+    /// `GET /api/v0/nodes`: the nodes Ray's state API (2.x) lists, dead ones included.
+    async fn nodes(&self) -> Result<Vec<NodeState>, Error> {
         #[derive(Deserialize)]
         struct Answer {
             data: Data,
@@ -564,14 +593,10 @@ impl Client {
         }
         #[derive(Deserialize)]
         struct Listing {
-            result: Vec<Node>,
-        }
-        #[derive(Deserialize)]
-        struct Node {
-            state: String,
+            result: Vec<NodeState>,
         }
         let answer: Answer = self.call(reqwest::Method::GET, "/api/v0/nodes?limit=10000&detail=false", None).await?;
-        Ok(answer.data.result.result.iter().filter(|n| n.state == "ALIVE").count())
+        Ok(answer.data.result.result)
     }
 
     /// `GET /api/jobs/{id}/logs`: the whole driver log so far.
@@ -639,7 +664,14 @@ impl Client {
 
 /// Whether a 500 says the head's job agent is missing or restarting rather than that the
 /// job was refused.
-fn agent_not_ready(message: &str) -> bool {
+/// How long a submit waits for a head's job agent to come up: Ray's head waits 10 s for one
+/// per request (`WAIT_AVAILABLE_AGENT_TIMEOUT`, ray/dashboard/consts.py), and an agent starts
+/// within a minute or two of its head.
+pub const AGENT_WAIT: Duration = Duration::from_secs(120);
+
+/// Whether the head's answer says its job agent is not up yet (or went away mid-request).
+fn agent_not_ready(e: &Error) -> bool {
+    let Error::Server { message, .. } = e else { return false };
     ["No available agent", "ServerDisconnectedError", "ClientConnectorError", "Connection reset"].iter().any(|m| message.contains(m))
 }
 
@@ -701,6 +733,11 @@ fn server_message(body: &str) -> String {
 
 /// The innermost error's text: "Connection refused (os error 111)" rather than reqwest's
 /// generic wrapper.
+/// Whether a transport error says the server answered, but not in HTTP/1 (hyper's words).
+fn speaks_no_http1(reason: &str) -> bool {
+    ["unexpected message from connection", "invalid HTTP version"].iter().any(|m| reason.contains(m))
+}
+
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = e;
     while let Some(next) = cause.source() {

@@ -118,3 +118,31 @@ pub fn progress_bar_head(bytes: usize) -> String {
         _ => respond(stream, "404 Not Found", "", ""),
     })
 }
+
+/// A Ray head whose [`JOB`] has SUCCEEDED with a log of more than `bytes` bytes: `blocks` of
+/// text in order, then `filler` again and again, then `last`; sent on its log stream in
+/// messages of about 1 MiB. `/logs` answers 500, as a head does for a log past what it sends
+/// whole: only a streamed read gets through.
+pub fn long_log_head(blocks: Vec<String>, filler: String, bytes: usize, last: String) -> String {
+    let job = format!("/api/jobs/{JOB}");
+    serve(move |path, head, stream| match path.strip_prefix(job.as_str()) {
+        _ if path == "/api/version" => respond(stream, "200 OK", "", &version_body("2.54.0")),
+        _ if path == "/api/jobs/" => respond(stream, "200 OK", "", &format!("[{}]", job_body("SUCCEEDED"))),
+        Some("" | "/") => respond(stream, "200 OK", "", &job_body("SUCCEEDED")),
+        Some("/logs") => respond(stream, "500 Internal Server Error", "", "the log is too large"),
+        Some("/logs/tail") => {
+            let mut socket = upgrade(head, stream);
+            let batch = filler.repeat((1 << 20) / filler.len().max(1) + 1);
+            let mut sent = 0;
+            let mut ok = blocks.iter().all(|b| socket.send(Message::text(b.as_str())).is_ok());
+            while ok && sent < bytes {
+                ok = socket.send(Message::text(batch.as_str())).is_ok();
+                sent += batch.len();
+            }
+            let _ = socket.send(Message::text(last.as_str()));
+            let _ = socket.close(None);
+            while socket.read().is_ok() {}
+        }
+        _ => respond(stream, "404 Not Found", "", ""),
+    })
+}

@@ -115,3 +115,84 @@ async fn deliver_rest(client: &Client, id: &str, delivered: usize, on_event: &mu
         Err(e) => on_event(Event::Unread(&e.to_string())),
     }
 }
+
+/// How much of a log [`read_log`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogRead {
+    /// All of it: the job is terminal and its stream ended.
+    Whole,
+    /// All the job had written when its stream went quiet: a running job's log so far.
+    SoFar,
+}
+
+/// Reads job `id`'s log from its start, a chunk at a time, into `on_chunk`, holding no more than
+/// a chunk: a log of any size is read in bounded memory (`GET /logs` answers it whole, and caps
+/// it). It ends when the stream does, or, for a running job, when the stream goes quiet for
+/// `quiet` or has run for `within` (the log so far); a terminal job's quiet stream ends it once
+/// a replay confirms nothing was missed. A dropped stream is opened again (the server replays
+/// from the start; what was read is skipped), a few times; where none opens, the whole log is
+/// read instead, within its cap. A terminal job's log still streaming at `within` is an error,
+/// never a cut report.
+pub async fn read_log(
+    client: &Client,
+    id: &str,
+    quiet: Duration,
+    within: Duration,
+    mut on_chunk: impl FnMut(&str),
+) -> Result<LogRead, Error> {
+    const ATTEMPTS: usize = 3;
+    let deadline = tokio::time::Instant::now() + within;
+    // A terminal job's stream may stay open once it has sent everything (Ray 2.54 keeps it),
+    // or stop delivering mid-log (a half-open port-forward): the two look alike. So a quiet
+    // stream of a terminal job is opened again, and the log is whole only when the replay
+    // reaches what was read and adds nothing; one still streaming at `within` is an error.
+    let terminal = client.job(id).await?.status.is_terminal();
+    let mut delivered = 0usize;
+    let mut last_reason = String::new();
+    for attempt in 0..ATTEMPTS {
+        let Ok(mut tail) = client.tail(id).await else { break };
+        let (mut offset, before) = (0usize, delivered);
+        loop {
+            if tokio::time::Instant::now() >= deadline {
+                if terminal {
+                    let reason = format!("it was still streaming after {} s: the log was read only in part", within.as_secs());
+                    return Err(Error::Protocol { what: format!("the log stream of {id}"), reason });
+                }
+                return Ok(LogRead::SoFar);
+            }
+            match tail.next(quiet).await {
+                Ok(chunk) => {
+                    let end = offset + chunk.len();
+                    if end > delivered {
+                        // A replay may cut its chunks elsewhere: resume at the first whole
+                        // character past what was delivered.
+                        let mut from = delivered.saturating_sub(offset);
+                        while !chunk.is_char_boundary(from) {
+                            from += 1;
+                        }
+                        on_chunk(&chunk[from..]);
+                        delivered = end;
+                    }
+                    offset = end;
+                }
+                Err(TailEnd::Finished) => return Ok(LogRead::Whole),
+                Err(TailEnd::Silent) if !terminal => return Ok(LogRead::SoFar),
+                Err(TailEnd::Silent) if attempt > 0 && offset >= before && delivered == before => return Ok(LogRead::Whole),
+                Err(TailEnd::Silent) => {
+                    last_reason = format!("it went quiet for {} s, and a replay did not confirm its end", quiet.as_secs());
+                    break;
+                }
+                Err(TailEnd::Dropped(reason)) => {
+                    last_reason = reason;
+                    break;
+                }
+            }
+        }
+    }
+    if delivered > 0 {
+        return Err(Error::Protocol { what: format!("the log stream of {id}"), reason: last_reason });
+    }
+    let whole = client.logs(id).await?;
+    on_chunk(&whole);
+    Ok(if terminal { LogRead::Whole } else { LogRead::SoFar })
+}

@@ -13,7 +13,7 @@
 //! let mut runtime_env = serde_json::Map::new();
 //! runtime_env.insert("working_dir".into(), package.uri.into());
 //! let request = SubmitRequest { entrypoint: "bash run.sh".into(), runtime_env: Some(runtime_env), ..Default::default() };
-//! let id = client.submit(&request, &server).await?;
+//! let id = client.submit(&request, &server, &mut |e| eprintln!("{e}; asking again")).await?;
 //! let job = gke_rl_ray::follow(&client, &id, &Default::default(), |_| {}).await?;
 //! println!("{id}: {}", job.status);
 //! # Ok(()) }
@@ -29,11 +29,11 @@ pub mod package;
 
 pub use auth::{Token, TokenSource};
 pub use client::{
-    Client, ClientOptions, JobDetails, JobStatus, LogTail, NEWEST_TESTED_RAY, OLDEST_TESTED_RAY, SubmitRequest, TESTED_RAY, TailEnd,
-    Version, entrypoint, latest_submission, new_submission_id,
+    AGENT_WAIT, Client, ClientOptions, JobDetails, JobStatus, LogTail, NEWEST_TESTED_RAY, OLDEST_TESTED_RAY, SubmitRequest, TESTED_RAY,
+    TailEnd, Version, entrypoint, latest_submission, new_submission_id,
 };
 pub use error::Error;
-pub use follow::{Event, FollowOptions, follow};
+pub use follow::{Event, FollowOptions, LogRead, follow, read_log};
 
 /// Makes ring the process's rustls crypto provider unless one was chosen already, so that
 /// every TLS client of the process (reqwest here, kube-rs, the log WebSocket) uses the same

@@ -68,7 +68,7 @@ async fn redirects_to_another_host_are_refused_and_that_host_hears_nothing() {
     assert!(matches!(&error, Error::Redirected { status: 307, location, .. } if location.starts_with(&elsewhere)), "{error}");
     let request = SubmitRequest { entrypoint: "echo hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345".into(), ..SubmitRequest::default() };
     let server: gke_rl_ray::Version = serde_json::from_str(&version_body("2.46.0")).unwrap();
-    assert!(matches!(client.submit(&request, &server).await, Err(Error::Redirected { .. })));
+    assert!(matches!(client.submit(&request, &server, &mut |_| {}).await, Err(Error::Redirected { .. })));
     assert!(matches!(client.upload_package("gcs://_ray_pkg_0123456789abcdef.zip", vec![0; 1024]).await, Err(Error::Redirected { .. })));
     assert!(heard.lock().unwrap().is_empty(), "the other host got {:?}", heard.lock().unwrap());
 }
@@ -162,6 +162,23 @@ async fn a_silent_stream_does_not_hold_the_follow_past_the_job() {
     assert_eq!((log.as_str(), reconnects.len()), ("step 1\nstep 2\ndone\n", 0), "{reconnects:?}");
 }
 
+/// Issue 51, class 6: reading an ended job's log for a report, a stream that goes quiet before
+/// its end (a half-open port-forward) is opened again and read to its end, never taken as the
+/// whole log; a running job's quiet stream is its log so far.
+#[tokio::test]
+async fn an_ended_jobs_log_is_read_to_its_end_behind_a_quiet_stream() {
+    let quiet = std::time::Duration::from_millis(300);
+    let within = std::time::Duration::from_secs(30);
+    for (status, read, log) in
+        [("SUCCEEDED", gke_rl_ray::LogRead::Whole, "step 1\nstep 2\ndone\n"), ("RUNNING", gke_rl_ray::LogRead::SoFar, "step 1\n")]
+    {
+        let address = gke_rl_ray::fake::silent_head("step 1\n", "step 1\nstep 2\ndone\n", move |_| status);
+        let mut text = String::new();
+        let got = gke_rl_ray::read_log(&client(&address), gke_rl_ray::fake::JOB, quiet, within, |chunk| text.push_str(chunk)).await;
+        assert_eq!((got.unwrap(), text.as_str()), (read, log), "{status}");
+    }
+}
+
 /// Issue 31, item 1: the job runs on while its stream is half-open, or merely quiet (Ray's
 /// handler never answers a ping, so the two look alike). The follow waits on, asking the job's
 /// state at each idle time, without reconnecting (which would download the whole log again),
@@ -202,4 +219,29 @@ async fn an_unreadable_end_of_log_still_ends_the_follow_with_the_job() {
     assert_eq!(job.unwrap().status, gke_rl_ray::JobStatus::Succeeded);
     assert_eq!(log, "step 1\n");
     assert!(unread.len() == 1 && unread[0].contains("503"), "{unread:?}");
+}
+
+/// Issue 52: a head whose job agent is not up yet answers 500 "No available agent to submit
+/// job, please try again later"; the submit asks again, within a bound, saying so each time.
+#[tokio::test]
+async fn a_head_without_its_job_agent_yet_is_asked_again() {
+    let posts = Arc::new(AtomicUsize::new(0));
+    let counted = posts.clone();
+    let address = serve_heads(move |path, head, stream| match path {
+        "/api/jobs/" if head.starts_with("POST") => {
+            if counted.fetch_add(1, Ordering::SeqCst) < 2 {
+                respond(stream, "500 Internal Server Error", "", "No available agent to submit job, please try again later.");
+            } else {
+                respond(stream, "200 OK", "", r#"{"job_id": "raysubmit_x", "submission_id": "raysubmit_x"}"#);
+            }
+        }
+        _ => respond(stream, "404 Not Found", "", ""),
+    });
+    let request = SubmitRequest { entrypoint: "true".into(), submission_id: Some("raysubmit_x".into()), ..SubmitRequest::default() };
+    let server: gke_rl_ray::Version = serde_json::from_str(&version_body("2.46.0")).unwrap();
+    let mut heard = Vec::new();
+    let id = client(&address).submit(&request, &server, &mut |e| heard.push(e.to_string())).await.unwrap();
+    assert_eq!((id.as_str(), posts.load(Ordering::SeqCst)), ("raysubmit_x", 3));
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(heard[0].contains("No available agent"), "{heard:?}");
 }

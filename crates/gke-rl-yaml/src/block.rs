@@ -27,7 +27,8 @@ pub(super) fn parse(text: &str) -> Option<Node> {
 }
 
 /// Whether every character is one YAML may hold (its `c-printable`), and none is a byte order
-/// mark or carriage return, which the fast path leaves to the full parser.
+/// mark, a carriage return or a Unicode line end (NEL, LS, PS), which the fast path leaves to the
+/// full parser.
 fn printable(text: &str) -> bool {
     let ascii = |b: u8| b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b);
     if text.bytes().all(ascii) {
@@ -36,8 +37,7 @@ fn printable(text: &str) -> bool {
     text.chars().all(|c| match c {
         '\n' | '\t' => true,
         c if c.is_ascii() => ascii(c as u8),
-        '\u{85}' => true,
-        c => ('\u{a0}'..='\u{fffd}').contains(&c) && c != '\u{feff}' || c >= '\u{10000}',
+        c => ('\u{a0}'..='\u{fffd}').contains(&c) && !matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}') || c >= '\u{10000}',
     })
 }
 

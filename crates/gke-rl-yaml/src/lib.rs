@@ -61,6 +61,42 @@ pub fn documents(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Where `text` has its first line end that its readers disagree on, and what is said of it,
+/// counted as every position gke-rl gives is: lines end at `\n` (a `\r\n` is one end),
+/// columns are characters.
+/// - A lone carriage return (a `\r` not followed by `\n`): YAML and Python's text files take it
+///   as a line end, bash and JSON do not.
+/// - NEL, LS and PS (U+0085, U+2028, U+2029): YAML 1.1 and go-yaml, which Kubernetes reads
+///   manifests with (go-yaml v2 `yamlh.go`, `is_break`), end a line there; YAML 1.2, which
+///   gke-rl reads, does not.
+///
+/// gke-rl refuses such text rather than disagree with any of them about where a line is.
+///
+/// ```
+/// assert_eq!(gke_rl_yaml::ambiguous_line_end("a: 1\r\nb: 2\rc: 3\n").map(|(at, _)| at), Some((2, 5)));
+/// assert_eq!(gke_rl_yaml::ambiguous_line_end("a: |\n  x\u{2028}y\n").map(|(at, _)| at), Some((2, 4)));
+/// assert_eq!(gke_rl_yaml::ambiguous_line_end("a: 1\r\n"), None);
+/// ```
+pub fn ambiguous_line_end(text: &str) -> Option<((u32, u32), &'static str)> {
+    let (at, said) = text.char_indices().find_map(|(i, c)| match c {
+        '\r' if text.as_bytes().get(i + 1) != Some(&b'\n') => Some((i, LONE_CARRIAGE_RETURN)),
+        '\u{85}' | '\u{2028}' | '\u{2029}' => Some((i, UNICODE_LINE_END)),
+        _ => None,
+    })?;
+    let before = &text[..at];
+    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let column = before.rfind('\n').map_or(before, |n| &before[n + 1..]).chars().count() + 1;
+    Some(((u32::try_from(line).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX)), said))
+}
+
+/// What is said of a lone carriage return, with the fix.
+const LONE_CARRIAGE_RETURN: &str = "a lone carriage return (\\r) ends a line for some readers of this file and not for others: \
+     save the file with \\n (or \\r\\n) line ends";
+
+/// What is said of NEL, LS or PS, with the fix.
+const UNICODE_LINE_END: &str = "a Unicode line end (NEL, LS or PS: U+0085, U+2028, U+2029) ends a line for Kubernetes' YAML reader and not \
+     for gke-rl's: remove it, or write it as an escape in a double-quoted string (\"\\u2028\")";
+
 /// Why text is not a YAML tree, or a tree does not fit a type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {

@@ -33,6 +33,9 @@ pub(super) fn parse(text: &str) -> Result<Node, Error> {
 
 /// The tree built from granit-parser's events, for any YAML.
 pub(super) fn parse_events(text: &str) -> Result<Node, Error> {
+    if let Some((at, said)) = super::ambiguous_line_end(text) {
+        return Err((said.to_owned(), at));
+    }
     let mut builder = Builder { events: Parser::new_from_str(text), anchors: HashMap::new(), nodes: 0, aliased_bytes: 0 };
     let mut root = None;
     loop {

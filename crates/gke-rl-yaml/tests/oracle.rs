@@ -349,3 +349,18 @@ fn first_difference(fast: &Node, full: &Node) -> String {
         _ => format!("\n  fast: {}\n  full: {}", shallow(fast), shallow(full)),
     }
 }
+
+/// Issue 51, class 7: NEL, LS and PS end a line for Kubernetes' YAML 1.1 reader (go-yaml) and
+/// not for YAML 1.2: refused wherever they are, by both paths, at their line and column.
+#[test]
+fn unicode_line_ends_are_refused_where_they_are() {
+    for end in ['\u{85}', '\u{2028}', '\u{2029}'] {
+        for (text, at) in
+            [(format!("a: 1\nb: x{end}y\n"), (2, 5)), (format!("a: |\n  one{end}two\n"), (2, 6)), (format!("a: 1 # note{end}\n"), (1, 12))]
+        {
+            let Err(gke_rl_yaml::Error::Syntax { message, line, column }) = Node::try_parse(&text) else { panic!("{text:?} was read") };
+            assert!(message.contains("Unicode line end") && message.contains("escape"), "{message}");
+            assert_eq!((line, column), at, "{text:?}");
+        }
+    }
+}

@@ -62,6 +62,12 @@ impl LineBuffer {
         self.after_carriage_return = false;
     }
 
+    /// Drops the unfinished last line: the text it was part of was cut there.
+    pub fn drop_partial(&mut self) {
+        self.partial.clear();
+        self.after_carriage_return = false;
+    }
+
     /// Every line of the text that came as `chunks`, its unfinished end included.
     pub fn lines<'a>(chunks: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let mut buffer = LineBuffer::default();

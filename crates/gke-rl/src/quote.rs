@@ -21,7 +21,17 @@ pub fn yaml(s: &str) -> String {
         && !s.contains(": ")
         && !s.ends_with(':')
         && !is_yaml_keyword(s);
-    if plain { s.to_owned() } else { serde_json::to_string(s).expect("a string serializes") }
+    if plain {
+        return s.to_owned();
+    }
+    let quoted = serde_json::to_string(s).expect("a string serializes");
+    // JSON leaves NEL, LS and PS as they are; Kubernetes' YAML 1.1 reader takes them as line
+    // breaks (and folds them): written as escapes, every reader gets the string.
+    if quoted.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
+        quoted.replace('\u{85}', "\\u0085").replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
+    } else {
+        quoted
+    }
 }
 
 /// A POSIX shell word for the string `s`: bare when safe, otherwise single-quoted.
@@ -45,6 +55,55 @@ pub fn hydra_string(s: &str) -> String {
     }
 }
 
+/// The words of a POSIX shell command line as `sh` splits them, quotes and backslashes
+/// removed (no expansion is done); `None` for an unclosed quote. The inverse of [`sh`].
+///
+/// ```
+/// use gke_rl::quote::{sh, words};
+/// assert_eq!(words(&format!("run --name {}", sh("it's a \"run\""))), Some(vec!["run".into(), "--name".into(), "it's a \"run\"".into()]));
+/// assert_eq!(words("a 'b"), None);
+/// ```
+pub fn words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => words.extend(word.take()),
+            '\'' => {
+                let quoted = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => quoted.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let quoted = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            c @ ('$' | '`' | '"' | '\\') => quoted.push(c),
+                            '\n' => {}
+                            c => quoted.extend(['\\', c]),
+                        },
+                        c => quoted.push(c),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(c) => word.get_or_insert_with(String::new).push(c),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Some(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +116,7 @@ mod tests {
             assert!(yaml(retyped).starts_with('"'), "{retyped} must be quoted");
         }
         assert_eq!(yaml("it's \"x\"\n"), r#""it's \"x\"\n""#);
+        assert_eq!(yaml("a\u{85}b\u{2028}c\u{2029}"), r#""a\u0085b\u2028c\u2029""#, "no reader takes them as line ends");
     }
 
     #[test]

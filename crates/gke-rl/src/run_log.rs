@@ -18,7 +18,7 @@
 //!
 //! A marker is found anywhere in its line (Ray prefixes worker output), and a bullet's key must
 //! match whole (`Draft Loss` is not `Loss`); other lines are ignored. A figure that is cut off,
-//! unparsable or not finite is absent, never a wrong number: a step cut short by a preemption
+//! unparsable, not finite or past ±[`MOST`] is absent, never a wrong number: a step cut short by a preemption
 //! has no step time, and a figure is read once a step, so a lost header never lets the next
 //! step's figures overwrite it. The supervisor's restart records number the attempts.
 //!
@@ -162,6 +162,14 @@ pub struct RunLog {
     finished: usize,
     /// Saves NeMo-RL's timer timed.
     timed_saves: usize,
+    /// Figures past ±[`MOST`] (or not finite) that were left out.
+    left_out: usize,
+    /// Steps begun past [`MAX_STEPS`], whose figures were not read.
+    unkept_steps: u64,
+    /// The newest of them: its number and the steps it counts to.
+    unkept_header: Option<(u64, u64)>,
+    /// The newest of them that finished.
+    newest_unkept: Option<(u64, u64)>,
 }
 
 impl RunLog {
@@ -171,6 +179,11 @@ impl RunLog {
         let mut run = RunLog::default();
         run.feed(log, None);
         run
+    }
+
+    /// Drops the unfinished last line: the log was cut there (another submission's follows).
+    pub fn drop_partial_line(&mut self) {
+        self.lines.drop_partial();
     }
 
     /// Feeds a chunk of log text that arrived at `now` (seconds on any monotonic clock), if
@@ -192,7 +205,10 @@ impl RunLog {
                 return;
             }
             self.steps_full = self.steps.len() == MAX_STEPS;
-            if !self.steps_full {
+            if self.steps_full {
+                self.unkept_steps = self.unkept_steps.saturating_add(1);
+                self.unkept_header = Some((step, of));
+            } else {
                 let position = self.next_position.max(1);
                 self.next_position = position.saturating_add(1);
                 let step = Step {
@@ -221,7 +237,21 @@ impl RunLog {
             self.other_line(line, now);
             return;
         };
-        let Some(step) = self.steps.last_mut().filter(|_| !self.steps_full) else { return };
+        if self.steps_full {
+            // Past the bound, a step still moves the progress: its end is counted.
+            if self.section == Section::Timing && bullet.starts_with("Total step time: ") {
+                self.newest_unkept = self.unkept_header;
+                self.finished += 1;
+            }
+            return;
+        }
+        if let Some((_, value)) = bullet.split_once(": ") {
+            let figure = value.split_once(" (").map_or(value, |(v, _)| v).trim().trim_end_matches('s');
+            if figure.parse::<f64>().is_ok_and(|n| n.is_nan() || n.abs() > MOST) {
+                self.left_out = self.left_out.saturating_add(1);
+            }
+        }
+        let Some(step) = self.steps.last_mut() else { return };
         // A figure is set once: a second one in a block (a header lost to an interleaved line
         // or a line too long) belongs to another step, and is not read.
         if let Some(seconds) = bullet.strip_prefix("Total step time: ").filter(|_| self.section == Section::Timing) {
@@ -285,14 +315,14 @@ impl RunLog {
                     self.next_position = restart.resumed_from.unwrap_or(0).saturating_add(1);
                 }
                 // The supervisor stamps a save as it echoes its line: the newest save, once.
-                crate::supervisor::Record::Checkpoint { step, at } if at.is_finite() => {
+                crate::supervisor::Record::Checkpoint { step, at } if at.abs() <= MOST => {
                     if let Some(save) = self.saves.last_mut().filter(|s| s.step == step && s.at.is_none() && !self.saves_full) {
                         save.at = Some(at);
                     }
                 }
                 // An async save is durable later, maybe after the next save began: the newest of
                 // its step, once.
-                crate::supervisor::Record::Durable { step, after_s } if after_s.is_finite() && after_s >= 0.0 => {
+                crate::supervisor::Record::Durable { step, after_s } if (0.0..=MOST).contains(&after_s) => {
                     if let Some(save) = self.saves.iter_mut().rev().take(2).find(|s| s.step == step && s.durable_s.is_none()) {
                         save.durable_s = Some(after_s);
                     }
@@ -311,6 +341,12 @@ impl RunLog {
     /// The saves seen so far, in order.
     pub fn saves(&self) -> &[Save] {
         &self.saves
+    }
+
+    /// What the log held that these figures do not: figures out of range left out, steps
+    /// past [`MAX_STEPS`] not read, and the newest of those that finished (step, of).
+    pub fn left_out(&self) -> (usize, u64, Option<(u64, u64)>) {
+        (self.left_out, self.unkept_steps, self.newest_unkept)
     }
 
     /// The timer names seen, which [`Step::timers`] indexes.
@@ -358,9 +394,13 @@ fn header(line: &str) -> Option<(u64, u64)> {
     Some((step.parse().ok()?, of.parse().ok()?))
 }
 
-/// A finite number printed with `:.Nf`.
+/// The largest figure a log may give: a reward, a loss, a length or a time past it is no
+/// measurement, and is left out (a plot's axis cannot span ±1e308).
+pub const MOST: f64 = 1e12;
+
+/// A number printed with `:.Nf`, within ±[`MOST`].
 fn number(text: &str) -> Option<f64> {
-    text.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+    text.trim().parse::<f64>().ok().filter(|n| n.abs() <= MOST)
 }
 
 /// `X.XXs`, with or without the ` (P.P%)` after it: seconds, never negative.

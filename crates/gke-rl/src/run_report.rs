@@ -41,6 +41,12 @@ pub struct Inputs<'a> {
     /// What the deployment saves and the tier's list throughput (bytes per second), for the
     /// predicted save beside the measured ones and the recommended period.
     pub saving: Option<(Saving, Option<f64>)>,
+    /// Whether the run has ended (its newest job is terminal, or its records say so): no time
+    /// is left, and nothing more to pay.
+    pub ended: bool,
+    /// Why the run is not priced at `per_hour`, when it ran on something else than the
+    /// config's cluster (a CPU-only head of one's own, say).
+    pub unpriced: Option<String>,
 }
 
 /// A run's figures.
@@ -56,6 +62,9 @@ pub struct Report {
     pub restarts: Vec<RestartRow>,
     /// What it cost, if the price is known.
     pub cost: Option<Cost>,
+    /// Why it is not priced, where it ran on something the config's price is not for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpriced: Option<String>,
     /// When it started, in seconds since the epoch, if known: with the wall time, the window
     /// [`Report::lustre`] covers.
     pub started_at: Option<f64>,
@@ -63,6 +72,40 @@ pub struct Report {
     pub lustre: Option<crate::lustre_usage::Usage>,
     /// Its saves, measured and predicted, and how often to save.
     pub checkpoints: Checkpoints,
+    /// What the log held that the figures leave out.
+    pub left_out: LeftOut,
+}
+
+/// What a log held that a report's figures leave out, so the report can say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// Figures out of range (not finite, or past ±1e12): no measurement.
+    pub figures: usize,
+    /// Supervisor records with figures out of range.
+    pub records: usize,
+    /// Steps past the first [`crate::run_log::MAX_STEPS`], in the progress but not in the rows.
+    pub steps: u64,
+}
+
+impl LeftOut {
+    /// The note for people; empty when nothing was left out.
+    pub fn note(&self) -> String {
+        let mut parts = Vec::new();
+        if self.figures > 0 {
+            parts.push(format!("{} figures out of range (not finite, or past ±1e12) were left out", self.figures));
+        }
+        if self.records > 0 {
+            parts.push(format!("{} supervisor records with figures out of range were left out", self.records));
+        }
+        if self.steps > 0 {
+            parts.push(format!(
+                "the {} steps after the first {} are in the progress but not in the figures",
+                self.steps,
+                crate::run_log::MAX_STEPS
+            ));
+        }
+        if parts.is_empty() { String::new() } else { format!("note: {}\n", parts.join("; ")) }
+    }
 }
 
 /// A run's checkpoint saves, measured beside predicted, and the period that loses the least.
@@ -244,14 +287,17 @@ fn progress_given(log: &RunLog, records: &Records, redone: &[bool]) -> Progress 
     let kept: Vec<&crate::run_log::Step> =
         steps.iter().zip(redone).filter(|(s, r)| !**r && s.step_time_s.is_some()).map(|(s, _)| s).collect();
     let newest = steps.iter().rev().find(|s| s.step_time_s.is_some());
-    let of = steps.last().map(|s| s.of);
+    // Past the steps kept, the newest that finished is where the run is.
+    let (_, _, newest_unkept) = log.left_out();
+    let of = newest_unkept.map(|(_, of)| of).or(steps.last().map(|s| s.of));
     let median_step_s = median(kept.iter().filter_map(|s| s.step_time_s).collect());
     let rewards: Vec<(f64, f64)> = kept.iter().rev().filter_map(|s| Some((s.step as f64, s.reward?))).take(TREND_STEPS).collect();
-    let left = newest.zip(of).map(|(newest, of)| of.saturating_sub(newest.step));
+    let newest_step = newest_unkept.map(|(step, _)| step).or(newest.map(|s| s.step));
+    let left = newest_step.zip(of).map(|(newest, of)| of.saturating_sub(newest));
     // The pause and the time until durable of one save: the newest that was timed.
     let newest_timed = log.saves().iter().rev().find(|s| s.seconds.is_some());
     Progress {
-        step: newest.map(|s| s.step),
+        step: newest_step,
         of,
         reward: newest.and_then(|s| s.reward),
         reward_trend: slope(&rewards),
@@ -306,7 +352,9 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
         },
     };
     let progress = progress_given(log, inputs.records, &redone);
-    let cost = inputs.per_hour.filter(|p| p.is_finite() && *p >= 0.0).map(|per_hour| Cost {
+    // A run stopped or failed short of its last step has none left to take.
+    let progress = if inputs.ended { Progress { eta_s: None, ..progress } } else { progress };
+    let cost = inputs.per_hour.filter(|p| p.is_finite() && *p >= 0.0 && inputs.unpriced.is_none()).map(|per_hour| Cost {
         per_hour,
         so_far: wall_s.map(|w| w / 3600.0 * per_hour),
         to_finish: progress.eta_s.filter(|eta| *eta > 0.0).map(|eta| eta / 3600.0 * per_hour),
@@ -324,7 +372,10 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
         .collect();
     let started_at = inputs.started_at.filter(|at| at.is_finite());
     let checkpoints = checkpoints(inputs, &progress, wall_s);
-    Report { progress, steps, goodput, restarts, cost, started_at, lustre: None, checkpoints }
+    let (figures, steps_unread, _) = log.left_out();
+    let left_out = LeftOut { figures, records: inputs.records.left_out(), steps: steps_unread };
+    let unpriced = inputs.unpriced.clone();
+    Report { progress, steps, goodput, restarts, cost, unpriced, started_at, lustre: None, checkpoints, left_out }
 }
 
 /// The saves' figures: measured, predicted from the tier, and the period to save at.
@@ -401,13 +452,16 @@ impl Report {
         let g = &self.goodput;
         match (g.goodput, g.wall_s) {
             (Some(share), Some(wall)) => {
-                out.push_str(&format!("goodput: {:.1} % of {} ({} productive)\n", share * 100.0, duration(wall), duration(g.productive_s)))
+                out.push_str(&format!("goodput: {} of {} ({} productive)\n", percent(share, 1.0), duration(wall), duration(g.productive_s)))
             }
             _ => out.push_str(&format!("goodput: unknown without the wall time ({} productive)\n", duration(g.productive_s))),
         }
         for (what, seconds) in g.parts().into_iter().skip(1).filter_map(|(what, s)| Some((what, s?))) {
-            let share = g.wall_s.map_or_else(String::new, |w| format!("{:>6.1} %  ", seconds / w * 100.0));
+            let share = g.wall_s.map_or_else(String::new, |w| format!("{:>8}  ", percent(seconds, w)));
             out.push_str(&format!("  {what:<32}{share}{}\n", duration(seconds)));
+        }
+        if let Some(why) = &self.unpriced {
+            out.push_str(&format!("cost: not priced: {why}\n"));
         }
         if let Some(cost) = &self.cost {
             let so_far = cost.so_far.map_or_else(|| "unknown so far".to_owned(), |c| format!("{} so far", crate::cost::dollars(c)));
@@ -415,6 +469,7 @@ impl Report {
             out.push_str(&format!("cost at the config's {}/hour: {so_far}{to_finish}\n", crate::cost::dollars(cost.per_hour)));
         }
         out.push_str(&self.checkpoints.summary());
+        out.push_str(&self.left_out.note());
         if let Some(lustre) = &self.lustre {
             out.push_str(&lustre.summary(&self.steps));
             out.push('\n');
@@ -475,6 +530,18 @@ pub fn bytes(n: f64) -> String {
         unit = bigger;
     }
     format!("{value:.1} {unit}")
+}
+
+/// `part` of `whole` as a percentage with one decimal, `12.5 %`: never `-0.0 %` (an empty
+/// part, or one a rounding left a hair below zero).
+///
+/// ```
+/// assert_eq!(gke_rl::run_report::percent(-1e-9, 10.0), "0.0 %");
+/// assert_eq!(gke_rl::run_report::percent(1.25, 10.0), "12.5 %");
+/// ```
+pub fn percent(part: f64, whole: f64) -> String {
+    // Rounded first, then +0.0, which turns -0.0 into 0.0.
+    format!("{:.1} %", (part / whole * 1000.0).round() / 10.0 + 0.0)
 }
 
 /// `42 s`, `3 min 5 s`, `2 h 3 min`.

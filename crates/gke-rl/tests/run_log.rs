@@ -89,6 +89,8 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
         per_hour: Some(360.0),
         started_at: records.span().map(|s| s.0),
         saving: Some((Saving::of(&Deployment::default()), Saving::tier_ceiling(&Deployment::default()))),
+        ended: true,
+        unpriced: None,
     });
     let g = &report.goodput;
     assert_eq!((g.wall_s, g.productive_s, g.goodput), (Some(1000.0), 411.0, Some(0.411)));
@@ -105,7 +107,7 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
     assert_eq!(saved, [(2, Some(1158.0)), (4, Some(1327.0)), (4, Some(1712.0)), (6, Some(1887.0))]);
     assert_eq!(report.window(), Some((1000.0, 2000.0)));
     let p = &report.progress;
-    assert_eq!((p.step, p.of, p.median_step_s, p.eta_s, p.restarts), (Some(6), Some(6), Some(84.5), Some(0.0), 1));
+    assert_eq!((p.step, p.of, p.median_step_s, p.eta_s, p.restarts), (Some(6), Some(6), Some(84.5), None, 1), "ended: no time left");
     assert!((p.reward_trend.unwrap() - 0.1).abs() < 1e-9, "{:?}", p.reward_trend);
     let cost = report.cost.as_ref().unwrap();
     assert_eq!((cost.so_far, cost.to_finish), (Some(100.0), None), "1000 s at $360/hour, and nothing left");
@@ -132,6 +134,8 @@ fn epochs_are_not_restarts_and_saves_are_timed_by_their_own_step() {
             per_hour: None,
             started_at: None,
             saving: None,
+            ended: false,
+            unpriced: None,
         })
     };
     let two_epochs = report(&text);

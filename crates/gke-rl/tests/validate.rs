@@ -352,6 +352,8 @@ fn the_head_must_fit_the_pool_it_runs_on() {
     let exceeds: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "resources-exceed-node").collect();
     assert_eq!(exceeds.len(), 1, "{findings:#?}");
     assert_eq!(exceeds[0].diagnostic.message, "the head requests 64Gi memory; an e2-standard-16 node can allocate about 58Gi");
+    // Issue 52: the help names the config's key.
+    assert!(exceeds[0].diagnostic.help.starts_with("lower ray.head.memory_request in the config"), "{}", exceeds[0].diagnostic.help);
     on_system.ray.head.memory_request = gke_rl::model::Quantity::new("32Gi").unwrap();
     assert!(!codes(&check(&rendered(&on_system))).contains(&"resources-exceed-node"));
 
@@ -486,7 +488,7 @@ fn template_debris_in_yaml_is_reported_not_a_syntax_error() {
         .filter(|f| f.diagnostic.code == "placeholder")
         .map(|f| (f.file.as_str(), f.diagnostic.line, f.diagnostic.column))
         .collect();
-    assert_eq!(placeholder, [("ray-cluster.yaml", 63, 26), ("ray-cluster.yaml", 172, 28)]);
+    assert_eq!(placeholder, [("ray-cluster.yaml", 69, 26), ("ray-cluster.yaml", 178, 28)]);
     assert!(!codes(&findings).contains(&"syntax"), "{findings:#?}");
 }
 
@@ -567,7 +569,7 @@ fn crd_schema_errors_point_at_the_field() {
     let findings = run(&files);
     let schema: Vec<_> = findings.iter().filter(|f| f.diagnostic.code == "crd-schema").collect();
     assert!(!schema.is_empty(), "{findings:#?}");
-    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (79, 11), "{:?}", schema[0]);
+    assert_eq!((schema[0].diagnostic.line, schema[0].diagnostic.column), (85, 11), "{:?}", schema[0]);
 
     // The same schema given as JSON, or as a bare JSON Schema, checks the same.
     let crd_yaml = std::fs::read_to_string(upstream("kuberay/ray.io_rayclusters.yaml")).unwrap();
@@ -694,7 +696,7 @@ fn literal_tokens_are_found_in_every_artifact_by_name_and_shape() {
     let worker_env = "                  value: gIB\n                - name: HF_TOKEN\n";
     let cases: [(&str, &str, String, u32); 8] = [
         ("ray-cluster.yaml", head_env, format!("{head_env}                value: {HF}\n              - name: X\n"), 40),
-        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 141),
+        ("ray-cluster.yaml", worker_env, format!("{worker_env}                  value: secret-by-name\n                - name: X\n"), 147),
         (
             "ray-cluster.yaml",
             head_env,

@@ -253,27 +253,59 @@ impl Drop for Node {
 
 impl Node {
     /// Slows the node down from outside Ray, as a noisy neighbour or a starved VM would: its
-    /// processes are stopped for `stopped` of every 100 ms (SIGSTOP and SIGCONT to its process
-    /// group, as cpulimit does) until the [`Throttle`] is dropped.
+    /// processes are stopped for `stopped` of every 100 ms (SIGSTOP and SIGCONT, as cpulimit
+    /// does) until the [`Throttle`] is dropped. Every descendant of the node's `ray start`,
+    /// found again each period: Ray 2.60 starts its workers in process groups of their own.
     pub fn throttle(&self, stopped: f64) -> Throttle {
-        let group = self.child.lock().map(|c| c.id()).unwrap_or_default();
+        let root = self.child.lock().map(|c| c.id()).unwrap_or_default();
         let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let period = Duration::from_millis(100);
         let off = period.mul_f64(stopped.clamp(0.0, 0.95));
         let thread = {
             let running = running.clone();
             std::thread::spawn(move || {
-                let Some(pid) = rustix::process::Pid::from_raw(group as i32) else { return };
+                let signal = |pids: &[u32], signal| {
+                    for pid in pids.iter().filter_map(|p| rustix::process::Pid::from_raw(*p as i32)) {
+                        let _ = rustix::process::kill_process(pid, signal);
+                    }
+                };
                 while running.load(std::sync::atomic::Ordering::Relaxed) {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::STOP);
+                    let pids = descendants(root);
+                    signal(&pids, rustix::process::Signal::STOP);
                     std::thread::sleep(off);
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::CONT);
+                    signal(&pids, rustix::process::Signal::CONT);
                     std::thread::sleep(period - off);
                 }
             })
         };
         Throttle { running, thread: Some(thread) }
     }
+}
+
+/// `root` and every process below it, from each process's parent in `/proc/<pid>/stat`.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                    let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                    // After the command's `)` (which may itself hold `)`): state, then the parent.
+                    let parent = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+                    Some((pid, parent))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(pid, _)| *pid));
+        next += 1;
+    }
+    found
 }
 
 /// A node slowed down by [`Node::throttle`]; dropping it lets the node run freely again.
@@ -333,4 +365,23 @@ pub fn http_get(address: &str, path: &str, token: Option<&str>) -> Option<String
     stream.read_to_string(&mut response).ok()?;
     let status = response.lines().next()?;
     status.split_whitespace().nth(1).is_some_and(|code| code == "200").then_some(response)
+}
+
+/// A plain HTTP/1.0 request with a JSON body (`POST`, `PUT`), with `token`: the status code and
+/// the body, as another client of the Jobs API (not gke-rl) would send it.
+pub fn http_send(address: &str, method: &str, path: &str, body: &str, token: Option<&str>) -> Option<(u16, String)> {
+    let host = address.strip_prefix("http://")?;
+    let mut stream = TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let authorization = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{authorization}\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let code = response.lines().next()?.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, response.split_once("\r\n\r\n").map_or_else(String::new, |(_, body)| body.to_owned())))
 }

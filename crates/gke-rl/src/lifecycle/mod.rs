@@ -188,11 +188,10 @@ pub fn secret_variables(deployment: &Deployment) -> Vec<String> {
     entries.chain([crate::auth::TOKEN_VARIABLE]).map(str::to_owned).collect()
 }
 
-/// The Secrets deploy creates in the cluster: the job's tokens, and the Ray token's where
-/// the cluster uses one.
+/// The Secrets deploy creates in the cluster: the job's tokens, and the cluster's token (Ray's
+/// where the cluster uses tokens, and the run key that proves its run records in any case).
 pub fn cluster_secrets(deployment: &Deployment) -> Vec<String> {
-    let ray_token = deployment.ray.token_auth().unwrap_or(false).then(|| crate::auth::secret_name(deployment));
-    std::iter::once(deployment.secrets.kubernetes_secret.to_string()).chain(ray_token).collect()
+    vec![deployment.secrets.kubernetes_secret.to_string(), crate::auth::secret_name(deployment)]
 }
 
 /// The token Secret's entries: key in the Secret, local variable it is read from, required.

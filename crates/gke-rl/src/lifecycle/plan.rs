@@ -78,13 +78,16 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         deployment.secrets.kubernetes_secret,
         secret.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
     ));
-    if deployment.ray.token_auth().unwrap_or(false) {
-        secret_step.push(format!(
-            "create Secret {namespace}/{}, type Opaque, data:\n  {}: <32 random bytes in hex, made here>\n(unless it exists: the running Ray pods hold its token)",
-            crate::auth::secret_name(deployment),
-            crate::auth::TOKEN_KEY
-        ));
-    }
+    secret_step.push(format!(
+        "create Secret {namespace}/{}, type Opaque, data:\n  {}: <32 random bytes in hex, made here>\n(unless it exists: {})",
+        crate::auth::secret_name(deployment),
+        crate::auth::TOKEN_KEY,
+        if deployment.ray.token_auth().unwrap_or(false) {
+            "the running Ray pods hold its token, which also signs the run records"
+        } else {
+            "it signs the run records the head and the keeper write"
+        }
+    ));
     step(Step::Secret, &secret_step);
     let mut cluster_step = vec![match ray_cluster {
         Some(manifest) => {

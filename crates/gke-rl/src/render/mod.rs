@@ -6,6 +6,7 @@ mod job;
 mod ray_cluster;
 mod ray_job;
 
+pub(crate) use ray_cluster::run_key_env;
 pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
 
 use crate::ArtifactKind;

@@ -20,7 +20,7 @@ pub const CHECK_SCRIPT_FILE: &str = "storage_check.py";
 /// The most each node writes by default: enough for the rate to settle, little enough that the
 /// check takes minutes even at a tenth of the tier.
 pub const DEFAULT_MAX_NODE_BYTES: u64 = 32 << 30;
-/// The aggregate write and read must reach this fraction of the tier's ceiling (see the README).
+/// The aggregate write and read must reach this fraction of the tier's ceiling (docs/storage.md says why).
 pub const DEFAULT_MIN_FRACTION: f64 = 0.5;
 /// Small files per node in the metadata pass.
 pub const DEFAULT_FILES: u32 = 2000;

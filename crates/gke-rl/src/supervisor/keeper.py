@@ -6,11 +6,15 @@ newest submission. When the Jobs API no longer knows it (the head restarted: Ray
 jobs and packages) or it ended without its supervisor's final record (the supervisor was
 killed), it uploads the run's packages again from the run's folder and resubmits the recorded
 request as `<run>-rN`, within the run's restart budget. When the dashboard does not answer it
-does nothing: a keeper must never act on a guess. Standard library only.
+does nothing: a keeper must never act on a guess. It acts only on genuine records (signed with
+the cluster's run key: see the records' part below), uploads only the packages whose digests
+they hold, and tells an id taken by an earlier keeper from one another job took by asking the
+Jobs API. Standard library only.
 """
 
 import json
 import os
+import shlex
 import sys
 import time
 import urllib.error
@@ -54,30 +58,80 @@ class Dashboard:
         return job
 
 
-def read_json(path):
+# Restart ids tried past the first free one that another job has taken.
+MOST_IDS_TRIED = 10
+
+
+def run_of(entrypoint):
+    """The run a supervisor's entrypoint names (gke_rl::supervisor::run_of)."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
+        words = shlex.split(entrypoint or "")
+    except ValueError:
         return None
+    return words[4] if words[:4] == ["python", "-m", "gke_rl_supervise", "--run"] and len(words) > 4 else None
+
+
+def upload_packages(dashboard, folder, packages):
+    """Uploads again the run's packages a restarted head forgot: only plain files of the run's
+    folder, opened without following a link, whose digest is the one recorded."""
+    for uri, saved in (packages or {}).items():
+        if not (isinstance(saved, list) and len(saved) == 2 and all(isinstance(v, str) for v in saved)):
+            raise ValueError(f"the record of package {uri} is not a file and a digest")
+        name, digest = saved
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"package {uri} names {name!r}, not a file of the run's folder")
+        package = "/api/packages/" + uri.replace("://", "/", 1)
+        status, _ = dashboard.call("GET", package)
+        if status != 404:
+            continue
+        copy = verified_copy(os.path.join(folder, name), digest, MAX_PACKAGE_BYTES)
+        if copy is None:
+            raise ValueError(f"{name} is not the package recorded at the run's start: not uploading it (replaced, or not a plain file)")
+        with copy:
+            status, _ = dashboard.call("PUT", package, copy, "application/octet-stream", os.fstat(copy.fileno()).st_size)
+        if status != 200:
+            raise OSError(f"uploading {uri} was answered {status}")
+
+
+def resubmit(dashboard, name, request, number):
+    """Submits the run's request as its restart `number`, or the next id free of other jobs: the
+    id it submitted. An id that exists and is this run's (an earlier keeper submitted it and
+    stopped before recording) is taken as submitted; the Jobs API's word decides, not its status
+    code (Ray 2.54 answers a duplicate with 500)."""
+    for tried in range(number, number + MOST_IDS_TRIED):
+        submission = f"{name}{TABLES['restart_suffix']}{tried}"
+        status, _ = dashboard.call("POST", "/api/jobs/", json.dumps(dict(request, submission_id=submission)).encode())
+        if status == 200:
+            return submission
+        existing = dashboard.job(submission)
+        if existing is None:
+            raise OSError(f"resubmitting {submission} was answered {status}")
+        if run_of(existing.get("entrypoint")) == name:
+            return submission
+    raise OSError(f"the ids {name}{TABLES['restart_suffix']}{number} to {tried} are all other jobs'")
 
 
 def newest(run, events):
-    """The newest submission of the run: the last one started or resubmitted."""
+    """The newest submission of the run: the last one a supervisor started or the keeper
+    resubmitted (a restart's `resubmitted` says only whether it was one)."""
     latest = run
     for event in events:
-        latest = event.get("submission") or event.get("resubmitted") or latest
+        named = {"started": event.get("submission"), "pending": event.get("resubmitted")}.get(event.get("event"))
+        latest = named if isinstance(named, str) else latest
     return latest
 
 
 def keep(dashboard, cluster, folder, now):
     """What the keeper did for one run, in a line."""
-    info = read_json(os.path.join(folder, "run.json"))
-    # Another cluster's run (the file system may be shared): its own keeper keeps it.
-    if info is None or info.get("cluster", "") != cluster:
+    name = os.path.basename(folder)
+    if os.path.islink(folder) or not os.path.isdir(folder):
         return None
-    events = read_events(folder)
-    name = info["run"]
+    info = read_record(os.path.join(folder, "run.json"), name)
+    # Another cluster's run (the file system may be shared), or none the supervisor wrote: this
+    # keeper does nothing with it.
+    if info is None or info.get("cluster", "") != cluster or info.get("run") != name:
+        return None
+    events = read_events(folder, name)
     if any(e.get("event") == "ended" for e in events):
         return None
     latest = newest(name, events)
@@ -89,13 +143,13 @@ def keep(dashboard, cluster, folder, now):
     elif job.get("status") in ("STOPPED", "SUCCEEDED"):
         # Stopped by someone, or a supervisor that ended before its last record.
         status = job["status"]
-        append_event(folder, {"event": "ended", "status": status, "reason": f"job {latest} {status.lower()}"})
+        append_event(folder, name, {"event": "ended", "status": status, "reason": f"job {latest} {status.lower()}"})
         return f"{name}: {latest} {status.lower()}"
     else:
         message = (job.get("message") or "").split("\n")[0]
         kind, detail = "driver-lost", f"the supervisor of {latest} ended without its record: {job.get('status')}: {message}"
     # The supervisor may have ended the run between the first read and the job's answer.
-    events = read_events(folder)
+    events = read_events(folder, name)
     if any(e.get("event") == "ended" for e in events):
         return None
     # As the supervisor counts: its own restarts, and each resubmission once.
@@ -104,26 +158,13 @@ def keep(dashboard, cluster, folder, now):
     lost = sum(e.get("lost_s", 0) for e in events if e.get("event") == "restart")
     if done >= info["max_restarts"] or (info.get("max_lost_s") and lost >= info["max_lost_s"]):
         reason = f"{detail}: not resubmitted: no restart left"
-        append_event(folder, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
+        append_event(folder, name, {"event": "ended", "status": "FAILED", "kind": kind, "cause": detail, "reason": reason})
         return f"{name}: {reason}"
-    for uri, file in (info.get("packages") or {}).items():
-        package = "/api/packages/" + uri.replace("://", "/", 1)
-        status, _ = dashboard.call("GET", package)
-        if status == 404:
-            path = os.path.join(folder, file)
-            with open(path, "rb") as f:  # streamed, not read into memory
-                status, _ = dashboard.call("PUT", package, f, "application/octet-stream", os.fstat(f.fileno()).st_size)
-            if status != 200:
-                raise OSError(f"uploading {uri} was answered {status}")
+    upload_packages(dashboard, folder, info.get("packages"))
     resubmissions = sum(1 for e in events if e.get("event") == "pending")
-    submission = f"{name}{TABLES['restart_suffix']}{resubmissions + 1}"
-    request = dict(info["request"], submission_id=submission)
-    status, _ = dashboard.call("POST", "/api/jobs/", json.dumps(request).encode())
-    # 400 for an id that exists: an earlier keeper submitted it and stopped before recording.
-    if status not in (200, 400) or (status == 400 and dashboard.job(submission) is None):
-        raise OSError(f"resubmitting {submission} was answered {status}")
-    progress = read_json(os.path.join(folder, "progress.json")) or {}
-    append_event(folder, {
+    submission = resubmit(dashboard, name, info["request"], resubmissions + 1)
+    progress = read_record(os.path.join(folder, "progress.json"), name) or {}
+    append_event(folder, name, {
         "event": "pending",
         "kind": kind,
         "detail": detail,

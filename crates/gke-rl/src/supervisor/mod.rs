@@ -28,6 +28,10 @@ pub const MODULE: &str = "gke_rl_supervise";
 /// What starts a record line in the job's log.
 pub const RECORD_PREFIX: &str = "gke-rl-record: ";
 
+/// The variable that holds the cluster's run key, on the head and in the keeper: the value of
+/// the cluster's token Secret, which deploy makes whether or not Ray uses it for tokens.
+pub const RUN_KEY_VARIABLE: &str = "GKE_RL_RUN_KEY";
+
 /// The image the keeper runs in: Python and nothing else.
 pub const KEEPER_IMAGE: &str = crate::guard::GUARD_IMAGE;
 
@@ -48,6 +52,7 @@ pub struct Tables {
     checkpoints: Markers,
     record_prefix: &'static str,
     restart_suffix: &'static str,
+    run_key_variable: &'static str,
     /// The job's fields a resubmission sends again.
     request_keys: [&'static str; 7],
 }
@@ -64,6 +69,7 @@ pub const TABLES: Tables = Tables {
     checkpoints: Markers { step_done: crate::run_log::STEP_DONE, saving: crate::run_log::SAVING },
     record_prefix: RECORD_PREFIX,
     restart_suffix: crate::recovery::RESTART_SUFFIX,
+    run_key_variable: RUN_KEY_VARIABLE,
     request_keys: [
         "entrypoint",
         "metadata",
@@ -139,6 +145,56 @@ impl Supervision {
     }
 }
 
+/// The run a job's entrypoint supervises (its `--run`), if it is a supervisor's: a run's
+/// submissions are told apart by it, whatever their ids, so that a user's own `exp-r1` is never
+/// taken for a restart of `exp`.
+pub fn run_of(entrypoint: &str) -> Option<String> {
+    let words = crate::quote::words(entrypoint)?;
+    let [python, dash_m, module, flag, run, ..] = words.as_slice() else { return None };
+    (python == "python" && dash_m == "-m" && module == MODULE && flag == "--run").then(|| run.clone())
+}
+
+/// The user's command a supervisor's entrypoint runs (the word after its `--`), if it is a
+/// supervisor's: what `gke-rl jobs` shows.
+pub fn command_of(entrypoint: &str) -> Option<String> {
+    run_of(entrypoint)?;
+    let words = crate::quote::words(entrypoint)?;
+    let at = words.iter().position(|w| w == "--")?;
+    words.get(at + 1).cloned()
+}
+
+/// Whether a Ray job row is a supervisor's own driver (its `ray.init()`, listed by Ray as a
+/// DRIVER job with no submission id): part of its submission, not a job of the user's.
+pub fn is_supervisor_driver(kind: &str, submission_id: Option<&str>, entrypoint: &str) -> bool {
+    kind == "DRIVER" && submission_id.is_none() && entrypoint.split_whitespace().any(|w| w.contains(MODULE))
+}
+
+/// Whether `id` is shaped as a restart's submission id (`<run>-rN`), which only the keeper
+/// gives.
+pub fn is_restart_id(id: &str) -> bool {
+    id.rsplit_once(crate::recovery::RESTART_SUFFIX)
+        .is_some_and(|(first, number)| !first.is_empty() && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The longest run id: a folder name on the shared file system, and a word in process marks.
+pub const MAX_RUN_ID: usize = 128;
+
+/// What is wrong with `id` as a run's submission id, with the fix; `None` when it is fine. A run
+/// id names the run's folder and marks its processes (`<run>:<submission>:<attempt>`), so it is
+/// a plain name: letters, digits, `.`, `_` and `-`, not starting with `.` or `-`.
+pub fn run_id_problem(id: &str) -> Option<String> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if id.is_empty() || id.len() > MAX_RUN_ID || !id.bytes().all(plain) || id.starts_with(['.', '-']) {
+        Some(format!(
+            "is not a plain name: use 1 to {MAX_RUN_ID} letters, digits, `.`, `_` and `-`, not starting with `.` or `-` (it names the run's folder)"
+        ))
+    } else if is_restart_id(id) {
+        Some("ends as the keeper's restarts of a run are named (`<run>-rN`); choose an id that does not end in -r and a number".into())
+    } else {
+        None
+    }
+}
+
 /// Where a deployment's runs keep their records and packages: on Lustre, beside the checkpoints.
 pub fn runs_dir(d: &Deployment) -> String {
     format!("{}/gke-rl/runs", d.lustre.mount_path.as_str().trim_end_matches('/'))
@@ -170,6 +226,11 @@ pub enum Record {
         /// When, in seconds since the epoch (absent from older records).
         #[serde(default)]
         at: Option<f64>,
+        /// When Ray started its job (before the runtime env was set up and the supervisor ran),
+        /// in seconds since the epoch: the run's wall time starts there, read from a saved log
+        /// as through the Jobs API (absent from older records).
+        #[serde(default)]
+        job_started_at: Option<f64>,
     },
     /// The training runs again after a failure.
     Restart(Restart),
@@ -205,6 +266,25 @@ pub enum Record {
 }
 
 impl Record {
+    /// Whether its figures are ones a supervisor writes: times finite and within
+    /// [`crate::run_log::MOST`], waits not negative.
+    fn is_sane(&self) -> bool {
+        let most = crate::run_log::MOST;
+        let time = |at: f64| at.abs() <= most;
+        let wait = |s: f64| (0.0..=most).contains(&s);
+        match self {
+            Record::Started { at, job_started_at, .. } => at.is_none_or(time) && job_started_at.is_none_or(time),
+            Record::Ended { at, .. } => at.is_none_or(time),
+            Record::Restart(r) => {
+                [r.waited_s, r.back_to_running_s, r.lost_s].into_iter().all(wait)
+                    && [r.noticed_at, r.node_back_at, r.running_at].into_iter().all(time)
+            }
+            Record::Checkpoint { at, .. } => time(*at),
+            Record::Durable { after_s, .. } => wait(*after_s),
+            Record::Other => true,
+        }
+    }
+
     /// The record a log line holds, if it is one.
     pub fn of_line(line: &str) -> Option<Record> {
         serde_json::from_str(line.trim_end().strip_prefix(RECORD_PREFIX)?).ok()
@@ -270,6 +350,9 @@ const MAX_RECORDS: usize = 4096;
 pub struct Records {
     records: Vec<Record>,
     lines: LineBuffer,
+    /// Records whose figures are out of range (not finite, negative waits, past
+    /// [`crate::run_log::MOST`]): no supervisor writes them, and they are left out.
+    left_out: usize,
 }
 
 impl Records {
@@ -277,9 +360,19 @@ impl Records {
     pub fn of(log: &str) -> Records {
         let mut records = Records::default();
         records.feed(log);
-        let mut lines = std::mem::take(&mut records.lines);
-        lines.finish(|line| records.line(line));
+        records.finish();
         records
+    }
+
+    /// Ends the log: its unfinished last line is read too.
+    pub fn finish(&mut self) {
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.finish(|line| self.line(line));
+    }
+
+    /// Drops the unfinished last line: the log was cut there (another submission's follows).
+    pub fn drop_partial_line(&mut self) {
+        self.lines.drop_partial();
     }
 
     /// Feeds a chunk of log text; keeps a partial last line until its end comes.
@@ -294,6 +387,10 @@ impl Records {
         let Some(record) = Record::of_line(line).filter(|r| !matches!(r, Record::Checkpoint { .. } | Record::Durable { .. })) else {
             return;
         };
+        if !record.is_sane() {
+            self.left_out = self.left_out.saturating_add(1);
+            return;
+        }
         // A log can print lines that look like records: past the bound, only the newest end
         // is kept, so checking each against the ones before stays bounded.
         if self.records.len() >= MAX_RECORDS {
@@ -325,11 +422,11 @@ impl Records {
         })
     }
 
-    /// From the first supervisor's start to the run's end, in seconds since the epoch, where
-    /// the records say (the end is `None` while the run goes on).
+    /// From Ray's start of the first submission (else its supervisor's) to the run's end, in
+    /// seconds since the epoch, where the records say (the end is `None` while the run goes on).
     pub fn span(&self) -> Option<(f64, Option<f64>)> {
         let start = self.records.iter().find_map(|r| match r {
-            Record::Started { at, .. } => *at,
+            Record::Started { at, job_started_at, .. } => job_started_at.or(*at),
             _ => None,
         })?;
         // An end counts only after the newest start: a keeper's resubmission runs on after one.
@@ -339,6 +436,11 @@ impl Records {
             _ => None,
         });
         Some((start, end))
+    }
+
+    /// Records left out for figures no supervisor writes.
+    pub fn left_out(&self) -> usize {
+        self.left_out
     }
 
     /// Whether a supervisor ran (the job was supervised).
@@ -412,7 +514,7 @@ pub fn keeper_manifests(d: &Deployment) -> String {
          automountServiceAccountToken: false\n          restartPolicy: Never\n          containers:\n            - name: keeper\n              \
          image: {image}\n              command: [\"python\", \"/keeper/keeper.py\"]\n              env:\n                \
          - name: GKE_RL_DASHBOARD\n                  value: {dashboard}\n                - name: GKE_RL_RUNS\n                  value: {runs}\n                \
-         - name: GKE_RL_CLUSTER\n                  value: {cluster_id}\n{token}              \
+         - name: GKE_RL_CLUSTER\n                  value: {cluster_id}\n{token}{run_key}              \
          resources:\n                requests:\n                  cpu: 50m\n                  memory: 64Mi\n                limits:\n                  memory: 256Mi\n              \
          volumeMounts:\n                - name: keeper\n                  mountPath: /keeper\n                  readOnly: true\n                \
          - name: lustre\n                  mountPath: {mount}\n          \
@@ -428,6 +530,7 @@ pub fn keeper_manifests(d: &Deployment) -> String {
         pvc = yaml(d.lustre.pvc_name.as_str()),
         helper = crate::guard::helper_pod_labels(d),
         token = crate::guard::token_env(d),
+        run_key = crate::render::run_key_env(d, 16),
     );
     out
 }
@@ -458,6 +561,62 @@ mod tests {
             "python -m gke_rl_supervise --run raysubmit_1 --runs /lustre/gke-rl/runs --cluster default/ray-a4-gpu-spot --nodes 9 --max-restarts 3 --max-lost 0 \
              --wait 1800 --checkpoints /lustre/checkpoints --secret HF_TOKEN -- 'bash run_nemo_rl.sh '\\''a b'\\'''"
         );
+    }
+
+    #[test]
+    fn a_run_is_named_by_its_supervisors_entrypoint_not_by_an_id_prefix() {
+        let supervision = |run: &str| Supervision {
+            run: run.into(),
+            runs_dir: "/lustre/gke-rl/runs".into(),
+            cluster: "default/c".into(),
+            nodes: 2,
+            max_restarts: 3,
+            max_lost: None,
+            wait: Duration::from_secs(60),
+            checkpoints: "/lustre/c".into(),
+            secrets: vec![],
+        };
+        for run in ["exp", "exp-r1", "it's odd", "a b"] {
+            assert_eq!(run_of(&supervision(run).entrypoint("bash x.sh")).as_deref(), Some(run));
+        }
+        assert_eq!(run_of("bash run_nemo_rl.sh"), None);
+        assert_eq!(run_of("python -m other --run exp"), None);
+        assert!(is_restart_id("exp-r1") && is_restart_id("a-b-r12"));
+        assert!(!is_restart_id("exp") && !is_restart_id("-r1") && !is_restart_id("exp-r") && !is_restart_id("exp-rx"));
+    }
+
+    #[test]
+    fn the_users_command_is_read_back_from_the_entrypoint() {
+        let supervision = Supervision {
+            run: "exp".into(),
+            runs_dir: "/lustre/gke-rl/runs".into(),
+            cluster: "default/c".into(),
+            nodes: 2,
+            max_restarts: 3,
+            max_lost: None,
+            wait: Duration::from_secs(60),
+            checkpoints: "".into(),
+            secrets: vec!["HF_TOKEN".into()],
+        };
+        let command = "python train.py --name 'it''s' -- extra";
+        assert_eq!(command_of(&supervision.entrypoint(command)).as_deref(), Some(command));
+        assert_eq!(command_of("python train.py -- x"), None, "not a supervisor's");
+        let driver = format!("/tmp/ray/session/runtime_resources/{MODULE}.py --run exp --runs /lustre");
+        assert!(is_supervisor_driver("DRIVER", None, &driver));
+        assert!(!is_supervisor_driver("DRIVER", None, "train.py markers 8"), "the training's own driver is the user's");
+        assert!(!is_supervisor_driver("SUBMISSION", Some("exp"), &supervision.entrypoint("x")));
+    }
+
+    #[test]
+    fn a_run_id_is_a_plain_name_and_never_a_restarts() {
+        for fine in ["exp", "raysubmit_ABC123", "qwen2.5-72b_run-3", "exp-r", "exp-rx1", &"a".repeat(MAX_RUN_ID)] {
+            assert_eq!(run_id_problem(fine), None, "{fine}");
+        }
+        // `:` would run into the next word of a process mark; `/` and `..` leave the runs folder.
+        for plain in ["", "a:b", "../up", "a/b", ".hidden", "-flag", "sp ace", "é", "a\nb", &"a".repeat(MAX_RUN_ID + 1)] {
+            assert!(run_id_problem(plain).is_some_and(|p| p.contains("not a plain name")), "{plain:?}");
+        }
+        assert!(run_id_problem("exp-r1").is_some_and(|p| p.contains("restarts")));
     }
 
     #[test]

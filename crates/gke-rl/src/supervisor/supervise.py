@@ -17,6 +17,7 @@ NeMo-RL's log markers, are generated into TABLES from gke-rl's own tables (crate
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import zipfile
 
@@ -38,8 +40,6 @@ TABLES = None  # generated
 # The environment variable that marks every process of one attempt, so that a later attempt
 # can end processes an earlier one left behind (a killed supervisor's training).
 MARK = "GKE_RL_ATTEMPT"
-# Bound on what is read and copied: the Ray upload limit.
-MAX_PACKAGE_BYTES = 500 * 1024 * 1024
 POLL_S = 1.0
 
 
@@ -103,19 +103,43 @@ AT_LINE_START = [True]
 
 
 def emit(text):
-    """`text` as a line of its own, in one write."""
+    """`text` as a line of its own, in one write: a line end in it (a detail taken from the
+    training's output) is written as an escape, so it can start no line of its own."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
     with STDOUT:
         sys.stdout.write(("" if AT_LINE_START[0] else "\n") + text + "\n")
         sys.stdout.flush()
         AT_LINE_START[0] = True
 
 
-def echo(raw):
-    """The training's bytes, as they came."""
+def echo(raw, final=False):
+    """The training's bytes, as they came, except that a line of the training's that would read
+    as a record (a prompt or a generation can print one) is marked as the training's: only the
+    supervisor's own lines start with the record prefix. A line start that could still become
+    the prefix when the next bytes come is held back until they do (`final`: no more come)."""
+    prefix = TABLES["record_prefix"].encode()
     with STDOUT:
+        raw, HELD[0] = HELD[0] + raw, b""
+        # gke-rl reads a lone \r as a line end too (a progress bar redrawing itself).
+        if AT_LINE_START[0] and raw.startswith(prefix):
+            raw = TRAINING_MARK + raw
+        raw = raw.replace(b"\r" + prefix, b"\r" + TRAINING_MARK + prefix)
+        if not final:
+            cut = raw.rfind(b"\r") + 1 if b"\r" in raw else (0 if AT_LINE_START[0] else None)
+            if cut is not None and len(raw) - cut < len(prefix) and prefix.startswith(raw[cut:]) and cut < len(raw):
+                raw, HELD[0] = raw[:cut], raw[cut:]
         sys.stdout.buffer.write(raw)
         sys.stdout.flush()
-        AT_LINE_START[0] = raw.endswith(b"\n")
+        if raw:
+            AT_LINE_START[0] = raw.endswith((b"\n", b"\r"))
+
+
+# The start of a line of the training's that may yet be a record's prefix.
+HELD = [b""]
+
+
+# What starts a line of the training's that looked like a record.
+TRAINING_MARK = b"(training) "
 
 
 def say(text):
@@ -127,29 +151,43 @@ class Run:
     events.jsonl (what happened), appended to, one JSON object a line."""
 
     def __init__(self, runs, run):
+        self.run = run
         self.dir = os.path.join(runs, run)
-        os.makedirs(self.dir, exist_ok=True)
+        # Never a mount point: a folder at the file system's root that is not there is storage
+        # that is not mounted on this node (a local head has no /lustre).
+        top = os.path.join(os.sep, os.path.abspath(runs).split(os.sep)[1])
+        if not os.path.isdir(top):
+            raise SystemExit(
+                f"gke-rl: {top} is not there, so the runs folder {runs} is on storage this node does not have: "
+                f"submit with --runs-dir DIR (a folder every node of the cluster shares), or mount {top}"
+            )
+        os.makedirs(runs, exist_ok=True)
+        try:
+            os.mkdir(self.dir, 0o700)
+        except FileExistsError:
+            pass
+        # Neither the runs folder nor the run's is a link that leads elsewhere, and the run's is
+        # this user's (one made beforehand by another is not the run's own).
+        for folder in (runs, self.dir):
+            if os.path.islink(folder.rstrip("/")) or not os.path.isdir(folder):
+                raise SystemExit(f"gke-rl: {folder} is not a folder of the run's own (a link, or a file): not writing there")
+        if os.lstat(self.dir).st_uid != os.getuid():
+            raise SystemExit(f"gke-rl: {self.dir} belongs to another user: not writing there")
 
     def read(self, name):
-        try:
-            with open(os.path.join(self.dir, name)) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return None
+        return read_record(os.path.join(self.dir, name), self.run)
 
     def write(self, name, value):
-        path = os.path.join(self.dir, name)
-        temp = f"{path}.{os.urandom(6).hex()}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f)
-        os.replace(temp, path)
+        write_record(os.path.join(self.dir, name), self.run, value)
 
     def events(self):
-        return read_events(self.dir)
+        return read_events(self.dir, self.run)
 
     def record(self, event, show=True):
-        event = append_event(self.dir, event)
+        try:
+            event = append_event(self.dir, self.run, event)
+        except OSError as e:  # a full or flaky file system must not end the supervision
+            say(f"cannot record {event.get('event')} in {self.dir} ({e})")
         if show:
             show_record(event)
         return event
@@ -344,7 +382,10 @@ class Attempt:
     def __init__(self, entrypoint, mark, run, submission, started_from, checkpoint_dir):
         self.run, self.submission, self.started_from = run, submission, started_from
         self.saves = Durability(checkpoint_dir)
-        env = dict(os.environ, **{MARK: mark})
+        # The run key is not passed on: the training needs none (with tokens on, it holds the Ray
+        # token, the same secret, for Ray's own use).
+        env = {k: v for k, v in os.environ.items() if k != RUN_KEY_VARIABLE}
+        env[MARK] = mark
         self.child = subprocess.Popen(
             ["/bin/sh", "-c", entrypoint],
             stdout=subprocess.PIPE,
@@ -385,6 +426,7 @@ class Attempt:
                     self.run.write("progress.json", progress)
                 except OSError as e:  # the training must not block on a full or flaky file system
                     say(f"cannot record progress ({e})")
+        echo(b"", final=True)
 
     def wait(self, timeout):
         try:
@@ -438,17 +480,32 @@ class Durability:
                     self.pending.pop(step, None)
 
 
-def job_details(dashboard, submission):
-    """The job as the Jobs API has it: what the keeper resubmits after a head loss."""
+def ask_job(dashboard, submission):
+    """(HTTP status, the job as the Jobs API has it); (None, None) when it does not answer."""
     if not dashboard:
-        return None
+        return None, None
     url = dashboard if "://" in dashboard else f"http://{dashboard}"
     try:
         request = authorized(urllib.request.Request(f"{url.rstrip('/')}/api/jobs/{submission}"))
         with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read(16 * 1024 * 1024))
+            return answer.status, json.loads(answer.read(16 * 1024 * 1024))
+    except urllib.error.HTTPError as e:
+        return e.code, None
     except (OSError, ValueError):
-        return None
+        return None, None
+
+
+def job_details(dashboard, submission):
+    """The job as the Jobs API has it: what the keeper resubmits after a head loss."""
+    status, job = ask_job(dashboard, submission)
+    return job if status == 200 and isinstance(job, dict) else None
+
+
+def job_over(dashboard, submission):
+    """Whether the Jobs API says `submission` has ended, or knows it no more (its head restarted
+    and forgot it); not when it does not answer."""
+    status, job = ask_job(dashboard, submission)
+    return status == 404 or (status == 200 and isinstance(job, dict) and job.get("status") in ("STOPPED", "SUCCEEDED", "FAILED"))
 
 
 def save_packages(run, runtime_env):
@@ -461,27 +518,44 @@ def save_packages(run, runtime_env):
     for uri in runtime_env.get("py_modules") or []:
         if isinstance(uri, str) and uri.startswith("gcs://") and module.endswith(uri.rsplit("/", 1)[-1].removesuffix(".zip")):
             saved[uri] = zip_folder(module, os.path.join(run.dir, "supervisor.zip"))
-    return {uri: name for uri, name in saved.items() if name}
+    # Each with its digest: a package replaced on the shared file system is never used.
+    return {uri: list(saved_as) for uri, saved_as in saved.items() if saved_as}
 
 
 def zip_folder(folder, target):
+    """Zips `folder` into a private file, takes its digest there, then copies it to `target`:
+    the digest is of the bytes this process wrote, whatever happens to `target` after."""
     total = 0
-    temp = f"{target}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-        for root, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                path = os.path.join(root, name)
-                if os.path.islink(path) or not os.path.isfile(path):
-                    continue
-                total += os.path.getsize(path)
-                if total > MAX_PACKAGE_BYTES:
-                    os.unlink(temp)
-                    return None
-                z.write(path, os.path.relpath(path, folder))
-    os.replace(temp, target)
-    return os.path.basename(target)
+    with tempfile.TemporaryFile() as private:
+        with zipfile.ZipFile(private, "w", zipfile.ZIP_DEFLATED) as z:
+            for root, dirs, files in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    path = os.path.join(root, name)
+                    if os.path.islink(path) or not os.path.isfile(path):
+                        continue
+                    total += os.path.getsize(path)
+                    if total > MAX_PACKAGE_BYTES:
+                        return None
+                    z.write(path, os.path.relpath(path, folder))
+        private.seek(0)
+        digest = hashlib.sha256()
+        temp = f"{target}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as shared:
+                for block in iter(lambda: private.read(1 << 20), b""):
+                    digest.update(block)
+                    shared.write(block)
+            os.replace(temp, target)
+        except OSError as e:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            say(f"cannot save the working dir for restarts after a head loss ({e})")
+            return None
+    return os.path.basename(target), digest.hexdigest()
 
 
 def snapshot(folder, limit=10000):
@@ -517,13 +591,24 @@ def same_folder(folder, files, seconds=60):
 COPIES = []
 
 
-def private_copy(run):
-    """A fresh copy of the working dir, from the package saved at the run's first start."""
-    package = os.path.join(run.dir, "working_dir.zip")
-    if not os.path.isfile(package):
+def private_copy(run, info):
+    """A fresh copy of the working dir, from the package saved at the run's first start, if it
+    is still the one recorded (its digest in the genuine run.json)."""
+    recorded = [saved for saved in (info.get("packages") or {}).values() if saved and saved[0] == "working_dir.zip"]
+    if not recorded:
         return None
+    package = verified_copy(os.path.join(run.dir, "working_dir.zip"), recorded[0][1], MAX_PACKAGE_BYTES)
+    if package is None:
+        say("the saved working dir is not the one recorded at the run's start: not using it")
+        return None
+    with package:
+        return unpacked_copy(package)
+
+
+def unpacked_copy(package):
     folder = tempfile.mkdtemp(prefix="gke-rl-restart-")
     COPIES.append(folder)
+    GUARDIAN.watch_copy(folder)
     with zipfile.ZipFile(package) as z:
         for member in z.infolist():
             path = z.extract(member, folder)  # names made safe by zipfile
@@ -601,6 +686,199 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
+# The guardian: a process of its own session (out of the group Ray ends with the job's driver)
+# that reads what the supervisor tells it until its pipe ends, which the kernel does however the
+# supervisor ends, SIGKILL included. Then it ends the trainings' process groups and every
+# process marked as this submission's, and removes the restart copies. A process that leaves
+# both on purpose (a new session and an emptied environment) escapes it: the training is the
+# user's own code, and this guards against accidents, not against it. Standard library only.
+GUARDIAN_PROGRAM = r"""
+import os, shutil, signal, sys
+groups, copies, marks = [], [], []
+for line in sys.stdin:
+    kind, _, value = line.rstrip("\n").partition(" ")
+    {"group": groups, "copy": copies, "mark": marks}.get(kind, []).append(value)
+for group in groups:
+    try:
+        os.killpg(int(group), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read(1 << 20).split(b"\0")
+    except OSError:
+        continue
+    if int(pid) != os.getpid() and any(v.startswith(b"MARK=" + m.encode()) for v in environ for m in marks):
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+for copy in copies:
+    shutil.rmtree(copy, ignore_errors=True)
+""".replace("MARK=", MARK + "=")
+
+
+class Guardian:
+    """The supervisor's side of the guardian: what it must end and remove if the supervisor
+    goes."""
+
+    def __init__(self):
+        self.pipe = None
+
+    def start(self, mark):
+        self.pipe = subprocess.Popen(
+            [sys.executable, "-c", GUARDIAN_PROGRAM],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.tell(f"mark {mark}")
+
+    def tell(self, line):
+        if self.pipe is not None:
+            try:
+                self.pipe.stdin.write(line.encode() + b"\n")
+                self.pipe.stdin.flush()
+            except OSError:
+                pass
+
+    def watch_group(self, group):
+        self.tell(f"group {group}")
+
+    def watch_copy(self, folder):
+        self.tell(f"copy {folder}")
+
+    def close(self):
+        """The supervisor ends as it should: the guardian does its part now and ends."""
+        if self.pipe is not None:
+            try:
+                self.pipe.stdin.close()
+                self.pipe.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+
+GUARDIAN = Guardian()
+
+
+class WriterLease:
+    """This run's claim on the checkpoint folder, `.gke-rl-writer` in it: created exclusively
+    (of two supervisors that start together, one holds it), signed with the folder it claims,
+    and kept fresh while the supervisor lives. Another submission of the same cluster (the same
+    run key) whose claim is fresh still writes there: no second training writes beside it. An
+    earlier submission of this run (a supervisor just killed) is waited for until its claim goes
+    stale. A claim nobody here vouches for (forged, copied from another folder, or another
+    cluster's) is no claim."""
+
+    NAME = ".gke-rl-writer"
+    EVERY_S = 20
+    STALE_S = 90
+    # Two supervisors that both found the claim stale: each looks again after this, and the one
+    # whose claim is there holds it.
+    SETTLE_S = 1
+
+    def __init__(self, folder, run, submission, cluster, ended=lambda submission: False):
+        # Whether the Jobs API says a submission has ended, or knows it no more: its claim is
+        # then no claim.
+        self.ended = ended
+        self.folder = os.path.abspath(folder) if folder else None
+        self.path = os.path.join(self.folder, self.NAME) if folder else None
+        self.claim = {
+            "run": run,
+            "submission": submission,
+            "cluster": cluster,
+            "folder": self.folder,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+        self.stop = threading.Event()
+
+    def read(self):
+        try:
+            text = read_bounded(self.path, 64 * 1024)
+            claim = json.loads(text) if text else None
+            genuine_claim = isinstance(claim, dict) and genuine(str(claim.get("run")), self.NAME, claim)
+        except (OSError, ValueError, RecursionError):
+            return None
+        return claim if genuine_claim and claim.get("folder") == self.folder else None
+
+    def holder(self):
+        """Another live submission's claim, if the folder has one."""
+        claim = self.read() if self.path else None
+        if claim is None or claim.get("submission") == self.claim["submission"]:
+            return None
+        age = time.time() - claim["at"] if isinstance(claim.get("at"), (int, float)) else self.STALE_S + 1
+        fresh = -self.STALE_S <= age <= self.STALE_S
+        return claim if fresh and not self.ended(str(claim.get("submission"))) else None
+
+    def take(self):
+        """Claims the folder: None, or the live run that holds it. The folder is made when its
+        parent is there (never a mount point); else the claim is taken once the training makes
+        it."""
+        if self.path is None:
+            return None
+        try:
+            os.mkdir(self.folder, 0o700)
+        except OSError:
+            pass
+        deadline = time.time() + self.STALE_S + self.EVERY_S
+        for _ in range(3):
+            holder = self.holder()
+            if holder is not None and holder.get("run") == self.claim["run"]:
+                say(f"waiting for submission {holder.get('submission')} of this run to let go of {self.folder}")
+            while holder is not None and holder.get("run") == self.claim["run"] and time.time() < deadline:
+                time.sleep(self.EVERY_S / 4)
+                holder = self.holder()
+            if holder is not None:
+                return holder
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            except FileExistsError:
+                # A stale claim, or one nobody here vouches for.
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+                continue
+            except OSError:
+                break  # no folder yet: kept trying below
+            with os.fdopen(fd, "w") as f:
+                json.dump(signed(self.claim["run"], self.NAME, dict(self.claim, at=round(time.time(), 3))), f)
+            time.sleep(self.SETTLE_S)
+            mine = self.read()
+            if mine is None or mine.get("submission") != self.claim["submission"]:
+                return self.holder() or {"run": "another run", "at": time.time()}
+            break
+        else:
+            # The claim could not be replaced (a folder in its place, another user's file).
+            return {"run": f"whoever made {self.path}", "at": time.time()}
+        threading.Thread(target=self.keep, daemon=True).start()
+        return None
+
+    def write(self):
+        write_record(self.path, self.claim["run"], dict(self.claim, at=round(time.time(), 3)))
+
+    def keep(self):
+        while not self.stop.wait(self.EVERY_S):
+            if self.holder() is not None:
+                continue  # another run took a claim this one let go stale: never written over
+            try:
+                self.write()
+            except OSError:
+                pass
+
+    def release(self):
+        self.stop.set()
+        mine = self.read() if self.path else None
+        if mine is not None and mine.get("submission") == self.claim["submission"]:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
 def main(argv):
     args = parse(argv)
     config = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
@@ -617,7 +895,9 @@ def main(argv):
     # The supervisor's own driver carries no runtime env: the job's would be set up again on
     # every node (Ray's eager install) under the training's feet. The training gets it back.
     job_config = os.environ.pop("RAY_JOB_CONFIG_JSON_ENV_VAR", None)
-    context = ray.init(logging_level="warning")
+    # Nothing of another process reaches the log through this driver: only the training's
+    # output, marked as such, and the supervisor's own lines.
+    context = ray.init(logging_level="warning", log_to_driver=False)
     if job_config is not None:
         os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = job_config
     for event in events:  # this submission's log tells the whole story
@@ -625,23 +905,44 @@ def main(argv):
     ended = end_processes(f"{args.run}:")
     if ended:
         say(f"ended {ended} processes an earlier attempt left behind")
-    info = info or first_start(run, args, ray, submission, getattr(context, "dashboard_url", ""), packages)
-    run.record({"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
+    dashboard = getattr(context, "dashboard_url", "")
+    info = info or first_start(run, args, ray, submission, dashboard, packages)
+    started = {"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}
+    # Ray's start of the job, so that a saved log's wall time is the Jobs API's.
+    ray_start = (job_details(dashboard, submission) or {}).get("start_time")
+    if isinstance(ray_start, (int, float)) and ray_start > 0:
+        started["job_started_at"] = round(ray_start / 1000, 3)
+    run.record(started)
     # A resubmission by the keeper carries the failure that caused it.
     failure = next((e for e in reversed(events) if e.get("event") == "pending" and e.get("resubmitted") == submission), None)
     if any(e.get("event") == "ended" for e in events) and failure is None:
         say(f"run {args.run} has ended already; not training again")
         return 1
+    lease = WriterLease(args.checkpoints, args.run, submission, args.cluster, lambda other: job_over(dashboard, other))
+    holder = lease.take()
+    if holder is not None:
+        reason = (
+            f"the checkpoint folder {args.checkpoints} is written by run {holder.get('run')} (submission {holder.get('submission')}, "
+            f"host {holder.get('host')}, pid {holder.get('pid')}), whose supervisor was alive {time.time() - holder['at']:.0f}s ago: "
+            f"stop it (gke-rl stop {holder.get('run')}), or give this run another checkpoint folder"
+        )
+        run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
+        say(reason)
+        return 1
+    # Nothing of the training outlives its supervisor, however it ends.
+    GUARDIAN.start(f"{args.run}:{submission}:")
     try:
         return supervise(args, run, info, ray, submission, workdir, unpacked, failure)
     finally:
-        for group in TRAINING_GROUPS:  # nothing of the training outlives its supervisor
+        for group in TRAINING_GROUPS:
             try:
                 os.killpg(group, signal.SIGKILL)
             except OSError:
                 pass
         for folder in COPIES:
             shutil.rmtree(folder, ignore_errors=True)
+        lease.release()
+        GUARDIAN.close()
 
 
 # The process groups of the trainings started, each the group of its /bin/sh.
@@ -659,7 +960,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
             return 1
         # A restart runs in a copy of its own: a node that joins sets the job up again, and on a
         # file system the nodes share, its copy replaces the one the training runs in.
-        folder = private_copy(run) if failure else None
+        folder = private_copy(run, info) if failure else None
         if folder is None and not same_folder(workdir, unpacked):
             reason = f"the working dir {workdir} was replaced (a node set the job up again) and is not complete"
             run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
@@ -687,6 +988,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
         started_from = resumed or 0
         current = Attempt(args.entrypoint, f"{args.run}:{submission}:{attempt}", run, submission, started_from, args.checkpoints)
         TRAINING_GROUPS.append(current.child.pid)
+        GUARDIAN.watch_group(current.child.pid)
         restart = None
         if failure:
             reached = failure.get("steps_reached")

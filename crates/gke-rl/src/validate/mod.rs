@@ -385,6 +385,11 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
                 None
             }
         },
+        // Ray reads it as Python's text files are read, where a lone `\r` ends a line too.
+        ArtifactKind::RayIgnore if let Some((at, said)) = crate::yaml::ambiguous_line_end(file.text) => {
+            sink.emit(&rules::SYNTAX, file.name, at, said, "fix the line ends");
+            None
+        }
         ArtifactKind::RayIgnore => match crate::gitwildmatch::PatternSet::parse(file.text) {
             Ok(rules) => Some(View::RayIgnore(RayIgnoreView { file: file.name, text: file.text, rules })),
             Err(e) => {

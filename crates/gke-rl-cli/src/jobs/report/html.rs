@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use gke_rl::lustre_usage::{Point, Usage};
-use gke_rl::run_report::{Report, StepRow, duration};
+use gke_rl::run_report::{Report, StepRow, duration, percent};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -40,6 +40,14 @@ pub fn page(report: &Report, title: &str, lustre_missing: Option<&str>) -> anyho
     let mut body = String::new();
     let _ = writeln!(body, "<h1>Run {}</h1>", escape(title));
     let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(&report.progress.line()));
+    let left_out = report.left_out.note();
+    if !left_out.is_empty() {
+        let _ = writeln!(body, "<p class=\"note\" id=\"left-out\">{}</p>", escape(left_out.trim_end()));
+    }
+    let checkpoints = report.checkpoints.summary();
+    if !checkpoints.is_empty() {
+        let _ = writeln!(body, "<p class=\"summary\">{}</p>", escape(checkpoints.trim_end()).replace('\n', "<br>"));
+    }
 
     let _ = writeln!(body, "<section id=\"goodput\"><h2>Goodput</h2>");
     body.push_str(&svg(WIDTH, 100, |area| goodput_bar(report, area))?);
@@ -94,6 +102,9 @@ pub fn page(report: &Report, title: &str, lustre_missing: Option<&str>) -> anyho
         (None, None) => {}
     }
 
+    if let Some(why) = &report.unpriced {
+        let _ = writeln!(body, "<section id=\"cost\"><h2>Cost</h2><p>not priced: {}</p></section>", escape(why));
+    }
     if let Some(cost) = &report.cost {
         let _ = writeln!(body, "<section id=\"cost\"><h2>Cost</h2><p>");
         let money = gke_rl::cost::dollars;
@@ -126,14 +137,14 @@ fn goodput_table(report: &Report) -> String {
     let g = &report.goodput;
     let mut out = String::from("<table>\n");
     for (i, (what, seconds)) in g.parts().into_iter().enumerate().filter_map(|(i, (w, s))| Some((i, (w, s?)))) {
-        let share = g.wall_s.map_or_else(String::new, |w| format!("{:.1} %", seconds / w * 100.0));
+        let share = g.wall_s.map_or_else(String::new, |w| percent(seconds, w));
         let RGBColor(r, g, b) = part_color(i);
         let swatch = format!("<span class=\"swatch\" style=\"background:#{r:02x}{g:02x}{b:02x}\"></span>");
         let _ = writeln!(out, "<tr><td>{swatch}{what}</td><td>{share}</td><td>{}</td></tr>", duration(seconds));
     }
     match (g.goodput, g.wall_s) {
         (Some(share), Some(wall)) => {
-            let _ = writeln!(out, "<tr><th>goodput</th><th>{:.1} %</th><th>of {}</th></tr>", share * 100.0, duration(wall));
+            let _ = writeln!(out, "<tr><th>goodput</th><th>{}</th><th>of {}</th></tr>", percent(share, 1.0), duration(wall));
         }
         _ => out.push_str("<tr><th>goodput</th><th colspan=\"2\">unknown without the run's wall time</th></tr>\n"),
     }
@@ -152,16 +163,23 @@ fn svg(width: u32, height: u32, draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, S
     Ok(out + "\n")
 }
 
+/// `range` when plotters can tick it (finite, its span too, and not empty), else 0 to 1: an
+/// infinite axis would never finish its ticks.
+fn drawable(range: std::ops::Range<f64>) -> std::ops::Range<f64> {
+    let span = range.end - range.start;
+    if range.start.is_finite() && range.end.is_finite() && span.is_finite() && span > 0.0 { range } else { 0.0..1.0 }
+}
+
 /// The x range for steps, with room for a bar's width either side.
 fn steps_range(points: impl Iterator<Item = f64> + Clone) -> std::ops::Range<f64> {
     let lowest = points.clone().fold(f64::INFINITY, f64::min);
     let highest = points.fold(f64::NEG_INFINITY, f64::max);
-    if lowest.is_finite() { lowest - 0.6..highest + 0.6 } else { 0.0..1.0 }
+    drawable(lowest - 0.6..highest + 0.6)
 }
 
 /// `range` with room above it for a legend.
 fn headroom(range: std::ops::Range<f64>) -> std::ops::Range<f64> {
-    range.start..range.end + (range.end - range.start) * 0.45
+    drawable(range.start..range.end + (range.end - range.start) * 0.45)
 }
 
 /// A step axis's label: whole steps only (plotters also ticks between them).
@@ -186,7 +204,7 @@ fn values_range(values: impl Iterator<Item = f64> + Clone, from_zero: bool) -> s
         (only.min(0.0), only.max(0.0) + 1.0)
     };
     let pad = (highest - lowest) * 0.05;
-    (if from_zero { lowest } else { lowest - pad })..highest + pad
+    drawable((if from_zero { lowest } else { lowest - pad })..highest + pad)
 }
 
 fn line(area: &DrawingArea<SVGBackend<'_>, Shift>, what: &str, points: &[(f64, f64)], color: RGBColor) -> Drawn {
@@ -275,7 +293,7 @@ fn goodput_bar(report: &Report, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Dr
 fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     let start = report.started_at.unwrap_or(usage.from);
     let minutes = |at: f64| (at - start) / 60.0;
-    let x_range = minutes(usage.from)..minutes(usage.to).max(minutes(usage.from) + 1.0);
+    let x_range = drawable(minutes(usage.from)..minutes(usage.to).max(minutes(usage.from) + 1.0));
     // A point is the mean over the period it ends: drawn at the period's middle.
     let middle = |p: &Point| minutes(p.at - usage.period_s as f64 / 2.0);
     // Only those inside the axis: plotters does not clip a line at its chart's edge.
