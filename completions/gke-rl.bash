@@ -156,7 +156,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__blueprint)
+        gke__rl__subcmd__blueprint)
             opts="-h --toolkit --blueprint --config --env-file --out --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -190,7 +190,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__completions)
+        gke__rl__subcmd__completions)
             opts="-h --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -204,7 +204,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__cost)
+        gke__rl__subcmd__cost)
             opts="-h --config --env-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -226,7 +226,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__deploy)
+        gke__rl__subcmd__deploy)
             opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --storage-check --idle-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -276,7 +276,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__destroy)
+        gke__rl__subcmd__destroy)
             opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -310,7 +310,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__fabric__subcmd__check)
+        gke__rl__subcmd__fabric__subcmd__check)
             opts="-h --config --env-file --address --headers --request-timeout --as --sizes --min-fraction --check-timeout --verbose --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -360,7 +360,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help)
+        gke__rl__subcmd__help)
             opts="render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -374,7 +374,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__blueprint)
+        gke__rl__subcmd__help__subcmd__blueprint)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -388,7 +388,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__completions)
+        gke__rl__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -402,7 +402,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__cost)
+        gke__rl__subcmd__help__subcmd__cost)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -416,7 +416,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__deploy)
+        gke__rl__subcmd__help__subcmd__deploy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -430,7 +430,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__destroy)
+        gke__rl__subcmd__help__subcmd__destroy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -444,7 +444,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__fabric__subcmd__check)
+        gke__rl__subcmd__help__subcmd__fabric__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -458,7 +458,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__help)
+        gke__rl__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -472,7 +472,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__jobs)
+        gke__rl__subcmd__help__subcmd__jobs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -486,7 +486,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__logs)
+        gke__rl__subcmd__help__subcmd__logs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -500,7 +500,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__models)
+        gke__rl__subcmd__help__subcmd__models)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -514,7 +514,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__render)
+        gke__rl__subcmd__help__subcmd__render)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -528,7 +528,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__report)
+        gke__rl__subcmd__help__subcmd__report)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -542,7 +542,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__resume)
+        gke__rl__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -556,7 +556,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__schema)
+        gke__rl__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -570,7 +570,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__status)
+        gke__rl__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -584,7 +584,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__stop)
+        gke__rl__subcmd__help__subcmd__stop)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -598,7 +598,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__storage__subcmd__check)
+        gke__rl__subcmd__help__subcmd__storage__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -612,7 +612,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__submit)
+        gke__rl__subcmd__help__subcmd__submit)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -626,7 +626,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__suspend)
+        gke__rl__subcmd__help__subcmd__suspend)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -640,7 +640,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__help__subcmd__validate)
+        gke__rl__subcmd__help__subcmd__validate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -654,7 +654,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__jobs)
+        gke__rl__subcmd__jobs)
             opts="-h --config --env-file --address --headers --request-timeout --as --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -692,7 +692,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__logs)
+        gke__rl__subcmd__logs)
             opts="-f -q -h --config --env-file --address --headers --request-timeout --as --follow --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -730,7 +730,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__models)
+        gke__rl__subcmd__models)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -744,7 +744,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__render)
+        gke__rl__subcmd__render)
             opts="-h --config --env-file --out --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -770,7 +770,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__report)
+        gke__rl__subcmd__report)
             opts="-h --config --env-file --address --headers --request-timeout --as --log --format --out --lustre --monitoring-endpoint --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -824,7 +824,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__resume)
+        gke__rl__subcmd__resume)
             opts="-h --config --env-file --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -850,7 +850,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__schema)
+        gke__rl__subcmd__schema)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -864,7 +864,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__status)
+        gke__rl__subcmd__status)
             opts="-h --config --env-file --address --headers --request-timeout --as --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -902,7 +902,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__stop)
+        gke__rl__subcmd__stop)
             opts="-h --config --env-file --address --headers --request-timeout --as --no-wait --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -940,7 +940,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__storage__subcmd__check)
+        gke__rl__subcmd__storage__subcmd__check)
             opts="-h --config --env-file --address --headers --request-timeout --as --size --min-fraction --dir --check-timeout --verbose --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -994,8 +994,8 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__submit)
-            opts="-q -h --config --env-file --address --headers --request-timeout --as --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --quiet --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
+        gke__rl__subcmd__submit)
+            opts="-q -h --config --env-file --address --headers --request-timeout --as --working-dir --include --follow-links-out --with-credential-files --runtime-env --submission-id --no-wait --quiet --no-supervisor --max-restarts --max-lost --restart-wait --runs-dir --checkpoint-dir --then --env-from-local --metadata --entrypoint-num-cpus --entrypoint-num-gpus --entrypoint-memory --entrypoint-resources --entrypoint-label-selector --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1100,7 +1100,7 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__suspend)
+        gke__rl__subcmd__suspend)
             opts="-h --config --env-file --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1126,8 +1126,8 @@ _gke__rl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gke__subcmd__rl__subcmd__validate)
-            opts="-h --config --env-file --crd --format --help"
+        gke__rl__subcmd__validate)
+            opts="-v -h --config --env-file --crd --format --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -55,8 +55,9 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l config -d 'Co
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l crd -d 'Check RayClusters (or RayJobs) against this CRD\'s openAPIV3Schema instead of KubeRay v1.7.0\'s, which is built in (a CRD in YAML or JSON, or a RayCluster\'s schema as JSON); once per kind' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l format -d 'Output format' -r -f -a "human\t'rustc-style, with the source line and a caret'
-json\t'An array of {code, severity, file, line, column, message, help}'
+json\t'An object: {findings: [{file, code, severity, line, column, message, help, fix?}], skipped: [{code, missing, enable}], rules_checked, rules}'
 sarif\t'SARIF 2.1.0, for code-scanning UIs'"
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -s v -l verbose -d 'List the rules that were not checked, and what would let each run'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l toolkit -d 'Cluster Toolkit checkout (reads examples/gke-a4/gke-a4.yaml)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l blueprint -d 'The blueprint file to patch' -r -F
@@ -101,7 +102,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand resume" -l timeout -d 'Giv
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand resume" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -127,10 +128,11 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l follow-links-ou
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l with-credential-files -d 'Upload credential files in the working dir (.ssh/, .aws/, .npmrc, *.pem, ...), as Ray does [default: leave them out]'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l no-wait -d 'Return once the job is accepted'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -s q -l quiet -d 'Hide the job\'s log while following it, keep the run\'s one-line progress'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -l no-supervisor -d 'Run the command as given, without gke-rl\'s supervisor: no restart after a lost node, no run records (for a head whose jobs\' `python` has no Ray, say)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand submit" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -138,7 +140,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -l json -d 'Print 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand status" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -147,7 +149,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s q -l quiet -d 'Wi
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand logs" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -160,7 +162,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -l lustre -d 'Add 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand report" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -168,7 +170,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -l no-wait -d 'Retur
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand stop" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -176,7 +178,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -l json -d 'Print JS
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand jobs" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
@@ -188,7 +190,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -l json -d '
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand fabric-check" -s h -l help -d 'Print help'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l config -d 'Config file [default: ./gke-rl.yaml if present, else the embedded default]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l env-file -d 'Import an existing codelab env.sh instead of a config file' -r -F
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config\'s RayCluster]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l address -d 'Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job` reads them; else a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l headers -d 'Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads it from RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names or ~/.ray/auth_token (with --address), or from the RayCluster\'s Secret (through the port-forward)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l request-timeout -d 'Give up on a request the dashboard does not answer within this many seconds' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r

@@ -102,6 +102,17 @@ fn deploy_refuses_an_env_sh_whose_placeholders_leave_defaults() {
     assert_eq!(plan.status.code(), Some(0), "the plan is still shown: {}", stderr(&plan));
 }
 
+/// Issue 52: the deployment remembers the toolkit it was provisioned with; destroy plans and
+/// runs that one unless told otherwise.
+#[test]
+fn destroy_uses_the_toolkit_deploy_used() {
+    let cloud = deployed();
+    let plan = cloud.gke_rl(&["destroy", "--dry-run", "--folder", "deployment"], &[]);
+    let said = format!("{}{}", String::from_utf8_lossy(&plan.stdout), stderr(&plan));
+    let toolkit = cloud.root.join("toolkit").display().to_string();
+    assert!(said.contains(&format!("cd {toolkit} && gcluster destroy")) && !said.contains("cluster-toolkit"), "{said}");
+}
+
 #[test]
 fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
     let cloud = deployed();

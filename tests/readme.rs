@@ -1,8 +1,10 @@
-//! The README's documented commands, taken from the README itself and run as written, with
-//! the fake cloud where one is needed (issue 32): a README example that stops working fails
-//! here. Left out, each with its reason: `cargo install` (a second full build; its warning is
-//! `tidy::profile_overrides_name_packages_the_installed_binary_builds`), `man -l` (a viewer),
-//! and `submit`, `deploy` and `destroy` themselves (the deploy and Ray job tests run them).
+//! The documented commands of the README and the guide (`docs/`), taken from the pages and run
+//! as written, with the fake cloud where one is needed (issue 32): an example that stops working
+//! fails here, and a new `sh` block is either run here or listed in [`NOT_RUN`] with its reason
+//! (issue 52). Left out of the blocks that run, each with its reason: `cargo install` (a second
+//! full build; its warning is `tidy::profile_overrides_name_packages_the_installed_binary_builds`),
+//! `man -l` (a viewer), and `submit`, `deploy` and `destroy` themselves (the deploy and Ray job
+//! tests run them).
 
 mod common;
 
@@ -12,13 +14,49 @@ use std::process::Output;
 use common::{Cloud, project_root, stderr};
 use gke_rl_kube::fake::Pods;
 
-/// The commands of the first `sh` block after the line that starts with `marker`: comments
-/// dropped, `\` continuations joined, and the left-out ones skipped (those starting with an
-/// entry, or equal to one that ends in `$`).
-fn commands_after(marker: &str, left_out: &[&str]) -> Vec<String> {
-    let readme = std::fs::read_to_string(project_root().join("README.md")).unwrap();
-    let start = readme.lines().position(|l| l.starts_with(marker)).unwrap_or_else(|| panic!("README: no line starts with {marker:?}"));
-    let block: Vec<&str> = readme.lines().skip(start).skip_while(|l| *l != "```sh").skip(1).take_while(|l| *l != "```").collect();
+/// The `sh` blocks the test runs: each the first after the line of its page that starts with
+/// the marker.
+const RUN: &[(&str, &str)] = &[
+    ("README.md", "The commands below are the `gke-rl` binary's"),
+    ("README.md", "### A new cluster, with Cluster Toolkit"),
+    ("README.md", "Or start from the codelab's own `env.sh`"),
+    ("docs/deploy.md", "Step by step instead:"),
+    ("docs/validate.md", "`gke-rl validate` checks the artifacts together"),
+];
+
+/// The `sh` blocks not run here, by page and first command, with the reason.
+const NOT_RUN: &[(&str, &str, &str)] = &[
+    ("README.md", "ray start --head", "it needs a Ray head of its own: tests/ray_jobs.rs submits to real heads of every tested Ray"),
+    ("README.md", "cargo xtask render", "the set-up commands: `cargo xtask ci` is the run this test is part of"),
+    ("docs/development.md", "cargo xtask render", "the set-up commands, as in the README"),
+    ("docs/commands.md", "cargo test -p gke-rl-kube --test real_cluster", "it needs a real Kubernetes cluster with KubeRay"),
+];
+
+/// The `sh` blocks of a page: the line of each opening fence (0-based) and its lines.
+fn sh_blocks(page: &str) -> Vec<(usize, Vec<String>)> {
+    let text = std::fs::read_to_string(project_root().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut blocks = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        if *line == "```sh" {
+            blocks.push((at, lines[at + 1..].iter().take_while(|l| **l != "```").map(|l| (*l).to_owned()).collect()));
+        }
+    }
+    blocks
+}
+
+/// The first `sh` block of `page` after its line that starts with `marker`.
+fn block_after(page: &str, marker: &str) -> (usize, Vec<String>) {
+    let text = std::fs::read_to_string(project_root().join(page)).unwrap();
+    let start = text.lines().position(|l| l.starts_with(marker)).unwrap_or_else(|| panic!("{page}: no line starts with {marker:?}"));
+    sh_blocks(page).into_iter().find(|(at, _)| *at > start).unwrap_or_else(|| panic!("{page}: no sh block after {marker:?}"))
+}
+
+/// The commands of the first `sh` block of `page` after the line that starts with `marker`:
+/// comments dropped, `\` continuations joined, and the left-out ones skipped (those starting
+/// with an entry, or equal to one that ends in `$`).
+fn commands_after(page: &str, marker: &str, left_out: &[&str]) -> Vec<String> {
+    let (_, block) = block_after(page, marker);
     let joined = block.join("\n").replace("\\\n", " ");
     let commands: Vec<String> = joined
         .lines()
@@ -26,7 +64,7 @@ fn commands_after(marker: &str, left_out: &[&str]) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter(|l| !left_out.iter().any(|skip| skip.strip_suffix('$').map_or_else(|| l.starts_with(skip), |whole| l == whole)))
         .collect();
-    assert!(!commands.is_empty(), "README: the block after {marker:?} has no command");
+    assert!(!commands.is_empty(), "{page}: the block after {marker:?} has no command");
     commands
 }
 
@@ -51,7 +89,7 @@ fn the_readmes_commands_work_as_written() {
     std::os::unix::fs::symlink(cloud.root.join("toolkit"), project.join("cluster-toolkit")).unwrap();
 
     // Install: the version and the completions, into a HOME that has no completions folder yet.
-    run(&cloud, &project, &commands_after("The commands below are the `gke-rl` binary's", &["cargo install", "man -l"]));
+    run(&cloud, &project, &commands_after("README.md", "The commands below are the `gke-rl` binary's", &["cargo install", "man -l"]));
     let completions = std::fs::read_to_string(cloud.root.join("home/.local/share/bash-completion/completions/gke-rl")).unwrap();
     assert!(completions.contains("complete -F"), "{completions}");
 
@@ -60,7 +98,7 @@ fn the_readmes_commands_work_as_written() {
     for folder in ["examples", "schemas"] {
         std::os::unix::fs::symlink(project_root().join(folder), project.join(folder)).unwrap();
     }
-    run(&cloud, &project, &commands_after("## Quickstart", &["$EDITOR"]));
+    run(&cloud, &project, &commands_after("README.md", "### A new cluster, with Cluster Toolkit", &["$EDITOR"]));
     let config = std::fs::read_to_string(project.join("gke-rl.yaml")).unwrap();
     let schema = config.lines().next().and_then(|l| l.split_once("$schema=")).map(|(_, path)| path).unwrap();
     assert!(project.join(schema).is_file(), "{schema} does not resolve beside the copy");
@@ -70,18 +108,76 @@ fn the_readmes_commands_work_as_written() {
     let planned = run(
         &cloud,
         &project,
-        &commands_after("Or start from the codelab's own `env.sh`", &["gke-rl deploy$", "gke-rl submit", "gke-rl destroy"]),
+        &commands_after("README.md", "Or start from the codelab's own `env.sh`", &["gke-rl deploy$", "gke-rl submit", "gke-rl destroy"]),
     );
     let plan = format!("{}{}", String::from_utf8_lossy(&planned.stdout), stderr(&planned));
     assert!(plan.contains("gcluster deploy") && plan.contains("kind: RayCluster"), "{plan}");
 
     // Step by step: the blueprint patch, gcluster (which checks every staged file is beside
     // the blueprint), kubectl.
-    run(&cloud, &project, &commands_after("Step by step instead:", &["gke-rl submit"]));
+    run(&cloud, &project, &commands_after("docs/deploy.md", "Step by step instead:", &["gke-rl submit"]));
     let calls = cloud.calls();
     assert!(
         calls.contains("gcluster deploy out/gke-a4.yaml -d out/gke-a4-deployment.yaml --vars project_id=my-project\\,authorized_cidr=203.0.113.7/32 --auto-approve"),
         "{calls}"
     );
     assert!(calls.contains("kubectl apply -f out/ray-cluster.yaml"), "{calls}");
+
+    // Validate, as docs/validate.md shows it: the render, a folder, a CRD of another KubeRay.
+    std::fs::create_dir_all(project.join("path/to")).unwrap();
+    std::os::unix::fs::symlink(project_root().join("tests/fixtures/codelab"), project.join("path/to/codelab")).unwrap();
+    std::fs::copy(project_root().join("tests/fixtures/upstream/kuberay/ray.io_rayclusters.yaml"), project.join("ray.io_rayclusters.yaml"))
+        .unwrap();
+    let commands: Vec<String> = commands_after("docs/validate.md", "`gke-rl validate` checks the artifacts together", &[])
+        .into_iter()
+        .map(|c| format!("{c} >/dev/null || [ $? = 1 ]")) // findings exit 1; anything else fails
+        .collect();
+    run(&cloud, &project, &commands);
+}
+
+/// Issue 52: every `sh` block of the README and the guide is run by the test above, or named in
+/// [`NOT_RUN`] with why it is not; an entry of either that matches no block is stale.
+#[test]
+fn every_sh_block_of_the_readme_and_the_guide_is_run_or_says_why_not() {
+    let mut pages = vec!["README.md".to_owned()];
+    let docs = std::fs::read_dir(project_root().join("docs")).unwrap();
+    pages.extend(docs.flatten().map(|e| format!("docs/{}", e.file_name().to_string_lossy())).filter(|p| p.ends_with(".md")));
+    let run: Vec<(String, usize)> = RUN.iter().map(|(page, marker)| ((*page).to_owned(), block_after(page, marker).0)).collect();
+    let mut used = vec![false; NOT_RUN.len()];
+    for page in &pages {
+        for (at, block) in sh_blocks(page) {
+            let first = block.first().map_or("", String::as_str);
+            let skipped = NOT_RUN.iter().position(|(p, start, _)| p == page && first.starts_with(start));
+            if let Some(i) = skipped {
+                used[i] = true;
+            }
+            assert!(
+                run.contains(&(page.clone(), at)) || skipped.is_some(),
+                "{page}:{}: this sh block is neither run by the_readmes_commands_work_as_written nor in NOT_RUN with a reason",
+                at + 1
+            );
+        }
+    }
+    for ((page, start, _), used) in NOT_RUN.iter().zip(used) {
+        assert!(used, "NOT_RUN: {page} has no sh block starting with {start:?}");
+    }
+}
+
+/// Issue 52: `--help`, the README and the command table name the same variables for the
+/// address, as `ray job` reads them.
+#[test]
+fn the_help_and_the_readme_name_the_same_address_variables() {
+    let table = std::fs::read_to_string(project_root().join("docs/commands.md")).unwrap();
+    let readme = std::fs::read_to_string(project_root().join("README.md")).unwrap();
+    let row = table.lines().find(|l| l.starts_with("| `gke-rl submit")).expect("the command table's submit row");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_gke-rl")).args(["submit", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for variable in ["RAY_API_SERVER_ADDRESS", "RAY_ADDRESS"] {
+        assert!(row.contains(&format!("`{variable}`")), "the command table's submit row does not name {variable}: {row}");
+        assert!(readme.contains(&format!("`{variable}`")), "the README does not name {variable}");
+        assert!(
+            help.contains(&format!("{variable},")) || help.contains(&format!("{variable}=")),
+            "--help does not name {variable}: {help}"
+        );
+    }
 }

@@ -207,15 +207,61 @@ fn missing_and_oversized_inputs_are_clear_errors() {
 }
 
 /// Issue 32, item 9: an installed binary has no clone beside it, so it prints the generated
-/// catalogue and schema itself, exactly as the clone holds them.
+/// catalogue and schema itself, as the clone holds them; the catalogue without its
+/// maintainers' note (issue 52: a binary's user edits nothing).
 #[test]
 fn the_binary_prints_its_catalogue_and_config_schema() {
     let cwd = tempfile::tempdir().unwrap();
     for (command, file) in [("models", "docs/models.md"), ("schema", "schemas/gke-rl.schema.json")] {
         let out = gke_rl(cwd.path(), &[command]);
         assert!(out.status.success(), "{command}: {}", stderr(&out));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), std::fs::read_to_string(project_root().join(file)).unwrap(), "{command}");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(!printed.contains("do not edit"), "{command}: {printed}");
+        let text = std::fs::read_to_string(project_root().join(file)).unwrap();
+        assert!(text.ends_with(&*printed) && printed.len() + 100 > text.len(), "{command}");
     }
     let version = gke_rl(cwd.path(), &["--version"]);
     assert!(String::from_utf8_lossy(&version.stdout).contains("models (`gke-rl models`)"));
+}
+
+/// Issue 52: each shell's own completion function, run on the script `gke-rl completions`
+/// prints, completes a subcommand's options (bash's did not: clap-rs/clap#6421).
+#[test]
+fn completions_complete_a_subcommands_options_in_bash_zsh_and_fish() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = |shell: &str, file: &str| {
+        let out = gke_rl(dir.path(), &["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        std::fs::write(dir.path().join(file), &out.stdout).unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = script("bash", "gke-rl.bash");
+    let function = bash.lines().find_map(|l| l.trim().strip_prefix("complete -F ")?.split_whitespace().next()).unwrap().to_owned();
+    script("zsh", "_gke-rl");
+    script("fish", "gke-rl.fish");
+    let folder = dir.path().display().to_string();
+    let bash_run = format!(
+        "source {folder}/gke-rl.bash; COMP_WORDS=(gke-rl submit --); COMP_CWORD=2; {function} gke-rl -- submit; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    );
+    // zsh completes only in its line editor: a pseudo-terminal (zpty) types the line and two
+    // tabs, and its output is read until the listing's last option.
+    let zsh_run = format!(
+        "zmodload zsh/zpty; zpty z zsh -f -i; \
+         zpty -w z \"PS1='> '; fpath=({folder} \\$fpath); autoload -U compinit; compinit -u -D; LISTMAX=10000; gke-rl() {{}}\"; \
+         zpty -n -w z $'gke-rl submit --\\t\\t'; zpty -r z out '*--working-dir*'; print -r -- \"$out\"; zpty -d z"
+    );
+    let fish_run = format!("source {folder}/gke-rl.fish; complete -C 'gke-rl submit --'");
+    for (shell, args) in
+        [("bash", ["--norc", "-c", &bash_run]), ("zsh", ["-f", "-c", &zsh_run]), ("fish", ["--no-config", "-c", &fish_run])]
+    {
+        let out = std::process::Command::new("timeout").arg("30").arg(shell).args(args).output().unwrap_or_else(|e| panic!("{shell}: {e}"));
+        let listed = String::from_utf8_lossy(&out.stdout);
+        for option in ["--address", "--no-supervisor", "--runs-dir"] {
+            assert!(
+                listed.contains(option),
+                "{shell} does not complete `gke-rl submit {option}`: {listed}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

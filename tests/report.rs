@@ -16,13 +16,13 @@ fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
 
     let text = gke_rl(dir.path(), &["report", "--log", "run.log"]);
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
-    // The README shows this very report.
-    let readme = std::fs::read_to_string(common::project_root().join("README.md")).unwrap();
-    let shown = readme
+    // The guide shows this very report.
+    let guide = std::fs::read_to_string(common::project_root().join("docs/jobs.md")).unwrap();
+    let shown = guide
         .split_once("**The run report.**")
         .and_then(|(_, rest)| rest.split_once("```text\n"))
         .and_then(|(_, rest)| rest.split_once("```"));
-    assert_eq!(shown.map(|(block, _)| block), Some(stdout(&text).as_str()), "the README's report is the output");
+    assert_eq!(shown.map(|(block, _)| block), Some(stdout(&text).as_str()), "the guide's report is the output");
     assert!(
         stdout(&text).starts_with(
             "run: step 6/6, reward 0.6000 ↑, median step 1 min 25 s, last checkpoint 36.0 s, 1 restart\ngoodput: 41.1 % of 16 min 40 s"
@@ -128,6 +128,11 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     }
     assert!(monitoring.requests().iter().all(|r| !r.query.iter().any(|(_, v)| v.contains(token))));
 
+    // Issue 52: no project anywhere; the fix names only what report can take.
+    let no_project = cloud.gke_rl(&["report", "--log", "run.log", "--lustre"], &[endpoint, ("FAKE_PROJECT", "(unset)")]);
+    assert!(stderr(&no_project).contains("no project: export PROJECT_ID"), "{}", stderr(&no_project));
+    assert!(!stderr(&no_project).contains("pass --project"), "report has no --project: {}", stderr(&no_project));
+
     // Without an account, `--lustre` is an error after the rest of the report, and the page
     // says why it has no Lustre figures.
     let no_account = [endpoint, ("FAKE_NO_ACCOUNT", "1")];
@@ -144,4 +149,30 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     assert_eq!(offline.status.code(), Some(0), "{}", stderr(&offline));
     assert_eq!(cloud.calls().lines().count(), asked, "gcloud was asked");
     assert!(!std::fs::read_to_string(cloud.root.join("offline/report.html")).unwrap().contains("id=\"lustre\""));
+}
+
+/// Issue 52: a run that was stopped short of its last step has no time left and nothing left
+/// to pay; empty parts of the wall time read `0.0 %`, never `-0.0 %`.
+#[test]
+fn a_stopped_run_has_no_time_left_and_no_negative_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = |n: u64| {
+        format!(
+            "========================= Step {n}/10 =========================\n📊 Training Results:\n  • Loss: 0.1\n  • Avg Reward: 0.5\n\
+             ⏱️  Timing:\n  • Total step time: 10.00s\n"
+        )
+    };
+    let prefix = gke_rl::supervisor::RECORD_PREFIX;
+    let log = format!(
+        "{prefix}{{\"event\": \"started\", \"submission\": \"s\", \"host\": \"h\", \"pid\": 1, \"at\": 1000.0}}\n{}{}\
+         {prefix}{{\"event\": \"ended\", \"status\": \"STOPPED\", \"reason\": \"stopped by the user\", \"at\": 1100.0}}\n",
+        step(1),
+        step(2)
+    );
+    std::fs::write(dir.path().join("run.log"), log).unwrap();
+    let out = gke_rl(dir.path(), &["report", "--log", "run.log"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(text.starts_with("run: step 2/10") && !text.contains(" left") && !text.contains("to finish"), "{text}");
+    assert!(text.contains(" 0.0 %") && !text.contains("-0.0"), "{text}");
 }

@@ -238,12 +238,14 @@ function drawTabs(findings) {
     tab.setAttribute("role", "tab");
     tab.setAttribute("aria-selected", String(name === active));
     tab.textContent = name;
-    const errors = Array.isArray(findings) ? findings.filter((f) => f.file === name && f.severity === "error").length : 0;
-    if (errors) {
+    // A badge per severity that has findings in the file: errors, then warnings.
+    for (const [severity, noun] of [["error", "error"], ["warning", "warning"]]) {
+      const n = Array.isArray(findings) ? findings.filter((f) => f.file === name && f.severity === severity).length : 0;
+      if (!n) continue;
       const badge = document.createElement("span");
-      badge.className = "count";
-      badge.textContent = errors;
-      badge.title = `${errors} error(s)`;
+      badge.className = `count ${severity}`;
+      badge.textContent = n;
+      badge.title = `${n} ${noun}${n === 1 ? "" : "s"}`;
       tab.append(badge);
     }
     tab.dataset.name = name;

@@ -59,6 +59,9 @@ await page.locator(".cm-lintRange-error").first().waitFor({ timeout: 5000 });
 const versionMark = (await marks()).find((m) => m.line === 7);
 if (!versionMark || versionMark.column !== 15 || versionMark.text !== "'2.54.0'") fail(`the editor marks ${JSON.stringify(await marks())}, expected 7:15 '2.54.0'`);
 if (!(await page.locator(".cm-gutter-lint .cm-lint-marker-error").count())) fail("no error in the gutter");
+// Each tab counts its errors and its warnings (issue 52: warnings had no badge).
+const badges = await page.locator('[role="tab"] .count').evaluateAll((els) => els.map((el) => el.className));
+if (!badges.includes("count error") || !badges.includes("count warning")) fail(`the tabs' badges are ${JSON.stringify(badges)}`);
 // Its message, help and fix on hover.
 await page.evaluate(() => document.getElementById("files-heading").scrollIntoView());
 await page.locator(".cm-lintRange-error", { hasText: "'2.54.0'" }).hover();
@@ -129,6 +132,12 @@ if (links !== 8) fail(`rendering the default gave ${links} download links, expec
 const cost = await page.textContent("#render-result #cost");
 if (!cost.includes("total, at least") || !cost.includes("$262.97/hour") || !cost.includes("skypilot-catalog"))
   fail(`the default's cost block is ${cost}`);
+// Its long lines scroll inside it: it never overflows the page (issue 52).
+const overflow = await page.evaluate(() => {
+  const block = document.querySelector("#render-result #cost");
+  return block.getBoundingClientRect().right - document.documentElement.clientWidth;
+});
+if (overflow > 0) fail(`the cost block runs ${overflow}px past the page`);
 await page.fill("#config", "project:\n  nope: 1\n");
 await page.click("#render");
 await page.locator("#render-result .error-text").waitFor({ timeout: 5000 });

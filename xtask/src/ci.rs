@@ -30,6 +30,10 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
         // The fabric check's collective on CPU (gloo): Debian's build, 1/10 the size of PyPI's CUDA one.
         debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")
     })?;
+    step("zsh and fish, whose completion functions the tests run", || {
+        debian_package(sh, "zsh", "/usr/bin/zsh")?;
+        debian_package(sh, "fish", "/usr/bin/fish")
+    })?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     step("the pages in Chromium (the web validator against native, the run report)", || {
         crate::web::browser_test(sh)?;

@@ -112,7 +112,9 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
         // The generated files, built in: an installed binary has no clone beside it.
         // `cargo xtask codegen` writes them and its check mode keeps them current.
         Command::Models => {
-            terminal::out(include_str!("../../../docs/models.md"));
+            // The generated page's first line is its maintainers' note, an HTML comment.
+            let page = include_str!("../../../docs/models.md");
+            terminal::out(page.split_once("-->\n").map_or(page, |(_, rest)| rest));
             Ok(0)
         }
         Command::Schema => {
@@ -120,9 +122,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
             Ok(0)
         }
         Command::Completions { shell } => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut script);
-            terminal::out(&String::from_utf8_lossy(&script));
+            terminal::out(&completions(shell));
             Ok(0)
         }
     };
@@ -237,5 +237,19 @@ fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> St
         }
         gke_rl_ops::Error::RuntimeEnv { .. } => anyhow::anyhow!("{error}"),
         _ => anyhow::anyhow!("{}", explain(&error)),
+    }
+}
+
+/// The completion script of `gke-rl` for `shell`. clap_complete 4 names bash's subcommand states
+/// inconsistently for a binary whose name has a hyphen (`gke__rl__subcmd__x` where it sets them,
+/// `gke__subcmd__rl__subcmd__x` where it matches them: clap-rs/clap#6421), so no option of a
+/// subcommand would complete: the names are made one.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "gke-rl", &mut script);
+    let script = String::from_utf8_lossy(&script);
+    match shell {
+        clap_complete::Shell::Bash => script.replace("gke__subcmd__rl", "gke__rl"),
+        _ => script.into_owned(),
     }
 }

@@ -30,13 +30,16 @@ pub struct Args {
     /// Output format
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
+    /// List the rules that were not checked, and what would let each run
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     /// rustc-style, with the source line and a caret
     Human,
-    /// An array of {code, severity, file, line, column, message, help}
+    /// An object: {findings: [{file, code, severity, line, column, message, help, fix?}], skipped: [{code, missing, enable}], rules_checked, rules}
     Json,
     /// SARIF 2.1.0, for code-scanning UIs
     Sarif,
@@ -89,7 +92,7 @@ impl Args {
             Format::Human => {
                 let mut shown = files;
                 shown.extend(unreadable.into_iter().map(|(name, _, lossy)| (name, lossy)));
-                print_human(&validation, &shown)
+                print_human(&validation, &shown, self.verbose)
             }
             Format::Json => outln!("{}", serde_json::to_string_pretty(&validation)?),
             Format::Sarif => outln!("{}", serde_json::to_string_pretty(&validate::sarif(&validation))?),
@@ -168,7 +171,7 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn print_human(validation: &Validation, files: &BTreeMap<String, String>) {
+fn print_human(validation: &Validation, files: &BTreeMap<String, String>, verbose: bool) {
     let findings = &validation.findings;
     for finding in findings {
         let source = files.get(&finding.file).map_or("", String::as_str);
@@ -182,18 +185,22 @@ fn print_human(validation: &Validation, files: &BTreeMap<String, String>) {
         count(Severity::Info),
         plural(files.len(), "file")
     );
-    outln!("{}", coverage(validation));
+    outln!("{}", coverage(validation, verbose));
 }
 
 fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-/// What was checked and what was not, grouped by what would let it: the end of every run.
-fn coverage(validation: &Validation) -> String {
+/// What was checked and what was not, the end of every run: one line, or with `verbose` the
+/// rules not checked, grouped by what would let them.
+fn coverage(validation: &Validation, verbose: bool) -> String {
     let mut out = format!("checked with {} of {} rules", validation.rules_checked, validation.rules);
     if validation.skipped.is_empty() {
         return out;
+    }
+    if !verbose {
+        return out + &format!(" ({} not checked for want of other files or settings: --verbose lists them)", validation.skipped.len());
     }
     let mut groups: Vec<((&str, &str), Vec<&str>)> = Vec::new();
     for skipped in &validation.skipped {

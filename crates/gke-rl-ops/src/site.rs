@@ -37,7 +37,7 @@ impl Target {
         let project_id = match (&self.project, &deployment.project.project_id) {
             (Some(given), _) => given.clone(),
             (None, Some(configured)) => configured.clone(),
-            // The codelab's env.sh exports PROJECT_ID, and the README's step-by-step does too.
+            // The codelab's env.sh exports PROJECT_ID, and the guide's step-by-step (docs/deploy.md) does too.
             (None, None) if let Some(exported) = env.var("PROJECT_ID") => ProjectId::new(exported.as_str())
                 .map_err(|e| Error::BadProject { from: "the PROJECT_ID environment variable", reason: e.to_string() })?,
             (None, None) => {
@@ -55,7 +55,12 @@ impl Target {
         let folder = self.folder.clone().unwrap_or_else(|| Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()));
         let absolute = |path: &Path| std::path::absolute(path).map_err(|source| Error::Read { path: path.to_owned(), source });
         let folder = absolute(&folder)?;
-        let toolkit = absolute(&self.toolkit.clone().unwrap_or_else(|| PathBuf::from("cluster-toolkit")))?;
+        // Not given: the one the deployment was provisioned with, else ./cluster-toolkit.
+        let remembered = || -> Option<PathBuf> {
+            let text = files::read_text(&PathBuf::from(lifecycle::Folder(&folder).state())).ok()?;
+            State::from_json(&text).ok()?.toolkit.map(PathBuf::from)
+        };
+        let toolkit = absolute(&self.toolkit.clone().or_else(remembered).unwrap_or_else(|| PathBuf::from("cluster-toolkit")))?;
         let checkout_gcluster = toolkit.join("gcluster");
         let gcluster = if checkout_gcluster.is_file() { checkout_gcluster.display().to_string() } else { "gcluster".to_owned() };
         let site =

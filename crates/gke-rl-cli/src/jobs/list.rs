@@ -1,5 +1,7 @@
 //! `gke-rl jobs`: the cluster's jobs, a line each or as JSON.
 
+use gke_rl::supervisor;
+
 use super::{Connection, duration, failed, started};
 use crate::terminal::outln;
 
@@ -28,7 +30,8 @@ impl JobsArgs {
         let now = job.env.clock.unix_millis();
         outln!("{:<28} {:<10} {:<20} {:>9}  ENTRYPOINT", "ID", "STATUS", "STARTED (UTC)", "DURATION");
         for (details, _) in &jobs {
-            let entrypoint: String = details.entrypoint.chars().take(60).collect();
+            let command = supervisor::command_of(&details.entrypoint);
+            let entrypoint: String = command.as_deref().unwrap_or(&details.entrypoint).chars().take(60).collect();
             let status = details.status.to_string();
             let line = format!("{:<28} {status:<10} {:<20} {:>9}  {entrypoint}", details.id(), started(details), duration(details, now));
             outln!("{}", crate::terminal::shown(&line));

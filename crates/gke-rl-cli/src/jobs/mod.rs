@@ -35,7 +35,8 @@ use crate::console::{Console, explain};
 pub(crate) struct Connection {
     #[command(flatten)]
     source: config::Source,
-    /// Ray dashboard address, e.g. http://localhost:8265 [default: RAY_ADDRESS, else a port-forward to the config's RayCluster]
+    /// Ray dashboard address, e.g. http://localhost:8265 [default: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, as `ray job`
+    /// reads them; else a port-forward to the config's RayCluster]
     #[arg(long, value_name = "URL", env = "RAY_API_SERVER_ADDRESS")]
     address: Option<String>,
     /// Extra HTTP headers for every request, as a JSON object. Never the Ray token: gke-rl reads

@@ -39,6 +39,10 @@ pub struct SubmitArgs {
     /// Hide the job's log while following it, keep the run's one-line progress
     #[arg(long, short, conflicts_with = "no_wait")]
     quiet: bool,
+    /// Run the command as given, without gke-rl's supervisor: no restart after a lost node, no
+    /// run records (for a head whose jobs' `python` has no Ray, say)
+    #[arg(long, conflicts_with_all = ["max_restarts", "max_lost", "checkpoint_dir"])]
+    no_supervisor: bool,
     /// Restart the training after a lost node (a preemption) up to N times, in the cluster;
     /// NeMo-RL resumes from its newest checkpoint [default: the config's job.max_restarts, else 3 on Spot, 0 on a reservation]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -146,7 +150,7 @@ impl SubmitArgs {
             entrypoint: self.entrypoint,
             follow_links_out: self.follow_links_out,
             with_credential_files: self.with_credential_files,
-            supervise: Some(supervise),
+            supervise: (!self.no_supervisor).then_some(supervise),
         };
         let when_done = self.then.map(|then| match then {
             WhenDoneArg::Keep => WhenDone::Keep,

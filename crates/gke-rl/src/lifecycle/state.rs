@@ -25,6 +25,10 @@ pub struct State {
     /// The CIDR the control plane accepts, as the last completed provision set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorized_cidr: Option<String>,
+    /// The Cluster Toolkit checkout the last completed provision ran (absolute): destroy runs
+    /// the same one unless told otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<String>,
     /// What exists because of this deployment.
     pub created: Created,
 }

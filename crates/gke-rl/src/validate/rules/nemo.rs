@@ -48,6 +48,11 @@ impl<'a> Job<'a> {
         self.launch.at
     }
 
+    /// Where a value no override sets comes from: the `--config` recipe's word, else the launch.
+    pub fn recipe_at(&self) -> (u32, u32) {
+        self.launch.config.as_ref().map_or(self.launch.at, |config| config.at)
+    }
+
     /// The tag of the NeMo-RL release the job runs, when gke-rl knows it.
     pub fn release_tag(&self) -> Option<&'static str> {
         self.release.map(|r| r.tag)

@@ -431,7 +431,13 @@ fn exceeds(cluster: &Tree<'_>, pod: &Pod<'_>, sharing: Option<&Pod<'_>>, machine
                 worker.name()
             ),
         };
-        sink.emit(&RESOURCES_EXCEED_NODE, cluster.file, at, message, format!("lower the {resource} requests so they fit the node"));
+        // The head's requests are the config's: name the key that sets them.
+        let help = if pod.is_head {
+            format!("lower ray.head.{resource}_request in the config (here, the head's {resource} request) so it fits the node")
+        } else {
+            format!("lower the {resource} requests so they fit the node")
+        };
+        sink.emit(&RESOURCES_EXCEED_NODE, cluster.file, at, message, help);
     }
 }
 

@@ -194,13 +194,15 @@ fn uploads(ignore: &RayIgnoreView<'_>, views: &Views<'_>, sink: &mut Sink) {
     if views.runtime_envs.is_empty() {
         exposed.insert(ArtifactKind::RuntimeEnv.file().to_owned(), (false, String::new()));
     }
+    // At the end of .rayignore, where the missing line goes (its fix appends it there).
+    let end = (u32::try_from(ignore.text.lines().count()).unwrap_or(u32::MAX).max(1), 1);
     for (path, (is_dir, why)) in exposed {
         if !ignore.excludes(&path, is_dir) {
             let shown = if is_dir { format!("{path}/") } else { path.clone() };
             sink.emit(
                 &UPLOAD_INCLUDES_SECRETS,
                 ignore.file,
-                (1, 1),
+                end,
                 format!("the working_dir upload includes {shown}{why}: .rayignore does not exclude it"),
                 format!("add a line `{shown}` to .rayignore"),
             )

@@ -309,11 +309,13 @@ fn on_lustre(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
             let Some((dir, at)) = job.string(key) else { continue };
             looked = true;
             if !under(dir) {
+                // Not overridden: the recipe's value, at the recipe.
+                let from = if at.is_some() { "" } else { " (the recipe's)" };
                 sink.emit(
                     &PATH_OUTSIDE_LUSTRE,
                     job.view.file,
-                    at.unwrap_or(job.launch_at()),
-                    format!("{key} `{dir}` is outside the Lustre mount `{mount}`: {lost}"),
+                    at.unwrap_or(job.recipe_at()),
+                    format!("{key} `{dir}`{from} is outside the Lustre mount `{mount}`: {lost}"),
                     format!("set {key} under {mount}/"),
                 );
             }
