@@ -63,16 +63,6 @@ impl Args {
 }
 
 impl CheckArgs {
-    /// The options with their defaults, as `fabric-check` without flags has them.
-    pub fn defaults() -> Self {
-        #[derive(clap::Parser)]
-        struct Defaults {
-            #[command(flatten)]
-            check: CheckArgs,
-        }
-        <Defaults as clap::Parser>::parse_from(["fabric-check"]).check
-    }
-
     /// Runs the check through `head` and prints its report; the exit code.
     pub async fn run(&self, loaded: &Loaded, head: &Head, env: &Env, console: &Arc<Console>) -> anyhow::Result<u8> {
         let artifacts = loaded.render()?;
@@ -169,7 +159,7 @@ mod tests {
 
     #[test]
     fn deploy_checks_with_the_commands_defaults() {
-        let defaults = CheckArgs::defaults();
+        let defaults = crate::defaults::<CheckArgs>();
         assert_eq!(defaults.sizes, gke_rl::fabric::DEFAULT_SIZES);
         assert_eq!((defaults.min_fraction, defaults.timeout), (DEFAULT_MIN_FRACTION, Duration::from_secs(900)));
     }

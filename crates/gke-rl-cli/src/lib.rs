@@ -253,3 +253,14 @@ pub fn completions(shell: clap_complete::Shell) -> String {
         _ => script.into_owned(),
     }
 }
+
+/// The options `T` with their defaults, as its command without flags has them (what deploy's
+/// `--fabric-check` and `--storage-check` run).
+pub(crate) fn defaults<T: clap::Args>() -> T {
+    #[derive(clap::Parser)]
+    struct Defaults<T: clap::Args> {
+        #[command(flatten)]
+        options: T,
+    }
+    <Defaults<T> as clap::Parser>::parse_from(["gke-rl"]).options
+}

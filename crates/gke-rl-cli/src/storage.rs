@@ -72,16 +72,6 @@ impl Args {
 }
 
 impl CheckArgs {
-    /// The options with their defaults, as `storage-check` without flags has them.
-    pub fn defaults() -> Self {
-        #[derive(clap::Parser)]
-        struct Defaults {
-            #[command(flatten)]
-            check: CheckArgs,
-        }
-        <Defaults as clap::Parser>::parse_from(["storage-check"]).check
-    }
-
     /// Runs the check through `head` and prints its figures; the exit code.
     pub async fn run(&self, loaded: &Loaded, head: &Head, env: &gke_rl_ops::Env, console: &Arc<Console>) -> anyhow::Result<u8> {
         let artifacts = loaded.render()?;
@@ -210,7 +200,7 @@ mod tests {
 
     #[test]
     fn deploy_checks_with_the_commands_defaults() {
-        let defaults = CheckArgs::defaults();
+        let defaults = crate::defaults::<CheckArgs>();
         assert_eq!((defaults.size, defaults.min_fraction), (gke_rl::storage::DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION));
         assert_eq!(defaults.timeout, Duration::from_secs(900));
         assert_eq!(parse_size("2T"), Ok(2 << 40));

@@ -110,13 +110,13 @@ impl DeployArgs {
         // Both checks run even when the first fails (each says what to fix), unless interrupted.
         let mut code = 0;
         if self.fabric_check {
-            code = crate::fabric::CheckArgs::defaults().run(&loaded, &head, &env, &console).await?;
+            code = crate::defaults::<crate::fabric::CheckArgs>().run(&loaded, &head, &env, &console).await?;
             if code >= 128 {
                 return Ok(code);
             }
         }
         if self.storage_check {
-            code = code.max(crate::storage::CheckArgs::defaults().run(&loaded, &head, &env, &console).await?);
+            code = code.max(crate::defaults::<crate::storage::CheckArgs>().run(&loaded, &head, &env, &console).await?);
         }
         Ok(code)
     }

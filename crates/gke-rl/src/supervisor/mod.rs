@@ -563,9 +563,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_run_is_named_by_its_supervisors_entrypoint_not_by_an_id_prefix() {
-        let supervision = |run: &str| Supervision {
+    /// The supervision of run `run`, with `secrets`.
+    fn supervision(run: &str, secrets: &[&str]) -> Supervision {
+        Supervision {
             run: run.into(),
             runs_dir: "/lustre/gke-rl/runs".into(),
             cluster: "default/c".into(),
@@ -574,8 +574,13 @@ mod tests {
             max_lost: None,
             wait: Duration::from_secs(60),
             checkpoints: "/lustre/c".into(),
-            secrets: vec![],
-        };
+            secrets: secrets.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_run_is_named_by_its_supervisors_entrypoint_not_by_an_id_prefix() {
+        let supervision = |run: &str| supervision(run, &[]);
         for run in ["exp", "exp-r1", "it's odd", "a b"] {
             assert_eq!(run_of(&supervision(run).entrypoint("bash x.sh")).as_deref(), Some(run));
         }
@@ -587,17 +592,7 @@ mod tests {
 
     #[test]
     fn the_users_command_is_read_back_from_the_entrypoint() {
-        let supervision = Supervision {
-            run: "exp".into(),
-            runs_dir: "/lustre/gke-rl/runs".into(),
-            cluster: "default/c".into(),
-            nodes: 2,
-            max_restarts: 3,
-            max_lost: None,
-            wait: Duration::from_secs(60),
-            checkpoints: "".into(),
-            secrets: vec!["HF_TOKEN".into()],
-        };
+        let supervision = supervision("exp", &["HF_TOKEN"]);
         let command = "python train.py --name 'it''s' -- extra";
         assert_eq!(command_of(&supervision.entrypoint(command)).as_deref(), Some(command));
         assert_eq!(command_of("python train.py -- x"), None, "not a supervisor's");

@@ -265,8 +265,7 @@ def restore_swapped(folder):
             continue
         orphan = os.path.lexists(complete) or (newest is not None and newest > int(step[len("step_") :]))
         if orphan:
-            size = size_of(path)
-            problem = settled(lambda: shutil.rmtree(path))
+            size, problem = remove_folder(path)
             if problem:
                 failed.append(f"cannot remove the orphan {name}: {problem}")
             else:
@@ -295,6 +294,14 @@ def settled(action, seconds=30):
             time.sleep(1)
 
 
+def remove_folder(path):
+    """Removes the folder `path`, as `settled` retries: (the bytes it held, None), or (0, why
+    not)."""
+    size = size_of(path)
+    problem = settled(lambda: shutil.rmtree(path))
+    return (0, problem) if problem else (size, None)
+
+
 def size_of(path):
     if os.path.islink(path) or not os.path.isdir(path):
         return os.lstat(path).st_size
@@ -314,9 +321,7 @@ def remove_partial(folder):
     and what could not be."""
     removed, freed, failed = [], 0, []
     for name in checkpoints(folder)[1]:
-        path = os.path.join(folder, name)
-        size = size_of(path)
-        problem = settled(lambda: shutil.rmtree(path))
+        size, problem = remove_folder(os.path.join(folder, name))
         if problem:
             failed.append(f"cannot remove the half-written checkpoint {name}: {problem}")
         else:
