@@ -1127,7 +1127,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__validate)
-            opts="-v -h --config --env-file --crd --format --verbose --help"
+            opts="-v -h --config --env-file --crd --format --verbose --fix --allow-dirty --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -58,6 +58,8 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l format -d 'Ou
 json\t'An object: {findings: [{file, code, severity, line, column, message, help, fix?}], skipped: [{code, missing, enable}], rules_checked, rules}'
 sarif\t'SARIF 2.1.0, for code-scanning UIs'"
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -s v -l verbose -d 'List the rules that were not checked, and what would let each run'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l fix -d 'Make the edits the findings suggest in the files named. As `cargo fix`, only in files git can undo (tracked, no uncommitted changes); for others the edits are shown, not made'
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -l allow-dirty -d 'With --fix, edit files that have uncommitted changes or are not in git too'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l toolkit -d 'Cluster Toolkit checkout (reads examples/gke-a4/gke-a4.yaml)' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand blueprint" -l blueprint -d 'The blueprint file to patch' -r -F

@@ -121,6 +121,15 @@ fn gke_rl_in_a_terminal(cwd: &Path, args: &[&str]) -> Output {
     run_gke_rl(command, cwd, &[])
 }
 
+/// [`gke_rl`] with its stdout and stderr into one pipe, as `2>&1 | tee` gives them: the
+/// output's stdout holds both, in the order written.
+fn gke_rl_one_pipe(cwd: &Path, args: &[&str]) -> Output {
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_gke-rl")).chain(args.iter().copied()).map(gke_rl::quote::sh).collect();
+    let mut command = Command::new("sh");
+    command.args(["-c", &format!("exec {} 2>&1", line.join(" "))]);
+    run_gke_rl(command, cwd, &[])
+}
+
 /// `command` (gke-rl, or what runs it) in `cwd`, with HF_TOKEN and the heads' Ray token set.
 fn run_gke_rl(mut command: Command, cwd: &Path, vars: &[(&str, Option<&str>)]) -> Output {
     command
@@ -214,7 +223,7 @@ fn known_image(version: &str) -> Option<&'static str> {
 
 fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, On, Case); 18] = [
+    let cases: [(&str, On, Case); 19] = [
         ("deploy_submit_status_destroy_through_a_tls_api_server", On::KnownImages, through_a_tls_api_server),
         (
             "a_rayjob_is_deployed_submitted_followed_and_stopped_through_a_tls_api_server",
@@ -236,6 +245,7 @@ fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
         ("a_gcs_address_is_named_as_such_with_the_dashboards", On::Every, gcs_address),
         ("a_runs_folder_on_storage_that_is_not_mounted_is_refused_not_made", On::Newest, runs_folder_not_mounted),
         ("an_unsupervised_job_runs_its_command_as_given", On::Newest, unsupervised),
+        ("a_job_is_supervised_on_a_head_whose_python_has_no_ray", On::Newest, supervised_without_ray),
         ("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", On::TokenHeads, token_auth),
     ];
     cases
@@ -590,24 +600,41 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 /// Submits a job that prints two GRPO steps as NeMo-RL v0.7.0 does, the second saving a
 /// checkpoint; then `logs`, `status`, `report` (through the Jobs API) and `jobs` on it.
 fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
+    // The log comes in the pieces a training prints it in: each step's timing table is cut
+    // after its first line, which gives the step.
     let script = "echo \"$GREETING\"\n\
                   test ! -e skip.txt && test ! -e secret.env && echo excluded-files-absent\n\
-                  cat grpo.log\n";
+                  while IFS= read -r line; do printf '%s\\n' \"$line\"; case \"$line\" in *'Total step time'*) sleep 2;; esac; done < grpo.log\n";
     let dir = job_dir(script);
     let prints = Prints::of("v0.7.0", Loop::Sync);
     let grpo: String = (1..=2).map(|n| block(&prints, &figures(n), 20, None)).collect();
     std::fs::write(dir.path().join("grpo.log"), grpo).map_err(|e| e.to_string())?;
-    let out = gke_rl(
+    // Log and progress in one pipe (`2>&1 | tee`): each progress line between two steps, never
+    // inside a step's timing table.
+    let out = gke_rl_one_pipe(
         dir.path(),
         &["submit", "--address", &head.address, "--working-dir", ".", "--runtime-env", "runtime_env.json", "--", "bash", "job.sh"],
     );
-    let log = stdout(&out);
+    let both = stdout(&out);
     check(out.status.success(), "submit exits 0 on SUCCEEDED", &out)?;
-    check(log.contains("hello-from-runtime-env") && log.contains("excluded-files-absent"), "the runtime env and excludes apply", &out)?;
-    check(stderr(&out).contains("checkpoints: 1 saves, 32.0 s in total"), "the checkpoint report", &out)?;
+    check(both.contains("hello-from-runtime-env") && both.contains("excluded-files-absent"), "the runtime env and excludes apply", &out)?;
+    check(both.contains("checkpoints: 1 saves, 32.0 s in total"), "the checkpoint report", &out)?;
     let progress = ["step 1/20, reward 0.1000, median step 1 min 6 s", "step 2/20, reward 0.2000 ↑, median step 1 min 23 s"];
-    check(progress.iter().all(|line| stderr(&out).contains(line)), "off a terminal, a plain progress line a step", &out)?;
-    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    check(progress.iter().all(|line| both.contains(line)), "off a terminal, a plain progress line a step", &out)?;
+    let lines: Vec<&str> = both.lines().collect();
+    let placed = progress.iter().all(|progress| {
+        lines
+            .iter()
+            .position(|l| l.contains(progress))
+            .is_some_and(|i| !lines.get(i + 1).is_some_and(|next| next.trim_start().starts_with('•')))
+    });
+    check(placed, "in one pipe, each progress line is between two steps", &out)?;
+    let id = both
+        .lines()
+        .find(|l| l.starts_with("job ") && l.ends_with(" submitted"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .ok_or("no submission id printed")?
+        .to_owned();
     let logs = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
     check(logs.status.success() && stdout(&logs).contains("excluded-files-absent"), "logs prints the driver log", &logs)?;
     // At a terminal: the log, and the progress line drawn under it; --quiet keeps only the line.
@@ -730,6 +757,25 @@ fn unsupervised(head: &Head) -> Result<(), Failed> {
     let entrypoint =
         listed.as_array().and_then(|jobs| jobs.iter().find(|j| j["submission_id"] == id.as_str())).map(|j| j["entrypoint"].clone());
     check(entrypoint == Some("echo plain".into()), "as given, without the supervisor", &jobs)
+}
+
+/// Issue 52: a head started as many people start one, `/path/venv/bin/ray start --head` with
+/// the venv's `bin` not on `PATH`, so the job's `python3` has no Ray. A supervised job runs
+/// there all the same: the supervisor watches the nodes through the dashboard.
+fn supervised_without_ray(head: &Head) -> Result<(), Failed> {
+    let bin = venv(head.version).ok_or("no venv")?;
+    let path: Vec<String> = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter(|dir| !dir.starts_with(project_root().join("target")))
+        .map(|dir| dir.display().to_string())
+        .collect();
+    let plain = Head::start_as(Role::SecondHead, head.version, &bin, &[("PATH", path.join(":"))], head.token.as_deref())?;
+    let dir = job_dir("python3 -c 'import ray' 2>/dev/null && echo ray-on-path || echo no-ray-on-path\n");
+    let out = gke_rl(dir.path(), &["submit", "--address", &plain.address, "--working-dir", ".", "--", "bash", "job.sh"]);
+    check(
+        out.status.success() && stdout(&out).contains("no-ray-on-path") && stdout(&out).contains("gke-rl-record: {\"event\": \"started\""),
+        "the job runs, supervised, where its python has no Ray",
+        &out,
+    )
 }
 
 fn duplicate_id(head: &Head) -> Result<(), Failed> {

@@ -157,6 +157,66 @@ fn bad_configs_are_refused_with_position_and_fix() {
     assert_refused("c.yaml", "topology: [1\n", "--config", &["c.yaml:1:"]);
 }
 
+/// A render that validation refuses is said at the config's line of the key that decides each
+/// error, naming it, and nothing is written: an option set that the defaults do not fit, a
+/// recipe the release does not ship, an override key its recipe lacks, and an override of a
+/// key gke-rl sets from a field of its own.
+#[test]
+fn render_errors_are_said_at_the_config_key_that_decides_them() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = "ray:\n  head:\n    node_pool: system\njob:\n  recipe: examples/configs/grpo_math_70B_megatrn.yaml\n  overrides:\n    grpo.val_period: 10\n    policy.max_total_sequenc_length: 4096\n";
+    std::fs::write(cwd.path().join("c.yaml"), config).unwrap();
+    let out = gke_rl(cwd.path(), &["render", "--config", "c.yaml", "--out", "o"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for expected in [
+        "error[resources-exceed-node]",
+        " --> c.yaml:2:3\n",
+        "`ray.head.memory_request` decides it, and is not set here (its default is used); rendered at ray-cluster.yaml:",
+        "error[recipe-missing]: NeMo-RL v0.4.0 does not ship `examples/configs/grpo_math_70B_megatrn.yaml`",
+        " --> c.yaml:5:11\n",
+        "did you mean `examples/configs/grpo_math_70B_megatron.yaml`?",
+    ] {
+        assert!(err.contains(expected), "expected {expected:?} in\n{err}");
+    }
+    assert!(!err.contains("--> ray-cluster.yaml") && !err.contains("--> run_nemo_rl.sh"), "{err}");
+    assert!(!cwd.path().join("o").exists(), "nothing is written");
+
+    std::fs::write(cwd.path().join("c.yaml"), config.replace("node_pool: system", "memory_request: 32Gi").replace("megatrn", "megatron"))
+        .unwrap();
+    let out = gke_rl(cwd.path(), &["render", "--config", "c.yaml", "--out", "o"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for expected in [
+        "error[override-unknown-key]: NeMo-RL v0.4.0's recipe has no key `policy.max_total_sequenc_length`",
+        " --> c.yaml:8:5\n",
+        "did you mean `policy.max_total_sequence_length`?",
+        "`job.overrides.policy.max_total_sequenc_length` decides it",
+    ] {
+        assert!(err.contains(expected), "expected {expected:?} in\n{err}");
+    }
+    assert_eq!(err.matches("error[").count(), 1, "{err}");
+
+    let good = config.replace("node_pool: system", "memory_request: 32Gi").replace("megatrn", "megatron").replace("sequenc_", "sequence_");
+    std::fs::write(cwd.path().join("c.yaml"), &good).unwrap();
+    let out = gke_rl(cwd.path(), &["render", "--config", "c.yaml", "--out", "o"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let script = std::fs::read_to_string(cwd.path().join("o/run_nemo_rl.sh")).unwrap();
+    assert!(
+        script.ends_with("  data.dataset_name=DeepScaler \\\n  grpo.val_period=10 \\\n  policy.max_total_sequence_length=4096\n"),
+        "{script}"
+    );
+
+    assert_refused(
+        "c.yaml",
+        "job:\n  overrides:\n    grpo.max_num_steps: 3\n",
+        "--config",
+        &["config-override-set-elsewhere", "c.yaml:3:5", "set `job.max_num_steps` instead"],
+    );
+    assert_refused("c.yaml", "job:\n  overrides:\n    grpo max steps: 3\n", "--config", &["config-invalid-value", "c.yaml:3:"]);
+    assert_refused("c.yaml", "job:\n  overrides:\n    grpo.val_period: [1, 2]\n", "--config", &["config-invalid-value", "c.yaml:3:"]);
+}
+
 #[test]
 fn malformed_env_sh_is_refused_with_position_and_fix() {
     assert_refused("env.sh", "export ZONE=us-east1-b\nexport REGION=\"us-east1\n", "--env-file", &["env-sh-unterminated", "env.sh:2:15"]);

@@ -168,3 +168,57 @@ fn unknown_files_and_missing_paths_are_usage_errors() {
     let out = gke_rl(cwd.path(), &["validate", "missing.yaml"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--fix` makes the edits the findings suggest, as `cargo fix` does: in files git can undo;
+/// a file with uncommitted changes, or outside git, gets a dry run (the diff, nothing written)
+/// unless `--allow-dirty`.
+#[test]
+fn fix_edits_committed_files_and_shows_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let codelab = std::fs::read_to_string(root().join("tests/fixtures/codelab/ray-cluster.yaml")).unwrap();
+    std::fs::write(cwd.join("ray-cluster.yaml"), &codelab).unwrap();
+    std::fs::write(cwd.join(".rayignore"), "env.sh\n").unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let files = ["ray-cluster.yaml", ".rayignore"];
+
+    // Outside git: shown, not written.
+    let out = gke_rl(cwd, &[&["validate", "--fix"][..], &files].concat());
+    assert!(stderr(&out).contains("not written: ray-cluster.yaml (it is not in a git work tree)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("\n-  rayVersion: '2.54.0'\n+  rayVersion: \"2.46.0\"\n"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap(), codelab);
+
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "codelab"]);
+    // Committed: written, and the run's findings are those of the fixed files.
+    let out = gke_rl(cwd, &[&["validate", "--fix"][..], &files].concat());
+    assert!(stderr(&out).contains("fixed  ray-cluster.yaml: set rayVersion to \"2.46.0\""), "{}", stderr(&out));
+    assert!(stderr(&out).contains("fixed  .rayignore: add `"), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("ray-version-mismatch") && !stdout(&out).contains("upload-includes-secrets"), "{}", stdout(&out));
+    assert!(std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap().contains("rayVersion: \"2.46.0\""));
+    assert!(std::fs::read_to_string(cwd.join(".rayignore")).unwrap().contains("\n.git/\n"));
+
+    // Changed since the commit: shown, not written, unless --allow-dirty.
+    git(&["checkout", "-q", "."]);
+    std::fs::write(cwd.join("ray-cluster.yaml"), format!("{codelab}# mine\n")).unwrap();
+    let out = gke_rl(cwd, &["validate", "--fix", "ray-cluster.yaml"]);
+    assert!(stderr(&out).contains("not written: ray-cluster.yaml (it has changes that are not committed)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--- ray-cluster.yaml\n+++ ray-cluster.yaml (fixed)\n@@ "), "{}", stderr(&out));
+    assert!(!std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap().contains("2.46.0"));
+    let out = gke_rl(cwd, &["validate", "--fix", "--allow-dirty", "ray-cluster.yaml"]);
+    assert!(stderr(&out).contains("fixed  ray-cluster.yaml"), "{}", stderr(&out));
+    let fixed = std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap();
+    assert!(fixed.contains("rayVersion: \"2.46.0\"") && fixed.ends_with("# mine\n"), "{fixed}");
+
+    let out = gke_rl(cwd, &["validate", "--allow-dirty", "ray-cluster.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "--allow-dirty needs --fix: {}", stderr(&out));
+}

@@ -61,6 +61,9 @@ pub struct Loaded {
     pub source: String,
     /// An env.sh's variables left as placeholders, for which gke-rl's defaults stand in.
     pub defaulted: Vec<&'static str>,
+    /// The YAML config, where one was read: its path and text, where a render's findings are
+    /// said.
+    pub config: Option<(PathBuf, String)>,
 }
 
 impl Loaded {
@@ -79,7 +82,12 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
         (None, Some(path)) => (path, true),
         (None, None) if implicit.is_file() => (implicit, false),
         (None, None) => {
-            return Ok(Loaded { deployment: Deployment::default(), source: "the embedded default".into(), defaulted: Vec::new() });
+            return Ok(Loaded {
+                deployment: Deployment::default(),
+                source: "the embedded default".into(),
+                defaulted: Vec::new(),
+                config: None,
+            });
         }
     };
     let text = read_input(path)?;
@@ -93,7 +101,8 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
     } else {
         (gke_rl::config::from_yaml(&text).map_err(|d| reported(&d))?, Vec::new())
     };
-    Ok(Loaded { deployment, source: path.display().to_string(), defaulted })
+    let config = (!from_env_sh).then(|| (path.to_owned(), text));
+    Ok(Loaded { deployment, source: path.display().to_string(), defaulted, config })
 }
 
 /// Reads a user-supplied text file, refusing huge or non-UTF-8 ones.

@@ -26,6 +26,16 @@ pub struct Console {
     quiet_log: Arc<AtomicBool>,
     /// The newest step a plain progress line was printed for (off a terminal, one a step).
     printed_step: Arc<AtomicU64>,
+    /// Off a terminal, the progress line held until the log is between two steps, and whether
+    /// the log written so far ends a line.
+    held: Arc<Mutex<Held>>,
+}
+
+/// A plain progress line waiting for a place in the log where no block of NeMo-RL's is cut.
+#[derive(Default)]
+struct Held {
+    line: Option<String>,
+    log_mid_line: bool,
 }
 
 impl Console {
@@ -42,6 +52,7 @@ impl Console {
             bar: Arc::default(),
             quiet_log: Arc::default(),
             printed_step: Arc::default(),
+            held: Arc::default(),
         }
     }
 
@@ -51,7 +62,8 @@ impl Console {
     }
 
     /// A run's progress: on a terminal, one status line under the log, redrawn; elsewhere, a
-    /// plain line once a step.
+    /// plain line once a step, put where the log (on stdout, maybe the same pipe) is between two
+    /// steps rather than inside a step's blocks.
     fn run_progress(&self, progress: &gke_rl::run_report::Progress) {
         let line = crate::terminal::shown(&progress.line());
         if self.terminal {
@@ -68,7 +80,45 @@ impl Console {
         } else if let Some(step) = progress.step
             && self.printed_step.swap(step, Ordering::Relaxed) != step
         {
-            self.say(line);
+            if self.quiet_log.load(Ordering::Relaxed) {
+                self.say(line);
+            } else {
+                self.held().line = Some(line);
+            }
+        }
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Off a terminal: `text` of the log, with the held progress line said before the first
+    /// step header in it (a header cut at the end of `text` counts).
+    fn log_between_steps(&self, text: &str) {
+        let mut held = self.held();
+        let mut start = 0;
+        let split = loop {
+            let end = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
+            let line = &text[start..end];
+            let at_line_start = start > 0 || !held.log_mid_line;
+            let header = line.contains(gke_rl::run_log::STEP_HEADER)
+                || (end == text.len() && !line.is_empty() && gke_rl::run_log::STEP_HEADER.starts_with(line.trim_start()));
+            if at_line_start && header && held.line.is_some() {
+                break Some(start);
+            }
+            if end == text.len() {
+                break None;
+            }
+            start = end;
+        };
+        held.log_mid_line = !text.is_empty() && !text.ends_with('\n') || (text.is_empty() && held.log_mid_line);
+        match split.and_then(|at| Some((at, held.line.take()?))) {
+            Some((at, line)) => {
+                crate::terminal::out(&text[..at]);
+                self.say(line);
+                crate::terminal::out(&text[at..]);
+            }
+            None => crate::terminal::out(text),
         }
     }
 
@@ -77,9 +127,10 @@ impl Console {
         if self.quiet_log.load(Ordering::Relaxed) {
             return;
         }
-        match self.bar().as_ref() {
+        let bar = self.bar().clone();
+        match bar {
             Some(bar) => bar.suspend(|| crate::terminal::out(text)),
-            None => crate::terminal::out(text),
+            None => self.log_between_steps(text),
         }
     }
 
@@ -141,6 +192,10 @@ impl Console {
 
     /// Ends a run's progress line, leaving its last words as a line of their own.
     pub fn end_progress(&self) {
+        let held = self.held().line.take();
+        if let Some(line) = held {
+            self.say(line);
+        }
         let Some(bar) = self.bar().take() else { return };
         let last = bar.message();
         bar.finish_and_clear();

@@ -40,7 +40,7 @@ impl Args {
         let shown: Vec<_> = validate::validate(&sources).into_iter().filter(|f| f.diagnostic.severity >= Severity::Warning).collect();
         for finding in &shown {
             let text = artifacts.iter().find(|a| a.name == finding.file).map_or("", |a| a.contents.as_str());
-            crate::terminal::errln!("{}\n", Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic });
+            crate::terminal::errln!("{}\n", at_config(&loaded, finding, text));
         }
         let errors: Vec<_> = shown.iter().filter(|f| f.diagnostic.severity == Severity::Error).collect();
         if !errors.is_empty() {
@@ -60,6 +60,40 @@ impl Args {
         remove_stale(out, rendered.not_rendered())?;
         crate::terminal::errln!("{}", crate::terminal::shown(&next_steps(out, &loaded.deployment, &self.source.flags())));
         Ok(0)
+    }
+}
+
+/// A finding on the render, said at the config's line of the key that decides it, with a note
+/// naming the key and the rendered place; where no one key decides it, or there is no YAML
+/// config, at the rendered place, naming the key where one does.
+fn at_config(loaded: &config::Loaded, finding: &validate::Finding, rendered: &str) -> String {
+    let d = &finding.diagnostic;
+    let rendered_at = format!("{}:{}:{}", finding.file, d.line, d.column);
+    let source = gke_rl::render::config_key(&loaded.deployment, &finding.file, rendered, d.line, d.column);
+    let names_the_key = source.as_ref().is_some_and(|s| s.names_the_key);
+    let key = source.map(|s| s.key);
+    let root = loaded.config.as_ref().and_then(|(_, text)| gke_rl::yaml::Node::parse(text));
+    let place = key.as_deref().zip(root.as_ref()).and_then(|(key, root)| gke_rl::render::config_place(root, key));
+    let with_note = |report: Report<'_>, note: String| {
+        let gutter = " ".repeat(report.diagnostic.line.to_string().len());
+        format!("{report}\n{gutter} = note: {note}")
+    };
+    match (key, place, &loaded.config) {
+        (Some(key), Some((node, set)), Some((path, text))) => {
+            let (line, column) = if set && !names_the_key { node.at() } else { node.key_at.unwrap_or(node.at()) };
+            let moved = gke_rl::Diagnostic { line, column, fix: None, ..d.clone() };
+            let note = if set {
+                format!("`{key}` decides it; rendered at {rendered_at}")
+            } else {
+                format!("`{key}` decides it, and is not set here (its default is used); rendered at {rendered_at}")
+            };
+            with_note(Report { file: path, source: text, diagnostic: &moved }, note)
+        }
+        (Some(key), ..) => with_note(
+            Report { file: Path::new(&finding.file), source: rendered, diagnostic: d },
+            format!("change `{key}` in the config; this file is rendered from it"),
+        ),
+        (None, ..) => Report { file: Path::new(&finding.file), source: rendered, diagnostic: d }.to_string(),
     }
 }
 

@@ -33,6 +33,13 @@ pub struct Args {
     /// List the rules that were not checked, and what would let each run
     #[arg(long, short)]
     verbose: bool,
+    /// Make the edits the findings suggest in the files named. As `cargo fix`, only in files git
+    /// can undo (tracked, no uncommitted changes); for others the edits are shown, not made
+    #[arg(long)]
+    fix: bool,
+    /// With --fix, edit files that have uncommitted changes or are not in git too
+    #[arg(long, requires = "fix")]
+    allow_dirty: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,6 +56,7 @@ impl Args {
     /// Returns whether any finding is an error.
     pub fn run(self) -> anyhow::Result<bool> {
         let Inputs { mut files, unreadable, unknown } = self.read_paths()?;
+        let from_disk: std::collections::BTreeSet<String> = files.keys().cloned().collect();
         if !unknown.is_empty() {
             crate::terminal::errln!(
                 "note: skipped {} that gke-rl does not check: {}",
@@ -77,17 +85,32 @@ impl Args {
                 }
             }
         }
-        let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
-        let mut checked = unreadable
-            .iter()
-            .fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()));
-        // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
-        for path in &self.crd {
-            let text = config::read_input(path)?;
-            let schema = validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            checked = checked.crd(&schema).map_err(|e| anyhow::anyhow!("{}: {e}\nhelp: give one --crd per kind", path.display()))?;
+        let mut validation = self.check(&files, &unreadable)?;
+        if self.fix {
+            let on_disk: BTreeMap<String, String> =
+                files.iter().filter(|(name, _)| from_disk.contains(*name)).map(|(n, t)| (n.clone(), t.clone())).collect();
+            let edited = gke_rl_ops::fix::edits(&gke_rl_ops::Env::real(), &on_disk, &validation.findings);
+            let (writable, shown_only): (Vec<_>, Vec<_>) = edited.into_iter().partition(|e| self.allow_dirty || e.unsaved.is_none());
+            gke_rl_ops::fix::write(&writable)?;
+            for file in &writable {
+                crate::terminal::errln!("{:>9}  {}: {}", "fixed", shown(&display(&file.path)), shown(&file.made.join("; ")));
+                files.insert(display(&file.path), file.after.clone());
+            }
+            for file in &shown_only {
+                let why = file.unsaved.as_deref().unwrap_or_default();
+                crate::terminal::errln!(
+                    "{}\nnot written: {} ({why}); commit it, or pass --allow-dirty to write it anyway\n",
+                    diff(&display(&file.path), &file.before, &file.after),
+                    shown(&display(&file.path))
+                );
+            }
+            if writable.is_empty() && shown_only.is_empty() {
+                crate::terminal::errln!("nothing to fix: no finding in the files named has an edit that fixes it");
+            }
+            if !writable.is_empty() {
+                validation = self.check(&files, &unreadable)?;
+            }
         }
-        let validation = checked.finish();
         match self.format {
             Format::Human => {
                 let mut shown = files;
@@ -98,6 +121,21 @@ impl Args {
             Format::Sarif => outln!("{}", serde_json::to_string_pretty(&validate::sarif(&validation))?),
         }
         Ok(validate::count(&validation.findings, Severity::Error) > 0)
+    }
+
+    /// The findings on `files`, with the CRDs given.
+    fn check(&self, files: &BTreeMap<String, String>, unreadable: &[(String, gke_rl::Diagnostic, String)]) -> anyhow::Result<Validation> {
+        let sources: Vec<SourceFile<'_>> = files.iter().map(|(name, text)| SourceFile { name, text }).collect();
+        let mut checked = unreadable
+            .iter()
+            .fold(validate::check(&sources), |checked, (name, diagnostic, _)| checked.unreadable(name, diagnostic.clone()));
+        // KubeRay v1.7.0's CRDs are built in; one given takes the place of the built-in of its kind.
+        for path in &self.crd {
+            let text = config::read_input(path)?;
+            let schema = validate::CrdSchema::from_crd(&text, true).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            checked = checked.crd(&schema).map_err(|e| anyhow::anyhow!("{}: {e}\nhelp: give one --crd per kind", path.display()))?;
+        }
+        Ok(checked.finish())
     }
 
     /// Every file named, and the files of every directory named whose kind gke-rl knows.
@@ -165,6 +203,23 @@ impl Inputs {
         }
         Ok(())
     }
+}
+
+/// The lines that differ between `before` and `after`, as a unified diff of one hunk with two
+/// lines of context.
+fn diff(name: &str, before: &str, after: &str) -> String {
+    let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    let same_start = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let same_end = old[same_start..].iter().rev().zip(new[same_start..].iter().rev()).take_while(|(a, b)| a == b).count();
+    let from = same_start.saturating_sub(2);
+    let (old_end, new_end) = ((old.len() - same_end + 2).min(old.len()), (new.len() - same_end + 2).min(new.len()));
+    let mut out = format!("--- {name}\n+++ {name} (fixed)\n@@ -{},{} +{},{} @@", from + 1, old_end - from, from + 1, new_end - from);
+    let line = |prefix: char, text: &str| format!("\n{prefix}{}", shown(text));
+    out.extend(old[from..same_start].iter().map(|l| line(' ', l)));
+    out.extend(old[same_start..old.len() - same_end].iter().map(|l| line('-', l)));
+    out.extend(new[same_start..new.len() - same_end].iter().map(|l| line('+', l)));
+    out.extend(old[old.len() - same_end..old_end].iter().map(|l| line(' ', l)));
+    out
 }
 
 fn display(path: &Path) -> String {

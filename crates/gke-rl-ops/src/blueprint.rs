@@ -20,7 +20,7 @@ pub fn patch_checked(path: &Path, original: &str, deployment: &Deployment, rende
         text: original.to_owned(),
         diagnostic: Box::new(diagnostic),
     })?;
-    check_render(rendered, Some(&patched))?;
+    check_render(deployment, rendered, Some(&patched))?;
     Ok(patched)
 }
 
@@ -50,14 +50,21 @@ pub fn staged_templates(blueprint: &Path, patched: &str, deployment: &Deployment
 }
 
 /// The render validated as `render` validates it, with the patched blueprint when there is
-/// one: its errors refuse a deploy, and its plan.
-pub fn check_render(rendered: &Artifacts, patched: Option<&str>) -> Result<(), Error> {
+/// one: its errors refuse a deploy, and its plan, each naming the config key that decides it.
+pub fn check_render(deployment: &Deployment, rendered: &Artifacts, patched: Option<&str>) -> Result<(), Error> {
     let mut files: Vec<SourceFile<'_>> = rendered.iter().map(SourceFile::from).collect();
     files.extend(patched.map(|text| SourceFile { name: ArtifactKind::Blueprint.file(), text }));
     let errors: Vec<String> = validate::validate(&files)
         .into_iter()
         .filter(|f| f.diagnostic.severity == Severity::Error)
-        .map(|f| format!("{}:{}: {}", f.file, f.diagnostic.line, f.diagnostic.message))
+        .map(|f| {
+            let d = &f.diagnostic;
+            let text = files.iter().find(|file| file.name == f.file).map_or("", |file| file.text);
+            match gke_rl::render::config_key(deployment, &f.file, text, d.line, d.column) {
+                Some(source) => format!("{}:{}: {} (change `{}` in the config)", f.file, d.line, d.message, source.key),
+                None => format!("{}:{}: {}", f.file, d.line, d.message),
+            }
+        })
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(Error::Invalid { errors }) }
 }

@@ -107,7 +107,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
     let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
     match files::read_text(&blueprint_path) {
         Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
-        Err(_) => crate::blueprint::check_render(artifacts, None)?,
+        Err(_) => crate::blueprint::check_render(deployment, artifacts, None)?,
     }
     let wait = crate::took(options.timeout);
     let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait);

@@ -37,6 +37,7 @@ mod error;
 mod events;
 pub mod fabric;
 pub mod files;
+pub mod fix;
 pub mod head;
 pub mod jobs;
 pub mod monitoring;

@@ -132,7 +132,7 @@ async fn submit_uploads_runs_under_the_supervisor_and_follows_the_run_to_its_end
     let requests = requests.lock().unwrap().join("\n\n");
     let submitted = requests.split("POST /api/jobs/").nth(1).expect("a submission");
     // The supervisor wraps the rendered job script, with the cluster's size as Ray counts it.
-    let wrapped = format!("python -m {} --run {JOB}", gke_rl::supervisor::MODULE);
+    let wrapped = format!("{} -m {} --run {JOB}", gke_rl::supervisor::INTERPRETERS[0], gke_rl::supervisor::MODULE);
     assert!(submitted.contains(&wrapped) && submitted.contains("--nodes 2 ") && submitted.contains("'bash run_nemo_rl.sh'"), "{submitted}");
     assert!(submitted.contains("py_modules") && submitted.contains("working_dir"), "{submitted}");
 }

@@ -21,6 +21,7 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
         other => Diagnostic::error("config-invalid-value", other.at(), other.message(), format!("fix the YAML; {SCHEMA_HINT}")),
     })?;
     follow_the_family(&mut deployment, &root)?;
+    overrides_set_elsewhere(&deployment, &root)?;
     if let Err(unknown) = deployment.ray.resolved_version() {
         let at = root.get(&["ray", "image"]).map_or((1, 1), Node::at);
         return Err(Diagnostic::error(
@@ -49,6 +50,23 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
         return Err(Diagnostic::error(code, at, conflict.message(), conflict.help()));
     }
     Ok(deployment)
+}
+
+/// A `job.overrides` key that gke-rl sets from another field is an error at the key: one value,
+/// said in one place.
+fn overrides_set_elsewhere(deployment: &Deployment, root: &Node) -> Result<(), Diagnostic> {
+    for key in deployment.job.overrides.keys() {
+        if let Some(field) = crate::render::set_from(deployment, key.as_str()) {
+            let at = root.get(&["job", "overrides", key.as_str()]).map_or((1, 1), |node| node.key_at.unwrap_or(node.at()));
+            return Err(Diagnostic::error(
+                "config-override-set-elsewhere",
+                at,
+                format!("`job.overrides` sets `{key}`, which gke-rl sets from `{field}`"),
+                format!("set `{field}` instead, and remove this override"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A known GPU machine type decides its nodes' accelerator label and GPU count: left out,

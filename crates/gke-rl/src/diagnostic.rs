@@ -143,6 +143,30 @@ impl Fix {
         Fix { title, line: at.0, column: at.1, end_line: at.0, end_column: at.1, text }
     }
 
+    /// `text` with every edit of `fixes` made that fits: from the last to the first, so that each
+    /// edit's place is still where it was found, leaving out any that overlaps one made or whose
+    /// range is not in `text` (`validate --fix` runs again for those). The text, and the edits
+    /// made, in the order of the file.
+    pub fn apply_all<'f>(text: &str, fixes: impl IntoIterator<Item = &'f Fix>) -> (String, Vec<&'f Fix>) {
+        let mut fixes: Vec<&Fix> = fixes.into_iter().collect();
+        fixes.sort_by_key(|f| std::cmp::Reverse((f.line, f.column, f.end_line, f.end_column)));
+        let mut text = text.to_owned();
+        let mut made: Vec<&Fix> = Vec::new();
+        for fix in fixes {
+            let overlaps = made.last().is_some_and(|next| (fix.end_line, fix.end_column) > (next.line, next.column));
+            let same = made.last().is_some_and(|next| next == &fix);
+            if overlaps || same {
+                continue;
+            }
+            if let Some(fixed) = fix.apply(&text) {
+                text = fixed;
+                made.push(fix);
+            }
+        }
+        made.reverse();
+        (text, made)
+    }
+
     /// `text` with this edit made; `None` when its range is not in `text`.
     pub fn apply(&self, text: &str) -> Option<String> {
         let offset = |at| locate(text, at).map(|(line_start, _, within)| line_start + within);
@@ -207,6 +231,23 @@ impl std::error::Error for Diagnostic {}
 #[cfg(test)]
 mod tests {
     use super::Fix;
+
+    #[test]
+    fn fixes_are_made_last_first_and_one_that_overlaps_a_made_one_is_left() {
+        let fix = |line, column, end_column, text: &str| Fix {
+            title: String::new(),
+            line,
+            column,
+            end_line: line,
+            end_column,
+            text: text.to_owned(),
+        };
+        let text = "a: 1\nb: 2\n";
+        let (a, b, over_b, insert) = (fix(1, 4, 5, "10"), fix(2, 4, 5, "20"), fix(2, 1, 5, "c: 3"), fix(3, 1, 1, "d: 4\n"));
+        let (fixed, made) = Fix::apply_all(text, [&a, &b, &over_b, &insert, &b]);
+        assert_eq!(fixed, "a: 10\nb: 20\nd: 4\n");
+        assert_eq!(made, vec![&a, &b, &insert]);
+    }
 
     /// A scalar's fix replaces exactly the scalar whose value the finding is about, and is not
     /// offered where the text there is anything else.

@@ -41,6 +41,10 @@ use crate::log_lines::LineBuffer;
 /// What NeMo-RL prints when a step has finished: the first line of its timing table.
 pub const STEP_DONE: &str = "• Total step time: ";
 
+/// How NeMo-RL's header of a step begins (`========================= Step 2/20 ===…`), after a
+/// blank line: where one step's output ends and the next one's begins.
+pub const STEP_HEADER: &str = "========================= Step ";
+
 /// What NeMo-RL prints as a checkpoint save begins, before the step.
 pub const SAVING: &str = "Saving checkpoint for step ";
 
@@ -385,7 +389,7 @@ impl RunLog {
 
 /// `N/M` of a step header: `=` * 25, ` Step N/M `, `=` * 25.
 fn header(line: &str) -> Option<(u64, u64)> {
-    let rest = after(line, "========================= Step ")?;
+    let rest = after(line, STEP_HEADER)?;
     let (numbers, tail) = rest.split_once(' ')?;
     if tail.trim_end() != "=========================" {
         return None;

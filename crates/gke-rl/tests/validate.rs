@@ -263,6 +263,7 @@ const CASES: &[Case] = &[
         "image: example.com/trainer:1",
         "run_nemo_rl.sh",
     ),
+    case("recipe-missing", "run_nemo_rl.sh", "configs/grpo_math_70B_megatron.yaml", "configs/grpo_math_70B_megatrn.yaml"),
     case_in("launcher-missing", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.6.0", "run_nemo_rl.sh"),
     case_in("nemo-rl-assumed-layout", "ray-cluster.yaml", "nemo-rl:v0.4.0", "nemo-rl:v0.9.0", "run_nemo_rl.sh"),
     case("model-unknown", "run_nemo_rl.sh", "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "policy.model_name=acme/house-model-7B"),

@@ -210,12 +210,18 @@ fn vars() -> impl Iterator<Item = &'static Var> {
     SECTIONS.iter().flat_map(|(_, vars)| vars.iter())
 }
 
+/// The model field (a JSON pointer) the variable `name` sets.
+pub(crate) fn field_of(name: &str) -> Option<&'static str> {
+    vars().find(|v| v.name == name).map(|v| v.field)
+}
+
 /// The body of env.sh for `deployment` (the caller adds the header).
 pub fn render(deployment: &Deployment) -> String {
     // The model as JSON, read back as nodes to look fields up by pointer: the JSON serializer
     // and the node reader are in every build already, and `serde_json::Value`'s serializer
     // would cost the web page 3 KB gzip. JSON is YAML once the characters YAML does not print
-    // are escaped; the model has no lists or maps of its own, so no node bound is reached.
+    // are escaped; the model's one map (`job.overrides`) holds only text, so no node bound is
+    // reached.
     let json = yaml_printable(&serde_json::to_string(deployment).expect("the model serializes"));
     let model = gke_rl_yaml::Node::parse(&json).expect("printable JSON of a fixed shape is YAML");
     let mut out = String::new();

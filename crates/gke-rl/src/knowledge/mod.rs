@@ -155,6 +155,22 @@ impl NemoRlRelease {
         recipe_rows().filter(move |row| row.releases & bit != 0).map(|row| row.key)
     }
 
+    /// Whether this release ships the recipe `path` (under `examples/configs/`, relative to the
+    /// image's NeMo-RL folder); `None` for a path elsewhere, whose file gke-rl cannot know.
+    pub fn has_recipe(&self, path: &str) -> Option<bool> {
+        let name = recipe_name(path)?;
+        Some(self.recipes().any(|r| r == name))
+    }
+
+    /// Every recipe this release ships, under `examples/configs/` and without that prefix, sorted.
+    pub fn recipes(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let bit = self.bit();
+        nemo_rl::RECIPES.lines().filter_map(move |line| {
+            let (name, releases) = line.split_once(' ')?;
+            (u16::from_str_radix(releases, 16).ok()? & bit != 0).then_some(name)
+        })
+    }
+
     /// Whether this release's code never reads `key`, although its recipe has it.
     pub fn never_reads(&self, key: &str) -> bool {
         NO_OP_OVERRIDES.contains(&(self.tag, key))
@@ -831,6 +847,18 @@ impl ValueType {
             _ => return None,
         })
     }
+}
+
+/// Where NeMo-RL lives in its image: the job script runs there.
+pub const NEMO_RL_DIR: &str = "/opt/nemo-rl";
+
+/// Where a release keeps its recipes, relative to its folder in the image.
+pub const RECIPES_DIR: &str = "examples/configs/";
+
+/// A recipe's path under [`RECIPES_DIR`], given relative to NeMo-RL's folder in the image (where
+/// the job script runs it) or absolute inside it.
+fn recipe_name(path: &str) -> Option<&str> {
+    path.strip_prefix(NEMO_RL_DIR).and_then(|p| p.strip_prefix('/')).unwrap_or(path).strip_prefix(RECIPES_DIR)
 }
 
 /// One line of the generated `RECIPE_KEYS`.

@@ -12,7 +12,7 @@ use std::num::NonZeroU32;
 
 use serde::{Deserialize, Serialize};
 
-pub use names::{AbsPath, Cidr, EnvName, Name, ProjectId, Quantity, Region, Word, Zone};
+pub use names::{AbsPath, Cidr, EnvName, Name, OverrideKey, ProjectId, Quantity, Region, Word, Zone};
 pub use prices::{Prices, Usd};
 
 use crate::knowledge;
@@ -490,6 +490,11 @@ pub struct Job {
     pub train_global_batch_size: NonZeroU32,
     /// Checkpointing settings (`checkpointing.*`).
     pub checkpointing: Checkpointing,
+    /// More NeMo-RL settings, as Hydra overrides (`grpo.val_period: 10`), passed after gke-rl's
+    /// own and checked as the job script's are: a key the release's recipe lacks is an error
+    /// (`+key` adds one). A key gke-rl sets from a field above is set there instead. Not in
+    /// env.sh, as the codelab's has none.
+    pub overrides: std::collections::BTreeMap<OverrideKey, OverrideValue>,
     /// `HF_HOME` of the job: model downloads and NeMo-RL's converted copy.
     pub hf_home: AbsPath,
     /// NeMo-RL's log directory (`logger.log_dir`), on the shared file system.
@@ -529,6 +534,23 @@ pub struct Job {
     /// quota. With a queue, gke-rl renders the blueprint's Kueue configuration so that its
     /// ClusterQueue admits a Ray cluster (the upstream one covers GPUs only). Null: no queue.
     pub queue: Option<Name>,
+}
+
+/// A Hydra override's value as the config writes it: numbers and booleans as written, text
+/// quoted for Hydra where it needs it, nothing for null.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OverrideValue(pub Option<String>);
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for OverrideValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OverrideValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["string", "number", "boolean", "null"] })
+    }
 }
 
 /// Why `job.mode` cannot run a deployment.
@@ -679,6 +701,7 @@ impl Default for Job {
             num_prompts_per_step: NonZeroU32::new(32).expect("non-zero"),
             train_global_batch_size: NonZeroU32::new(256).expect("non-zero"),
             checkpointing: Checkpointing::default(),
+            overrides: std::collections::BTreeMap::new(),
             hf_home: AbsPath::new("/lustre/huggingface_cache").expect("valid"),
             log_dir: AbsPath::new("/lustre/logs").expect("valid"),
             max_restarts: None,

@@ -87,6 +87,22 @@ fn check_word(s: &str) -> Result<(), Error> {
     }
 }
 
+/// A Hydra override key: dotted names, `+` (add a key the recipe lacks) or `++` (add or set)
+/// before it.
+fn check_override_key(s: &str) -> Result<(), Error> {
+    let name = s.strip_prefix("++").or_else(|| s.strip_prefix('+')).unwrap_or(s);
+    let segment = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && name.split('.').all(segment);
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            s,
+            "is not a NeMo-RL (Hydra) key: dotted names of letters, digits, `_` and `-`, with `+` before a key the recipe lacks",
+        ))
+    }
+}
+
 fn check_path(s: &str) -> Result<(), Error> {
     let ok = s.starts_with('/') && s.chars().all(is_plain_char);
     if ok { Ok(()) } else { Err(invalid(s, "is not an absolute path of letters, digits and `_ - . / : @ +`")) }
@@ -198,6 +214,10 @@ validated_string!(
 validated_string!(
     /// A token safe in every rendered language: image references, model and dataset names.
     Word, check_word, "^[A-Za-z0-9_./:@+-]+$"
+);
+validated_string!(
+    /// A NeMo-RL recipe key as a Hydra override names it, e.g. `grpo.val_period` or `+logger.x`.
+    OverrideKey, check_override_key, "^\\+{0,2}[A-Za-z_][A-Za-z0-9_-]*(\\.[A-Za-z0-9_-]+)*$"
 );
 validated_string!(
     /// An absolute path inside the containers.

@@ -8,9 +8,6 @@ use crate::knowledge::{self, NemoRlRelease};
 use crate::model::{Deployment, Provisioning};
 use crate::quote::{hydra_string, sh};
 
-/// Where NeMo-RL lives in its image.
-const NEMO_RL_DIR: &str = "/opt/nemo-rl";
-
 /// The NeMo-RL release the image runs. A NeMo-RL version gke-rl does not know gets the layout
 /// of the newest known release at or before it, never an older one; any other image gets the
 /// codelab's launcher and keys. Validate says which were assumed and not checked.
@@ -41,36 +38,88 @@ pub(super) fn runtime_env(d: &Deployment, header: &str, fabric: bool) -> String 
     text
 }
 
-/// The Hydra overrides, in the codelab's order, minus `policy.megatron_cfg.converter_type`
-/// (nothing in NeMo-RL v0.4.0 reads it), the dataset under the release's key, and on
-/// flex-start the checkpoint deadline.
-/// `logger.wandb_enabled` is decided at run time.
-fn overrides(d: &Deployment) -> Vec<(&'static str, String)> {
+/// One Hydra override of the job script: the recipe key, the config key it comes from, and the
+/// value as Hydra reads it.
+pub(super) struct Override {
+    pub key: String,
+    pub config_key: String,
+    pub value: String,
+}
+
+/// The Hydra overrides gke-rl sets, in the codelab's order, minus
+/// `policy.megatron_cfg.converter_type` (nothing in NeMo-RL v0.4.0 reads it), the dataset under
+/// the release's key, and on flex-start the checkpoint deadline: (recipe key, config key,
+/// value). `logger.wandb_enabled` is decided at run time.
+fn own_overrides(d: &Deployment) -> Vec<(&'static str, &'static str, String)> {
     let job = &d.job;
     let ckpt = &job.checkpointing;
     let string = |s: &str| hydra_string(s);
     let mut overrides = vec![
-        ("policy.model_name", string(job.model.as_str())),
-        ("cluster.num_nodes", d.topology.node_count.to_string()),
-        ("cluster.gpus_per_node", d.topology.gpus_per_node.to_string()),
-        ("logger.wandb.name", string(job.name.as_str())),
-        ("grpo.max_num_steps", job.max_num_steps.to_string()),
-        ("grpo.num_generations_per_prompt", job.num_generations_per_prompt.to_string()),
-        ("grpo.num_prompts_per_step", job.num_prompts_per_step.to_string()),
-        ("policy.train_global_batch_size", job.train_global_batch_size.to_string()),
-        ("checkpointing.enabled", if ckpt.enabled { "True" } else { "False" }.to_owned()),
-        ("checkpointing.save_period", ckpt.save_period.to_string()),
-        ("checkpointing.keep_top_k", ckpt.keep_top_k.map_or_else(|| "null".to_owned(), |k| k.to_string())),
-        ("checkpointing.metric_name", ckpt.metric_name.as_ref().map_or_else(|| "null".to_owned(), |m| string(m.as_str()))),
-        ("checkpointing.checkpoint_dir", string(ckpt.dir.as_str())),
-        ("logger.log_dir", string(job.log_dir.as_str())),
-        (release(d).dataset_key, string(job.dataset.as_str())),
+        (WANDB_ENABLED_KEY, "secrets.wandb_api_key_env", "\"$wandb_enabled\"".to_owned()),
+        ("policy.model_name", "job.model", string(job.model.as_str())),
+        ("cluster.num_nodes", "topology.node_count", d.topology.node_count.to_string()),
+        ("cluster.gpus_per_node", "topology.gpus_per_node", d.topology.gpus_per_node.to_string()),
+        ("logger.wandb.name", "job.name", string(job.name.as_str())),
+        ("grpo.max_num_steps", "job.max_num_steps", job.max_num_steps.to_string()),
+        ("grpo.num_generations_per_prompt", "job.num_generations_per_prompt", job.num_generations_per_prompt.to_string()),
+        ("grpo.num_prompts_per_step", "job.num_prompts_per_step", job.num_prompts_per_step.to_string()),
+        ("policy.train_global_batch_size", "job.train_global_batch_size", job.train_global_batch_size.to_string()),
+        ("checkpointing.enabled", "job.checkpointing.enabled", if ckpt.enabled { "True" } else { "False" }.to_owned()),
+        ("checkpointing.save_period", "job.checkpointing.save_period", ckpt.save_period.to_string()),
+        ("checkpointing.keep_top_k", "job.checkpointing.keep_top_k", ckpt.keep_top_k.map_or_else(|| "null".to_owned(), |k| k.to_string())),
+        (
+            "checkpointing.metric_name",
+            "job.checkpointing.metric_name",
+            ckpt.metric_name.as_ref().map_or_else(|| "null".to_owned(), |m| string(m.as_str())),
+        ),
+        ("checkpointing.checkpoint_dir", "job.checkpointing.dir", string(ckpt.dir.as_str())),
+        ("logger.log_dir", "job.log_dir", string(job.log_dir.as_str())),
+        (release(d).dataset_key, "job.dataset", string(job.dataset.as_str())),
     ];
     // Flex-start nodes go after seven days: NeMo-RL saves (and stops) before then.
     if d.topology.provisioning == Provisioning::FlexStart && release(d).recipe_key(knowledge::CHECKPOINT_DEADLINE_KEY).is_some() {
-        overrides.push((knowledge::CHECKPOINT_DEADLINE_KEY, knowledge::nemo_rl_duration(knowledge::flex_start_deadline_seconds())));
+        overrides.push((
+            knowledge::CHECKPOINT_DEADLINE_KEY,
+            "topology.provisioning",
+            knowledge::nemo_rl_duration(knowledge::flex_start_deadline_seconds()),
+        ));
     }
     overrides
+}
+
+/// Decided at run time, by whether the W&B key is in the pods' environment.
+const WANDB_ENABLED_KEY: &str = "logger.wandb_enabled";
+
+/// The config key from which gke-rl sets the recipe key `key` (`+` or `++` before it or not),
+/// where it does: `job.overrides` cannot set it too.
+pub(super) fn set_from(d: &Deployment, key: &str) -> Option<&'static str> {
+    let key = key.trim_start_matches('+');
+    own_overrides(d).into_iter().find(|(own, ..)| *own == key).map(|(_, config_key, _)| config_key)
+}
+
+/// Every override of the job script: gke-rl's, then the config's `job.overrides`.
+pub(super) fn overrides(d: &Deployment) -> Vec<Override> {
+    let own = own_overrides(d).into_iter().map(|(key, config_key, value)| Override {
+        key: key.to_owned(),
+        config_key: config_key.to_owned(),
+        value,
+    });
+    let configured = d.job.overrides.iter().map(|(key, value)| Override {
+        key: key.to_string(),
+        config_key: format!("job.overrides.{key}"),
+        value: value.0.as_deref().map_or_else(|| "null".to_owned(), hydra_value),
+    });
+    own.chain(configured).collect()
+}
+
+/// A value from the config as Hydra should read it: a number, a boolean, null or a Hydra list or
+/// dictionary as written; other text as a string.
+fn hydra_value(text: &str) -> String {
+    let literal = text.parse::<f64>().is_ok()
+        || matches!(text.to_ascii_lowercase().as_str(), "true" | "false" | "null")
+        || (text.starts_with('[') && text.ends_with(']'))
+        || (text.starts_with('{') && text.ends_with('}'));
+    if literal { text.to_owned() } else { hydra_string(text) }
 }
 
 pub(super) fn script(d: &Deployment) -> String {
@@ -92,18 +141,20 @@ export RAY_OVERRIDE_JOB_RUNTIME_ENV=1
 : \"${{{HF_TOKEN_KEY}:?is not set in the Ray pods: create the Secret {secret} (see hf-token-secret.yaml) before the RayCluster}}\"
 {wandb}
 mkdir -p {hf_home} {checkpoint_dir} {log_dir}
-cd {NEMO_RL_DIR}
+cd {nemo_rl_dir}
 exec uv run python {launcher} \\
-  --config {recipe} \\
-  logger.wandb_enabled=\"$wandb_enabled\"",
+  --config {recipe}",
+        nemo_rl_dir = knowledge::NEMO_RL_DIR,
         launcher = release(d).launcher,
         hf_home = sh(d.job.hf_home.as_str()),
         checkpoint_dir = sh(d.job.checkpointing.dir.as_str()),
         log_dir = sh(d.job.log_dir.as_str()),
         recipe = sh(d.job.recipe.as_str()),
     );
-    for (key, value) in overrides(d) {
-        let _ = write!(out, " \\\n  {}", sh(&format!("{key}={value}")));
+    for Override { key, value, .. } in overrides(d) {
+        // The run-time value is expanded by the shell; every other is quoted for it.
+        let word = if key == WANDB_ENABLED_KEY { format!("{key}={value}") } else { sh(&format!("{key}={value}")) };
+        let _ = write!(out, " \\\n  {word}");
     }
     out.push('\n');
     out

@@ -5,9 +5,16 @@ mod gcluster;
 mod job;
 mod ray_cluster;
 mod ray_job;
+mod source;
 
 pub(crate) use ray_cluster::run_key_env;
 pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
+pub use source::{Source, config_key, config_place};
+
+/// The config field from which gke-rl sets the NeMo-RL key `key`, where it does.
+pub fn set_from(deployment: &Deployment, key: &str) -> Option<&'static str> {
+    job::set_from(deployment, key)
+}
 
 use crate::ArtifactKind;
 use crate::envsh;

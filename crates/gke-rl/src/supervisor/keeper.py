@@ -68,7 +68,8 @@ def run_of(entrypoint):
         words = shlex.split(entrypoint or "")
     except ValueError:
         return None
-    return words[4] if words[:4] == ["python", "-m", "gke_rl_supervise", "--run"] and len(words) > 4 else None
+    shaped = len(words) > 4 and words[0] in TABLES["interpreters"] and words[1:4] == ["-m", TABLES["module"], "--run"]
+    return words[4] if shaped else None
 
 
 def upload_packages(dashboard, folder, packages):

@@ -25,6 +25,12 @@ use crate::quote::{sh, yaml};
 /// The supervisor's module name in the job's `py_modules`.
 pub const MODULE: &str = "gke_rl_supervise";
 
+/// The interpreter the supervisor runs with: any Python 3.8 or newer, as it uses the standard
+/// library alone (it watches Ray's nodes through the dashboard's HTTP API, not `import ray`), so
+/// it runs whichever `python3` the job's `PATH` has. Entrypoints of earlier gke-rls name
+/// `python`.
+pub const INTERPRETERS: [&str; 2] = ["python3", "python"];
+
 /// What starts a record line in the job's log.
 pub const RECORD_PREFIX: &str = "gke-rl-record: ";
 
@@ -53,6 +59,8 @@ pub struct Tables {
     record_prefix: &'static str,
     restart_suffix: &'static str,
     run_key_variable: &'static str,
+    interpreters: [&'static str; 2],
+    module: &'static str,
     /// The job's fields a resubmission sends again.
     request_keys: [&'static str; 7],
 }
@@ -70,6 +78,8 @@ pub const TABLES: Tables = Tables {
     record_prefix: RECORD_PREFIX,
     restart_suffix: crate::recovery::RESTART_SUFFIX,
     run_key_variable: RUN_KEY_VARIABLE,
+    interpreters: INTERPRETERS,
+    module: MODULE,
     request_keys: [
         "entrypoint",
         "metadata",
@@ -123,11 +133,10 @@ pub struct Supervision {
 
 impl Supervision {
     /// The Ray job's entrypoint: the supervisor running `command` (a /bin/sh command line).
-    /// `python` is the one with Ray: NVIDIA-NeMo/RL `docker/Dockerfile` (v0.7.0) puts
-    /// `/opt/nemo_rl_venv/bin` first on `PATH`, and Ray's own images have only theirs.
     pub fn entrypoint(&self, command: &str) -> String {
         let mut out = format!(
-            "python -m {MODULE} --run {} --runs {} --cluster {} --nodes {} --max-restarts {} --max-lost {} --wait {} --checkpoints {}",
+            "{} -m {MODULE} --run {} --runs {} --cluster {} --nodes {} --max-restarts {} --max-lost {} --wait {} --checkpoints {}",
+            INTERPRETERS[0],
             sh(&self.run),
             sh(&self.runs_dir),
             sh(&self.cluster),
@@ -151,7 +160,7 @@ impl Supervision {
 pub fn run_of(entrypoint: &str) -> Option<String> {
     let words = crate::quote::words(entrypoint)?;
     let [python, dash_m, module, flag, run, ..] = words.as_slice() else { return None };
-    (python == "python" && dash_m == "-m" && module == MODULE && flag == "--run").then(|| run.clone())
+    (INTERPRETERS.contains(&python.as_str()) && dash_m == "-m" && module == MODULE && flag == "--run").then(|| run.clone())
 }
 
 /// The user's command a supervisor's entrypoint runs (the word after its `--`), if it is a
@@ -558,7 +567,7 @@ mod tests {
         };
         assert_eq!(
             supervision.entrypoint("bash run_nemo_rl.sh 'a b'"),
-            "python -m gke_rl_supervise --run raysubmit_1 --runs /lustre/gke-rl/runs --cluster default/ray-a4-gpu-spot --nodes 9 --max-restarts 3 --max-lost 0 \
+            "python3 -m gke_rl_supervise --run raysubmit_1 --runs /lustre/gke-rl/runs --cluster default/ray-a4-gpu-spot --nodes 9 --max-restarts 3 --max-lost 0 \
              --wait 1800 --checkpoints /lustre/checkpoints --secret HF_TOKEN -- 'bash run_nemo_rl.sh '\\''a b'\\'''"
         );
     }

@@ -1,6 +1,6 @@
 """gke-rl's run supervisor: the Ray job's entrypoint, on the Ray head, running the training.
 
-`python -m gke_rl_supervise --run ID --runs DIR [options] -- 'ENTRYPOINT'` runs ENTRYPOINT with
+`python3 -m gke_rl_supervise --run ID --runs DIR [options] -- 'ENTRYPOINT'` runs ENTRYPOINT with
 /bin/sh and keeps the Ray job RUNNING through preemptions: when a Ray node is lost (Ray counts
 fewer alive nodes than the run had, or the training fails with Ray's words for a lost node or
 driver) it stops what is left of the training, waits until Ray counts the run's nodes again,
@@ -204,25 +204,70 @@ def restarts_counted(events):
     return len(own) + len([e for e in events if e.get("event") == "pending"])
 
 
-def alive_nodes(ray):
-    """Ray's alive and dead nodes; a GCS that does not answer for a minute ends the supervisor."""
-    for attempt in range(60):
+def dashboard_of_this_cluster():
+    """The dashboard of the Ray cluster this job runs on. GKE_RL_DASHBOARD, where set; else the
+    one the head's own processes name: the dashboard started with this job's GCS address
+    (RAY_ADDRESS, which Ray sets for every job), or the only one on the node; else Ray's
+    default port. Read from /proc, not asked of Ray: the job's python need not have Ray."""
+    given = os.environ.get("GKE_RL_DASHBOARD")
+    if given:
+        return given if "://" in given else f"http://{given}"
+    gcs = os.environ.get("RAY_ADDRESS", "")
+    found = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
         try:
-            nodes = ray.nodes()
-            return [n for n in nodes if n.get("Alive")], [n for n in nodes if not n.get("Alive")]
-        except Exception as e:  # Ray raises several kinds while its GCS restarts
-            if attempt == 59:
-                raise
-            say(f"Ray does not say its nodes ({e}); asking again")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                words = [w.decode(errors="replace") for w in f.read(1 << 16).split(b"\0")]
+        except OSError:
+            continue
+        if not any(w.endswith("/dashboard/dashboard.py") for w in words):
+            continue
+        flags = dict(w[2:].split("=", 1) for w in words if w.startswith("--") and "=" in w)
+        host = flags.get("host", "127.0.0.1")
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{flags.get('port', '8265')}"
+        if gcs and flags.get("gcs-address") == gcs:
+            return url
+        found.append(url)
+    return found[0] if len(found) == 1 else "http://127.0.0.1:8265"
+
+
+def ray_nodes(dashboard):
+    """Ray's nodes as its state API lists them (GET /api/v0/nodes, which every Ray gke-rl
+    supports has): (node id, alive, address, why it died)."""
+    request = authorized(urllib.request.Request(f"{dashboard.rstrip('/')}/api/v0/nodes?limit=10000&detail=true"))
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        listed = json.loads(answer.read(16 * 1024 * 1024))
+    rows = listed["data"]["result"]["result"]
+    return [(n.get("node_id"), n.get("state") == "ALIVE", n.get("node_ip"), n.get("state_message")) for n in rows]
+
+
+def alive_nodes(dashboard):
+    """Ray's alive and dead nodes; a dashboard that does not answer for a minute ends the
+    supervisor, saying how to run without it."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            nodes = ray_nodes(dashboard)
+            return [n for n in nodes if n[1]], [n for n in nodes if not n[1]]
+        except Exception as e:  # the dashboard restarts with its head; its answer may be cut
+            if time.time() >= deadline:
+                raise SystemExit(
+                    f"Ray's dashboard at {dashboard} does not say its nodes ({e}): set GKE_RL_DASHBOARD in the job's env "
+                    "to the address the head reaches it at, or submit with --no-supervisor"
+                ) from e
+            say(f"Ray's dashboard does not say its nodes ({e}); asking again")
             time.sleep(1)
 
 
 def dead_node_words(dead, known_alive):
     """Ray's words for the nodes that died during the run."""
-    for node in dead:
-        if node.get("NodeID") in known_alive:
-            reason = node.get("DeathReasonMessage") or node.get("DeathReason") or "no reason given"
-            return f"node {node.get('NodeID', '?')[:12]} ({node.get('NodeManagerAddress', '?')}) was marked dead: {reason}"
+    for node_id, _, address, why in dead:
+        if node_id in known_alive:
+            return f"node {(node_id or '?')[:12]} ({address or '?'}) was marked dead: {why or 'no reason given'}"
     return "a node of the run was marked dead"
 
 
@@ -330,44 +375,76 @@ def remove_partial(folder):
     return removed, freed, failed
 
 
+def processes():
+    """The pids of this host's processes, from /proc (the standard library has no process list,
+    and the job's python need not have Ray's psutil)."""
+    try:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+
+
+def proc_stat(pid):
+    """(state, parent pid) of `pid`, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read(4096)
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces and parentheses itself.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return (fields[0].decode(), int(fields[1])) if len(fields) > 1 else None
+
+
 def end_processes(mark_prefix):
     """Kills processes on this host whose environment carries an earlier attempt's mark."""
-    import psutil  # Ray's own dependency
-
     ended = 0
-    for process in psutil.process_iter():
-        try:
-            mark = process.environ().get(MARK, "")
-        except (psutil.Error, OSError):
+    wanted = f"{MARK}={mark_prefix}".encode()
+    for pid in processes():
+        if pid == os.getpid():
             continue
-        if mark.startswith(mark_prefix) and process.pid != os.getpid():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read(1 << 20).split(b"\0")
+        except OSError:
+            continue
+        if any(v.startswith(wanted) for v in environ):
             try:
-                process.kill()
+                os.kill(pid, signal.SIGKILL)
                 ended += 1
-            except psutil.Error:
+            except OSError:
                 pass
     return ended
 
 
 def kill_tree(child, grace):
-    """SIGTERM to the training and its descendants, SIGKILL after `grace` seconds."""
-    import psutil
-
-    try:
-        root = psutil.Process(child.pid)
-        tree = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return
-    for process in tree:
+    """SIGTERM to the training and its descendants, SIGKILL after `grace` seconds to those
+    still there."""
+    parents = {}
+    for pid in processes():
+        found = proc_stat(pid)
+        if found is not None:
+            parents.setdefault(found[1], []).append(pid)
+    tree, queue = [], [child.pid]
+    while queue:
+        pid = queue.pop()
+        tree.append(pid)
+        queue.extend(parents.get(pid, []))
+    for pid in tree:
         try:
-            process.terminate()
-        except psutil.Error:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
             pass
-    _, alive = psutil.wait_procs(tree, timeout=grace)
-    for process in alive:
+    deadline = time.time() + grace
+    while time.time() < deadline:
+        child.poll()  # reaps the training's own process once it ends
+        if all((proc_stat(pid) or ("Z", 0))[0] == "Z" for pid in tree):
+            return
+        time.sleep(0.1)
+    for pid in tree:
         try:
-            process.kill()
-        except psutil.Error:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
             pass
 
 
@@ -630,14 +707,14 @@ def without_secrets(runtime_env, secrets):
     return runtime_env
 
 
-def first_start(run, args, ray, submission, dashboard, packages):
+def first_start(run, args, submission, dashboard, packages):
     """Records what resubmits the run: its request (no secret values), its size, its budgets."""
     job = job_details(dashboard, submission)
     if job is None:  # the request as this process has it (the entrypoint's resources aside)
         config = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
-        job = {"entrypoint": "python -m gke_rl_supervise " + shlex.join(sys.argv[1:]), "runtime_env": config.get("runtime_env")}
+        job = {"entrypoint": f"{TABLES['interpreters'][0]} -m {TABLES['module']} " + shlex.join(sys.argv[1:]), "runtime_env": config.get("runtime_env")}
     runtime_env = job.get("runtime_env") or {}
-    alive, _ = alive_nodes(ray)
+    alive, _ = alive_nodes(dashboard)
     request = {key: job.get(key) for key in TABLES["request_keys"] if job.get(key) is not None}
     request["runtime_env"] = without_secrets(runtime_env, set(args.secret))
     info = {
@@ -659,12 +736,12 @@ def lost_so_far(events):
     return sum(e.get("lost_s", 0) for e in events if e.get("event") == "restart")
 
 
-def wait_whole(ray, wanted, seconds):
+def wait_whole(dashboard, wanted, seconds):
     """Waits until Ray counts `wanted` alive nodes; (alive, the time it did) or (alive, None)."""
     deadline = time.time() + seconds
     last = None
     while True:
-        alive = len(alive_nodes(ray)[0])
+        alive = len(alive_nodes(dashboard)[0])
         if alive >= wanted:
             return alive, time.time()
         if alive != last:
@@ -895,23 +972,15 @@ def main(argv):
     unpacked = snapshot(workdir)
     info = run.read("run.json")
     packages = None if info else save_packages(run, config.get("runtime_env") or {})
-    import ray
-
-    # The supervisor's own driver carries no runtime env: the job's would be set up again on
-    # every node (Ray's eager install) under the training's feet. The training gets it back.
-    job_config = os.environ.pop("RAY_JOB_CONFIG_JSON_ENV_VAR", None)
-    # Nothing of another process reaches the log through this driver: only the training's
-    # output, marked as such, and the supervisor's own lines.
-    context = ray.init(logging_level="warning", log_to_driver=False)
-    if job_config is not None:
-        os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"] = job_config
+    # The supervisor is no Ray driver: it watches the nodes through the dashboard, so the job's
+    # python needs no Ray, and no output of another process reaches the log through it.
+    dashboard = dashboard_of_this_cluster()
     for event in events:  # this submission's log tells the whole story
         show_record(event)
     ended = end_processes(f"{args.run}:")
     if ended:
         say(f"ended {ended} processes an earlier attempt left behind")
-    dashboard = getattr(context, "dashboard_url", "")
-    info = info or first_start(run, args, ray, submission, dashboard, packages)
+    info = info or first_start(run, args, submission, dashboard, packages)
     started = {"event": "started", "submission": submission, "host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}
     # Ray's start of the job, so that a saved log's wall time is the Jobs API's.
     ray_start = (job_details(dashboard, submission) or {}).get("start_time")
@@ -937,7 +1006,7 @@ def main(argv):
     # Nothing of the training outlives its supervisor, however it ends.
     GUARDIAN.start(f"{args.run}:{submission}:")
     try:
-        return supervise(args, run, info, ray, submission, workdir, unpacked, failure)
+        return supervise(args, run, info, dashboard, submission, workdir, unpacked, failure)
     finally:
         for group in TRAINING_GROUPS:
             try:
@@ -954,10 +1023,10 @@ def main(argv):
 TRAINING_GROUPS = []
 
 
-def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
+def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure):
     attempt = 0
     while True:
-        alive, back = wait_whole(ray, info["nodes"], args.wait)
+        alive, back = wait_whole(dashboard, info["nodes"], args.wait)
         if back is None:
             reason = f"the cluster had {alive} of its {info['nodes']} nodes after {args.wait:.0f}s, so the run was not restarted"
             run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
@@ -1014,7 +1083,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
                 "restored": restored,
             }
         # Watch the training and the nodes.
-        whole = {n["NodeID"] for n in alive_nodes(ray)[0]}
+        whole = {n[0] for n in alive_nodes(dashboard)[0]}
         lost_words, lost_at = None, None
         while True:
             code = current.wait(POLL_S)
@@ -1032,7 +1101,7 @@ def supervise(args, run, info, ray, submission, workdir, unpacked, failure):
                 restart = None
             if code is not None:
                 break
-            alive, dead = alive_nodes(ray)
+            alive, dead = alive_nodes(dashboard)
             if lost_at is None and len(alive) < info["nodes"]:
                 lost_at = time.time()
                 lost_words = dead_node_words(dead, whole)

@@ -98,6 +98,7 @@ rules! {
     OVERRIDE_NO_OP = "override-no-op", Warning, [JobScript], "The override sets a key NeMo-RL never reads.";
     OVERRIDE_UNKNOWN_KEY = "override-unknown-key", Error, [JobScript], "The override names a key the recipe does not have; Hydra rejects it unless it is added with `+`.";
     OVERRIDE_QUOTED = "override-quoted-value", Error, [JobScript], "A quoted number or boolean reaches NeMo-RL as a string and fails much later.";
+    RECIPE_MISSING = "recipe-missing", Error, [JobScript], "The launch's `--config` names a recipe under `examples/configs/` that the image's NeMo-RL release does not ship: the job fails at its start.";
     RECIPE_UNKNOWN = "recipe-unknown", Info, [JobScript], "gke-rl does not know this recipe's keys, so overrides are not checked against it.";
     MODEL_UNKNOWN = "model-unknown", Info, [JobScript], "`policy.model_name` is not in gke-rl's model catalogue (`gke-rl models`), so the head, layer, expert, memory and storage checks are skipped.";
     TP_HEADS = "tp-heads", Error, [JobScript], "The policy's tensor parallelism (Megatron or DTensor) must divide the model's attention heads and its KV heads.";

@@ -106,7 +106,7 @@ impl<'a> Job<'a> {
 }
 
 /// Every rule this module runs.
-const LAUNCH_RULES: [&Rule; 18] = [
+const LAUNCH_RULES: [&Rule; 19] = [
     &NEMO_RL_UNKNOWN_IMAGE,
     &NEMO_RL_ASSUMED_LAYOUT,
     &LAUNCHER_MISSING,
@@ -121,6 +121,7 @@ const LAUNCH_RULES: [&Rule; 18] = [
     &OVERRIDE_UNKNOWN_KEY,
     &OVERRIDE_QUOTED,
     &RECIPE_UNKNOWN,
+    &RECIPE_MISSING,
     &LUSTRE_TOO_SMALL,
     &CHECKPOINT_SAVE_TIME,
     &CHECKPOINT_SAVE_TIMEOUT,
@@ -148,7 +149,8 @@ pub(super) fn check(views: &Views<'_>, facts: &Facts, sink: &mut Sink) {
 }
 
 /// Rules whose findings would fail the job, and so are not raised on an assumed layout.
-const LAYOUT_RULES: [&Rule; 5] = [&LAUNCHER_MISSING, &OVERRIDE_UNKNOWN_KEY, &OVERRIDE_QUOTED, &OVERRIDE_NO_OP, &DATASET_UNKNOWN];
+const LAYOUT_RULES: [&Rule; 6] =
+    [&LAUNCHER_MISSING, &RECIPE_MISSING, &OVERRIDE_UNKNOWN_KEY, &OVERRIDE_QUOTED, &OVERRIDE_NO_OP, &DATASET_UNKNOWN];
 
 /// The image's release is one gke-rl knows (else an info saying what was not checked, or for
 /// a NeMo-RL version it does not know a warning naming the layout assumed), and its launcher is
@@ -186,9 +188,28 @@ fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
             ),
             "use an nvcr.io/nvidia/nemo-rl image of a known release for these checks",
         );
-        sink.skip(&LAUNCHER_MISSING, format!("`{image}` is not a NeMo-RL release gke-rl knows"), "use a known NeMo-RL image");
+        for rule in [&LAUNCHER_MISSING, &RECIPE_MISSING] {
+            sink.skip(rule, format!("`{image}` is not a NeMo-RL release gke-rl knows"), "use a known NeMo-RL image");
+        }
         return;
     };
+    sink.ran(&RECIPE_MISSING);
+    if let Some(config) = &job.launch.config
+        && release.has_recipe(&config.text) == Some(false)
+    {
+        let help =
+            match crate::suggest::closest(config.text.split_once(knowledge::RECIPES_DIR).map_or("", |(_, name)| name), release.recipes()) {
+                Some(close) => format!("did you mean `{}{close}`?", knowledge::RECIPES_DIR),
+                None => format!("name one of its `{}` recipes (`grpo_math_70B_megatron.yaml` is the codelab's)", knowledge::RECIPES_DIR),
+            };
+        sink.emit(
+            &RECIPE_MISSING,
+            job.view.file,
+            config.at,
+            format!("NeMo-RL {} does not ship `{}`; the job fails at its start", release.tag, config.text),
+            help,
+        );
+    }
     sink.ran(&LAUNCHER_MISSING);
     let script = job.launch.script.as_str();
     if !release.launchers.contains(&script) {

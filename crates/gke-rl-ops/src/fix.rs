@@ -1,0 +1,83 @@
+//! `validate --fix`: the edits the validator computes, made in the files they are for, as
+//! `cargo fix` makes the compiler's. A file is written only where git can undo it (tracked and
+//! unchanged since the last commit), or where the caller allows it; otherwise the edits are a
+//! dry run, shown and not made.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use gke_rl::diagnostic::Fix;
+use gke_rl::lifecycle::Command;
+use gke_rl::validate::Finding;
+
+use crate::{Env, Error};
+
+/// One file's edits.
+#[derive(Debug)]
+pub struct Edited {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text as read.
+    pub before: String,
+    /// Its text with the edits made.
+    pub after: String,
+    /// What each edit made does, in the order of the file.
+    pub made: Vec<String>,
+    /// Why the file is not written without leave (`--allow-dirty`), if it is not clean in git.
+    pub unsaved: Option<String>,
+}
+
+/// The edits of `findings` for `files` (name → text, the name a path on disk): the files that
+/// change. A finding in a file not in `files` (a render's, never written) has nothing to edit.
+pub fn edits(env: &Env, files: &BTreeMap<String, String>, findings: &[Finding]) -> Vec<Edited> {
+    files
+        .iter()
+        .filter_map(|(name, before)| {
+            let fixes = findings.iter().filter(|f| f.file == *name).filter_map(|f| f.diagnostic.fix.as_deref());
+            let (after, made) = Fix::apply_all(before, fixes);
+            (!made.is_empty()).then(|| Edited {
+                path: PathBuf::from(name),
+                before: before.clone(),
+                made: made.iter().map(|f| f.title.clone()).collect(),
+                after,
+                unsaved: unsaved(env, Path::new(name)),
+            })
+        })
+        .collect()
+}
+
+/// Writes each edited file in place (atomically: a reader sees the old file or the new one).
+pub fn write(edited: &[Edited]) -> Result<(), Error> {
+    for file in edited {
+        let executable = is_executable(&file.path);
+        crate::files::write_atomically(&file.path, file.after.as_bytes(), executable)?;
+    }
+    Ok(())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+/// Why git could not undo an edit of `path`: not in a git work tree, not tracked, ignored, or
+/// changed since the last commit. `None` when it is clean.
+fn unsaved(env: &Env, path: &Path) -> Option<String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let status = Command {
+        program: "git".to_owned(),
+        args: ["status", "--porcelain", "--ignored", "--", &name].map(str::to_owned).to_vec(),
+        dir: Some(dir.display().to_string()),
+    };
+    match env.runner.read(&status, &[]) {
+        Ok(out) if out.trim().is_empty() => None,
+        Ok(out) if out.starts_with("??") => Some("it is not in git".to_owned()),
+        Ok(out) if out.starts_with("!!") => Some("git ignores it".to_owned()),
+        Ok(_) => Some("it has changes that are not committed".to_owned()),
+        Err(crate::RunError::Failed { stderr, .. }) if stderr.contains("not a git repository") => {
+            Some("it is not in a git work tree".to_owned())
+        }
+        Err(e) => Some(format!("git cannot say whether it is committed ({e})")),
+    }
+}
