@@ -600,11 +600,17 @@ fn rayjob_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 /// Submits a job that prints two GRPO steps as NeMo-RL v0.7.0 does, the second saving a
 /// checkpoint; then `logs`, `status`, `report` (through the Jobs API) and `jobs` on it.
 fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
-    // The log comes in the pieces a training prints it in: each step's timing table is cut
-    // after its first line, which gives the step.
+    // The log comes in pieces: the first step's end and the second's start in one (the first
+    // step's progress must come between them, not a step late), and the second step's timing
+    // table cut after its first line, which gives the step (its progress must not cut the table).
     let script = "echo \"$GREETING\"\n\
                   test ! -e skip.txt && test ! -e secret.env && echo excluded-files-absent\n\
-                  while IFS= read -r line; do printf '%s\\n' \"$line\"; case \"$line\" in *'Total step time'*) sleep 2;; esac; done < grpo.log\n";
+                  n=0\n\
+                  while IFS= read -r line; do\n\
+                    case \"$line\" in *Timing:*) n=$((n + 1)); if [ \"$n\" = 2 ]; then sleep 2; fi;; esac\n\
+                    printf '%s\\n' \"$line\"\n\
+                    case \"$line\" in *'Total step time'*) if [ \"$n\" = 2 ]; then sleep 2; fi;; esac\n\
+                  done < grpo.log\n";
     let dir = job_dir(script);
     let prints = Prints::of("v0.7.0", Loop::Sync);
     let grpo: String = (1..=2).map(|n| block(&prints, &figures(n), 20, None)).collect();
@@ -622,12 +628,12 @@ fn submit_and_inspect(head: &Head) -> Result<(), Failed> {
     let progress = ["step 1/20, reward 0.1000, median step 1 min 6 s", "step 2/20, reward 0.2000 ↑, median step 1 min 23 s"];
     check(progress.iter().all(|line| both.contains(line)), "off a terminal, a plain progress line a step", &out)?;
     let lines: Vec<&str> = both.lines().collect();
-    let placed = progress.iter().all(|progress| {
-        lines
+    let at = |text: &str| lines.iter().position(|l| l.contains(text));
+    let second_step = at("========================= Step 2/20");
+    let placed = at(progress[0]) < second_step
+        && progress
             .iter()
-            .position(|l| l.contains(progress))
-            .is_some_and(|i| !lines.get(i + 1).is_some_and(|next| next.trim_start().starts_with('•')))
-    });
+            .all(|progress| at(progress).is_some_and(|i| !lines.get(i + 1).is_some_and(|next| next.trim_start().starts_with('•'))));
     check(placed, "in one pipe, each progress line is between two steps", &out)?;
     let id = both
         .lines()
@@ -768,7 +774,15 @@ fn supervised_without_ray(head: &Head) -> Result<(), Failed> {
         .filter(|dir| !dir.starts_with(project_root().join("target")))
         .map(|dir| dir.display().to_string())
         .collect();
-    let plain = Head::start_as(Role::SecondHead, head.version, &bin, &[("PATH", path.join(":"))], head.token.as_deref())?;
+    // Its python3 is the machine's, without site-packages (`-S`): no Ray there, wherever the
+    // machine's python3 has one.
+    let python = path.iter().map(|dir| Path::new(dir).join("python3")).find(|p| p.is_file()).ok_or("no python3 on PATH")?;
+    let plain_bin = tempfile::tempdir()?;
+    let wrapper = plain_bin.path().join("python3");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {} -S \"$@\"\n", gke_rl::quote::sh(&python.display().to_string())))?;
+    std::fs::set_permissions(&wrapper, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
+    let path = format!("{}:{}", plain_bin.path().display(), path.join(":"));
+    let plain = Head::start_as(Role::SecondHead, head.version, &bin, &[("PATH", path)], head.token.as_deref())?;
     let dir = job_dir("python3 -c 'import ray' 2>/dev/null && echo ray-on-path || echo no-ray-on-path\n");
     let out = gke_rl(dir.path(), &["submit", "--address", &plain.address, "--working-dir", ".", "--", "bash", "job.sh"]);
     check(

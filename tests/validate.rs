@@ -190,8 +190,13 @@ fn fix_edits_committed_files_and_shows_the_rest() {
     };
     let files = ["ray-cluster.yaml", ".rayignore"];
 
-    // Outside git: shown, not written.
-    let out = gke_rl(cwd, &[&["validate", "--fix"][..], &files].concat());
+    // Outside git (whatever folder the temporary one is in): shown, not written.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .args([&["validate", "--fix"][..], &files].concat())
+        .current_dir(cwd)
+        .env("GIT_CEILING_DIRECTORIES", cwd.parent().unwrap())
+        .output()
+        .unwrap();
     assert!(stderr(&out).contains("not written: ray-cluster.yaml (it is not in a git work tree)"), "{}", stderr(&out));
     assert!(stderr(&out).contains("\n-  rayVersion: '2.54.0'\n+  rayVersion: \"2.46.0\"\n"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap(), codelab);
@@ -212,7 +217,7 @@ fn fix_edits_committed_files_and_shows_the_rest() {
     std::fs::write(cwd.join("ray-cluster.yaml"), format!("{codelab}# mine\n")).unwrap();
     let out = gke_rl(cwd, &["validate", "--fix", "ray-cluster.yaml"]);
     assert!(stderr(&out).contains("not written: ray-cluster.yaml (it has changes that are not committed)"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--- ray-cluster.yaml\n+++ ray-cluster.yaml (fixed)\n@@ "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--- a/ray-cluster.yaml\n+++ b/ray-cluster.yaml\n@@ "), "{}", stderr(&out));
     assert!(!std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap().contains("2.46.0"));
     let out = gke_rl(cwd, &["validate", "--fix", "--allow-dirty", "ray-cluster.yaml"]);
     assert!(stderr(&out).contains("fixed  ray-cluster.yaml"), "{}", stderr(&out));

@@ -102,7 +102,7 @@ impl Console {
             let line = &text[start..end];
             let at_line_start = start > 0 || !held.log_mid_line;
             let header = line.contains(gke_rl::run_log::STEP_HEADER)
-                || (end == text.len() && !line.is_empty() && gke_rl::run_log::STEP_HEADER.starts_with(line.trim_start()));
+                || (end == text.len() && line.trim_start().starts_with('=') && gke_rl::run_log::STEP_HEADER.starts_with(line.trim_start()));
             if at_line_start && header && held.line.is_some() {
                 break Some(start);
             }

@@ -80,8 +80,9 @@ impl Args {
             }
             let given: Vec<_> = files.keys().filter_map(|name| gke_rl::ArtifactKind::detect(name, &files[name])).collect();
             for artifact in rendered {
+                // Never in place of a file named: one of another kind may bear the name.
                 if gke_rl::ArtifactKind::detect(artifact.name, &artifact.contents).is_some_and(|kind| !given.contains(&kind)) {
-                    files.insert(artifact.name.to_owned(), artifact.contents);
+                    files.entry(artifact.name.to_owned()).or_insert(artifact.contents);
                 }
             }
         }
@@ -213,7 +214,10 @@ fn diff(name: &str, before: &str, after: &str) -> String {
     let same_end = old[same_start..].iter().rev().zip(new[same_start..].iter().rev()).take_while(|(a, b)| a == b).count();
     let from = same_start.saturating_sub(2);
     let (old_end, new_end) = ((old.len() - same_end + 2).min(old.len()), (new.len() - same_end + 2).min(new.len()));
-    let mut out = format!("--- {name}\n+++ {name} (fixed)\n@@ -{},{} +{},{} @@", from + 1, old_end - from, from + 1, new_end - from);
+    // As `diff -u` writes a hunk: an empty range starts at the line before it.
+    let start = |len: usize| if len == 0 { from } else { from + 1 };
+    let (old_len, new_len) = (old_end - from, new_end - from);
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n@@ -{},{old_len} +{},{new_len} @@", start(old_len), start(new_len));
     let line = |prefix: char, text: &str| format!("\n{prefix}{}", shown(text));
     out.extend(old[from..same_start].iter().map(|l| line(' ', l)));
     out.extend(old[same_start..old.len() - same_end].iter().map(|l| line('-', l)));

@@ -117,6 +117,12 @@ fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
 /// partial one: a temporary file created exclusively (never through a symlink) in the same
 /// folder, then renamed over `path`.
 pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Result<(), Error> {
+    write_atomically_as(path, contents, if executable { 0o755 } else { 0o644 })
+}
+
+/// [`write_atomically`] with the permission bits `mode`, which the temporary file has before
+/// any byte is in it.
+pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<(), Error> {
     let write = |source| Error::Write { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // Made and listed under the list's lock: the signal handler, which takes it too, sees every
@@ -129,11 +135,10 @@ pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Resul
         (temp, pending)
     };
     let written = (|| {
-        temp.write_all(contents)?;
-        temp.as_file().sync_all()?;
-        let mode = if executable { 0o755 } else { 0o644 };
         use std::os::unix::fs::PermissionsExt as _;
         temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+        temp.write_all(contents)?;
+        temp.as_file().sync_all()?;
         temp.persist(path).map(drop).map_err(|e| e.error)
     })();
     pending_temporaries().retain(|p| *p != pending);

@@ -46,18 +46,19 @@ pub fn edits(env: &Env, files: &BTreeMap<String, String>, findings: &[Finding]) 
         .collect()
 }
 
-/// Writes each edited file in place (atomically: a reader sees the old file or the new one).
+/// Writes each edited file in place, atomically (a reader sees the old file or the new one) and
+/// with its permissions. Only a regular file is written: a link's target is not the file named.
 pub fn write(edited: &[Edited]) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt as _;
     for file in edited {
-        let executable = is_executable(&file.path);
-        crate::files::write_atomically(&file.path, file.after.as_bytes(), executable)?;
+        let write = |source| Error::Write { path: file.path.clone(), source };
+        let metadata = std::fs::symlink_metadata(&file.path).map_err(write)?;
+        if !metadata.file_type().is_file() {
+            return Err(write(std::io::Error::other("not a regular file (a link or another kind): not edited")));
+        }
+        crate::files::write_atomically_as(&file.path, file.after.as_bytes(), metadata.permissions().mode() & 0o7777)?;
     }
     Ok(())
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
 /// Why git could not undo an edit of `path`: not in a git work tree, not tracked, ignored, or
@@ -67,7 +68,11 @@ fn unsaved(env: &Env, path: &Path) -> Option<String> {
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let status = Command {
         program: "git".to_owned(),
-        args: ["status", "--porcelain", "--ignored", "--", &name].map(str::to_owned).to_vec(),
+        // No hook of the repository's runs (fsmonitor), the name is a name and not a pattern,
+        // and an untracked file is listed whatever the repository's settings.
+        args: ["-c", "core.fsmonitor=", "--literal-pathspecs", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", &name]
+            .map(str::to_owned)
+            .to_vec(),
         dir: Some(dir.display().to_string()),
     };
     match env.runner.read(&status, &[]) {

@@ -493,6 +493,25 @@ pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progres
     })
 }
 
+/// `chunk` cut before each line that holds a NeMo-RL step header.
+fn by_step(chunk: &str) -> impl Iterator<Item = &str> {
+    let mut rest = chunk;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // The next header after the first line: the piece runs up to the start of its line.
+        let cut = rest
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .find(|&start| start < rest.len() && rest[start..].split('\n').next().is_some_and(|l| l.contains(gke_rl::run_log::STEP_HEADER)))
+            .unwrap_or(rest.len());
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
 /// [`follow`], reading the log into `log`, which outlives a head that goes away
 /// mid-job; the job's final details, or `None` when detached.
 async fn follow_logging(
@@ -510,13 +529,17 @@ async fn follow_logging(
     let (mut next, mut shown) = (0, log.progress_mark());
     let options = FollowOptions::default();
     let follow = gke_rl_ray::follow(client, id, &options, |event| match event {
-        gke_rl_ray::Event::Log(text) => {
-            log.feed(text, Some((env.clock.now() - started).as_secs_f64()));
-            records.feed(text);
-            progress.event(Event::Log(text));
-            if log.progress_mark() != shown {
-                shown = log.progress_mark();
-                progress.event(Event::RunProgress(&gke_rl::run_report::progress(log, records)));
+        gke_rl_ray::Event::Log(chunk) => {
+            // Step by step: a step's progress is said before the next step's output, which a
+            // front end showing both in one stream puts between them.
+            for text in by_step(chunk) {
+                log.feed(text, Some((env.clock.now() - started).as_secs_f64()));
+                records.feed(text);
+                progress.event(Event::Log(text));
+                if log.progress_mark() != shown {
+                    shown = log.progress_mark();
+                    progress.event(Event::RunProgress(&gke_rl::run_report::progress(log, records)));
+                }
             }
             // Only the newest save gets its path, so the saves before `next` are done with.
             let saves = log.saves();
@@ -638,5 +661,23 @@ fn redact_json(value: &mut serde_json::Value, key: &str, names: &[&str], local: 
             *text = shown;
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_step;
+
+    #[test]
+    fn a_chunk_is_cut_before_each_step_header() {
+        let header = |n| format!("========================= Step {n}/9 =========================\n");
+        let chunk = format!("  • Total step time: 1.0s\n  • generation: 0.5s\n\n{}x\n\n{}y", header(2), header(3));
+        let pieces: Vec<&str> = by_step(&chunk).collect();
+        assert_eq!(
+            pieces,
+            ["  • Total step time: 1.0s\n  • generation: 0.5s\n\n", &format!("{}x\n\n", header(2)), &format!("{}y", header(3))]
+        );
+        assert_eq!(by_step(&header(1)).collect::<Vec<_>>(), [header(1).as_str()]);
+        assert_eq!(by_step("").count(), 0);
     }
 }

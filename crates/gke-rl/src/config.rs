@@ -52,10 +52,20 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
     Ok(deployment)
 }
 
-/// A `job.overrides` key that gke-rl sets from another field is an error at the key: one value,
-/// said in one place.
+/// A `job.overrides` key that gke-rl sets from another field (or one above or under it) is an
+/// error at the key: one value, said in one place. A value with a control character (a line
+/// break, a tab) is an error at the value: an override is one word of the launch line.
 fn overrides_set_elsewhere(deployment: &Deployment, root: &Node) -> Result<(), Diagnostic> {
-    for key in deployment.job.overrides.keys() {
+    for (key, value) in &deployment.job.overrides {
+        if value.0.as_deref().is_some_and(|v| v.chars().any(char::is_control)) {
+            let at = root.get(&["job", "overrides", key.as_str()]).map_or((1, 1), Node::at);
+            return Err(Diagnostic::error(
+                "config-invalid-value",
+                at,
+                format!("`job.overrides.{key}` holds a control character (a line break, a tab)"),
+                "give the value on one line, without control characters",
+            ));
+        }
         if let Some(field) = crate::render::set_from(deployment, key.as_str()) {
             let at = root.get(&["job", "overrides", key.as_str()]).map_or((1, 1), |node| node.key_at.unwrap_or(node.at()));
             return Err(Diagnostic::error(

@@ -154,7 +154,10 @@ impl Fix {
         let mut made: Vec<&Fix> = Vec::new();
         for fix in fixes {
             let overlaps = made.last().is_some_and(|next| (fix.end_line, fix.end_column) > (next.line, next.column));
-            let same = made.last().is_some_and(|next| next == &fix);
+            // The same edit offered by two findings is made once.
+            let same = made.iter().any(|m| {
+                (m.line, m.column, m.end_line, m.end_column, &m.text) == (fix.line, fix.column, fix.end_line, fix.end_column, &fix.text)
+            });
             if overlaps || same {
                 continue;
             }

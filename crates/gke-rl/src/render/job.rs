@@ -44,6 +44,9 @@ pub(super) struct Override {
     pub key: String,
     pub config_key: String,
     pub value: String,
+    /// Whether the shell expands the value at run time (gke-rl's own `$wandb_enabled`): else it
+    /// is quoted for the shell.
+    pub expanded: bool,
 }
 
 /// The Hydra overrides gke-rl sets, in the codelab's order, minus
@@ -91,10 +94,12 @@ fn own_overrides(d: &Deployment) -> Vec<(&'static str, &'static str, String)> {
 const WANDB_ENABLED_KEY: &str = "logger.wandb_enabled";
 
 /// The config key from which gke-rl sets the recipe key `key` (`+` or `++` before it or not),
-/// where it does: `job.overrides` cannot set it too.
+/// or a key under it or above it, where it does: `job.overrides` cannot set it too (an override
+/// of `cluster` would replace `cluster.num_nodes` whole).
 pub(super) fn set_from(d: &Deployment, key: &str) -> Option<&'static str> {
     let key = key.trim_start_matches('+');
-    own_overrides(d).into_iter().find(|(own, ..)| *own == key).map(|(_, config_key, _)| config_key)
+    let related = |own: &str| own == key || own.starts_with(&format!("{key}.")) || key.starts_with(&format!("{own}."));
+    own_overrides(d).into_iter().find(|(own, ..)| related(own)).map(|(_, config_key, _)| config_key)
 }
 
 /// Every override of the job script: gke-rl's, then the config's `job.overrides`.
@@ -103,22 +108,21 @@ pub(super) fn overrides(d: &Deployment) -> Vec<Override> {
         key: key.to_owned(),
         config_key: config_key.to_owned(),
         value,
+        expanded: key == WANDB_ENABLED_KEY,
     });
     let configured = d.job.overrides.iter().map(|(key, value)| Override {
         key: key.to_string(),
         config_key: format!("job.overrides.{key}"),
         value: value.0.as_deref().map_or_else(|| "null".to_owned(), hydra_value),
+        expanded: false,
     });
     own.chain(configured).collect()
 }
 
-/// A value from the config as Hydra should read it: a number, a boolean, null or a Hydra list or
-/// dictionary as written; other text as a string.
+/// A value from the config as Hydra should read it: a number, a boolean or null as written;
+/// any other text as a quoted string, never as Hydra's grammar (a list, a dictionary).
 fn hydra_value(text: &str) -> String {
-    let literal = text.parse::<f64>().is_ok()
-        || matches!(text.to_ascii_lowercase().as_str(), "true" | "false" | "null")
-        || (text.starts_with('[') && text.ends_with(']'))
-        || (text.starts_with('{') && text.ends_with('}'));
+    let literal = text.parse::<f64>().is_ok() || matches!(text.to_ascii_lowercase().as_str(), "true" | "false" | "null");
     if literal { text.to_owned() } else { hydra_string(text) }
 }
 
@@ -151,11 +155,53 @@ exec uv run python {launcher} \\
         log_dir = sh(d.job.log_dir.as_str()),
         recipe = sh(d.job.recipe.as_str()),
     );
-    for Override { key, value, .. } in overrides(d) {
-        // The run-time value is expanded by the shell; every other is quoted for it.
-        let word = if key == WANDB_ENABLED_KEY { format!("{key}={value}") } else { sh(&format!("{key}={value}")) };
+    for Override { key, value, expanded, .. } in overrides(d) {
+        // The run-time value is the shell's to expand; every other is quoted for it.
+        let word = if expanded { format!("{key}={value}") } else { sh(&format!("{key}={value}")) };
         let _ = write!(out, " \\\n  {word}");
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quote::words;
+
+    /// The words the launch line's overrides reach Hydra as, after the shell.
+    fn launched(config: &str) -> Vec<String> {
+        let d = crate::config::from_yaml(config).expect("a valid config");
+        let script = script(&d);
+        let launch = script.split("--config ").nth(1).expect("a launch line");
+        words(&launch.replace("\\\n", " ")).expect("shell words").into_iter().skip(1).collect()
+    }
+
+    #[test]
+    fn configured_overrides_reach_hydra_as_values_never_as_its_grammar() {
+        let config = "job:\n  overrides:\n    grpo.val_period: 10\n    a.flag: true\n    a.none: null\n    a.text: it's $HOME\n    a.list: '[1, 2]'\n    a.ref: '${oc.env:HF_TOKEN}'\n";
+        let words = launched(config);
+        for expected in [
+            "a.flag=true",
+            "a.list='[1, 2]'",
+            "a.none=null",
+            r"a.ref='${oc.env:HF_TOKEN}'",
+            r"a.text='it\'s $HOME'",
+            "grpo.val_period=10",
+        ] {
+            assert!(words.iter().any(|w| w == expected), "{expected} not in {words:?}");
+        }
+        // gke-rl's own run-time value is the shell's to expand; nothing configured is.
+        assert!(script(&crate::config::from_yaml(config).unwrap()).contains("logger.wandb_enabled=\"$wandb_enabled\""));
+    }
+
+    #[test]
+    fn a_key_gke_rl_sets_or_one_above_or_under_it_is_its_fields() {
+        let d = Deployment::default();
+        assert_eq!(set_from(&d, "grpo.max_num_steps"), Some("job.max_num_steps"));
+        assert_eq!(set_from(&d, "+cluster"), Some("topology.node_count"));
+        assert_eq!(set_from(&d, "checkpointing.enabled.x"), Some("job.checkpointing.enabled"));
+        assert_eq!(set_from(&d, "grpo.val_period"), None);
+        assert_eq!(set_from(&d, "grpo.max_num_steps_x"), None);
+    }
 }

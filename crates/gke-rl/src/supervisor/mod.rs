@@ -172,8 +172,9 @@ pub fn command_of(entrypoint: &str) -> Option<String> {
     words.get(at + 1).cloned()
 }
 
-/// Whether a Ray job row is a supervisor's own driver (its `ray.init()`, listed by Ray as a
-/// DRIVER job with no submission id): part of its submission, not a job of the user's.
+/// Whether a Ray job row is a supervisor's own driver (the `ray.init()` of an earlier gke-rl's
+/// supervisor, listed by Ray as a DRIVER job with no submission id): part of its submission, not
+/// a job of the user's. Today's supervisor is no driver.
 pub fn is_supervisor_driver(kind: &str, submission_id: Option<&str>, entrypoint: &str) -> bool {
     kind == "DRIVER" && submission_id.is_none() && entrypoint.split_whitespace().any(|w| w.contains(MODULE))
 }

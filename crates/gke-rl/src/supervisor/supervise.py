@@ -41,6 +41,8 @@ TABLES = None  # generated
 # can end processes an earlier one left behind (a killed supervisor's training).
 MARK = "GKE_RL_ATTEMPT"
 POLL_S = 1.0
+# How often the run's nodes are asked of the dashboard while the training runs.
+NODES_POLL_S = 2.0
 
 
 def lines_of(text):
@@ -226,9 +228,16 @@ def dashboard_of_this_cluster():
             continue
         if not any(w.endswith("/dashboard/dashboard.py") for w in words):
             continue
+        # Only this user's: another's process could name this cluster's GCS and get its token.
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
         flags = dict(w[2:].split("=", 1) for w in words if w.startswith("--") and "=" in w)
         host = flags.get("host", "127.0.0.1")
-        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{flags.get('port', '8265')}"
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else (f"[{host}]" if ":" in host else host)
+        url = f"http://{host}:{flags.get('port', '8265')}"
         if gcs and flags.get("gcs-address") == gcs:
             return url
         found.append(url)
@@ -243,6 +252,15 @@ def ray_nodes(dashboard):
         listed = json.loads(answer.read(16 * 1024 * 1024))
     rows = listed["data"]["result"]["result"]
     return [(n.get("node_id"), n.get("state") == "ALIVE", n.get("node_ip"), n.get("state_message")) for n in rows]
+
+
+def nodes_now(dashboard):
+    """(alive, dead) as the dashboard says them now, or None when it does not answer."""
+    try:
+        nodes = ray_nodes(dashboard)
+    except Exception:  # the dashboard restarts with its head; its answer may be cut
+        return None
+    return [n for n in nodes if n[1]], [n for n in nodes if not n[1]]
 
 
 def alive_nodes(dashboard):
@@ -385,7 +403,7 @@ def processes():
 
 
 def proc_stat(pid):
-    """(state, parent pid) of `pid`, or None once it is gone."""
+    """(state, parent pid, start time in clock ticks) of `pid`, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read(4096)
@@ -393,7 +411,7 @@ def proc_stat(pid):
         return None
     # The command name, in parentheses, may hold spaces and parentheses itself.
     fields = stat[stat.rfind(b")") + 2 :].split()
-    return (fields[0].decode(), int(fields[1])) if len(fields) > 1 else None
+    return (fields[0].decode(), int(fields[1]), int(fields[19])) if len(fields) > 19 else None
 
 
 def end_processes(mark_prefix):
@@ -419,33 +437,41 @@ def end_processes(mark_prefix):
 
 def kill_tree(child, grace):
     """SIGTERM to the training and its descendants, SIGKILL after `grace` seconds to those
-    still there."""
+    still there. Each process is known by its pid and start time, so a pid the kernel has
+    given to another process meanwhile is left alone. Without /proc, the training's own
+    process alone (its process group goes when the supervisor ends)."""
     parents = {}
     for pid in processes():
         found = proc_stat(pid)
         if found is not None:
-            parents.setdefault(found[1], []).append(pid)
-    tree, queue = [], [child.pid]
+            parents.setdefault(found[1], []).append((pid, found[2]))
+    root = proc_stat(child.pid)
+    tree, queue = [], [(child.pid, root[2] if root else None)]
     while queue:
-        pid = queue.pop()
-        tree.append(pid)
+        pid, started = queue.pop()
+        tree.append((pid, started))
         queue.extend(parents.get(pid, []))
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
+
+    def still_there(pid, started):
+        now = proc_stat(pid)
+        return now is not None and now[0] != "Z" and now[2] == started
+
+    def signal_all(number):
+        for pid, started in tree:
+            # The training's own process is not reaped until polled: its pid is still its.
+            if still_there(pid, started) or (pid == child.pid and child.poll() is None):
+                try:
+                    os.kill(pid, number)
+                except OSError:
+                    pass
+
+    signal_all(signal.SIGTERM)
     deadline = time.time() + grace
     while time.time() < deadline:
-        child.poll()  # reaps the training's own process once it ends
-        if all((proc_stat(pid) or ("Z", 0))[0] == "Z" for pid in tree):
+        if child.poll() is not None and not any(still_there(pid, started) for pid, started in tree):
             return
         time.sleep(0.1)
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    signal_all(signal.SIGKILL)
 
 
 def parent_death_signal():
@@ -1083,7 +1109,9 @@ def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure
                 "restored": restored,
             }
         # Watch the training and the nodes.
-        whole = {n[0] for n in alive_nodes(dashboard)[0]}
+        # A dashboard that does not answer is no news: the training goes on, watched alone,
+        # and the nodes it had are those seen alive while it ran.
+        whole, unanswered, nodes_due = set(), False, 0.0
         lost_words, lost_at = None, None
         while True:
             code = current.wait(POLL_S)
@@ -1101,11 +1129,19 @@ def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure
                 restart = None
             if code is not None:
                 break
-            alive, dead = alive_nodes(dashboard)
-            if lost_at is None and len(alive) < info["nodes"]:
-                lost_at = time.time()
-                lost_words = dead_node_words(dead, whole)
-                say(f"{lost_words}; the training has {args.grace:.0f}s to end")
+            if time.time() >= nodes_due:
+                nodes_due = time.time() + NODES_POLL_S
+                seen = nodes_now(dashboard)
+                if seen is None and not unanswered:
+                    say(f"Ray's dashboard at {dashboard} does not answer; watching the training alone until it does")
+                unanswered = seen is None
+                if seen is not None:
+                    alive, dead = seen
+                    whole |= {n[0] for n in alive}
+                    if lost_at is None and len(alive) < info["nodes"]:
+                        lost_at = time.time()
+                        lost_words = dead_node_words(dead, whole)
+                        say(f"{lost_words}; the training has {args.grace:.0f}s to end")
             if lost_at is not None and time.time() - lost_at > args.grace:
                 kill_tree(current.child, 10)
         tail = current.finish()

@@ -194,7 +194,14 @@ fn release_and_launcher(job: &Job<'_>, facts: &Facts, sink: &mut Sink) {
         return;
     };
     sink.ran(&RECIPE_MISSING);
+    // A relative recipe is NeMo-RL's only where the script runs in its folder, as gke-rl's and
+    // the codelab's do; a path known only at run time is not checked.
+    let in_nemo_rl = |path: &str| {
+        path.starts_with(knowledge::NEMO_RL_DIR) || job.view.text.lines().any(|l| l.trim() == format!("cd {}", knowledge::NEMO_RL_DIR))
+    };
     if let Some(config) = &job.launch.config
+        && !config.dynamic
+        && in_nemo_rl(&config.text)
         && release.has_recipe(&config.text) == Some(false)
     {
         let help =
@@ -277,8 +284,8 @@ fn overrides(job: &Job<'_>, sink: &mut Sink) {
                     .filter(|other| release.recipe_key(other).is_some())
                     .or_else(|| crate::suggest::closest(&o.key, release.recipe_keys()));
                 let help = match suggestion {
-                    Some(key) => format!("did you mean `{key}`? If NeMo-RL reads a new key, add it with `+{}=…`", o.key),
-                    None => format!("add it with `+{}=…` if NeMo-RL reads it, or fix the key", o.key),
+                    Some(key) => format!("did you mean `{key}`? If NeMo-RL reads a new key, put `+` before it (`+{}`)", o.key),
+                    None => format!("put `+` before it (`+{}`) if NeMo-RL reads it, or fix the key", o.key),
                 };
                 sink.emit(
                     &OVERRIDE_UNKNOWN_KEY,
