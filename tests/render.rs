@@ -215,7 +215,12 @@ fn render_errors_are_said_at_the_config_key_that_decides_them() {
     );
     assert_refused("c.yaml", "job:\n  overrides:\n    grpo max steps: 3\n", "--config", &["config-invalid-value", "c.yaml:3:"]);
     assert_refused("c.yaml", "job:\n  overrides:\n    grpo.val_period: [1, 2]\n", "--config", &["config-invalid-value", "c.yaml:3:"]);
-    assert_refused("c.yaml", "job:\n  overrides:\n    a.b: \"x\\ny\"\n", "--config", &["config-invalid-value", "c.yaml:3:10", "control character"]);
+    assert_refused(
+        "c.yaml",
+        "job:\n  overrides:\n    a.b: \"x\\ny\"\n",
+        "--config",
+        &["config-invalid-value", "c.yaml:3:10", "control character"],
+    );
     assert_refused("c.yaml", "job:\n  overrides:\n    cluster: \"{num_nodes: 1}\"\n", "--config", &["set `topology.node_count` instead"]);
 }
 

@@ -181,14 +181,9 @@ mod tests {
     fn configured_overrides_reach_hydra_as_values_never_as_its_grammar() {
         let config = "job:\n  overrides:\n    grpo.val_period: 10\n    a.flag: true\n    a.none: null\n    a.text: it's $HOME\n    a.list: '[1, 2]'\n    a.ref: '${oc.env:HF_TOKEN}'\n";
         let words = launched(config);
-        for expected in [
-            "a.flag=true",
-            "a.list='[1, 2]'",
-            "a.none=null",
-            r"a.ref='${oc.env:HF_TOKEN}'",
-            r"a.text='it\'s $HOME'",
-            "grpo.val_period=10",
-        ] {
+        for expected in
+            ["a.flag=true", "a.list='[1, 2]'", "a.none=null", r"a.ref='${oc.env:HF_TOKEN}'", r"a.text='it\'s $HOME'", "grpo.val_period=10"]
+        {
             assert!(words.iter().any(|w| w == expected), "{expected} not in {words:?}");
         }
         // gke-rl's own run-time value is the shell's to expand; nothing configured is.
