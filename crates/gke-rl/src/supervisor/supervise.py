@@ -41,8 +41,9 @@ TABLES = None  # generated
 # can end processes an earlier one left behind (a killed supervisor's training).
 MARK = "GKE_RL_ATTEMPT"
 POLL_S = 1.0
-# How often the run's nodes are asked of the dashboard while the training runs.
-NODES_POLL_S = 2.0
+# How long a training that failed is taken for the program's only once Ray still counts its
+# nodes: a training that dies with its node often ends before Ray marks the node dead.
+NODE_LOSS_SETTLE_S = 10.0
 
 
 def lines_of(text):
@@ -1130,7 +1131,7 @@ def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure
             if code is not None:
                 break
             if time.time() >= nodes_due:
-                nodes_due = time.time() + NODES_POLL_S
+                nodes_due = time.time() + POLL_S
                 seen = nodes_now(dashboard)
                 if seen is None and not unanswered:
                     say(f"Ray's dashboard at {dashboard} does not answer; watching the training alone until it does")
@@ -1144,6 +1145,16 @@ def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure
                         say(f"{lost_words}; the training has {args.grace:.0f}s to end")
             if lost_at is not None and time.time() - lost_at > args.grace:
                 kill_tree(current.child, 10)
+        if code != 0 and lost_at is None:
+            settled = time.time() + NODE_LOSS_SETTLE_S
+            while time.time() < settled:
+                seen = nodes_now(dashboard)
+                if seen is not None and len(seen[0]) < info["nodes"]:
+                    lost_at = time.time()
+                    lost_words = dead_node_words(seen[1], whole)
+                    say(f"{lost_words}, as the training ended")
+                    break
+                time.sleep(POLL_S)
         tail = current.finish()
         # A training stopped after its node was lost did not finish, whatever its exit code.
         if code == 0 and lost_at is None:
