@@ -206,6 +206,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "dcp-save.json"), "w") as f:
         json.dump(figures, f, indent=2, sort_keys=True)
+        f.write("\n")
     print(json.dumps(figures, indent=2, sort_keys=True))
 
 
