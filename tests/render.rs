@@ -157,6 +157,19 @@ fn bad_configs_are_refused_with_position_and_fix() {
     assert_refused("c.yaml", "topology: [1\n", "--config", &["c.yaml:1:"]);
 }
 
+/// Renders `config` (as `c.yaml`) in `cwd`: refused (exit 1) with each of `expected` said; its
+/// stderr.
+fn render_refused(cwd: &Path, config: &str, expected: &[&str]) -> String {
+    std::fs::write(cwd.join("c.yaml"), config).unwrap();
+    let out = gke_rl(cwd, &["render", "--config", "c.yaml", "--out", "o"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for expected in expected {
+        assert!(err.contains(expected), "expected {expected:?} in\n{err}");
+    }
+    err
+}
+
 /// A render that validation refuses is said at the config's line of the key that decides each
 /// error, naming it, and nothing is written: an option set that the defaults do not fit, a
 /// recipe the release does not ship, an override key its recipe lacks, and an override of a
@@ -165,36 +178,32 @@ fn bad_configs_are_refused_with_position_and_fix() {
 fn render_errors_are_said_at_the_config_key_that_decides_them() {
     let cwd = tempfile::tempdir().unwrap();
     let config = "ray:\n  head:\n    node_pool: system\njob:\n  recipe: examples/configs/grpo_math_70B_megatrn.yaml\n  overrides:\n    grpo.val_period: 10\n    policy.max_total_sequenc_length: 4096\n";
-    std::fs::write(cwd.path().join("c.yaml"), config).unwrap();
-    let out = gke_rl(cwd.path(), &["render", "--config", "c.yaml", "--out", "o"]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    for expected in [
-        "error[resources-exceed-node]",
-        " --> c.yaml:2:3\n",
-        "`ray.head.memory_request` decides it, and is not set here (its default is used); rendered at ray-cluster.yaml:",
-        "error[recipe-missing]: NeMo-RL v0.4.0 does not ship `examples/configs/grpo_math_70B_megatrn.yaml`",
-        " --> c.yaml:5:11\n",
-        "did you mean `examples/configs/grpo_math_70B_megatron.yaml`?",
-    ] {
-        assert!(err.contains(expected), "expected {expected:?} in\n{err}");
-    }
+    let err = render_refused(
+        cwd.path(),
+        config,
+        &[
+            "error[resources-exceed-node]",
+            " --> c.yaml:2:3\n",
+            "`ray.head.memory_request` decides it, and is not set here (its default is used); rendered at ray-cluster.yaml:",
+            "error[recipe-missing]: NeMo-RL v0.4.0 does not ship `examples/configs/grpo_math_70B_megatrn.yaml`",
+            " --> c.yaml:5:11\n",
+            "did you mean `examples/configs/grpo_math_70B_megatron.yaml`?",
+        ],
+    );
     assert!(!err.contains("--> ray-cluster.yaml") && !err.contains("--> run_nemo_rl.sh"), "{err}");
     assert!(!cwd.path().join("o").exists(), "nothing is written");
 
-    std::fs::write(cwd.path().join("c.yaml"), config.replace("node_pool: system", "memory_request: 32Gi").replace("megatrn", "megatron"))
-        .unwrap();
-    let out = gke_rl(cwd.path(), &["render", "--config", "c.yaml", "--out", "o"]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    for expected in [
-        "error[override-unknown-key]: NeMo-RL v0.4.0's recipe has no key `policy.max_total_sequenc_length`",
-        " --> c.yaml:8:5\n",
-        "did you mean `policy.max_total_sequence_length`?",
-        "`job.overrides.policy.max_total_sequenc_length` decides it",
-    ] {
-        assert!(err.contains(expected), "expected {expected:?} in\n{err}");
-    }
+    let fixed = config.replace("node_pool: system", "memory_request: 32Gi").replace("megatrn", "megatron");
+    let err = render_refused(
+        cwd.path(),
+        &fixed,
+        &[
+            "error[override-unknown-key]: NeMo-RL v0.4.0's recipe has no key `policy.max_total_sequenc_length`",
+            " --> c.yaml:8:5\n",
+            "did you mean `policy.max_total_sequence_length`?",
+            "`job.overrides.policy.max_total_sequenc_length` decides it",
+        ],
+    );
     assert_eq!(err.matches("error[").count(), 1, "{err}");
 
     let good = config.replace("node_pool: system", "memory_request: 32Gi").replace("megatrn", "megatron").replace("sequenc_", "sequence_");

@@ -54,13 +54,13 @@ pub struct Source {
 /// key does.
 pub fn config_key(d: &Deployment, file: &str, text: &str, line: u32, column: u32) -> Option<Source> {
     let line_text = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
-    let names_the_key = ArtifactKind::detect(file, text) == Some(ArtifactKind::JobScript)
-        && line_text.len() - line_text.trim_start().len() + 1 == usize::try_from(column).ok()?;
-    Some(Source { key: key_at(d, file, text, line_text, line, column)?, names_the_key })
+    let kind = ArtifactKind::detect(file, text)?;
+    let names_the_key =
+        kind == ArtifactKind::JobScript && line_text.len() - line_text.trim_start().len() + 1 == usize::try_from(column).ok()?;
+    Some(Source { key: key_at(d, kind, text, line_text, line, column)?, names_the_key })
 }
 
-fn key_at(d: &Deployment, file: &str, text: &str, line_text: &str, line: u32, column: u32) -> Option<String> {
-    let kind = ArtifactKind::detect(file, text)?;
+fn key_at(d: &Deployment, kind: ArtifactKind, text: &str, line_text: &str, line: u32, column: u32) -> Option<String> {
     match kind {
         ArtifactKind::RayCluster | ArtifactKind::RayJob => {
             let path = yaml_path(text, line, column)?;
