@@ -385,7 +385,10 @@ impl Client {
         timeout: Duration,
         limit: usize,
     ) -> Result<(StatusCode, String), Error> {
-        let mut response = request.timeout(timeout).send().await.map_err(|e| self.transport(what, &e, timeout))?;
+        let mut response = match request.timeout(timeout).send().await {
+            Ok(response) => response,
+            Err(e) => return Err(self.transport(what, &e, timeout).await),
+        };
         let status = response.status();
         if status.is_redirection() {
             let location = response.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("nowhere");
@@ -401,7 +404,12 @@ impl Client {
             return Err(too_large());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(what, &e, timeout))? {
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => return Err(self.transport(what, &e, timeout).await),
+            };
             if body.len() + chunk.len() > limit {
                 return Err(too_large());
             }
@@ -410,18 +418,22 @@ impl Client {
         Ok((status, String::from_utf8_lossy(&body).into_owned()))
     }
 
-    fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
+    async fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
         let reason = root_cause(e);
         if e.is_timeout() {
-            Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() }
-        } else if let Some(given) = self.bare.clone().filter(|_| !e.is_connect() && speaks_no_http1(&reason)) {
-            // What `ray start` prints and KubeRay pods set as RAY_ADDRESS: a gRPC server, which
-            // answers an HTTP/1 request with HTTP/2 frames. Ray's own client looks the
-            // dashboard up through it; gke-rl speaks no gRPC, so it says what to give.
-            Error::GcsAddress { given, reason }
-        } else {
-            Error::Unreachable { address: self.address.clone(), reason }
+            return Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() };
         }
+        if let Some(given) = self.bare.as_deref().filter(|_| !e.is_connect()) {
+            // What `ray start` prints and KubeRay pods set as RAY_ADDRESS: a gRPC server. How
+            // hyper words its failure depends on when the server's first frame lands ("unexpected
+            // message from connection" or "connection was not ready"), so ask the server itself.
+            // Ray's own client looks the dashboard up through it; gke-rl speaks no gRPC, so it
+            // says what to give.
+            if speaks_http2_first(given).await {
+                return Error::GcsAddress { given: given.to_owned(), reason };
+            }
+        }
+        Error::Unreachable { address: self.address.clone(), reason }
     }
 
     /// A 401 or 403: the token was missing or wrong.
@@ -731,13 +743,22 @@ fn server_message(body: &str) -> String {
     if shown.len() < line.len() { format!("{shown}… ({} more bytes)", line.len() - shown.len()) } else { shown.to_owned() }
 }
 
-/// The innermost error's text: "Connection refused (os error 111)" rather than reqwest's
-/// generic wrapper.
-/// Whether a transport error says the server answered, but not in HTTP/1 (hyper's words).
-fn speaks_no_http1(reason: &str) -> bool {
-    ["unexpected message from connection", "invalid HTTP version"].iter().any(|m| reason.contains(m))
+/// Whether the server at `address` speaks first with an HTTP/2 frame, as a gRPC server (Ray's
+/// GCS) does: the server preface is a SETTINGS frame (RFC 9113 §3.4), whose 9-byte header has
+/// type 0x4 and stream 0. Bounded: one connection, 9 bytes, 2 s.
+async fn speaks_http2_first(address: &str) -> bool {
+    use tokio::io::AsyncReadExt;
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        let mut header = [0u8; 9];
+        stream.read_exact(&mut header).await.ok()?;
+        Some(header[3] == 0x4 && header[5..9] == [0, 0, 0, 0])
+    };
+    tokio::time::timeout(Duration::from_secs(2), probe).await.ok().flatten().unwrap_or(false)
 }
 
+/// The innermost error's text: "Connection refused (os error 111)" rather than reqwest's
+/// generic wrapper.
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = e;
     while let Some(next) = cause.source() {
@@ -834,5 +855,31 @@ mod tests {
         assert_eq!(server_message(body), "RuntimeError: Request failed with status code 400: boom.");
         assert_eq!(segment("raysubmit_a b"), "raysubmit_a%20b");
         assert!(package_path("gcs://_ray_pkg_0123.zip").unwrap().ends_with("/gcs/_ray_pkg_0123.zip"));
+    }
+
+    /// Only a server whose first bytes are an HTTP/2 SETTINGS frame on stream 0 is taken for a
+    /// GCS; an HTTP/1 answer, another frame, or silence is not, and silence costs at most 2 s.
+    #[tokio::test]
+    async fn only_an_http2_server_preface_marks_a_gcs() {
+        use tokio::io::AsyncWriteExt;
+        let settings = [0, 0, 0, 0x4, 0, 0, 0, 0, 0];
+        let ping = [0, 0, 8, 0x6, 0, 0, 0, 0, 0];
+        let on_stream_1 = [0, 0, 0, 0x4, 0, 0, 0, 0, 1];
+        for (first, expected) in
+            [(&settings[..], true), (b"HTTP/1.1 400 Bad Request\r\n\r\n", false), (&ping, false), (&on_stream_1, false), (b"", false)]
+        {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap().to_string();
+            let bytes = first.to_vec();
+            let server = tokio::spawn(async move {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                stream.write_all(&bytes).await.unwrap();
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            });
+            let started = std::time::Instant::now();
+            assert_eq!(speaks_http2_first(&address).await, expected, "{first:?}");
+            assert!(started.elapsed() < Duration::from_secs(3));
+            server.abort();
+        }
     }
 }
