@@ -1,9 +1,7 @@
 //! The documented commands of the README and the guide (`docs/`), taken from the pages and run
 //! as written, with the fake cloud where one is needed (issue 32): an example that stops working
 //! fails here, and a new `sh` block is either run here or listed in [`NOT_RUN`] with its reason
-//! (issue 52). Left out of the blocks that run, each with its reason: `cargo install` (a second
-//! full build; its warning is `tidy::profile_overrides_name_packages_the_installed_binary_builds`),
-//! `man -l` (a viewer), and `submit`, `deploy` and `destroy` themselves (the deploy and Ray job
+//! (issue 52). Left out of the blocks that run, each with its reason: `man -l` (a viewer), and `submit`, `deploy` and `destroy` themselves (the deploy and Ray job
 //! tests run them).
 
 mod common;
@@ -26,6 +24,21 @@ const RUN: &[(&str, &str)] = &[
 
 /// The `sh` blocks not run here, by page and first command, with the reason.
 const NOT_RUN: &[(&str, &str, &str)] = &[
+    (
+        "README.md",
+        "curl --proto '=https' --tlsv1.2 -LsSf https://github.com/gke-rl/gke-rl/releases/",
+        "it downloads a release: `cargo xtask dist` (a step of `ci`) runs this installer on the archive it builds",
+    ),
+    (
+        "README.md",
+        "cargo binstall",
+        "it downloads a release: `cargo xtask dist` checks that the binstall metadata names the archive it builds and the binary inside",
+    ),
+    (
+        "README.md",
+        "cargo install --locked",
+        "a second full build, of the code `ci` tests; `tidy::profile_overrides_name_packages_the_installed_binary_builds` checks its profile",
+    ),
     ("README.md", "ray start --head", "it needs a Ray head of its own: tests/ray_jobs.rs submits to real heads of every tested Ray"),
     ("README.md", "cargo xtask render", "the set-up commands: `cargo xtask ci` is the run this test is part of"),
     ("docs/development.md", "cargo xtask render", "the set-up commands, as in the README"),
@@ -89,7 +102,7 @@ fn the_readmes_commands_work_as_written() {
     std::os::unix::fs::symlink(cloud.root.join("toolkit"), project.join("cluster-toolkit")).unwrap();
 
     // Install: the version and the completions, into a HOME that has no completions folder yet.
-    run(&cloud, &project, &commands_after("README.md", "The commands below are the `gke-rl` binary's", &["cargo install", "man -l"]));
+    run(&cloud, &project, &commands_after("README.md", "The commands below are the `gke-rl` binary's", &["man -l"]));
     let completions = std::fs::read_to_string(cloud.root.join("home/.local/share/bash-completion/completions/gke-rl")).unwrap();
     assert!(completions.contains("complete -F"), "{completions}");
 

@@ -138,10 +138,13 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
                     let mut slot = cluster.lock().unwrap();
                     slot.get_or_insert_with(|| Cluster::start(version, &bin, &torch).map(Arc::new)).clone()
                 };
+                let began = std::time::Instant::now();
                 let result = match started {
                     Ok(started) => case(&started),
                     Err(e) => Err(e.into()),
                 };
+                // Where the suite's time goes, for keeping CI's run short.
+                eprintln!("ray_{version}::{name} took {:.0} s", began.elapsed().as_secs_f64());
                 // The last trial stops this version's cluster before the next version starts.
                 if index + 1 == count {
                     cluster.lock().unwrap().take();

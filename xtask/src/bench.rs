@@ -51,7 +51,7 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
             for version in gke_rl_ray::TESTED_RAY {
                 crate::ci::ray_venv(sh, version)?;
             }
-            crate::ci::debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")?;
+            crate::ci::debian_package(sh, crate::ci::DEBIAN_TORCH)?;
             let cargo = cargo();
             Ok(cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test two_nodes").env("GKE_RL_BENCH_RECOVERY", "1").run()?)
         }
@@ -335,7 +335,7 @@ const STORAGE_RANK_BYTES: u64 = 512 << 20;
 const STORAGE_ROUNDS: usize = 5;
 
 fn storage(sh: &Shell) -> anyhow::Result<()> {
-    crate::ci::debian_package(sh, "fio", "/usr/bin/fio")?;
+    crate::ci::debian_package(sh, ("fio", "/usr/bin/fio"))?;
     let work = project_root().join("target/bench-storage");
     if work.exists() {
         std::fs::remove_dir_all(&work)?;

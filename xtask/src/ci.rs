@@ -10,38 +10,51 @@ use crate::project_root;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
+/// Debian's torch package and a path it installs: the fabric check's collective on CPU.
+pub const DEBIAN_TORCH: (&str, &str) = ("python3-torch", "/usr/lib/python3/dist-packages/torch");
+
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     step("toolchain: wasm32 target, rustfmt, clippy", || install_toolchain_parts(sh))?;
+    // What is downloaded rather than built comes meanwhile: the first steps compile, and these
+    // mostly wait on PyPI, Debian's mirror and the Rust toolchain server.
+    let rays = gke_rl_ray::TESTED_RAY.join(", ");
+    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's CPU torch, zsh, fish and Chromium; the nightly toolchain");
+    let fetched = std::thread::spawn(|| Shell::new().map_err(anyhow::Error::from).and_then(|sh| fetch(&sh)));
     step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))?;
     step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?))?;
     step("the SDK builds for wasm32 (the browser validator's core)", || {
         Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
     })?;
-    let rays = gke_rl_ray::TESTED_RAY.join(", ");
-    step(&format!("Ray {rays} from PyPI, and a CPU torch, for the job tests"), || {
-        // Side by side: each install mostly waits on PyPI.
-        std::thread::scope(|scope| {
-            let installs: Vec<_> =
-                gke_rl_ray::TESTED_RAY.iter().map(|version| scope.spawn(move || ray_venv(&Shell::new()?, version))).collect();
-            installs.into_iter().try_for_each(|install| install.join().map_err(|_| anyhow::anyhow!("a Ray install panicked"))?.map(drop))
-        })?;
-        // The fabric check's collective on CPU (gloo): Debian's build, 1/10 the size of PyPI's CUDA one.
-        debian_package(sh, "python3-torch", "/usr/lib/python3/dist-packages/torch")
-    })?;
-    step("zsh and fish, whose completion functions the tests run", || {
-        debian_package(sh, "zsh", "/usr/bin/zsh")?;
-        debian_package(sh, "fish", "/usr/bin/fish")
-    })?;
+    step("what came meanwhile", || fetched.join().map_err(|_| anyhow::anyhow!("a download panicked"))?)?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     step("the pages in Chromium (the web validator against native, the run report)", || {
         crate::web::browser_test(sh)?;
         crate::web::report_test(sh)
     })?;
+    step("release: cargo-dist's archive and installer for this host, unpacked, installed and run", || crate::dist::Args::quick().run(sh))?;
     // The parsers' fuzz targets build and run a few seconds each, so they cannot rot; the
     // 10-minute runs are `cargo xtask fuzz`.
     step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))
+}
+
+/// The downloads: Ray for the job tests; the fabric check's collective on CPU (gloo, Debian's
+/// torch: 1/10 the size of PyPI's CUDA one); the shells whose completion functions the tests
+/// run; the browser; the fuzzers' toolchain.
+fn fetch(sh: &Shell) -> anyhow::Result<()> {
+    let _root = sh.push_dir(project_root());
+    std::thread::scope(|scope| {
+        // Side by side: each install mostly waits on PyPI.
+        let installs: Vec<_> =
+            gke_rl_ray::TESTED_RAY.iter().map(|version| scope.spawn(move || ray_venv(&Shell::new()?, version))).collect();
+        let debian = [DEBIAN_TORCH, ("zsh", "/usr/bin/zsh"), ("fish", "/usr/bin/fish"), crate::web::CHROMIUM]
+            .into_iter()
+            .try_for_each(|package| debian_package(sh, package));
+        let nightly = crate::fuzz::install_nightly(sh);
+        installs.into_iter().try_for_each(|install| install.join().map_err(|_| anyhow::anyhow!("a Ray install panicked"))?.map(drop))?;
+        debian.and(nightly)
+    })
 }
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
@@ -75,17 +88,21 @@ fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
 /// `cargo install --locked ARGS`: the tool with the dependencies it was released with. A
 /// registry mirror that lacks one of them (one published after the mirror's last sync) makes
 /// that fail; the install is then resolved again from what the mirror has, and says so.
+///
+/// Built as `--debug` without debug info: each tool runs for seconds here, and that build takes
+/// about 2/5 of a release build's time (cargo-dist: 3.4 against 8.3 minutes on 2 cores).
 pub fn cargo_install(sh: &Shell, args: &[&str]) -> anyhow::Result<()> {
-    if cmd!(sh, "cargo install --quiet --locked {args...}").run().is_ok() {
+    let _no_debug_info = sh.push_env("CARGO_PROFILE_DEV_DEBUG", "0");
+    if cmd!(sh, "cargo install --quiet --locked --debug {args...}").run().is_ok() {
         return Ok(());
     }
     eprintln!("note: `cargo install --locked {}` failed; installing with the registry's newest dependencies instead", args.join(" "));
-    Ok(cmd!(sh, "cargo install --quiet {args...}").run()?)
+    Ok(cmd!(sh, "cargo install --quiet --debug {args...}").run()?)
 }
 
 /// `apt-get install package` unless `installed` exists; a fresh machine may have stale
 /// package lists, so a failed install updates them and tries again.
-pub fn debian_package(sh: &Shell, package: &str, installed: &str) -> anyhow::Result<()> {
+pub fn debian_package(sh: &Shell, (package, installed): (&str, &str)) -> anyhow::Result<()> {
     if std::path::Path::new(installed).exists() || cmd!(sh, "apt-get install -y -q {package}").run().is_ok() {
         return Ok(());
     }

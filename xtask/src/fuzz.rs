@@ -56,10 +56,14 @@ impl Args {
         let selected: Vec<&(&str, &[&str])> =
             TARGETS.iter().filter(|(name, _)| self.targets.is_empty() || self.targets.iter().any(|t| t == name)).collect();
         let seconds = self.seconds.to_string();
-        // Build every target first, so each run's time is fuzzing time.
-        let names: Vec<&str> = selected.iter().map(|(name, _)| *name).collect();
-        for name in &names {
-            cmd!(sh, "cargo +nightly fuzz build {name}").run()?;
+        // Build every target first, so each run's time is fuzzing time; all of them in one
+        // cargo run when all are wanted, which links them side by side.
+        if selected.len() == TARGETS.len() {
+            cmd!(sh, "cargo +nightly fuzz build").run()?;
+        } else {
+            for (name, _) in &selected {
+                cmd!(sh, "cargo +nightly fuzz build {name}").run()?;
+            }
         }
         for (target, seeds) in selected {
             let corpus = seed_corpus(&root, target, seeds)?;
@@ -89,7 +93,7 @@ impl Args {
 /// Installs a minimal nightly toolchain (cargo-fuzz needs one for its sanitizer flags) unless
 /// rustup has one, so that fuzzing never depends on what a machine happens to have. Asked by
 /// listing first: `rustup toolchain install` checks the channel online even when installed.
-fn install_nightly(sh: &Shell) -> anyhow::Result<()> {
+pub fn install_nightly(sh: &Shell) -> anyhow::Result<()> {
     let listing = cmd!(sh, "rustup toolchain list").quiet().ignore_stderr().read()?;
     if !lists_nightly(&listing) {
         cmd!(sh, "rustup toolchain install nightly --profile minimal --no-self-update").run()?;

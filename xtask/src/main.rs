@@ -1,5 +1,5 @@
 //! gke-rl's development tasks, run as `cargo xtask <command>` (see matklad/cargo-xtask): ci,
-//! codegen, bench, fuzz, wasm, the browser test, tidy. The user commands (`cargo xtask render`,
+//! codegen, bench, dist, fuzz, wasm, the browser test, tidy. The user commands (`cargo xtask render`,
 //! `deploy`, …) are the `gke-rl` binary's, run through `gke_rl_cli::run`.
 //!
 //! One `Shell`, one `match`: each task lives in its own module. Generated files are checked by
@@ -9,6 +9,7 @@ mod bench;
 mod ci;
 mod codegen;
 mod crd;
+mod dist;
 mod fuzz;
 mod models;
 mod nemo_rl;
@@ -63,6 +64,8 @@ enum Task {
     },
     /// Run every check CI runs, installing what is missing first
     Ci,
+    /// Build the release's archive and installer for this host with cargo-dist, and run what they install (part of ci)
+    Dist(dist::Args),
     /// Fuzz the parsers (cargo-fuzz, nightly)
     Fuzz(fuzz::Args),
     /// Run a benchmark and compare it with its target
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Task::BrowserTest => web::browser_test(&sh).and_then(|_| web::report_test(&sh)),
         Task::ServeWeb { port } => web::serve(&sh, port),
         Task::Ci => ci::run(&sh),
+        Task::Dist(args) => args.run(&sh),
         Task::Fuzz(args) => args.run(&sh),
         Task::Bench { target } => bench::run(&sh, target),
     });

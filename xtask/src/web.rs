@@ -65,13 +65,16 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
+/// Debian's Chromium, and where it installs it.
+pub const CHROMIUM: (&str, &str) = ("chromium", "/usr/bin/chromium");
+
 /// Builds the wasm, installs Chromium and playwright-core when missing, runs the browser
 /// test against the page on a free port, and compares its findings with the native ones.
 /// Returns the median time the page's `validate` took on the default artifact set, in ms.
 pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let root = project_root();
     crate::wasm::run(sh)?;
-    crate::ci::debian_package(sh, "chromium", "/usr/bin/chromium")?;
+    crate::ci::debian_package(sh, CHROMIUM)?;
     let web = root.join("web-validator");
     npm_ci(sh, &web)?;
     let out = root.join("target/web-test");
