@@ -1,8 +1,8 @@
 //! The documented commands of the README and the guide (`docs/`), taken from the pages and run
 //! as written, with the fake cloud where one is needed (issue 32): an example that stops working
 //! fails here, and a new `sh` block is either run here or listed in [`NOT_RUN`] with its reason
-//! (issue 52). Left out of the blocks that run, each with its reason: `man -l` (a viewer), and `submit`, `deploy` and `destroy` themselves (the deploy and Ray job
-//! tests run them).
+//! (issue 52). Left out of the blocks that run, each with its reason: `man -l` (a viewer), and
+//! `submit`, `deploy` and `destroy` themselves (the deploy and Ray job tests run them).
 
 mod common;
 

@@ -20,14 +20,18 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // What is downloaded rather than built comes meanwhile: the first steps compile, and these
     // mostly wait on PyPI, Debian's mirror and the Rust toolchain server.
     let rays = gke_rl_ray::TESTED_RAY.join(", ");
-    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's CPU torch, zsh, fish and Chromium; the nightly toolchain");
+    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's CPU torch, zsh, fish, Chromium, curl and xz; the nightly toolchain");
     let fetched = std::thread::spawn(|| Shell::new().map_err(anyhow::Error::from).and_then(|sh| fetch(&sh)));
-    step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))?;
-    step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?))?;
-    step("the SDK builds for wasm32 (the browser validator's core)", || {
-        Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
-    })?;
-    step("what came meanwhile", || fetched.join().map_err(|_| anyhow::anyhow!("a download panicked"))?)?;
+    let compiled = step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))
+        .and_then(|()| step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?)))
+        .and_then(|()| {
+            step("the SDK builds for wasm32 (the browser validator's core)", || {
+                Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
+            })
+        });
+    // Waited for even when a step failed: no apt-get, pip or rustup is left running on its own.
+    let downloaded = step("what came meanwhile", || fetched.join().map_err(|_| anyhow::anyhow!("a download panicked"))?);
+    compiled.and(downloaded)?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     step("the pages in Chromium (the web validator against native, the run report)", || {
         crate::web::browser_test(sh)?;
@@ -41,20 +45,34 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
 
 /// The downloads: Ray for the job tests; the fabric check's collective on CPU (gloo, Debian's
 /// torch: 1/10 the size of PyPI's CUDA one); the shells whose completion functions the tests
-/// run; the browser; the fuzzers' toolchain.
+/// run; the browser; curl and xz, which the release's installer and archive need; the fuzzers'
+/// toolchain. Each is tried, and every failure is said.
 fn fetch(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
-    std::thread::scope(|scope| {
+    let debian = [
+        DEBIAN_TORCH,
+        ("zsh", "/usr/bin/zsh"),
+        ("fish", "/usr/bin/fish"),
+        crate::web::CHROMIUM,
+        ("curl", "/usr/bin/curl"),
+        ("xz-utils", "/usr/bin/xz"),
+    ];
+    let failures: Vec<String> = std::thread::scope(|scope| {
         // Side by side: each install mostly waits on PyPI.
-        let installs: Vec<_> =
-            gke_rl_ray::TESTED_RAY.iter().map(|version| scope.spawn(move || ray_venv(&Shell::new()?, version))).collect();
-        let debian = [DEBIAN_TORCH, ("zsh", "/usr/bin/zsh"), ("fish", "/usr/bin/fish"), crate::web::CHROMIUM]
-            .into_iter()
-            .try_for_each(|package| debian_package(sh, package));
-        let nightly = crate::fuzz::install_nightly(sh);
-        installs.into_iter().try_for_each(|install| install.join().map_err(|_| anyhow::anyhow!("a Ray install panicked"))?.map(drop))?;
-        debian.and(nightly)
-    })
+        let rays: Vec<_> = gke_rl_ray::TESTED_RAY
+            .iter()
+            .map(|version| (version, scope.spawn(move || ray_venv(&Shell::new()?, version).map(drop))))
+            .collect();
+        let mut results: Vec<(String, anyhow::Result<()>)> =
+            debian.iter().map(|&package| (format!("Debian's {}", package.0), debian_package(sh, package))).collect();
+        results.push(("the nightly toolchain".into(), crate::fuzz::install_nightly(sh)));
+        for (version, install) in rays {
+            let result = install.join().unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked")));
+            results.push((format!("Ray {version}"), result));
+        }
+        results.into_iter().filter_map(|(what, result)| result.err().map(|e| format!("{what}: {e:#}"))).collect()
+    });
+    if failures.is_empty() { Ok(()) } else { anyhow::bail!("not installed:\n{}", failures.join("\n")) }
 }
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {

@@ -3,10 +3,11 @@
 //! cargo-dist, at the version the workspace pins, checks that `.github/workflows/release.yml`
 //! is what the config generates, then builds what a release publishes for this host: the
 //! archive, its checksum and the shell installer. The README must name that installer; the
-//! archive must match its checksum and hold the binary where the `cargo binstall` metadata says; unpacked, the binary runs `--version`,
-//! `render` and `validate`. The installer then installs from the archive just built (its
-//! download address pointed at the folder it was built into) into an empty cargo home, and what it installed
-//! runs too; from an archive with one byte changed, it installs nothing.
+//! archive must match its checksum and hold the binary where the `cargo binstall` metadata
+//! says. Unpacked, the binary runs `--version`, `render` and `validate`. The installer then
+//! installs from the archive just built (its download address pointed at the folder it was
+//! built into) into an empty cargo home, and what it installed runs too; from an archive with
+//! one byte changed, it installs nothing.
 //!
 //! `--quick` (what `ci` runs) builds the archive without optimisation: the same pipeline in a
 //! third of the time. Without it the build is the release's own (`[profile.dist]`).
@@ -48,6 +49,7 @@ impl Args {
             .with_context(|| format!("the workspace has no package {PACKAGE}"))?;
         let version = package["version"].as_str().context("a package without a version")?;
         let repository = package["repository"].as_str().context("the package names no repository")?;
+        let rust_version = package["rust_version"].as_str().context("the package names no rust-version")?;
         let binstall = &package["metadata"]["binstall"];
 
         install_dist(sh, pinned)?;
@@ -56,10 +58,16 @@ impl Args {
         let host = host_triple(sh)?;
         let targets = metadata["metadata"]["dist"]["targets"].as_array().context("no dist targets")?;
         if !targets.iter().any(|t| t == host.as_str()) {
-            bail!("this host ({host}) is not a release target; the release builds {targets:?}");
+            let targets: Vec<&str> = targets.iter().filter_map(Value::as_str).collect();
+            bail!(
+                "this host ({host}) is not one of the release's targets ({}): run this on one of them, or add it to \
+                 [workspace.metadata.dist] targets in Cargo.toml and run `dist generate`",
+                targets.join(", ")
+            );
         }
         // No archive of an earlier build is taken for this one's.
-        let distrib = root.join("target/distrib");
+        let target_directory = metadata["target_directory"].as_str().context("cargo metadata gives no target directory")?;
+        let distrib = Path::new(target_directory).join("distrib");
         if distrib.exists() {
             std::fs::remove_dir_all(&distrib)?;
         }
@@ -75,12 +83,20 @@ impl Args {
             .find(|a| a["kind"] == "executable-zip" && a["target_triples"].as_array().is_some_and(|t| t.iter().any(|t| t == host.as_str())))
             .context("dist built no archive for this host")?;
         let installer = artifacts.values().find(|a| a["kind"] == "installer").context("dist built no installer")?;
+        let release = manifest["releases"]
+            .as_array()
+            .and_then(|releases| releases.iter().find(|r| r["app_name"] == PACKAGE))
+            .with_context(|| format!("the dist manifest has no release of {PACKAGE}"))?;
         let archive_path = path_of(archive)?;
         let installer_path = path_of(installer)?;
+        let archive_name = archive["name"].as_str().context("an archive without a name")?;
+        let github = &release["hosting"]["github"];
+        let download =
+            [&github["artifact_base_url"], &github["artifact_download_path"]].map(|part| part.as_str().unwrap_or_default()).concat();
 
-        readme_installs_this_release(&root, repository, installer)?;
+        readme_installs_this_release(&root, repository, rust_version, installer)?;
         checksum_matches(sh, &archive_path)?;
-        let in_archive = binstall_names(binstall, repository, version, &host, &archive_path)?;
+        let in_archive = binstall_names(binstall, repository, version, &host, &format!("{download}/{archive_name}"))?;
         let scratch = tempfile::tempdir()?;
         let scratch = scratch.path();
         cmd!(sh, "tar -xJf {archive_path} -C {scratch}").run()?;
@@ -92,7 +108,10 @@ impl Args {
 
         let home = scratch.join("installer-cargo-home");
         let published = archive_path.parent().context("an archive without a folder")?;
-        install(sh, &installer_path, published, &home, scratch).run().context("the shell installer failed on the archive just built")?;
+        let variables = &release["env"];
+        install(sh, &installer_path, variables, published, &home, scratch)?
+            .run()
+            .context("the shell installer failed on the archive just built")?;
         runs(sh, &home.join("bin").join(BINARY), version, &scratch.join("from-the-installer"))?;
 
         // The README says the installer checks the archive: one byte changed, it installs nothing.
@@ -103,15 +122,12 @@ impl Args {
         bytes[middle] ^= 0xff;
         std::fs::write(tampered.join(archive_path.file_name().context("an archive without a name")?), bytes)?;
         let refused_home = scratch.join("tampered-cargo-home");
-        let refused = install(sh, &installer_path, &tampered, &refused_home, scratch).ignore_status().quiet().output()?;
+        let refused = install(sh, &installer_path, variables, &tampered, &refused_home, scratch)?.ignore_status().quiet().output()?;
         let said = String::from_utf8_lossy(&refused.stderr);
         if refused.status.success() || refused_home.join("bin").join(BINARY).exists() || !said.contains("checksum mismatch") {
             bail!("the shell installer did not refuse an archive that does not match its checksum: {said}");
         }
-        eprintln!(
-            "dist: {} and its installer, for {host}: unpacked and installed, and both binaries ran",
-            archive["name"].as_str().unwrap_or("the archive")
-        );
+        eprintln!("dist: {archive_name} and its installer, for {host}: unpacked and installed, and both binaries ran");
         Ok(())
     }
 }
@@ -125,19 +141,28 @@ fn install_dist(sh: &Shell, pinned: &str) -> anyhow::Result<()> {
     crate::ci::cargo_install(sh, &["cargo-dist", "--version", pinned])
 }
 
-/// The shell installer, downloading from `from` and installing into `home`, with nothing of the
-/// user's touched: no shell profile edited, no receipt in their config, no install folder of
-/// theirs (cargo-dist's installer reads `<APP>_INSTALL_DIR` and `CARGO_DIST_FORCE_INSTALL_DIR`).
-fn install<'a>(sh: &'a Shell, installer: &Path, from: &Path, home: &Path, scratch: &Path) -> xshell::Cmd<'a> {
-    let app = PACKAGE.to_uppercase().replace('-', "_");
-    cmd!(sh, "sh {installer}")
+/// The shell installer, downloading from `from` and installing into `home`, in an environment
+/// of its own but `PATH`: nothing of the user's is read (cargo-dist's installer takes an install
+/// folder, quietness and more from variables) and nothing of theirs is touched (no shell profile
+/// edited, no receipt in their config). `variables` names the installer's variables, from the
+/// dist manifest.
+fn install<'a>(
+    sh: &'a Shell,
+    installer: &Path,
+    variables: &Value,
+    from: &Path,
+    home: &Path,
+    scratch: &Path,
+) -> anyhow::Result<xshell::Cmd<'a>> {
+    let variable = |key: &str| variables[key].as_str().with_context(|| format!("the dist manifest names no {key}"));
+    Ok(cmd!(sh, "sh {installer}")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("CARGO_HOME", home)
         .env("HOME", scratch)
         .env("XDG_CONFIG_HOME", scratch.join("config"))
-        .env(format!("{app}_DOWNLOAD_URL"), format!("file://{}", from.display()))
-        .env(format!("{app}_NO_MODIFY_PATH"), "1")
-        .env_remove(format!("{app}_INSTALL_DIR"))
-        .env_remove("CARGO_DIST_FORCE_INSTALL_DIR")
+        .env(variable("download_url_env_var")?, format!("file://{}", from.display()))
+        .env(variable("no_modify_path_env_var")?, "1"))
 }
 
 fn host_triple(sh: &Shell) -> anyhow::Result<String> {
@@ -149,11 +174,16 @@ fn path_of(artifact: &Value) -> anyhow::Result<PathBuf> {
     artifact["path"].as_str().map(PathBuf::from).with_context(|| format!("the dist manifest gives no path for {}", artifact["name"]))
 }
 
-/// The README's install commands name this release's installer and this package.
-fn readme_installs_this_release(root: &Path, repository: &str, installer: &Value) -> anyhow::Result<()> {
+/// The README's install commands name this release's installer and this package, and its
+/// prerequisites the package's minimum Rust.
+fn readme_installs_this_release(root: &Path, repository: &str, rust_version: &str, installer: &Value) -> anyhow::Result<()> {
     let readme = std::fs::read_to_string(root.join("README.md"))?;
     let name = installer["name"].as_str().context("an installer without a name")?;
-    for command in [format!("{repository}/releases/latest/download/{name} | sh"), format!("cargo binstall --git {repository} {PACKAGE}")] {
+    for command in [
+        format!("{repository}/releases/latest/download/{name} | sh"),
+        format!("cargo binstall --git {repository} {PACKAGE}"),
+        format!("Rust {rust_version} or newer"),
+    ] {
         if !readme.contains(&command) {
             bail!("README.md does not say `{command}`: its Install section must name what the release publishes");
         }
@@ -170,10 +200,11 @@ fn checksum_matches(sh: &Shell, archive: &Path) -> anyhow::Result<()> {
     cmd!(sh, "sha256sum --check --strict {checksum}").quiet().run().with_context(|| format!("{name} does not match {checksum}"))
 }
 
-/// The archive's file name and the binary's path inside it, as `cargo binstall` computes them
-/// from the package's metadata (its placeholders, cargo-bins/cargo-binstall
-/// crates/binstalk-types/src/cargo_toml_binstall.rs). The pkg-url must end in the archive's name.
-fn binstall_names(binstall: &Value, repository: &str, version: &str, target: &str, archive: &Path) -> anyhow::Result<String> {
+/// The binary's path inside the archive, as `cargo binstall` computes it from the package's
+/// metadata (its placeholders, cargo-bins/cargo-binstall
+/// crates/binstalk-types/src/cargo_toml_binstall.rs). The pkg-url must be where the release
+/// publishes the archive (`download`, from the dist manifest).
+fn binstall_names(binstall: &Value, repository: &str, version: &str, target: &str, download: &str) -> anyhow::Result<String> {
     let field = |key: &str| binstall[key].as_str().with_context(|| format!("{PACKAGE}'s [package.metadata.binstall] has no {key}"));
     let fill = |template: &str| {
         let filled = [
@@ -196,9 +227,8 @@ fn binstall_names(binstall: &Value, repository: &str, version: &str, target: &st
         bail!("binstall's pkg-fmt must be txz: cargo-dist builds .tar.xz archives");
     }
     let url = fill(field("pkg-url")?)?;
-    let name = archive.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    if !url.ends_with(&format!("/v{version}/{name}")) {
-        bail!("binstall's pkg-url gives {url}, but the release publishes {name} under tag v{version}");
+    if url != download {
+        bail!("binstall's pkg-url gives {url}, but the release publishes the archive at {download}");
     }
     fill(field("bin-dir")?)
 }

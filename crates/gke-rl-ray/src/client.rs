@@ -387,7 +387,7 @@ impl Client {
     ) -> Result<(StatusCode, String), Error> {
         let mut response = match request.timeout(timeout).send().await {
             Ok(response) => response,
-            Err(e) => return Err(self.transport(what, &e, timeout).await),
+            Err(e) => return Err(self.unanswered(what, &e, timeout).await),
         };
         let status = response.status();
         if status.is_redirection() {
@@ -408,7 +408,7 @@ impl Client {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
-                Err(e) => return Err(self.transport(what, &e, timeout).await),
+                Err(e) => return Err(self.cut(what, &e, timeout)),
             };
             if body.len() + chunk.len() > limit {
                 return Err(too_large());
@@ -418,22 +418,31 @@ impl Client {
         Ok((status, String::from_utf8_lossy(&body).into_owned()))
     }
 
-    async fn transport(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
-        let reason = root_cause(e);
-        if e.is_timeout() {
-            return Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() };
+    /// A request that got no answer.
+    async fn unanswered(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
+        if e.is_connect() && e.is_timeout() {
+            let seconds = self.options.connect_timeout.as_secs();
+            return Error::Timeout { address: self.address.clone(), what: format!("{what} (connecting)"), seconds };
         }
-        if let Some(given) = self.bare.as_deref().filter(|_| !e.is_connect()) {
+        if let Some(given) = self.bare.as_deref().filter(|_| !e.is_connect() && !e.is_timeout()) {
             // What `ray start` prints and KubeRay pods set as RAY_ADDRESS: a gRPC server. How
             // hyper words its failure depends on when the server's first frame lands ("unexpected
             // message from connection" or "connection was not ready"), so ask the server itself.
             // Ray's own client looks the dashboard up through it; gke-rl speaks no gRPC, so it
             // says what to give.
             if speaks_http2_first(given).await {
-                return Error::GcsAddress { given: given.to_owned(), reason };
+                return Error::GcsAddress { given: given.to_owned() };
             }
         }
-        Error::Unreachable { address: self.address.clone(), reason }
+        self.cut(what, e, timeout)
+    }
+
+    /// A request whose answer failed, or was cut after its head: an HTTP/1 server, so no probe.
+    fn cut(&self, what: &str, e: &reqwest::Error, timeout: Duration) -> Error {
+        if e.is_timeout() {
+            return Error::Timeout { address: self.address.clone(), what: what.to_owned(), seconds: timeout.as_secs() };
+        }
+        Error::Unreachable { address: self.address.clone(), reason: root_cause(e) }
     }
 
     /// A 401 or 403: the token was missing or wrong.

@@ -17,9 +17,9 @@ pub enum Error {
     #[error("cannot reach the Ray dashboard at {address}: {reason}")]
     Unreachable { address: String, reason: String },
     #[error(
-        "{given} is Ray's GCS address (as `ray start` prints it and KubeRay pods set RAY_ADDRESS), not its dashboard's: it answered in no HTTP/1 ({reason}). Give the dashboard's address instead: http://127.0.0.1:8265 on the head by default (`ray start --head` prints it as the dashboard URL)"
+        "{given} is Ray's GCS address (as `ray start` prints it and KubeRay pods set RAY_ADDRESS), not its dashboard's: it opened with an HTTP/2 SETTINGS frame, as a gRPC server does. Give the dashboard's address instead: http://127.0.0.1:8265 on the head by default (`ray start --head` prints it as the dashboard URL)"
     )]
-    GcsAddress { given: String, reason: String },
+    GcsAddress { given: String },
     #[error("the Ray dashboard at {address} did not answer {what} within {seconds} s")]
     Timeout { address: String, what: String, seconds: u64 },
     #[error("{address} answered /api/version with 404: it is not a Ray dashboard (or Ray is older than 1.9)")]
