@@ -280,6 +280,22 @@ pub fn at_the_tier(d: &Deployment) -> Option<Prediction> {
 mod tests {
     use super::*;
 
+    /// The bytes a parameter takes are the rules' 14, held to a real checkpoint: bf16 weights, fp32
+    /// master weights and Adam's two moments saved with `torch.distributed.checkpoint` from an H100
+    /// (tests/fixtures/storage-check/README.md says which run).
+    #[test]
+    fn a_real_checkpoint_takes_the_bytes_a_parameter_the_rules_assume() {
+        let run: serde_json::Value =
+            serde_json::from_str(include_str!("../../../tests/fixtures/storage-check/dcp-save-h100.json")).expect("the device run's JSON");
+        let number = |value: &serde_json::Value| value.as_f64().unwrap_or_else(|| panic!("not a number: {value}"));
+        let (bytes, parameters) = (number(&run["sync"]["bytes"]), number(&run["parameters"]));
+        let per_parameter = bytes / parameters;
+        assert!((per_parameter / CHECKPOINT_BYTES_PER_PARAMETER as f64 - 1.0).abs() < 0.001, "{per_parameter} bytes a parameter");
+        // The same checkpoint both ways; its metadata file may differ by a byte.
+        assert!((bytes - number(&run["async"]["bytes"])).abs() < 1024.0, "the sync and the async save wrote other checkpoints");
+        assert!(number(&run["async"]["blocking_s"]) < number(&run["async"]["landed_s"]), "an async save blocks for part of it");
+    }
+
     /// Worked by hand: Qwen2.5-72B (72,706,203,648 parameters) on the codelab's 9,000 GiB at
     /// 1000 MB/s/TiB. One checkpoint is 14 × 72,706,203,648 = 1,017,886,851,072 bytes. The
     /// tier's ceiling is 9000 / 1024 × 1000 MB/s = 8,789,062,500 B/s, so a save takes
