@@ -623,6 +623,40 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
         std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
     assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "the stopped check left nothing");
+
+    // SIGTERM while the ranks' threads start (once seen under load, now made to happen): the
+    // signal waits until every thread runs, then stops them all as above.
+    let sigterm_in_the_second_start = format!(
+        "import os, runpy, signal, sys, threading\n\
+         start, started = threading.Thread.start, []\n\
+         def start_and_signal(thread):\n\
+         \x20   started.append(thread)\n\
+         \x20   if len(started) == 2:\n\
+         \x20       os.kill(os.getpid(), signal.SIGTERM)\n\
+         \x20   start(thread)\n\
+         threading.Thread.start = start_and_signal\n\
+         sys.argv = {:?}\n\
+         runpy.run_path(sys.argv[0], run_name='__main__')\n",
+        [
+            script.display().to_string(),
+            "--local".into(),
+            "--root".into(),
+            root.display().to_string(),
+            "--dir".into(),
+            dir.clone(),
+            "--ranks".into(),
+            "4".into(),
+            "--rank-bytes".into(),
+            "1048576".into()
+        ]
+    );
+    let out = Command::new("python3").args(["-c", &sigterm_in_the_second_start]).output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(stdout(&out).contains("storage-check error: stopped; the check's folder was removed"), "{}", both(&out));
+    let mut left: Vec<String> =
+        std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "the stopped check left nothing");
 }
 
 /// Issue 51, class 7: a RayCluster with lone carriage returns is refused at the first one, as a

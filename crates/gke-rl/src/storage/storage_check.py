@@ -140,9 +140,15 @@ def in_parallel(work, items):
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(i, item), daemon=True) for i, item in enumerate(items)]
-    THREADS.extend(threads)
-    for t in threads:
-        t.start()
+    # A SIGTERM or Ctrl-C inside start() leaves a thread that runs but cannot be joined yet: the
+    # signals wait until every thread has started, and only started threads are ended and joined.
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        for t in threads:
+            t.start()
+            THREADS.append(t)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, masked)
     for t in threads:
         t.join()
     if errors:
