@@ -69,13 +69,17 @@ fn torch_path() -> Option<tempfile::TempDir> {
 
 /// Which Rays a trial runs on.
 enum On {
-    /// Every tested Ray.
+    /// Every tested Ray: a run recovering from a killed node.
     Every,
     /// One Ray: the expensive trials, each on the next Ray of [`TESTED_RAY`] in turn, so that
     /// each runs on one Ray and every Ray runs some. The paths every Ray must take (a run
     /// recovering from a killed node, the check across both nodes, a lost node, the guard's
-    /// reading of the Jobs API) are [`On::Every`].
+    /// reading of the Jobs API) are [`On::Every`] or [`On::Ends`].
     Spread,
+    /// The oldest and the newest tested Ray: paths every Ray takes (the checks across both
+    /// nodes, a lost node, the guard's reading of the Jobs API), run on the two Rays that
+    /// bracket the others to keep CI's run short.
+    Ends,
 }
 
 /// The trials of one version on one cluster, started by the first trial and kept for the rest.
@@ -99,21 +103,22 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("a_killed_supervisor_is_resubmitted_by_the_keeper", On::Spread, supervisor_killed),
         ("a_run_is_known_by_its_supervisor_not_by_an_id_prefix", On::Spread, run_identity),
         ("a_second_run_never_trains_into_a_live_runs_checkpoint_folder", On::Spread, one_writer),
-        ("without_a_fabric_the_check_measures_both_nodes_and_passes", On::Every, measures_without_a_fabric),
+        ("without_a_fabric_the_check_measures_both_nodes_and_passes", On::Ends, measures_without_a_fabric),
         ("ranks_on_tcp_sockets_fail_an_rdma_deployment", On::Spread, sockets_fail_rdma),
         ("a_check_past_its_time_is_stopped", On::Spread, past_its_time),
-        ("the_storage_check_measures_both_nodes_and_removes_what_it_wrote", On::Every, storage_measures),
+        ("the_storage_check_measures_both_nodes_and_removes_what_it_wrote", On::Ends, storage_measures),
         ("the_storage_check_names_a_node_slowed_from_outside", On::Spread, storage_slow_node),
         ("a_storage_check_stopped_by_ctrl_c_removes_what_it_wrote", On::Spread, storage_interrupted),
         ("a_killed_storage_checks_folder_is_removed_by_the_next", On::Spread, storage_killed),
-        ("a_lost_node_fails_the_check", On::Every, lost_node),
+        ("a_lost_node_fails_the_check", On::Ends, lost_node),
         ("a_restarted_head_is_resubmitted_in_the_cluster", On::Spread, head_restarted),
-        ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Every, idle_guard),
+        ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Ends, idle_guard),
     ];
     let index = TESTED_RAY.iter().position(|v| *v == version).unwrap_or(0);
     let mut spread = 0;
     let mut mine = |on: &On| match on {
         On::Every => true,
+        On::Ends => index == 0 || index + 1 == TESTED_RAY.len(),
         On::Spread => {
             spread += 1;
             (spread - 1) % TESTED_RAY.len() == index
