@@ -20,7 +20,8 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // What is downloaded rather than built comes meanwhile: the first steps compile, and these
     // mostly wait on PyPI, Debian's mirror and the Rust toolchain server.
     let rays = gke_rl_ray::TESTED_RAY.join(", ");
-    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's CPU torch, zsh, fish, Chromium, curl and xz; the nightly toolchain");
+    let debian = DOWNLOADED_DEBIAN_PACKAGES.map(|(package, _)| package).join(", ");
+    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's {debian}; the nightly toolchain");
     let fetched = std::thread::spawn(|| Shell::new().map_err(anyhow::Error::from).and_then(|sh| fetch(&sh)));
     let compiled = step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))
         .and_then(|()| step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?)))
@@ -43,20 +44,23 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     step("fuzz smoke", || crate::fuzz::Args::smoke().run(sh))
 }
 
-/// The downloads: Ray for the job tests; the fabric check's collective on CPU (gloo, Debian's
-/// torch: 1/10 the size of PyPI's CUDA one); the shells whose completion functions the tests
-/// run; the browser; curl and xz, which the release's installer and archive need; the fuzzers'
+/// The Debian packages `ci` installs while the first steps compile, each with a path it
+/// installs: the fabric check's collective on CPU (gloo; Debian's torch is 1/10 the size of
+/// PyPI's CUDA one); the shells whose completion functions the tests run; the browser; curl and
+/// xz, which the release's installer and archive need.
+const DOWNLOADED_DEBIAN_PACKAGES: [(&str, &str); 6] = [
+    DEBIAN_TORCH,
+    ("zsh", "/usr/bin/zsh"),
+    ("fish", "/usr/bin/fish"),
+    crate::web::CHROMIUM,
+    ("curl", "/usr/bin/curl"),
+    ("xz-utils", "/usr/bin/xz"),
+];
+
+/// The downloads: Ray for the job tests, [`DOWNLOADED_DEBIAN_PACKAGES`], the fuzzers'
 /// toolchain. Each is tried, and every failure is said.
 fn fetch(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
-    let debian = [
-        DEBIAN_TORCH,
-        ("zsh", "/usr/bin/zsh"),
-        ("fish", "/usr/bin/fish"),
-        crate::web::CHROMIUM,
-        ("curl", "/usr/bin/curl"),
-        ("xz-utils", "/usr/bin/xz"),
-    ];
     let failures: Vec<String> = std::thread::scope(|scope| {
         // Side by side: each install mostly waits on PyPI.
         let rays: Vec<_> = gke_rl_ray::TESTED_RAY
@@ -64,7 +68,7 @@ fn fetch(sh: &Shell) -> anyhow::Result<()> {
             .map(|version| (version, scope.spawn(move || ray_venv(&Shell::new()?, version).map(drop))))
             .collect();
         let mut results: Vec<(String, anyhow::Result<()>)> =
-            debian.iter().map(|&package| (format!("Debian's {}", package.0), debian_package(sh, package))).collect();
+            DOWNLOADED_DEBIAN_PACKAGES.map(|package| (format!("Debian's {}", package.0), debian_package(sh, package))).into();
         results.push(("the nightly toolchain".into(), crate::fuzz::install_nightly(sh)));
         for (version, install) in rays {
             let result = install.join().unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked")));

@@ -90,13 +90,14 @@ impl Args {
         let archive_path = path_of(archive)?;
         let installer_path = path_of(installer)?;
         let archive_name = archive["name"].as_str().context("an archive without a name")?;
+        let published = archive_path.parent().context("an archive without a folder")?;
         let github = &release["hosting"]["github"];
         let download =
             [&github["artifact_base_url"], &github["artifact_download_path"]].map(|part| part.as_str().unwrap_or_default()).concat();
 
         readme_installs_this_release(&root, repository, rust_version, installer)?;
-        checksum_matches(sh, &archive_path)?;
-        let in_archive = binstall_names(binstall, repository, version, &host, &format!("{download}/{archive_name}"))?;
+        checksum_matches(sh, published, archive_name)?;
+        let in_archive = binstall_bin_path(binstall, repository, version, &host, &format!("{download}/{archive_name}"))?;
         let scratch = tempfile::tempdir()?;
         let scratch = scratch.path();
         cmd!(sh, "tar -xJf {archive_path} -C {scratch}").run()?;
@@ -107,7 +108,6 @@ impl Args {
         runs(sh, &unpacked, version, &scratch.join("from-the-archive"))?;
 
         let home = scratch.join("installer-cargo-home");
-        let published = archive_path.parent().context("an archive without a folder")?;
         let variables = &release["env"];
         install(sh, &installer_path, variables, published, &home, scratch)?
             .run()
@@ -120,7 +120,7 @@ impl Args {
         let mut bytes = std::fs::read(&archive_path)?;
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0xff;
-        std::fs::write(tampered.join(archive_path.file_name().context("an archive without a name")?), bytes)?;
+        std::fs::write(tampered.join(archive_name), bytes)?;
         let refused_home = scratch.join("tampered-cargo-home");
         let refused = install(sh, &installer_path, variables, &tampered, &refused_home, scratch)?.ignore_status().quiet().output()?;
         let said = String::from_utf8_lossy(&refused.stderr);
@@ -191,10 +191,8 @@ fn readme_installs_this_release(root: &Path, repository: &str, rust_version: &st
     Ok(())
 }
 
-/// The archive matches the `.sha256` file published beside it.
-fn checksum_matches(sh: &Shell, archive: &Path) -> anyhow::Result<()> {
-    let dir = archive.parent().context("an archive without a folder")?;
-    let name = archive.file_name().and_then(|n| n.to_str()).context("an archive name that is not UTF-8")?;
+/// The archive `name` in `dir` matches the `.sha256` file published beside it.
+fn checksum_matches(sh: &Shell, dir: &Path, name: &str) -> anyhow::Result<()> {
     let _dir = sh.push_dir(dir);
     let checksum = format!("{name}.sha256");
     cmd!(sh, "sha256sum --check --strict {checksum}").quiet().run().with_context(|| format!("{name} does not match {checksum}"))
@@ -204,7 +202,7 @@ fn checksum_matches(sh: &Shell, archive: &Path) -> anyhow::Result<()> {
 /// metadata (its placeholders, cargo-bins/cargo-binstall
 /// crates/binstalk-types/src/cargo_toml_binstall.rs). The pkg-url must be where the release
 /// publishes the archive (`download`, from the dist manifest).
-fn binstall_names(binstall: &Value, repository: &str, version: &str, target: &str, download: &str) -> anyhow::Result<String> {
+fn binstall_bin_path(binstall: &Value, repository: &str, version: &str, target: &str, download: &str) -> anyhow::Result<String> {
     let field = |key: &str| binstall[key].as_str().with_context(|| format!("{PACKAGE}'s [package.metadata.binstall] has no {key}"));
     let fill = |template: &str| {
         let filled = [
