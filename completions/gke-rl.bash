@@ -277,7 +277,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__destroy)
-            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --help"
+            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --disable-addons --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

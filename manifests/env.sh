@@ -11,6 +11,8 @@ export REGION=us-east1
 export ZONE=us-east1-b
 # GKE cluster, gcluster deployment and RayCluster name
 export CLUSTER_NAME=ray-a4-gpu-spot
+# true: the cluster exists (xpk, Terraform, the console); gke-rl never creates or deletes it
+export EXISTING_CLUSTER=false
 # CIDR allowed to reach the control plane, e.g. your IP/32
 export AUTHORIZED_CIDR="${AUTHORIZED_CIDR:?set AUTHORIZED_CIDR to the CIDR allowed to reach the control plane, e.g. your IP/32}"
 
@@ -39,6 +41,8 @@ export LUSTRE_THROUGHPUT=1000
 export LUSTRE_MOUNT_PATH=/lustre
 # PersistentVolumeClaim mounted by the Ray pods
 export LUSTRE_PVC_NAME=lustre-pvc
+# true: the instance exists; gke-rl attaches it and never deletes it
+export LUSTRE_EXISTING=false
 
 # --- Ray ---
 # image of the head and the workers
@@ -53,6 +57,8 @@ export K8S_NAMESPACE=default
 export HEAD_NODE_POOL=dedicated
 # machine type of the head's dedicated on-demand pool
 export HEAD_MACHINE_TYPE=n2-highmem-16
+# an existing cluster's CPU pool for the head; empty: deploy picks one
+export HEAD_POOL=''
 # head pod CPU request
 export HEAD_CPU_REQUEST=8
 # head pod CPU limit
@@ -73,6 +79,8 @@ export WORKER_MEMORY=1000Gi
 export FABRIC_MODE=auto
 # size limit of each worker's /dev/shm
 export SHM_SIZE=250Gi
+# GKE networks the workers attach for RDMA, separated by spaces; empty: the blueprint's, or the existing GPU pool's
+export RDMA_NETWORKS=''
 
 # --- NeMo-RL GRPO job ---
 # Ray submission id and W&B run name

@@ -57,7 +57,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
     let out = common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
-    assert!(stderr(&out).contains("interrupted during \"provision with gcluster"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted during \"provision the cluster"), "{}", stderr(&out));
     let state = std::fs::read_to_string(folder.join("state.json")).unwrap();
     assert!(state.contains("\"render\"") && !state.contains("\"provision\""), "{state}");
 }
@@ -415,7 +415,7 @@ fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
         let out = common::exited_cleanly(child.wait_with_output().unwrap());
         assert_eq!(out.status.code(), Some(code), "SIG{signal}: {}", stderr(&out));
         assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
-        assert!(stderr(&out).contains("interrupted during \"provision with gcluster"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("interrupted during \"provision the cluster"), "{}", stderr(&out));
         let state = std::fs::read_to_string(cloud.root.join("deployment/state.json")).unwrap();
         assert!(state.contains("\"render\"") && !state.contains("\"provision\""), "{state}");
         let group_gone =
@@ -485,4 +485,196 @@ fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
     let out = common::exited_cleanly(limited.output().unwrap());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("larger than") && stderr(&out).contains("MiB"), "{}", stderr(&out));
+}
+
+/// Issue 53: a cluster made with xpk and a Lustre instance of the team's own, as gcloud
+/// describes them (`tests/fixtures/gcloud/`), in the fake cloud; the cluster's GKE networks in
+/// the API server. `config` is the deployment's YAML.
+fn existing(cluster: &str, instance_exists: bool, config: &str) -> Cloud {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    let fixtures = project_root().join("tests/fixtures/gcloud");
+    let fake = cloud.root.join("cloud");
+    std::fs::write(fake.join("cluster"), "").unwrap();
+    std::fs::copy(fixtures.join(cluster), fake.join("cluster.json")).unwrap();
+    std::fs::copy(fixtures.join("lustre-instance.json"), fake.join("lustre.json")).unwrap();
+    if instance_exists {
+        std::fs::write(fake.join("lustre"), "").unwrap();
+    }
+    let networks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("gke-networks.json")).unwrap()).unwrap();
+    for set in networks["paramSets"].as_array().unwrap() {
+        cloud.api.put("gkenetworkparamsets", set.clone());
+    }
+    for network in networks["networks"].as_array().unwrap() {
+        cloud.api.put("networks", network.clone());
+    }
+    std::fs::write(cloud.root.join("gke-rl.yaml"), config).unwrap();
+    cloud
+}
+
+const EXISTING_XPK: &str = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  existing: true\n";
+
+fn deploy_existing(cloud: &Cloud) -> std::process::Output {
+    cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[])
+}
+
+fn destroy_existing(cloud: &Cloud, extra: &[&str]) -> std::process::Output {
+    cloud.gke_rl(&[&["destroy", "--yes", "--folder", "deployment"][..], extra].concat(), &[])
+}
+
+/// No call that creates or deletes a cluster, a node pool or (unless `lustre`) an instance.
+fn assert_left_alone(calls: &str, lustre: bool) {
+    for line in calls.lines() {
+        assert!(!line.starts_with("gcluster"), "gcluster ran on a cluster gke-rl did not make: {line}");
+        for verb in ["clusters create", "clusters delete", "node-pools create", "node-pools delete"] {
+            assert!(!line.contains(verb), "{line}");
+        }
+        if !lustre {
+            assert!(!line.contains("lustre instances create") && !line.contains("lustre instances delete"), "{line}");
+        }
+    }
+}
+
+#[test]
+fn an_xpk_cluster_and_its_lustre_get_a_ray_cluster_and_destroy_leaves_them_as_they_were() {
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    let plan = cloud.gke_rl(&["deploy", "--dry-run", "--folder", "deployment"], &[]);
+    let text = format!("{}{}", String::from_utf8_lossy(&plan.stdout), stderr(&plan));
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    assert!(
+        text.contains("gcloud container clusters describe ray-a4-gpu-spot --location us-east1 --project fake-project --format=json"),
+        "{text}"
+    );
+    assert!(text.contains("gcloud lustre instances describe rl-demo-gpu-lustre"), "{text}");
+    assert!(!text.contains("gcluster") && text.contains("never creates or deletes cluster ray-a4-gpu-spot"), "{text}");
+    assert_eq!(cloud.calls().lines().filter(|l| !l.starts_with("gcloud config")).count(), 0, "a dry run runs nothing:\n{}", cloud.calls());
+
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("existing cluster ray-a4-gpu-spot (GKE 1.35.2-gke.1842000): GPU workers on node pool ray-a4-gpu-spot-a4-pool, the head on node pool cpu-np"), "{err}");
+    assert!(err.contains("fabric: GPUDirect RDMA over rdma-0, rdma-1"), "{err}");
+    let calls = cloud.calls();
+    assert!(calls.contains("gcloud container clusters update ray-a4-gpu-spot --location us-east1 --project fake-project --update-addons=RayOperator=ENABLED --quiet"), "{calls}");
+    assert_left_alone(&calls, false);
+    let cluster = cloud.api.object("rayclusters", "ray-a4-gpu-spot").expect("the RayCluster");
+    let head = &cluster["spec"]["headGroupSpec"]["template"]["spec"];
+    assert_eq!(head["nodeSelector"]["cloud.google.com/gke-nodepool"], "cpu-np", "{head}");
+    let interfaces =
+        cluster["spec"]["workerGroupSpecs"][0]["template"]["metadata"]["annotations"]["networking.gke.io/interfaces"].to_string();
+    assert!(interfaces.contains("rdma-7") && !interfaces.contains("gvnic-1"), "{interfaces}");
+    let volume = cloud.api.object("persistentvolumes", "default-lustre-pvc").expect("the PersistentVolume");
+    assert_eq!(volume["spec"]["csi"]["volumeAttributes"]["ip"], "172.16.0.3");
+    assert_eq!(volume["spec"]["csi"]["volumeHandle"], "fake-project/us-east1-b/rl-demo-gpu-lustre");
+    assert_eq!(cloud.api.object("persistentvolumeclaims", "lustre-pvc").expect("the claim")["spec"]["volumeName"], "default-lustre-pvc");
+    cloud.assert_token_stays_secret(&[&out]);
+
+    // Again: nothing to do, and the add-on is not turned on twice.
+    let again = deploy_existing(&cloud);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(cloud.calls().matches("--update-addons").count(), 1, "{}", cloud.calls());
+
+    let out = destroy_existing(&cloud, &["--disable-addons"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("kept: cluster ray-a4-gpu-spot and its node pools")
+            && err.contains("kept: Managed Lustre instance rl-demo-gpu-lustre"),
+        "{err}"
+    );
+    assert!(err.contains("cluster ray-a4-gpu-spot and Lustre instance rl-demo-gpu-lustre stay as they were"), "{err}");
+    let calls = cloud.calls();
+    assert_left_alone(&calls, false);
+    assert!(calls.contains("--update-addons=RayOperator=DISABLED"), "only the add-on deploy turned on: {calls}");
+    assert!(!calls.contains("LustreCsiDriver=DISABLED"), "{calls}");
+    assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none());
+    assert!(
+        cloud.api.object("persistentvolumes", "default-lustre-pvc").is_none()
+            && cloud.api.object("persistentvolumeclaims", "lustre-pvc").is_none()
+    );
+    assert!(cloud.root.join("cloud/cluster").exists() && cloud.root.join("cloud/lustre").exists(), "the cluster and the instance stay");
+
+    // Without the state: nothing to delete, and nothing deleted.
+    let out = destroy_existing(&cloud, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("nothing to destroy") || stderr(&out).contains("nothing to destroy"),
+        "{}",
+        stderr(&out)
+    );
+    assert_left_alone(&cloud.calls(), false);
+}
+
+#[test]
+fn a_new_instance_on_a_cluster_without_rdma_is_created_like_the_codelabs_and_goes_with_destroy() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  capacity_gib: 18000\n";
+    let cloud = existing("cluster-no-rdma.json", false, config);
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("fabric: TCP: node pool ray-a4-gpu-spot-a4-pool has no RDMA networks"), "{err}");
+    let calls = cloud.calls();
+    assert!(!calls.contains("--update-addons"), "both add-ons are on: {calls}");
+    let order = [
+        "compute addresses create google-managed-services-ray-a4-gpu-spot-net-0",
+        "vpc-peerings connect",
+        "lustre instances create rl-demo-gpu-lustre",
+    ];
+    let at: Vec<usize> = order.iter().map(|c| calls.find(c).unwrap_or_else(|| panic!("{c} did not run:\n{calls}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{calls}");
+    assert!(
+        calls.contains("--network=projects/fake-project/global/networks/ray-a4-gpu-spot-net-0") && !calls.contains("--gke-support-enabled"),
+        "{calls}"
+    );
+    assert_left_alone(&calls, true);
+    let cluster = cloud.api.object("rayclusters", "ray-a4-gpu-spot").expect("the RayCluster");
+    assert!(cluster["spec"]["workerGroupSpecs"][0]["template"]["metadata"]["annotations"]["networking.gke.io/interfaces"].is_null(), "TCP");
+
+    let out = destroy_existing(&cloud, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(cloud.calls().contains("lustre instances delete rl-demo-gpu-lustre"), "{}", cloud.calls());
+    assert!(!cloud.root.join("cloud/lustre").exists() && cloud.root.join("cloud/cluster").exists());
+    assert!(err.contains("cluster ray-a4-gpu-spot stays as it was"), "{err}");
+    assert_left_alone(&cloud.calls().replace("lustre instances create", "").replace("lustre instances delete", ""), false);
+}
+
+#[test]
+fn a_cluster_that_cannot_hold_the_config_is_refused_with_every_fix_before_anything_changes() {
+    let config =
+        "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\ntopology:\n  node_count: 16\nlustre:\n  existing: true\n";
+    let cloud = existing("cluster-no-cpu-pool.json", true, config);
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("has 8 nodes, the config wants 16; fix: set topology.node_count: 8"), "{err}");
+    assert!(err.contains("no on-demand CPU node pool for the Ray head") && err.contains("ray.head.node_pool: gpu"), "{err}");
+    let calls = cloud.calls();
+    assert!(!calls.contains("update") && !calls.contains("create"), "nothing changed:\n{calls}");
+}
+
+#[test]
+fn destroy_refuses_a_state_whose_cluster_gke_rl_did_not_create() {
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    assert_eq!(deploy_existing(&cloud).status.code(), Some(0));
+    // The config now says gke-rl made it: destroy would run gcluster on someone else's cluster.
+    std::fs::write(cloud.root.join("gke-rl.yaml"), "project:\n  cluster_name: ray-a4-gpu-spot\n").unwrap();
+    let out = destroy_existing(&cloud, &[]);
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("records cluster ray-a4-gpu-spot as one gke-rl did not create") && err.contains("set project.existing_cluster: true"),
+        "{err}"
+    );
+    assert_left_alone(&cloud.calls(), false);
+    assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(), "nothing was deleted");
+}
+
+#[test]
+fn destroy_without_its_folder_leaves_a_cluster_of_the_same_name_that_xpk_made() {
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    std::fs::write(cloud.root.join("cloud/cluster"), "").unwrap();
+    let out = cloud.gke_rl(&["destroy", "--yes", "--folder", "nowhere"], &[("FAKE_CLUSTER_BLUEPRINT", "xpk-gke-a4")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_left_alone(&cloud.calls(), false);
+    assert!(cloud.root.join("cloud/cluster").exists());
 }

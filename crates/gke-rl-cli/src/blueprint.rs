@@ -33,6 +33,12 @@ impl Args {
             (None, None) => bail!("pass --toolkit DIR or --blueprint FILE"),
         };
         let loaded = self.source.load()?;
+        if loaded.deployment.project.existing_cluster {
+            bail!(
+                "the config says project.existing_cluster: true: the cluster exists, and no blueprint makes it; \
+                 `gke-rl deploy` fits the Ray cluster to it (or set project.existing_cluster: false to have gcluster create one)"
+            );
+        }
         let original = config::read_input(&input)?;
         let rendered = loaded.render()?;
         let patched =
@@ -51,7 +57,7 @@ impl Args {
         let blueprint = Artifact { name, contents: patched, executable: false };
         let patch = Artifact { name: patch_name, contents: header + &copies + &diff, executable: false };
         // The patch last: it records the copies, so it must not claim ones a failed run left unwritten.
-        let artifacts: Vec<&Artifact> = [&blueprint, &rendered.deployment_file].into_iter().chain(&staged).chain([&patch]).collect();
+        let artifacts: Vec<&Artifact> = [&blueprint].into_iter().chain(&rendered.deployment_file).chain(&staged).chain([&patch]).collect();
         // A patched blueprint carries no header (it would pollute the diff): it is ours when
         // patching it again changes nothing. A staged template is upstream's (or, for a queue,
         // gke-rl's Kueue configuration staged from it): it is ours while it matches what the

@@ -216,6 +216,13 @@ impl Progress for Console {
             Event::StepDoneBefore(step) => self.say(format_args!("✓ {} (done before)", step.title())),
             Event::Running(command) => self.say(format_args!("  $ {command}")),
             Event::Account(account) => self.say(format_args!("  gcloud account: {account}")),
+            Event::ExistingCluster { cluster, version, gpu_pool, head_pool, fabric, addons_off } => {
+                let addons = if addons_off.is_empty() { "on".to_owned() } else { format!("off, turned on at provision: {}", addons_off.join(", ")) };
+                self.say(format_args!(
+                    "  existing cluster {cluster} (GKE {version}): GPU workers on node pool {gpu_pool}, the head on {head_pool}\n  \
+                     fabric: {fabric}\n  add-ons RayOperator and LustreCsiDriver: {addons}"
+                ));
+            }
             Event::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
                 "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
             )),
@@ -488,7 +495,18 @@ mod tests {
         let role = Command { program: "gcloud".into(), args: vec!["iam".into()], dir: None };
         let objects = [("ServiceAccount".to_owned(), "c-idle-guard".to_owned()), ("Role".to_owned(), "c-idle-guard".to_owned())];
         let events = [
-            (Event::StepDone { step: Step::Provision, took: Duration::from_secs(3) }, "✓ provision with gcluster"),
+            (Event::StepDone { step: Step::Provision, took: Duration::from_secs(3) }, "✓ provision the cluster and Managed Lustre"),
+            (
+                Event::ExistingCluster {
+                    cluster: "c",
+                    version: "1.35",
+                    gpu_pool: "gpu",
+                    head_pool: "node pool cpu",
+                    fabric: "TCP",
+                    addons_off: &["RayOperator"],
+                },
+                "existing cluster c (GKE 1.35): GPU workers on node pool gpu, the head on node pool cpu\n  fabric: TCP\n  add-ons RayOperator and LustreCsiDriver: off, turned on at provision: RayOperator",
+            ),
             (Event::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
             (Event::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),
             (Event::RayClusterGone { name: "c" }, "RayCluster c is gone: applying it again"),

@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 
 pub use reach::{Connected, Options, Unreachable, connect, contexts};
 pub use readiness::{ClusterState, Readiness, assess};
@@ -244,6 +244,21 @@ impl Queued {
 
 /// An object of a manifest, its kind, its name, and its API in the namespace.
 type Manifested = (DynamicObject, String, String, Api<DynamicObject>);
+
+/// Kinds a manifest may hold that live outside namespaces.
+const CLUSTER_SCOPED: &[&str] = &["PersistentVolume"];
+
+/// The most objects one list asks for: a cluster has a few GKE networks, not thousands.
+const LIST_LIMIT: u32 = 500;
+
+/// A cluster's GKE networks, as [`RayClusters::gke_networks`] reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GkeNetworks {
+    /// GKENetworkParamSets.
+    pub param_sets: Vec<gke_rl::lifecycle::existing::ParamSet>,
+    /// Networks.
+    pub networks: Vec<gke_rl::lifecycle::existing::NetworkRef>,
+}
 
 /// KubeRay's `CheckName`: the last 50 characters, a leading digit or punctuation made `r`.
 fn kuberay_name(name: &str) -> String {
@@ -569,10 +584,38 @@ impl RayClusters {
             let (group, version) = types.api_version.split_once('/').unwrap_or(("", &types.api_version));
             let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &types.kind));
             let name = object.metadata.name.clone().ok_or_else(|| Error::Manifest("has an object without metadata.name".to_owned()))?;
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &resource);
+            let api: Api<DynamicObject> = if CLUSTER_SCOPED.contains(&types.kind.as_str()) {
+                Api::all_with(self.client.clone(), &resource)
+            } else {
+                Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+            };
             objects.push((object, types.kind, name, api));
         }
         Ok(objects)
+    }
+
+    /// The cluster's GKE networks (`networking.gke.io/v1`): each GKENetworkParamSet as
+    /// (name, `spec.vpcSubnet`, `spec.deviceMode`), and each Network as (name,
+    /// `spec.parametersRef.name`).
+    pub async fn gke_networks(&self) -> Result<GkeNetworks, Error> {
+        let list = |kind: &str| {
+            let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("networking.gke.io", "v1", kind));
+            Api::<DynamicObject>::all_with(self.client.clone(), &resource)
+        };
+        let params = ListParams::default().limit(LIST_LIMIT);
+        let sets = self.call(|| "list GKENetworkParamSets".to_owned(), list("GKENetworkParamSet").list(&params)).await?;
+        let networks = self.call(|| "list GKE Networks".to_owned(), list("Network").list(&params)).await?;
+        let text = |o: &DynamicObject, path: &[&str]| {
+            path.iter().try_fold(&o.data, |v, k| v.get(k)).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
+        };
+        Ok(GkeNetworks {
+            param_sets: sets
+                .items
+                .iter()
+                .map(|o| (o.name_any(), text(o, &["spec", "vpcSubnet"]), text(o, &["spec", "deviceMode"])))
+                .collect(),
+            networks: networks.items.iter().map(|o| (o.name_any(), text(o, &["spec", "parametersRef", "name"]))).collect(),
+        })
     }
 
     /// The uid of the RayCluster `name`, if it exists.

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::lifecycle::{self, Preflight, REQUIRED_APIS, State, Step};
+use gke_rl::lifecycle::{self, Preflight, State, Step};
 use gke_rl::model::{Cidr, Provisioning};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Readiness, Wait};
@@ -102,6 +102,12 @@ fn ray_cluster(artifacts: &Artifacts) -> Option<&str> {
 pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
+    let wait = crate::took(options.timeout);
+    if deployment.project.existing_cluster {
+        // No blueprint, no toolkit, no CIDR: the cluster is someone else's.
+        crate::blueprint::check_render(deployment, artifacts, None)?;
+        return Ok(lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait));
+    }
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
     // blueprint when the toolkit is there (without it, preflight would stop; warned below).
     let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
@@ -109,7 +115,6 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
         Err(_) => crate::blueprint::check_render(deployment, artifacts, None)?,
     }
-    let wait = crate::took(options.timeout);
     let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
@@ -142,20 +147,27 @@ pub async fn deploy(
         Some(state) => state,
         None => State::new(deployment, resolved.site.project_id.as_str(), ""),
     };
-    let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
-    let cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
-    if cidr.is_wide() {
-        progress.event(Event::WideAuthorizedCidr { cidr: cidr.as_str() });
+    let existing_cluster = deployment.project.existing_cluster;
+    if !existing_cluster {
+        let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
+        let cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
+        if cidr.is_wide() {
+            progress.event(Event::WideAuthorizedCidr { cidr: cidr.as_str() });
+        }
+        if let Some(before) = provisioned.as_deref().filter(|before| *before != cidr.as_str()) {
+            progress.event(Event::AuthorizedCidrChanged { from: before, to: cidr.as_str() });
+            state.redo_from(Step::Provision);
+        }
+        resolved.site.authorized_cidr = Some(cidr);
     }
-    if let Some(before) = provisioned.as_deref().filter(|before| *before != cidr.as_str()) {
-        progress.event(Event::AuthorizedCidrChanged { from: before, to: cidr.as_str() });
-        state.redo_from(Step::Provision);
-    }
-    resolved.site.authorized_cidr = Some(cidr);
 
     let started = env.clock.now();
     progress.event(Event::StepStarted(Step::Preflight));
-    let result = preflight(options, env, &mut resolved, &state, progress).await;
+    let result = if existing_cluster {
+        crate::existing::preflight(env, &resolved, progress).await.map(Some)
+    } else {
+        preflight(options, env, &mut resolved, &state, progress).await.map(|()| None)
+    };
     // Ctrl-C ends preflight's query (the terminal signals its whole group): an interrupt, not a
     // failed check.
     let interrupted = interrupt.is_set_after(result.is_ok()).await;
@@ -163,21 +175,42 @@ pub async fn deploy(
         resolved.save_state(&state)?;
         return Ok(Deployed::Interrupted { step: Step::Preflight, state: resolved.state_path(), signal: interrupt.signal().unwrap_or(2) });
     }
-    if let Err(error) = result {
-        let took = env.clock.now() - started;
-        return Ok(Deployed::Failed { step: Step::Preflight, took, error, fix: None, state: resolved.state_path() });
-    }
+    let found = match result {
+        Ok(found) => found,
+        Err(error) => {
+            let took = env.clock.now() - started;
+            return Ok(Deployed::Failed { step: Step::Preflight, took, error, fix: None, state: resolved.state_path() });
+        }
+    };
     progress.event(Event::StepDone { step: Step::Preflight, took: env.clock.now() - started });
     state.complete(Step::Preflight);
 
-    let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
-    let original = files::read_text(&blueprint_path)?;
-    let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
+    // On an existing cluster, from here on the deployment is the one fitted to it, rendered again.
+    let fitted = match found {
+        Some(fitted) => {
+            let options = gke_rl::RenderOptions { source: "the config fitted to the existing cluster", regenerate: "gke-rl deploy" };
+            let artifacts = gke_rl::render(&fitted, &options)?;
+            crate::blueprint::check_render(&fitted, &artifacts, None)?;
+            Some((fitted, artifacts))
+        }
+        None => None,
+    };
+    let (deployment, artifacts) = fitted.as_ref().map_or((deployment, artifacts), |(d, a)| (d, a));
+    let resolved = Resolved { deployment, site: resolved.site, hidden: resolved.hidden };
+    let (blueprint, staged) = if existing_cluster {
+        (String::new(), Vec::new())
+    } else {
+        let blueprint_path = toolkit_blueprint(&resolved.site.toolkit);
+        let original = files::read_text(&blueprint_path)?;
+        let blueprint = patch_checked(&blueprint_path, &original, deployment, artifacts)?;
+        let staged = crate::blueprint::staged_templates(&blueprint_path, &blueprint, deployment)?;
+        (blueprint, staged)
+    };
     let helpers: Vec<String> = lifecycle::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
-    let mut rendered = vec![blueprint.as_str(), artifacts.deployment_file.contents.as_str(), ray_cluster(artifacts).unwrap_or_default()];
+    let deployment_file = artifacts.deployment_file.as_ref().map_or("", |a| a.contents.as_str());
+    let mut rendered = vec![blueprint.as_str(), deployment_file, ray_cluster(artifacts).unwrap_or_default()];
     rendered.extend(helpers.iter().map(String::as_str));
     // A queue's Kueue configuration, staged from the checkout's, is applied with the cluster.
-    let staged = crate::blueprint::staged_templates(&blueprint_path, &blueprint, deployment)?;
     let kueue = staged.iter().find(|t| t.name == gke_rl::ArtifactKind::KueueConfiguration.file() && deployment.job.queue.is_some());
     rendered.extend(kueue.map(|t| t.contents.as_str()));
     let digest = lifecycle::digest(&rendered);
@@ -273,29 +306,7 @@ async fn preflight(
     let site = &resolved.site;
     let checks = Preflight::new(resolved.deployment, site);
     let mut problems = Vec::new();
-    let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
-    let signed_in = account.is_some();
-    match &account {
-        Some(account) => progress.event(Event::Account(account)),
-        None => problems.push(Problem::NoAccount),
-    }
-    // Without an account gcloud can answer nothing else about the project.
-    if signed_in {
-        match resolved.read(env, &checks.apis) {
-            Ok(enabled) => {
-                let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
-                let missing: Vec<&str> = REQUIRED_APIS.iter().copied().filter(|api| !enabled.contains(api)).collect();
-                if !missing.is_empty() {
-                    problems.push(Problem::ApisDisabled {
-                        project: site.project_id.to_string(),
-                        missing: missing.iter().map(|m| (*m).to_owned()).collect(),
-                        enable: lifecycle::enable_apis(&missing, site),
-                    });
-                }
-            }
-            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.to_string(), reason: reason.to_string() }),
-        }
-    }
+    let signed_in = basics(env, resolved, &checks, progress, &mut problems);
     // Capacity: what gcluster would otherwise find out after 30-60 minutes of building.
     if signed_in {
         problems.extend(capacity(env, resolved, &checks));
@@ -308,9 +319,6 @@ async fn preflight(
             problems.push(Problem::NoTool { tool: tool.program.clone() });
         }
     }
-    if resolved.read(env, &checks.auth_plugin).is_err() {
-        problems.push(Problem::NoAuthPlugin);
-    }
     if state.done(Step::Provision)
         && let Some(problem) = outside_authorized_cidr(options, site.authorized_cidr.as_ref(), resolved.deployment, progress).await
     {
@@ -319,11 +327,6 @@ async fn preflight(
     }
     if !toolkit_blueprint(&site.toolkit).is_file() {
         problems.push(Problem::NoToolkit { toolkit: site.toolkit.display().to_string() });
-    }
-    for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
-        if required && env.var(variable).is_none() {
-            problems.push(Problem::SecretUnset { variable: variable.to_owned() });
-        }
     }
     let skip = resolved.read(env, &checks.gcsfuse_role).is_err();
     if skip && signed_in {
@@ -338,6 +341,45 @@ async fn preflight(
     }
     progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr_text(), detected_from: None });
     Ok(())
+}
+
+/// What every deploy checks, into `problems`: an active gcloud account, the APIs it needs, the
+/// credential plugin, the secrets. Whether gcloud has an account (without one it can answer
+/// nothing else about the project).
+pub(crate) fn basics(env: &Env, resolved: &Resolved<'_>, checks: &Preflight, progress: &dyn Progress, problems: &mut Vec<Problem>) -> bool {
+    let site = &resolved.site;
+    let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
+    let signed_in = account.is_some();
+    match &account {
+        Some(account) => progress.event(Event::Account(account)),
+        None => problems.push(Problem::NoAccount),
+    }
+    if signed_in {
+        match resolved.read(env, &checks.apis) {
+            Ok(enabled) => {
+                let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
+                let missing: Vec<&str> =
+                    lifecycle::required_apis(resolved.deployment).into_iter().filter(|api| !enabled.contains(api)).collect();
+                if !missing.is_empty() {
+                    problems.push(Problem::ApisDisabled {
+                        project: site.project_id.to_string(),
+                        missing: missing.iter().map(|m| (*m).to_owned()).collect(),
+                        enable: lifecycle::enable_apis(&missing, site),
+                    });
+                }
+            }
+            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.to_string(), reason: reason.to_string() }),
+        }
+    }
+    if resolved.read(env, &checks.auth_plugin).is_err() {
+        problems.push(Problem::NoAuthPlugin);
+    }
+    for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
+        if required && env.var(variable).is_none() {
+            problems.push(Problem::SecretUnset { variable: variable.to_owned() });
+        }
+    }
+    signed_in
 }
 
 /// The GPU quota, the machine type, the RoCE profile and Lustre's location, as gcloud answers
@@ -395,6 +437,16 @@ async fn outside_authorized_cidr(options: &DeployOptions, cidr: Option<&Cidr>, d
 
 /// What the question before creating says.
 fn creates(d: &Deployment) -> String {
+    if d.project.existing_cluster {
+        let lustre = match lifecycle::billable(d).first() {
+            Some(instance) => format!("create {instance} in {} (it bills until the deployment is destroyed), ", d.project.zone),
+            None => String::new(),
+        };
+        return format!(
+            "{lustre}turn on the RayOperator and Lustre CSI add-ons where they are off, and run RayCluster {} on existing cluster {}? Its nodes bill as they do now; gke-rl never deletes the cluster.",
+            d.project.cluster_name, d.project.cluster_name
+        );
+    }
     format!(
         "create {} in {}? They bill {} until the deployment is destroyed.",
         lifecycle::billable(d).join(", "),
@@ -438,8 +490,11 @@ impl Written<'_> {
         let folder = resolved.site.folder();
         std::fs::create_dir_all(resolved.folder()).map_err(|source| Error::Write { path: resolved.folder().to_owned(), source })?;
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
-        write(folder.blueprint(), self.blueprint)?;
-        write(folder.deployment_file(), &self.artifacts.deployment_file.contents)?;
+        // An existing cluster has neither.
+        if let Some(deployment_file) = &self.artifacts.deployment_file {
+            write(folder.blueprint(), self.blueprint)?;
+            write(folder.deployment_file(), &deployment_file.contents)?;
+        }
         match ray_cluster(self.artifacts) {
             Some(manifest) => write(folder.ray_cluster(), manifest)?,
             // An earlier deploy in cluster mode wrote one; this deploy applies none.
@@ -473,6 +528,7 @@ async fn run_step(
     match step {
         Step::Preflight => Ok(()),
         Step::Render => written.write(resolved),
+        Step::Provision if d.project.existing_cluster => crate::existing::provision(env, resolved, state, progress),
         Step::Provision => {
             if !resolved.stream(env, progress, &lifecycle::provision(site)) {
                 return Err(Error::CommandFailed { what: "gcluster deploy".into() });
@@ -531,6 +587,14 @@ async fn run_step(
         Step::RayCluster => {
             let clusters = resolved.clusters(env).await?;
             let namespace = d.ray.namespace.as_str();
+            if d.project.existing_cluster {
+                // The instance, by the address and file system it has now, as a static volume.
+                let instance = crate::existing::instance(env, resolved)?;
+                let volume = lifecycle::existing::lustre_volume(d, site.project_id.as_str(), &instance);
+                let applied = clusters.apply_all(&volume).await?;
+                progress.event(Event::HelperApplied { what: "Lustre volume", namespace, objects: &applied });
+                state.created.volume = Some(lifecycle::existing::persistent_volume(d));
+            }
             // The NetworkPolicy first, so that no pod of a Ray without tokens starts open.
             if let Some(policy) = &written.artifacts.network_policy {
                 let applied = clusters.apply_all(&policy.contents).await?;
@@ -547,12 +611,8 @@ async fn run_step(
                     }
                     state.created.ray_cluster_uid = None;
                 }
-                // And the helpers cluster mode applies, which look after that cluster (the idle
-                // guard whether or not it had one); deleting what is not there does nothing.
-                let mut cluster_mode = d.clone();
-                cluster_mode.job.mode = gke_rl::model::JobMode::Cluster;
-                cluster_mode.job.idle_timeout_minutes = Some(std::num::NonZeroU32::MIN);
-                for (what, manifests) in lifecycle::helpers(&cluster_mode) {
+                // And the helpers cluster mode applies, which look after that cluster.
+                for (what, manifests) in lifecycle::every_helper(d) {
                     let objects = clusters.delete_all(&manifests).await?;
                     if !objects.is_empty() {
                         progress.event(Event::HelperDeleted { what, namespace, objects: &objects });

@@ -16,6 +16,8 @@ use crate::{Env, Error};
 pub struct DestroyOptions {
     /// Which deployment, where.
     pub target: Target,
+    /// Turn off the add-ons deploy turned on in an existing cluster.
+    pub disable_addons: bool,
 }
 
 /// How a destroy ended.
@@ -64,7 +66,7 @@ pub enum Plan {
 pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Result<Plan, Error> {
     let resolved = options.target.resolve(deployment, env, false)?;
     Ok(match resolved.load_state()? {
-        Some(state) => Plan::Steps(lifecycle::destroy_plan(deployment, &resolved.site, &state, None).to_string()),
+        Some(state) => Plan::Steps(lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons).to_string()),
         None => Plan::NothingRecorded { folder: resolved.folder().to_owned() },
     })
 }
@@ -87,6 +89,11 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     };
     let d = deployment;
     let Some(state) = resolved.load_state()? else {
+        // A cluster gke-rl did not create: without the record of what deploy made there, it
+        // deletes nothing.
+        if d.project.existing_cluster {
+            return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
+        }
         // No state, perhaps a lost folder: never "nothing to destroy" while resources bill.
         let remains = leftovers(env, &resolved);
         if remains.is_empty() {
@@ -94,9 +101,9 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
         }
         return without_state(env, &resolved, &remains, &mut interrupt, progress).await;
     };
-    let provisioned = state.done(Step::Render);
+    let provisioned = state.done(Step::Render) && !state.existing_cluster;
     let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
-    let preview = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets)).preview();
+    let preview = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets), options.disable_addons).preview();
     match progress.confirm(&Question::Destroy { preview: &preview }) {
         Ok(true) => {}
         Ok(false) => return Ok(Destroyed::Declined),
@@ -105,11 +112,21 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
 
     let started = env.clock.now();
     let mut teardown_failed = false;
-    if state.done(Step::Credentials) {
-        delete_ray_cluster(env, &resolved, &mut interrupt, progress).await;
-        if interrupt.is_set() {
-            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+    let objects_gone = !state.done(Step::Credentials)
+        || delete_ray_cluster(env, &resolved, state.created.volume.as_deref(), &mut interrupt, progress).await;
+    if interrupt.is_set() {
+        return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+    }
+    if state.existing_cluster {
+        // The cluster stays: what gke-rl put on it must go now, or it runs on.
+        let mut remains = Vec::new();
+        if !objects_gone {
+            remains.push(format!(
+                "RayCluster {}, its Secrets, helpers and Lustre volume in namespace {} of cluster {} (its API could not be used)",
+                d.project.cluster_name, d.ray.namespace, d.project.cluster_name
+            ));
         }
+        return on_existing_cluster(env, &resolved, state, options, remains, &mut interrupt, progress, started).await;
     }
     if provisioned {
         for (bucket, objects) in buckets.iter().filter(|(_, objects)| *objects > 0) {
@@ -138,6 +155,47 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
             "whatever else gcluster did not destroy (networks, firewall rules, service accounts of {})",
             d.project.cluster_name
         ));
+    }
+    if !remains.is_empty() {
+        return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
+    }
+    let state_path = resolved.state_path();
+    std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+}
+
+/// The rest of a destroy on a cluster gke-rl did not create, after its Kubernetes objects
+/// (`remains` says whether they stayed): the Lustre instance if deploy
+/// created it, the add-ons it turned on if asked; never the cluster, its pools, or an attached
+/// instance. Then asks gcloud whether the instance it deleted is gone.
+#[allow(clippy::too_many_arguments)] // one destroy's whole context
+async fn on_existing_cluster(
+    env: &Env,
+    resolved: &Resolved<'_>,
+    state: gke_rl::lifecycle::State,
+    options: &DestroyOptions,
+    mut remains: Vec<String>,
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+    started: std::time::Instant,
+) -> Result<Destroyed, Error> {
+    let (d, site) = (resolved.deployment, &resolved.site);
+    if state.created.lustre_instance.is_some() {
+        let deleted = resolved.stream(env, progress, &lifecycle::delete_lustre(d, site));
+        if interrupt.is_set_after(deleted).await {
+            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+        }
+        remains.extend(named_leftovers(env, resolved));
+    }
+    let addons: Vec<&str> = state.created.addons.iter().map(String::as_str).collect();
+    if options.disable_addons && !addons.is_empty() {
+        let turned_off = resolved.stream(env, progress, &lifecycle::update_addons(d, site, &addons, false));
+        if interrupt.is_set_after(turned_off).await {
+            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+        }
+        if !turned_off {
+            remains.push(format!("add-ons {} of cluster {} (gcloud could not turn them off)", addons.join(", "), d.project.cluster_name));
+        }
     }
     if !remains.is_empty() {
         return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
@@ -219,19 +277,28 @@ fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, E
 
 /// Deletes the RayCluster and the Secret and waits for the pods to go; when the cluster's API
 /// cannot be used, says so and leaves them to go with the cluster.
-async fn delete_ray_cluster(env: &Env, resolved: &Resolved<'_>, interrupt: &mut crate::env::Armed, progress: &dyn Progress) {
+async fn delete_ray_cluster(
+    env: &Env,
+    resolved: &Resolved<'_>,
+    volume: Option<&str>,
+    interrupt: &mut crate::env::Armed,
+    progress: &dyn Progress,
+) -> bool {
     if !resolved.stream(env, progress, &lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str())) {
         progress.event(Event::ClusterObjectsSkipped { reason: "the cluster has no credentials to give (already gone?)" });
-        return;
+        return false;
     }
-    if let Err(e) = delete_objects(env, resolved, interrupt, progress).await {
+    if let Err(e) = delete_objects(env, resolved, volume, interrupt, progress).await {
         progress.event(Event::ClusterObjectsSkipped { reason: &format!("cannot use the cluster's Kubernetes API: {}", crate::chain(&e)) });
+        return false;
     }
+    true
 }
 
 async fn delete_objects(
     env: &Env,
     resolved: &Resolved<'_>,
+    volume: Option<&str>,
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
 ) -> Result<(), Error> {
@@ -250,6 +317,18 @@ async fn delete_objects(
         }
         pods_of.extend(cluster);
     }
+    // The run keeper and the idle guard, and a Ray without tokens' NetworkPolicy: on a cluster
+    // gke-rl did not create, nothing else takes them away.
+    for (what, manifests) in lifecycle::every_helper(d) {
+        let objects = clusters.delete_all(&manifests).await?;
+        if !objects.is_empty() {
+            progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
+        }
+    }
+    let policy = gke_rl::auth::network_policy_name(d);
+    if clusters.delete_network_policy(&policy).await? {
+        progress.event(Event::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
+    }
     for secret in lifecycle::cluster_secrets(d) {
         if clusters.delete_secret(&secret).await? {
             progress.event(Event::Deleted { kind: "Secret", namespace, name: &secret });
@@ -267,6 +346,13 @@ async fn delete_objects(
         () = interrupt.wait() => return Ok(()),
     }
     progress.event(Event::PodsGone);
+    // Once no pod mounts it; the volume's policy is Retain: the data stays on Lustre.
+    if let Some(volume) = volume {
+        let objects = clusters.delete_all(&crate::existing::volume_objects(d, volume)).await?;
+        if !objects.is_empty() {
+            progress.event(Event::HelperDeleted { what: "Lustre volume", namespace, objects: &objects });
+        }
+    }
     Ok(())
 }
 
@@ -279,23 +365,30 @@ fn labelled_clusters(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, 
         .map_err(|e| e.to_string())
 }
 
-/// What still exists, by asking gcloud.
-fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
-    let (d, site) = (resolved.deployment, &resolved.site);
-    let label = format!("labelled ghpc_deployment={}", d.project.cluster_name);
-    let mut remains: Vec<String> = match labelled_clusters(env, resolved) {
-        Ok(clusters) => clusters.iter().map(|(name, location)| format!("GKE cluster {name} ({location}, {label})")).collect(),
-        Err(reason) => vec![format!("GKE clusters {label} (gcloud could not list them: {reason})")],
-    };
+/// What still exists of what gke-rl finds by name (the Lustre instance), by asking gcloud.
+fn named_leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
+    let mut remains = Vec::new();
     // A describe that fails says "not found"; one that gave no answer in time says nothing, and
     // what it asked about may remain.
-    for (what, command) in lifecycle::leftovers(d, site) {
+    for (what, command) in lifecycle::leftovers(resolved.deployment, &resolved.site) {
         match resolved.read(env, &command) {
             Ok(out) if !out.trim().is_empty() => remains.push(what),
             Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("{what} (unknown: {reason})")),
             Ok(_) | Err(_) => {}
         }
     }
+    remains
+}
+
+/// What still exists, by asking gcloud.
+fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
+    let d = resolved.deployment;
+    let label = format!("labelled ghpc_deployment={} and ghpc_blueprint={}", d.project.cluster_name, gke_rl::knowledge::PATCHED_BLUEPRINT);
+    let mut remains: Vec<String> = match labelled_clusters(env, resolved) {
+        Ok(clusters) => clusters.iter().map(|(name, location)| format!("GKE cluster {name} ({location}, {label})")).collect(),
+        Err(reason) => vec![format!("GKE clusters {label} (gcloud could not list them: {reason})")],
+    };
+    remains.extend(named_leftovers(env, resolved));
     match resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
         Ok(buckets) => remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}"))),
         Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("buckets (unknown: {reason})")),

@@ -640,6 +640,46 @@ pub enum Problem {
         /// gcloud's answer.
         reason: String,
     },
+    /// The existing cluster cannot be read.
+    #[error(
+        "cannot read cluster {cluster} in {location} ({reason}): check project.cluster_name and project.region, \
+         or set project.existing_cluster: false to have gke-rl create it"
+    )]
+    ClusterUnknown {
+        /// The cluster.
+        cluster: String,
+        /// Where it was looked for.
+        location: String,
+        /// gcloud's answer.
+        reason: String,
+    },
+    /// The config disagrees with the existing cluster or Lustre instance.
+    #[error("{0}")]
+    Misfit(gke_rl::lifecycle::existing::Misfit),
+    /// The existing Lustre instance cannot be read.
+    #[error(
+        "cannot read Lustre instance {instance} in {zone} ({reason}): check lustre.instance_id and project.zone, \
+         or set lustre.existing: false to have gke-rl create it"
+    )]
+    LustreUnknown {
+        /// The instance.
+        instance: String,
+        /// Where it was looked for.
+        zone: String,
+        /// gcloud's answer.
+        reason: String,
+    },
+    /// The existing cluster's GKE networks cannot be read.
+    #[error(
+        "cannot read the GKE networks of cluster {cluster} ({reason}): set fabric.rdma_networks to the networks \
+         the workers attach, or fabric.mode: off"
+    )]
+    NetworksUnknown {
+        /// The cluster.
+        cluster: String,
+        /// Why.
+        reason: String,
+    },
     /// This machine cannot reach the control plane from where it is.
     #[error(
         "this machine's public address {address} is outside the authorized CIDR {cidr} of cluster {cluster}: its Kubernetes API will not answer"

@@ -73,6 +73,21 @@ pub enum Event<'a> {
         /// The command that creates the role.
         create_role: &'a Command,
     },
+    /// Preflight read the existing cluster and fitted the deployment to it.
+    ExistingCluster {
+        /// The cluster.
+        cluster: &'a str,
+        /// Its control plane's version.
+        version: &'a str,
+        /// The pool of the GPU workers.
+        gpu_pool: &'a str,
+        /// Where the head runs.
+        head_pool: &'a str,
+        /// How the workers' collectives travel, for people.
+        fabric: &'a str,
+        /// The add-ons found off, which provision turns on.
+        addons_off: &'a [&'static str],
+    },
     /// The config or the blueprint changed since the last deploy: the steps run again from render.
     ConfigChanged,
     /// The RayCluster of a completed deploy was deleted: it is applied again.

@@ -183,7 +183,7 @@ impl World {
     }
 
     async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, Error> {
-        let options = DestroyOptions { target: self.target(given) };
+        let options = DestroyOptions { target: self.target(given), disable_addons: false };
         gke_rl_ops::destroy::destroy(&self.deployment(given), &options, &self.env(Interrupt::manual().1), &*self.log).await
     }
 
@@ -475,7 +475,7 @@ async fn a_lost_state_folder_does_not_hide_what_bills() {
     assert!(matches!(w.destroy(&Given::default()).await.unwrap(), Destroyed::Destroyed { .. }), "{}", w.log());
     let log = w.log();
     assert!(log.contains("no deployment state in"), "{log}");
-    let labelled = "GKE cluster ray-a4-gpu-spot (us-east1, labelled ghpc_deployment=ray-a4-gpu-spot)";
+    let labelled = "GKE cluster ray-a4-gpu-spot (us-east1, labelled ghpc_deployment=ray-a4-gpu-spot and ghpc_blueprint=gke-a4)";
     for found in [labelled, "Managed Lustre instance rl-demo-gpu-lustre", "bucket checkpoint-ray-a4-gpu-spot-3c4d"] {
         assert!(log.contains(&format!("  - {found}")), "{found} missing from\n{log}");
     }
@@ -534,7 +534,7 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
     let w = world(Pods::ReadyAfter(0));
     w.set_var("FAKE_FAIL", "gcluster deploy");
     assert_eq!(failed(&w.deploy(&Given::default()).await).0, Step::Provision);
-    let options = DestroyOptions { target: w.target(&Given::default()) };
+    let options = DestroyOptions { target: w.target(&Given::default()), disable_addons: false };
     let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&Deployment::default(), &options, &w.env(Interrupt::manual().1)).unwrap() else {
         panic!("no plan")
     };
@@ -842,7 +842,9 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
         .apply("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: nemo-rl-grpo-test1-x7k2p\nspec:\n  workerGroupSpecs: []\n")
         .await
         .unwrap();
-    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob) }, &env).unwrap() else {
+    let Plan::Steps(plan) =
+        gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob), disable_addons: false }, &env).unwrap()
+    else {
         panic!("a state")
     };
     assert!(plan.contains("gke-rl's RayJobs in default (their RayClusters go with them)"), "{plan}");

@@ -310,7 +310,7 @@ fn the_rendered_rdma_networks_are_the_ones_the_blueprint_creates() {
     assert_eq!(networks.gvnic, ["gvnic-1"]);
     assert_eq!(networks.rdma, rdma);
     let fabric = gke_rl::knowledge::gpu_fabric("a4-highgpu-8g").unwrap();
-    let interfaces = gke_rl::render::interfaces(fabric);
+    let interfaces = gke_rl::render::interfaces(&Deployment::default(), fabric);
     for network in &networks.rdma {
         assert!(interfaces.contains(&format!("\"network\":\"{network}\"")), "{interfaces} lacks {network}");
     }

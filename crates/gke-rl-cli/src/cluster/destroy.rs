@@ -8,7 +8,8 @@ use crate::console::{Console, explain};
 use crate::interrupted;
 
 /// Delete the RayCluster, empty the blueprint's buckets, run `gcluster destroy`, and verify with
-/// gcloud that the cluster and the Lustre instance are gone
+/// gcloud that the cluster and the Lustre instance are gone; on a cluster gke-rl did not create,
+/// delete only what its deploy made
 #[derive(clap::Args)]
 pub struct DestroyArgs {
     #[command(flatten)]
@@ -19,6 +20,10 @@ pub struct DestroyArgs {
     /// Do not ask before deleting
     #[arg(long)]
     yes: bool,
+    /// On a cluster gke-rl did not create, also turn off the add-ons its deploy turned on
+    /// (RayOperator, LustreCsiDriver)
+    #[arg(long)]
+    disable_addons: bool,
 }
 
 impl DestroyArgs {
@@ -29,7 +34,7 @@ impl DestroyArgs {
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
         let loaded = self.target.source.load()?;
         let d = &loaded.deployment;
-        let options = DestroyOptions { target: self.target.options() };
+        let options = DestroyOptions { target: self.target.options(), disable_addons: self.disable_addons };
         let explained = |e: &gke_rl_ops::Error| explain(e, None, &self.target.get_credentials(d));
         if self.dry_run {
             match gke_rl_ops::destroy::plan(d, &options, &env).map_err(|e| crate::reported(e, &explained))? {
@@ -49,6 +54,15 @@ impl DestroyArgs {
 fn said(destroyed: Destroyed, d: &gke_rl::Deployment) -> anyhow::Result<(String, u8)> {
     let cli = crate::name();
     Ok(match destroyed {
+        Destroyed::Destroyed { took } if d.project.existing_cluster => {
+            let (cluster, instance) = (&d.project.cluster_name, &d.lustre.instance_id);
+            let kept = if d.lustre.existing {
+                format!("cluster {cluster} and Lustre instance {instance} stay as they were")
+            } else {
+                format!("cluster {cluster} stays as it was")
+            };
+            (format!("destroyed in {}: what gke-rl made on cluster {cluster} is gone; {kept}", gke_rl_ops::took(took)), 0)
+        }
         Destroyed::Destroyed { took } => (
             format!("destroyed in {}: no cluster, Lustre instance or bucket of {} remains", gke_rl_ops::took(took), d.project.cluster_name),
             0,

@@ -153,6 +153,13 @@ impl FakeApiServer {
         self.lock().objects.iter().filter(|((p, _), _)| p == plural).map(|(_, o)| o.clone()).collect()
     }
 
+    /// Stores `object` as one of kind `plural`, by its `metadata.name`, as the cluster's own
+    /// (GKE's networks) or someone with kubectl would.
+    pub fn put(&self, plural: &str, object: Value) {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        self.lock().objects.insert((plural.to_owned(), name), object);
+    }
+
     /// Stores an Opaque Secret `name` holding `key: value`, as someone with kubectl would.
     pub fn put_secret(&self, name: &str, key: &str, value: &str) {
         let data = serde_json::to_value(k8s_openapi::ByteString(value.as_bytes().to_vec())).unwrap_or_default();
@@ -275,6 +282,8 @@ impl FakeApiServer {
             // A namespace itself (cluster-scoped): stored as the object ("namespaces", NAME).
             ["api", "v1", rest @ ..] if rest.len() == 2 && rest[0] == "namespaces" => rest,
             ["api", "v1", "namespaces", _, rest @ ..] | ["apis", _, _, "namespaces", _, rest @ ..] => rest,
+            // Cluster-scoped: PersistentVolumes, GKE's networks.
+            ["api", "v1", rest @ ..] | ["apis", _, _, rest @ ..] if !rest.is_empty() && rest.len() <= 2 => rest,
             _ => return not_found("path"),
         };
         // A foreground delete goes on by itself; the rest of a RayJob's life when it is asked about.

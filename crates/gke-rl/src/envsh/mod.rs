@@ -28,6 +28,8 @@ enum Kind {
     OptionalNumber,
     /// Null is `${NAME:?…}`: known only where the artifacts are used.
     FromEnvironment,
+    /// Names separated by spaces. Empty text is null.
+    OptionalList,
     /// A reservation's name: empty leaves the mode to `PROVISIONING`.
     Reservation,
     /// `spot`, `reservation` (named by `RESERVATION`, set before), `flex-start`, `on-demand`.
@@ -56,6 +58,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("REGION", "/project/region", Kind::Text, "region of the regional GKE cluster"),
             var("ZONE", "/project/zone", Kind::Text, "zone of the GPU nodes and the Lustre instance"),
             var("CLUSTER_NAME", "/project/cluster_name", Kind::Text, "GKE cluster, gcluster deployment and RayCluster name"),
+            var(
+                "EXISTING_CLUSTER",
+                "/project/existing_cluster",
+                Kind::Flag,
+                "true: the cluster exists (xpk, Terraform, the console); gke-rl never creates or deletes it",
+            ),
             var(
                 "AUTHORIZED_CIDR",
                 "/network/authorized_cidr",
@@ -88,6 +96,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("LUSTRE_THROUGHPUT", "/lustre/throughput_mbps_per_tib", Kind::Number, "throughput tier in MB/s per TiB"),
             var("LUSTRE_MOUNT_PATH", "/lustre/mount_path", Kind::Text, "mount path in the Ray pods"),
             var("LUSTRE_PVC_NAME", "/lustre/pvc_name", Kind::Text, "PersistentVolumeClaim mounted by the Ray pods"),
+            var("LUSTRE_EXISTING", "/lustre/existing", Kind::Flag, "true: the instance exists; gke-rl attaches it and never deletes it"),
         ],
     ),
     (
@@ -99,6 +108,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
             var("HEAD_NODE_POOL", "/ray/head/node_pool", Kind::Text, "dedicated, system or gpu: where the head pod runs"),
             var("HEAD_MACHINE_TYPE", "/ray/head/machine_type", Kind::Text, "machine type of the head's dedicated on-demand pool"),
+            var("HEAD_POOL", "/ray/head/pool", Kind::OptionalText, "an existing cluster's CPU pool for the head; empty: deploy picks one"),
             var("HEAD_CPU_REQUEST", "/ray/head/cpu_request", Kind::Text, "head pod CPU request"),
             var("HEAD_CPU_LIMIT", "/ray/head/cpu_limit", Kind::Text, "head pod CPU limit"),
             var("HEAD_MEMORY_REQUEST", "/ray/head/memory_request", Kind::Text, "head pod memory request"),
@@ -113,6 +123,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
         &[
             var("FABRIC_MODE", "/fabric/mode", Kind::Text, "auto, on or off: GPUDirect RDMA (gIB) in the Ray workers"),
             var("SHM_SIZE", "/fabric/shm_size", Kind::Text, "size limit of each worker's /dev/shm"),
+            var(
+                "RDMA_NETWORKS",
+                "/fabric/rdma_networks",
+                Kind::OptionalList,
+                "GKE networks the workers attach for RDMA, separated by spaces; empty: the blueprint's, or the existing GPU pool's",
+            ),
         ],
     ),
     (
@@ -258,6 +274,7 @@ fn shell_value(var: &Var, value: &YamlValue) -> String {
         }
         (Kind::Reservation, _) => "''".to_owned(),
         (Kind::Mode, YamlValue::Map(_)) => "reservation".to_owned(),
+        (Kind::OptionalList, YamlValue::Seq(items)) => quote::sh(&items.iter().filter_map(|i| i.text()).collect::<Vec<_>>().join(" ")),
         (_, YamlValue::String(s)) => quote::sh(s),
         (_, YamlValue::Number(n)) => n.clone(),
         (Kind::FromEnvironment, YamlValue::Null) => format!("\"${{{0}:?set {0} to the {1}}}\"", var.name, var.doc),
@@ -476,7 +493,8 @@ fn to_json(
         Kind::OptionalNumber if value.is_empty() => Value::Null,
         Kind::OptionalNumber => Value::from(value.parse::<u64>().map_err(|_| invalid("a whole number or empty"))?),
         Kind::Flag => Value::Bool(value.parse::<bool>().map_err(|_| invalid("`true` or `false`"))?),
-        Kind::OptionalText if value.is_empty() => Value::Null,
+        Kind::OptionalText | Kind::OptionalList if value.is_empty() => Value::Null,
+        Kind::OptionalList => Value::from(value.split_whitespace().collect::<Vec<_>>()),
         Kind::Reservation => serde_json::json!({ "reservation": value }),
         Kind::Mode => {
             let reservation = shell.get("RESERVATION").cloned().flatten().filter(|r| !r.is_empty());

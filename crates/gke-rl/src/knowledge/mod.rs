@@ -308,6 +308,8 @@ pub const HEAD_POOL_NAME: &str = "ray-head";
 pub const HEAD_POOL_LABEL: (&str, &str) = ("gke-rl/node-role", "ray-head");
 /// The label GKE gives a GPU node: its accelerator.
 pub const ACCELERATOR_LABEL: &str = "cloud.google.com/gke-accelerator";
+/// The label GKE gives a Spot node (`"true"`).
+pub const SPOT_LABEL: &str = "cloud.google.com/gke-spot";
 /// The label GKE gives every node: its node pool's name.
 pub const NODE_POOL_LABEL: &str = "cloud.google.com/gke-nodepool";
 /// The gke-cluster module's system node pool (`system_node_pool_name`,
@@ -741,6 +743,10 @@ pub fn model(name: &str) -> Option<&'static ModelFacts> {
 pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
 /// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
 pub const BF16_BYTES_PER_PARAMETER: u64 = 2;
+
+/// The file system name of a Lustre instance gke-rl creates: the gke-a4 blueprint's
+/// `remote_mount` (examples/gke-a4/gke-a4.yaml, v1.95.0); at most 8 letters and digits.
+pub const LUSTRE_FILESYSTEM: &str = "lustrefs";
 
 /// Managed Lustre's performance degrades once more than this share of its capacity is used
 /// ("Performance considerations", docs.cloud.google.com/managed-lustre/docs/performance).

@@ -261,10 +261,15 @@ pub fn delete_bucket(bucket: &str, site: &Site) -> Command {
 }
 
 /// The project's GKE clusters that carry the deployment's name in gcluster's
-/// `ghpc_deployment` label, in any location: one `NAME<TAB>LOCATION` line each, which
-/// [`clusters_listed`] reads.
+/// `ghpc_deployment` label and gke-rl's blueprint in `ghpc_blueprint`, in any location: one
+/// `NAME<TAB>LOCATION` line each, which [`clusters_listed`] reads. A cluster of the same name
+/// from another blueprint (xpk's is `xpk-gke-a4`) is not gke-rl's.
 pub fn labelled_clusters(deployment: &Deployment, site: &Site) -> Command {
-    let filter = format!("--filter=resourceLabels.ghpc_deployment={}", deployment.project.cluster_name);
+    let filter = format!(
+        "--filter=resourceLabels.ghpc_deployment={} AND resourceLabels.ghpc_blueprint={}",
+        deployment.project.cluster_name,
+        crate::knowledge::PATCHED_BLUEPRINT
+    );
     Command::of(
         "gcloud",
         &["container", "clusters", "list", "--project", site.project_id.as_str(), &filter, "--format=value(name,location)"],
@@ -304,4 +309,160 @@ pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)>
             ],
         ),
     )]
+}
+
+/// The existing cluster as it is, in JSON ([`super::existing::Cluster::from_json`]).
+pub fn describe_cluster(deployment: &Deployment, site: &Site) -> Command {
+    let p = &deployment.project;
+    Command::of(
+        "gcloud",
+        &[
+            "container",
+            "clusters",
+            "describe",
+            p.cluster_name.as_str(),
+            "--location",
+            p.region.as_str(),
+            "--project",
+            site.project_id.as_str(),
+            "--format=json",
+        ],
+    )
+}
+
+/// The Lustre instance as it is, in JSON ([`super::existing::Instance::from_json`]).
+pub fn describe_lustre(deployment: &Deployment, site: &Site) -> Command {
+    let (lustre, zone) = (deployment.lustre.instance_id.as_str(), deployment.project.zone.as_str());
+    Command::of(
+        "gcloud",
+        &["lustre", "instances", "describe", lustre, "--location", zone, "--project", site.project_id.as_str(), "--format=json"],
+    )
+}
+
+/// Turns `addons` of the existing cluster on (`ENABLED`) or off.
+pub fn update_addons(deployment: &Deployment, site: &Site, addons: &[&str], enabled: bool) -> Command {
+    let p = &deployment.project;
+    let state = if enabled { "ENABLED" } else { "DISABLED" };
+    let addons: Vec<String> = addons.iter().map(|a| format!("{a}={state}")).collect();
+    Command::of(
+        "gcloud",
+        &[
+            "container",
+            "clusters",
+            "update",
+            p.cluster_name.as_str(),
+            "--location",
+            p.region.as_str(),
+            "--project",
+            site.project_id.as_str(),
+        ],
+    )
+    .arg(format!("--update-addons={}", addons.join(",")))
+    .arg("--quiet")
+}
+
+/// The private services access range a new Lustre instance on `network` needs, as the codelab's
+/// scripts name it (devrel-demos `ai-ml/rl-gke-managed-lustre/02-provision-lustre.sh`).
+pub fn peering_range(network: &str) -> String {
+    format!("google-managed-services-{network}")
+}
+
+/// Whether [`peering_range`] exists (it fails when not).
+pub fn describe_peering_range(network: &str, site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "compute",
+            "addresses",
+            "describe",
+            &peering_range(network),
+            "--global",
+            "--project",
+            site.project_id.as_str(),
+            "--format=value(name)",
+        ],
+    )
+}
+
+/// Allocates [`peering_range`] for Google's services, a /24 as the codelab's scripts do.
+pub fn create_peering_range(network: &str, site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "compute",
+            "addresses",
+            "create",
+            &peering_range(network),
+            "--global",
+            "--purpose=VPC_PEERING",
+            "--prefix-length=24",
+            &format!("--network={network}"),
+            "--project",
+            site.project_id.as_str(),
+        ],
+    )
+}
+
+/// The services `network` is peered with, one a line.
+pub fn list_peerings(network: &str, site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "services",
+            "vpc-peerings",
+            "list",
+            &format!("--network={network}"),
+            "--project",
+            site.project_id.as_str(),
+            "--format=value(service)",
+        ],
+    )
+}
+
+/// The service Managed Lustre is reached through.
+pub const SERVICE_NETWORKING: &str = "servicenetworking.googleapis.com";
+
+/// Peers `network` with Google's services over [`peering_range`].
+pub fn connect_peering(network: &str, site: &Site) -> Command {
+    Command::of(
+        "gcloud",
+        &[
+            "services",
+            "vpc-peerings",
+            "connect",
+            &format!("--service={SERVICE_NETWORKING}"),
+            &format!("--ranges={}", peering_range(network)),
+            &format!("--network={network}"),
+            "--project",
+            site.project_id.as_str(),
+        ],
+    )
+}
+
+/// Creates the deployment's Lustre instance on `network`, and waits until it is ready (no
+/// `--async`). `gke_support`: it serves GKE on the legacy port 6988, for a cluster whose nodes
+/// use that port.
+pub fn create_lustre(deployment: &Deployment, site: &Site, network: &str, gke_support: bool) -> Command {
+    let l = &deployment.lustre;
+    let mut command = Command::of(
+        "gcloud",
+        &[
+            "lustre",
+            "instances",
+            "create",
+            l.instance_id.as_str(),
+            "--location",
+            deployment.project.zone.as_str(),
+            "--project",
+            site.project_id.as_str(),
+            &format!("--capacity-gib={}", l.capacity_gib),
+            &format!("--per-unit-storage-throughput={}", l.throughput_mbps_per_tib),
+            &format!("--filesystem={}", crate::knowledge::LUSTRE_FILESYSTEM),
+            &format!("--network=projects/{}/global/networks/{network}", site.project_id),
+        ],
+    );
+    if gke_support {
+        command = command.arg("--gke-support-enabled");
+    }
+    command
 }

@@ -8,6 +8,7 @@
 
 pub mod capacity;
 mod commands;
+pub mod existing;
 mod plan;
 mod state;
 
@@ -37,6 +38,17 @@ pub const REQUIRED_APIS: &[&str] = &[
     "servicenetworking.googleapis.com",
     "storage.googleapis.com",
 ];
+/// The APIs deploy needs: the blueprint's, or on an existing cluster GKE's and Lustre's (and
+/// what creating an instance's peering takes).
+pub fn required_apis(deployment: &Deployment) -> Vec<&'static str> {
+    if !deployment.project.existing_cluster {
+        return REQUIRED_APIS.to_vec();
+    }
+    let creates_lustre = !deployment.lustre.existing;
+    let needed = ["container.googleapis.com", "lustre.googleapis.com"];
+    let peering = ["compute.googleapis.com", "servicenetworking.googleapis.com"];
+    REQUIRED_APIS.iter().copied().filter(|api| needed.contains(api) || (creates_lustre && peering.contains(api))).collect()
+}
 /// The credential plugin every GKE kubeconfig runs (`gcloud container clusters get-credentials`).
 pub const AUTH_PLUGIN: &str = "gke-gcloud-auth-plugin";
 /// How to install [`AUTH_PLUGIN`].
@@ -105,8 +117,8 @@ impl Step {
     pub fn title(self) -> &'static str {
         match self {
             Step::Preflight => "preflight",
-            Step::Render => "render, validate and patch the blueprint",
-            Step::Provision => "provision with gcluster (network, GKE, A4 nodes, Managed Lustre; 30-60 min)",
+            Step::Render => "render and validate",
+            Step::Provision => "provision the cluster and Managed Lustre",
             Step::Credentials => "cluster credentials",
             Step::Secret => "token Secret",
             Step::RayCluster => "RayCluster",
@@ -178,6 +190,15 @@ pub fn helpers(deployment: &Deployment) -> Vec<(&'static str, String)> {
     let keeper = Some(("run keeper", crate::supervisor::keeper_manifests(deployment)));
     let guard = crate::guard::manifests(deployment).map(|m| ("idle guard", m));
     keeper.into_iter().chain(guard).collect()
+}
+
+/// Every helper a deploy of this deployment may have applied, whatever its mode and idle
+/// timeout were then: what a cleanup deletes (deleting what is not there does nothing).
+pub fn every_helper(deployment: &Deployment) -> Vec<(&'static str, String)> {
+    let mut cluster_mode = deployment.clone();
+    cluster_mode.job.mode = crate::model::JobMode::Cluster;
+    cluster_mode.job.idle_timeout_minutes = Some(std::num::NonZeroU32::MIN);
+    helpers(&cluster_mode)
 }
 
 /// The environment variables that hold the deployment's secrets: no child process inherits

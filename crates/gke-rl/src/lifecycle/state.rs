@@ -29,6 +29,9 @@ pub struct State {
     /// the same one unless told otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<String>,
+    /// The cluster existed before gke-rl (`project.existing_cluster`): gke-rl never deletes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing_cluster: bool,
     /// What exists because of this deployment.
     pub created: Created,
 }
@@ -46,6 +49,13 @@ pub struct Created {
     pub secret: Option<String>,
     /// The RayCluster's uid.
     pub ray_cluster_uid: Option<String>,
+    /// Add-ons deploy turned on in an existing cluster (gcloud's `--update-addons` names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<String>,
+    /// The PersistentVolume (and its claim) deploy made for the Lustre instance on an
+    /// existing cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
 }
 
 impl State {
@@ -59,6 +69,7 @@ impl State {
             region: p.region.to_string(),
             zone: p.zone.to_string(),
             rendered: rendered.to_owned(),
+            existing_cluster: p.existing_cluster,
             ..State::default()
         }
     }
@@ -86,12 +97,26 @@ impl State {
         let p = &deployment.project;
         let theirs = (self.project_id.as_str(), self.deployment.as_str(), self.region.as_str(), self.zone.as_str());
         let ours = (project_id, p.cluster_name.as_str(), p.region.as_str(), p.zone.as_str());
-        (theirs != ours).then(|| {
-            format!(
+        if theirs != ours {
+            return Some(format!(
                 "the state file belongs to deployment {} in project {} ({} / {}), but the config is for {} in {} ({} / {})",
                 theirs.1, theirs.0, theirs.2, theirs.3, ours.1, ours.0, ours.2, ours.3
-            )
-        })
+            ));
+        }
+        // A cluster gke-rl did not create is never destroyed as its own, nor the other way round.
+        match (self.existing_cluster, p.existing_cluster) {
+            (true, false) => Some(format!(
+                "the state file records cluster {} as one gke-rl did not create, but the config says project.existing_cluster: false; \
+                 gke-rl never deletes a cluster it did not create: set project.existing_cluster: true",
+                self.deployment
+            )),
+            (false, true) if self.created.cluster.is_some() || self.done(Step::Provision) => Some(format!(
+                "the state file records cluster {} as created by gke-rl, but the config says project.existing_cluster: true: \
+                 set it to false to act on the deployment gke-rl made",
+                self.deployment
+            )),
+            _ => None,
+        }
     }
 
     /// The format version this gke-rl writes and reads.

@@ -55,6 +55,10 @@ pub struct Project {
     pub zone: Zone,
     /// GKE cluster, gcluster deployment and RayCluster name.
     pub cluster_name: Name,
+    /// The cluster exists already (made with xpk, Terraform or the console): deploy reads it
+    /// and fits the Ray cluster to it, and neither deploy nor destroy ever creates or deletes
+    /// it or its node pools.
+    pub existing_cluster: bool,
 }
 
 impl Default for Project {
@@ -64,6 +68,7 @@ impl Default for Project {
             region: Region::new("us-east1").expect("valid"),
             zone: Zone::new("us-east1-b").expect("valid"),
             cluster_name: Name::new("ray-a4-gpu-spot").expect("valid"),
+            existing_cluster: false,
         }
     }
 }
@@ -168,8 +173,12 @@ pub struct Lustre {
     pub throughput_mbps_per_tib: NonZeroU32,
     /// Where the file system is mounted in the Ray pods.
     pub mount_path: AbsPath,
-    /// Name of the PersistentVolumeClaim the blueprint creates and the pods mount.
+    /// Name of the PersistentVolumeClaim the blueprint (or, on an existing cluster, deploy)
+    /// creates and the pods mount.
     pub pvc_name: Name,
+    /// The instance `instance_id` exists already (on an existing cluster): deploy attaches it,
+    /// and destroy never deletes it. Its capacity and tier are read from the instance.
+    pub existing: bool,
 }
 
 impl Default for Lustre {
@@ -180,6 +189,7 @@ impl Default for Lustre {
             throughput_mbps_per_tib: NonZeroU32::new(1000).expect("non-zero"),
             mount_path: AbsPath::new("/lustre").expect("valid"),
             pvc_name: Name::new("lustre-pvc").expect("valid"),
+            existing: false,
         }
     }
 }
@@ -266,6 +276,10 @@ pub struct HeadResources {
     pub node_pool: HeadNodePool,
     /// Machine type of the `dedicated` pool.
     pub machine_type: Word,
+    /// On an existing cluster, the node pool of the head (`dedicated` and `system` both mean
+    /// one of the cluster's own on-demand CPU pools there). Null: deploy picks one that holds
+    /// the head.
+    pub pool: Option<Name>,
     /// CPU request.
     pub cpu_request: Quantity,
     /// CPU limit.
@@ -281,6 +295,7 @@ impl Default for HeadResources {
         Self {
             node_pool: HeadNodePool::Dedicated,
             machine_type: Word::new(knowledge::HEAD_POOL_MACHINE_TYPE).expect("valid"),
+            pool: None,
             cpu_request: Quantity::new("8").expect("valid"),
             cpu_limit: Quantity::new("32").expect("valid"),
             memory_request: Quantity::new("64Gi").expect("valid"),
@@ -348,11 +363,14 @@ pub struct Fabric {
     /// Size limit of each worker's `/dev/shm` (NCCL and vLLM share memory within a node; it
     /// counts against the pod's memory).
     pub shm_size: Quantity,
+    /// The GKE networks (Network objects) the workers attach for RDMA, in order. Null: the
+    /// blueprint's (`rdma-0`…); on an existing cluster, deploy reads those of the GPU pool.
+    pub rdma_networks: Option<Vec<Name>>,
 }
 
 impl Default for Fabric {
     fn default() -> Self {
-        Self { mode: FabricMode::Auto, shm_size: Quantity::new("250Gi").expect("valid") }
+        Self { mode: FabricMode::Auto, shm_size: Quantity::new("250Gi").expect("valid"), rdma_networks: None }
     }
 }
 

@@ -54,8 +54,9 @@ pub struct RenderOptions<'a> {
 pub struct Artifacts {
     /// `env.sh`: the settings as shell variables, no secret.
     pub env_sh: Artifact,
-    /// `gke-a4-deployment.yaml`: gcluster's deployment file (`-d`).
-    pub deployment_file: Artifact,
+    /// `gke-a4-deployment.yaml`: gcluster's deployment file (`-d`); `None` on an existing
+    /// cluster, which gcluster does not make.
+    pub deployment_file: Option<Artifact>,
     /// `ray-cluster.yaml`: the deployment's long-lived KubeRay RayCluster, in cluster mode
     /// (`None` in `rayjob` mode, where each RayJob brings its own).
     pub ray_cluster: Option<Artifact>,
@@ -98,7 +99,7 @@ impl Artifacts {
         } = self;
         let all = [
             Some(env_sh),
-            Some(deployment_file),
+            deployment_file.as_ref(),
             ray_cluster.as_ref(),
             Some(secret_instructions),
             Some(rayignore),
@@ -121,6 +122,7 @@ impl Artifacts {
     /// copy left by an earlier render is stale.
     pub fn not_rendered(&self) -> impl Iterator<Item = &'static str> + '_ {
         [
+            (ArtifactKind::DeploymentFile, &self.deployment_file),
             (ArtifactKind::RayCluster, &self.ray_cluster),
             (ArtifactKind::NetworkPolicy, &self.network_policy),
             (ArtifactKind::RayJob, &self.ray_job),
@@ -166,7 +168,8 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
     let rayjob = deployment.job.mode == crate::model::JobMode::Rayjob;
     Ok(Artifacts {
         env_sh: artifact(ArtifactKind::EnvSh, commented(env_sh(deployment))),
-        deployment_file: artifact(ArtifactKind::DeploymentFile, commented(gcluster::deployment_file(deployment))),
+        deployment_file: (!deployment.project.existing_cluster)
+            .then(|| artifact(ArtifactKind::DeploymentFile, commented(gcluster::deployment_file(deployment)))),
         ray_cluster: (!rayjob)
             .then(|| artifact(ArtifactKind::RayCluster, commented(ray_cluster::manifest(deployment, ray_version, token_auth, fabric)))),
         secret_instructions: artifact(ArtifactKind::SecretInstructions, commented(secret_instructions(deployment, token_auth))),

@@ -6,7 +6,7 @@ use super::{HF_TOKEN_KEY, WANDB_API_KEY_KEY};
 use crate::knowledge::GpuHealthCheck;
 use crate::knowledge::{
     self, ACCELERATOR_LABEL, GIB_HOST_PATH, GIB_MOUNT_PATH, GIB_NCCL_NET, GPU_HEALTH_CHECK, GpuFabric, HEAD_POOL_LABEL, NODE_POOL_LABEL,
-    NVIDIA_HOST_PATH, NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, QUEUE_LABEL, SYSTEM_POOL,
+    NVIDIA_HOST_PATH, NVIDIA_LIBRARY_PATH, NVIDIA_MOUNT_PATH, QUEUE_LABEL, SPOT_LABEL, SYSTEM_POOL,
 };
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
@@ -108,7 +108,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
         head_env = secret_env(d, None, 12) + &run_key_env(d, 14),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
         head_command = if fabric.is_some() { command(HEAD_COMMAND, 12) } else { String::new() },
-        worker_metadata = fabric.map_or_else(String::new, worker_annotations),
+        worker_metadata = fabric.map_or_else(String::new, |f| worker_annotations(d, f)),
         worker_command = if fabric.is_some() { command(&worker_start(), 14) } else { String::new() },
         fabric_mounts = if fabric.is_some() {
             format!(
@@ -178,6 +178,15 @@ fn head_placement(d: &Deployment) -> String {
         format!("        # {why}\n        nodeSelector:\n          {label}: {}\n{off_gpus}", yaml(value))
     };
     match d.ray.head.node_pool {
+        // An existing cluster's own CPU pool: the one deploy chose, by GKE's pool label.
+        HeadNodePool::Dedicated | HeadNodePool::System if d.project.existing_cluster => match &d.ray.head.pool {
+            Some(pool) => {
+                select("The head runs on the cluster's on-demand CPU pool, off the Spot GPU nodes.", NODE_POOL_LABEL, pool.as_str())
+            }
+            None => format!(
+                "        # The head runs on any on-demand node without GPUs (deploy pins the pool it picks).\n        affinity:\n          nodeAffinity:\n            requiredDuringSchedulingIgnoredDuringExecution:\n              nodeSelectorTerms:\n                - matchExpressions:\n                    - key: {ACCELERATOR_LABEL}\n                      operator: DoesNotExist\n                    - key: {SPOT_LABEL}\n                      operator: DoesNotExist\n"
+            ),
+        },
         HeadNodePool::Dedicated => select(
             "The head has an on-demand CPU node of its own: a Spot preemption does not take the Ray cluster.",
             HEAD_POOL_LABEL.0,
@@ -208,8 +217,8 @@ const GIB_NCCL_NET_VAR: &str = "NCCL_NET";
 
 /// The network interfaces of a worker: `eth0` on the pod network, then one per RDMA network
 /// (`eth2`…: the node's `eth1` is the blueprint's second gVNIC network, which the pods leave out).
-pub fn interfaces(fabric: &GpuFabric) -> String {
-    let rdma = knowledge::rdma_networks(fabric.nics).into_iter().enumerate().map(|(i, network)| (format!("eth{}", i + 2), network));
+pub fn interfaces(d: &Deployment, fabric: &GpuFabric) -> String {
+    let rdma = rdma_networks(d, fabric).into_iter().enumerate().map(|(i, network)| (format!("eth{}", i + 2), network));
     let entries: Vec<String> = std::iter::once(("eth0".to_owned(), "default".to_owned()))
         .chain(rdma)
         .map(|(interface, network)| format!(r#"{{"interfaceName":"{interface}","network":"{network}"}}"#))
@@ -217,12 +226,21 @@ pub fn interfaces(fabric: &GpuFabric) -> String {
     format!("[{}]", entries.join(","))
 }
 
-fn worker_annotations(fabric: &GpuFabric) -> String {
+/// The RDMA networks the workers attach: the config's (on an existing cluster, those deploy
+/// read), else the blueprint's.
+pub fn rdma_networks(d: &Deployment, fabric: &GpuFabric) -> Vec<String> {
+    match &d.fabric.rdma_networks {
+        Some(networks) => networks.iter().map(ToString::to_string).collect(),
+        None => knowledge::rdma_networks(fabric.nics),
+    }
+}
+
+fn worker_annotations(d: &Deployment, fabric: &GpuFabric) -> String {
     format!(
-        "        metadata:\n          annotations:\n            # GPUDirect RDMA: the pod network on eth0, the blueprint's {n} RDMA networks on eth2 and up.\n            \
+        "        metadata:\n          annotations:\n            # GPUDirect RDMA: the pod network on eth0, the cluster's {n} RDMA networks on eth2 and up.\n            \
          networking.gke.io/default-interface: eth0\n            {INTERFACES_ANNOTATION}: '{interfaces}'\n",
-        n = fabric.nics,
-        interfaces = interfaces(fabric),
+        n = rdma_networks(d, fabric).len(),
+        interfaces = interfaces(d, fabric),
     )
 }
 

@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(key(script, "--config").as_deref(), Some("job.recipe"));
         assert_eq!(key(script, "  grpo.max_num_steps").as_deref(), Some("job.max_num_steps"));
         assert_eq!(key(script, "  data.dataset_name").as_deref(), Some("job.dataset"));
-        assert_eq!(key(&artifacts.deployment_file, "  lustre_size_gib").as_deref(), Some("lustre.capacity_gib"));
+        assert_eq!(key(artifacts.deployment_file.as_ref().unwrap(), "  lustre_size_gib").as_deref(), Some("lustre.capacity_gib"));
         assert_eq!(key(&artifacts.env_sh, "export LUSTRE_CAPACITY=").as_deref(), Some("lustre.capacity_gib"));
     }
 

@@ -1,0 +1,184 @@
+//! Deploy onto a cluster gke-rl did not create (`project.existing_cluster`): read it and its
+//! Lustre instance with gcloud, fit the deployment to them, turn on missing add-ons, create or
+//! attach the instance and bind it with a static volume. Destroy's side lives in `destroy`.
+
+use gke_rl::Deployment;
+use gke_rl::lifecycle::existing::{self, Cluster, Instance};
+use gke_rl::lifecycle::{self, State};
+
+use crate::events::{Event, Progress};
+use crate::site::Resolved;
+use crate::{Env, Error, Problem};
+
+/// Preflight on an existing cluster: deploy's basic checks, Lustre's location when gke-rl
+/// creates the instance, and the cluster and instance as they are. Every problem at once; the
+/// deployment fitted to them (the head's pool, the RDMA networks, the instance's figures).
+pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<Deployment, Error> {
+    let checks = lifecycle::Preflight::new(resolved.deployment, &resolved.site);
+    let mut problems = Vec::new();
+    let signed_in = crate::deploy::basics(env, resolved, &checks, progress, &mut problems);
+    let mut found = None;
+    if signed_in {
+        if !resolved.deployment.lustre.existing
+            && let Err(reason) = resolved.read(env, &checks.lustre_location)
+        {
+            problems.push(Problem::LustreLocation { zone: resolved.deployment.project.zone.to_string(), reason: reason.to_string() });
+        }
+        found = read(env, resolved, progress, &mut problems).await;
+    }
+    match found {
+        Some(found) if problems.is_empty() => Ok(found),
+        _ => Err(Error::Preflight { problems }),
+    }
+}
+
+/// Reads the cluster, its GKE networks and the Lustre instance; every disagreement with the
+/// config goes into `problems`.
+async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, problems: &mut Vec<Problem>) -> Option<Deployment> {
+    let d = resolved.deployment;
+    let site = &resolved.site;
+    let described = resolved.read(env, &lifecycle::describe_cluster(d, site)).map_err(|e| e.to_string());
+    let cluster = match described.and_then(|json| Cluster::from_json(&json).map_err(|e| e.to_string())) {
+        Ok(cluster) => cluster,
+        Err(reason) => {
+            problems.push(Problem::ClusterUnknown {
+                cluster: d.project.cluster_name.to_string(),
+                location: d.project.region.to_string(),
+                reason,
+            });
+            return None;
+        }
+    };
+    let fit = match existing::fit(d, &cluster) {
+        Ok(fit) => Some(fit),
+        Err(misfits) => {
+            problems.extend(misfits.into_iter().map(Problem::Misfit));
+            None
+        }
+    };
+    let instance = if d.lustre.existing {
+        let described = resolved.read(env, &lifecycle::describe_lustre(d, site)).map_err(|e| e.to_string());
+        match described.and_then(|json| Instance::from_json(&json).map_err(|e| e.to_string())) {
+            Ok(instance) => {
+                problems.extend(existing::check_instance(d, &cluster, &instance).into_iter().map(Problem::Misfit));
+                Some(instance)
+            }
+            Err(reason) => {
+                let (instance, zone) = (d.lustre.instance_id.to_string(), d.project.zone.to_string());
+                problems.push(Problem::LustreUnknown { instance, zone, reason });
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let fit = fit?;
+    // The workers' RDMA networks are Kubernetes objects of the cluster: read them only where
+    // the fabric is wired and the config names none.
+    let rdma = if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
+        match gke_networks(env, resolved, progress).await {
+            Ok(networks) => existing::rdma_networks(&fit, &networks.param_sets, &networks.networks),
+            Err(reason) => {
+                problems.push(Problem::NetworksUnknown { cluster: cluster.name.clone(), reason });
+                return None;
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let fitted = existing::fitted(d, &fit, &rdma, instance.as_ref());
+    let fabric = match (&fitted.fabric.rdma_networks, fitted.wired_fabric().ok().flatten()) {
+        (Some(networks), Some(_)) => {
+            format!("GPUDirect RDMA over {}", networks.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+        }
+        (None, Some(_)) => "GPUDirect RDMA over the blueprint's networks".to_owned(),
+        _ if d.wired_fabric().ok().flatten().is_some() => {
+            format!("TCP: node pool {} has no RDMA networks, so collectives across nodes go over one NIC", fit.gpu_pool)
+        }
+        _ => "TCP (fabric.mode: off)".to_owned(),
+    };
+    let head_pool =
+        fitted.ray.head.pool.as_ref().map_or_else(|| "a GPU node (ray.head.node_pool: gpu)".to_owned(), |p| format!("node pool {p}"));
+    progress.event(Event::ExistingCluster {
+        cluster: &cluster.name,
+        version: &cluster.version,
+        gpu_pool: &fit.gpu_pool,
+        head_pool: &head_pool,
+        fabric: &fabric,
+        addons_off: &fit.addons_off,
+    });
+    Some(fitted)
+}
+
+/// The cluster's GKE networks, through credentials get-credentials writes.
+async fn gke_networks(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<gke_rl_kube::GkeNetworks, String> {
+    let credentials = lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str());
+    if !resolved.stream(env, progress, &credentials) {
+        return Err("gcloud container clusters get-credentials failed".to_owned());
+    }
+    let clusters = resolved.clusters(env).await.map_err(|e| crate::chain(&e))?;
+    clusters.gke_networks().await.map_err(|e| crate::chain(&e))
+}
+
+/// Provision on an existing cluster: the missing add-ons, and the Lustre instance when gke-rl
+/// creates it (the codelab's scripts' way: a peering range, the peering, then the instance).
+pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, progress: &dyn Progress) -> Result<(), Error> {
+    let (d, site) = (resolved.deployment, &resolved.site);
+    let described = resolved
+        .read(env, &lifecycle::describe_cluster(d, site))
+        .map_err(|e| e.to_string())
+        .and_then(|json| Cluster::from_json(&json).map_err(|e| e.to_string()))
+        .map_err(|reason| Error::Query { what: format!("cannot read cluster {}", d.project.cluster_name), reason })?;
+    let off = described.addons_off();
+    if !off.is_empty() {
+        if !resolved.stream(env, progress, &lifecycle::update_addons(d, site, &off, true)) {
+            return Err(Error::CommandFailed { what: "gcloud container clusters update --update-addons".into() });
+        }
+        for addon in off {
+            if !state.created.addons.iter().any(|a| a == addon) {
+                state.created.addons.push(addon.to_owned());
+            }
+        }
+    }
+    if d.lustre.existing || state.created.lustre_instance.is_some() {
+        return Ok(());
+    }
+    let network = described.network_name();
+    if resolved.read(env, &lifecycle::describe_peering_range(network, site)).is_err()
+        && !resolved.stream(env, progress, &lifecycle::create_peering_range(network, site))
+    {
+        return Err(Error::CommandFailed { what: "gcloud compute addresses create".into() });
+    }
+    let peered = resolved
+        .read(env, &lifecycle::list_peerings(network, site))
+        .is_ok_and(|services| services.lines().any(|s| s.trim() == lifecycle::SERVICE_NETWORKING));
+    if !peered && !resolved.stream(env, progress, &lifecycle::connect_peering(network, site)) {
+        return Err(Error::CommandFailed { what: "gcloud services vpc-peerings connect".into() });
+    }
+    // The instance listens where the nodes look: 6988 with GKE support, for a cluster on the
+    // legacy port; 988 otherwise.
+    let create = lifecycle::create_lustre(d, site, network, described.legacy_lustre_port);
+    if !resolved.stream(env, progress, &create) {
+        return Err(Error::CommandFailed { what: "gcloud lustre instances create".into() });
+    }
+    state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
+    Ok(())
+}
+
+/// The instance as it is now, for its volume.
+pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, Error> {
+    let d = resolved.deployment;
+    resolved
+        .read(env, &lifecycle::describe_lustre(d, &resolved.site))
+        .map_err(|e| e.to_string())
+        .and_then(|json| Instance::from_json(&json).map_err(|e| e.to_string()))
+        .map_err(|reason| Error::Query { what: format!("cannot read Lustre instance {}", d.lustre.instance_id), reason })
+}
+
+/// The PersistentVolumeClaim and PersistentVolume deploy made, as a manifest to delete by.
+pub(crate) fn volume_objects(d: &Deployment, volume: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {volume}\n",
+        d.lustre.pvc_name
+    )
+}

@@ -1,0 +1,908 @@
+//! A cluster and a Lustre instance gke-rl did not create, as gcloud describes them, and how a
+//! deployment fits them: which pool holds the GPUs and which the head, which add-ons are off,
+//! which networks the workers attach, and every disagreement with the config, each with its fix.
+//!
+//! The JSON is gcloud's `--format=json` of the v1 APIs' resources: `Cluster` of
+//! <https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters>
+//! and `Instance` of <https://cloud.google.com/managed-lustre/docs/reference/rest/v1/projects.locations.instances>.
+//! gcloud prints int64 fields (`capacityGib`, `acceleratorCount`) as strings, as proto3's JSON
+//! mapping does; both forms are read.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::knowledge::{self, ACCELERATOR_LABEL, SPOT_LABEL};
+use crate::model::{Deployment, FabricMode, HeadNodePool, Name, Provisioning};
+
+/// A GKE cluster as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    /// Its name.
+    pub name: String,
+    /// Its location (a region, or a zone for a zonal cluster).
+    pub location: String,
+    /// The control plane's version.
+    pub version: String,
+    /// Its VPC, `projects/P/global/networks/N`.
+    pub network: String,
+    /// Whether the RayOperator add-on is on.
+    pub ray_operator: bool,
+    /// Whether the Lustre CSI driver add-on is on.
+    pub lustre_csi: bool,
+    /// Whether the nodes reach Lustre on the legacy port 6988 (`enableLegacyLustrePort`).
+    pub legacy_lustre_port: bool,
+    /// Its node pools.
+    pub pools: Vec<Pool>,
+}
+
+/// A node pool as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pool {
+    /// Its name (the nodes' `cloud.google.com/gke-nodepool` label).
+    pub name: String,
+    /// Compute Engine machine type.
+    pub machine_type: String,
+    /// GPUs per node.
+    pub gpus: u32,
+    /// How many nodes it may have: a fixed size, or an autoscaler's bounds.
+    pub size: PoolSize,
+    /// How its nodes are obtained.
+    pub provisioning: PoolProvisioning,
+    /// Kubernetes labels of its nodes.
+    pub labels: BTreeMap<String, String>,
+    /// Taints of its nodes, as `key=value:EFFECT`.
+    pub taints: Vec<String>,
+    /// The subnetworks of its additional node networks, `(network, subnetwork)`.
+    pub additional_networks: Vec<(String, String)>,
+}
+
+/// How many nodes a pool may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolSize {
+    /// A fixed number of nodes (per zone, times its zones).
+    Fixed(u32),
+    /// The autoscaler's bounds, over all zones.
+    Autoscaled {
+        /// The fewest.
+        min: u32,
+        /// The most.
+        max: u32,
+    },
+}
+
+impl PoolSize {
+    /// The most nodes it can have.
+    pub fn most(self) -> u32 {
+        match self {
+            PoolSize::Fixed(n) => n,
+            PoolSize::Autoscaled { max, .. } => max,
+        }
+    }
+}
+
+impl fmt::Display for PoolSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoolSize::Fixed(n) => write!(f, "{n} nodes"),
+            PoolSize::Autoscaled { min, max } => write!(f, "{min} to {max} nodes (autoscaled)"),
+        }
+    }
+}
+
+/// How a pool's nodes are obtained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolProvisioning {
+    /// Spot (or the older preemptible) VMs.
+    Spot,
+    /// On-demand VMs from this reservation.
+    Reservation(String),
+    /// Flex-start VMs.
+    FlexStart,
+    /// On-demand VMs.
+    OnDemand,
+}
+
+impl PoolProvisioning {
+    /// Whether a config's provisioning is this pool's.
+    fn matches(&self, wanted: &Provisioning) -> bool {
+        match (self, wanted) {
+            (PoolProvisioning::Spot, Provisioning::Spot)
+            | (PoolProvisioning::FlexStart, Provisioning::FlexStart)
+            | (PoolProvisioning::OnDemand, Provisioning::OnDemand) => true,
+            // `name`, or `name/reservationBlocks/block` of it.
+            (PoolProvisioning::Reservation(has), Provisioning::Reservation(wants)) => {
+                let short = |r: &str| r.rsplit_once("/reservations/").map_or(r, |(_, n)| n).split('/').next().unwrap_or(r).to_owned();
+                short(has) == short(wants.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    /// The config's `topology.provisioning` that says this.
+    pub fn config(&self) -> String {
+        match self {
+            PoolProvisioning::Spot => "spot".to_owned(),
+            PoolProvisioning::Reservation(name) => format!("{{reservation: {name}}}"),
+            PoolProvisioning::FlexStart => "flex-start".to_owned(),
+            PoolProvisioning::OnDemand => "on-demand".to_owned(),
+        }
+    }
+}
+
+/// A Managed Lustre instance as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// `projects/P/locations/ZONE/instances/ID`.
+    pub name: String,
+    /// Capacity in GiB.
+    pub capacity_gib: u32,
+    /// Throughput tier in MB/s per TiB.
+    pub throughput_mbps_per_tib: u32,
+    /// Its VPC, `projects/P/global/networks/N`.
+    pub network: String,
+    /// The file system name clients mount.
+    pub filesystem: String,
+    /// The address clients mount from (the mount point's `IP@tcp`).
+    pub ip: String,
+    /// `ACTIVE`, `CREATING`…
+    pub state: String,
+    /// Whether it serves GKE on the legacy port 6988 (`gkeSupportEnabled`).
+    pub gke_support: bool,
+}
+
+/// gcloud's answer could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read gcloud's description of the {what}: {reason}")]
+pub struct Unreadable {
+    what: &'static str,
+    reason: String,
+}
+
+/// A count as the JSON holds it: a number, or an int64 as a string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Count {
+    Number(u64),
+    Text(String),
+}
+
+impl Count {
+    fn get(&self) -> Option<u32> {
+        match self {
+            Count::Number(n) => u32::try_from(*n).ok(),
+            Count::Text(t) => t.parse().ok(),
+        }
+    }
+}
+
+fn count(value: Option<&Count>) -> u32 {
+    value.and_then(Count::get).unwrap_or(0)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterJson {
+    name: String,
+    location: String,
+    #[serde(default)]
+    current_master_version: String,
+    #[serde(default)]
+    network_config: NetworkConfigJson,
+    #[serde(default)]
+    addons_config: AddonsJson,
+    #[serde(default)]
+    node_pools: Vec<PoolJson>,
+}
+
+#[derive(Default, Deserialize)]
+struct NetworkConfigJson {
+    #[serde(default)]
+    network: String,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddonsJson {
+    #[serde(default)]
+    ray_operator_config: Enabled,
+    #[serde(default)]
+    lustre_csi_driver_config: LustreCsiJson,
+}
+
+#[derive(Default, Deserialize)]
+struct Enabled {
+    #[serde(default)]
+    enabled: bool,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LustreCsiJson {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default)]
+    enable_legacy_lustre_port: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PoolJson {
+    name: String,
+    #[serde(default)]
+    config: NodeConfigJson,
+    initial_node_count: Option<Count>,
+    #[serde(default)]
+    locations: Vec<String>,
+    #[serde(default)]
+    autoscaling: AutoscalingJson,
+    #[serde(default)]
+    network_config: PoolNetworkJson,
+    #[serde(default)]
+    queued_provisioning: Enabled,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeConfigJson {
+    #[serde(default)]
+    machine_type: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    taints: Vec<TaintJson>,
+    #[serde(default)]
+    spot: bool,
+    #[serde(default)]
+    preemptible: bool,
+    #[serde(default)]
+    flex_start: bool,
+    #[serde(default)]
+    accelerators: Vec<AcceleratorJson>,
+    reservation_affinity: Option<ReservationJson>,
+}
+
+#[derive(Deserialize)]
+struct TaintJson {
+    key: String,
+    #[serde(default)]
+    value: String,
+    #[serde(default)]
+    effect: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AcceleratorJson {
+    accelerator_count: Option<Count>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReservationJson {
+    #[serde(default)]
+    consume_reservation_type: String,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AutoscalingJson {
+    #[serde(default)]
+    enabled: bool,
+    min_node_count: Option<Count>,
+    max_node_count: Option<Count>,
+    total_min_node_count: Option<Count>,
+    total_max_node_count: Option<Count>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PoolNetworkJson {
+    #[serde(default)]
+    additional_node_network_configs: Vec<AdditionalNetworkJson>,
+}
+
+#[derive(Deserialize)]
+struct AdditionalNetworkJson {
+    #[serde(default)]
+    network: String,
+    #[serde(default)]
+    subnetwork: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InstanceJson {
+    name: String,
+    capacity_gib: Count,
+    per_unit_storage_throughput: Option<Count>,
+    #[serde(default)]
+    network: String,
+    #[serde(default)]
+    filesystem: String,
+    #[serde(default)]
+    mount_point: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    gke_support_enabled: bool,
+}
+
+impl Cluster {
+    /// Reads `gcloud container clusters describe --format=json`.
+    pub fn from_json(json: &str) -> Result<Cluster, Unreadable> {
+        let c: ClusterJson = serde_json::from_str(json).map_err(|e| Unreadable { what: "cluster", reason: e.to_string() })?;
+        let pools = c.node_pools.into_iter().map(Pool::from_json).collect();
+        Ok(Cluster {
+            name: c.name,
+            location: c.location,
+            version: c.current_master_version,
+            network: c.network_config.network,
+            ray_operator: c.addons_config.ray_operator_config.enabled,
+            lustre_csi: c.addons_config.lustre_csi_driver_config.enabled,
+            legacy_lustre_port: c.addons_config.lustre_csi_driver_config.enable_legacy_lustre_port,
+            pools,
+        })
+    }
+
+    /// The VPC's short name.
+    pub fn network_name(&self) -> &str {
+        self.network.rsplit('/').next().unwrap_or(&self.network)
+    }
+
+    /// The add-ons gke-rl needs that are off, by gcloud's `--update-addons` names.
+    pub fn addons_off(&self) -> Vec<&'static str> {
+        let mut off = Vec::new();
+        if !self.ray_operator {
+            off.push(RAY_OPERATOR);
+        }
+        if !self.lustre_csi {
+            off.push(LUSTRE_CSI_DRIVER);
+        }
+        off
+    }
+}
+
+/// gcloud's `--update-addons` name of GKE's KubeRay operator.
+pub const RAY_OPERATOR: &str = "RayOperator";
+/// gcloud's `--update-addons` name of the Lustre CSI driver.
+pub const LUSTRE_CSI_DRIVER: &str = "LustreCsiDriver";
+
+impl Pool {
+    fn from_json(p: PoolJson) -> Pool {
+        let config = p.config;
+        let zones = u32::try_from(p.locations.len().max(1)).unwrap_or(1);
+        let size = if p.autoscaling.enabled {
+            let a = &p.autoscaling;
+            // Total bounds count every zone; per-zone bounds count each.
+            match (&a.total_min_node_count, &a.total_max_node_count) {
+                (_, Some(max)) if max.get().is_some_and(|m| m > 0) => {
+                    PoolSize::Autoscaled { min: count(a.total_min_node_count.as_ref()), max: count(Some(max)) }
+                }
+                _ => PoolSize::Autoscaled { min: count(a.min_node_count.as_ref()) * zones, max: count(a.max_node_count.as_ref()) * zones },
+            }
+        } else {
+            PoolSize::Fixed(count(p.initial_node_count.as_ref()) * zones)
+        };
+        let reservation = config
+            .reservation_affinity
+            .as_ref()
+            .filter(|r| r.consume_reservation_type == "SPECIFIC_RESERVATION")
+            .and_then(|r| r.values.first().cloned());
+        let provisioning = if config.spot || config.preemptible {
+            PoolProvisioning::Spot
+        } else if config.flex_start || p.queued_provisioning.enabled {
+            PoolProvisioning::FlexStart
+        } else if let Some(reservation) = reservation {
+            PoolProvisioning::Reservation(reservation)
+        } else {
+            PoolProvisioning::OnDemand
+        };
+        Pool {
+            name: p.name,
+            gpus: config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref())).sum(),
+            machine_type: config.machine_type,
+            size,
+            provisioning,
+            taints: config.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect)).collect(),
+            labels: config.labels,
+            additional_networks: p.network_config.additional_node_network_configs.into_iter().map(|n| (n.network, n.subnetwork)).collect(),
+        }
+    }
+
+    /// Whether a pod that tolerates nothing may run on its nodes.
+    fn untainted(&self) -> bool {
+        self.taints.iter().all(|t| !t.ends_with(":NO_SCHEDULE") && !t.ends_with(":NO_EXECUTE"))
+    }
+
+    /// The node labels GKE adds to these: a Spot node's, a GPU node's.
+    fn holds_gpus(&self) -> bool {
+        self.gpus > 0 || self.labels.contains_key(ACCELERATOR_LABEL)
+    }
+}
+
+impl Instance {
+    /// Reads `gcloud lustre instances describe --format=json`.
+    pub fn from_json(json: &str) -> Result<Instance, Unreadable> {
+        let i: InstanceJson = serde_json::from_str(json).map_err(|e| Unreadable { what: "Lustre instance", reason: e.to_string() })?;
+        // The mount point is `IP@tcp:/FILESYSTEM`.
+        let ip = i.mount_point.split('@').next().unwrap_or_default().to_owned();
+        Ok(Instance {
+            name: i.name,
+            capacity_gib: count(Some(&i.capacity_gib)),
+            throughput_mbps_per_tib: count(i.per_unit_storage_throughput.as_ref()),
+            network: i.network,
+            filesystem: i.filesystem,
+            ip,
+            state: i.state,
+            gke_support: i.gke_support_enabled,
+        })
+    }
+}
+
+/// How a deployment fits an existing cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// The pool of the GPU workers.
+    pub gpu_pool: String,
+    /// The pool of the head; `None` when it shares a GPU node (`ray.head.node_pool: gpu`).
+    pub head_pool: Option<String>,
+    /// The subnetworks of the GPU pool's additional networks (their GKE networks are looked up
+    /// in the cluster: [`rdma_networks`]).
+    pub gpu_subnetworks: Vec<String>,
+    /// The add-ons gke-rl turns on.
+    pub addons_off: Vec<&'static str>,
+}
+
+/// A disagreement between the config and what exists, with its fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misfit {
+    /// What disagrees.
+    pub what: String,
+    /// How to make them agree.
+    pub fix: String,
+}
+
+impl fmt::Display for Misfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; fix: {}", self.what, self.fix)
+    }
+}
+
+/// How `d` fits `cluster`, or every disagreement.
+pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
+    let mut misfits = Vec::new();
+    let machine = d.topology.machine_type.as_str();
+    let gpu_pools: Vec<&Pool> = cluster.pools.iter().filter(|p| p.machine_type == machine).collect();
+    let gpu_pool = match gpu_pools.as_slice() {
+        [] => {
+            let has: Vec<String> = cluster.pools.iter().map(|p| format!("{} ({})", p.name, p.machine_type)).collect();
+            let gpus: Vec<&Pool> = cluster.pools.iter().filter(|p| p.holds_gpus()).collect();
+            misfits.push(Misfit {
+                what: format!("cluster {} has no {machine} node pool (it has {})", cluster.name, list_or_none(&has)),
+                fix: match gpus.first() {
+                    Some(pool) => format!("set topology.machine_type: {} (pool {}), or add a {machine} pool", pool.machine_type, pool.name),
+                    None => format!(
+                        "add a {machine} node pool to the cluster (xpk cluster create --device-type, or gcloud container node-pools create)"
+                    ),
+                },
+            });
+            None
+        }
+        // The pool with the most nodes, should there be several.
+        pools => pools.iter().max_by_key(|p| p.size.most()).copied(),
+    };
+    if let Some(pool) = gpu_pool {
+        let wanted = d.topology.node_count.get();
+        if pool.size.most() < wanted {
+            misfits.push(Misfit {
+                what: format!("node pool {} has {}, the config wants {wanted}", pool.name, pool.size),
+                fix: format!("set topology.node_count: {}, or resize the pool", pool.size.most()),
+            });
+        }
+        if pool.gpus > 0 && pool.gpus != d.topology.gpus_per_node.get() {
+            misfits.push(Misfit {
+                what: format!("node pool {} has {} GPUs a node, the config says {}", pool.name, pool.gpus, d.topology.gpus_per_node),
+                fix: format!("set topology.gpus_per_node: {}", pool.gpus),
+            });
+        }
+        if !pool.provisioning.matches(&d.topology.provisioning) {
+            misfits.push(Misfit {
+                what: format!(
+                    "node pool {} is {}, the config says {}",
+                    pool.name,
+                    describe(&pool.provisioning),
+                    d.topology.provisioning.describe()
+                ),
+                fix: format!("set topology.provisioning: {}", pool.provisioning.config()),
+            });
+        }
+    }
+    let head_pool = match d.ray.head.node_pool {
+        HeadNodePool::Gpu => None,
+        HeadNodePool::Dedicated | HeadNodePool::System => match head_pool(d, cluster) {
+            Ok(pool) => Some(pool),
+            Err(misfit) => {
+                misfits.push(misfit);
+                None
+            }
+        },
+    };
+    match gpu_pool {
+        Some(pool) if misfits.is_empty() => Ok(Fit {
+            gpu_pool: pool.name.clone(),
+            head_pool,
+            gpu_subnetworks: pool.additional_networks.iter().map(|(_, subnetwork)| short(subnetwork).to_owned()).collect(),
+            addons_off: cluster.addons_off(),
+        }),
+        _ => Err(misfits),
+    }
+}
+
+/// The on-demand CPU pool of the head: the configured one, else the first (by name) whose nodes
+/// hold the head's requests and take pods without tolerations.
+fn head_pool(d: &Deployment, cluster: &Cluster) -> Result<String, Misfit> {
+    let head = &d.ray.head;
+    let fits = |pool: &Pool| -> Result<(), String> {
+        if pool.holds_gpus() {
+            return Err("it has GPUs".to_owned());
+        }
+        if pool.provisioning == PoolProvisioning::Spot || pool.labels.get(SPOT_LABEL).is_some_and(|v| v == "true") {
+            return Err("its nodes are Spot: a preemption would take the Ray cluster".to_owned());
+        }
+        if !pool.untainted() {
+            return Err(format!("its nodes are tainted ({})", pool.taints.join(", ")));
+        }
+        let Some(machine) = knowledge::machine(&pool.machine_type) else { return Ok(()) };
+        let (cpu, memory) = (quantity(head.cpu_request.as_str()), quantity(head.memory_request.as_str()));
+        let (has_cpu, has_memory) = (machine.allocatable_millicpu as f64 / 1000.0, machine.allocatable_memory_bytes as f64);
+        if cpu.is_some_and(|c| c > has_cpu) || memory.is_some_and(|m| m > has_memory) {
+            return Err(format!(
+                "a {} node holds less than the head's requests ({} CPUs, {} memory)",
+                pool.machine_type, head.cpu_request, head.memory_request
+            ));
+        }
+        Ok(())
+    };
+    let fallback =
+        "or set ray.head.node_pool: gpu to share a GPU node with a worker (a preempted Spot node then takes the Ray cluster with it)";
+    if let Some(name) = &head.pool {
+        let Some(pool) = cluster.pools.iter().find(|p| p.name == name.as_str()) else {
+            return Err(Misfit {
+                what: format!("cluster {} has no node pool {name} (ray.head.pool)", cluster.name),
+                fix: format!(
+                    "set ray.head.pool to one of {}",
+                    cluster.pools.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        };
+        return fits(pool).map(|()| pool.name.clone()).map_err(|why| Misfit {
+            what: format!("node pool {name} (ray.head.pool) cannot hold the Ray head: {why}"),
+            fix: format!("name another pool in ray.head.pool, {fallback}"),
+        });
+    }
+    let mut pools: Vec<&Pool> = cluster.pools.iter().collect();
+    pools.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut refused = Vec::new();
+    for pool in pools {
+        match fits(pool) {
+            Ok(()) => return Ok(pool.name.clone()),
+            Err(why) => refused.push(format!("{}: {why}", pool.name)),
+        }
+    }
+    Err(Misfit {
+        what: format!("cluster {} has no on-demand CPU node pool for the Ray head ({})", cluster.name, refused.join("; ")),
+        fix: format!(
+            "add one (gcloud container node-pools create ray-head --cluster {} --location {} --machine-type {} --num-nodes 1), {fallback}",
+            cluster.name,
+            cluster.location,
+            knowledge::HEAD_POOL_MACHINE_TYPE
+        ),
+    })
+}
+
+/// Whether the instance serves the cluster, with what disagrees.
+pub fn check_instance(d: &Deployment, cluster: &Cluster, instance: &Instance) -> Vec<Misfit> {
+    let mut misfits = Vec::new();
+    let id = d.lustre.instance_id.as_str();
+    if instance.state != "ACTIVE" {
+        misfits.push(Misfit {
+            what: format!(
+                "Lustre instance {id} is {}, not ACTIVE",
+                if instance.state.is_empty() { "in no state" } else { &instance.state }
+            ),
+            fix: "wait until `gcloud lustre instances describe` says ACTIVE, then deploy again".to_owned(),
+        });
+    }
+    let other_project = matches!((project_of(&instance.network), project_of(&cluster.network)), (Some(a), Some(b)) if a != b);
+    if short(&instance.network) != cluster.network_name() || other_project {
+        misfits.push(Misfit {
+            what: format!(
+                "Lustre instance {id} is on VPC {}, cluster {} on {}: its nodes cannot reach it",
+                instance.network, cluster.name, cluster.network
+            ),
+            fix: format!("attach an instance on {} (its VPC cannot change), or set lustre.existing: false to create one", cluster.network),
+        });
+    }
+    // An instance with GKE support listens on the legacy port 6988, which the nodes use only
+    // with the CSI driver's legacy port on (`LustreCsiDriverConfig.enableLegacyLustrePort`,
+    // "install Lustre kernel modules using port 6988" in the v1 API reference and gcloud's
+    // `--enable-legacy-lustre-port`); one without it listens on 988, which they use otherwise.
+    if instance.gke_support && !cluster.legacy_lustre_port {
+        misfits.push(Misfit {
+            what: format!("Lustre instance {id} was created with GKE support and listens on port 6988, but cluster {}'s Lustre CSI driver uses port 988", cluster.name),
+            fix: format!(
+                "gcloud container clusters update {} --location {} --enable-legacy-lustre-port (the firewall must also let the nodes reach TCP 6988)",
+                cluster.name, cluster.location
+            ),
+        });
+    }
+    if !instance.gke_support && cluster.legacy_lustre_port {
+        misfits.push(Misfit {
+            what: format!("cluster {} reaches Lustre on the legacy port 6988, but instance {id} has no GKE support and listens on 988", cluster.name),
+            fix: "attach an instance created with --gke-support-enabled, or set lustre.existing: false and let deploy create one that matches".to_owned(),
+        });
+    }
+    misfits
+}
+
+/// A GKENetworkParamSet (`networking.gke.io/v1`): its name, `spec.vpcSubnet`, `spec.deviceMode`.
+pub type ParamSet = (String, String, String);
+/// A GKE Network (`networking.gke.io/v1`): its name, `spec.parametersRef.name`.
+pub type NetworkRef = (String, String);
+
+/// The GKE networks of the GPU pool's RDMA subnetworks, in the subnetworks' order: the
+/// Networks whose parameter sets name those subnetworks with device mode RDMA. Empty when the
+/// pool has none.
+pub fn rdma_networks(fit: &Fit, param_sets: &[ParamSet], networks: &[NetworkRef]) -> Vec<String> {
+    fit.gpu_subnetworks
+        .iter()
+        .filter_map(|subnetwork| {
+            let set = param_sets.iter().find(|(_, subnet, mode)| short(subnet) == subnetwork && mode == "RDMA")?;
+            networks.iter().find(|(_, reference)| *reference == set.0).map(|(name, _)| name.clone())
+        })
+        .collect()
+}
+
+/// The deployment fitted to the cluster: the head's pool, the workers' RDMA networks (or TCP,
+/// where the pool has none), and the instance's real capacity and tier.
+pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Instance>) -> Deployment {
+    let mut d = d.clone();
+    if d.ray.head.pool.is_none() {
+        d.ray.head.pool = fit.head_pool.as_deref().and_then(|p| Name::new(p).ok());
+    }
+    if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
+        if rdma.is_empty() {
+            d.fabric.mode = FabricMode::Off;
+        } else {
+            d.fabric.rdma_networks = rdma.iter().map(|n| Name::new(n.as_str()).ok()).collect();
+        }
+    }
+    if let Some(instance) = instance {
+        if let Some(capacity) = std::num::NonZeroU32::new(instance.capacity_gib) {
+            d.lustre.capacity_gib = capacity;
+        }
+        if let Some(tier) = std::num::NonZeroU32::new(instance.throughput_mbps_per_tib) {
+            d.lustre.throughput_mbps_per_tib = tier;
+        }
+    }
+    d
+}
+
+/// The PersistentVolume and claim that bind the instance, in the shape of the codelab's
+/// packaged template (GoogleCloudPlatform/devrel-demos
+/// `ai-ml/rl-gke-managed-lustre/rl-demo-gpu-lustre.yaml.tmpl`): a static volume, `Retain`,
+/// claimed by name only.
+pub fn lustre_volume(d: &Deployment, project_id: &str, instance: &Instance) -> String {
+    let (claim, namespace) = (d.lustre.pvc_name.as_str(), d.ray.namespace.as_str());
+    let capacity = format!("{}Gi", instance.capacity_gib);
+    format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: {pv}\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\n\
+         spec:\n  capacity:\n    storage: {capacity}\n  accessModes:\n    - ReadWriteMany\n  persistentVolumeReclaimPolicy: Retain\n  \
+         volumeMode: Filesystem\n  claimRef:\n    namespace: {namespace}\n    name: {claim}\n  csi:\n    driver: lustre.csi.storage.gke.io\n    \
+         volumeHandle: {project_id}/{zone}/{id}\n    volumeAttributes:\n      ip: {ip}\n      filesystem: {filesystem}\n\
+         ---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {claim}\n  namespace: {namespace}\n  labels:\n    \
+         app.kubernetes.io/managed-by: gke-rl\nspec:\n  accessModes:\n    - ReadWriteMany\n  storageClassName: \"\"\n  volumeName: {pv}\n  \
+         resources:\n    requests:\n      storage: {capacity}\n",
+        pv = persistent_volume(d),
+        zone = d.project.zone,
+        id = d.lustre.instance_id,
+        ip = crate::quote::yaml(&instance.ip),
+        filesystem = crate::quote::yaml(&instance.filesystem),
+    )
+}
+
+/// The PersistentVolume's name: one a namespace's claim binds (volumes are cluster-wide).
+pub fn persistent_volume(d: &Deployment) -> String {
+    format!("{}-{}", d.ray.namespace, d.lustre.pvc_name)
+}
+
+fn describe(p: &PoolProvisioning) -> String {
+    match p {
+        PoolProvisioning::Spot => "Spot".to_owned(),
+        PoolProvisioning::Reservation(name) => format!("from reservation {name}"),
+        PoolProvisioning::FlexStart => "flex-start".to_owned(),
+        PoolProvisioning::OnDemand => "on-demand".to_owned(),
+    }
+}
+
+/// The last part of a resource path (`projects/p/regions/r/subnetworks/NAME`, or a URL).
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The project of `projects/P/…`, or of a URL holding it; `None` for a bare name.
+fn project_of(path: &str) -> Option<&str> {
+    let mut parts = path.split('/');
+    parts.find(|p| *p == "projects")?;
+    parts.next()
+}
+
+fn quantity(text: &str) -> Option<f64> {
+    crate::validate::quantity::parse(text)
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() { "no node pools".to_owned() } else { items.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const XPK_A4: &str = include_str!("../../../../tests/fixtures/gcloud/cluster-xpk-a4.json");
+    const NO_RDMA: &str = include_str!("../../../../tests/fixtures/gcloud/cluster-no-rdma.json");
+    const NO_CPU_POOL: &str = include_str!("../../../../tests/fixtures/gcloud/cluster-no-cpu-pool.json");
+    const INSTANCE: &str = include_str!("../../../../tests/fixtures/gcloud/lustre-instance.json");
+    const NETWORKS: &str = include_str!("../../../../tests/fixtures/gcloud/gke-networks.json");
+
+    fn existing() -> Deployment {
+        let mut d = Deployment::default();
+        d.project.existing_cluster = true;
+        d.lustre.existing = true;
+        d
+    }
+
+    /// The fixture's (name, vpcSubnet, deviceMode) and (name, parametersRef.name).
+    fn gke_networks() -> (Vec<ParamSet>, Vec<NetworkRef>) {
+        let all: serde_json::Value = serde_json::from_str(NETWORKS).unwrap();
+        let text = |v: &serde_json::Value| v.as_str().unwrap().to_owned();
+        let sets = all["paramSets"].as_array().unwrap();
+        let sets = sets.iter().map(|s| (text(&s["metadata"]["name"]), text(&s["spec"]["vpcSubnet"]), text(&s["spec"]["deviceMode"])));
+        let networks = all["networks"].as_array().unwrap();
+        let networks = networks.iter().map(|n| (text(&n["metadata"]["name"]), text(&n["spec"]["parametersRef"]["name"])));
+        (sets.collect(), networks.collect())
+    }
+
+    #[test]
+    fn an_xpk_cluster_is_read_as_gcloud_describes_it() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        assert_eq!((cluster.location.as_str(), cluster.network_name()), ("us-east1", "ray-a4-gpu-spot-net-0"));
+        assert_eq!((cluster.ray_operator, cluster.lustre_csi, cluster.legacy_lustre_port), (false, true, false));
+        let gpu = &cluster.pools[1];
+        assert_eq!((gpu.machine_type.as_str(), gpu.gpus, gpu.size), ("a4-highgpu-8g", 8, PoolSize::Fixed(8)));
+        assert_eq!(gpu.provisioning, PoolProvisioning::Spot);
+        assert_eq!(gpu.taints, ["nvidia.com/gpu=present:NO_SCHEDULE"]);
+        assert_eq!(gpu.additional_networks.len(), 9);
+        assert_eq!(cluster.pools[0].taints, ["components.gke.io/gke-managed-components=true:NO_SCHEDULE"]);
+    }
+
+    #[test]
+    fn the_head_goes_to_an_on_demand_cpu_pool_and_the_workers_attach_the_pools_rdma_networks() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let fit = fit(&existing(), &cluster).unwrap();
+        assert_eq!(fit.gpu_pool, "ray-a4-gpu-spot-a4-pool");
+        // The system pool is tainted, the GPU pool has GPUs.
+        assert_eq!(fit.head_pool.as_deref(), Some("cpu-np"));
+        assert_eq!(fit.addons_off, [RAY_OPERATOR]);
+        let (sets, networks) = gke_networks();
+        let rdma = rdma_networks(&fit, &sets, &networks);
+        assert_eq!(rdma, (0..8).map(|i| format!("rdma-{i}")).collect::<Vec<_>>(), "gvnic-1 is the node's, not the pods'");
+        let instance = Instance::from_json(INSTANCE).unwrap();
+        let fitted = fitted(&existing(), &fit, &rdma, Some(&instance));
+        assert_eq!(fitted.ray.head.pool.as_ref().map(Name::as_str), Some("cpu-np"));
+        assert_eq!(fitted.fabric.rdma_networks.as_ref().map(Vec::len), Some(8));
+        assert_eq!((fitted.lustre.capacity_gib.get(), fitted.lustre.throughput_mbps_per_tib.get()), (18000, 500));
+    }
+
+    #[test]
+    fn rdma_networks_are_found_by_subnetwork_whatever_their_names() {
+        // xpk's A3 Ultra blueprint names them `<cluster>-rdma-sub-N` (k8s_network_names).
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let fit = fit(&existing(), &cluster).unwrap();
+        let (sets, _) = gke_networks();
+        let renamed: Vec<_> =
+            sets.iter().map(|(n, s, m)| (n.replace("rdma-", "ray-a4-gpu-spot-rdma-sub-"), s.clone(), m.clone())).collect();
+        let networks: Vec<_> = renamed.iter().map(|(n, _, _)| (n.clone(), n.clone())).collect();
+        let rdma = rdma_networks(&fit, &renamed, &networks);
+        assert_eq!(rdma.first().map(String::as_str), Some("ray-a4-gpu-spot-rdma-sub-0"));
+        assert_eq!(rdma.len(), 8);
+    }
+
+    #[test]
+    fn a_pool_without_rdma_networks_gets_tcp() {
+        let cluster = Cluster::from_json(NO_RDMA).unwrap();
+        let fit = fit(&existing(), &cluster).unwrap();
+        assert!(fit.addons_off.is_empty());
+        let (sets, networks) = gke_networks();
+        let rdma = rdma_networks(&fit, &sets, &networks);
+        assert!(rdma.is_empty());
+        let fitted = fitted(&existing(), &fit, &rdma, None);
+        assert_eq!(fitted.fabric.mode, FabricMode::Off);
+        assert_eq!(fitted.wired_fabric().unwrap(), None);
+    }
+
+    #[test]
+    fn a_cluster_without_a_cpu_pool_says_how_to_add_one_or_share_a_gpu_node() {
+        let cluster = Cluster::from_json(NO_CPU_POOL).unwrap();
+        let misfits = fit(&existing(), &cluster).unwrap_err();
+        assert_eq!(misfits.len(), 1, "{misfits:?}");
+        let text = misfits[0].to_string();
+        assert!(text.contains("no on-demand CPU node pool for the Ray head"), "{text}");
+        assert!(text.contains("system: its nodes are tainted") && text.contains("it has GPUs"), "{text}");
+        assert!(text.contains("gcloud container node-pools create ray-head") && text.contains("ray.head.node_pool: gpu"), "{text}");
+        // Sharing a GPU node fits.
+        let mut on_gpu = existing();
+        on_gpu.ray.head.node_pool = HeadNodePool::Gpu;
+        assert_eq!(fit(&on_gpu, &cluster).unwrap().head_pool, None);
+    }
+
+    #[test]
+    fn every_disagreement_with_the_config_is_named_with_its_fix() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let mut d = existing();
+        d.topology.node_count = std::num::NonZeroU32::new(16).unwrap();
+        d.topology.provisioning = Provisioning::Reservation(crate::model::Word::new("my-reservation").unwrap());
+        d.ray.head.pool = Some(Name::new("nowhere").unwrap());
+        let text: Vec<String> = fit(&d, &cluster).unwrap_err().iter().map(ToString::to_string).collect();
+        assert_eq!(text.len(), 3, "{text:?}");
+        assert!(text[0].contains("has 8 nodes, the config wants 16; fix: set topology.node_count: 8"), "{}", text[0]);
+        assert!(
+            text[1].contains("is Spot, the config says from reservation my-reservation; fix: set topology.provisioning: spot"),
+            "{}",
+            text[1]
+        );
+        assert!(text[2].contains("no node pool nowhere (ray.head.pool); fix: set ray.head.pool to one of system, "), "{}", text[2]);
+
+        let mut d = existing();
+        d.topology.machine_type = crate::model::Word::new("a3-ultragpu-8g").unwrap();
+        let text = fit(&d, &cluster).unwrap_err()[0].to_string();
+        assert!(text.contains("has no a3-ultragpu-8g node pool") && text.contains("set topology.machine_type: a4-highgpu-8g"), "{text}");
+    }
+
+    #[test]
+    fn an_instance_on_another_vpc_or_port_is_refused() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let instance = Instance::from_json(INSTANCE).unwrap();
+        assert_eq!((instance.ip.as_str(), instance.filesystem.as_str()), ("172.16.0.3", "lustre"));
+        assert!(check_instance(&existing(), &cluster, &instance).is_empty());
+
+        let elsewhere = Instance { network: "projects/fake-project/global/networks/default".into(), ..instance.clone() };
+        let text = check_instance(&existing(), &cluster, &elsewhere)[0].to_string();
+        assert!(text.contains("is on VPC projects/fake-project/global/networks/default"), "{text}");
+
+        let legacy = Instance { gke_support: true, ..instance.clone() };
+        let text = check_instance(&existing(), &cluster, &legacy)[0].to_string();
+        assert!(text.contains("port 6988") && text.contains("--enable-legacy-lustre-port"), "{text}");
+
+        let creating = Instance { state: "CREATING".into(), ..instance };
+        assert!(check_instance(&existing(), &cluster, &creating)[0].to_string().contains("is CREATING, not ACTIVE"));
+    }
+
+    #[test]
+    fn the_volume_binds_the_instance_as_the_codelabs_template_does() {
+        let instance = Instance::from_json(INSTANCE).unwrap();
+        let text = lustre_volume(&existing(), "fake-project", &instance);
+        let docs: Vec<_> = gke_rl_yaml::documents(&text).map(|d| gke_rl_yaml::Node::parse(d).unwrap()).collect();
+        let at = |doc: usize, path: &[&str]| docs[doc].get(path).and_then(gke_rl_yaml::Node::text).map(str::to_owned);
+        assert_eq!(at(0, &["spec", "csi", "volumeHandle"]).as_deref(), Some("fake-project/us-east1-b/rl-demo-gpu-lustre"));
+        assert_eq!(at(0, &["spec", "csi", "volumeAttributes", "ip"]).as_deref(), Some("172.16.0.3"));
+        assert_eq!(at(0, &["spec", "claimRef", "name"]).as_deref(), Some("lustre-pvc"));
+        assert_eq!(at(0, &["spec", "persistentVolumeReclaimPolicy"]).as_deref(), Some("Retain"));
+        assert_eq!(at(1, &["spec", "volumeName"]).as_deref(), Some("default-lustre-pvc"));
+        assert_eq!(at(1, &["spec", "resources", "requests", "storage"]).as_deref(), Some("18000Gi"));
+    }
+}
