@@ -18,6 +18,7 @@ const RUN: &[(&str, &str)] = &[
     ("README.md", "The commands below are the `gke-rl` binary's"),
     ("README.md", "### A new cluster, with Cluster Toolkit"),
     ("README.md", "Or start from the codelab's own `env.sh`"),
+    ("README.md", "### Your own cluster and Lustre"),
     ("docs/deploy.md", "Step by step instead:"),
     ("docs/validate.md", "`gke-rl validate` checks the artifacts together"),
 ];
@@ -47,11 +48,16 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
 
 /// The `sh` blocks of a page: the line of each opening fence (0-based) and its lines.
 fn sh_blocks(page: &str) -> Vec<(usize, Vec<String>)> {
+    blocks(page, "sh")
+}
+
+/// The blocks of `language` of a page: the line of each opening fence (0-based) and its lines.
+fn blocks(page: &str, language: &str) -> Vec<(usize, Vec<String>)> {
     let text = std::fs::read_to_string(project_root().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks = Vec::new();
     for (at, line) in lines.iter().enumerate() {
-        if *line == "```sh" {
+        if line.strip_prefix("```") == Some(language) {
             blocks.push((at, lines[at + 1..].iter().take_while(|l| **l != "```").map(|l| (*l).to_owned()).collect()));
         }
     }
@@ -135,6 +141,24 @@ fn the_readmes_commands_work_as_written() {
         "{calls}"
     );
     assert!(calls.contains("kubectl apply -f out/ray-cluster.yaml"), "{calls}");
+
+    // Your own cluster (issue 53): the README's config, then the plan, on xpk's A4 cluster and
+    // an instance of the team's own as gcloud describes them.
+    let fixtures = project_root().join("tests/fixtures/gcloud");
+    let (fake, mine) = (cloud.root.join("cloud"), cloud.root.join("mine"));
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(fake.join("cluster"), "").unwrap();
+    std::fs::write(fake.join("lustre"), "").unwrap();
+    std::fs::copy(fixtures.join("cluster-xpk-a4.json"), fake.join("cluster.json")).unwrap();
+    std::fs::copy(fixtures.join("lustre-instance.json"), fake.join("lustre.json")).unwrap();
+    let marker = "### Your own cluster and Lustre";
+    let text = std::fs::read_to_string(project_root().join("README.md")).unwrap();
+    let start = text.lines().position(|l| l.starts_with(marker)).unwrap();
+    let (_, config) = blocks("README.md", "yaml").into_iter().find(|(at, _)| *at > start).expect("the config block");
+    std::fs::write(mine.join("gke-rl.yaml"), config.join("\n") + "\n").unwrap();
+    let planned = run(&cloud, &mine, &commands_after("README.md", marker, &["gke-rl deploy$", "gke-rl submit", "gke-rl destroy"]));
+    let plan = format!("{}{}", String::from_utf8_lossy(&planned.stdout), stderr(&planned));
+    assert!(plan.contains("gcloud container clusters describe ray-a4-gpu-spot") && !plan.contains("gcluster"), "{plan}");
 
     // Validate, as docs/validate.md shows it: the render, a folder, a CRD of another KubeRay.
     std::fs::create_dir_all(project.join("path/to")).unwrap();

@@ -138,6 +138,16 @@ const overflow = await page.evaluate(() => {
   return block.getBoundingClientRect().right - document.documentElement.clientWidth;
 });
 if (overflow > 0) fail(`the cost block runs ${overflow}px past the page`);
+// A cluster gke-rl did not create (issue 53): no gcluster deployment file, the head on the pool named.
+await page.fill("#config", "project:\n  existing_cluster: true\nray:\n  head:\n    pool: cpu-np\n");
+await page.click("#render");
+await page.locator("#render-result #cost").waitFor({ timeout: 5000 });
+const existingNames = await page.locator("#render-result a[download]").evaluateAll((as) => as.map((a) => a.getAttribute("download")));
+if (existingNames.includes("gke-a4-deployment.yaml") || existingNames.length !== 7)
+  fail(`rendering for an existing cluster gave ${JSON.stringify(existingNames)}`);
+const existingRender = await page.evaluate(() => window.gkeRl.render("project:\n  existing_cluster: true\nray:\n  head:\n    pool: cpu-np\n"));
+const existingCluster = existingRender.artifacts?.find((a) => a.name === "ray-cluster.yaml")?.contents ?? "";
+if (!existingCluster.includes("cloud.google.com/gke-nodepool: cpu-np")) fail("the existing cluster's RayCluster does not select pool cpu-np");
 await page.fill("#config", "project:\n  nope: 1\n");
 await page.click("#render");
 await page.locator("#render-result .error-text").waitFor({ timeout: 5000 });

@@ -17,8 +17,11 @@ pub const BUDGET_GZIP_BYTES: u64 = 230 * 1000;
 /// The builds of `gke-rl-wasm` the page loads: its feature, the name of its files in `pkg/`, and
 /// its gzip budget. The renderer is fetched, from the page's own origin, only when a config is
 /// first rendered. Its budget was 170 KB until `job.overrides`, the config's first map of free
-/// keys, brought serde's map path to the page's config reader (3 KB gzip; 172 KB then).
-const BUILDS: [(&str, &str, u64); 2] = [("validator", "gke_rl_wasm", BUDGET_GZIP_BYTES), ("renderer", "gke_rl_render", 175 * 1000)];
+/// keys, brought serde's map path to the page's config reader (3 KB gzip; 172 KB then), and 175
+/// KB until the keys of an existing cluster (issue 53: `fabric.rdma_networks`, the config's first
+/// list, `ray.head.pool`, `project.existing_cluster`, `lustre.existing`, and the head's placement
+/// there) took it from 172.1 to 175.0 KB.
+const BUILDS: [(&str, &str, u64); 2] = [("validator", "gke_rl_wasm", BUDGET_GZIP_BYTES), ("renderer", "gke_rl_render", 178 * 1000)];
 
 /// Each of the page's scripts, gzipped, must stay under this: the editor (CodeMirror, its YAML,
 /// JSON and shell modes, the lint UI) is most of it.
