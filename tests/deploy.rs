@@ -678,3 +678,20 @@ fn destroy_without_its_folder_leaves_a_cluster_of_the_same_name_that_xpk_made() 
     assert_left_alone(&cloud.calls(), false);
     assert!(cloud.root.join("cloud/cluster").exists());
 }
+
+/// `cost` on a cluster gke-rl did not create prices the GPU pool and the head's pool as they
+/// are, and says so when gcloud cannot tell.
+#[test]
+fn cost_prices_an_existing_clusters_pools_as_they_are() {
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    let out = cloud.gke_rl(&["cost"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(text.contains("8 × a4-highgpu-8g (Spot)") && text.contains("1 × n2-standard-32 (Ray head, pool cpu-np, on-demand)"), "{text}");
+    assert!(!text.contains("system pool") && text.contains("Lustre 18000 GiB at 500 MB/s per TiB"), "the instance as it is: {text}");
+
+    let out = cloud.gke_rl(&["cost"], &[("FAKE_FAIL", "gcloud container clusters describe")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("note: priced from the config, not the cluster as it is: "), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 × n2-highmem-16 (Ray head, on-demand)"));
+}

@@ -3,7 +3,7 @@
 //! attach the instance and bind it with a static volume. Destroy's side lives in `destroy`.
 
 use gke_rl::Deployment;
-use gke_rl::lifecycle::existing::{self, Cluster, Instance};
+use gke_rl::lifecycle::existing::{self, Cluster, Fit, Instance};
 use gke_rl::lifecycle::{self, State};
 
 use crate::events::{Event, Progress};
@@ -32,9 +32,9 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
     }
 }
 
-/// Reads the cluster, its GKE networks and the Lustre instance; every disagreement with the
-/// config goes into `problems`.
-async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, problems: &mut Vec<Problem>) -> Option<Deployment> {
+/// The cluster and the instance as gcloud describes them, and how the deployment fits the
+/// cluster; every disagreement goes into `problems`.
+fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<(Cluster, Option<Fit>, Option<Instance>)> {
     let d = resolved.deployment;
     let site = &resolved.site;
     let described = resolved.read(env, &lifecycle::describe_cluster(d, site)).map_err(|e| e.to_string());
@@ -72,6 +72,26 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     } else {
         None
     };
+    Some((cluster, fit, instance))
+}
+
+/// The deployment fitted to its existing cluster and instance as they are (the head's pool and
+/// its machine, the instance's capacity and tier), without their GKE networks: what `cost`
+/// prices. An `Err` holds every problem (the cluster cannot be read, or does not fit).
+pub fn as_it_is(deployment: &Deployment, target: &crate::Target, env: &Env) -> Result<Deployment, Error> {
+    let resolved = target.resolve(deployment, env, false)?;
+    let mut problems = Vec::new();
+    match described(env, &resolved, &mut problems) {
+        Some((_, Some(fit), instance)) if problems.is_empty() => Ok(existing::fitted(deployment, &fit, &[], instance.as_ref())),
+        _ => Err(Error::Preflight { problems }),
+    }
+}
+
+/// Reads the cluster, its GKE networks and the Lustre instance; every disagreement with the
+/// config goes into `problems`.
+async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, problems: &mut Vec<Problem>) -> Option<Deployment> {
+    let d = resolved.deployment;
+    let (cluster, fit, instance) = described(env, resolved, problems)?;
     let fit = fit?;
     // The workers' RDMA networks are Kubernetes objects of the cluster: read them only where
     // the fabric is wired and the config names none.

@@ -35,7 +35,7 @@ pub mod destroy;
 mod env;
 mod error;
 mod events;
-mod existing;
+pub mod existing;
 pub mod fabric;
 pub mod files;
 pub mod fix;

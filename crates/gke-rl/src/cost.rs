@@ -284,10 +284,13 @@ pub fn estimate(d: &Deployment) -> Estimate {
         topology.node_count.get(),
         note,
     )];
-    if d.ray.head.node_pool == HeadNodePool::Dedicated {
+    // On a cluster gke-rl did not create, the head's node is one of the cluster's CPU pool's.
+    let existing = d.project.existing_cluster;
+    if d.ray.head.node_pool == HeadNodePool::Dedicated || (existing && d.ray.head.node_pool == HeadNodePool::System) {
         let machine = d.ray.head.machine_type.as_str();
+        let pool = d.ray.head.pool.as_ref().filter(|_| existing).map_or_else(String::new, |p| format!(", pool {p}"));
         lines.push(node_line(
-            format!("1 × {machine} (Ray head, on-demand)"),
+            format!("1 × {machine} (Ray head{pool}, on-demand)"),
             prices.head_node_per_hour,
             table_price(machine, region).map(|p| p.on_demand),
             None,
@@ -296,14 +299,17 @@ pub fn estimate(d: &Deployment) -> Estimate {
         ));
     }
     let (_, system_machine) = SYSTEM_POOL;
-    lines.push(node_line(
-        format!("{SYSTEM_POOL_MIN_NODES} × {system_machine} (system pool, on-demand)"),
-        prices.system_node_per_hour,
-        table_price(system_machine, region).map(|p| p.on_demand),
-        None,
-        SYSTEM_POOL_MIN_NODES,
-        Some("its minimum; it autoscales to 10".to_owned()),
-    ));
+    // An existing cluster's other pools are its own business.
+    lines.extend((!existing).then(|| {
+        node_line(
+            format!("{SYSTEM_POOL_MIN_NODES} × {system_machine} (system pool, on-demand)"),
+            prices.system_node_per_hour,
+            table_price(system_machine, region).map(|p| p.on_demand),
+            None,
+            SYSTEM_POOL_MIN_NODES,
+            Some("its minimum; it autoscales to 10".to_owned()),
+        )
+    }));
     let capacity = d.lustre.capacity_gib.get();
     lines.push(Line {
         component: format!("Lustre {capacity} GiB at {} MB/s per TiB", d.lustre.throughput_mbps_per_tib),

@@ -212,9 +212,13 @@ pub struct Expectation {
 
 impl Expectation {
     /// The deployment's node count and the fabric it wires ([`crate::Error::NoFabric`] as for
-    /// the render).
+    /// the render). On a cluster gke-rl did not create whose networks the config leaves to
+    /// deploy (`fabric.rdma_networks` null), deploy wired RDMA or TCP by what the GPU pool has:
+    /// the check says which transport it found and measures it, holding it to no line rate.
     pub fn for_deployment(deployment: &Deployment, min_fraction: f64) -> Result<Self, crate::Error> {
-        Ok(Expectation { nodes: Some(deployment.topology.node_count.get()), fabric: deployment.wired_fabric()?, min_fraction })
+        let fabric = deployment.wired_fabric()?;
+        let unknown = deployment.project.existing_cluster && deployment.fabric.rdma_networks.is_none();
+        Ok(Expectation { nodes: Some(deployment.topology.node_count.get()), fabric: fabric.filter(|_| !unknown), min_fraction })
     }
 }
 
@@ -325,6 +329,12 @@ mod tests {
         let one = Report::parse("fabric-check nodes=1 gpus_per_node=8 backend=nccl\n");
         let expected = Expectation { nodes: Some(2), fabric: None, min_fraction: 0.6 };
         assert_eq!(one.problems(&expected), [Problem::TooFewNodes { found: 1, expected: Some(2) }]);
+        // An existing cluster's wiring is deploy's finding, unless the config pins its networks.
+        let mut existing = Deployment::default();
+        existing.project.existing_cluster = true;
+        assert_eq!(Expectation::for_deployment(&existing, 0.6).unwrap().fabric, None);
+        existing.fabric.rdma_networks = Some(vec![crate::model::Name::new("rdma-0").unwrap()]);
+        assert!(Expectation::for_deployment(&existing, 0.6).unwrap().fabric.is_some());
     }
 
     #[test]

@@ -448,8 +448,9 @@ impl Instance {
 pub struct Fit {
     /// The pool of the GPU workers.
     pub gpu_pool: String,
-    /// The pool of the head; `None` when it shares a GPU node (`ray.head.node_pool: gpu`).
-    pub head_pool: Option<String>,
+    /// The pool of the head and its machine type; `None` when it shares a GPU node
+    /// (`ray.head.node_pool: gpu`).
+    pub head_pool: Option<(String, String)>,
     /// The subnetworks of the GPU pool's additional networks (their GKE networks are looked up
     /// in the cluster: [`rdma_networks`]).
     pub gpu_subnetworks: Vec<String>,
@@ -524,7 +525,7 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
     let head_pool = match d.ray.head.node_pool {
         HeadNodePool::Gpu => None,
         HeadNodePool::Dedicated | HeadNodePool::System => match head_pool(d, cluster) {
-            Ok(pool) => Some(pool),
+            Ok(pool) => Some((pool.name.clone(), pool.machine_type.clone())),
             Err(misfit) => {
                 misfits.push(misfit);
                 None
@@ -544,7 +545,7 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
 
 /// The on-demand CPU pool of the head: the configured one, else the first (by name) whose nodes
 /// hold the head's requests and take pods without tolerations.
-fn head_pool(d: &Deployment, cluster: &Cluster) -> Result<String, Misfit> {
+fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfit> {
     let head = &d.ray.head;
     let fits = |pool: &Pool| -> Result<(), String> {
         if pool.holds_gpus() {
@@ -579,7 +580,7 @@ fn head_pool(d: &Deployment, cluster: &Cluster) -> Result<String, Misfit> {
                 ),
             });
         };
-        return fits(pool).map(|()| pool.name.clone()).map_err(|why| Misfit {
+        return fits(pool).map(|()| pool).map_err(|why| Misfit {
             what: format!("node pool {name} (ray.head.pool) cannot hold the Ray head: {why}"),
             fix: format!("name another pool in ray.head.pool, {fallback}"),
         });
@@ -589,7 +590,7 @@ fn head_pool(d: &Deployment, cluster: &Cluster) -> Result<String, Misfit> {
     let mut refused = Vec::new();
     for pool in pools {
         match fits(pool) {
-            Ok(()) => return Ok(pool.name.clone()),
+            Ok(()) => return Ok(pool),
             Err(why) => refused.push(format!("{}: {why}", pool.name)),
         }
     }
@@ -671,8 +672,12 @@ pub fn rdma_networks(fit: &Fit, param_sets: &[ParamSet], networks: &[NetworkRef]
 /// where the pool has none), and the instance's real capacity and tier.
 pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Instance>) -> Deployment {
     let mut d = d.clone();
-    if d.ray.head.pool.is_none() {
-        d.ray.head.pool = fit.head_pool.as_deref().and_then(|p| Name::new(p).ok());
+    if let Some((pool, machine)) = &fit.head_pool {
+        d.ray.head.pool = Name::new(pool.as_str()).ok();
+        // What the head's node costs is its pool's machine's.
+        if let Ok(machine) = crate::model::Word::new(machine.as_str()) {
+            d.ray.head.machine_type = machine;
+        }
     }
     if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
         if rdma.is_empty() {
@@ -796,7 +801,7 @@ mod tests {
         let fit = fit(&existing(), &cluster).unwrap();
         assert_eq!(fit.gpu_pool, "ray-a4-gpu-spot-a4-pool");
         // The system pool is tainted, the GPU pool has GPUs.
-        assert_eq!(fit.head_pool.as_deref(), Some("cpu-np"));
+        assert_eq!(fit.head_pool, Some(("cpu-np".to_owned(), "n2-standard-32".to_owned())));
         assert_eq!(fit.addons_off, [RAY_OPERATOR]);
         let (sets, networks) = gke_networks();
         let rdma = rdma_networks(&fit, &sets, &networks);
@@ -804,6 +809,7 @@ mod tests {
         let instance = Instance::from_json(INSTANCE).unwrap();
         let fitted = fitted(&existing(), &fit, &rdma, Some(&instance));
         assert_eq!(fitted.ray.head.pool.as_ref().map(Name::as_str), Some("cpu-np"));
+        assert_eq!(fitted.ray.head.machine_type.as_str(), "n2-standard-32", "priced as the pool's machine");
         assert_eq!(fitted.fabric.rdma_networks.as_ref().map(Vec::len), Some(8));
         assert_eq!((fitted.lustre.capacity_gib.get(), fitted.lustre.throughput_mbps_per_tib.get()), (18000, 500));
     }
