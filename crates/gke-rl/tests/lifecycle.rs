@@ -184,8 +184,13 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
     let mut fixes: Vec<String> = existing::fit(&attach, &cluster).unwrap_err().into_iter().map(|m| m.fix).collect();
     let legacy = existing::Instance { gke_support: true, ..instance };
     fixes.extend(existing::check_instance(&attach, &cluster, &legacy).into_iter().map(|m| m.fix));
+    let mut tainted = cluster.clone();
+    tainted.pools[1].taints.push("user-workload=true:NO_SCHEDULE".to_owned());
+    fixes.extend(existing::fit(&attach, &tainted).unwrap_err().into_iter().map(|m| m.fix));
+    fixes.sort();
+    fixes.dedup();
     let named: Vec<&str> = fixes.iter().filter_map(|fix| fix.find("gcloud ").map(|at| &fix[at..])).collect();
-    assert_eq!(named.len(), 2, "{fixes:?}");
+    assert_eq!(named.len(), 3, "{fixes:?}");
     for line in named {
         let line = line.split([')', '(']).next().unwrap().trim_end();
         let mut words = line.split_whitespace().map(str::to_owned);

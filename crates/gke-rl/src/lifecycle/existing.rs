@@ -366,6 +366,9 @@ impl Cluster {
     }
 }
 
+/// The taint GKE puts on GPU nodes, which the Ray workers tolerate (`nvidia.com/gpu=present`).
+const GPU_TAINT_KEY: &str = "nvidia.com/gpu=";
+
 /// gcloud's `--update-addons` name of GKE's KubeRay operator.
 pub const RAY_OPERATOR: &str = "RayOperator";
 /// gcloud's `--update-addons` name of the Lustre CSI driver.
@@ -508,6 +511,22 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
             misfits.push(Misfit {
                 what: format!("node pool {} has {} GPUs a node, the config says {}", pool.name, pool.gpus, d.topology.gpus_per_node),
                 fix: format!("set topology.gpus_per_node: {}", pool.gpus),
+            });
+        }
+        // GKE's own GPU taint the workers tolerate; another keeps them off the pool.
+        let foreign: Vec<&str> = pool
+            .taints
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !t.starts_with(GPU_TAINT_KEY) && (t.ends_with(":NO_SCHEDULE") || t.ends_with(":NO_EXECUTE")))
+            .collect();
+        if !foreign.is_empty() {
+            misfits.push(Misfit {
+                what: format!("node pool {} has taints the Ray workers do not tolerate: {}", pool.name, foreign.join(", ")),
+                fix: format!(
+                    "clear the pool's own taints (gcloud container node-pools update {} --cluster {} --location {} --node-taints=), GKE keeps its GPU taint",
+                    pool.name, cluster.name, cluster.location
+                ),
             });
         }
         if !pool.provisioning.matches(&d.topology.provisioning) {
@@ -872,6 +891,11 @@ mod tests {
             text[1]
         );
         assert!(text[2].contains("no node pool nowhere (ray.head.pool); fix: set ray.head.pool to one of system, "), "{}", text[2]);
+
+        let mut tainted = cluster.clone();
+        tainted.pools[1].taints.push("user-workload=true:NO_SCHEDULE".to_owned());
+        let text = fit(&existing(), &tainted).unwrap_err()[0].to_string();
+        assert!(text.contains("taints the Ray workers do not tolerate: user-workload=true:NO_SCHEDULE"), "{text}");
 
         let mut d = existing();
         d.topology.machine_type = crate::model::Word::new("a3-ultragpu-8g").unwrap();
