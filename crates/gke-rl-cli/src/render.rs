@@ -197,6 +197,21 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
         Ok(true) => ("the Secrets with the commands", String::new()),
         _ => ("the Secret with the command", format!("kubectl apply -f {}; ", at(NetworkPolicy.file()))),
     };
+    if d.project.existing_cluster {
+        let p = &d.project;
+        return format!(
+            "next steps:\n  {deploy}\n    reads cluster {cluster} and Lustre instance {instance}, fits the RayCluster to them and binds the instance (--dry-run shows every command)\n\
+             or by hand, on cluster {cluster}: a PersistentVolume and claim {claim} for the instance (docs/deploy.md), {secrets} in {secret}, then {policy}kubectl apply -f {cluster_file}\n\
+             then: {submit}",
+            deploy = command(&["deploy"]),
+            cluster = p.cluster_name,
+            instance = d.lustre.instance_id,
+            claim = d.lustre.pvc_name,
+            secret = at(SecretInstructions.file()),
+            cluster_file = at(RayCluster.file()),
+            submit = command(&["submit"]),
+        );
+    }
     let out_dir = out.display().to_string();
     let blueprint = command(&["blueprint", "--toolkit", "cluster-toolkit", "--out", &out_dir]);
     let by_hand = format!(

@@ -82,7 +82,8 @@ pub fn as_it_is(deployment: &Deployment, target: &crate::Target, env: &Env) -> R
     let resolved = target.resolve(deployment, env, false)?;
     let mut problems = Vec::new();
     match described(env, &resolved, &mut problems) {
-        Some((_, Some(fit), instance)) if problems.is_empty() => Ok(existing::fitted(deployment, &fit, &[], instance.as_ref())),
+        Some((_, Some(fit), instance)) if problems.is_empty() => existing::fitted(deployment, &fit, &[], instance.as_ref())
+            .map_err(|misfit| Error::Preflight { problems: vec![Problem::Misfit(misfit)] }),
         _ => Err(Error::Preflight { problems }),
     }
 }
@@ -106,7 +107,13 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     } else {
         Vec::new()
     };
-    let fitted = existing::fitted(d, &fit, &rdma, instance.as_ref());
+    let fitted = match existing::fitted(d, &fit, &rdma, instance.as_ref()) {
+        Ok(fitted) => fitted,
+        Err(misfit) => {
+            problems.push(Problem::Misfit(misfit));
+            return None;
+        }
+    };
     let fabric = match (&fitted.fabric.rdma_networks, fitted.wired_fabric().ok().flatten()) {
         (Some(networks), Some(_)) => {
             format!("GPUDirect RDMA over {}", networks.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
@@ -185,14 +192,25 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     Ok(())
 }
 
-/// The instance as it is now, for its volume.
+/// The instance as it is now, for its volume: `ACTIVE`, with an address to mount.
 pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, Error> {
     let d = resolved.deployment;
-    resolved
+    let what = format!("cannot bind Lustre instance {}", d.lustre.instance_id);
+    let instance = resolved
         .read(env, &lifecycle::describe_lustre(d, &resolved.site))
         .map_err(|e| e.to_string())
         .and_then(|json| Instance::from_json(&json).map_err(|e| e.to_string()))
-        .map_err(|reason| Error::Query { what: format!("cannot read Lustre instance {}", d.lustre.instance_id), reason })
+        .map_err(|reason| Error::Query { what: what.clone(), reason })?;
+    if instance.state != "ACTIVE" || instance.ip.is_empty() || instance.filesystem.is_empty() {
+        let reason = format!(
+            "it is {} with mount point `{}@tcp:/{}`: run deploy again once `gcloud lustre instances describe` says ACTIVE",
+            if instance.state.is_empty() { "in no state" } else { &instance.state },
+            instance.ip.escape_debug(),
+            instance.filesystem.escape_debug()
+        );
+        return Err(Error::Query { what, reason });
+    }
+    Ok(instance)
 }
 
 /// The PersistentVolumeClaim and PersistentVolume deploy made, as a manifest to delete by.

@@ -688,21 +688,29 @@ pub fn rdma_networks(fit: &Fit, param_sets: &[ParamSet], networks: &[NetworkRef]
 }
 
 /// The deployment fitted to the cluster: the head's pool, the workers' RDMA networks (or TCP,
-/// where the pool has none), and the instance's real capacity and tier.
-pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Instance>) -> Deployment {
+/// where the pool has none), and the instance's real capacity and tier; a name the cluster
+/// gives that gke-rl would not write into a manifest is a misfit.
+pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Instance>) -> Result<Deployment, Misfit> {
     let mut d = d.clone();
+    let name = |what: &str, text: &str| {
+        Name::new(text).map_err(|e| Misfit {
+            what: format!("the cluster's {what} `{}` is not a name gke-rl writes into a manifest: {e}", text.escape_debug()),
+            fix: "rename it, or name another in the config".to_owned(),
+        })
+    };
     if let Some((pool, machine)) = &fit.head_pool {
-        d.ray.head.pool = Name::new(pool.as_str()).ok();
+        d.ray.head.pool = Some(name("node pool", pool)?);
         // What the head's node costs is its pool's machine's.
-        if let Ok(machine) = crate::model::Word::new(machine.as_str()) {
-            d.ray.head.machine_type = machine;
-        }
+        d.ray.head.machine_type = crate::model::Word::new(machine.as_str()).map_err(|e| Misfit {
+            what: format!("node pool {pool}'s machine type `{}` is not one gke-rl reads: {e}", machine.escape_debug()),
+            fix: "name another pool in ray.head.pool".to_owned(),
+        })?;
     }
     if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
         if rdma.is_empty() {
             d.fabric.mode = FabricMode::Off;
         } else {
-            d.fabric.rdma_networks = rdma.iter().map(|n| Name::new(n.as_str()).ok()).collect();
+            d.fabric.rdma_networks = Some(rdma.iter().map(|n| name("GKE network", n)).collect::<Result<_, _>>()?);
         }
     }
     if let Some(instance) = instance {
@@ -713,7 +721,7 @@ pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Inst
             d.lustre.throughput_mbps_per_tib = tier;
         }
     }
-    d
+    Ok(d)
 }
 
 /// The PersistentVolume and claim that bind the instance, in the shape of the codelab's
@@ -826,7 +834,7 @@ mod tests {
         let rdma = rdma_networks(&fit, &sets, &networks);
         assert_eq!(rdma, (0..8).map(|i| format!("rdma-{i}")).collect::<Vec<_>>(), "gvnic-1 is the node's, not the pods'");
         let instance = Instance::from_json(INSTANCE).unwrap();
-        let fitted = fitted(&existing(), &fit, &rdma, Some(&instance));
+        let fitted = fitted(&existing(), &fit, &rdma, Some(&instance)).unwrap();
         assert_eq!(fitted.ray.head.pool.as_ref().map(Name::as_str), Some("cpu-np"));
         assert_eq!(fitted.ray.head.machine_type.as_str(), "n2-standard-32", "priced as the pool's machine");
         assert_eq!(fitted.fabric.rdma_networks.as_ref().map(Vec::len), Some(8));
@@ -848,6 +856,15 @@ mod tests {
     }
 
     #[test]
+    fn a_name_from_the_cluster_that_is_no_manifest_name_is_refused_not_dropped() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let fit = fit(&existing(), &cluster).unwrap();
+        let hostile = ["rdma-0".to_owned(), "rdma-1\n  hostPath: /".to_owned()];
+        let misfit = fitted(&existing(), &fit, &hostile, None).unwrap_err();
+        assert!(misfit.what.contains("GKE network `rdma-1\\n  hostPath: /` is not a name"), "{misfit}");
+    }
+
+    #[test]
     fn a_pool_without_rdma_networks_gets_tcp() {
         let cluster = Cluster::from_json(NO_RDMA).unwrap();
         let fit = fit(&existing(), &cluster).unwrap();
@@ -855,7 +872,7 @@ mod tests {
         let (sets, networks) = gke_networks();
         let rdma = rdma_networks(&fit, &sets, &networks);
         assert!(rdma.is_empty());
-        let fitted = fitted(&existing(), &fit, &rdma, None);
+        let fitted = fitted(&existing(), &fit, &rdma, None).unwrap();
         assert_eq!(fitted.fabric.mode, FabricMode::Off);
         assert_eq!(fitted.wired_fabric().unwrap(), None);
     }
