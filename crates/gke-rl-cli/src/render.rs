@@ -200,12 +200,13 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
     if d.project.existing_cluster {
         let p = &d.project;
         return format!(
-            "next steps:\n  {deploy}\n    reads cluster {cluster} and Lustre instance {instance}, fits the RayCluster to them and binds the instance (--dry-run shows every command)\n\
+            "next steps:\n  {deploy}\n    reads cluster {cluster}, fits the RayCluster to it, {lustre} Lustre instance {instance} and binds it (--dry-run shows every command)\n\
              or by hand, on cluster {cluster}: a PersistentVolume and claim {claim} for the instance (docs/deploy.md), {secrets} in {secret}, then {policy}kubectl apply -f {cluster_file}\n\
              then: {submit}",
             deploy = command(&["deploy"]),
             cluster = p.cluster_name,
             instance = d.lustre.instance_id,
+            lustre = if d.lustre.existing { "attaches" } else { "creates" },
             claim = d.lustre.pvc_name,
             secret = at(SecretInstructions.file()),
             cluster_file = at(RayCluster.file()),
