@@ -27,6 +27,8 @@ export MACHINE_TYPE=a4-highgpu-8g
 export ACCELERATOR_TYPE=nvidia-b200
 # the reservation the nodes come from; empty: none
 export RESERVATION=''
+# an existing cluster's GPU node pool; empty: deploy picks it
+export GPU_POOL=''
 # spot, reservation (RESERVATION), flex-start or on-demand: how the GPU nodes are obtained
 export PROVISIONING=spot
 

@@ -695,3 +695,84 @@ fn cost_prices_an_existing_clusters_pools_as_they_are() {
     assert!(stderr(&out).contains("note: priced from the config, not the cluster as it is: "), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 × n2-highmem-16 (Ray head, on-demand)"));
 }
+
+/// What gke-rl did not make stays someone else's: a RayCluster of the deployment's name that
+/// gke-rl did not apply, an instance of the configured name that it did not create, an
+/// instance the config attaches on a cluster gke-rl makes.
+#[test]
+fn what_another_team_made_under_the_same_names_is_never_taken_over() {
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    cloud.api.put(
+        "rayclusters",
+        serde_json::json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray-a4-gpu-spot", "namespace": "default"}}),
+    );
+    let out = deploy_existing(&cloud);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("RayCluster default/ray-a4-gpu-spot exists and gke-rl did not apply it"), "{}", stderr(&out));
+    let out = destroy_existing(&cloud, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(), "theirs stays");
+
+    // An instance of the name gke-rl would create, without gke-rl's label.
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\n";
+    let cloud = existing("cluster-no-rdma.json", true, config);
+    let out = deploy_existing(&cloud);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("an instance of that name exists in us-east1-b and gke-rl did not create it"), "{}", stderr(&out));
+    assert!(!cloud.calls().contains("lustre instances create"), "{}", cloud.calls());
+    let out = destroy_existing(&cloud, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!cloud.calls().contains("lustre instances delete") && cloud.root.join("cloud/lustre").exists(), "{}", cloud.calls());
+
+    // `lustre.existing` where gke-rl makes the cluster: refused, and never deleted without a state.
+    let cloud = Cloud::new(Pods::ReadyAfter(0));
+    std::fs::write(cloud.root.join("gke-rl.yaml"), "lustre:\n  existing: true\n").unwrap();
+    let out = cloud.deploy(&["--authorized-cidr", "203.0.113.7/32"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lustre.existing: true attaches instance rl-demo-gpu-lustre"), "{}", stderr(&out));
+    std::fs::write(cloud.root.join("cloud/lustre"), "").unwrap();
+    let out = cloud.gke_rl(&["destroy", "--yes", "--folder", "nowhere"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!cloud.calls().contains("lustre instances delete"), "{}", cloud.calls());
+}
+
+/// Destroy deletes what the state names: after a change of the instance's name in the config,
+/// it refuses rather than delete the instance the config names now.
+#[test]
+fn destroy_refuses_a_config_that_names_another_instance_than_deploy_made() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\n";
+    let cloud = existing("cluster-no-rdma.json", false, config);
+    assert_eq!(deploy_existing(&cloud).status.code(), Some(0));
+    let renamed = format!("{config}lustre:\n  instance_id: team-lustre\n  existing: true\n");
+    std::fs::write(cloud.root.join("gke-rl.yaml"), renamed).unwrap();
+    let out = destroy_existing(&cloud, &[]);
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("records rl-demo-gpu-lustre made by deploy") && err.contains("lustre.instance_id names team-lustre"), "{err}");
+    assert!(!cloud.calls().contains("lustre instances delete"), "{}", cloud.calls());
+}
+
+/// The other commands see the deployment as deploy fitted it: render writes the RayCluster
+/// deploy applied, and validate checks that one.
+#[test]
+fn after_deploy_render_and_validate_see_the_cluster_as_deploy_found_it() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  existing: true\n";
+    let cloud = existing("cluster-no-rdma.json", true, config);
+    let out = cloud.gke_rl(&["deploy", "--yes", "--timeout", "20s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = cloud.gke_rl(&["render", "--out", "out"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rendered = std::fs::read_to_string(cloud.root.join("out/ray-cluster.yaml")).unwrap();
+    let applied = cloud.api.object("rayclusters", "ray-a4-gpu-spot").unwrap();
+    assert!(
+        rendered.contains("cloud.google.com/gke-nodepool: cpu-np")
+            && rendered.contains("cloud.google.com/gke-nodepool: ray-a4-gpu-spot-a4-pool"),
+        "{rendered}"
+    );
+    assert!(
+        !rendered.contains("networking.gke.io/interfaces") && applied["spec"]["workerGroupSpecs"][0]["template"]["metadata"].is_null(),
+        "TCP, as applied"
+    );
+    let out = cloud.gke_rl(&["validate"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

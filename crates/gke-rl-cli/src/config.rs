@@ -67,6 +67,27 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// On a cluster gke-rl did not create, the deployment as deploy fitted it to the cluster,
+    /// from what it found there (`.gke-rl/<cluster>/found.json`, the default deployment
+    /// folder's), where deploy ran; what the config names itself stays.
+    pub fn fitted_to_cluster(mut self) -> anyhow::Result<Self> {
+        let d = &mut self.deployment;
+        if !d.project.existing_cluster {
+            return Ok(self);
+        }
+        let path = Path::new(".gke-rl").join(d.project.cluster_name.as_str()).join(gke_rl::lifecycle::existing::FOUND_FILE);
+        let text = match gke_rl_ops::files::read_text(&path) {
+            Ok(text) => text,
+            Err(gke_rl_ops::Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(self),
+            Err(e) => return Err(crate::reported(e, &|e| gke_rl_ops::chain(e))),
+        };
+        let found: gke_rl::lifecycle::existing::Found = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!("{}:{}:{}: {e}\nhelp: run `gke-rl deploy` again to write it anew", path.display(), e.line(), e.column())
+        })?;
+        found.apply(d);
+        Ok(self)
+    }
+
     /// Every artifact of the model.
     pub fn render(&self) -> anyhow::Result<gke_rl::Artifacts> {
         crate::render(&self.deployment, &self.source)

@@ -16,7 +16,7 @@ pub struct Args {
 
 impl Args {
     pub fn run(self) -> anyhow::Result<()> {
-        let loaded = self.source.load()?;
+        let loaded = self.source.load()?.fitted_to_cluster()?;
         let mut priced = loaded.deployment.clone();
         if loaded.deployment.project.existing_cluster {
             match gke_rl_ops::existing::as_it_is(&loaded.deployment, &gke_rl_ops::Target::default(), &gke_rl_ops::Env::real()) {

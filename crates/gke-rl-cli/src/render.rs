@@ -31,7 +31,7 @@ pub enum Outcome {
 impl Args {
     /// Exit 1, writing nothing, when the render fails validation (unless `--force`).
     pub fn run(self) -> anyhow::Result<u8> {
-        let loaded = self.source.load()?;
+        let loaded = self.source.load()?.fitted_to_cluster()?;
         let rendered = loaded.render()?;
         let artifacts: Vec<&Artifact> = rendered.iter().collect();
         let sources: Vec<SourceFile<'_>> = artifacts.iter().map(|a| SourceFile::from(*a)).collect();

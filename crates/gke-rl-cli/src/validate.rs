@@ -69,7 +69,7 @@ impl Args {
             bail!("nothing to check: {} holds no file gke-rl knows\nhelp: {KNOWN_FILES}", named.join(", "));
         }
         if self.paths.is_empty() || self.source.is_explicit() {
-            let loaded = self.source.load()?;
+            let loaded = self.source.load()?.fitted_to_cluster()?;
             let rendered = loaded.render()?;
             if self.paths.is_empty() && self.format == Format::Human {
                 // Say what is checked: with no file named, it is a render nobody wrote to disk.

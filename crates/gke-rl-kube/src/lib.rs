@@ -245,6 +245,9 @@ impl Queued {
 /// An object of a manifest, its kind, its name, and its API in the namespace.
 type Manifested = (DynamicObject, String, String, Api<DynamicObject>);
 
+/// The label every object gke-rl applies carries.
+const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "gke-rl");
+
 /// Kinds a manifest may hold that live outside namespaces.
 const CLUSTER_SCOPED: &[&str] = &["PersistentVolume"];
 
@@ -420,6 +423,14 @@ impl RayClusters {
         let api = self.api();
         let found = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
         Ok(found.map(|cluster| cluster.metadata.labels.and_then(|mut labels| labels.remove(QUEUE_LABEL))))
+    }
+
+    /// Whether the RayCluster `name` is gke-rl's (labelled `app.kubernetes.io/managed-by:
+    /// gke-rl`); `None` when there is none.
+    pub async fn managed_by_gke_rl(&self, name: &str) -> Result<Option<bool>, Error> {
+        let api = self.api();
+        let found = self.call(|| format!("read RayCluster {name}"), api.get_opt(name)).await?;
+        Ok(found.map(|cluster| cluster.labels().get(MANAGED_BY.0).is_some_and(|v| v == MANAGED_BY.1)))
     }
 
     /// Activates or deactivates the Workload `name` (`spec.active`): Kueue evicts an inactive
@@ -603,18 +614,25 @@ impl RayClusters {
             Api::<DynamicObject>::all_with(self.client.clone(), &resource)
         };
         let params = ListParams::default().limit(LIST_LIMIT);
-        let sets = self.call(|| "list GKENetworkParamSets".to_owned(), list("GKENetworkParamSet").list(&params)).await?;
-        let networks = self.call(|| "list GKE Networks".to_owned(), list("Network").list(&params)).await?;
+        // A cluster without multi-networking has no such kinds: no networks.
+        let listed = |kind: &'static str| {
+            let api = list(kind);
+            let params = params.clone();
+            async move {
+                match self.call(|| format!("list {kind}s"), api.list(&params)).await {
+                    Err(e) if e.is_not_found() => Ok(Vec::new()),
+                    other => other.map(|l| l.items),
+                }
+            }
+        };
+        let sets = listed("GKENetworkParamSet").await?;
+        let networks = listed("Network").await?;
         let text = |o: &DynamicObject, path: &[&str]| {
             path.iter().try_fold(&o.data, |v, k| v.get(k)).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
         };
         Ok(GkeNetworks {
-            param_sets: sets
-                .items
-                .iter()
-                .map(|o| (o.name_any(), text(o, &["spec", "vpcSubnet"]), text(o, &["spec", "deviceMode"])))
-                .collect(),
-            networks: networks.items.iter().map(|o| (o.name_any(), text(o, &["spec", "parametersRef", "name"]))).collect(),
+            param_sets: sets.iter().map(|o| (o.name_any(), text(o, &["spec", "vpcSubnet"]), text(o, &["spec", "deviceMode"]))).collect(),
+            networks: networks.iter().map(|o| (o.name_any(), text(o, &["spec", "parametersRef", "name"]))).collect(),
         })
     }
 

@@ -148,6 +148,9 @@ pub async fn deploy(
         None => State::new(deployment, resolved.site.project_id.as_str(), ""),
     };
     let existing_cluster = deployment.project.existing_cluster;
+    // A state that passed the check above and ran nothing of gcluster's becomes the existing
+    // cluster's for good: what deploy makes there is told apart by it.
+    state.existing_cluster |= existing_cluster;
     if !existing_cluster {
         let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
         let cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
@@ -328,6 +331,10 @@ async fn preflight(
     if !toolkit_blueprint(&site.toolkit).is_file() {
         problems.push(Problem::NoToolkit { toolkit: site.toolkit.display().to_string() });
     }
+    if resolved.deployment.lustre.existing {
+        // The blueprint creates the instance it mounts.
+        problems.push(Problem::ExistingLustreNeedsExistingCluster { instance: resolved.deployment.lustre.instance_id.to_string() });
+    }
     let skip = resolved.read(env, &checks.gcsfuse_role).is_err();
     if skip && signed_in {
         progress.event(Event::GcsfuseValidatorSkipped {
@@ -490,10 +497,13 @@ impl Written<'_> {
         let folder = resolved.site.folder();
         std::fs::create_dir_all(resolved.folder()).map_err(|source| Error::Write { path: resolved.folder().to_owned(), source })?;
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
-        // An existing cluster has neither.
+        // An existing cluster has neither, but what deploy found there, for the other commands.
         if let Some(deployment_file) = &self.artifacts.deployment_file {
             write(folder.blueprint(), self.blueprint)?;
             write(folder.deployment_file(), &deployment_file.contents)?;
+        } else {
+            let found = lifecycle::existing::Found::of(resolved.deployment);
+            write(folder.template(lifecycle::existing::FOUND_FILE), &found.to_json())?;
         }
         match ray_cluster(self.artifacts) {
             Some(manifest) => write(folder.ray_cluster(), manifest)?,
@@ -588,12 +598,19 @@ async fn run_step(
             let clusters = resolved.clusters(env).await?;
             let namespace = d.ray.namespace.as_str();
             if d.project.existing_cluster {
-                // The instance, by the address and file system it has now, as a static volume.
+                // A RayCluster of that name that gke-rl did not apply is someone else's: never
+                // taken over (and so never deleted by destroy).
+                let cluster = d.project.cluster_name.as_str();
+                if clusters.managed_by_gke_rl(cluster).await? == Some(false) && state.created.ray_cluster_uid.is_none() {
+                    return Err(Error::ForeignRayCluster { namespace: namespace.to_owned(), name: cluster.to_owned() });
+                }
+                // The instance, by the address and file system it has now, as a static volume,
+                // recorded first: a claim that fails leaves a volume destroy must find.
                 let instance = crate::existing::instance(env, resolved)?;
                 let volume = lifecycle::existing::lustre_volume(d, site.project_id.as_str(), &instance);
+                state.created.volume = Some(lifecycle::existing::persistent_volume(d));
                 let applied = clusters.apply_all(&volume).await?;
                 progress.event(Event::HelperApplied { what: "Lustre volume", namespace, objects: &applied });
-                state.created.volume = Some(lifecycle::existing::persistent_volume(d));
             }
             // The NetworkPolicy first, so that no pod of a Ray without tokens starts open.
             if let Some(policy) = &written.artifacts.network_policy {

@@ -180,7 +180,8 @@ async fn on_existing_cluster(
     started: std::time::Instant,
 ) -> Result<Destroyed, Error> {
     let (d, site) = (resolved.deployment, &resolved.site);
-    if state.created.lustre_instance.is_some() {
+    // An instance that pods may still mount stays until they are gone.
+    if state.created.lustre_instance.is_some() && remains.is_empty() {
         let deleted = resolved.stream(env, progress, &lifecycle::delete_lustre(d, site));
         if interrupt.is_set_after(deleted).await {
             return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
@@ -220,7 +221,10 @@ async fn without_state(
     // Each labelled cluster where it is, then the Lustre instance.
     let clusters = labelled_clusters(env, resolved).unwrap_or_default();
     let mut commands: Vec<_> = clusters.iter().map(|(name, location)| lifecycle::delete_cluster(name, location, site)).collect();
-    commands.push(lifecycle::delete_lustre(d, site));
+    // An instance the config attaches is never deleted.
+    if !d.lustre.existing {
+        commands.push(lifecycle::delete_lustre(d, site));
+    }
     for (bucket, _) in &buckets {
         commands.push(lifecycle::empty_bucket(bucket));
         commands.push(lifecycle::delete_bucket(bucket, site));
@@ -307,9 +311,15 @@ async fn delete_objects(
     let (namespace, name) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str());
     // Every Ray pod holds Lustre: the long-lived RayCluster's, and those of gke-rl's RayJobs,
     // whichever the mode (it may have changed since they were made).
-    let mut pods_of = vec![name.to_owned()];
-    if clusters.delete(name).await? {
-        progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
+    // On a cluster gke-rl did not create, a RayCluster of that name it did not apply stays, pods
+    // and all.
+    let foreign = d.project.existing_cluster && clusters.managed_by_gke_rl(name).await? == Some(false);
+    let mut pods_of = Vec::new();
+    if !foreign {
+        pods_of.push(name.to_owned());
+        if clusters.delete(name).await? {
+            progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
+        }
     }
     for (job, cluster) in clusters.managed_ray_jobs().await? {
         if clusters.delete_ray_job(&job, None).await? {

@@ -383,6 +383,18 @@ pub enum Error {
         /// Where the token came from.
         from: String,
     },
+    /// A RayCluster of the deployment's name that gke-rl did not apply.
+    #[error(
+        "RayCluster {namespace}/{name} exists and gke-rl did not apply it (no app.kubernetes.io/managed-by: gke-rl label): \
+         gke-rl does not take it over; delete it yourself (kubectl delete raycluster {name} -n {namespace}), or deploy \
+         into another namespace (ray.namespace)"
+    )]
+    ForeignRayCluster {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// The API server dropped `authOptions` from the applied RayCluster.
     #[error(
         "the API server dropped spec.authOptions from RayCluster {namespace}/{name}: the cluster's KubeRay is older than 1.5.1 and its pods would start without token authentication; upgrade KubeRay (GKE's Ray operator add-on with the cluster), or set `ray.auth: disabled` to get the NetworkPolicy instead"
@@ -669,6 +681,21 @@ pub enum Problem {
         /// gcloud's answer.
         reason: String,
     },
+    /// `lustre.existing` on a cluster gke-rl makes.
+    #[error(
+        "lustre.existing: true attaches instance {instance} to a cluster gke-rl did not create; the blueprint creates the instance it mounts: \
+         set project.existing_cluster: true too (for your own cluster), or lustre.existing: false"
+    )]
+    ExistingLustreNeedsExistingCluster {
+        /// The instance.
+        instance: String,
+    },
+    /// A queue on a cluster gke-rl did not create.
+    #[error(
+        "job.queue names a Kueue queue of gke-rl's blueprint, which a cluster gke-rl did not create lacks: remove job.queue (or use your \
+         cluster's own queues by hand)"
+    )]
+    QueueOnExistingCluster,
     /// The existing cluster's GKE networks cannot be read.
     #[error(
         "cannot read the GKE networks of cluster {cluster} ({reason}): set fabric.rdma_networks to the networks \

@@ -18,6 +18,10 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
     let mut problems = Vec::new();
     let signed_in = crate::deploy::basics(env, resolved, &checks, progress, &mut problems);
     let mut found = None;
+    if resolved.deployment.job.queue.is_some() {
+        // gke-rl's queues are the ones its blueprint makes.
+        problems.push(Problem::QueueOnExistingCluster);
+    }
     if signed_in {
         if !resolved.deployment.lustre.existing
             && let Err(reason) = resolved.read(env, &checks.lustre_location)
@@ -167,28 +171,51 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
             }
         }
     }
-    if d.lustre.existing || state.created.lustre_instance.is_some() {
+    if d.lustre.existing {
         return Ok(());
     }
-    let network = described.network_name();
-    if resolved.read(env, &lifecycle::describe_peering_range(network, site)).is_err()
-        && !resolved.stream(env, progress, &lifecycle::create_peering_range(network, site))
+    // An instance of that name: the one an earlier deploy created (recorded, or labelled as
+    // this deployment's after a create that was cut short), or someone else's.
+    let found = resolved.read(env, &lifecycle::describe_lustre(d, site)).ok().and_then(|json| Instance::from_json(&json).ok());
+    if let Some(found) = found {
+        let ours = found.labels.get(existing::INSTANCE_LABEL).is_some_and(|v| v == d.project.cluster_name.as_str());
+        if !ours && state.created.lustre_instance.is_none() {
+            return Err(Error::Query {
+                what: format!("cannot create Lustre instance {}", d.lustre.instance_id),
+                reason: format!(
+                    "an instance of that name exists in {} and gke-rl did not create it: set lustre.existing: true to attach it, or name another",
+                    d.project.zone
+                ),
+            });
+        }
+        state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
+        return Ok(());
+    }
+    let (network, project) = (described.network_name(), described.network_project());
+    if resolved.read(env, &lifecycle::describe_peering_range(network, project)).is_err()
+        && !resolved.stream(env, progress, &lifecycle::create_peering_range(network, project))
     {
         return Err(Error::CommandFailed { what: "gcloud compute addresses create".into() });
     }
     let peered = resolved
-        .read(env, &lifecycle::list_peerings(network, site))
+        .read(env, &lifecycle::list_peerings(network, project))
         .is_ok_and(|services| services.lines().any(|s| s.trim() == lifecycle::SERVICE_NETWORKING));
-    if !peered && !resolved.stream(env, progress, &lifecycle::connect_peering(network, site)) {
+    if !peered && !resolved.stream(env, progress, &lifecycle::connect_peering(network, project)) {
         return Err(Error::CommandFailed { what: "gcloud services vpc-peerings connect".into() });
     }
+    // Recorded before it is asked for: a create cut short still finishes at Google, and
+    // destroy must know to delete it. (The next deploy finds it by its label.)
+    state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
     // The instance listens where the nodes look: 6988 with GKE support, for a cluster on the
     // legacy port; 988 otherwise.
-    let create = lifecycle::create_lustre(d, site, network, described.legacy_lustre_port);
+    let create = lifecycle::create_lustre(d, site, &described.network, described.legacy_lustre_port);
     if !resolved.stream(env, progress, &create) {
+        let exists = resolved.read(env, &lifecycle::describe_lustre(d, site)).is_ok();
+        if !exists {
+            state.created.lustre_instance = None;
+        }
         return Err(Error::CommandFailed { what: "gcloud lustre instances create".into() });
     }
-    state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
     Ok(())
 }
 

@@ -167,12 +167,12 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
             lifecycle::describe_lustre(d, &site),
             lifecycle::update_addons(d, &site, &[existing::RAY_OPERATOR, existing::LUSTRE_CSI_DRIVER], true),
             lifecycle::update_addons(d, &site, &[existing::RAY_OPERATOR], false),
-            lifecycle::describe_peering_range("vpc", &site),
-            lifecycle::create_peering_range("vpc", &site),
-            lifecycle::list_peerings("vpc", &site),
-            lifecycle::connect_peering("vpc", &site),
-            lifecycle::create_lustre(d, &site, "vpc", false),
-            lifecycle::create_lustre(d, &site, "vpc", true),
+            lifecycle::describe_peering_range("vpc", "host-project"),
+            lifecycle::create_peering_range("vpc", "host-project"),
+            lifecycle::list_peerings("vpc", "host-project"),
+            lifecycle::connect_peering("vpc", "host-project"),
+            lifecycle::create_lustre(d, &site, "projects/host-project/global/networks/vpc", false),
+            lifecycle::create_lustre(d, &site, "projects/host-project/global/networks/vpc", true),
         ]);
         commands.extend(lifecycle::leftovers(d, &site).into_iter().map(|(_, c)| c));
     }

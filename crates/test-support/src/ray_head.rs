@@ -146,7 +146,8 @@ impl Head {
             format!("--dashboard-agent-listen-port={agent}"),
             format!("--temp-dir={}", temp_dir.display()),
         ];
-        let child = ray_start(bin, &args, worker_ports(base), env, log_path).map_err(|e| format!("cannot start ray {version}: {e}"))?;
+        let child =
+            ray_start(bin, &args, worker_ports(base), env, log_path, None).map_err(|e| format!("cannot start ray {version}: {e}"))?;
         let token = env.iter().find(|(k, _)| *k == "RAY_AUTH_TOKEN").map(|(_, v)| v.clone());
         let head = Head { version, address: format!("http://127.0.0.1:{dashboard}"), token, gcs, child: Mutex::new(child), temp_dir };
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -184,11 +185,43 @@ fn stop_group(child: &mut Child) {
 }
 
 /// `ray start --block` from the venv `bin` with `args`, its own worker ports and `env`, logging
-/// to `log`, in a process group of its own.
-fn ray_start(bin: &Path, args: &[String], worker_ports: std::ops::Range<u16>, env: &[(&str, String)], log: &Path) -> Result<Child, String> {
+/// to `log`, in a process group of its own; `own_disk`: (a folder, the head's temp dir) for a
+/// node that sees the folder in place of the head's temp dir ([`Node::join`]).
+fn ray_start(
+    bin: &Path,
+    args: &[String],
+    worker_ports: std::ops::Range<u16>,
+    env: &[(&str, String)],
+    log: &Path,
+    own_disk: Option<(&Path, &Path)>,
+) -> Result<Child, String> {
     use std::os::unix::process::CommandExt as _;
     let log = std::fs::File::create(log).map_err(|e| e.to_string())?;
-    Command::new(bin.join("ray"))
+    let ray = bin.join("ray");
+    let mut command = match own_disk {
+        // In a mount namespace of its own, where the folder is bind-mounted over the head's
+        // temp dir, as a second machine's disk would be.
+        Some((folder, head_temp)) => {
+            let mut command = Command::new("unshare");
+            command
+                .args([
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "--",
+                    "sh",
+                    "-c",
+                    r#"mount --bind "$1" "$2" || exit 1; shift 2; exec "$@""#,
+                    "sh",
+                ])
+                .arg(folder)
+                .arg(head_temp)
+                .arg(&ray);
+            command
+        }
+        None => Command::new(&ray),
+    };
+    command
         .args(["start", "--block", "--disable-usage-stats"])
         .args(args)
         .arg(format!("--min-worker-port={}", worker_ports.start))
@@ -206,8 +239,16 @@ fn ray_start(bin: &Path, args: &[String], worker_ports: std::ops::Range<u16>, en
 
 /// A second Ray node on this machine, joined to a head (`ray start --address`), in its own
 /// process group: dropping or [`Node::stop`]ping it takes the node away as a lost machine would.
+///
+/// Ray gives a joined node the head's temp dir (2.46 ignores `--temp-dir` without `--head`), so
+/// on one machine both nodes' runtime-env agents would keep a job's `working_dir` in the same
+/// folder; since ray-project/ray#49313 (Ray 2.41) each replaces a cached copy it sets up, and
+/// the node's could delete the folder a driver on the head had just started in ("getcwd()
+/// failed"). Where this machine allows a mount namespace, the node has a disk of its own.
 pub struct Node {
     child: Mutex<Child>,
+    /// The folder the node sees as the head's temp dir, removed with it.
+    disk: Option<PathBuf>,
 }
 
 impl Node {
@@ -231,8 +272,18 @@ impl Node {
         if let Some(token) = &head.token {
             env.extend([("RAY_AUTH_MODE", "token".to_owned()), ("RAY_AUTH_TOKEN", token.clone())]);
         }
-        let child = ray_start(bin, &args, worker_ports(base), &env, &log).map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
-        let node = Node { child: Mutex::new(child) };
+        // A folder per join: a node replaced by the next takes only its own away.
+        static JOINS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let join = JOINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let disk = own_disks().then(|| PathBuf::from(format!("{}-node-{join}", head.temp_dir.display())));
+        if let Some(disk) = &disk {
+            std::fs::create_dir_all(disk).map_err(|e| format!("cannot create {}: {e}", disk.display()))?;
+            std::fs::create_dir_all(&head.temp_dir).map_err(|e| format!("cannot create {}: {e}", head.temp_dir.display()))?;
+        }
+        let own_disk = disk.as_deref().map(|disk| (disk, head.temp_dir.as_path()));
+        let child = ray_start(bin, &args, worker_ports(base), &env, &log, own_disk)
+            .map_err(|e| format!("cannot join ray {}: {e}", head.version))?;
+        let node = Node { child: Mutex::new(child), disk };
         head.wait_for_nodes(nodes, Duration::from_secs(120))?;
         Ok(node)
     }
@@ -248,7 +299,30 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         self.stop();
+        if let Some(disk) = &self.disk {
+            let _ = std::fs::remove_dir_all(disk);
+        }
     }
+}
+
+/// Whether a joined node can have a disk of its own: a private mount namespace with a bind
+/// mount is allowed here (root, or a container that grants it).
+fn own_disks() -> bool {
+    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOWED.get_or_init(|| {
+        let probe = std::env::temp_dir().join(format!("gkerl-mount-probe-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&probe);
+        let allowed = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "--", "mount", "--bind"])
+            .arg(&probe)
+            .arg(&probe)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let _ = std::fs::remove_dir(&probe);
+        allowed
+    })
 }
 
 impl Node {

@@ -50,7 +50,7 @@ impl ResumeArgs {
 }
 
 async fn set_suspended(source: &crate::config::Source, suspended: bool, wait: Duration, env: Env, console: Console) -> anyhow::Result<u8> {
-    let loaded = source.load()?;
+    let loaded = source.load()?.fitted_to_cluster()?;
     let d = &loaded.deployment;
     let name = &d.project.cluster_name;
     let project = d.project.project_id.as_ref().map_or("PROJECT_ID", |p| p.as_str());

@@ -83,7 +83,7 @@ impl Connection {
         };
         let request_timeout = Duration::from_secs(self.request_timeout);
         let head = HeadOptions { address: self.address.clone(), ray_address: true, headers, request_timeout };
-        let mut loaded = self.source.load()?;
+        let mut loaded = self.source.load()?.fitted_to_cluster()?;
         if let Some(mode) = self.as_mode {
             loaded.deployment = loaded
                 .deployment
@@ -95,7 +95,7 @@ impl Connection {
 
     /// The config alone, for what needs no cluster.
     pub(crate) fn config(&self) -> anyhow::Result<config::Loaded> {
-        self.source.load()
+        self.source.load()?.fitted_to_cluster()
     }
 }
 

@@ -80,6 +80,7 @@ const SECTIONS: &[(&str, &[Var])] = &[
             var("MACHINE_TYPE", "/topology/machine_type", Kind::Text, "machine type of the GPU node pool"),
             var("ACCELERATOR_TYPE", "/topology/accelerator", Kind::Text, "GKE accelerator label of the GPU nodes"),
             var("RESERVATION", "/topology/provisioning", Kind::Reservation, "the reservation the nodes come from; empty: none"),
+            var("GPU_POOL", "/topology/pool", Kind::OptionalText, "an existing cluster's GPU node pool; empty: deploy picks it"),
             var(
                 "PROVISIONING",
                 "/topology/provisioning",

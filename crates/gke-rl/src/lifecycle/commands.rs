@@ -292,6 +292,10 @@ pub fn clusters_listed(listed: &str) -> Vec<(String, String)> {
 pub fn leftovers(deployment: &Deployment, site: &Site) -> Vec<(String, Command)> {
     let p = &deployment.project;
     let lustre = deployment.lustre.instance_id.as_str();
+    // An instance the config attaches is someone else's to delete.
+    if deployment.lustre.existing {
+        return Vec::new();
+    }
     vec![(
         format!("Managed Lustre instance {lustre}"),
         Command::of(
@@ -367,25 +371,17 @@ pub fn peering_range(network: &str) -> String {
     format!("google-managed-services-{network}")
 }
 
-/// Whether [`peering_range`] exists (it fails when not).
-pub fn describe_peering_range(network: &str, site: &Site) -> Command {
+/// Whether [`peering_range`] exists in the VPC's `project` (it fails when not).
+pub fn describe_peering_range(network: &str, project: &str) -> Command {
     Command::of(
         "gcloud",
-        &[
-            "compute",
-            "addresses",
-            "describe",
-            &peering_range(network),
-            "--global",
-            "--project",
-            site.project_id.as_str(),
-            "--format=value(name)",
-        ],
+        &["compute", "addresses", "describe", &peering_range(network), "--global", "--project", project, "--format=value(name)"],
     )
 }
 
-/// Allocates [`peering_range`] for Google's services, a /24 as the codelab's scripts do.
-pub fn create_peering_range(network: &str, site: &Site) -> Command {
+/// Allocates [`peering_range`] for Google's services in the VPC's `project`, a /24 as the
+/// codelab's scripts do.
+pub fn create_peering_range(network: &str, project: &str) -> Command {
     Command::of(
         "gcloud",
         &[
@@ -398,32 +394,24 @@ pub fn create_peering_range(network: &str, site: &Site) -> Command {
             "--prefix-length=24",
             &format!("--network={network}"),
             "--project",
-            site.project_id.as_str(),
+            project,
         ],
     )
 }
 
-/// The services `network` is peered with, one a line.
-pub fn list_peerings(network: &str, site: &Site) -> Command {
+/// The services `network` (of `project`) is peered with, one a line.
+pub fn list_peerings(network: &str, project: &str) -> Command {
     Command::of(
         "gcloud",
-        &[
-            "services",
-            "vpc-peerings",
-            "list",
-            &format!("--network={network}"),
-            "--project",
-            site.project_id.as_str(),
-            "--format=value(service)",
-        ],
+        &["services", "vpc-peerings", "list", &format!("--network={network}"), "--project", project, "--format=value(service)"],
     )
 }
 
 /// The service Managed Lustre is reached through.
 pub const SERVICE_NETWORKING: &str = "servicenetworking.googleapis.com";
 
-/// Peers `network` with Google's services over [`peering_range`].
-pub fn connect_peering(network: &str, site: &Site) -> Command {
+/// Peers `network` (of `project`) with Google's services over [`peering_range`].
+pub fn connect_peering(network: &str, project: &str) -> Command {
     Command::of(
         "gcloud",
         &[
@@ -434,14 +422,15 @@ pub fn connect_peering(network: &str, site: &Site) -> Command {
             &format!("--ranges={}", peering_range(network)),
             &format!("--network={network}"),
             "--project",
-            site.project_id.as_str(),
+            project,
         ],
     )
 }
 
-/// Creates the deployment's Lustre instance on `network`, and waits until it is ready (no
-/// `--async`). `gke_support`: it serves GKE on the legacy port 6988, for a cluster whose nodes
-/// use that port.
+/// Creates the deployment's Lustre instance on VPC `network` (`projects/P/global/networks/N`),
+/// labelled as the deployment's ([`super::existing::INSTANCE_LABEL`]), and waits until it is
+/// ready (no `--async`). `gke_support`: it serves GKE on the legacy port 6988, for a cluster
+/// whose nodes use that port.
 pub fn create_lustre(deployment: &Deployment, site: &Site, network: &str, gke_support: bool) -> Command {
     let l = &deployment.lustre;
     let mut command = Command::of(
@@ -458,7 +447,8 @@ pub fn create_lustre(deployment: &Deployment, site: &Site, network: &str, gke_su
             &format!("--capacity-gib={}", l.capacity_gib),
             &format!("--per-unit-storage-throughput={}", l.throughput_mbps_per_tib),
             &format!("--filesystem={}", crate::knowledge::LUSTRE_FILESYSTEM),
-            &format!("--network=projects/{}/global/networks/{network}", site.project_id),
+            &format!("--network={network}"),
+            &format!("--labels={}={}", super::existing::INSTANCE_LABEL, deployment.project.cluster_name),
         ],
     );
     if gke_support {

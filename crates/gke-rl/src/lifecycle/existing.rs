@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::knowledge::{self, ACCELERATOR_LABEL, SPOT_LABEL};
 use crate::model::{Deployment, FabricMode, HeadNodePool, Name, Provisioning};
@@ -25,8 +25,10 @@ pub struct Cluster {
     pub location: String,
     /// The control plane's version.
     pub version: String,
-    /// Its VPC, `projects/P/global/networks/N`.
+    /// Its VPC, `projects/P/global/networks/N` (P is a Shared VPC's host project).
     pub network: String,
+    /// Its project, from its `selfLink`.
+    pub project: String,
     /// Whether the RayOperator add-on is on.
     pub ray_operator: bool,
     /// Whether the Lustre CSI driver add-on is on.
@@ -150,7 +152,13 @@ pub struct Instance {
     pub state: String,
     /// Whether it serves GKE on the legacy port 6988 (`gkeSupportEnabled`).
     pub gke_support: bool,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
 }
+
+/// The label gke-rl gives an instance it creates: the deployment's name. An instance of that
+/// name that lacks it is someone else's.
+pub const INSTANCE_LABEL: &str = "gke-rl-deployment";
 
 /// gcloud's answer could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -194,6 +202,8 @@ struct ClusterJson {
     addons_config: AddonsJson,
     #[serde(default)]
     node_pools: Vec<PoolJson>,
+    #[serde(default)]
+    self_link: String,
 }
 
 #[derive(Default, Deserialize)]
@@ -329,6 +339,8 @@ struct InstanceJson {
     state: String,
     #[serde(default)]
     gke_support_enabled: bool,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
 }
 
 impl Cluster {
@@ -341,6 +353,7 @@ impl Cluster {
             location: c.location,
             version: c.current_master_version,
             network: c.network_config.network,
+            project: project_of(&c.self_link).unwrap_or_default().to_owned(),
             ray_operator: c.addons_config.ray_operator_config.enabled,
             lustre_csi: c.addons_config.lustre_csi_driver_config.enabled,
             legacy_lustre_port: c.addons_config.lustre_csi_driver_config.enable_legacy_lustre_port,
@@ -351,6 +364,16 @@ impl Cluster {
     /// The VPC's short name.
     pub fn network_name(&self) -> &str {
         self.network.rsplit('/').next().unwrap_or(&self.network)
+    }
+
+    /// The VPC's project: a Shared VPC's host project, else the cluster's.
+    pub fn network_project(&self) -> &str {
+        project_of(&self.network).unwrap_or(&self.project)
+    }
+
+    /// `--location L --project P`, for the commands the fixes name.
+    fn at(&self) -> String {
+        format!("--location {} --project {}", self.location, self.project)
     }
 
     /// The add-ons gke-rl needs that are off, by gcloud's `--update-addons` names.
@@ -388,7 +411,7 @@ impl Pool {
                 _ => PoolSize::Autoscaled { min: count(a.min_node_count.as_ref()) * zones, max: count(a.max_node_count.as_ref()) * zones },
             }
         } else {
-            PoolSize::Fixed(count(p.initial_node_count.as_ref()) * zones)
+            PoolSize::Fixed(count(p.initial_node_count.as_ref()).saturating_mul(zones))
         };
         let reservation = config
             .reservation_affinity
@@ -406,7 +429,7 @@ impl Pool {
         };
         Pool {
             name: p.name,
-            gpus: config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref())).sum(),
+            gpus: config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref())).fold(0, u32::saturating_add),
             machine_type: config.machine_type,
             size,
             provisioning,
@@ -442,6 +465,7 @@ impl Instance {
             ip,
             state: i.state,
             gke_support: i.gke_support_enabled,
+            labels: i.labels,
         })
     }
 }
@@ -496,8 +520,8 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
             });
             None
         }
-        // The pool with the most nodes, should there be several.
-        pools => pools.iter().max_by_key(|p| p.size.most()).copied(),
+        // Of several, one provisioned as the config says, then the one with the most nodes.
+        pools => pools.iter().max_by_key(|p| (p.provisioning.matches(&d.topology.provisioning), p.size.most())).copied(),
     };
     if let Some(pool) = gpu_pool {
         let wanted = d.topology.node_count.get();
@@ -513,19 +537,22 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
                 fix: format!("set topology.gpus_per_node: {}", pool.gpus),
             });
         }
-        // GKE's own GPU taint the workers tolerate; another keeps them off the pool.
+        // The workers tolerate GKE's GPU taint, NoSchedule; any other keeps them off the pool.
         let foreign: Vec<&str> = pool
             .taints
             .iter()
             .map(String::as_str)
-            .filter(|t| !t.starts_with(GPU_TAINT_KEY) && (t.ends_with(":NO_SCHEDULE") || t.ends_with(":NO_EXECUTE")))
+            .filter(|t| !(t.starts_with(GPU_TAINT_KEY) && t.ends_with(":NO_SCHEDULE")))
+            .filter(|t| t.ends_with(":NO_SCHEDULE") || t.ends_with(":NO_EXECUTE"))
             .collect();
         if !foreign.is_empty() {
             misfits.push(Misfit {
                 what: format!("node pool {} has taints the Ray workers do not tolerate: {}", pool.name, foreign.join(", ")),
                 fix: format!(
-                    "clear the pool's own taints (gcloud container node-pools update {} --cluster {} --location {} --node-taints=), GKE keeps its GPU taint",
-                    pool.name, cluster.name, cluster.location
+                    "keep only GKE's GPU taint (gcloud container node-pools update {} --cluster {} {} --node-taints=nvidia.com/gpu=present:NoSchedule)",
+                    pool.name,
+                    cluster.name,
+                    cluster.at()
                 ),
             });
         }
@@ -566,17 +593,30 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
 /// hold the head's requests and take pods without tolerations.
 fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfit> {
     let head = &d.ray.head;
-    let fits = |pool: &Pool| -> Result<(), String> {
+    let fits = |pool: &Pool, named: bool| -> Result<(), String> {
         if pool.holds_gpus() {
             return Err("it has GPUs".to_owned());
         }
         if pool.provisioning == PoolProvisioning::Spot || pool.labels.get(SPOT_LABEL).is_some_and(|v| v == "true") {
             return Err("its nodes are Spot: a preemption would take the Ray cluster".to_owned());
         }
+        if pool.provisioning == PoolProvisioning::FlexStart {
+            return Err("its nodes are flex-start: held for a bounded time".to_owned());
+        }
+        if pool.size.most() == 0 {
+            return Err("it has no nodes".to_owned());
+        }
         if !pool.untainted() {
             return Err(format!("its nodes are tainted ({})", pool.taints.join(", ")));
         }
-        let Some(machine) = knowledge::machine(&pool.machine_type) else { return Ok(()) };
+        let Some(machine) = knowledge::machine(&pool.machine_type) else {
+            // Its size unknown, it is taken only when named.
+            return if named {
+                Ok(())
+            } else {
+                Err(format!("gke-rl does not know the size of a {} node (name the pool in ray.head.pool to use it)", pool.machine_type))
+            };
+        };
         let (cpu, memory) = (quantity(head.cpu_request.as_str()), quantity(head.memory_request.as_str()));
         let (has_cpu, has_memory) = (machine.allocatable_millicpu as f64 / 1000.0, machine.allocatable_memory_bytes as f64);
         if cpu.is_some_and(|c| c > has_cpu) || memory.is_some_and(|m| m > has_memory) {
@@ -599,7 +639,7 @@ fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfi
                 ),
             });
         };
-        return fits(pool).map(|()| pool).map_err(|why| Misfit {
+        return fits(pool, true).map(|()| pool).map_err(|why| Misfit {
             what: format!("node pool {name} (ray.head.pool) cannot hold the Ray head: {why}"),
             fix: format!("name another pool in ray.head.pool, {fallback}"),
         });
@@ -608,7 +648,7 @@ fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfi
     pools.sort_by(|a, b| a.name.cmp(&b.name));
     let mut refused = Vec::new();
     for pool in pools {
-        match fits(pool) {
+        match fits(pool, false) {
             Ok(()) => return Ok(pool),
             Err(why) => refused.push(format!("{}: {why}", pool.name)),
         }
@@ -616,9 +656,9 @@ fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfi
     Err(Misfit {
         what: format!("cluster {} has no on-demand CPU node pool for the Ray head ({})", cluster.name, refused.join("; ")),
         fix: format!(
-            "add one (gcloud container node-pools create ray-head --cluster {} --location {} --machine-type {} --num-nodes 1), {fallback}",
+            "add one (gcloud container node-pools create ray-head --cluster {} {} --machine-type {} --num-nodes 1), {fallback}",
             cluster.name,
-            cluster.location,
+            cluster.at(),
             knowledge::HEAD_POOL_MACHINE_TYPE
         ),
     })
@@ -655,8 +695,9 @@ pub fn check_instance(d: &Deployment, cluster: &Cluster, instance: &Instance) ->
         misfits.push(Misfit {
             what: format!("Lustre instance {id} was created with GKE support and listens on port 6988, but cluster {}'s Lustre CSI driver uses port 988", cluster.name),
             fix: format!(
-                "gcloud container clusters update {} --location {} --enable-legacy-lustre-port (the firewall must also let the nodes reach TCP 6988)",
-                cluster.name, cluster.location
+                "gcloud container clusters update {} {} --enable-legacy-lustre-port (the firewall must also let the nodes reach TCP 6988)",
+                cluster.name,
+                cluster.at()
             ),
         });
     }
@@ -698,6 +739,7 @@ pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Inst
             fix: "rename it, or name another in the config".to_owned(),
         })
     };
+    d.topology.pool = Some(name("node pool", &fit.gpu_pool)?);
     if let Some((pool, machine)) = &fit.head_pool {
         d.ray.head.pool = Some(name("node pool", pool)?);
         // What the head's node costs is its pool's machine's.
@@ -706,11 +748,29 @@ pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Inst
             fix: "name another pool in ray.head.pool".to_owned(),
         })?;
     }
-    if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
-        if rdma.is_empty() {
-            d.fabric.mode = FabricMode::Off;
-        } else {
-            d.fabric.rdma_networks = Some(rdma.iter().map(|n| name("GKE network", n)).collect::<Result<_, _>>()?);
+    if let (None, Some(fabric)) = (&d.fabric.rdma_networks, d.wired_fabric().ok().flatten()) {
+        let pool = &fit.gpu_pool;
+        match rdma.len() {
+            0 if d.fabric.mode == FabricMode::On => {
+                return Err(Misfit {
+                    what: format!("node pool {pool} has no RDMA networks, and the config says fabric.mode: on"),
+                    fix: "attach the pool's RDMA networks (GKENetworkParamSets and Networks of its subnetworks), or set fabric.mode: auto for TCP".to_owned(),
+                });
+            }
+            0 => d.fabric.mode = FabricMode::Off,
+            n if n != fabric.nics as usize => {
+                return Err(Misfit {
+                    what: format!(
+                        "node pool {pool} reaches {n} RDMA networks ({}); {} nodes have {}",
+                        rdma.iter().map(|r| r.escape_debug().to_string()).collect::<Vec<_>>().join(", "),
+                        fabric.machine,
+                        fabric.nics
+                    ),
+                    fix: "give each RDMA subnetwork of the pool its GKENetworkParamSet and Network, or name them in fabric.rdma_networks"
+                        .to_owned(),
+                });
+            }
+            _ => d.fabric.rdma_networks = Some(rdma.iter().map(|n| name("GKE network", n)).collect::<Result<_, _>>()?),
         }
     }
     if let Some(instance) = instance {
@@ -722,6 +782,67 @@ pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Inst
         }
     }
     Ok(d)
+}
+
+/// What deploy found on a cluster gke-rl did not create, kept in the deployment folder
+/// ([`FOUND_FILE`]) so that the other commands (render, validate, submit, fabric-check,
+/// storage-check, report) see the deployment as deploy fitted it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Found {
+    /// The GPU workers' pool.
+    pub gpu_pool: Option<Name>,
+    /// The head's pool and its machine type.
+    pub head_pool: Option<Name>,
+    /// See [`Found::head_pool`].
+    pub head_machine_type: crate::model::Word,
+    /// The fabric's mode (`off` where the pool has no RDMA networks) and networks.
+    pub fabric_mode: FabricMode,
+    /// See [`Found::fabric_mode`].
+    pub rdma_networks: Option<Vec<Name>>,
+    /// The Lustre instance's capacity and tier.
+    pub lustre_capacity_gib: std::num::NonZeroU32,
+    /// See [`Found::lustre_capacity_gib`].
+    pub lustre_throughput_mbps_per_tib: std::num::NonZeroU32,
+}
+
+/// The file of [`Found`] in the deployment folder.
+pub const FOUND_FILE: &str = "found.json";
+
+impl Found {
+    /// What `fitted` holds of the cluster.
+    pub fn of(fitted: &Deployment) -> Found {
+        Found {
+            gpu_pool: fitted.topology.pool.clone(),
+            head_pool: fitted.ray.head.pool.clone(),
+            head_machine_type: fitted.ray.head.machine_type.clone(),
+            fabric_mode: fitted.fabric.mode,
+            rdma_networks: fitted.fabric.rdma_networks.clone(),
+            lustre_capacity_gib: fitted.lustre.capacity_gib,
+            lustre_throughput_mbps_per_tib: fitted.lustre.throughput_mbps_per_tib,
+        }
+    }
+
+    /// `d` as deploy fitted it (what the config names itself stays).
+    pub fn apply(&self, d: &mut Deployment) {
+        d.topology.pool = d.topology.pool.take().or_else(|| self.gpu_pool.clone());
+        if d.ray.head.pool.is_none() {
+            d.ray.head.pool = self.head_pool.clone();
+            d.ray.head.machine_type = self.head_machine_type.clone();
+        }
+        if d.fabric.rdma_networks.is_none() {
+            d.fabric.rdma_networks = self.rdma_networks.clone();
+            if self.fabric_mode == FabricMode::Off {
+                d.fabric.mode = FabricMode::Off;
+            }
+        }
+        d.lustre.capacity_gib = self.lustre_capacity_gib;
+        d.lustre.throughput_mbps_per_tib = self.lustre_throughput_mbps_per_tib;
+    }
+
+    /// The file's contents.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("it serializes") + "\n"
+    }
 }
 
 /// The PersistentVolume and claim that bind the instance, in the shape of the codelab's
@@ -859,9 +980,28 @@ mod tests {
     fn a_name_from_the_cluster_that_is_no_manifest_name_is_refused_not_dropped() {
         let cluster = Cluster::from_json(XPK_A4).unwrap();
         let fit = fit(&existing(), &cluster).unwrap();
-        let hostile = ["rdma-0".to_owned(), "rdma-1\n  hostPath: /".to_owned()];
+        let mut hostile: Vec<String> = (0..7).map(|i| format!("rdma-{i}")).collect();
+        hostile.push("rdma-1\n  hostPath: /".to_owned());
         let misfit = fitted(&existing(), &fit, &hostile, None).unwrap_err();
         assert!(misfit.what.contains("GKE network `rdma-1\\n  hostPath: /` is not a name"), "{misfit}");
+    }
+
+    #[test]
+    fn what_deploy_found_is_what_the_other_commands_see() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let fit = fit(&existing(), &cluster).unwrap();
+        let (sets, networks) = gke_networks();
+        let instance = Instance::from_json(INSTANCE).unwrap();
+        let fitted = fitted(&existing(), &fit, &rdma_networks(&fit, &sets, &networks), Some(&instance)).unwrap();
+        let found: Found = serde_json::from_str(&Found::of(&fitted).to_json()).unwrap();
+        let mut seen = existing();
+        found.apply(&mut seen);
+        assert_eq!(seen, fitted);
+        // What the config names stays.
+        let mut pinned = existing();
+        pinned.ray.head.pool = Some(Name::new("other").unwrap());
+        found.apply(&mut pinned);
+        assert_eq!(pinned.ray.head.pool.unwrap().as_str(), "other");
     }
 
     #[test]

@@ -232,13 +232,14 @@ fn existing_steps(d: &Deployment, site: &Site, ray_cluster: Option<&str>, step: 
     let mut provision = vec![format!("turn on those of the add-ons found off: $ {}", update_addons(d, site, &addons, true))];
     if !d.lustre.existing {
         // The network is the cluster's, read at provision.
-        let network = "VPC";
-        provision.push("where VPC is the cluster's network, as the describe above gives it:".to_owned());
-        provision.push(format!("unless the peering range exists: $ {}", create_peering_range(network, site)));
-        provision.push(format!("unless the VPC is peered with {}: $ {}", super::SERVICE_NETWORKING, connect_peering(network, site)));
+        let (network, project) = ("VPC", "VPC_PROJECT");
+        provision
+            .push("where VPC is the cluster's network, of VPC_PROJECT (a Shared VPC's host), as the describe above gives it:".to_owned());
+        provision.push(format!("unless the peering range exists: $ {}", create_peering_range(network, project)));
+        provision.push(format!("unless the VPC is peered with {}: $ {}", super::SERVICE_NETWORKING, connect_peering(network, project)));
         provision.push(format!(
             "$ {}    # waits until it is ready; --gke-support-enabled where the cluster uses the legacy Lustre port 6988",
-            create_lustre(d, site, network, false)
+            create_lustre(d, site, "projects/VPC_PROJECT/global/networks/VPC", false)
         ));
         provision.push(format!("creates a {} GiB Managed Lustre instance", d.lustre.capacity_gib));
     }

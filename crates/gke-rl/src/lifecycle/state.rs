@@ -103,20 +103,41 @@ impl State {
                 theirs.1, theirs.0, theirs.2, theirs.3, ours.1, ours.0, ours.2, ours.3
             ));
         }
-        // A cluster gke-rl did not create is never destroyed as its own, nor the other way round.
+        // A cluster gke-rl did not create is never destroyed as its own, nor the other way round;
+        // once gcluster may have run (from render on), a state is a made cluster's.
         match (self.existing_cluster, p.existing_cluster) {
-            (true, false) => Some(format!(
-                "the state file records cluster {} as one gke-rl did not create, but the config says project.existing_cluster: false; \
-                 gke-rl never deletes a cluster it did not create: set project.existing_cluster: true",
-                self.deployment
-            )),
-            (false, true) if self.created.cluster.is_some() || self.done(Step::Provision) => Some(format!(
-                "the state file records cluster {} as created by gke-rl, but the config says project.existing_cluster: true: \
-                 set it to false to act on the deployment gke-rl made",
-                self.deployment
-            )),
-            _ => None,
+            (true, false) => {
+                return Some(format!(
+                    "the state file records cluster {} as one gke-rl did not create, but the config says project.existing_cluster: false; \
+                     gke-rl never deletes a cluster it did not create: set project.existing_cluster: true",
+                    self.deployment
+                ));
+            }
+            (false, true) if self.created.cluster.is_some() || self.done(Step::Render) => {
+                return Some(format!(
+                    "the state file records cluster {} as created by gke-rl, but the config says project.existing_cluster: true: \
+                     set it to false to act on the deployment gke-rl made",
+                    self.deployment
+                ));
+            }
+            _ => {}
         }
+        // On a cluster gke-rl did not create, what it made is named by the state: the config
+        // must still name it, or a destroy would delete someone else's.
+        let recorded = [
+            ("lustre.instance_id", self.created.lustre_instance.as_deref(), deployment.lustre.instance_id.to_string()),
+            ("ray.namespace", self.created.namespace.as_deref(), deployment.ray.namespace.to_string()),
+            ("lustre.pvc_name (its volume)", self.created.volume.as_deref(), super::existing::persistent_volume(deployment)),
+        ];
+        let differs = recorded.into_iter().find(|(_, made, now)| self.existing_cluster && made.is_some_and(|made| made != now));
+        differs.map(|(key, made, now)| {
+            format!(
+                "the state file records {} made by deploy on cluster {}, but the config's {key} names {now}: \
+                 set it back until `destroy` has removed what deploy made",
+                made.unwrap_or_default(),
+                self.deployment
+            )
+        })
     }
 
     /// The format version this gke-rl writes and reads.

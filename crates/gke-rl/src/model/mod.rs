@@ -88,6 +88,9 @@ pub struct Topology {
     pub accelerator: Word,
     /// Spot VMs, or on-demand VMs from a named reservation.
     pub provisioning: Provisioning,
+    /// On an existing cluster, the node pool of the GPU workers. Null: deploy picks the
+    /// cluster's pool of `machine_type` (one provisioned as `provisioning` says first).
+    pub pool: Option<Name>,
 }
 
 impl Default for Topology {
@@ -98,6 +101,7 @@ impl Default for Topology {
             machine_type: Word::new("a4-highgpu-8g").expect("valid"),
             accelerator: Word::new("nvidia-b200").expect("valid"),
             provisioning: Provisioning::Spot,
+            pool: None,
         }
     }
 }

@@ -202,11 +202,16 @@ fn head_placement(d: &Deployment) -> String {
     }
 }
 
-/// The GPU node selector and the toleration for GKE's `nvidia.com/gpu` taint.
+/// The GPU node selector (on an existing cluster, its GPU pool too) and the toleration for
+/// GKE's `nvidia.com/gpu` taint.
 fn placement(d: &Deployment, indent: usize) -> String {
     let pad = " ".repeat(indent);
+    let pool = match (&d.topology.pool, d.project.existing_cluster) {
+        (Some(pool), true) => format!("{pad}  {NODE_POOL_LABEL}: {}\n", yaml(pool.as_str())),
+        _ => String::new(),
+    };
     format!(
-        "{pad}nodeSelector:\n{pad}  {ACCELERATOR_LABEL}: {accelerator}\n\
+        "{pad}nodeSelector:\n{pad}  {ACCELERATOR_LABEL}: {accelerator}\n{pool}\
          {pad}tolerations:\n{pad}  - key: nvidia.com/gpu\n{pad}    operator: Exists\n{pad}    effect: NoSchedule\n",
         accelerator = yaml(d.topology.accelerator.as_str()),
     )
