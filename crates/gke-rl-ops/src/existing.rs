@@ -36,13 +36,23 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
     }
 }
 
+/// The cluster as gcloud describes it, or why it cannot be read.
+fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster, String> {
+    let json = resolved.read(env, &lifecycle::describe_cluster(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
+    Cluster::from_json(&json).map_err(|e| e.to_string())
+}
+
+/// The configured Lustre instance as gcloud describes it, or why it cannot be read.
+fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, String> {
+    let json = resolved.read(env, &lifecycle::describe_lustre(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
+    Instance::from_json(&json).map_err(|e| e.to_string())
+}
+
 /// The cluster and the instance as gcloud describes them, and how the deployment fits the
 /// cluster; every disagreement goes into `problems`.
 fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<(Cluster, Option<Fit>, Option<Instance>)> {
     let d = resolved.deployment;
-    let site = &resolved.site;
-    let described = resolved.read(env, &lifecycle::describe_cluster(d, site)).map_err(|e| e.to_string());
-    let cluster = match described.and_then(|json| Cluster::from_json(&json).map_err(|e| e.to_string())) {
+    let cluster = match read_cluster(env, resolved) {
         Ok(cluster) => cluster,
         Err(reason) => {
             problems.push(Problem::ClusterUnknown {
@@ -61,8 +71,7 @@ fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) ->
         }
     };
     let instance = if d.lustre.existing {
-        let described = resolved.read(env, &lifecycle::describe_lustre(d, site)).map_err(|e| e.to_string());
-        match described.and_then(|json| Instance::from_json(&json).map_err(|e| e.to_string())) {
+        match read_instance(env, resolved) {
             Ok(instance) => {
                 problems.extend(existing::check_instance(d, &cluster, &instance).into_iter().map(Problem::Misfit));
                 Some(instance)
@@ -155,10 +164,7 @@ async fn gke_networks(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progres
 /// creates it (the codelab's scripts' way: a peering range, the peering, then the instance).
 pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, progress: &dyn Progress) -> Result<(), Error> {
     let (d, site) = (resolved.deployment, &resolved.site);
-    let described = resolved
-        .read(env, &lifecycle::describe_cluster(d, site))
-        .map_err(|e| e.to_string())
-        .and_then(|json| Cluster::from_json(&json).map_err(|e| e.to_string()))
+    let described = read_cluster(env, resolved)
         .map_err(|reason| Error::Query { what: format!("cannot read cluster {}", d.project.cluster_name), reason })?;
     let off = described.addons_off();
     if !off.is_empty() {
@@ -176,7 +182,7 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     }
     // An instance of that name: the one an earlier deploy created (recorded, or labelled as
     // this deployment's after a create that was cut short), or someone else's.
-    let found = resolved.read(env, &lifecycle::describe_lustre(d, site)).ok().and_then(|json| Instance::from_json(&json).ok());
+    let found = read_instance(env, resolved).ok();
     if let Some(found) = found {
         let ours = found.labels.get(existing::INSTANCE_LABEL).is_some_and(|v| v == d.project.cluster_name.as_str());
         if !ours && state.created.lustre_instance.is_none() {
@@ -223,11 +229,7 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
 pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, Error> {
     let d = resolved.deployment;
     let what = format!("cannot bind Lustre instance {}", d.lustre.instance_id);
-    let instance = resolved
-        .read(env, &lifecycle::describe_lustre(d, &resolved.site))
-        .map_err(|e| e.to_string())
-        .and_then(|json| Instance::from_json(&json).map_err(|e| e.to_string()))
-        .map_err(|reason| Error::Query { what: what.clone(), reason })?;
+    let instance = read_instance(env, resolved).map_err(|reason| Error::Query { what: what.clone(), reason })?;
     if instance.state != "ACTIVE" || instance.ip.is_empty() || instance.filesystem.is_empty() {
         let reason = format!(
             "it is {} with mount point `{}@tcp:/{}`: run deploy again once `gcloud lustre instances describe` says ACTIVE",
