@@ -487,31 +487,11 @@ fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
     assert!(stderr(&out).contains("larger than") && stderr(&out).contains("MiB"), "{}", stderr(&out));
 }
 
-/// Issue 53: a cluster made with xpk and a Lustre instance of the team's own, as gcloud
-/// describes them (`tests/fixtures/gcloud/`), in the fake cloud; the cluster's GKE networks in
-/// the API server. `config` is the deployment's YAML.
 fn existing(cluster: &str, instance_exists: bool, config: &str) -> Cloud {
-    let cloud = Cloud::new(Pods::ReadyAfter(0));
-    let fixtures = project_root().join("tests/fixtures/gcloud");
-    let fake = cloud.root.join("cloud");
-    std::fs::write(fake.join("cluster"), "").unwrap();
-    std::fs::copy(fixtures.join(cluster), fake.join("cluster.json")).unwrap();
-    std::fs::copy(fixtures.join("lustre-instance.json"), fake.join("lustre.json")).unwrap();
-    if instance_exists {
-        std::fs::write(fake.join("lustre"), "").unwrap();
-    }
-    let networks: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("gke-networks.json")).unwrap()).unwrap();
-    for set in networks["paramSets"].as_array().unwrap() {
-        cloud.api.put("gkenetworkparamsets", set.clone());
-    }
-    for network in networks["networks"].as_array().unwrap() {
-        cloud.api.put("networks", network.clone());
-    }
-    std::fs::write(cloud.root.join("gke-rl.yaml"), config).unwrap();
-    cloud
+    Cloud::existing(cluster, instance_exists, config)
 }
 
-const EXISTING_XPK: &str = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  existing: true\n";
+use common::EXISTING_XPK;
 
 fn deploy_existing(cloud: &Cloud) -> std::process::Output {
     cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[])
@@ -650,6 +630,33 @@ fn a_cluster_that_cannot_hold_the_config_is_refused_with_every_fix_before_anythi
     assert!(err.contains("no on-demand CPU node pool for the Ray head") && err.contains("ray.head.node_pool: gpu"), "{err}");
     let calls = cloud.calls();
     assert!(!calls.contains("update") && !calls.contains("create"), "nothing changed:\n{calls}");
+}
+
+/// A fixed pool's size is its Nodes: gcloud's `initialNodeCount` stays as the pool was made
+/// after a resize. Without the right to list Nodes, deploy goes on with gcloud's figures.
+#[test]
+fn a_pool_resized_since_it_was_made_is_sized_by_its_nodes() {
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    for i in [6, 7] {
+        cloud.api.remove("nodes", &format!("gke-ray-a4-gpu-spot-ray-a4-gpu-spot-a4-pool-{i:04x}"));
+    }
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "node pool ray-a4-gpu-spot-a4-pool has 6 nodes now (made with 8), the config wants 8; fix: set topology.node_count: 6"
+        ),
+        "{err}"
+    );
+    assert!(!cloud.calls().contains("--update-addons"), "nothing changed:\n{}", cloud.calls());
+    assert!(cloud.api.requests().iter().any(|r| r.uri.starts_with("/api/v1/nodes?")), "the Nodes were listed");
+
+    cloud.api.forbid_listing("nodes");
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cannot list the nodes of cluster ray-a4-gpu-spot (") && err.contains("the sizes gcloud describes"), "{err}");
 }
 
 #[test]

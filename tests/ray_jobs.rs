@@ -202,6 +202,8 @@ enum On {
     Newest,
     /// The head whose Ray the newest NeMo-RL release ships: the trial deploys its image.
     NewestRelease,
+    /// The head whose Ray the oldest NeMo-RL release ships: the trial deploys its image.
+    OldestRelease,
 }
 
 impl On {
@@ -212,6 +214,7 @@ impl On {
             On::KnownImages => known_image(version).is_some(),
             On::Newest => version == gke_rl_ray::NEWEST_TESTED_RAY,
             On::NewestRelease => gke_rl::knowledge::NEMO_RL_RELEASES.last().is_some_and(|r| r.ray == version),
+            On::OldestRelease => gke_rl::knowledge::NEMO_RL_RELEASES.first().is_some_and(|r| r.ray == version),
         }
     }
 }
@@ -223,8 +226,13 @@ fn known_image(version: &str) -> Option<&'static str> {
 
 fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
     type Case = fn(&Head) -> Result<(), Failed>;
-    let cases: [(&str, On, Case); 19] = [
+    let cases: [(&str, On, Case); 20] = [
         ("deploy_submit_status_destroy_through_a_tls_api_server", On::KnownImages, through_a_tls_api_server),
+        (
+            "an_xpk_cluster_and_its_lustre_go_from_deploy_to_a_submitted_run_and_back_as_they_were",
+            On::OldestRelease,
+            existing_cluster_through_a_tls_api_server,
+        ),
         (
             "a_rayjob_is_deployed_submitted_followed_and_stopped_through_a_tls_api_server",
             On::NewestRelease,
@@ -428,6 +436,84 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
             return Err(format!("the Ray token leaked: printed {printed}, in a URI {in_uri}, in files {on_disk:?}").into());
         }
     }
+    Ok(())
+}
+
+/// Issue 53's whole way, as a team with an xpk cluster and a Lustre instance of its own takes
+/// it: deploy onto the cluster gcloud describes (`tests/fixtures/gcloud/`) to a Ready
+/// RayCluster with the instance bound, submit through kube-rs's port-forward to this real head
+/// behind the head pod and follow the run, status and logs, then destroy, which leaves the
+/// cluster, its pools and the instance as they were. (A Ray without token authentication: the
+/// token's way is the same on every cluster, and `through_a_tls_api_server` takes it.)
+fn existing_cluster_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
+    let image = known_image(head.version).ok_or("no known image ships this Ray")?;
+    let cloud = common::Cloud::existing("cluster-xpk-a4.json", true, &format!("{}ray:\n  image: {image}\n", common::EXISTING_XPK));
+    let deploy = cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[]);
+    check(
+        deploy.status.success()
+            && stderr(&deploy).contains("existing cluster ray-a4-gpu-spot (GKE ")
+            && stderr(&deploy).contains("RayCluster ray-a4-gpu-spot is Ready"),
+        "deploy onto the xpk cluster reaches a Ready RayCluster",
+        &deploy,
+    )?;
+    let claim = cloud.api.object("persistentvolumeclaims", "lustre-pvc").ok_or("no claim")?;
+    let cluster = cloud.api.object("rayclusters", "ray-a4-gpu-spot").ok_or("no RayCluster")?;
+    check(
+        claim["spec"]["volumeName"] == "default-lustre-pvc" && cluster.to_string().contains("\"claimName\":\"lustre-pvc\""),
+        "the RayCluster mounts the claim bound to the team's instance",
+        &deploy,
+    )?;
+    let dashboard: std::net::SocketAddr = head.address.trim_start_matches("http://").parse()?;
+    cloud.api.forward_head_to(dashboard);
+
+    std::fs::write(cloud.root.join("count.sh"), "for i in $(seq 1 4); do echo xpk-line-$i; done\n")?;
+    let submit = cloud.gke_rl(&["submit", "--include", "count.sh", "--", "bash", "count.sh"], &[]);
+    let printed = stdout(&submit);
+    let log: Vec<&str> = printed.lines().filter(|l| l.starts_with("xpk-line-")).collect();
+    check(
+        submit.status.success()
+            && log == ["xpk-line-1", "xpk-line-2", "xpk-line-3", "xpk-line-4"]
+            && stderr(&submit).contains(" -> default/ray-a4-gpu-spot-head:8265")
+            && stderr(&submit).contains(&format!("Ray {}", head.version)),
+        "submit reaches this head through the port-forward and follows the whole log",
+        &submit,
+    )?;
+    let id = submitted_id(&submit).ok_or("no submission id printed")?;
+    let status = cloud.gke_rl(&["status", &id], &[]);
+    check(
+        status.status.success()
+            && stdout(&status).contains("SUCCEEDED")
+            && stderr(&status).contains("cluster ray-a4-gpu-spot: 9/9 pods Ready"),
+        "status of the run and of the cluster",
+        &status,
+    )?;
+    let logs = cloud.gke_rl(&["logs", &id], &[]);
+    check(logs.status.success() && stdout(&logs).contains("xpk-line-4"), "logs of the run", &logs)?;
+
+    let destroy = cloud.gke_rl(&["destroy", "--yes", "--folder", "deployment"], &[]);
+    check(
+        destroy.status.success()
+            && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot")
+            && stderr(&destroy).contains("cluster ray-a4-gpu-spot and Lustre instance rl-demo-gpu-lustre stay as they were"),
+        "destroy deletes what deploy made, and only that",
+        &destroy,
+    )?;
+    let calls = cloud.calls();
+    let changed = calls.lines().filter(|l| {
+        l.starts_with("gcluster")
+            || ["clusters delete", "node-pools", "lustre instances delete", "lustre instances create"].iter().any(|v| l.contains(v))
+    });
+    if let Some(call) = changed.into_iter().next() {
+        return Err(format!("a call changed the team's cluster or instance: {call}").into());
+    }
+    check(
+        cloud.root.join("cloud/cluster").exists()
+            && cloud.root.join("cloud/lustre").exists()
+            && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(),
+        "the cluster and the instance stay; the RayCluster is gone",
+        &destroy,
+    )?;
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &destroy]);
     Ok(())
 }
 

@@ -113,6 +113,41 @@ impl Cloud {
         cloud
     }
 
+    /// Issue 53: a cluster made with xpk and a Lustre instance of the team's own, as gcloud
+    /// describes them (`tests/fixtures/gcloud/`), in the fake cloud. The API server holds the
+    /// cluster's GKE networks and its Nodes, as many in each pool as gcloud's size says (an
+    /// autoscaled pool's fewest). `config` is the deployment's YAML.
+    pub fn existing(cluster: &str, instance_exists: bool, config: &str) -> Cloud {
+        let cloud = Cloud::new(Pods::ReadyAfter(0));
+        let fixtures = project_root().join("tests/fixtures/gcloud");
+        let fake = cloud.root.join("cloud");
+        std::fs::write(fake.join("cluster"), "").expect("the cluster");
+        std::fs::copy(fixtures.join(cluster), fake.join("cluster.json")).expect("the cluster's description");
+        std::fs::copy(fixtures.join("lustre-instance.json"), fake.join("lustre.json")).expect("the instance's description");
+        if instance_exists {
+            std::fs::write(fake.join("lustre"), "").expect("the instance");
+        }
+        let read = |name: &str| std::fs::read_to_string(fixtures.join(name)).expect("a fixture");
+        let networks: serde_json::Value = serde_json::from_str(&read("gke-networks.json")).expect("JSON");
+        for (plural, key) in [("gkenetworkparamsets", "paramSets"), ("networks", "networks")] {
+            for object in networks[key].as_array().expect("a list") {
+                cloud.api.put(plural, object.clone());
+            }
+        }
+        let described = gke_rl::lifecycle::existing::Cluster::from_json(&read(cluster)).expect("a cluster");
+        for pool in &described.pools {
+            let count = match pool.size {
+                gke_rl::lifecycle::existing::PoolSize::Fixed(n) => n,
+                gke_rl::lifecycle::existing::PoolSize::Autoscaled { min, .. } => min,
+            };
+            for i in 0..count {
+                cloud.api.put("nodes", node(&format!("gke-{}-{}-{i:04x}", described.name, pool.name), &pool.name, &pool.machine_type));
+            }
+        }
+        std::fs::write(cloud.root.join("gke-rl.yaml"), config).expect("the config");
+        cloud
+    }
+
     /// Another API server, for a second cluster, with its CA written beside the first's.
     pub fn another_api_server(&self, name: &str) -> (FakeApiServer, Https) {
         let api = FakeApiServer::new(Pods::ReadyAfter(0));
@@ -198,6 +233,21 @@ impl Cloud {
             assert!(!stdout(out).contains(HF_TOKEN) && !stderr(out).contains(HF_TOKEN), "the token was printed");
         }
     }
+}
+
+/// The config of a team's xpk cluster `ray-a4-gpu-spot` and its Lustre instance.
+pub const EXISTING_XPK: &str = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  existing: true\n";
+
+/// A Node of GKE's `pool`, labelled as GKE labels it.
+pub fn node(name: &str, pool: &str, machine_type: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {gke_rl::knowledge::NODE_POOL_LABEL: pool, "node.kubernetes.io/instance-type": machine_type},
+        },
+    })
 }
 
 /// A plain-HTTP service that answers every request with the contents of `file`, as

@@ -223,6 +223,10 @@ impl Progress for Console {
                      fabric: {fabric}\n  add-ons RayOperator and LustreCsiDriver: {addons}"
                 ));
             }
+            Event::NodesUnlisted { cluster, reason } => self.say(format_args!(
+                "  cannot list the nodes of cluster {cluster} ({reason}): its pools are taken at the sizes gcloud describes, which \
+                 a resize since then leaves"
+            )),
             Event::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
                 "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
             )),
@@ -506,6 +510,10 @@ mod tests {
                     addons_off: &["RayOperator"],
                 },
                 "existing cluster c (GKE 1.35): GPU workers on node pool gpu, the head on node pool cpu\n  fabric: TCP\n  add-ons RayOperator and LustreCsiDriver: off, turned on at provision: RayOperator",
+            ),
+            (
+                Event::NodesUnlisted { cluster: "c", reason: "forbidden" },
+                "cannot list the nodes of cluster c (forbidden): its pools are taken at the sizes gcloud describes",
             ),
             (Event::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
             (Event::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),

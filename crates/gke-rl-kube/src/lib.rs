@@ -12,13 +12,13 @@ pub mod portforward;
 mod reach;
 mod readiness;
 
-use gke_rl::knowledge::QUEUE_LABEL;
+use gke_rl::knowledge::{NODE_POOL_LABEL, QUEUE_LABEL};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
@@ -70,6 +70,14 @@ pub enum Error {
         /// How long it waited.
         waited: Duration,
     },
+    /// A list ran past the most items gke-rl reads.
+    #[error("{action}: more than {limit} items")]
+    TooMany {
+        /// What was being listed.
+        action: String,
+        /// The most read.
+        limit: u32,
+    },
     /// A RayJob of that name exists already.
     #[error("RayJob {0} exists already")]
     RayJobExists(String),
@@ -107,6 +115,11 @@ impl Error {
     /// Whether the API answered 404.
     fn is_not_found(&self) -> bool {
         self.status_code() == Some(404)
+    }
+
+    /// Whether the API server denied it (403): the credentials hold no such right.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Error::Unreachable { cause: Unreachable::Forbidden(_), .. })
     }
 
     /// The HTTP status the API answered with, when it answered with an error.
@@ -253,6 +266,10 @@ const CLUSTER_SCOPED: &[&str] = &["PersistentVolume"];
 
 /// The most objects one list asks for: a cluster has a few GKE networks, not thousands.
 const LIST_LIMIT: u32 = 500;
+
+/// The most Nodes read: GKE's limit on a cluster's nodes
+/// (<https://cloud.google.com/kubernetes-engine/quotas>).
+const MOST_NODES: u32 = 65_000;
 
 /// A cluster's GKE networks, as [`RayClusters::gke_networks`] reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -634,6 +651,28 @@ impl RayClusters {
             param_sets: sets.iter().map(|o| (o.name_any(), text(o, &["spec", "vpcSubnet"]), text(o, &["spec", "deviceMode"]))).collect(),
             networks: networks.iter().map(|o| (o.name_any(), text(o, &["spec", "parametersRef", "name"]))).collect(),
         })
+    }
+
+    /// How many Nodes each node pool has now, by their `cloud.google.com/gke-nodepool` label:
+    /// their metadata only, a page of [`LIST_LIMIT`] at a time.
+    pub async fn pool_nodes(&self) -> Result<BTreeMap<String, u32>, Error> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut params = ListParams::default().labels(NODE_POOL_LABEL).limit(LIST_LIMIT);
+        let mut counts = BTreeMap::new();
+        // Pages, not items, are counted: a server may answer empty pages that go on.
+        for _ in 0..MOST_NODES.div_ceil(LIST_LIMIT) {
+            let page = self.call(|| "list the nodes".to_owned(), api.list_metadata(&params)).await?;
+            for node in page.items {
+                if let Some(pool) = node.metadata.labels.and_then(|mut labels| labels.remove(NODE_POOL_LABEL)) {
+                    *counts.entry(pool).or_insert(0) += 1;
+                }
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(counts),
+            }
+        }
+        Err(Error::TooMany { action: "list the nodes".to_owned(), limit: MOST_NODES })
     }
 
     /// The uid of the RayCluster `name`, if it exists.

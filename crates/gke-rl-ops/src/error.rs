@@ -696,16 +696,20 @@ pub enum Problem {
          cluster's own queues by hand)"
     )]
     QueueOnExistingCluster,
-    /// The existing cluster's GKE networks cannot be read.
+    /// The existing cluster's Kubernetes API cannot be read: its Nodes or GKE networks.
     #[error(
-        "cannot read the GKE networks of cluster {cluster} ({reason}): set fabric.rdma_networks to the networks \
-         the workers attach, or fabric.mode: off"
+        "cannot read the {what} of cluster {cluster} ({reason}): deploy reads them through `gcloud container clusters \
+         get-credentials`; {fix}"
     )]
-    NetworksUnknown {
+    ClusterObjectsUnknown {
         /// The cluster.
         cluster: String,
+        /// What: "nodes", "GKE networks".
+        what: &'static str,
         /// Why.
         reason: String,
+        /// What to do.
+        fix: &'static str,
     },
     /// This machine cannot reach the control plane from where it is.
     #[error(

@@ -88,6 +88,13 @@ pub enum Event<'a> {
         /// The add-ons found off, which provision turns on.
         addons_off: &'a [&'static str],
     },
+    /// The existing cluster's Nodes cannot be listed: its pools' sizes are gcloud's.
+    NodesUnlisted {
+        /// The cluster.
+        cluster: &'a str,
+        /// Why.
+        reason: &'a str,
+    },
     /// The config or the blueprint changed since the last deploy: the steps run again from render.
     ConfigChanged,
     /// The RayCluster of a completed deploy was deleted: it is applied again.

@@ -48,32 +48,29 @@ fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, String>
     Instance::from_json(&json).map_err(|e| e.to_string())
 }
 
-/// The cluster and the instance as gcloud describes them, and how the deployment fits the
-/// cluster; every disagreement goes into `problems`.
-fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<(Cluster, Option<Fit>, Option<Instance>)> {
+/// The cluster as gcloud describes it; why not goes into `problems`.
+fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<Cluster> {
     let d = resolved.deployment;
-    let cluster = match read_cluster(env, resolved) {
-        Ok(cluster) => cluster,
-        Err(reason) => {
+    read_cluster(env, resolved)
+        .map_err(|reason| {
             problems.push(Problem::ClusterUnknown {
                 cluster: d.project.cluster_name.to_string(),
                 location: d.project.region.to_string(),
                 reason,
-            });
-            return None;
-        }
-    };
-    let fit = match existing::fit(d, &cluster) {
-        Ok(fit) => Some(fit),
-        Err(misfits) => {
-            problems.extend(misfits.into_iter().map(Problem::Misfit));
-            None
-        }
-    };
+            })
+        })
+        .ok()
+}
+
+/// How the deployment fits `cluster`, and the instance it attaches as gcloud describes it;
+/// every disagreement goes into `problems`.
+fn fit_and_instance(env: &Env, resolved: &Resolved<'_>, cluster: &Cluster, problems: &mut Vec<Problem>) -> (Option<Fit>, Option<Instance>) {
+    let d = resolved.deployment;
+    let fit = existing::fit(d, cluster).map_err(|misfits| problems.extend(misfits.into_iter().map(Problem::Misfit))).ok();
     let instance = if d.lustre.existing {
         match read_instance(env, resolved) {
             Ok(instance) => {
-                problems.extend(existing::check_instance(d, &cluster, &instance).into_iter().map(Problem::Misfit));
+                problems.extend(existing::check_instance(d, cluster, &instance).into_iter().map(Problem::Misfit));
                 Some(instance)
             }
             Err(reason) => {
@@ -85,35 +82,62 @@ fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) ->
     } else {
         None
     };
-    Some((cluster, fit, instance))
+    (fit, instance)
 }
 
-/// The deployment fitted to its existing cluster and instance as they are (the head's pool and
-/// its machine, the instance's capacity and tier), without their GKE networks: what `cost`
-/// prices. An `Err` holds every problem (the cluster cannot be read, or does not fit).
+/// The deployment fitted to its existing cluster and instance as gcloud describes them (the
+/// head's pool and its machine, the instance's capacity and tier), without their Nodes and GKE
+/// networks: what `cost` prices. An `Err` holds every problem (the cluster cannot be read, or
+/// does not fit).
 pub fn as_it_is(deployment: &Deployment, target: &crate::Target, env: &Env) -> Result<Deployment, Error> {
     let resolved = target.resolve(deployment, env, false)?;
     let mut problems = Vec::new();
-    match described(env, &resolved, &mut problems) {
-        Some((_, Some(fit), instance)) if problems.is_empty() => existing::fitted(deployment, &fit, &[], instance.as_ref())
-            .map_err(|misfit| Error::Preflight { problems: vec![Problem::Misfit(misfit)] }),
-        _ => Err(Error::Preflight { problems }),
+    if let Some(cluster) = described(env, &resolved, &mut problems)
+        && let (Some(fit), instance) = fit_and_instance(env, &resolved, &cluster, &mut problems)
+        && problems.is_empty()
+    {
+        return existing::fitted(deployment, &fit, &[], instance.as_ref())
+            .map_err(|misfit| Error::Preflight { problems: vec![Problem::Misfit(misfit)] });
     }
+    Err(Error::Preflight { problems })
 }
 
-/// Reads the cluster, its GKE networks and the Lustre instance; every disagreement with the
-/// config goes into `problems`.
+/// Reads the cluster, its Nodes, its GKE networks and the Lustre instance; every disagreement
+/// with the config goes into `problems`.
 async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, problems: &mut Vec<Problem>) -> Option<Deployment> {
     let d = resolved.deployment;
-    let (cluster, fit, instance) = described(env, resolved, problems)?;
+    let mut cluster = described(env, resolved, problems)?;
+    let name = cluster.name.clone();
+    let unknown = |what, reason, fix| Problem::ClusterObjectsUnknown { cluster: name.clone(), what, reason, fix };
+    let objects = match kubernetes(env, resolved, progress).await {
+        Ok(objects) => objects,
+        Err(reason) => {
+            problems.push(unknown("nodes", reason, "can this machine reach its control plane (authorized networks)?"));
+            return None;
+        }
+    };
+    // A fixed pool's size is its Nodes: gcloud's figure is the one it was made with.
+    match objects.pool_nodes().await {
+        Ok(listed) => cluster.count_nodes(&listed),
+        // A role that may not list Nodes still deploys, on gcloud's figures.
+        Err(e) if e.is_forbidden() => {
+            progress.event(Event::NodesUnlisted { cluster: &name, reason: &crate::chain(&e) });
+        }
+        Err(e) => {
+            problems.push(unknown("nodes", crate::chain(&e), "run deploy again once its API answers"));
+            return None;
+        }
+    }
+    let (fit, instance) = fit_and_instance(env, resolved, &cluster, problems);
     let fit = fit?;
     // The workers' RDMA networks are Kubernetes objects of the cluster: read them only where
     // the fabric is wired and the config names none.
     let rdma = if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
-        match gke_networks(env, resolved, progress).await {
+        match objects.gke_networks().await {
             Ok(networks) => existing::rdma_networks(&fit, &networks.param_sets, &networks.networks),
-            Err(reason) => {
-                problems.push(Problem::NetworksUnknown { cluster: cluster.name.clone(), reason });
+            Err(e) => {
+                let fix = "set fabric.rdma_networks to the networks the workers attach, or fabric.mode: off";
+                problems.push(unknown("GKE networks", crate::chain(&e), fix));
                 return None;
             }
         }
@@ -150,14 +174,13 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     Some(fitted)
 }
 
-/// The cluster's GKE networks, through credentials get-credentials writes.
-async fn gke_networks(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<gke_rl_kube::GkeNetworks, String> {
+/// The cluster's Kubernetes API, through credentials get-credentials writes.
+async fn kubernetes(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<gke_rl_kube::RayClusters, String> {
     let credentials = lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str());
     if !resolved.stream(env, progress, &credentials) {
         return Err("gcloud container clusters get-credentials failed".to_owned());
     }
-    let clusters = resolved.clusters(env).await.map_err(|e| crate::chain(&e))?;
-    clusters.gke_networks().await.map_err(|e| crate::chain(&e))
+    resolved.clusters(env).await.map_err(|e| crate::chain(&e))
 }
 
 /// Provision on an existing cluster: the missing add-ons, and the Lustre instance when gke-rl

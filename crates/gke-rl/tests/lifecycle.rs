@@ -216,6 +216,38 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
     assert!(refused.is_empty(), "the real gcloud refuses:\n{}", refused.join("\n"));
 }
 
+/// The gcloud fixtures (`tests/fixtures/gcloud/`), written to Google's API references, are
+/// what gcloud prints: the installed Google Cloud CLI's own generated API client decodes each
+/// (GKE v1's `Cluster`, Managed Lustre v1's `Instance`) and knows every field, at every depth,
+/// with its type. (A recorded answer needs a live project, which this machine cannot reach.)
+#[test]
+fn the_gcloud_fixtures_decode_as_the_real_gclouds_api_messages() {
+    use std::process::Command;
+    let scratch = tempfile::tempdir().unwrap();
+    let info = Command::new("gcloud")
+        .args(["info", "--format=value(installation.sdk_root,basic.python_location)"])
+        .env("CLOUDSDK_CONFIG", scratch.path())
+        .output()
+        .unwrap_or_else(|e| panic!("the Google Cloud CLI (gcloud) must be on PATH for this test: {e}"));
+    let info = String::from_utf8(info.stdout).unwrap();
+    let (sdk_root, python) = info.trim().split_once('\t').unwrap_or_else(|| panic!("gcloud info said `{info}`"));
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = here.join("../../tests/fixtures/gcloud");
+    let mut args = vec![here.join("tests/gcloud_messages.py").display().to_string(), sdk_root.to_owned()];
+    for (kind, file) in [
+        ("cluster", "cluster-xpk-a4.json"),
+        ("cluster", "cluster-no-rdma.json"),
+        ("cluster", "cluster-no-cpu-pool.json"),
+        ("instance", "lustre-instance.json"),
+    ] {
+        args.extend([kind.to_owned(), fixtures.join(file).display().to_string()]);
+    }
+    let out = Command::new(python).args(&args).env("PYTHONDONTWRITEBYTECODE", "1").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "gcloud's client could not decode a fixture:\n{stderr}");
+    assert!(stdout.is_empty(), "fields gcloud's API messages do not have:\n{stdout}");
+}
+
 /// Why the real gcloud does not take `command`'s arguments, if it does not; its own
 /// configuration and stderr go into `scratch` (file names numbered `n`).
 fn refusal(command: &lifecycle::Command, scratch: &std::path::Path, n: usize) -> Option<String> {

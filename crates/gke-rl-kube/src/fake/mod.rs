@@ -80,6 +80,8 @@ struct State {
     terminating: Option<usize>,
     /// Kinds (plural) whose applies are forbidden.
     refused: Vec<String>,
+    /// Kinds (plurals) whose lists are forbidden, as RBAC forbids them.
+    unlisted: Vec<String>,
     uids: usize,
     /// Every request answered with this status (401, 403), as an API server that refuses us.
     denied: Option<u16>,
@@ -160,6 +162,12 @@ impl FakeApiServer {
         self.lock().objects.insert((plural.to_owned(), name), object);
     }
 
+    /// Deletes the object of that kind (plural) and name, as someone with kubectl would (or a
+    /// resize, a Node).
+    pub fn remove(&self, plural: &str, name: &str) {
+        self.lock().objects.remove(&(plural.to_owned(), name.to_owned()));
+    }
+
     /// Stores an Opaque Secret `name` holding `key: value`, as someone with kubectl would.
     pub fn put_secret(&self, name: &str, key: &str, value: &str) {
         let data = serde_json::to_value(k8s_openapi::ByteString(value.as_bytes().to_vec())).unwrap_or_default();
@@ -172,6 +180,11 @@ impl FakeApiServer {
         let secret = self.object("secrets", name)?;
         let bytes: k8s_openapi::ByteString = serde_json::from_value(secret["data"][key].clone()).ok()?;
         String::from_utf8(bytes.0).ok()
+    }
+
+    /// Forbids listing objects of this kind (plural), as a role without `list` on them does.
+    pub fn forbid_listing(&self, plural: &str) {
+        self.lock().unlisted.push(plural.to_owned());
     }
 
     /// Forbids applying objects of this kind (plural), or allows it again.
@@ -415,6 +428,9 @@ impl FakeApiServer {
                     _ => {}
                 }
                 (StatusCode::OK, status(200, "deleted"))
+            }
+            ("GET", [plural]) if state.unlisted.iter().any(|p| p == plural) => {
+                (StatusCode::FORBIDDEN, status(403, &format!("{plural} is forbidden: cannot list resource \"{plural}\"")))
             }
             ("GET", [plural]) if *plural != "pods" && *plural != "events" => {
                 let selector = selector(query);

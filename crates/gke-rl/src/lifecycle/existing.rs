@@ -50,6 +50,8 @@ pub struct Pool {
     pub gpus: u32,
     /// How many nodes it may have: a fixed size, or an autoscaler's bounds.
     pub size: PoolSize,
+    /// How many Nodes the API server lists in it now, once read ([`Cluster::count_nodes`]).
+    pub nodes: Option<u32>,
     /// How its nodes are obtained.
     pub provisioning: PoolProvisioning,
     /// Kubernetes labels of its nodes.
@@ -376,6 +378,14 @@ impl Cluster {
         format!("--location {} --project {}", self.location, self.project)
     }
 
+    /// Takes each pool's Nodes as the API server lists them now, by pool name: a pool without
+    /// any listed has none.
+    pub fn count_nodes(&mut self, listed: &BTreeMap<String, u32>) {
+        for pool in &mut self.pools {
+            pool.nodes = Some(listed.get(&pool.name).copied().unwrap_or(0));
+        }
+    }
+
     /// The add-ons gke-rl needs that are off, by gcloud's `--update-addons` names.
     pub fn addons_off(&self) -> Vec<&'static str> {
         let mut off = Vec::new();
@@ -432,10 +442,28 @@ impl Pool {
             gpus: config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref())).fold(0, u32::saturating_add),
             machine_type: config.machine_type,
             size,
+            nodes: None,
             provisioning,
             taints: config.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect)).collect(),
             labels: config.labels,
             additional_networks: p.network_config.additional_node_network_configs.into_iter().map(|n| (n.network, n.subnetwork)).collect(),
+        }
+    }
+
+    /// The most nodes it can have now. A fixed pool has the Nodes listed, once they are:
+    /// gcloud's `initialNodeCount` is the size it was made with, which a resize leaves.
+    pub fn capacity(&self) -> u32 {
+        match (self.size, self.nodes) {
+            (PoolSize::Fixed(_), Some(listed)) => listed,
+            (size, _) => size.most(),
+        }
+    }
+
+    /// Its size as [`Pool::capacity`] counts it, in words.
+    fn size_now(&self) -> String {
+        match (self.size, self.nodes) {
+            (PoolSize::Fixed(made), Some(listed)) if listed != made => format!("{listed} nodes now (made with {made})"),
+            (size, _) => size.to_string(),
         }
     }
 
@@ -521,14 +549,14 @@ pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
             None
         }
         // Of several, one provisioned as the config says, then the one with the most nodes.
-        pools => pools.iter().max_by_key(|p| (p.provisioning.matches(&d.topology.provisioning), p.size.most())).copied(),
+        pools => pools.iter().max_by_key(|p| (p.provisioning.matches(&d.topology.provisioning), p.capacity())).copied(),
     };
     if let Some(pool) = gpu_pool {
         let wanted = d.topology.node_count.get();
-        if pool.size.most() < wanted {
+        if pool.capacity() < wanted {
             misfits.push(Misfit {
-                what: format!("node pool {} has {}, the config wants {wanted}", pool.name, pool.size),
-                fix: format!("set topology.node_count: {}, or resize the pool", pool.size.most()),
+                what: format!("node pool {} has {}, the config wants {wanted}", pool.name, pool.size_now()),
+                fix: format!("set topology.node_count: {}, or resize the pool", pool.capacity()),
             });
         }
         if pool.gpus > 0 && pool.gpus != d.topology.gpus_per_node.get() {
@@ -603,7 +631,7 @@ fn head_pool<'c>(d: &Deployment, cluster: &'c Cluster) -> Result<&'c Pool, Misfi
         if pool.provisioning == PoolProvisioning::FlexStart {
             return Err("its nodes are flex-start: held for a bounded time".to_owned());
         }
-        if pool.size.most() == 0 {
+        if pool.capacity() == 0 {
             return Err("it has no nodes".to_owned());
         }
         if !pool.untainted() {
@@ -941,6 +969,23 @@ mod tests {
         assert_eq!(gpu.taints, ["nvidia.com/gpu=present:NO_SCHEDULE"]);
         assert_eq!(gpu.additional_networks.len(), 9);
         assert_eq!(cluster.pools[0].taints, ["components.gke.io/gke-managed-components=true:NO_SCHEDULE"]);
+    }
+
+    #[test]
+    fn a_fixed_pool_has_the_nodes_listed_not_the_size_it_was_made_with() {
+        let mut cluster = Cluster::from_json(XPK_A4).unwrap();
+        let listed = BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 6), ("cpu-np".to_owned(), 2)]);
+        cluster.count_nodes(&listed);
+        let misfits = fit(&existing(), &cluster).unwrap_err();
+        assert_eq!(misfits.len(), 1, "{misfits:?}");
+        assert_eq!(misfits[0].what, "node pool ray-a4-gpu-spot-a4-pool has 6 nodes now (made with 8), the config wants 8");
+        assert_eq!(misfits[0].fix, "set topology.node_count: 6, or resize the pool");
+        // A pool resized to none cannot hold the head; one with no Nodes listed has none.
+        cluster.count_nodes(&BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 8)]));
+        let misfits = fit(&existing(), &cluster).unwrap_err();
+        assert!(misfits[0].what.contains("cpu-np: it has no nodes"), "{misfits:?}");
+        cluster.count_nodes(&BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 9), ("cpu-np".to_owned(), 1)]));
+        assert_eq!(fit(&existing(), &cluster).unwrap().gpu_pool, "ray-a4-gpu-spot-a4-pool");
     }
 
     #[test]
