@@ -442,12 +442,17 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
 /// Issue 53's whole way, as a team with an xpk cluster and a Lustre instance of its own takes
 /// it: deploy onto the cluster gcloud describes (`tests/fixtures/gcloud/`) to a Ready
 /// RayCluster with the instance bound, submit through kube-rs's port-forward to this real head
-/// behind the head pod and follow the run, status and logs, then destroy, which leaves the
+/// behind the head pod and follow the run, status, logs and its report, suspend and resume, then
+/// destroy, which leaves the
 /// cluster, its pools and the instance as they were. (A Ray without token authentication: the
 /// token's way is the same on every cluster, and `through_a_tls_api_server` takes it.)
 fn existing_cluster_through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     let image = known_image(head.version).ok_or("no known image ships this Ray")?;
-    let cloud = common::Cloud::existing("cluster-xpk-a4.json", true, &format!("{}ray:\n  image: {image}\n", common::EXISTING_XPK));
+    let cloud = common::Cloud::existing(
+        "cluster-xpk-a4.json",
+        true,
+        &format!("{}ray:\n  image: {image}\njob:\n  idle_timeout_minutes: 30\n", common::EXISTING_XPK),
+    );
     let deploy = cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[]);
     check(
         deploy.status.success()
@@ -489,6 +494,23 @@ fn existing_cluster_through_a_tls_api_server(head: &Head) -> Result<(), Failed> 
     )?;
     let logs = cloud.gke_rl(&["logs", &id], &[]);
     check(logs.status.success() && stdout(&logs).contains("xpk-line-4"), "logs of the run", &logs)?;
+    let report = cloud.gke_rl(&["report", &id, "--format", "json"], &[]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&report)).unwrap_or_default();
+    check(
+        report.status.success()
+            && json["goodput"]["wall_s"].as_f64().is_some_and(|s| s > 0.0)
+            && json["cost"]["per_hour"].as_f64().is_some_and(|c| c > 0.0)
+            && !stdout(&report).contains("-0.0"),
+        "the run's report, priced",
+        &report,
+    )?;
+    check(cloud.api.object("configmaps", "ray-a4-gpu-spot-idle-guard").is_some(), "deploy installed the idle guard there too", &deploy)?;
+    let suspend = cloud.gke_rl(&["suspend"], &[]);
+    let suspended = cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["suspend"] == true);
+    check(suspend.status.success() && suspended, "suspend", &suspend)?;
+    let resume = cloud.gke_rl(&["resume"], &[]);
+    let resumed = cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some_and(|c| c["spec"]["suspend"] != true);
+    check(resume.status.success() && resumed, "resume", &resume)?;
 
     let destroy = cloud.gke_rl(&["destroy", "--yes", "--folder", "deployment"], &[]);
     check(
@@ -509,11 +531,13 @@ fn existing_cluster_through_a_tls_api_server(head: &Head) -> Result<(), Failed> 
     check(
         cloud.root.join("cloud/cluster").exists()
             && cloud.root.join("cloud/lustre").exists()
-            && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(),
-        "the cluster and the instance stay; the RayCluster is gone",
+            && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none()
+            && cloud.api.object("configmaps", "ray-a4-gpu-spot-idle-guard").is_none()
+            && cloud.api.objects("cronjobs").is_empty(),
+        "the cluster and the instance stay; the RayCluster and the helpers are gone",
         &destroy,
     )?;
-    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &destroy]);
+    cloud.assert_token_stays_secret(&[&deploy, &submit, &status, &logs, &report, &suspend, &resume, &destroy]);
     Ok(())
 }
 

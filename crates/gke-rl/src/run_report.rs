@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::checkpoint_plan::{Interval, Mtbf, Saving};
 use crate::run_log::RunLog;
-use crate::supervisor::Records;
+use crate::supervisor::{Records, total_s};
 
 /// The rewards the trend is fitted on: the newest steps.
 const TREND_STEPS: usize = 5;
@@ -331,12 +331,12 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
         })
         .collect();
     let kept = || steps.iter().filter(|s| !s.redone && s.step_time_s.is_some());
-    let checkpoint_save_s: f64 = kept().filter_map(|s| s.checkpoint_s).sum();
-    let productive_s: f64 = kept().filter_map(|s| s.step_time_s).sum::<f64>() - checkpoint_save_s;
-    let redone_s: f64 = steps.iter().filter(|s| s.redone).filter_map(|s| s.step_time_s).sum();
+    let checkpoint_save_s = total_s(kept().filter_map(|s| s.checkpoint_s));
+    let productive_s = total_s(kept().filter_map(|s| s.step_time_s)) - checkpoint_save_s;
+    let redone_s = total_s(steps.iter().filter(|s| s.redone).filter_map(|s| s.step_time_s));
     let restarts: Vec<&crate::supervisor::Restart> = inputs.records.restarts().collect();
-    let capacity_wait_s: f64 = restarts.iter().map(|r| r.waited_s).sum();
-    let restart_s: f64 = restarts.iter().map(|r| r.back_to_running_s).sum();
+    let capacity_wait_s = total_s(restarts.iter().map(|r| r.waited_s));
+    let restart_s = total_s(restarts.iter().map(|r| r.back_to_running_s));
     let accounted = productive_s + checkpoint_save_s + redone_s + capacity_wait_s + restart_s;
     let wall_s = inputs.wall_s.filter(|w| w.is_finite() && *w > 0.0);
     let goodput = Goodput {

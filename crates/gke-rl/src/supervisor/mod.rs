@@ -465,7 +465,7 @@ impl Records {
             return String::new();
         }
         let steps: u64 = restarts.iter().filter_map(|r| r.steps_redone).sum();
-        let lost: f64 = restarts.iter().map(|r| r.lost_s).sum();
+        let lost = total_s(restarts.iter().map(|r| r.lost_s));
         let mut out = format!("restarts: {} ({steps} steps redone, {} of wall time lost)\n", restarts.len(), seconds(lost));
         for r in restarts {
             let resumed = r.resumed_from.map_or_else(|| "from the start".to_owned(), |s| format!("from step {s}"));
@@ -545,9 +545,21 @@ pub fn keeper_manifests(d: &Deployment) -> String {
     out
 }
 
+/// The sum of `values`, 0 when there are none: std's empty `f64` sum is -0.0, which a report
+/// would print as such.
+pub fn total_s(values: impl Iterator<Item = f64>) -> f64 {
+    values.fold(0.0, |sum, value| sum + value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_seconds_sum_to_zero_not_minus_zero() {
+        assert_eq!(total_s(std::iter::empty()).to_string(), "0");
+        assert_eq!(total_s([1.5, 2.0].into_iter()), 3.5);
+    }
 
     #[test]
     fn the_programs_carry_the_tables_and_the_entrypoint_quotes_its_command() {
