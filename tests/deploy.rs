@@ -553,6 +553,13 @@ fn an_xpk_cluster_and_its_lustre_get_a_ray_cluster_and_destroy_leaves_them_as_th
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
     assert_eq!(cloud.calls().matches("--update-addons").count(), 1, "{}", cloud.calls());
 
+    // An add-on that stays on is told, and the state kept for another try.
+    let mut kept = cloud.command(&["destroy", "--yes", "--folder", "deployment", "--disable-addons"]);
+    let out = common::exited_cleanly(kept.env("FAKE_DESTROY_LEAVES", "addons").output().unwrap());
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("add-ons RayOperator of cluster ray-a4-gpu-spot (gcloud could not turn them off)"), "{}", stderr(&out));
+    assert!(cloud.root.join("deployment/state.json").exists(), "the state stays for another try");
+
     let out = destroy_existing(&cloud, &["--disable-addons"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -782,4 +789,23 @@ fn after_deploy_render_and_validate_see_the_cluster_as_deploy_found_it() {
     );
     let out = cloud.gke_rl(&["validate"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // RayJob mode: deploy binds the volume and applies no RayCluster; the RayJob submit
+    // applies runs its cluster on the pools deploy found.
+    let rayjob = format!("{config}job:\n  mode: rayjob\nray:\n  image: nvcr.io/nvidia/nemo-rl:v0.7.0\n");
+    let cloud = existing("cluster-xpk-a4.json", true, &rayjob);
+    let out = cloud.gke_rl(&["deploy", "--yes", "--timeout", "20s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none() && cloud.api.object("persistentvolumeclaims", "lustre-pvc").is_some()
+    );
+    let out = cloud.gke_rl(&["render", "--out", "out"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rendered = std::fs::read_to_string(cloud.root.join("out/ray-job.yaml")).unwrap();
+    assert!(
+        rendered.contains("cloud.google.com/gke-nodepool: cpu-np")
+            && rendered.contains("cloud.google.com/gke-nodepool: ray-a4-gpu-spot-a4-pool")
+            && rendered.contains("rdma-7"),
+        "{rendered}"
+    );
 }

@@ -105,6 +105,30 @@ fn a_rayjob_render_replaces_the_raycluster_and_says_how_to_run_it() {
     }
 }
 
+/// On a cluster gke-rl did not create, the next steps are deploy's, which fits the render to
+/// the cluster, or the objects by hand; in RayJob mode no RayCluster is named.
+#[test]
+fn an_existing_clusters_next_steps_name_what_each_mode_applies() {
+    let existing = "project:\n  existing_cluster: true\nlustre:\n  existing: true\n";
+    for (mode, wanted, unwanted) in [
+        ("", "then kubectl apply -f out/ray-network-policy.yaml; kubectl apply -f out/ray-cluster.yaml", "ray-job.yaml"),
+        (
+            "job:\n  mode: rayjob\nray:\n  image: nvcr.io/nvidia/nemo-rl:v0.7.0\n",
+            "then: gke-rl submit\n    applies out/ray-job.yaml, waits for its cluster",
+            "ray-cluster.yaml",
+        ),
+    ] {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(cwd.path().join("gke-rl.yaml"), format!("{existing}{mode}")).unwrap();
+        let out = gke_rl(cwd.path(), &["render"]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        let steps = &err[err.find("next steps:").expect("next steps")..];
+        assert!(steps.contains("reads cluster ray-a4-gpu-spot, fits the ") && steps.contains(wanted), "{steps}");
+        assert!(!steps.contains(unwanted) && !steps.contains("gcluster"), "{steps}");
+    }
+}
+
 #[test]
 fn gke_rl_yaml_in_the_working_directory_is_picked_up() {
     let cwd = tempfile::tempdir().unwrap();

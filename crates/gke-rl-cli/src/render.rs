@@ -199,17 +199,30 @@ fn next_steps(out: &Path, d: &gke_rl::Deployment, source: &[String]) -> String {
     };
     if d.project.existing_cluster {
         let p = &d.project;
+        let rayjob = d.job.mode == gke_rl::model::JobMode::Rayjob;
+        // RayJob mode makes no RayCluster: each run's RayJob brings one, which submit applies.
+        let (fits, applies, then) = if rayjob {
+            (
+                "fits the RayJob's cluster to it",
+                String::new(),
+                format!(
+                    "\n    applies {}, waits for its cluster, submits the job to it and follows the run",
+                    at(gke_rl::ArtifactKind::RayJob.file())
+                ),
+            )
+        } else {
+            ("fits the RayCluster to it", format!(", then {policy}kubectl apply -f {}", at(RayCluster.file())), String::new())
+        };
         return format!(
-            "next steps:\n  {deploy}\n    reads cluster {cluster}, fits the RayCluster to it, {lustre} Lustre instance {instance} and binds it (--dry-run shows every command)\n\
-             or by hand, on cluster {cluster}: a PersistentVolume and claim {claim} for the instance (docs/deploy.md), {secrets} in {secret}, then {policy}kubectl apply -f {cluster_file}\n\
-             then: {submit}",
+            "next steps:\n  {deploy}\n    reads cluster {cluster}, {fits}, {lustre} Lustre instance {instance} and binds it (--dry-run shows every command)\n\
+             or by hand, on cluster {cluster}: a PersistentVolume and claim {claim} for the instance (docs/deploy.md), {secrets} in {secret}{applies}\n\
+             then: {submit}{then}",
             deploy = command(&["deploy"]),
             cluster = p.cluster_name,
             instance = d.lustre.instance_id,
             lustre = if d.lustre.existing { "attaches" } else { "creates" },
             claim = d.lustre.pvc_name,
             secret = at(SecretInstructions.file()),
-            cluster_file = at(RayCluster.file()),
             submit = command(&["submit"]),
         );
     }

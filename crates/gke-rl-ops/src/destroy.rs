@@ -194,8 +194,14 @@ async fn on_existing_cluster(
         if interrupt.is_set_after(turned_off).await {
             return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
         }
-        if !turned_off {
-            remains.push(format!("add-ons {} of cluster {} (gcloud could not turn them off)", addons.join(", "), d.project.cluster_name));
+        // Then asked again, as the rest is.
+        let still_on: Vec<&str> = match crate::existing::read_cluster(env, resolved) {
+            Ok(cluster) => addons.iter().copied().filter(|a| !cluster.addons_off().contains(a)).collect(),
+            Err(_) => addons.clone(),
+        };
+        if !turned_off || !still_on.is_empty() {
+            let named = if still_on.is_empty() { &addons } else { &still_on };
+            remains.push(format!("add-ons {} of cluster {} (gcloud could not turn them off)", named.join(", "), d.project.cluster_name));
         }
     }
     if !remains.is_empty() {

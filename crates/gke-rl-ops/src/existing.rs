@@ -37,7 +37,7 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
 }
 
 /// The cluster as gcloud describes it, or why it cannot be read.
-fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster, String> {
+pub(crate) fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster, String> {
     let json = resolved.read(env, &lifecycle::describe_cluster(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
     Cluster::from_json(&json).map_err(|e| e.to_string())
 }
