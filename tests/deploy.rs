@@ -557,7 +557,11 @@ fn an_xpk_cluster_and_its_lustre_get_a_ray_cluster_and_destroy_leaves_them_as_th
     let mut kept = cloud.command(&["destroy", "--yes", "--folder", "deployment", "--disable-addons"]);
     let out = common::exited_cleanly(kept.env("FAKE_DESTROY_LEAVES", "addons").output().unwrap());
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("add-ons RayOperator of cluster ray-a4-gpu-spot (gcloud could not turn them off)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("add-ons RayOperator of cluster ray-a4-gpu-spot (still on after gcloud was asked to turn them off)"),
+        "{}",
+        stderr(&out)
+    );
     assert!(cloud.root.join("deployment/state.json").exists(), "the state stays for another try");
 
     let out = destroy_existing(&cloud, &["--disable-addons"]);
@@ -625,6 +629,27 @@ fn a_new_instance_on_a_cluster_without_rdma_is_created_like_the_codelabs_and_goe
     assert_left_alone(&cloud.calls().replace("lustre instances create", "").replace("lustre instances delete", ""), false);
 }
 
+/// An instance of the configured name that does not carry the deployment's label is not the
+/// one deploy created (a create that lost a race to another's of the same name): destroy keeps
+/// it, and says why.
+#[test]
+fn destroy_keeps_an_instance_of_that_name_without_the_deployments_label() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  capacity_gib: 18000\n";
+    let cloud = existing("cluster-no-rdma.json", false, config);
+    assert_eq!(deploy_existing(&cloud).status.code(), Some(0));
+    std::fs::remove_file(cloud.root.join("cloud/lustre-label")).unwrap();
+    let out = destroy_existing(&cloud, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "kept: Lustre instance rl-demo-gpu-lustre: it lacks the label gke-rl-deployment=ray-a4-gpu-spot, so gke-rl did not create it"
+        ),
+        "{err}"
+    );
+    assert!(!cloud.calls().contains("lustre instances delete") && cloud.root.join("cloud/lustre").exists(), "{}", cloud.calls());
+}
+
 #[test]
 fn a_cluster_that_cannot_hold_the_config_is_refused_with_every_fix_before_anything_changes() {
     let config =
@@ -639,31 +664,46 @@ fn a_cluster_that_cannot_hold_the_config_is_refused_with_every_fix_before_anythi
     assert!(!calls.contains("update") && !calls.contains("create"), "nothing changed:\n{calls}");
 }
 
-/// A fixed pool's size is its Nodes: gcloud's `initialNodeCount` stays as the pool was made
-/// after a resize. Without the right to list Nodes, deploy goes on with gcloud's figures.
+/// A fixed pool resized up since it was made has the Nodes listed: gcloud's
+/// `initialNodeCount` stays as the pool was made. One with fewer Nodes than that is told, not
+/// refused: preempted Spot nodes come back. Without the right to list Nodes, deploy goes on
+/// with gcloud's figures.
 #[test]
 fn a_pool_resized_since_it_was_made_is_sized_by_its_nodes() {
+    let sixteen = format!("{EXISTING_XPK}topology:\n  node_count: 16\n");
+    let cloud = existing("cluster-xpk-a4.json", true, &sixteen);
+    let out = deploy_existing(&cloud);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("node pool ray-a4-gpu-spot-a4-pool has 8 nodes, the config wants 16; fix: set topology.node_count: 8"), "{err}");
+    assert!(!cloud.calls().contains("--update-addons"), "nothing changed:\n{}", cloud.calls());
+    assert!(cloud.api.requests().iter().any(|r| r.uri.starts_with("/api/v1/nodes?")), "the Nodes were listed");
+    for i in 8..16 {
+        let name = format!("gke-ray-a4-gpu-spot-ray-a4-gpu-spot-a4-pool-{i:04x}");
+        cloud.api.put("nodes", common::node(&name, "ray-a4-gpu-spot-a4-pool", "a4-highgpu-8g"));
+    }
+    let out = deploy_existing(&cloud);
+    assert_eq!(out.status.code(), Some(0), "resized up to 16: {}", stderr(&out));
+
     let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
     for i in [6, 7] {
         cloud.api.remove("nodes", &format!("gke-ray-a4-gpu-spot-ray-a4-gpu-spot-a4-pool-{i:04x}"));
     }
     let out = deploy_existing(&cloud);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(
-            "node pool ray-a4-gpu-spot-a4-pool has 6 nodes now (made with 8), the config wants 8; fix: set topology.node_count: 6"
-        ),
-        "{err}"
-    );
-    assert!(!cloud.calls().contains("--update-addons"), "nothing changed:\n{}", cloud.calls());
-    assert!(cloud.api.requests().iter().any(|r| r.uri.starts_with("/api/v1/nodes?")), "the Nodes were listed");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: node pool ray-a4-gpu-spot-a4-pool has 6 of the 8 nodes it was made with"), "{err}");
 
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
     cloud.api.forbid_listing("nodes");
     let out = deploy_existing(&cloud);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("cannot list the nodes of cluster ray-a4-gpu-spot (") && err.contains("the sizes gcloud describes"), "{err}");
+    assert!(
+        err.contains("cannot list the nodes of cluster ray-a4-gpu-spot (list the nodes: the API server denied access (403)")
+            && err.contains("its pools are taken at the sizes they were made with, as gcloud describes them"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -726,6 +766,24 @@ fn what_another_team_made_under_the_same_names_is_never_taken_over() {
     let out = destroy_existing(&cloud, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(), "theirs stays");
+
+    // The claim the codelab's template makes, of the name gke-rl would give its own.
+    let cloud = existing("cluster-xpk-a4.json", true, EXISTING_XPK);
+    let claim = serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "lustre-pvc", "namespace": "default"}, "spec": {"volumeName": "theirs"}});
+    cloud.api.put("persistentvolumeclaims", claim.clone());
+    let out = deploy_existing(&cloud);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("gke-rl did not apply PersistentVolumeClaim lustre-pvc (no app.kubernetes.io/managed-by: gke-rl label)")
+            && stderr(&out).contains("set lustre.pvc_name to another claim name"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(cloud.api.object("persistentvolumeclaims", "lustre-pvc"), Some(claim.clone()), "theirs, untouched");
+    assert!(cloud.api.object("persistentvolumes", "default-lustre-pvc").is_none());
+    let out = destroy_existing(&cloud, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(cloud.api.object("persistentvolumeclaims", "lustre-pvc"), Some(claim), "theirs stays");
 
     // An instance of the name gke-rl would create, without gke-rl's label.
     let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\n";

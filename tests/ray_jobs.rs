@@ -527,7 +527,7 @@ fn existing_cluster_through_a_tls_api_server(head: &Head) -> Result<(), Failed> 
     check(
         destroy.status.success()
             && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot")
-            && stderr(&destroy).contains("cluster ray-a4-gpu-spot and Lustre instance rl-demo-gpu-lustre stay as they were"),
+            && stderr(&destroy).contains("cluster ray-a4-gpu-spot and Lustre instance rl-demo-gpu-lustre stay as they were, but for the add-ons deploy turned on, which stay on; to turn them off:\n  $ gcloud container clusters update ray-a4-gpu-spot --location us-east1 --project fake-project --update-addons=RayOperator=DISABLED"),
         "destroy deletes what deploy made, and only that",
         &destroy,
     )?;

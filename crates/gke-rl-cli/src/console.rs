@@ -224,8 +224,13 @@ impl Progress for Console {
                 ));
             }
             Event::NodesUnlisted { cluster, reason } => self.say(format_args!(
-                "  cannot list the nodes of cluster {cluster} ({reason}): its pools are taken at the sizes gcloud describes, which \
-                 a resize since then leaves"
+                "  cannot list the nodes of cluster {cluster} ({reason}): its pools are taken at the sizes they were made with, \
+                 as gcloud describes them"
+            )),
+            Event::NotOurs { what } => self.say(format_args!("  kept: {what}")),
+            Event::PoolShort { pool, listed, made } => self.say(format_args!(
+                "  warning: node pool {pool} has {listed} of the {made} nodes it was made with: preempted Spot nodes and repairs \
+                 come back by themselves; after a resize down, the workers without a node wait Pending"
             )),
             Event::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
                 "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
@@ -513,7 +518,11 @@ mod tests {
             ),
             (
                 Event::NodesUnlisted { cluster: "c", reason: "forbidden" },
-                "cannot list the nodes of cluster c (forbidden): its pools are taken at the sizes gcloud describes",
+                "cannot list the nodes of cluster c (forbidden): its pools are taken at the sizes they were made with",
+            ),
+            (
+                Event::PoolShort { pool: "gpu", listed: 6, made: 8 },
+                "warning: node pool gpu has 6 of the 8 nodes it was made with: preempted Spot nodes",
             ),
             (Event::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
             (Event::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),

@@ -71,11 +71,11 @@ pub enum Error {
         waited: Duration,
     },
     /// A list ran past the most items gke-rl reads.
-    #[error("{action}: more than {limit} items")]
+    #[error("{action}: more than {limit} pages of them")]
     TooMany {
         /// What was being listed.
         action: String,
-        /// The most read.
+        /// The most pages read.
         limit: u32,
     },
     /// A RayJob of that name exists already.
@@ -591,6 +591,19 @@ impl RayClusters {
         Ok(applied)
     }
 
+    /// The objects of a multi-document manifest that exist without gke-rl's label (someone
+    /// else's, which an apply would take over), as (kind, name).
+    pub async fn unmanaged(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
+        let mut found = Vec::new();
+        for (_, kind, name, api) in self.objects(manifests)? {
+            let object = self.call(|| format!("read {kind} {name}"), api.get_opt(&name)).await?;
+            if object.is_some_and(|o| o.labels().get(MANAGED_BY.0).is_none_or(|v| v != MANAGED_BY.1)) {
+                found.push((kind, name));
+            }
+        }
+        Ok(found)
+    }
+
     /// Deletes every object of a multi-document manifest from this namespace; the kinds and
     /// names of those that were there.
     pub async fn delete_all(&self, manifests: &str) -> Result<Vec<(String, String)>, Error> {
@@ -672,7 +685,7 @@ impl RayClusters {
                 _ => return Ok(counts),
             }
         }
-        Err(Error::TooMany { action: "list the nodes".to_owned(), limit: MOST_NODES })
+        Err(Error::TooMany { action: "list the nodes".to_owned(), limit: MOST_NODES.div_ceil(LIST_LIMIT) })
     }
 
     /// The uid of the RayCluster `name`, if it exists.
@@ -880,6 +893,21 @@ mod tests {
         );
         clusters.wait_ray_job_gone(&name, QUICK).await.unwrap();
         assert!(!clusters.delete_ray_job(&name, None).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn the_nodes_are_counted_by_pool_a_page_at_a_time() {
+        let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
+        for i in 0..1234 {
+            let pool = if i % 2 == 0 { "gpu" } else { "cpu" };
+            let node = serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("n-{i:05}"), "labels": {NODE_POOL_LABEL: pool}}});
+            server.put("nodes", node);
+        }
+        server.put("nodes", serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "no-pool"}}));
+        let counts = RayClusters::new(client, "default").pool_nodes().await.unwrap();
+        assert_eq!(counts, BTreeMap::from([("cpu".to_owned(), 617), ("gpu".to_owned(), 617)]));
+        let pages = server.requests().iter().filter(|r| r.uri.starts_with("/api/v1/nodes?")).count();
+        assert_eq!(pages, 3, "{LIST_LIMIT} a page");
     }
 
     #[tokio::test]

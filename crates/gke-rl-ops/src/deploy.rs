@@ -608,6 +608,13 @@ async fn run_step(
                 // recorded first: a claim that fails leaves a volume destroy must find.
                 let instance = crate::existing::instance(env, resolved)?;
                 let volume = lifecycle::existing::lustre_volume(d, site.project_id.as_str(), &instance);
+                // A claim or volume of those names that gke-rl did not apply (the codelab's
+                // template makes `lustre-pvc`) is someone else's: never taken over, nor deleted.
+                let foreign = clusters.unmanaged(&volume).await?;
+                if !foreign.is_empty() {
+                    let objects = foreign.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(" and ");
+                    return Err(Error::ForeignVolume { objects });
+                }
                 state.created.volume = Some(lifecycle::existing::persistent_volume(d));
                 let applied = clusters.apply_all(&volume).await?;
                 progress.event(Event::HelperApplied { what: "Lustre volume", namespace, objects: &applied });

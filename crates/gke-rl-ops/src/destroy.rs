@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use gke_rl::Deployment;
-use gke_rl::lifecycle::{self, Step};
+use gke_rl::lifecycle::{self, Step, existing};
 use gke_rl_kube::Wait;
 
 use crate::events::{Event, Progress, Question};
@@ -28,6 +28,9 @@ pub enum Destroyed {
     Destroyed {
         /// How long it took.
         took: Duration,
+        /// On a cluster gke-rl did not create: the command that turns off the add-ons deploy
+        /// turned on, which stay on (destroy turns them off only with `--disable-addons`).
+        addons_left_on: Option<String>,
     },
     /// There is no state in the deployment folder: gke-rl destroys only what its deploy recorded.
     NothingRecorded {
@@ -161,7 +164,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     }
     let state_path = resolved.state_path();
     std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
-    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on: None })
 }
 
 /// The rest of a destroy on a cluster gke-rl did not create, after its Kubernetes objects
@@ -180,28 +183,52 @@ async fn on_existing_cluster(
     started: std::time::Instant,
 ) -> Result<Destroyed, Error> {
     let (d, site) = (resolved.deployment, &resolved.site);
-    // An instance that pods may still mount stays until they are gone.
+    // An instance that pods may still mount stays until they are gone; one that does not
+    // carry this deployment's label is not the one deploy created (a create that lost a race
+    // to another's of the same name), and stays.
     if state.created.lustre_instance.is_some() && remains.is_empty() {
-        let deleted = resolved.stream(env, progress, &lifecycle::delete_lustre(d, site));
-        if interrupt.is_set_after(deleted).await {
-            return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+        let ours = match crate::existing::read_instance(env, resolved) {
+            Ok(found) => found.made_by(d),
+            // Gone already, or not to be read: the delete says which, and the leftovers after.
+            Err(_) => true,
+        };
+        if ours {
+            let deleted = resolved.stream(env, progress, &lifecycle::delete_lustre(d, site));
+            if interrupt.is_set_after(deleted).await {
+                return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
+            }
+            remains.extend(named_leftovers(env, resolved));
+        } else {
+            progress.event(Event::NotOurs {
+                what: &format!(
+                    "Lustre instance {}: it lacks the label {}={}, so gke-rl did not create it",
+                    d.lustre.instance_id,
+                    existing::INSTANCE_LABEL,
+                    d.project.cluster_name
+                ),
+            });
         }
-        remains.extend(named_leftovers(env, resolved));
     }
     let addons: Vec<&str> = state.created.addons.iter().map(String::as_str).collect();
-    if options.disable_addons && !addons.is_empty() {
+    // Turned off only once no pod of the deployment needs them any more.
+    if options.disable_addons && !addons.is_empty() && remains.is_empty() {
         let turned_off = resolved.stream(env, progress, &lifecycle::update_addons(d, site, &addons, false));
         if interrupt.is_set_after(turned_off).await {
             return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
         }
         // Then asked again, as the rest is.
-        let still_on: Vec<&str> = match crate::existing::read_cluster(env, resolved) {
-            Ok(cluster) => addons.iter().copied().filter(|a| !cluster.addons_off().contains(a)).collect(),
-            Err(_) => addons.clone(),
-        };
-        if !turned_off || !still_on.is_empty() {
-            let named = if still_on.is_empty() { &addons } else { &still_on };
-            remains.push(format!("add-ons {} of cluster {} (gcloud could not turn them off)", named.join(", "), d.project.cluster_name));
+        match crate::existing::read_cluster(env, resolved) {
+            Ok(cluster) => {
+                let still_on: Vec<&str> = addons.iter().copied().filter(|a| !cluster.addons_off().contains(a)).collect();
+                if !still_on.is_empty() {
+                    remains.push(format!(
+                        "add-ons {} of cluster {} (still on after gcloud was asked to turn them off)",
+                        still_on.join(", "),
+                        d.project.cluster_name
+                    ));
+                }
+            }
+            Err(reason) => remains.push(format!("add-ons {} of cluster {} (unknown: {reason})", addons.join(", "), d.project.cluster_name)),
         }
     }
     if !remains.is_empty() {
@@ -209,7 +236,9 @@ async fn on_existing_cluster(
     }
     let state_path = resolved.state_path();
     std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
-    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+    let addons_left_on =
+        (!options.disable_addons && !addons.is_empty()).then(|| lifecycle::update_addons(d, site, &addons, false).to_string());
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on })
 }
 
 /// Deletes with gcloud what exists of the deployment (its clusters and buckets by gcluster's
@@ -261,7 +290,7 @@ async fn without_state(
         return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
     }
     progress.event(Event::MayRemainWithoutState { name: d.project.cluster_name.as_str() });
-    Ok(Destroyed::Destroyed { took: env.clock.now() - started })
+    Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on: None })
 }
 
 /// The blueprint's buckets and how many objects each holds.

@@ -383,6 +383,15 @@ pub enum Error {
         /// Where the token came from.
         from: String,
     },
+    /// Objects of the Lustre volume's names that gke-rl did not apply.
+    #[error(
+        "the Lustre volume's names are taken: gke-rl did not apply {objects} (no app.kubernetes.io/managed-by: gke-rl label) \
+         and does not take it over; set lustre.pvc_name to another claim name (the volume is named after it), or delete it yourself"
+    )]
+    ForeignVolume {
+        /// Each, as `Kind name`.
+        objects: String,
+    },
     /// A RayCluster of the deployment's name that gke-rl did not apply.
     #[error(
         "RayCluster {namespace}/{name} exists and gke-rl did not apply it (no app.kubernetes.io/managed-by: gke-rl label): \

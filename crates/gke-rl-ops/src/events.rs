@@ -95,6 +95,20 @@ pub enum Event<'a> {
         /// Why.
         reason: &'a str,
     },
+    /// The existing cluster's GPU pool lists fewer Nodes than it was made with.
+    PoolShort {
+        /// The pool.
+        pool: &'a str,
+        /// Nodes listed.
+        listed: u32,
+        /// Its size when it was made.
+        made: u32,
+    },
+    /// Destroy keeps what the state names but gke-rl did not make.
+    NotOurs {
+        /// What, and why it is not gke-rl's.
+        what: &'a str,
+    },
     /// The config or the blueprint changed since the last deploy: the steps run again from render.
     ConfigChanged,
     /// The RayCluster of a completed deploy was deleted: it is applied again.

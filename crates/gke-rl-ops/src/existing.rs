@@ -43,10 +43,14 @@ pub(crate) fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster
 }
 
 /// The configured Lustre instance as gcloud describes it, or why it cannot be read.
-fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, String> {
+pub(crate) fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, String> {
     let json = resolved.read(env, &lifecycle::describe_lustre(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
     Instance::from_json(&json).map_err(|e| e.to_string())
 }
+
+/// What to check when the cluster's Kubernetes API cannot be read.
+const REACH: &str = "check that this machine reaches its control plane with those credentials (`kubectl get nodes`): its authorized \
+                     networks, your IAM role";
 
 /// The cluster as gcloud describes it; why not goes into `problems`.
 fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<Cluster> {
@@ -112,7 +116,7 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     let objects = match kubernetes(env, resolved, progress).await {
         Ok(objects) => objects,
         Err(reason) => {
-            problems.push(unknown("nodes", reason, "can this machine reach its control plane (authorized networks)?"));
+            problems.push(unknown("nodes", reason, REACH));
             return None;
         }
     };
@@ -124,12 +128,15 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
             progress.event(Event::NodesUnlisted { cluster: &name, reason: &crate::chain(&e) });
         }
         Err(e) => {
-            problems.push(unknown("nodes", crate::chain(&e), "run deploy again once its API answers"));
+            problems.push(unknown("nodes", crate::chain(&e), REACH));
             return None;
         }
     }
     let (fit, instance) = fit_and_instance(env, resolved, &cluster, problems);
     let fit = fit?;
+    if let Some((listed, made)) = cluster.pools.iter().find(|p| p.name == fit.gpu_pool).and_then(existing::Pool::short) {
+        progress.event(Event::PoolShort { pool: &fit.gpu_pool, listed, made });
+    }
     // The workers' RDMA networks are Kubernetes objects of the cluster: read them only where
     // the fabric is wired and the config names none.
     let rdma = if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
@@ -207,7 +214,7 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     // this deployment's after a create that was cut short), or someone else's.
     let found = read_instance(env, resolved).ok();
     if let Some(found) = found {
-        let ours = found.labels.get(existing::INSTANCE_LABEL).is_some_and(|v| v == d.project.cluster_name.as_str());
+        let ours = found.made_by(d);
         if !ours && state.created.lustre_instance.is_none() {
             return Err(Error::Query {
                 what: format!("cannot create Lustre instance {}", d.lustre.instance_id),
@@ -239,8 +246,10 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     // legacy port; 988 otherwise.
     let create = lifecycle::create_lustre(d, site, &described.network, described.legacy_lustre_port);
     if !resolved.stream(env, progress, &create) {
-        let exists = resolved.read(env, &lifecycle::describe_lustre(d, site)).is_ok();
-        if !exists {
+        // Kept only if the instance there is the one asked for: another's of the same name,
+        // made in between, is not to be deleted by destroy.
+        let ours = read_instance(env, resolved).is_ok_and(|found| found.made_by(d));
+        if !ours {
             state.created.lustre_instance = None;
         }
         return Err(Error::CommandFailed { what: "gcloud lustre instances create".into() });

@@ -54,16 +54,19 @@ impl DestroyArgs {
 fn said(destroyed: Destroyed, d: &gke_rl::Deployment) -> anyhow::Result<(String, u8)> {
     let cli = crate::name();
     Ok(match destroyed {
-        Destroyed::Destroyed { took } if d.project.existing_cluster => {
+        Destroyed::Destroyed { took, addons_left_on } if d.project.existing_cluster => {
             let (cluster, instance) = (&d.project.cluster_name, &d.lustre.instance_id);
-            let kept = if d.lustre.existing {
+            let mut kept = if d.lustre.existing {
                 format!("cluster {cluster} and Lustre instance {instance} stay as they were")
             } else {
                 format!("cluster {cluster} stays as it was")
             };
+            if let Some(command) = addons_left_on {
+                kept = format!("{kept}, but for the add-ons deploy turned on, which stay on; to turn them off:\n  $ {command}");
+            }
             (format!("destroyed in {}: what gke-rl made on cluster {cluster} is gone; {kept}", gke_rl_ops::took(took)), 0)
         }
-        Destroyed::Destroyed { took } => (
+        Destroyed::Destroyed { took, .. } => (
             format!("destroyed in {}: no cluster, Lustre instance or bucket of {} remains", gke_rl_ops::took(took), d.project.cluster_name),
             0,
         ),
@@ -110,7 +113,7 @@ mod tests {
         assert_eq!(code, 1);
         let (nothing, code) = said(Destroyed::NothingRecorded { folder: PathBuf::from("/f") }, &d).unwrap();
         assert!(nothing.starts_with("nothing to destroy: no deployment state in /f") && code == 0, "{nothing}");
-        let (destroyed, _) = said(Destroyed::Destroyed { took: std::time::Duration::from_secs(1) }, &d).unwrap();
+        let (destroyed, _) = said(Destroyed::Destroyed { took: std::time::Duration::from_secs(1), addons_left_on: None }, &d).unwrap();
         assert!(destroyed.contains("no cluster, Lustre instance or bucket of ray-a4-gpu-spot remains"), "{destroyed}");
     }
 }

@@ -432,15 +432,27 @@ impl FakeApiServer {
             ("GET", [plural]) if state.unlisted.iter().any(|p| p == plural) => {
                 (StatusCode::FORBIDDEN, status(403, &format!("{plural} is forbidden: cannot list resource \"{plural}\"")))
             }
+            // Paged as the API server pages: `limit` items, then a `continue` token (here the
+            // last name given) to go on after.
             ("GET", [plural]) if *plural != "pods" && *plural != "events" => {
                 let selector = selector(query);
-                let items: Vec<Value> = state
+                let after = param(query, "continue");
+                let mut items: Vec<Value> = state
                     .objects
                     .iter()
-                    .filter(|((p, _), o)| p == plural && selector.iter().all(|(k, v)| o["metadata"]["labels"][k] == json!(v)))
+                    .filter(|((p, name), o)| {
+                        p == plural
+                            && after.as_ref().is_none_or(|after| name > after)
+                            && selector.iter().all(|(k, v)| o["metadata"]["labels"][k] == json!(v))
+                    })
                     .map(|(_, o)| o.clone())
                     .collect();
-                (StatusCode::OK, json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}))
+                let limit = param(query, "limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0 && items.len() > *l);
+                let next = limit.map(|l| {
+                    items.truncate(l);
+                    items[l - 1]["metadata"]["name"].clone()
+                });
+                (StatusCode::OK, json!({"apiVersion": "v1", "kind": "List", "metadata": {"continue": next}, "items": items}))
             }
             ("GET", ["pods"]) => {
                 let items = state.list_pods(query);
@@ -706,6 +718,11 @@ fn selector(query: &str) -> Vec<(String, String)> {
             percent_decode(s).split(',').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))).collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The value of `key` in a query.
+fn param(query: &str, key: &str) -> Option<String> {
+    query.split('&').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')).map(percent_decode)
 }
 
 fn percent_decode(text: &str) -> String {

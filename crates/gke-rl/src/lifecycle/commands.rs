@@ -198,7 +198,9 @@ pub fn kube_context(deployment: &Deployment, site: &Site) -> String {
 /// Describes the GPU node pool: why nodes do not come (a stock-out, a reservation without room).
 pub fn describe_node_pool(deployment: &Deployment, project_id: &str) -> Command {
     let p = &deployment.project;
-    let pool = format!("{}-a4-pool", deployment.topology.machine_type);
+    // The blueprint's pool, or the one deploy found on a cluster gke-rl did not create.
+    let pool =
+        deployment.topology.pool.as_ref().map_or_else(|| format!("{}-a4-pool", deployment.topology.machine_type), ToString::to_string);
     Command::of(
         "gcloud",
         &[

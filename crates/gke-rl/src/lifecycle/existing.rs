@@ -418,7 +418,10 @@ impl Pool {
                 (_, Some(max)) if max.get().is_some_and(|m| m > 0) => {
                     PoolSize::Autoscaled { min: count(a.total_min_node_count.as_ref()), max: count(Some(max)) }
                 }
-                _ => PoolSize::Autoscaled { min: count(a.min_node_count.as_ref()) * zones, max: count(a.max_node_count.as_ref()) * zones },
+                _ => PoolSize::Autoscaled {
+                    min: count(a.min_node_count.as_ref()).saturating_mul(zones),
+                    max: count(a.max_node_count.as_ref()).saturating_mul(zones),
+                },
             }
         } else {
             PoolSize::Fixed(count(p.initial_node_count.as_ref()).saturating_mul(zones))
@@ -450,19 +453,29 @@ impl Pool {
         }
     }
 
-    /// The most nodes it can have now. A fixed pool has the Nodes listed, once they are:
-    /// gcloud's `initialNodeCount` is the size it was made with, which a resize leaves.
+    /// The most nodes it can have. A fixed pool resized up since it was made has the Nodes
+    /// listed: gcloud's `initialNodeCount` is the size it was made with, which a resize leaves.
     pub fn capacity(&self) -> u32 {
         match (self.size, self.nodes) {
-            (PoolSize::Fixed(_), Some(listed)) => listed,
+            (PoolSize::Fixed(made), Some(listed)) => made.max(listed),
             (size, _) => size.most(),
+        }
+    }
+
+    /// A fixed pool's Nodes listed and the size it was made with, when fewer are listed: Spot
+    /// nodes preempted and not back yet, nodes being repaired, or a resize down (which only the
+    /// managed instance groups' target sizes would tell apart).
+    pub fn short(&self) -> Option<(u32, u32)> {
+        match (self.size, self.nodes) {
+            (PoolSize::Fixed(made), Some(listed)) if listed < made => Some((listed, made)),
+            _ => None,
         }
     }
 
     /// Its size as [`Pool::capacity`] counts it, in words.
     fn size_now(&self) -> String {
         match (self.size, self.nodes) {
-            (PoolSize::Fixed(made), Some(listed)) if listed != made => format!("{listed} nodes now (made with {made})"),
+            (PoolSize::Fixed(made), Some(listed)) if listed > made => format!("{listed} nodes now (made with {made})"),
             (size, _) => size.to_string(),
         }
     }
@@ -479,6 +492,12 @@ impl Pool {
 }
 
 impl Instance {
+    /// Whether gke-rl created it for `d`: it carries [`INSTANCE_LABEL`] with the deployment's
+    /// name, as `create_lustre` labels it.
+    pub fn made_by(&self, d: &Deployment) -> bool {
+        self.labels.get(INSTANCE_LABEL).is_some_and(|v| v == d.project.cluster_name.as_str())
+    }
+
     /// Reads `gcloud lustre instances describe --format=json`.
     pub fn from_json(json: &str) -> Result<Instance, Unreadable> {
         let i: InstanceJson = serde_json::from_str(json).map_err(|e| Unreadable { what: "Lustre instance", reason: e.to_string() })?;
@@ -532,8 +551,19 @@ impl fmt::Display for Misfit {
 pub fn fit(d: &Deployment, cluster: &Cluster) -> Result<Fit, Vec<Misfit>> {
     let mut misfits = Vec::new();
     let machine = d.topology.machine_type.as_str();
-    let gpu_pools: Vec<&Pool> = cluster.pools.iter().filter(|p| p.machine_type == machine).collect();
+    let mut gpu_pools: Vec<&Pool> = cluster.pools.iter().filter(|p| p.machine_type == machine).collect();
+    // A pool the config names is the one, or none.
+    let named = d.topology.pool.as_ref().map(Name::as_str);
+    if let Some(named) = named.filter(|n| !gpu_pools.is_empty() && gpu_pools.iter().all(|p| p.name != *n)) {
+        let of_machine: Vec<String> = gpu_pools.iter().map(|p| p.name.clone()).collect();
+        misfits.push(Misfit {
+            what: format!("cluster {} has no {machine} node pool {named} (topology.pool)", cluster.name),
+            fix: format!("set topology.pool to one of {}, or remove it to let deploy pick", of_machine.join(", ")),
+        });
+    }
+    gpu_pools.retain(|p| named.is_none_or(|n| p.name == n));
     let gpu_pool = match gpu_pools.as_slice() {
+        [] if named.is_some() && !misfits.is_empty() => None,
         [] => {
             let has: Vec<String> = cluster.pools.iter().map(|p| format!("{} ({})", p.name, p.machine_type)).collect();
             let gpus: Vec<&Pool> = cluster.pools.iter().filter(|p| p.holds_gpus()).collect();
@@ -972,20 +1002,36 @@ mod tests {
     }
 
     #[test]
-    fn a_fixed_pool_has_the_nodes_listed_not_the_size_it_was_made_with() {
+    fn a_fixed_pool_resized_up_has_the_nodes_listed_and_one_short_of_nodes_is_told() {
         let mut cluster = Cluster::from_json(XPK_A4).unwrap();
-        let listed = BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 6), ("cpu-np".to_owned(), 2)]);
-        cluster.count_nodes(&listed);
-        let misfits = fit(&existing(), &cluster).unwrap_err();
+        let gpu_pool = "ray-a4-gpu-spot-a4-pool".to_owned();
+        let mut d = existing();
+        d.topology.node_count = std::num::NonZeroU32::new(10).unwrap();
+        cluster.count_nodes(&BTreeMap::from([(gpu_pool.clone(), 9), ("cpu-np".to_owned(), 2)]));
+        let misfits = fit(&d, &cluster).unwrap_err();
         assert_eq!(misfits.len(), 1, "{misfits:?}");
-        assert_eq!(misfits[0].what, "node pool ray-a4-gpu-spot-a4-pool has 6 nodes now (made with 8), the config wants 8");
-        assert_eq!(misfits[0].fix, "set topology.node_count: 6, or resize the pool");
-        // A pool resized to none cannot hold the head; one with no Nodes listed has none.
-        cluster.count_nodes(&BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 8)]));
-        let misfits = fit(&existing(), &cluster).unwrap_err();
-        assert!(misfits[0].what.contains("cpu-np: it has no nodes"), "{misfits:?}");
-        cluster.count_nodes(&BTreeMap::from([("ray-a4-gpu-spot-a4-pool".to_owned(), 9), ("cpu-np".to_owned(), 1)]));
-        assert_eq!(fit(&existing(), &cluster).unwrap().gpu_pool, "ray-a4-gpu-spot-a4-pool");
+        assert_eq!(misfits[0].what, "node pool ray-a4-gpu-spot-a4-pool has 9 nodes now (made with 8), the config wants 10");
+        assert_eq!(misfits[0].fix, "set topology.node_count: 9, or resize the pool");
+        cluster.count_nodes(&BTreeMap::from([(gpu_pool.clone(), 10), ("cpu-np".to_owned(), 2)]));
+        assert_eq!(fit(&d, &cluster).unwrap().gpu_pool, gpu_pool);
+        // Fewer listed than made: preempted Spot nodes come back; told, not refused. A CPU pool
+        // with none listed still holds the head.
+        cluster.count_nodes(&BTreeMap::from([(gpu_pool.clone(), 6)]));
+        assert_eq!(fit(&existing(), &cluster).unwrap().head_pool.map(|(name, _)| name).as_deref(), Some("cpu-np"));
+        assert_eq!(cluster.pools.iter().find(|p| p.name == gpu_pool).unwrap().short(), Some((6, 8)));
+    }
+
+    #[test]
+    fn a_pool_the_config_names_is_the_workers_or_a_misfit() {
+        let cluster = Cluster::from_json(XPK_A4).unwrap();
+        let mut d = existing();
+        d.topology.pool = Some(Name::new("other-pool").unwrap());
+        let misfits = fit(&d, &cluster).unwrap_err();
+        assert_eq!(misfits.len(), 1, "{misfits:?}");
+        assert_eq!(misfits[0].what, "cluster ray-a4-gpu-spot has no a4-highgpu-8g node pool other-pool (topology.pool)");
+        assert_eq!(misfits[0].fix, "set topology.pool to one of ray-a4-gpu-spot-a4-pool, or remove it to let deploy pick");
+        d.topology.pool = Some(Name::new("ray-a4-gpu-spot-a4-pool").unwrap());
+        assert_eq!(fit(&d, &cluster).unwrap().gpu_pool, "ray-a4-gpu-spot-a4-pool");
     }
 
     #[test]

@@ -212,8 +212,11 @@ fn existing_steps(d: &Deployment, site: &Site, ray_cluster: Option<&str>, step: 
     } else {
         checks.push(format!("$ {}    # Managed Lustre serves the zone", preflight.lustre_location));
     }
+    checks.push(format!("$ {}    # the cluster's Kubernetes API, for what gcloud does not describe", credentials(d, project)));
+    checks.push(
+        "list the cluster's Nodes by pool (cloud.google.com/gke-nodepool): a fixed pool has those listed; credentials that may not list Nodes: gcloud's sizes, said so".to_owned(),
+    );
     if d.fabric.rdma_networks.is_none() && d.wired_fabric().ok().flatten().is_some() {
-        checks.push(format!("$ {}", credentials(d, project)));
         checks.push(
             "list the cluster's GKENetworkParamSets and Networks (networking.gke.io/v1): the workers attach those of the GPU pool's RDMA subnetworks; none: TCP, said so".to_owned(),
         );
