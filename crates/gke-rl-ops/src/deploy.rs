@@ -601,7 +601,7 @@ async fn run_step(
                 // A RayCluster of that name that gke-rl did not apply is someone else's: never
                 // taken over (and so never deleted by destroy).
                 let cluster = d.project.cluster_name.as_str();
-                if clusters.managed_by_gke_rl(cluster).await? == Some(false) && state.created.ray_cluster_uid.is_none() {
+                if clusters.managed_by_gke_rl(cluster).await? == Some(false) {
                     return Err(Error::ForeignRayCluster { namespace: namespace.to_owned(), name: cluster.to_owned() });
                 }
                 // The instance, by the address and file system it has now, as a static volume,
