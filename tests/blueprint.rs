@@ -12,7 +12,7 @@ fn a_toolkit_checkout_is_patched_into_out() {
     let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
     std::fs::create_dir_all(&example).unwrap();
     std::fs::copy(&blueprint, example.join("gke-a4.yaml")).unwrap();
-    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+    for template in gke_rl::knowledge::STAGED_TEMPLATES {
         std::fs::copy(upstream(&format!("cluster-toolkit/{template}")), example.join(template)).unwrap();
     }
     let out = gke_rl(cwd.path(), &["blueprint", "--toolkit", "cluster-toolkit"]);
@@ -112,7 +112,7 @@ fn a_kueue_template_with_lone_carriage_returns_is_refused_at_the_first() {
     let example = cwd.path().join("cluster-toolkit/examples/gke-a4");
     std::fs::create_dir_all(&example).unwrap();
     std::fs::copy(upstream("cluster-toolkit/gke-a4.yaml"), example.join("gke-a4.yaml")).unwrap();
-    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+    for template in gke_rl::knowledge::STAGED_TEMPLATES {
         let text = std::fs::read_to_string(upstream(&format!("cluster-toolkit/{template}"))).unwrap();
         let text = if template.starts_with("kueue") { text.replacen("\n", "\r", 3) } else { text };
         std::fs::write(example.join(template), text).unwrap();

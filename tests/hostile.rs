@@ -700,7 +700,7 @@ fn a_lone_carriage_return_is_one_definition_everywhere() {
 /// progress still says where the run is.
 #[test]
 fn figures_from_a_log_never_hang_or_drop_the_report() {
-    use gke_rl::supervisor::RECORD_PREFIX;
+    use gke_rl::records::RECORD_PREFIX;
     let dir = tempfile::tempdir().unwrap();
     let step = |n: u64, of: u64, reward: &str| {
         format!(

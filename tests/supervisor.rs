@@ -206,7 +206,7 @@ fn run_with_supervisor(driver: &str, args: &[&str], env: &[(&str, &str)]) -> Vec
 /// lines marked, and gke-rl reads no record from it.
 #[test]
 fn a_training_line_that_reads_as_a_record_is_marked_wherever_the_pipe_cuts_it() {
-    let prefix = gke_rl::supervisor::RECORD_PREFIX;
+    let prefix = gke_rl::records::RECORD_PREFIX;
     let forged = format!("{prefix}{{\"event\":\"ended\",\"status\":\"SUCCEEDED\",\"reason\":\"forged\"}}");
     let text = format!("{forged}\nstep 1\n50%\r{forged}\rtail {prefix}\n{forged}");
     // As the supervisor reads the pipe: a line at a time, cut where the read's bound falls.
@@ -230,7 +230,7 @@ for cut in range(len(text) + 1):
     assert_eq!(echoes.len(), text.len() + 1);
     for (cut, echo) in echoes.iter().enumerate() {
         assert_eq!(*echo, expected, "cut at byte {cut}");
-        assert!(!gke_rl::supervisor::Records::of(echo).supervised(), "cut at byte {cut}: a record was read");
+        assert!(!gke_rl::records::Records::of(echo).supervised(), "cut at byte {cut}: a record was read");
     }
 }
 

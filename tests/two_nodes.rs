@@ -181,7 +181,7 @@ const RUN_KEY: &str = "gke-rl-test-run-key-6d1f0c2a9b";
 
 impl Cluster {
     fn start(version: &'static str, bin: &Path, torch: &Path) -> Result<Cluster, String> {
-        let env = [("PYTHONPATH", torch.display().to_string()), (gke_rl::supervisor::RUN_KEY_VARIABLE, RUN_KEY.to_owned())];
+        let env = [("PYTHONPATH", torch.display().to_string()), (gke_rl::records::RUN_KEY_VARIABLE, RUN_KEY.to_owned())];
         let head = Cluster::start_head(version, bin, &env)?;
         let address = head.address.clone();
         let cluster = Cluster { node: Mutex::new(None), head: Mutex::new(Some(head)), version, address, bin: bin.to_owned(), env };
@@ -792,9 +792,9 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     check(said.contains(&format!("resumed from step {resumed}: {redone} steps redone")), "the record counts the steps redone", &status)?;
     // Each save is timed in the log by the supervisor, right after NeMo-RL's line for it.
     let lines: Vec<&str> = log.lines().collect();
-    let saves: Vec<(&str, &str)> = lines.windows(2).filter(|w| w[0].starts_with(gke_rl::run_log::SAVING)).map(|w| (w[0], w[1])).collect();
+    let saves: Vec<(&str, &str)> = lines.windows(2).filter(|w| w[0].starts_with(gke_rl::knowledge::SAVING)).map(|w| (w[0], w[1])).collect();
     let timed = saves.iter().all(|(save, next)| {
-        matches!(gke_rl::supervisor::Record::of_line(next), Some(gke_rl::supervisor::Record::Checkpoint { step, at })
+        matches!(gke_rl::records::Record::of_line(next), Some(gke_rl::records::Record::Checkpoint { step, at })
             if save.ends_with(&format!(" {step}...")) && (began..=epoch()).contains(&at))
     });
     check(saves.len() >= 4 && timed, "the supervisor times each save in the log", &logs)?;
@@ -858,8 +858,8 @@ fn preempted_mid_async_save(cluster: &Cluster) -> Result<(), Failed> {
     check(log.contains("resuming after step 2") && log.contains("trained step 8"), "it resumed from the newest durable save", &logs)?;
     let durable: Vec<(u64, f64)> = log
         .lines()
-        .filter_map(|l| match gke_rl::supervisor::Record::of_line(l)? {
-            gke_rl::supervisor::Record::Durable { step, after_s } => Some((step, after_s)),
+        .filter_map(|l| match gke_rl::records::Record::of_line(l)? {
+            gke_rl::records::Record::Durable { step, after_s } => Some((step, after_s)),
             _ => None,
         })
         .collect();
@@ -940,7 +940,7 @@ fn keep_once(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
         .env("GKE_RL_DASHBOARD", &cluster.address)
         .env("GKE_RL_RUNS", runs)
         .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
-        .env(gke_rl::supervisor::RUN_KEY_VARIABLE, RUN_KEY)
+        .env(gke_rl::records::RUN_KEY_VARIABLE, RUN_KEY)
         .output()?;
     if !out.status.success() {
         return Err(format!("the keeper failed or hung ({:?}):\n{}{}", out.status.code(), stdout(&out), stderr(&out)).into());
@@ -1157,7 +1157,7 @@ fn recovery_overhead(cluster: &Cluster) -> Result<(), Failed> {
         join.push(back[n - 1] - joining);
         training.wait_until("the restart's record", |t| t.output().matches("\"event\": \"restart\"").count() >= n)?;
     }
-    let records = gke_rl::supervisor::Records::of(&training.output());
+    let records = gke_rl::records::Records::of(&training.output());
     let restarts: Vec<_> = records.restarts().collect();
     if restarts.len() != PREEMPTIONS {
         return Err(format!("{} restarts recorded, not {PREEMPTIONS}:\n{}", restarts.len(), training.stderr()).into());

@@ -100,7 +100,7 @@ impl Cloud {
             std::os::unix::fs::symlink(found, root.join("tools").join(tool)).expect("a link");
         }
         std::fs::copy(&blueprint, example.join("gke-a4.yaml")).expect("the blueprint");
-        for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+        for template in gke_rl::knowledge::STAGED_TEMPLATES {
             std::fs::copy(blueprint.with_file_name(template), example.join(template)).expect("a template");
         }
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("a runtime");

@@ -377,3 +377,163 @@ fn no_command_runs_cargo_offline() {
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The crates whose modules import each other in no loop: each top-level module of `src/` a
+/// node, each `crate::` (or, from the crate root's children, `super::`) path to another an
+/// edge. A loop ties its modules into one, which no crate can then be cut between.
+const LOOPLESS_CRATES: &[&str] = &["crates/gke-rl"];
+
+#[test]
+fn no_module_loop_inside_a_crate() {
+    let mut problems = Vec::new();
+    for krate in LOOPLESS_CRATES {
+        let src = project_root().join(krate).join("src");
+        let edges = module_imports(&src);
+        for component in strongly_connected(&edges) {
+            let ties: Vec<String> = component
+                .iter()
+                .flat_map(|from| {
+                    edges[from].iter().filter(|(to, _)| component.contains(to)).map(move |(to, at)| format!("    {from} -> {to} ({at})"))
+                })
+                .collect();
+            problems.push(format!("{krate}: modules {} import each other in a loop:\n{}", component.join(", "), ties.join("\n")));
+        }
+    }
+    assert!(problems.is_empty(), "move what ties them down to a module both can import:\n{}", problems.join("\n"));
+}
+
+/// Each top-level module of `src` and the others it names, each with the first place it does.
+fn module_imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
+    let modules: Vec<String> = fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    let mut edges = std::collections::BTreeMap::new();
+    for module in &modules {
+        let dir = src.join(module);
+        let files = if dir.is_dir() {
+            text_files().into_iter().filter(|p| p.starts_with(&dir) && p.extension().is_some_and(|e| e == "rs")).collect()
+        } else {
+            vec![src.join(format!("{module}.rs"))]
+        };
+        let mut named = std::collections::BTreeMap::new();
+        for file in files {
+            // `super::` names the crate root from src/x.rs and src/x/mod.rs only.
+            let super_is_root = file.parent() == Some(src) || file.ends_with(format!("{module}/mod.rs"));
+            let text = fs::read_to_string(&file).unwrap();
+            // Tests (the module at the end of a file) may reach anywhere.
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                if line.trim_start().starts_with("//") {
+                    continue;
+                }
+                let prefixes: &[&str] = if super_is_root { &["crate::", "super::"] } else { &["crate::"] };
+                for prefix in prefixes {
+                    for name in paths_after(line, prefix) {
+                        if &name != module && modules.contains(&name) {
+                            named.entry(name).or_insert_with(|| format!("{}:{}", relative(&file), n + 1));
+                        }
+                    }
+                }
+            }
+        }
+        edges.insert(module.clone(), named);
+    }
+    edges
+}
+
+/// The first segment of each path after `prefix` in `line`, `prefix{a, b::c}` giving a and b.
+fn paths_after(line: &str, prefix: &str) -> Vec<String> {
+    let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let mut names = Vec::new();
+    for (at, _) in line.match_indices(prefix) {
+        let before = line[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &line[at + prefix.len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let (mut depth, mut item) = (0, String::new());
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            names.push(ident(item.trim()));
+                            item.clear();
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    item.push(c);
+                }
+                names.push(ident(item.trim()));
+            }
+            None => names.push(ident(rest)),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+/// The components of more than one node (Tarjan's algorithm), each sorted.
+fn strongly_connected<V>(edges: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, V>>) -> Vec<Vec<String>> {
+    struct Walk<'a, V> {
+        edges: &'a std::collections::BTreeMap<String, std::collections::BTreeMap<String, V>>,
+        index: std::collections::BTreeMap<&'a str, (usize, usize)>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a, V>(w: &mut Walk<'a, V>, node: &'a str) {
+        let n = w.index.len();
+        w.index.insert(node, (n, n));
+        w.stack.push(node);
+        for next in w.edges.get(node).into_iter().flat_map(|e| e.keys()) {
+            match w.index.get(next.as_str()).copied() {
+                None => {
+                    visit(w, next);
+                    let low = w.index[next.as_str()].1;
+                    w.index.get_mut(node).unwrap().1 = w.index[node].1.min(low);
+                }
+                Some((i, _)) if w.stack.contains(&next.as_str()) => w.index.get_mut(node).unwrap().1 = w.index[node].1.min(i),
+                Some(_) => {}
+            }
+        }
+        if w.index[node].0 == w.index[node].1 {
+            let at = w.stack.iter().rposition(|v| *v == node).unwrap();
+            let mut component: Vec<String> = w.stack.split_off(at).into_iter().map(str::to_owned).collect();
+            if component.len() > 1 {
+                component.sort();
+                w.found.push(component);
+            }
+        }
+    }
+    let mut walk = Walk { edges, index: std::collections::BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    for node in edges.keys() {
+        if !walk.index.contains_key(node.as_str()) {
+            visit(&mut walk, node);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn a_loop_of_modules_is_found_and_a_chain_is_not() {
+    let graph = |pairs: &[(&str, &str)]| {
+        let mut edges: std::collections::BTreeMap<String, std::collections::BTreeMap<String, ()>> = std::collections::BTreeMap::new();
+        for (from, to) in pairs {
+            edges.entry((*from).to_owned()).or_default().insert((*to).to_owned(), ());
+            edges.entry((*to).to_owned()).or_default();
+        }
+        edges
+    };
+    assert_eq!(strongly_connected(&graph(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])), [["a", "b", "c"]]);
+    assert!(strongly_connected(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
+    assert_eq!(paths_after("use crate::{model::{A, B}, quote, auth::X};", "crate::"), ["model", "quote", "auth"]);
+    assert_eq!(paths_after("let x = crate::cost::dollars(y) + mycrate::z;", "crate::"), ["cost"]);
+}

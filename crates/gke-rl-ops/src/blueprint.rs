@@ -9,7 +9,7 @@ use crate::Error;
 
 /// Where the Cluster Toolkit checkout `toolkit` keeps the gke-a4 blueprint.
 pub fn toolkit_blueprint(toolkit: &Path) -> PathBuf {
-    toolkit.join(gke_rl::lifecycle::toolkit_blueprint())
+    toolkit.join(gke_rl::knowledge::toolkit_blueprint())
 }
 
 /// Patches `original` (read from `path`) for `deployment` and validates it with `rendered`:

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use gke_rl::checkpoint_plan::Saving;
 use gke_rl::model::{JobMode, WhenDone};
-use gke_rl::supervisor::Records;
+use gke_rl::records::Records;
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_kube::{Queued, RayJobState, Readiness};
 use gke_rl_ray::JobDetails;

@@ -42,7 +42,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A template the blueprint stages is not beside it.
-    #[error("{} stages {name}, which gcluster reads beside it, and {} does not exist; copy it from a Cluster Toolkit checkout's {}, or patch the checkout's blueprint with --toolkit", blueprint.display(), path.display(), gke_rl::lifecycle::toolkit_example())]
+    #[error("{} stages {name}, which gcluster reads beside it, and {} does not exist; copy it from a Cluster Toolkit checkout's {}, or patch the checkout's blueprint with --toolkit", blueprint.display(), path.display(), gke_rl::knowledge::toolkit_example())]
     StagedTemplateMissing {
         /// The blueprint that stages it.
         blueprint: PathBuf,

@@ -415,7 +415,7 @@ pub enum Event<'a> {
         /// What its log said: the steps and the checkpoint saves.
         log: &'a gke_rl::run_log::RunLog,
         /// What the run's supervisors recorded, when it was followed as a run.
-        records: Option<&'a gke_rl::supervisor::Records>,
+        records: Option<&'a gke_rl::records::Records>,
     },
     /// Following goes on with the keeper's resubmission.
     Resubmitted {
@@ -429,7 +429,7 @@ impl<'a> Event<'a> {
     pub(crate) fn job_ended(
         job: &'a gke_rl_ray::JobDetails,
         log: &'a gke_rl::run_log::RunLog,
-        records: Option<&'a gke_rl::supervisor::Records>,
+        records: Option<&'a gke_rl::records::Records>,
     ) -> Self {
         Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records }
     }

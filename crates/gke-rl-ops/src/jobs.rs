@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gke_rl::records::Records;
 use gke_rl::run_log::RunLog;
-use gke_rl::supervisor::Records;
 use gke_rl::validate::{SourceFile, count};
 use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity, lifecycle};
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};

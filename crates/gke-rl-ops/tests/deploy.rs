@@ -88,7 +88,7 @@ fn world(pods: Pods) -> World {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let bin = root.join("bin");
-    let example = root.join("toolkit").join(gke_rl::lifecycle::toolkit_example());
+    let example = root.join("toolkit").join(gke_rl::knowledge::toolkit_example());
     for path in [&bin, &example, &root.join("cloud")] {
         std::fs::create_dir_all(path).unwrap();
     }
@@ -96,8 +96,8 @@ fn world(pods: Pods) -> World {
     for program in ["gcloud", "gcluster", "terraform", "packer", "gke-gcloud-auth-plugin"] {
         std::os::unix::fs::symlink(&fake, bin.join(program)).unwrap();
     }
-    std::fs::copy(&blueprint, root.join("toolkit").join(gke_rl::lifecycle::toolkit_blueprint())).unwrap();
-    for template in gke_rl::lifecycle::STAGED_TEMPLATES {
+    std::fs::copy(&blueprint, root.join("toolkit").join(gke_rl::knowledge::toolkit_blueprint())).unwrap();
+    for template in gke_rl::knowledge::STAGED_TEMPLATES {
         std::fs::copy(blueprint.with_file_name(template), example.join(template)).unwrap();
     }
     let vars = BTreeMap::from([

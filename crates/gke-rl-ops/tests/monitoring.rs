@@ -155,9 +155,10 @@ async fn every_metric_is_read_page_by_page_over_the_runs_window_with_the_token_i
         timers: BTreeMap::new(),
         redone: false,
     };
-    assert_eq!(usage.write_during_saves(std::slice::from_ref(&step)), [(10, 8e9)]);
+    let saves = gke_rl::run_report::save_windows(std::slice::from_ref(&step));
+    assert_eq!(usage.write_during_saves(&saves), [(10, 8e9)]);
     assert_eq!(
-        usage.summary(&[step]),
+        usage.summary(&saves),
         "lustre rl-demo-gpu-lustre: read peak 1.0 GB/s, mean 1.0 GB/s; write peak 8.0 GB/s, mean 1.1 GB/s; \
          8.0 GB/s while saving checkpoints; 128.0 GiB of 256.0 GiB used (mdt); 1.0 TiB of 9.0 TiB used (ost)"
     );

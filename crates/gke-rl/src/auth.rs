@@ -6,12 +6,9 @@
 //! (`ray-operator/controllers/ray/utils/validation.go`). Clusters whose Ray is older get a
 //! NetworkPolicy instead ([`network_policy`]).
 
-use crate::knowledge;
+use crate::knowledge::{self, TOKEN_AUTH_SINCE};
 use crate::model::Deployment;
 use crate::quote::yaml;
-
-/// The first Ray with token authentication.
-pub const TOKEN_AUTH_SINCE: &str = "2.52.0";
 
 /// The key of the token in its Secret, the one KubeRay reads (`RAY_AUTH_TOKEN_SECRET_KEY` in
 /// KubeRay v1.7.0's `ray-operator/controllers/ray/utils/constant.go`).
@@ -36,11 +33,6 @@ pub const PYTHON_LINE: &str = "AUTH = None  # generated";
 /// `source` with [`PYTHON`] in place of its [`PYTHON_LINE`].
 pub fn with_python(source: &str) -> String {
     source.replacen(PYTHON_LINE, PYTHON.trim_end(), 1)
-}
-
-/// Whether Ray `version` has token authentication.
-pub fn supports_token(version: &str) -> bool {
-    knowledge::ray_at_least(version, TOKEN_AUTH_SINCE)
 }
 
 /// The Secret that holds the cluster's token (deploy creates it with a random token).
@@ -97,5 +89,18 @@ spec:
         name = yaml(&network_policy_name(d)),
         cluster_value = yaml(cluster),
         port = knowledge::DASHBOARD_PORT,
+    )
+}
+
+/// The run key on the head, where the supervisor runs (`GKE_RL_RUN_KEY`, as the keeper has it):
+/// what proves the run records on the shared file system are gke-rl's own
+/// (`crate::supervisor`). Optional, so that a RayCluster applied without gke-rl's deploy starts.
+pub(crate) fn run_key_env(d: &Deployment, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    format!(
+        "{pad}- name: {variable}\n{pad}  valueFrom:\n{pad}    secretKeyRef:\n{pad}      name: {secret}\n{pad}      key: {key}\n{pad}      optional: true\n",
+        variable = crate::records::RUN_KEY_VARIABLE,
+        secret = secret_name(d),
+        key = TOKEN_KEY,
     )
 }

@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::diagnostic::Diagnostic;
+use crate::knowledge::STAGED_TEMPLATES;
 use crate::knowledge::{self, HEAD_POOL_LABEL, HEAD_POOL_NAME};
-use crate::lifecycle::STAGED_TEMPLATES;
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
@@ -27,7 +27,7 @@ fn shape_error(line: usize, message: impl Into<String>, help: impl Into<String>)
 
 /// The help of a blueprint of the wrong shape: where the one gke-rl patches is.
 fn upstream_help() -> String {
-    format!("start from Cluster Toolkit's {}, or make the edit by hand", crate::lifecycle::toolkit_blueprint())
+    format!("start from Cluster Toolkit's {}, or make the edit by hand", crate::knowledge::toolkit_blueprint())
 }
 
 /// The patch edits Cluster Toolkit's gke-a4 blueprint for an A4 deployment: another family's

@@ -20,7 +20,7 @@ pub enum Error {
         image: String,
     },
     /// `ray.auth: token` on an image whose Ray has no token authentication.
-    #[error("`ray.auth: token` needs Ray {} or newer; the image's Ray is {version}", crate::auth::TOKEN_AUTH_SINCE)]
+    #[error("`ray.auth: token` needs Ray {} or newer; the image's Ray is {version}", crate::knowledge::TOKEN_AUTH_SINCE)]
     TokenAuthUnsupported {
         /// The image's Ray.
         version: String,

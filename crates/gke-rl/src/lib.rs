@@ -51,6 +51,7 @@ pub mod log_lines;
 pub mod lustre_usage;
 pub mod model;
 pub mod quote;
+pub mod records;
 pub mod recovery;
 pub mod render;
 pub mod run_log;

@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use crate::run_report::{StepRow, bytes};
+use crate::quote::bytes;
 
 /// The monitored resource of a Managed Lustre instance.
 pub const RESOURCE_TYPE: &str = "lustre.googleapis.com/Instance";
@@ -192,25 +192,25 @@ impl Usage {
         usage
     }
 
-    /// The write rate of each save, for each step whose save's start and duration are known:
-    /// the bytes written in the periods it overlaps over its seconds. A period's mean would
-    /// dilute a 30 s save in a minute of quiet; the bytes around it are nearly all its own.
-    pub fn write_during_saves(&self, steps: &[StepRow]) -> Vec<(u64, f64)> {
+    /// The write rate of each save: the bytes written in the periods it overlaps over its
+    /// seconds. A period's mean would dilute a 30 s save in a minute of quiet; the bytes around
+    /// it are nearly all its own.
+    pub fn write_during_saves(&self, saves: &[SaveWindow]) -> Vec<(u64, f64)> {
         let period = self.period_s as f64;
-        steps
+        saves
             .iter()
+            .filter(|s| s.seconds > 0.0)
             .filter_map(|s| {
-                let (start, seconds) = (s.saved_at?, s.checkpoint_s.filter(|s| *s > 0.0)?);
-                let overlapping = self.write_bytes_per_s.iter().filter(|p| p.at > start && p.at - period < start + seconds);
+                let overlapping = self.write_bytes_per_s.iter().filter(|p| p.at > s.at && p.at - period < s.at + s.seconds);
                 let (count, bytes) = overlapping.fold((0, 0.0), |(n, bytes), p| (n + 1, bytes + p.value * period));
-                (count > 0).then(|| (s.step, bytes / seconds))
+                (count > 0).then(|| (s.step, bytes / s.seconds))
             })
             .collect()
     }
 
     /// One line for people: each direction's peak and mean, the writes during saves, and the
     /// space used at the end.
-    pub fn summary(&self, steps: &[StepRow]) -> String {
+    pub fn summary(&self, saves: &[SaveWindow]) -> String {
         let mut out = format!("lustre {}:", self.instance_id);
         for (what, points) in [("read", &self.read_bytes_per_s), ("write", &self.write_bytes_per_s)] {
             match peak_and_mean(points) {
@@ -218,7 +218,7 @@ impl Usage {
                 None => out.push_str(&format!(" {what} no data;")),
             }
         }
-        let saves = self.write_during_saves(steps);
+        let saves = self.write_during_saves(saves);
         if !saves.is_empty() {
             let mean = saves.iter().map(|s| s.1).sum::<f64>() / saves.len() as f64;
             out.push_str(&format!(" {} while saving checkpoints;", rate(mean)));
@@ -231,6 +231,17 @@ impl Usage {
         out.pop();
         out
     }
+}
+
+/// When a step's checkpoint was saved: from `at` (Unix seconds) for `seconds`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SaveWindow {
+    /// The step.
+    pub step: u64,
+    /// When the save began.
+    pub at: f64,
+    /// How long it took.
+    pub seconds: f64,
 }
 
 /// Series summed point by point, by time.

@@ -1,5 +1,6 @@
 //! Quoting for the three languages the artifacts are written in: YAML, POSIX sh and Hydra
 //! override values. Each function returns text that its reader parses back to exactly `s`.
+//! And byte sizes as people read them.
 
 /// Characters that need no quoting in any of the three languages. Validated words
 /// (`model::Word`, `model::AbsPath`) are made of these only.
@@ -102,6 +103,23 @@ pub fn words(line: &str) -> Option<Vec<String>> {
     }
     words.extend(word);
     Some(words)
+}
+
+/// `512 B`, `1.5 KiB`, `8.8 TiB`.
+pub fn bytes(n: f64) -> String {
+    let mut value = n.max(0.0);
+    if value < 1024.0 {
+        return format!("{value:.0} B");
+    }
+    let mut unit = "B";
+    for bigger in ["KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = bigger;
+    }
+    format!("{value:.1} {unit}")
 }
 
 #[cfg(test)]

@@ -36,17 +36,13 @@
 
 use std::fmt::Write as _;
 
+use crate::knowledge::SAVING;
 use crate::log_lines::LineBuffer;
-
-/// What NeMo-RL prints when a step has finished: the first line of its timing table.
-pub const STEP_DONE: &str = "• Total step time: ";
+use crate::records::MOST;
 
 /// How NeMo-RL's header of a step begins (`========================= Step 2/20 ===…`), after a
 /// blank line: where one step's output ends and the next one's begins.
 pub const STEP_HEADER: &str = "========================= Step ";
-
-/// What NeMo-RL prints as a checkpoint save begins, before the step.
-pub const SAVING: &str = "Saving checkpoint for step ";
 
 /// The timer NeMo-RL puts a checkpoint save under.
 pub const CHECKPOINT_TIMER: &str = "checkpointing";
@@ -312,21 +308,21 @@ impl RunLog {
             if save.seconds.is_none() {
                 save.seconds = now.zip(save.started_at).map(|(now, started)| now - started);
             }
-        } else if let Some(record) = crate::supervisor::Record::of_line(line) {
+        } else if let Some(record) = crate::records::Record::of_line(line) {
             match record {
-                crate::supervisor::Record::Restart(restart) => {
+                crate::records::Record::Restart(restart) => {
                     self.attempt = self.attempt.saturating_add(1);
                     self.next_position = restart.resumed_from.unwrap_or(0).saturating_add(1);
                 }
                 // The supervisor stamps a save as it echoes its line: the newest save, once.
-                crate::supervisor::Record::Checkpoint { step, at } if at.abs() <= MOST => {
+                crate::records::Record::Checkpoint { step, at } if at.abs() <= MOST => {
                     if let Some(save) = self.saves.last_mut().filter(|s| s.step == step && s.at.is_none() && !self.saves_full) {
                         save.at = Some(at);
                     }
                 }
                 // An async save is durable later, maybe after the next save began: the newest of
                 // its step, once.
-                crate::supervisor::Record::Durable { step, after_s } if (0.0..=MOST).contains(&after_s) => {
+                crate::records::Record::Durable { step, after_s } if (0.0..=MOST).contains(&after_s) => {
                     if let Some(save) = self.saves.iter_mut().rev().take(2).find(|s| s.step == step && s.durable_s.is_none()) {
                         save.durable_s = Some(after_s);
                     }
@@ -397,10 +393,6 @@ fn header(line: &str) -> Option<(u64, u64)> {
     let (step, of) = numbers.split_once('/')?;
     Some((step.parse().ok()?, of.parse().ok()?))
 }
-
-/// The largest figure a log may give: a reward, a loss, a length or a time past it is no
-/// measurement, and is left out (a plot's axis cannot span ±1e308).
-pub const MOST: f64 = 1e12;
 
 /// A number printed with `:.Nf`, within ±[`MOST`].
 fn number(text: &str) -> Option<f64> {

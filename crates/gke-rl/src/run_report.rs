@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::checkpoint_plan::{Interval, Mtbf, Saving};
+use crate::records::{Records, total_s};
 use crate::run_log::RunLog;
-use crate::supervisor::{Records, total_s};
 
 /// The rewards the trend is fitted on: the newest steps.
 const TREND_STEPS: usize = 5;
@@ -334,7 +334,7 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
     let checkpoint_save_s = total_s(kept().filter_map(|s| s.checkpoint_s));
     let productive_s = total_s(kept().filter_map(|s| s.step_time_s)) - checkpoint_save_s;
     let redone_s = total_s(steps.iter().filter(|s| s.redone).filter_map(|s| s.step_time_s));
-    let restarts: Vec<&crate::supervisor::Restart> = inputs.records.restarts().collect();
+    let restarts: Vec<&crate::records::Restart> = inputs.records.restarts().collect();
     let capacity_wait_s = total_s(restarts.iter().map(|r| r.waited_s));
     let restart_s = total_s(restarts.iter().map(|r| r.back_to_running_s));
     let accounted = productive_s + checkpoint_save_s + redone_s + capacity_wait_s + restart_s;
@@ -471,7 +471,7 @@ impl Report {
         out.push_str(&self.checkpoints.summary());
         out.push_str(&self.left_out.note());
         if let Some(lustre) = &self.lustre {
-            out.push_str(&lustre.summary(&self.steps));
+            out.push_str(&lustre.summary(&save_windows(&self.steps)));
             out.push('\n');
         }
         out
@@ -515,21 +515,9 @@ pub fn trend_arrow(trend: Option<f64>) -> &'static str {
     }
 }
 
-/// `512 B`, `1.5 KiB`, `8.8 TiB`.
-pub fn bytes(n: f64) -> String {
-    let mut value = n.max(0.0);
-    if value < 1024.0 {
-        return format!("{value:.0} B");
-    }
-    let mut unit = "B";
-    for bigger in ["KiB", "MiB", "GiB", "TiB", "PiB"] {
-        if value < 1024.0 {
-            break;
-        }
-        value /= 1024.0;
-        unit = bigger;
-    }
-    format!("{value:.1} {unit}")
+/// The steps whose save's start and duration are known, as windows of Lustre writes.
+pub fn save_windows(steps: &[StepRow]) -> Vec<crate::lustre_usage::SaveWindow> {
+    steps.iter().filter_map(|s| Some(crate::lustre_usage::SaveWindow { step: s.step, at: s.saved_at?, seconds: s.checkpoint_s? })).collect()
 }
 
 /// `part` of `whole` as a percentage with one decimal, `12.5 %`: never `-0.0 %` (an empty

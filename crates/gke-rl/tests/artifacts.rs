@@ -163,7 +163,7 @@ fn ray_cluster_validates_against_the_real_kuberay_crd() {
         assert_eq!(manifest["spec"]["rayVersion"], d.ray.resolved_version().unwrap());
         // Token authentication wherever the image's Ray has it: from NeMo-RL v0.6.0's Ray 2.54 on.
         let token = manifest["spec"]["authOptions"]["mode"] == "token";
-        assert_eq!(token, gke_rl::auth::supports_token(d.ray.resolved_version().unwrap()), "{config}");
+        assert_eq!(token, gke_rl::knowledge::supports_token(d.ray.resolved_version().unwrap()), "{config}");
         assert_eq!(token, d.ray.token_auth().unwrap(), "{config}");
     }
     // The check has teeth: a misspelt field and a numeric rayStartParams value are rejected.

@@ -251,9 +251,9 @@ fn a_renamed_module_is_refused_by_name() {
 #[test]
 fn the_upstream_blueprint_stages_exactly_the_templates_gke_rl_copies() {
     let original = upstream_blueprint();
-    assert_eq!(gke_rl::blueprint::staged_templates(&original), gke_rl::lifecycle::STAGED_TEMPLATES);
+    assert_eq!(gke_rl::blueprint::staged_templates(&original), gke_rl::knowledge::STAGED_TEMPLATES);
     let patched = patch(&original, &Deployment::default()).unwrap();
-    assert_eq!(gke_rl::blueprint::staged_templates(&patched), gke_rl::lifecycle::STAGED_TEMPLATES);
+    assert_eq!(gke_rl::blueprint::staged_templates(&patched), gke_rl::knowledge::STAGED_TEMPLATES);
     // A path outside the blueprint's folder, or a file gke-rl would not copy, is refused: the
     // patched blueprint would not deploy from where it is written.
     for staged in ["../../secrets.tftpl", "./extra.yaml.tftpl", "/etc/passwd"] {

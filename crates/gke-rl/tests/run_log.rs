@@ -80,7 +80,7 @@ fn a_block_cut_anywhere_never_gives_a_wrong_figure() {
 #[test]
 fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
     let text = restarted_run();
-    let (log, records) = (RunLog::of(&text), gke_rl::supervisor::Records::of(&text));
+    let (log, records) = (RunLog::of(&text), gke_rl::records::Records::of(&text));
     let wall_s = records.span().and_then(|(start, end)| Some(end? - start));
     let report = gke_rl::run_report::report(&gke_rl::run_report::Inputs {
         log: &log,
@@ -126,7 +126,7 @@ fn epochs_are_not_restarts_and_saves_are_timed_by_their_own_step() {
     };
     let text = epoch(0) + &epoch(2);
     let report = |text: &str| {
-        let (log, records) = (RunLog::of(text), gke_rl::supervisor::Records::of(text));
+        let (log, records) = (RunLog::of(text), gke_rl::records::Records::of(text));
         gke_rl::run_report::report(&gke_rl::run_report::Inputs {
             log: &log,
             records: &records,

@@ -1200,7 +1200,7 @@ fn a_queued_render_is_admitted_by_the_kueue_configuration_it_brings() {
     assert!(errors.is_empty(), "{errors:#?}");
     // The same configuration without gke-rl's changes is the blueprint's: the head is uncovered.
     let mut changed = files.clone();
-    changed.insert("kueue-configuration.yaml.tftpl".to_owned(), gke_rl::kueue::GKE_A4_TEMPLATE.to_owned());
+    changed.insert("kueue-configuration.yaml.tftpl".to_owned(), gke_rl::knowledge::kueue::GKE_A4_TEMPLATE.to_owned());
     assert!(kueue(&changed).iter().any(|f| f.2.starts_with("the head asks for `cpu`")), "{:#?}", kueue(&changed));
 }
 
@@ -1236,7 +1236,7 @@ fn kueue_queues_are_the_templates() {
             covered.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>(),
         ));
     }
-    let ours: Vec<_> = gke_rl::kueue::queues(&template)
+    let ours: Vec<_> = gke_rl::knowledge::kueue::queues(&template)
         .unwrap()
         .into_iter()
         .map(|q| (q.topology_aware, q.name, q.namespace, q.cluster_queue, q.covered))

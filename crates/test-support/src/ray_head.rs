@@ -60,7 +60,7 @@ fn worker_ports(base: u16) -> std::ops::Range<u16> {
 /// Whether Ray `version` has token authentication: heads of such a Ray start with a token, as
 /// gke-rl renders their RayClusters.
 pub fn has_token_auth(version: &str) -> bool {
-    gke_rl::auth::supports_token(version)
+    gke_rl::knowledge::supports_token(version)
 }
 
 /// The Ray token of this process's heads: random, made once, in memory (and in the

@@ -1,6 +1,7 @@
 //! Facts that change with upstream releases, as data. Each row cites its upstream source; a new
 //! image, machine type or release is a table edit, or (a NeMo-RL release) its fixtures and codegen.
 
+pub mod kueue;
 mod models;
 mod nemo_rl;
 
@@ -208,6 +209,36 @@ impl NemoRlRelease {
 
 /// The Ray dashboard's port on the head: the Jobs API.
 pub const DASHBOARD_PORT: u16 = 8265;
+
+/// Where a Cluster Toolkit checkout keeps the blueprint gke-rl patches (its GPU family's row of
+/// [`GPU_FAMILIES`]), relative to the checkout.
+pub fn toolkit_blueprint() -> &'static str {
+    let family = GPU_FAMILIES.iter().find(|f| f.blueprint.is_some_and(|(name, _)| name == PATCHED_BLUEPRINT));
+    family.and_then(|f| f.blueprint).map_or("", |(_, path)| path)
+}
+
+/// The folder of [`toolkit_blueprint`], which holds the templates it stages.
+pub fn toolkit_example() -> &'static str {
+    toolkit_blueprint().rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
+pub const STAGED_TEMPLATES: &[&str] = &[crate::ArtifactKind::KueueConfiguration.file(), "nccl-installer.yaml.tftpl"];
+
+/// What NeMo-RL prints when a step has finished: the first line of its timing table.
+pub const STEP_DONE: &str = "• Total step time: ";
+
+/// What NeMo-RL prints as a checkpoint save begins, before the step.
+pub const SAVING: &str = "Saving checkpoint for step ";
+
+/// The first Ray with token authentication, and the oldest `rayVersion` KubeRay takes with
+/// `authOptions` (see [`crate::auth`]).
+pub const TOKEN_AUTH_SINCE: &str = "2.52.0";
+
+/// Whether Ray `version` has token authentication.
+pub fn supports_token(version: &str) -> bool {
+    ray_at_least(version, TOKEN_AUTH_SINCE)
+}
 
 /// Whether Ray `version` (`2.46.0`, `2.52`, `2.9.3rc1`; a `dev` build counts as new) is at
 /// least `needs`.

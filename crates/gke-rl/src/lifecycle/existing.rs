@@ -953,7 +953,7 @@ fn project_of(path: &str) -> Option<&str> {
 }
 
 fn quantity(text: &str) -> Option<f64> {
-    crate::validate::quantity::parse(text)
+    crate::model::quantity::parse(text)
 }
 
 fn list_or_none(items: &[String]) -> String {

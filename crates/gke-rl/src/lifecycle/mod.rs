@@ -19,7 +19,6 @@ pub use state::{Created, State, digest};
 use serde::{Deserialize, Serialize};
 
 use crate::ArtifactKind;
-use crate::knowledge;
 use std::path::{Path, PathBuf};
 
 use crate::model::{Cidr, Deployment, ProjectId};
@@ -53,20 +52,6 @@ pub fn required_apis(deployment: &Deployment) -> Vec<&'static str> {
 pub const AUTH_PLUGIN: &str = "gke-gcloud-auth-plugin";
 /// How to install [`AUTH_PLUGIN`].
 pub const INSTALL_AUTH_PLUGIN: &str = "gcloud components install gke-gcloud-auth-plugin (where gcloud came from apt: sudo apt-get install google-cloud-cli-gke-gcloud-auth-plugin)";
-/// Where a Cluster Toolkit checkout keeps the blueprint gke-rl patches (its GPU family's row of
-/// [`knowledge::GPU_FAMILIES`]), relative to the checkout.
-pub fn toolkit_blueprint() -> &'static str {
-    let family = knowledge::GPU_FAMILIES.iter().find(|f| f.blueprint.is_some_and(|(name, _)| name == knowledge::PATCHED_BLUEPRINT));
-    family.and_then(|f| f.blueprint).map_or("", |(_, path)| path)
-}
-
-/// The folder of [`toolkit_blueprint`], which holds the templates it stages.
-pub fn toolkit_example() -> &'static str {
-    toolkit_blueprint().rsplit_once('/').map_or("", |(folder, _)| folder)
-}
-/// Files the blueprint stages with `$(ghpc_stage("./…"))`, copied beside the patched blueprint.
-pub const STAGED_TEMPLATES: &[&str] = &[crate::ArtifactKind::KueueConfiguration.file(), "nccl-installer.yaml.tftpl"];
-
 /// What the plan needs to know about this machine and the project.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {

@@ -4,9 +4,9 @@
 use std::fmt::{self, Write as _};
 
 use super::{
-    Preflight, REQUIRED_APIS, STAGED_TEMPLATES, Site, State, Step, connect_peering, create_lustre, create_peering_range, credentials,
-    delete_lustre, describe_cluster, describe_lustre, empty_bucket, labelled_clusters, leftovers, list_buckets, provision, secret_entries,
-    teardown, update_addons,
+    Preflight, REQUIRED_APIS, Site, State, Step, connect_peering, create_lustre, create_peering_range, credentials, delete_lustre,
+    describe_cluster, describe_lustre, empty_bucket, labelled_clusters, leftovers, list_buckets, provision, secret_entries, teardown,
+    update_addons,
 };
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 
@@ -41,8 +41,8 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
             checks.push(format!("check that ${variable} is set{}", if required { "" } else { " (optional)" }));
         }
         step(Step::Preflight, &checks);
-        let toolkit_example = site.toolkit.join(super::toolkit_example()).display().to_string();
-        let upstream = site.toolkit.join(super::toolkit_blueprint());
+        let toolkit_example = site.toolkit.join(crate::knowledge::toolkit_example()).display().to_string();
+        let upstream = site.toolkit.join(crate::knowledge::toolkit_blueprint());
         let mut render = vec![
             "render the artifacts and validate them with the patched blueprint (refuse on errors)".to_owned(),
             format!("write {} (patched from {})", folder.blueprint(), upstream.display()),
@@ -54,7 +54,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         // Which of them the blueprint stages is known only once it is read.
         render.push(format!(
             "copy those of {} that the blueprint stages from {toolkit_example} to {}",
-            STAGED_TEMPLATES.join(", "),
+            crate::knowledge::STAGED_TEMPLATES.join(", "),
             folder.0.display()
         ));
         if let Some(queue) = crate::kueue::describe(deployment) {

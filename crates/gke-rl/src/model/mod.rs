@@ -7,6 +7,7 @@
 
 mod names;
 mod prices;
+pub(crate) mod quantity;
 
 use std::num::NonZeroU32;
 
@@ -248,7 +249,7 @@ impl Ray {
     /// Ray has it ([`crate::Error::TokenAuthUnsupported`] for `token` on an older Ray).
     pub fn token_auth(&self) -> Result<bool, crate::Error> {
         let version = self.resolved_version()?;
-        let supported = crate::auth::supports_token(version);
+        let supported = crate::knowledge::supports_token(version);
         match self.auth {
             None => Ok(supported),
             Some(RayAuth::Disabled) => Ok(false),
@@ -417,7 +418,7 @@ impl Deployment {
         // serves its own namespace only; gke-rl makes none in another, whose namespace the
         // blueprint creates in no order with Kueue's configuration.
         if let Some(queue) = &self.job.queue {
-            let named: Vec<_> = crate::kueue::blueprint_queues().iter().filter(|q| q.name == queue.as_str()).collect();
+            let named: Vec<_> = crate::knowledge::kueue::blueprint_queues().iter().filter(|q| q.name == queue.as_str()).collect();
             if named.is_empty() {
                 return Some(ModeConflict::UnknownQueue);
             }
@@ -662,8 +663,8 @@ impl ModeConflict {
 }
 
 /// The LocalQueues of the blueprint's Kueue configuration, each in words.
-fn blueprint_queues(words: impl Fn(&crate::kueue::Queue) -> String) -> Vec<String> {
-    crate::kueue::blueprint_queues().iter().map(words).collect()
+fn blueprint_queues(words: impl Fn(&crate::knowledge::kueue::Queue) -> String) -> Vec<String> {
+    crate::knowledge::kueue::blueprint_queues().iter().map(words).collect()
 }
 
 /// The key of a `/job/KEY` pointer.

@@ -111,7 +111,7 @@ fn check_path(s: &str) -> Result<(), Error> {
 /// A Kubernetes quantity a request can hold: one that reads, finite and not negative. (A YAML
 /// float keeps its text, so `.5` and `2.5e-1` arrive as written.)
 fn check_quantity(s: &str) -> Result<(), Error> {
-    match crate::validate::quantity::parse(s) {
+    match crate::model::quantity::parse(s) {
         Some(q) if q.is_finite() && q >= 0.0 && !s.starts_with('-') => Ok(()),
         _ => Err(invalid(s, "is not a Kubernetes quantity such as `8`, `500m` or `64Gi`")),
     }

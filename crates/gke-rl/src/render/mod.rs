@@ -7,7 +7,6 @@ mod ray_cluster;
 mod ray_job;
 mod source;
 
-pub(crate) use ray_cluster::run_key_env;
 pub use ray_cluster::{INTERFACES_ANNOTATION, OVERWRITE_COMMAND_ANNOTATION, interfaces};
 pub use source::{Source, config_key, config_place};
 
@@ -180,9 +179,10 @@ pub fn render(deployment: &Deployment, options: &RenderOptions<'_>) -> Result<Ar
         ray_job: rayjob.then(|| artifact(ArtifactKind::RayJob, commented(ray_job::manifest(deployment, ray_version, token_auth, fabric)))),
         kueue_configuration: match deployment.job.queue {
             None => None,
-            Some(_) => {
-                Some(artifact(ArtifactKind::KueueConfiguration, commented(kueue_configuration(deployment, crate::kueue::GKE_A4_TEMPLATE)?)))
-            }
+            Some(_) => Some(artifact(
+                ArtifactKind::KueueConfiguration,
+                commented(kueue_configuration(deployment, crate::knowledge::kueue::GKE_A4_TEMPLATE)?),
+            )),
         },
     })
 }

@@ -105,7 +105,7 @@ pub(super) fn spec(d: &Deployment, ray_version: &str, token_auth: bool, fabric: 
         worker_placement = placement(d, 10),
         health_check = health_check_container(d, &image_text, fabric.is_some()),
         image = image_text,
-        head_env = secret_env(d, None, 12) + &run_key_env(d, 14),
+        head_env = secret_env(d, None, 12) + &crate::auth::run_key_env(d, 14),
         worker_env = secret_env(d, fabric.map(|_| (GIB_NCCL_NET_VAR, GIB_NCCL_NET)), 14),
         head_command = if fabric.is_some() { command(HEAD_COMMAND, 12) } else { String::new() },
         worker_metadata = fabric.map_or_else(String::new, |f| worker_annotations(d, f)),
@@ -291,19 +291,6 @@ fn secret_env(d: &Deployment, plain: Option<(&str, &str)>, indent: usize) -> Str
         entry(WANDB_API_KEY_KEY, true);
     }
     out
-}
-
-/// The run key on the head, where the supervisor runs (`GKE_RL_RUN_KEY`, as the keeper has it):
-/// what proves the run records on the shared file system are gke-rl's own
-/// (`crate::supervisor`). Optional, so that a RayCluster applied without gke-rl's deploy starts.
-pub(crate) fn run_key_env(d: &Deployment, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    format!(
-        "{pad}- name: {variable}\n{pad}  valueFrom:\n{pad}    secretKeyRef:\n{pad}      name: {secret}\n{pad}      key: {key}\n{pad}      optional: true\n",
-        variable = crate::supervisor::RUN_KEY_VARIABLE,
-        secret = crate::auth::secret_name(d),
-        key = crate::auth::TOKEN_KEY,
-    )
 }
 
 fn lustre_volume(d: &Deployment, indent: usize) -> String {

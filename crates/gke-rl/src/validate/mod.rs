@@ -4,7 +4,6 @@
 pub mod crd;
 mod facts;
 pub mod job_script;
-pub(crate) mod quantity;
 mod rules;
 mod sarif;
 
@@ -120,7 +119,7 @@ pub(crate) struct Views<'a> {
 #[derive(Debug)]
 pub(crate) struct KueueView<'a> {
     pub file: &'a str,
-    pub queues: Vec<crate::kueue::Queue>,
+    pub queues: Vec<crate::knowledge::kueue::Queue>,
 }
 
 /// A rule that could not run for lack of a fact, and what would provide it.
@@ -418,7 +417,7 @@ fn parse_file<'a>(file: &SourceFile<'a>) -> (Option<View<'a>>, Sink) {
         ArtifactKind::Blueprint => tree(file, &mut sink).map(View::Blueprint),
         ArtifactKind::RayJob => tree(file, &mut sink).map(View::RayJob),
         // A template: `${…}` stays a plain scalar until the blueprint's module fills it in.
-        ArtifactKind::KueueConfiguration => match crate::kueue::queues(file.text) {
+        ArtifactKind::KueueConfiguration => match crate::knowledge::kueue::queues(file.text) {
             Ok(queues) => Some(View::Kueue(KueueView { file: file.name, queues })),
             Err(e) => {
                 sink.emit(&rules::SYNTAX, file.name, e.at(), format!("invalid YAML: {}", e.message()), "fix the YAML");

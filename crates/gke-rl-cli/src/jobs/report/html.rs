@@ -303,7 +303,7 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     let saves: Vec<(f64, f64)> =
         report.steps.iter().filter_map(|s| Some((minutes(s.saved_at?), minutes(s.saved_at? + s.checkpoint_s.unwrap_or(0.0))))).collect();
     let mut out = format!("<section id=\"lustre\"><h2>Lustre {}</h2>\n", escape(&usage.instance_id));
-    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&usage.summary(&report.steps)));
+    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&usage.summary(&gke_rl::run_report::save_windows(&report.steps))));
     let throughput = [("read", read.as_slice(), COLORS[0]), ("write", write.as_slice(), COLORS[1])];
     out.push_str(&svg(WIDTH, HEIGHT, |area| over_time(area, x_range.clone(), "GB/s", &throughput, &saves))?);
     let space: Vec<(&str, Vec<(f64, f64)>)> = usage

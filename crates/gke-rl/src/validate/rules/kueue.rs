@@ -12,9 +12,10 @@
 use super::ray::{Pod, pods};
 use super::*;
 use crate::blueprint::{NODE_POOL_SOURCE, module_by_source, modules};
+use crate::knowledge::kueue::{self, Queue};
 use crate::knowledge::{GPU_RESOURCE, QUEUE_LABEL};
-use crate::kueue::{self, Queue};
-use crate::validate::{Tree, quantity};
+use crate::model::quantity;
+use crate::validate::Tree;
 use crate::yaml::Node;
 
 /// Where the queues come from when no Kueue configuration is given.

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::knowledge;
-use crate::validate::{Tree, quantity};
+use crate::model::quantity;
+use crate::validate::Tree;
 use crate::yaml::decimal::{fixed, short};
 use crate::yaml::{Node, Value};
 
@@ -162,10 +163,12 @@ fn auth(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
     if let Some(mode) = mode {
         // KubeRay refuses the RayCluster by its rayVersion (validation.go, v1.7.0); the image's
         // Ray decides whether the pods could authenticate at all.
-        let too_old = [declared.and_then(Node::text), ray].into_iter().flatten().find(|v| !crate::auth::supports_token(v));
+        let too_old = [declared.and_then(Node::text), ray].into_iter().flatten().find(|v| !crate::knowledge::supports_token(v));
         let problem = match (declared.and_then(Node::text), too_old) {
             (None, _) => Some("the RayCluster names no rayVersion, which KubeRay needs for it".to_owned()),
-            (_, Some(old)) => Some(format!("the cluster runs Ray {old}; token authentication needs {}", crate::auth::TOKEN_AUTH_SINCE)),
+            (_, Some(old)) => {
+                Some(format!("the cluster runs Ray {old}; token authentication needs {}", crate::knowledge::TOKEN_AUTH_SINCE))
+            }
             _ => None,
         };
         if let Some(problem) = problem {
@@ -190,7 +193,7 @@ fn auth(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
         container.and_then(|c| c.get(&["env"])).map(Node::items).unwrap_or_default().iter().any(|e| {
             e.get(&["name"]).and_then(Node::text) == Some("RAY_AUTH_MODE") && e.get(&["value"]).and_then(Node::text) == Some("token")
         });
-    if crate::auth::supports_token(ray) && !by_hand {
+    if crate::knowledge::supports_token(ray) && !by_hand {
         sink.emit(
             &RAY_AUTH_OFF,
             cluster.file,
