@@ -19,7 +19,7 @@ impl Args {
         let loaded = self.source.load()?.fitted_to_cluster()?;
         let mut priced = loaded.deployment.clone();
         if loaded.deployment.project.existing_cluster {
-            match gke_rl_ops::existing::as_it_is(&loaded.deployment, &gke_rl_ops::Target::default(), &gke_rl_ops::Env::real()) {
+            match gke_rl_ops::existing::as_it_is(&loaded.deployment, &gke_rl_ops::SiteOptions::default(), &gke_rl_ops::Env::real()) {
                 Ok(as_it_is) => priced = as_it_is,
                 Err(e) => {
                     let why = match &e {

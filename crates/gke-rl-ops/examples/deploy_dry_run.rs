@@ -3,7 +3,7 @@
 
 use gke_rl::model::{Cidr, ProjectId, Zone};
 use gke_rl_ops::deploy::{self, DeployOptions};
-use gke_rl_ops::{Env, Target};
+use gke_rl_ops::{Env, SiteOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The codelab's reference setup, on 4 nodes in another zone of the same region.
@@ -15,8 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let render = gke_rl::RenderOptions { source: "examples/deploy_dry_run.rs", regenerate: "cargo run --example deploy_dry_run" };
     let artifacts = gke_rl::render(&deployment, &render)?;
-    let options =
-        DeployOptions { target: Target { toolkit: Some("cluster-toolkit".into()), ..Target::default() }, ..DeployOptions::default() };
+    let options = DeployOptions {
+        target: SiteOptions { toolkit: Some("cluster-toolkit".into()), ..SiteOptions::default() },
+        ..DeployOptions::default()
+    };
     // The project is in the model, so planning asks gcloud nothing.
     println!("{}", deploy::plan(&deployment, &artifacts, &options, &Env::real())?);
     Ok(())

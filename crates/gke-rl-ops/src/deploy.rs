@@ -11,14 +11,14 @@ use gke_rl_kube::{Readiness, Wait};
 use crate::address::{ADDRESS_ECHO, host_cidr, public_address};
 use crate::blueprint::{patch_checked, toolkit_blueprint};
 use crate::events::{Event, Progress, Question};
-use crate::site::{Resolved, Target};
+use crate::site::{Resolved, SiteOptions};
 use crate::{Env, Error, Fix, Problem, files};
 
 /// How to deploy.
 #[derive(Clone, Debug)]
 pub struct DeployOptions {
     /// Which deployment, where.
-    pub target: Target,
+    pub target: SiteOptions,
     /// The CIDR allowed to reach the control plane [default: the config's, else the one the
     /// cluster was provisioned with, else this machine's public address].
     pub authorized_cidr: Option<Cidr>,
@@ -33,7 +33,7 @@ pub struct DeployOptions {
 impl Default for DeployOptions {
     fn default() -> Self {
         DeployOptions {
-            target: Target::default(),
+            target: SiteOptions::default(),
             authorized_cidr: None,
             download_dependencies: false,
             timeout: Duration::from_secs(30 * 60),

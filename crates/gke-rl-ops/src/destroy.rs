@@ -8,14 +8,14 @@ use gke_rl::lifecycle::{self, Step, existing};
 use gke_rl_kube::Wait;
 
 use crate::events::{Event, Progress, Question};
-use crate::site::{Resolved, Target};
+use crate::site::{Resolved, SiteOptions};
 use crate::{Env, Error};
 
 /// How to destroy.
 #[derive(Clone, Debug, Default)]
 pub struct DestroyOptions {
     /// Which deployment, where.
-    pub target: Target,
+    pub target: SiteOptions,
     /// Turn off the add-ons deploy turned on in an existing cluster.
     pub disable_addons: bool,
 }

@@ -274,9 +274,9 @@ pub enum Error {
     },
     /// The RayJob's cluster was taken away while its run was followed (preempted, as by Kueue):
     /// the run is lost, and the RayJob deleted, or not.
-    #[error("RayJob {namespace}/{name} is {state}: its cluster was taken away (preempted), and the run with it; {}", match deleted {
-        Ok(()) => "the RayJob is deleted: submit again, and NeMo-RL resumes from its newest checkpoint".to_owned(),
-        Err(e) => format!("deleting it failed ({e}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or KubeRay waits for the lost job until it is deleted"),
+    #[error("RayJob {namespace}/{name} is {state}: its cluster was taken away (preempted), and the run with it; {}", match not_deleted {
+        None => "the RayJob is deleted: submit again, and NeMo-RL resumes from its newest checkpoint".to_owned(),
+        Some(e) => format!("deleting it failed ({e}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or KubeRay waits for the lost job until it is deleted"),
     })]
     RunPreempted {
         /// Its name.
@@ -285,8 +285,8 @@ pub enum Error {
         namespace: String,
         /// Its state now.
         state: String,
-        /// Whether it was deleted, or why not.
-        deleted: Result<(), String>,
+        /// Why it was not deleted, if it was not.
+        not_deleted: Option<String>,
     },
     /// KubeRay did not take up the job named in the RayJob in time.
     #[error("KubeRay did not follow job {id} in RayJob {namespace}/{name} within {}s (it is {state}): is the KubeRay operator running?", .waited.as_secs())]

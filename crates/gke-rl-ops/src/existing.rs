@@ -93,7 +93,7 @@ fn fit_and_instance(env: &Env, resolved: &Resolved<'_>, cluster: &Cluster, probl
 /// head's pool and its machine, the instance's capacity and tier), without their Nodes and GKE
 /// networks: what `cost` prices. An `Err` holds every problem (the cluster cannot be read, or
 /// does not fit).
-pub fn as_it_is(deployment: &Deployment, target: &crate::Target, env: &Env) -> Result<Deployment, Error> {
+pub fn as_it_is(deployment: &Deployment, target: &crate::SiteOptions, env: &Env) -> Result<Deployment, Error> {
     let resolved = target.resolve(deployment, env, false)?;
     let mut problems = Vec::new();
     if let Some(cluster) = described(env, &resolved, &mut problems)

@@ -51,7 +51,7 @@ pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemCl
 pub use error::{Error, Fix, Problem};
 pub use events::{Event, Progress, Question, Quiet, Unanswerable};
 pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
-pub use site::Target;
+pub use site::SiteOptions;
 
 /// A duration as people read it in progress lines: `4.2s`, `12m03s`.
 pub fn took(elapsed: std::time::Duration) -> String {

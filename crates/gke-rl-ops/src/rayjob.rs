@@ -161,7 +161,7 @@ async fn taken_away(deployment: &Deployment, clusters: &RayClusters, uid: &str, 
 async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, state: RayJobState, progress: &dyn Progress) -> Error {
     let deleted = delete(clusters, deployment, Some(uid), progress).await;
     let (name, namespace) = (deployment.job.name.to_string(), deployment.ray.namespace.to_string());
-    Error::RunPreempted { name, namespace, state: state.state().to_owned(), deleted }
+    Error::RunPreempted { name, namespace, state: state.state().to_owned(), not_deleted: deleted.err() }
 }
 
 /// `error`, which stopped a submit before its job was named, once the RayJob it made (the

@@ -12,7 +12,7 @@ use crate::{Env, Error, files};
 
 /// Which deployment, where.
 #[derive(Clone, Debug, Default)]
-pub struct Target {
+pub struct SiteOptions {
     /// The Google Cloud project [default: the config's `project_id`, else gcloud's configured project].
     pub project: Option<ProjectId>,
     /// The deployment folder: state file, patched blueprint, gcluster's files [default: `.gke-rl/<cluster_name>`].
@@ -29,7 +29,7 @@ pub(crate) struct Resolved<'a> {
     pub hidden: Vec<String>,
 }
 
-impl Target {
+impl SiteOptions {
     /// Resolves the project (option, config, `PROJECT_ID`, gcloud) and the folders, once. The site's
     /// authorized CIDR is left unknown: only deploy needs one.
     pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {

@@ -17,7 +17,9 @@ use gke_rl_kube::fake::{FakeApiServer, Pods};
 use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed, Plan};
 use gke_rl_ops::suspend::Changed;
-use gke_rl_ops::{Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, RunError, Runner, SystemClock, Target, Unanswerable};
+use gke_rl_ops::{
+    Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, RunError, Runner, SiteOptions, SystemClock, Unanswerable,
+};
 use gke_rl_test_support::{files_under, project_root};
 
 const TOKEN: &str = "hf_fake_token_value_0123456789";
@@ -143,8 +145,8 @@ impl World {
         deployment
     }
 
-    fn target(&self, given: &Given<'_>) -> Target {
-        Target {
+    fn target(&self, given: &Given<'_>) -> SiteOptions {
+        SiteOptions {
             project: given.project.map(|p| ProjectId::new(p).unwrap()),
             folder: Some(self.folder()),
             toolkit: Some(self.root.join("toolkit")),

@@ -37,7 +37,7 @@ pub fn from_yaml(text: &str) -> Result<Deployment, Diagnostic> {
             "config-auth-unsupported",
             at,
             unsupported.to_string(),
-            "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), or leave `auth` out: older Rays get a NetworkPolicy",
+            format!("use {}, or leave `auth` out: older Rays get a NetworkPolicy", crate::knowledge::token_auth_images()),
         ));
     }
     if let Some(conflict) = deployment.mode_conflict() {

@@ -28,8 +28,8 @@ pub struct Target {
 }
 
 impl Target {
-    fn options(&self) -> gke_rl_ops::Target {
-        gke_rl_ops::Target { project: self.project.clone(), folder: self.folder.clone(), toolkit: self.toolkit.clone() }
+    fn options(&self) -> gke_rl_ops::SiteOptions {
+        gke_rl_ops::SiteOptions { project: self.project.clone(), folder: self.folder.clone(), toolkit: self.toolkit.clone() }
     }
 
     /// The command that writes the cluster's kubeconfig entry, for hints.

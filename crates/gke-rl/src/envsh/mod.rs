@@ -379,7 +379,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
             "env-sh-auth-unsupported",
             auth_at.unwrap_or(image_at),
             unsupported.to_string(),
-            "set RAY_AUTH empty or to disabled, or RAY_IMAGE to an image with Ray 2.52 or newer",
+            format!("set RAY_AUTH empty or to disabled, or RAY_IMAGE to {}", crate::knowledge::token_auth_images()),
         ));
     }
     if let Some(conflict) = deployment.mode_conflict() {

@@ -240,6 +240,21 @@ pub fn supports_token(version: &str) -> bool {
     ray_at_least(version, TOKEN_AUTH_SINCE)
 }
 
+/// [`TOKEN_AUTH_SINCE`] as people name the release: `2.52`.
+pub fn token_auth_ray() -> &'static str {
+    TOKEN_AUTH_SINCE.strip_suffix(".0").unwrap_or(TOKEN_AUTH_SINCE)
+}
+
+/// The images that have token authentication, for people: "an image with Ray 2.52 or newer
+/// (NeMo-RL v0.6.0 and later)", from [`TOKEN_AUTH_SINCE`] and the first release that ships it.
+pub fn token_auth_images() -> String {
+    let ray = token_auth_ray();
+    match NEMO_RL_RELEASES.iter().find(|r| supports_token(r.ray)) {
+        Some(first) => format!("an image with Ray {ray} or newer (NeMo-RL {} and later)", first.tag),
+        None => format!("an image with Ray {ray} or newer"),
+    }
+}
+
 /// Whether Ray `version` (`2.46.0`, `2.52`, `2.9.3rc1`; a `dev` build counts as new) is at
 /// least `needs`.
 pub fn ray_at_least(version: &str, needs: &str) -> bool {

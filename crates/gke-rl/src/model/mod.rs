@@ -648,7 +648,7 @@ impl ModeConflict {
     /// How to fix it.
     pub fn help(self) -> String {
         match self {
-            ModeConflict::NeedsToken => "use an image with Ray 2.52 or newer (NeMo-RL v0.6.0 and later), with auth left on".to_owned(),
+            ModeConflict::NeedsToken => format!("use {}, with auth left on", crate::knowledge::token_auth_images()),
             ModeConflict::Suspends { field } => {
                 format!("leave job.{} out; job.rayjob_ttl_seconds_after_finished says how long a RayJob's cluster stays", key(field))
             }

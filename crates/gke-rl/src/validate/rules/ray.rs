@@ -177,7 +177,7 @@ fn auth(cluster: &Tree<'_>, pods: &[Pod<'_>], sink: &mut Sink) {
                 cluster.file,
                 mode.at(),
                 format!("authOptions.mode is token, but {problem}"),
-                "set `rayVersion` to the Ray inside the image (2.52 or newer), or remove authOptions: gke-rl render then restricts the pods with a NetworkPolicy",
+                format!("set `rayVersion` to the Ray inside the image ({} or newer), or remove authOptions: gke-rl render then restricts the pods with a NetworkPolicy", crate::knowledge::token_auth_ray()),
             );
         }
         sink.ran(&RAY_AUTH_OFF);

@@ -43,7 +43,7 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
     if to - from > MAX_WINDOW_S {
         return Err(Error::NoRunWindow { why: "it spans more than the six weeks Cloud Monitoring keeps these metrics" });
     }
-    let resolved = crate::Target::default().resolve(deployment, env, false)?;
+    let resolved = crate::SiteOptions::default().resolve(deployment, env, false)?;
     let token = access_token(env, &resolved.hidden)?;
     let project = resolved.site.project_id.as_str();
     let mut authorization = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
