@@ -27,5 +27,5 @@ libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
     let once = gke_rl::run_log::RunLog::of(text);
     assert_eq!((run.steps(), run.saves()), (once.steps(), once.saves()), "the same run, however the text is split");
     let _ = run.checkpoint_report();
-    let _ = gke_rl::records::Records::of(text).report();
+    let _ = gke_rl::records::Records::of(text).restarts_summary();
 });

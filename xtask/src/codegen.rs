@@ -49,7 +49,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
         Ok(())
     };
 
-    let artifacts = gke_rl_cli::render(&Deployment::default(), "the embedded default")?;
+    let artifacts = gke_rl_cli::artifacts(&Deployment::default(), "the embedded default")?;
     for artifact in &artifacts {
         ensure(&format!("{MANIFESTS_DIR}/{}", artifact.name), &artifact.contents)?;
     }

@@ -80,7 +80,7 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let out = root.join("target/web-test");
     std::fs::create_dir_all(&out)?;
     // A valid set: the render of the embedded default.
-    let valid: serde_json::Map<String, serde_json::Value> = gke_rl_cli::render(&gke_rl::Deployment::default(), "the browser test")?
+    let valid: serde_json::Map<String, serde_json::Value> = gke_rl_cli::artifacts(&gke_rl::Deployment::default(), "the browser test")?
         .into_iter()
         .map(|a| (a.name.to_owned(), a.contents.into()))
         .collect();

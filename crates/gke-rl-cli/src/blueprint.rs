@@ -40,7 +40,7 @@ impl Args {
             );
         }
         let original = config::read_input(&input)?;
-        let rendered = loaded.render()?;
+        let rendered = loaded.artifacts()?;
         let patched =
             patch_checked(&input, &original, &loaded.deployment, &rendered).map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
 

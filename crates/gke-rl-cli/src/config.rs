@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use gke_rl::{Deployment, Diagnostic, envsh};
 
-use crate::report::{Report, Reported};
+use crate::diagnostics::{Located, Reported};
 
 /// The config file picked up from the working directory when no flag names one.
 pub const DEFAULT_CONFIG: &str = "gke-rl.yaml";
@@ -89,8 +89,8 @@ impl Loaded {
     }
 
     /// Every artifact of the model.
-    pub fn render(&self) -> anyhow::Result<gke_rl::Artifacts> {
-        crate::render(&self.deployment, &self.source)
+    pub fn artifacts(&self) -> anyhow::Result<gke_rl::Artifacts> {
+        crate::artifacts(&self.deployment, &self.source)
     }
 }
 
@@ -112,7 +112,7 @@ fn load(config: Option<&Path>, env_file: Option<&Path>) -> anyhow::Result<Loaded
         }
     };
     let text = read_input(path)?;
-    let reported = |d: &Diagnostic| Reported(Report { file: path, source: &text, diagnostic: d }.to_string());
+    let reported = |d: &Diagnostic| Reported(Located { file: path, source: &text, diagnostic: d }.to_string());
     let (deployment, defaulted) = if from_env_sh {
         let imported = envsh::import(&text).map_err(|d| reported(&d))?;
         for warning in &imported.warnings {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use gke_rl::lifecycle::{self, Command};
 use gke_rl_ops::{Event, Fix, Problem, Progress, Question, Unanswerable};
 
-use crate::report::Report;
+use crate::diagnostics::Located;
 
 /// Where progress goes: stderr (with a bar on a terminal), or a buffer in tests. Job logs go
 /// to stdout.
@@ -330,7 +330,7 @@ impl Progress for Console {
                 }
             }
             Event::RuntimeEnvFinding { text, finding } => {
-                let report = Report { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
+                let report = Located { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
                 self.say(format_args!("{report}\n"));
             }
             Event::IgnoreFiles { dir, count } => self.say(format_args!("working dir {dir}: {count} ignore file(s) applied")),
@@ -376,7 +376,7 @@ impl Progress for Console {
             }
             Event::JobEnded { id, status, message, log, records } => {
                 self.end_progress();
-                let reports = [records.map(|r| r.report()).unwrap_or_default(), log.checkpoint_report()];
+                let reports = [records.map(|r| r.restarts_summary()).unwrap_or_default(), log.checkpoint_report()];
                 for report in reports.iter().filter(|r| !r.is_empty()) {
                     crate::terminal::err(&crate::terminal::shown(report));
                 }

@@ -65,7 +65,7 @@ impl Args {
 impl CheckArgs {
     /// Runs the check through `head` and prints its report; the exit code.
     pub async fn run(&self, loaded: &Loaded, head: &Head, env: &Env, console: &Arc<Console>) -> anyhow::Result<u8> {
-        let artifacts = loaded.render()?;
+        let artifacts = loaded.artifacts()?;
         let options = FabricCheckOptions { sizes: self.sizes.clone(), min_fraction: self.min_fraction, timeout: self.timeout };
         let progress = Filtered { console, logs: self.verbose };
         let checked = gke_rl_ops::fabric::check(&loaded.deployment, &artifacts, &options, &head.client, env, &progress)

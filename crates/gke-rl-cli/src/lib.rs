@@ -11,10 +11,10 @@ mod cluster;
 mod config;
 mod console;
 mod cost;
+mod diagnostics;
 mod fabric;
 mod jobs;
 mod render;
-mod report;
 mod storage;
 mod terminal;
 mod validate;
@@ -69,8 +69,8 @@ pub enum Command {
 /// front end, so a render's bytes do not depend on how it was run.
 pub const REGENERATE: &str = "gke-rl render";
 
-/// Renders `deployment`, loaded from `source`, with the CLI's headers.
-pub fn render(deployment: &gke_rl::Deployment, source: &str) -> anyhow::Result<gke_rl::Artifacts> {
+/// The artifacts of `deployment`, loaded from `source`, with the CLI's headers.
+pub fn artifacts(deployment: &gke_rl::Deployment, source: &str) -> anyhow::Result<gke_rl::Artifacts> {
     Ok(gke_rl::render(deployment, &gke_rl::RenderOptions { source, regenerate: REGENERATE })?)
 }
 
@@ -129,7 +129,7 @@ pub fn run(command: Command, name: &'static str) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            match e.downcast_ref::<report::Reported>() {
+            match e.downcast_ref::<diagnostics::Reported>() {
                 Some(reported) => crate::terminal::errln!("{}", terminal::shown(&reported.0)),
                 None => crate::terminal::errln!("error: {}", terminal::shown(&format!("{e:#}"))),
             }
@@ -230,7 +230,7 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 fn reported(error: gke_rl_ops::Error, explain: &dyn Fn(&gke_rl_ops::Error) -> String) -> anyhow::Error {
     match &error {
         gke_rl_ops::Error::Blueprint { path, text, diagnostic } => {
-            report::Reported(report::Report { file: path, source: text, diagnostic }.to_string()).into()
+            diagnostics::Reported(diagnostics::Located { file: path, source: text, diagnostic }.to_string()).into()
         }
         gke_rl_ops::Error::ForeignState { path, .. } => {
             anyhow::anyhow!("{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder", path.display())

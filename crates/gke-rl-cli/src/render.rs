@@ -9,7 +9,7 @@ use gke_rl::validate::{self, SourceFile};
 use gke_rl::{Artifact, Severity};
 
 use crate::config;
-use crate::report::Report;
+use crate::diagnostics::Located;
 
 /// Render every artifact (env.sh, gcluster deployment file, RayCluster, Secret command,
 /// .rayignore, runtime env, job script) from the current config.
@@ -32,7 +32,7 @@ impl Args {
     /// Exit 1, writing nothing, when the render fails validation (unless `--force`).
     pub fn run(self) -> anyhow::Result<u8> {
         let loaded = self.source.load()?.fitted_to_cluster()?;
-        let rendered = loaded.render()?;
+        let rendered = loaded.artifacts()?;
         let artifacts: Vec<&Artifact> = rendered.iter().collect();
         let sources: Vec<SourceFile<'_>> = artifacts.iter().map(|a| SourceFile::from(*a)).collect();
         // Errors stop the render; warnings (an assumed NeMo-RL layout, an open Ray) are shown
@@ -74,7 +74,7 @@ fn at_config(loaded: &config::Loaded, finding: &validate::Finding, rendered: &st
     let key = source.map(|s| s.key);
     let root = loaded.config.as_ref().and_then(|(_, text)| gke_rl::yaml::Node::parse(text));
     let place = key.as_deref().zip(root.as_ref()).and_then(|(key, root)| gke_rl::render::config_place(root, key));
-    let with_note = |report: Report<'_>, note: String| {
+    let with_note = |report: Located<'_>, note: String| {
         let gutter = " ".repeat(report.diagnostic.line.to_string().len());
         format!("{report}\n{gutter} = note: {note}")
     };
@@ -87,13 +87,13 @@ fn at_config(loaded: &config::Loaded, finding: &validate::Finding, rendered: &st
             } else {
                 format!("`{key}` decides it, and is not set here (its default is used); rendered at {rendered_at}")
             };
-            with_note(Report { file: path, source: text, diagnostic: &moved }, note)
+            with_note(Located { file: path, source: text, diagnostic: &moved }, note)
         }
         (Some(key), ..) => with_note(
-            Report { file: Path::new(&finding.file), source: rendered, diagnostic: d },
+            Located { file: Path::new(&finding.file), source: rendered, diagnostic: d },
             format!("change `{key}` in the config; this file is rendered from it"),
         ),
-        (None, ..) => Report { file: Path::new(&finding.file), source: rendered, diagnostic: d }.to_string(),
+        (None, ..) => Located { file: Path::new(&finding.file), source: rendered, diagnostic: d }.to_string(),
     }
 }
 

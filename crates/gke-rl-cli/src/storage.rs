@@ -74,7 +74,7 @@ impl Args {
 impl CheckArgs {
     /// Runs the check through `head` and prints its figures; the exit code.
     pub async fn run(&self, loaded: &Loaded, head: &Head, env: &gke_rl_ops::Env, console: &Arc<Console>) -> anyhow::Result<u8> {
-        let artifacts = loaded.render()?;
+        let artifacts = loaded.artifacts()?;
         let options = StorageCheckOptions {
             dir: self.dir.clone(),
             max_node_bytes: self.size,

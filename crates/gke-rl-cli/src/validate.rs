@@ -9,7 +9,7 @@ use gke_rl::Severity;
 use gke_rl::validate::{self, SourceFile, Validation};
 
 use crate::config;
-use crate::report::Report;
+use crate::diagnostics::Located;
 use crate::terminal::{outln, shown};
 
 const KNOWN_FILES: &str =
@@ -70,7 +70,7 @@ impl Args {
         }
         if self.paths.is_empty() || self.source.is_explicit() {
             let loaded = self.source.load()?.fitted_to_cluster()?;
-            let rendered = loaded.render()?;
+            let rendered = loaded.artifacts()?;
             if self.paths.is_empty() && self.format == Format::Human {
                 // Say what is checked: with no file named, it is a render nobody wrote to disk.
                 crate::terminal::errln!(
@@ -234,7 +234,7 @@ fn print_human(validation: &Validation, files: &BTreeMap<String, String>, verbos
     let findings = &validation.findings;
     for finding in findings {
         let source = files.get(&finding.file).map_or("", String::as_str);
-        outln!("{}\n", Report { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
+        outln!("{}\n", Located { file: Path::new(&finding.file), source, diagnostic: &finding.diagnostic });
     }
     let count = |severity| validate::count(findings, severity);
     outln!(

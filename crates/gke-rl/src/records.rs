@@ -260,7 +260,7 @@ impl Records {
     }
 
     /// The report for people: every restart, its cause, what it redid and what it cost.
-    pub fn report(&self) -> String {
+    pub fn restarts_summary(&self) -> String {
         let restarts: Vec<&Restart> = self.restarts().collect();
         if restarts.is_empty() {
             return String::new();
@@ -326,7 +326,7 @@ mod tests {
         let records = Records::of(&log);
         assert_eq!(records.restarts().count(), 1);
         assert_eq!(records.ended(), Some(("SUCCEEDED", "the training succeeded")));
-        let report = records.report();
+        let report = records.restarts_summary();
         assert!(report.starts_with("restarts: 1 (1 steps redone, 9.0s of wall time lost)"), "{report}");
         assert!(
             report.contains("resumed from step 4: 1 steps redone; 8.0s waiting for the nodes, running again 1.0s after they were back")

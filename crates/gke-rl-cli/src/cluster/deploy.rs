@@ -80,7 +80,7 @@ impl DeployArgs {
             loaded.deployment.job.idle_timeout_minutes = Some(idle_minutes(idle));
         }
         let d = &loaded.deployment;
-        let artifacts = loaded.render()?;
+        let artifacts = loaded.artifacts()?;
         let options = DeployOptions {
             target: self.target.options(),
             authorized_cidr: self.authorized_cidr.clone(),

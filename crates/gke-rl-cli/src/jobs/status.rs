@@ -92,7 +92,7 @@ fn run(report: &JobReport, console: &Console) {
     if let Some(e) = &report.records_unread {
         console.say(format_args!("warning: the run's records cannot be read from job {}'s log: {}", report.job.id(), gke_rl_ops::chain(e)));
     }
-    crate::terminal::err(&crate::terminal::shown(&report.records.report()));
+    crate::terminal::err(&crate::terminal::shown(&report.records.restarts_summary()));
     match report.records.ended() {
         Some((status, reason)) => console.say(format_args!("run {status}: {reason}")),
         None if report.records.supervised() && report.job.status == JobStatus::Failed => console.say(

@@ -118,7 +118,7 @@ impl SubmitArgs {
             job.console.hide_job_log();
         }
         let d = &job.loaded.deployment;
-        let artifacts = job.loaded.render()?;
+        let artifacts = job.loaded.artifacts()?;
         let runtime_env = match &self.runtime_env {
             Some(path) => Some((path.display().to_string(), gke_rl_ops::files::read_text(path)?)),
             None => None,
@@ -167,7 +167,7 @@ impl SubmitArgs {
             }
             Ran::Followed { id, head, observed, after } => {
                 if let Followed::Detached { .. } = observed.followed {
-                    crate::terminal::err(&crate::terminal::shown(&observed.records.report()));
+                    crate::terminal::err(&crate::terminal::shown(&observed.records.restarts_summary()));
                 }
                 let code = ended(&head, &id, super::target(d, &head, &id, None), &observed.followed, &job.console)?;
                 match after {

@@ -1,5 +1,5 @@
 //! `env.sh`: the shell view of a [`Deployment`]. One table maps each variable to a model
-//! field; rendering and importing both walk it, so `import(render(d)) == d`.
+//! field; rendering and importing both walk it, so `import(contents(d)) == d`.
 
 mod parse;
 
@@ -233,7 +233,7 @@ pub(crate) fn field_of(name: &str) -> Option<&'static str> {
 }
 
 /// The body of env.sh for `deployment` (the caller adds the header).
-pub fn render(deployment: &Deployment) -> String {
+pub fn contents(deployment: &Deployment) -> String {
     // The model as JSON, read back as nodes to look fields up by pointer: the JSON serializer
     // and the node reader are in every build already, and `serde_json::Value`'s serializer
     // would cost the web page 3 KB gzip. JSON is YAML once the characters YAML does not print
@@ -561,7 +561,7 @@ mod tests {
         let mut deployment = Deployment::default();
         let hostile = "\u{7f}\u{85}\u{9f}\u{2028}\u{2029}\u{feff}\u{fffe}\u{ffff}\u{1}\"\\\n\t'`$(x)";
         deployment.cost.source = Some(hostile.to_owned());
-        assert_eq!(render(&deployment), render(&Deployment::default()), "cost is not in env.sh, and nothing panics");
+        assert_eq!(contents(&deployment), contents(&Deployment::default()), "cost is not in env.sh, and nothing panics");
         let json = yaml_printable(&serde_json::to_string(&hostile).unwrap());
         assert_eq!(gke_rl_yaml::Node::parse(&json).and_then(|node| node.text().map(str::to_owned)).as_deref(), Some(hostile));
     }

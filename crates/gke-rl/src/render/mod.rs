@@ -212,7 +212,7 @@ fn env_sh(deployment: &Deployment) -> String {
     format!(
         "# Source it (`source env.sh`) to get the deployment's settings in your shell. It holds no\n\
          # secret: HF_TOKEN and WANDB_API_KEY stay in your environment. `--env-file` reads it back.\n{}",
-        envsh::render(deployment)
+        envsh::contents(deployment)
     )
 }
 

@@ -9,13 +9,13 @@ use gke_rl::Diagnostic;
 use crate::terminal::shown;
 
 /// A diagnostic about a file, ready to print.
-pub struct Report<'a> {
+pub struct Located<'a> {
     pub file: &'a Path,
     pub source: &'a str,
     pub diagnostic: &'a Diagnostic,
 }
 
-impl fmt::Display for Report<'_> {
+impl fmt::Display for Located<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.diagnostic;
         writeln!(f, "{}[{}]: {}", d.severity, d.code, shown(&d.message))?;
@@ -56,7 +56,7 @@ mod tests {
     fn secrets_and_control_characters_never_reach_the_terminal() {
         let d = Diagnostic::warning("env-sh-secret-ignored", (1, 17), "HF_TOKEN holds a secret value", "delete this line");
         let source = "export HF_TOKEN=\"hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345\" \u{1b}[2J\n";
-        let text = Report { file: Path::new("env.sh"), source, diagnostic: &d }.to_string();
+        let text = Located { file: Path::new("env.sh"), source, diagnostic: &d }.to_string();
         assert!(text.contains("1 | export HF_TOKEN=\"<redacted>\" \\u{1b}[2J\n  |                 ^^^^^^^^^^^^"), "{text}");
         assert!(!text.contains("hf_AbC") && !text.contains('\u{1b}'), "{text}");
     }
@@ -64,7 +64,7 @@ mod tests {
     #[test]
     fn points_at_the_value_with_a_caret() {
         let d = Diagnostic::error("config-unknown-key", (2, 3), "unknown field `capacity_gb`", "did you mean `capacity_gib`?");
-        let text = Report { file: Path::new("gke-rl.yaml"), source: "lustre:\n  capacity_gb: 9000\n", diagnostic: &d }.to_string();
+        let text = Located { file: Path::new("gke-rl.yaml"), source: "lustre:\n  capacity_gb: 9000\n", diagnostic: &d }.to_string();
         assert_eq!(
             text,
             "error[config-unknown-key]: unknown field `capacity_gb`\n --> gke-rl.yaml:2:3\n  |\n2 |   capacity_gb: 9000\n  |   ^^^^^^^^^^^^\n  = help: did you mean `capacity_gib`?"
