@@ -125,10 +125,10 @@ def main(out):
             wait_for(lambda: alive(address) >= 2, 120, "the second node")
             script = "import time, ray\nray.init()\n" + textwrap.dedent(body)
             job = client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}")
-            wait_for(lambda: client.get_job_status(job).is_terminal() or "stepped" in client.get_job_logs(job), 120, "a first step")
+            wait_for(lambda: client.get_job_status(job).is_terminal() or "stepped" in client.get_job_logs(job), 120, "a first step")  # noqa: B023
             if kills_node:
                 stop(node)
-            wait_for(lambda: client.get_job_status(job).is_terminal(), 180, f"the end of {name}")
+            wait_for(lambda: client.get_job_status(job).is_terminal(), 180, f"the end of {name}")  # noqa: B023
             if not kills_node:
                 stop(node)
             wait_for(lambda: alive(address) == 1, 120, "the second node's death")

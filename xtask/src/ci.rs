@@ -21,7 +21,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // mostly wait on PyPI, Debian's mirror and the Rust toolchain server.
     let rays = gke_rl_ray::TESTED_RAY.join(", ");
     let debian = DOWNLOADED_DEBIAN_PACKAGES.map(|(package, _)| package).join(", ");
-    eprintln!("==> meanwhile: Ray {rays} from PyPI; Debian's {debian}; the nightly toolchain");
+    eprintln!("==> meanwhile: Ray {rays} and Ruff from PyPI; Debian's {debian}; the nightly toolchain");
     let fetched = std::thread::spawn(|| Shell::new().map_err(anyhow::Error::from).and_then(|sh| fetch(&sh)));
     let compiled = step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))
         .and_then(|()| step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?)))
@@ -33,6 +33,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     // Waited for even when a step failed: no apt-get, pip or rustup is left running on its own.
     let downloaded = step("what came meanwhile", || fetched.join().map_err(|_| anyhow::anyhow!("a download panicked"))?);
     compiled.and(downloaded)?;
+    step("Python lint (Ruff, pinned)", || crate::python::lint(sh))?;
     step("tests", || Ok(cmd!(sh, "{cargo} test --workspace").run()?))?;
     step("the pages in Chromium (the web validator against native, the run report)", || {
         crate::web::browser_test(sh)?;
@@ -70,6 +71,7 @@ fn fetch(sh: &Shell) -> anyhow::Result<()> {
         let mut results: Vec<(String, anyhow::Result<()>)> =
             DOWNLOADED_DEBIAN_PACKAGES.map(|package| (format!("Debian's {}", package.0), debian_package(sh, package))).into();
         results.push(("the nightly toolchain".into(), crate::fuzz::install_nightly(sh)));
+        results.push(("Ruff".into(), crate::python::install(sh).map(drop)));
         for (version, install) in rays {
             let result = install.join().unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked")));
             results.push((format!("Ray {version}"), result));

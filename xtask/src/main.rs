@@ -13,6 +13,7 @@ mod dist;
 mod fuzz;
 mod models;
 mod nemo_rl;
+mod python;
 mod recipes;
 #[cfg(test)]
 mod tidy;
@@ -56,6 +57,8 @@ enum Task {
     Wasm,
     /// Run the pages in Chromium: the web validator against native, and the run report (part of ci)
     BrowserTest,
+    /// Lint the Python gke-rl ships (the in-cluster programs as they run) and tests with, with Ruff (part of ci)
+    PythonLint,
     /// Serve the web validator on localhost
     ServeWeb {
         /// Port on 127.0.0.1
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Task::Codegen { check } => codegen::run(check),
         Task::Wasm => wasm::run(&sh),
         Task::BrowserTest => web::browser_test(&sh).and_then(|_| web::report_test(&sh)),
+        Task::PythonLint => python::lint(&sh),
         Task::ServeWeb { port } => web::serve(&sh, port),
         Task::Ci => ci::run(&sh),
         Task::Dist(args) => args.run(&sh),

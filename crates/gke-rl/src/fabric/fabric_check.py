@@ -82,7 +82,7 @@ def node_part(index, nodes, gpus, init, sizes, iters):
         for name in sorted(os.listdir(out_dir)):
             if name.startswith("nccl."):
                 with open(os.path.join(out_dir, name), errors="replace") as f:
-                    kept = [l.rstrip("\n") for l in f if "NCCL INFO" in l and any(k in l for k in NCCL_KEYS)]
+                    kept = [line.rstrip("\n") for line in f if "NCCL INFO" in line and any(k in line for k in NCCL_KEYS)]
                 lines.extend(kept[:MAX_LINES_PER_RANK])
         samples = None
         if base == 0:
@@ -123,7 +123,9 @@ def on_ray(args, sizes):
     if len(nodes) < 2:
         print(f"{PREFIX} error: {len(nodes)} node; an inter-node collective needs at least two", flush=True)
         sys.exit(1)
-    pin = lambda node: NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+    def pin(node):
+        return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+
     deadline = time.monotonic() + args.timeout
     try:
         rendezvous = ray.remote(num_cpus=0, max_retries=0)(here)

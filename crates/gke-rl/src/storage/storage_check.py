@@ -298,7 +298,7 @@ def open_below(root, relative):
             try:
                 inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except OSError as e:
-                raise CheckError(f"{os.path.join(root, relative)}: {part} is not a folder of its own (a link, or a file): {e.strerror}")
+                raise CheckError(f"{os.path.join(root, relative)}: {part} is not a folder of its own (a link, or a file): {e.strerror}") from e
             os.close(fd)
             fd = inner
     except BaseException:
@@ -453,7 +453,9 @@ def on_ray(args):
 
         # No CPU asked: the check must run beside whatever holds the nodes' CPUs.
         task = ray.remote(num_cpus=0, max_retries=0)(part)
-        pin = lambda node: NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+        def pin(node):
+            return NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+
         runs = [task.options(scheduling_strategy=pin(node)).remote(i) for i, node in enumerate(nodes)]
         pending = list(runs)
         while pending:

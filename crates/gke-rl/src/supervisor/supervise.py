@@ -17,7 +17,6 @@ NeMo-RL's log markers, are generated into TABLES from gke-rl's own tables (crate
 
 import argparse
 import collections
-import hashlib
 import json
 import os
 import re
@@ -25,10 +24,8 @@ import shlex
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -336,7 +333,8 @@ def restore_swapped(folder):
                 removed.append(name)
                 freed += size
         elif f"tmp_{step}" in partial:
-            problem = settled(lambda: os.rename(path, complete))
+            # Called at once, in this turn of the loop.
+            problem = settled(lambda: os.rename(path, complete))  # noqa: B023
             if problem:
                 failed.append(f"cannot put back {name} as {step}: {problem}")
             else:
@@ -370,7 +368,7 @@ def size_of(path):
     if os.path.islink(path) or not os.path.isdir(path):
         return os.lstat(path).st_size
     total = 0
-    for root, dirs, files in os.walk(path):
+    for root, _dirs, files in os.walk(path):
         for name in files:
             try:
                 total += os.lstat(os.path.join(root, name)).st_size
