@@ -58,41 +58,46 @@ pub fn lint(sh: &Shell) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The sources [`programs`] are made of: each linted as part of the program that carries it.
-const PROGRAM_SOURCES: [&str; 7] = [
-    "crates/gke-rl/src/auth.py",
-    "crates/gke-rl/src/fabric/fabric_check.py",
-    "crates/gke-rl/src/guard/idle_guard.py",
-    "crates/gke-rl/src/storage/storage_check.py",
-    "crates/gke-rl/src/supervisor/keeper.py",
-    "crates/gke-rl/src/supervisor/records.py",
-    "crates/gke-rl/src/supervisor/supervise.py",
-];
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[test]
-fn every_python_file_of_the_project_is_linted() {
-    fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() && !matches!(name.as_str(), "target" | ".git" | "node_modules" | "upstream" | "out") {
-                walk(&path, out);
-            } else if name.ends_with(".py") {
-                out.push(path.strip_prefix(project_root()).unwrap().display().to_string());
+    /// The sources [`programs`] are made of: each linted as part of the program that carries it.
+    const PROGRAM_SOURCES: [&str; 7] = [
+        "crates/gke-rl/src/auth.py",
+        "crates/gke-rl/src/fabric/fabric_check.py",
+        "crates/gke-rl/src/guard/idle_guard.py",
+        "crates/gke-rl/src/storage/storage_check.py",
+        "crates/gke-rl/src/supervisor/keeper.py",
+        "crates/gke-rl/src/supervisor/records.py",
+        "crates/gke-rl/src/supervisor/supervise.py",
+    ];
+
+    #[test]
+    fn every_python_file_of_the_project_is_linted() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() && !matches!(name.as_str(), "target" | ".git" | "node_modules" | "upstream" | "out") {
+                    walk(&path, out);
+                } else if name.ends_with(".py") {
+                    out.push(path.strip_prefix(project_root()).unwrap().display().to_string());
+                }
             }
         }
-    }
-    let mut found = Vec::new();
-    walk(&project_root(), &mut found);
-    let unlinted: Vec<&String> =
-        found.iter().filter(|f| !STANDALONE.contains(&f.as_str()) && !PROGRAM_SOURCES.contains(&f.as_str())).collect();
-    assert!(unlinted.is_empty(), "not linted: {unlinted:?}: add each to STANDALONE or PROGRAM_SOURCES in xtask/src/python.rs");
-    for source in PROGRAM_SOURCES {
-        let name = source.rsplit('/').next().unwrap();
-        let carried = programs().iter().any(|(program, text)| {
-            *program == name
-                || text.contains(std::fs::read_to_string(project_root().join(source)).unwrap().lines().nth(1).unwrap_or_default())
-        });
-        assert!(carried, "{source} is in no linted program");
+        let mut found = Vec::new();
+        walk(&project_root(), &mut found);
+        let unlinted: Vec<&String> =
+            found.iter().filter(|f| !STANDALONE.contains(&f.as_str()) && !PROGRAM_SOURCES.contains(&f.as_str())).collect();
+        assert!(unlinted.is_empty(), "not linted: {unlinted:?}: add each to STANDALONE or PROGRAM_SOURCES in xtask/src/python.rs");
+        for source in PROGRAM_SOURCES {
+            let name = source.rsplit('/').next().unwrap();
+            let carried = programs().iter().any(|(program, text)| {
+                *program == name
+                    || text.contains(std::fs::read_to_string(project_root().join(source)).unwrap().lines().nth(1).unwrap_or_default())
+            });
+            assert!(carried, "{source} is in no linted program");
+        }
     }
 }
