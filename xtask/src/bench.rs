@@ -49,9 +49,9 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
         Target::Storage => storage(sh),
         Target::Recovery => {
             for version in gke_rl_ray::TESTED_RAY {
-                crate::ci::ray_venv(sh, version)?;
+                crate::install::ray_venv(sh, version)?;
             }
-            crate::ci::debian_package(sh, crate::ci::DEBIAN_TORCH)?;
+            crate::install::debian_package(sh, crate::install::DEBIAN_TORCH)?;
             let cargo = cargo();
             Ok(cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test two_nodes").env("GKE_RL_BENCH_RECOVERY", "1").run()?)
         }
@@ -263,7 +263,7 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     let root = project_root();
     let tree = root.join("target/bench-submit/tree");
     write_package_tree(&tree)?;
-    let bin = crate::ci::ray_venv(sh, "2.54.0")?;
+    let bin = crate::install::ray_venv(sh, "2.54.0")?;
     let installed = installed_binary(sh)?;
     let cargo = cargo();
     cmd!(sh, "{cargo} build --quiet --package xtask").run()?;
@@ -335,7 +335,7 @@ const STORAGE_RANK_BYTES: u64 = 512 << 20;
 const STORAGE_ROUNDS: usize = 5;
 
 fn storage(sh: &Shell) -> anyhow::Result<()> {
-    crate::ci::debian_package(sh, ("fio", "/usr/bin/fio"))?;
+    crate::install::debian_package(sh, ("fio", "/usr/bin/fio"))?;
     let work = project_root().join("target/bench-storage");
     if work.exists() {
         std::fs::remove_dir_all(&work)?;
@@ -413,7 +413,7 @@ fn storage(sh: &Shell) -> anyhow::Result<()> {
 /// The wall time of `gke-rl storage-check` (installed) against a local Ray 2.54 head, its
 /// folder under `work`.
 fn whole_check(sh: &Shell, work: &Path) -> anyhow::Result<Duration> {
-    let bin = crate::ci::ray_venv(sh, "2.54.0")?;
+    let bin = crate::install::ray_venv(sh, "2.54.0")?;
     let installed = installed_binary(sh)?;
     let head = gke_rl_test_support::ray_head::Head::start("2.54.0", &bin).map_err(anyhow::Error::msg)?;
     let _token = head.token.as_deref().map(|t| sh.push_env("RAY_AUTH_TOKEN", t));

@@ -6,12 +6,8 @@ use std::time::Instant;
 use anyhow::Context;
 use xshell::{Shell, cmd};
 
+use crate::install::{DEBIAN_TORCH, WASM_TARGET, debian_package, install_toolchain_parts, ray_venv};
 use crate::project_root;
-
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
-
-/// Debian's torch package and a path it installs: the fabric check's collective on CPU.
-pub const DEBIAN_TORCH: (&str, &str) = ("python3-torch", "/usr/lib/python3/dist-packages/torch");
 
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
@@ -87,64 +83,4 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     f().with_context(|| format!("ci step failed: {name}"))?;
     eprintln!("    {name}: ok in {:.1}s", start.elapsed().as_secs_f64());
     Ok(())
-}
-
-/// `rustup target add wasm32-unknown-unknown` unless it is there.
-pub fn install_wasm_target(sh: &Shell) -> anyhow::Result<()> {
-    let installed = cmd!(sh, "rustup target list --installed").read()?;
-    if !installed.lines().any(|t| t.trim() == WASM_TARGET) {
-        cmd!(sh, "rustup target add {WASM_TARGET}").run()?;
-    }
-    Ok(())
-}
-
-fn install_toolchain_parts(sh: &Shell) -> anyhow::Result<()> {
-    install_wasm_target(sh)?;
-    let components = cmd!(sh, "rustup component list --installed").read()?;
-    for component in ["rustfmt", "clippy"] {
-        if !components.lines().any(|c| c.starts_with(component)) {
-            cmd!(sh, "rustup component add {component}").run()?;
-        }
-    }
-    Ok(())
-}
-
-/// `cargo install --locked ARGS`: the tool with the dependencies it was released with. A
-/// registry mirror that lacks one of them (one published after the mirror's last sync) makes
-/// that fail; the install is then resolved again from what the mirror has, and says so.
-///
-/// Built as `--debug` without debug info: each tool runs for seconds here, and that build takes
-/// about 2/5 of a release build's time (cargo-dist: 3.4 against 8.3 minutes on 2 cores).
-pub fn cargo_install(sh: &Shell, args: &[&str]) -> anyhow::Result<()> {
-    let _no_debug_info = sh.push_env("CARGO_PROFILE_DEV_DEBUG", "0");
-    if cmd!(sh, "cargo install --quiet --locked --debug {args...}").run().is_ok() {
-        return Ok(());
-    }
-    eprintln!("note: `cargo install --locked {}` failed; installing with the registry's newest dependencies instead", args.join(" "));
-    Ok(cmd!(sh, "cargo install --quiet --debug {args...}").run()?)
-}
-
-/// `apt-get install package` unless `installed` exists; a fresh machine may have stale
-/// package lists, so a failed install updates them and tries again.
-pub fn debian_package(sh: &Shell, (package, installed): (&str, &str)) -> anyhow::Result<()> {
-    if std::path::Path::new(installed).exists() || cmd!(sh, "apt-get install -y -q {package}").run().is_ok() {
-        return Ok(());
-    }
-    cmd!(sh, "apt-get update -q").run()?;
-    Ok(cmd!(sh, "apt-get install -y -q {package}").run()?)
-}
-
-/// `target/ray/<version>/bin`: a venv with `ray[default]==<version>`, created once.
-pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf> {
-    let venv = project_root().join("target/ray").join(version);
-    let bin = venv.join("bin");
-    let ray = bin.join("ray");
-    let installed = cmd!(sh, "{ray} --version").quiet().ignore_stderr().read().unwrap_or_default();
-    if !installed.contains(version) {
-        cmd!(sh, "python3 -m venv {venv}").run()?;
-        let pip = bin.join("pip");
-        let requirement = format!("ray[default]=={version}");
-        cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement}").run()?;
-    }
-    Ok(bin)
 }

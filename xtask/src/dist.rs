@@ -138,7 +138,7 @@ fn install_dist(sh: &Shell, pinned: &str) -> anyhow::Result<()> {
     if installed.split_whitespace().nth(1) == Some(pinned) {
         return Ok(());
     }
-    crate::ci::cargo_install(sh, &["cargo-dist", "--version", pinned])
+    crate::install::cargo_install(sh, &["cargo-dist", "--version", pinned])
 }
 
 /// The shell installer, downloading from `from` and installing into `home`, in an environment

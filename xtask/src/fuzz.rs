@@ -51,7 +51,7 @@ impl Args {
         let _root = sh.push_dir(&root);
         install_nightly(sh)?;
         if cmd!(sh, "cargo fuzz --version").quiet().ignore_stderr().read().is_err() {
-            crate::ci::cargo_install(sh, &["cargo-fuzz"])?;
+            crate::install::cargo_install(sh, &["cargo-fuzz"])?;
         }
         let selected: Vec<&(&str, &[&str])> =
             TARGETS.iter().filter(|(name, _)| self.targets.is_empty() || self.targets.iter().any(|t| t == name)).collect();

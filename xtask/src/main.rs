@@ -11,6 +11,7 @@ mod codegen;
 mod crd;
 mod dist;
 mod fuzz;
+mod install;
 mod models;
 mod nemo_rl;
 mod python;

@@ -2,6 +2,8 @@
 //! size against the budget. Installs what it needs (the wasm32 target, `wasm-bindgen-cli` at
 //! exactly the version of the `wasm-bindgen` crate in Cargo.lock) when missing.
 
+use std::path::Path;
+
 use anyhow::{Context, bail};
 use xshell::{Shell, cmd};
 
@@ -31,11 +33,11 @@ const SCRIPT_BUDGET_GZIP_BYTES: u64 = 140 * 1000;
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let root = project_root();
     let _root = sh.push_dir(&root);
-    crate::ci::install_wasm_target(sh)?;
+    crate::install::install_wasm_target(sh)?;
     let wanted = locked_version("wasm-bindgen")?;
     let installed = cmd!(sh, "wasm-bindgen --version").quiet().ignore_stderr().read().unwrap_or_default();
     if installed.split_whitespace().nth(1) != Some(wanted.as_str()) {
-        crate::ci::cargo_install(sh, &["wasm-bindgen-cli", "--version", &wanted])?;
+        crate::install::cargo_install(sh, &["wasm-bindgen-cli", "--version", &wanted])?;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let built = root.join("target/wasm32-unknown-unknown/wasm-release/gke_rl_wasm.wasm");
@@ -85,7 +87,7 @@ fn write_wasm_script(out: &std::path::Path, name: &str) -> anyhow::Result<()> {
 /// load no module. Returns their sizes.
 fn bundle(sh: &Shell, out: &std::path::Path) -> anyhow::Result<Vec<String>> {
     let web = project_root().join("web-validator");
-    crate::web::npm_ci(sh, &web)?;
+    npm_ci(sh, &web)?;
     let _web = sh.push_dir(&web);
     let mut reports = Vec::new();
     for (source, bundled) in [("src/page.js", "page.js"), ("src/worker.js", "worker.js")] {
@@ -116,11 +118,40 @@ fn locked_version(package: &str) -> anyhow::Result<String> {
 /// `pkg/examples.js`: the codelab's files (the test fixtures), so the page can load them
 /// without a request.
 fn write_examples(out: &std::path::Path) -> anyhow::Result<()> {
-    let files = crate::web::codelab_files(&project_root())?;
+    let files = codelab_files(&project_root())?;
     let js = format!(
         "// The codelab's files as it writes them (tests/fixtures/codelab/), defects included.\nexport const codelab = {};\n",
         serde_json::Value::Object(files)
     );
     std::fs::write(out.join("examples.js"), js)?;
     Ok(())
+}
+
+/// Installs the page's npm packages as `package-lock.json` pins them, when they are missing or
+/// the lock file's contents changed since: a copy of the lock it installed stays beside them
+/// (a timestamp would change on a checkout, and `npm ci` deletes what is there first).
+pub fn npm_ci(sh: &Shell, web: &Path) -> anyhow::Result<()> {
+    let lock = std::fs::read(web.join("package-lock.json")).context("web-validator/package-lock.json")?;
+    let installed = web.join("node_modules/.gke-rl-installed-lock.json");
+    if std::fs::read(&installed).ok().as_deref() != Some(lock.as_slice()) {
+        let _dir = sh.push_dir(web);
+        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
+        std::fs::write(&installed, &lock)?;
+    }
+    Ok(())
+}
+
+/// The codelab fixtures as the page's example holds them.
+pub fn codelab_files(root: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let dir = root.join("tests/fixtures/codelab");
+    let mut files = serde_json::Map::new();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect::<Result<_, _>>()?;
+    names.sort();
+    for name in names {
+        if name != "README.md" {
+            files.insert(name.clone(), std::fs::read_to_string(dir.join(&name))?.into());
+        }
+    }
+    Ok(files)
 }

@@ -74,9 +74,9 @@ pub const CHROMIUM: (&str, &str) = ("chromium", "/usr/bin/chromium");
 pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let root = project_root();
     crate::wasm::run(sh)?;
-    crate::ci::debian_package(sh, CHROMIUM)?;
+    crate::install::debian_package(sh, CHROMIUM)?;
     let web = root.join("web-validator");
-    npm_ci(sh, &web)?;
+    crate::wasm::npm_ci(sh, &web)?;
     let out = root.join("target/web-test");
     std::fs::create_dir_all(&out)?;
     // A valid set: the render of the embedded default.
@@ -97,7 +97,7 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let report: serde_json::Value = serde_json::from_str(&report).context("the browser test's report is not JSON")?;
 
     // The page and the native SDK must agree exactly on the same files.
-    let codelab = codelab_files(&root)?;
+    let codelab = crate::wasm::codelab_files(&root)?;
     let native = |files: serde_json::Map<String, serde_json::Value>| -> anyhow::Result<serde_json::Value> {
         let files: Vec<(String, String)> =
             files.into_iter().map(|(name, text)| (name, text.as_str().unwrap_or_default().to_owned())).collect();
@@ -119,20 +119,6 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
         out.join("codelab.png").display()
     );
     Ok(median_ms)
-}
-
-/// Installs the page's npm packages as `package-lock.json` pins them, when they are missing or
-/// the lock file's contents changed since: a copy of the lock it installed stays beside them
-/// (a timestamp would change on a checkout, and `npm ci` deletes what is there first).
-pub fn npm_ci(sh: &Shell, web: &Path) -> anyhow::Result<()> {
-    let lock = std::fs::read(web.join("package-lock.json")).context("web-validator/package-lock.json")?;
-    let installed = web.join("node_modules/.gke-rl-installed-lock.json");
-    if std::fs::read(&installed).ok().as_deref() != Some(lock.as_slice()) {
-        let _dir = sh.push_dir(web);
-        cmd!(sh, "npm ci --no-audit --no-fund --silent").run()?;
-        std::fs::write(&installed, &lock)?;
-    }
-    Ok(())
 }
 
 /// The run report's page in Chromium: the report of a restarted run (a log built from NeMo-RL's
@@ -198,19 +184,4 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
         out.join("report.png").display()
     );
     Ok(())
-}
-
-/// The codelab fixtures as the page's example holds them.
-pub fn codelab_files(root: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    let dir = root.join("tests/fixtures/codelab");
-    let mut files = serde_json::Map::new();
-    let mut names: Vec<String> =
-        std::fs::read_dir(&dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect::<Result<_, _>>()?;
-    names.sort();
-    for name in names {
-        if name != "README.md" {
-            files.insert(name.clone(), std::fs::read_to_string(dir.join(&name))?.into());
-        }
-    }
-    Ok(files)
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use gke_rl_ops::head::{self, HeadOptions};
+use gke_rl_ops::head::HeadOptions;
 use gke_rl_ops::jobs::{self, Followed, SubmitOptions};
 use gke_rl_ops::{Env, Event, Progress, Question};
 
@@ -45,7 +45,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Every refusal (a secret in a file, a folder too large) happens before connecting.
     let prepared = jobs::prepare(&deployment, &artifacts, &options, &env, &*printer)?;
-    let head = head::connect(&deployment, &HeadOptions { address: Some(address), ..HeadOptions::default() }, &env, printer.clone()).await?;
+    let head =
+        gke_rl_ops::mode::connect(&deployment, &HeadOptions { address: Some(address), ..HeadOptions::default() }, &env, printer.clone())
+            .await?;
     let id = jobs::submit(&head.client, prepared, &*printer).await?;
     match jobs::follow(&head.client, &id, &env, &*printer).await? {
         Followed::Finished { job, log } => {

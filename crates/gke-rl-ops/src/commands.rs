@@ -15,66 +15,14 @@ use gke_rl_ray::JobDetails;
 
 use crate::events::{Event, Progress};
 use crate::head::{Head, HeadOptions};
-use crate::jobs::{self, Followed, Observed, Stopped, SubmitOptions};
+use crate::jobs::{self, Followed, Stopped};
 use crate::rayjob;
+use crate::run::{AfterRun, Ran, RunOptions};
 
 use crate::{Env, Error};
 
 /// How long a suspend after a run waits for the pods to be gone.
 const SUSPEND_WAIT: Duration = Duration::from_secs(600);
-
-/// What `submit` does besides submitting.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// How to reach the head.
-    pub head: HeadOptions,
-    /// What to submit.
-    pub submit: SubmitOptions,
-    /// Return once the job is accepted.
-    pub no_wait: bool,
-    /// How long to wait for a suspended cluster to come back, and for the keeper's resubmission.
-    pub restart_wait: Duration,
-    /// What to do with the RayCluster once the run has ended [default: the deployment's `job.when_done`].
-    pub when_done: Option<WhenDone>,
-}
-
-/// How a submit ended.
-#[non_exhaustive]
-#[allow(clippy::large_enum_variant)] // one per command
-pub enum Ran {
-    /// Accepted, not followed.
-    Submitted {
-        /// Its submission id.
-        id: String,
-        /// The head it went to.
-        head: Head,
-    },
-    /// Followed to its end, or detached from.
-    Followed {
-        /// Its submission id.
-        id: String,
-        /// The head it went to.
-        head: Head,
-        /// How following ended, and what the run's supervisors recorded.
-        observed: Observed,
-        /// What became of the RayCluster.
-        after: AfterRun,
-    },
-}
-
-/// What became of the RayCluster after a followed run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AfterRun {
-    /// It was kept (as configured, or because following was detached).
-    Kept,
-    /// It was suspended.
-    Suspended,
-    /// It should have been suspended, but the head was given by address: Kubernetes is not reached.
-    NotSuspendedByAddress,
-    /// It is the RayJob's: KubeRay deletes it once the job has ended (`ttlSecondsAfterFinished`).
-    RayJobEnds,
-}
 
 /// Checks and packages the job (everything refusable is refused before connecting), brings a
 /// suspended RayCluster back when the head is reached through Kubernetes, submits it under the
@@ -104,7 +52,7 @@ pub async fn submit(
             Ok(_) => {}
         }
     }
-    let head = crate::head::connect(deployment, &options.head, env, progress.clone()).await?;
+    let head = crate::mode::connect(deployment, &options.head, env, progress.clone()).await?;
     let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
     if options.no_wait {
         return Ok(Ran::Submitted { id, head });
@@ -218,7 +166,7 @@ pub async fn status(
         }
         return Ok(Status::Suspended);
     }
-    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let head = crate::mode::connect(deployment, options, env, progress).await?;
     job_report(deployment, &head, id, None, env).await
 }
 
@@ -269,7 +217,7 @@ async fn reach(
 ) -> Result<(Head, Option<String>), Error> {
     match deployment.job.mode {
         JobMode::Rayjob => rayjob::connect(deployment, options, id, env, progress).await,
-        JobMode::Cluster => Ok((crate::head::connect(deployment, options, env, progress).await?, id.map(str::to_owned))),
+        JobMode::Cluster => Ok((crate::head::connect_cluster(deployment, options, env, progress).await?, id.map(str::to_owned))),
     }
 }
 
@@ -442,7 +390,7 @@ pub async fn stop(
         let was = was.ok_or_else(|| Error::NoRayJob { name: id.to_owned(), namespace })?;
         return Ok((id.to_owned(), Stopped::RayJobDeleted { was: Box::new(was), waited: wait }));
     }
-    let head = crate::head::connect(deployment, options, env, progress.clone()).await?;
+    let head = crate::mode::connect(deployment, options, env, progress.clone()).await?;
     let id = jobs::job_id(&head.client, Some(id)).await?;
     let stopped = jobs::stop(&head.client, &id, wait, env, &*progress).await?;
     Ok((id, stopped))
@@ -455,7 +403,7 @@ pub async fn list(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Vec<(JobDetails, serde_json::Value)>, Error> {
-    let head = crate::head::connect(deployment, options, env, progress).await?;
+    let head = crate::mode::connect(deployment, options, env, progress).await?;
     let jobs = head.client.jobs().await?;
     Ok(jobs
         .into_iter()

@@ -6,7 +6,7 @@ use std::time::Duration;
 use gke_rl::lifecycle::{self, Preflight, State, Step};
 use gke_rl::model::{Cidr, Provisioning};
 use gke_rl::{Artifacts, Deployment};
-use gke_rl_kube::{Readiness, Wait};
+use gke_rl_kube::Wait;
 
 use crate::address::{ADDRESS_ECHO, host_cidr, public_address};
 use crate::blueprint::{patch_checked, toolkit_blueprint};
@@ -309,7 +309,7 @@ async fn preflight(
     let site = &resolved.site;
     let checks = Preflight::new(resolved.deployment, site);
     let mut problems = Vec::new();
-    let signed_in = basics(env, resolved, &checks, progress, &mut problems);
+    let signed_in = crate::preflight::basics(env, resolved, &checks, progress, &mut problems);
     // Capacity: what gcluster would otherwise find out after 30-60 minutes of building.
     if signed_in {
         problems.extend(capacity(env, resolved, &checks));
@@ -348,45 +348,6 @@ async fn preflight(
     }
     progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr_text(), detected_from: None });
     Ok(())
-}
-
-/// What every deploy checks, into `problems`: an active gcloud account, the APIs it needs, the
-/// credential plugin, the secrets. Whether gcloud has an account (without one it can answer
-/// nothing else about the project).
-pub(crate) fn basics(env: &Env, resolved: &Resolved<'_>, checks: &Preflight, progress: &dyn Progress, problems: &mut Vec<Problem>) -> bool {
-    let site = &resolved.site;
-    let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
-    let signed_in = account.is_some();
-    match &account {
-        Some(account) => progress.event(Event::Account(account)),
-        None => problems.push(Problem::NoAccount),
-    }
-    if signed_in {
-        match resolved.read(env, &checks.apis) {
-            Ok(enabled) => {
-                let enabled: Vec<&str> = enabled.lines().map(str::trim).collect();
-                let missing: Vec<&str> =
-                    lifecycle::required_apis(resolved.deployment).into_iter().filter(|api| !enabled.contains(api)).collect();
-                if !missing.is_empty() {
-                    problems.push(Problem::ApisDisabled {
-                        project: site.project_id.to_string(),
-                        missing: missing.iter().map(|m| (*m).to_owned()).collect(),
-                        enable: lifecycle::enable_apis(&missing, site),
-                    });
-                }
-            }
-            Err(reason) => problems.push(Problem::ApisUnknown { project: site.project_id.to_string(), reason: reason.to_string() }),
-        }
-    }
-    if resolved.read(env, &checks.auth_plugin).is_err() {
-        problems.push(Problem::NoAuthPlugin);
-    }
-    for (_, variable, required) in lifecycle::secret_entries(resolved.deployment) {
-        if required && env.var(variable).is_none() {
-            problems.push(Problem::SecretUnset { variable: variable.to_owned() });
-        }
-    }
-    signed_in
 }
 
 /// The GPU quota, the machine type, the RoCE profile and Lustre's location, as gcloud answers
@@ -719,7 +680,7 @@ async fn wait_ready(
     let wait = Wait { timeout: options.timeout, poll: env.poll };
     let workers = d.topology.node_count.get();
     let waited = tokio::select! {
-        result = clusters.wait_ready(d.project.cluster_name.as_str(), workers, wait, pod_reporter(progress)) => result,
+        result = clusters.wait_ready(d.project.cluster_name.as_str(), workers, wait, crate::events::pod_reporter(progress)) => result,
         () = interrupt.wait() => return Ok(()),
     };
     match waited {
@@ -732,29 +693,6 @@ async fn wait_ready(
             _ => Err(source.into()),
         },
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Reports the pods a wait looks at: how many are Ready, what the cluster's state amounts to
-/// when it changes, and every new reason a pod is not Ready.
-pub(crate) fn pod_reporter(progress: &dyn Progress) -> impl FnMut(&Readiness) + '_ {
-    let (mut told, mut last, mut last_state) = (Vec::<String>::new(), None, None);
-    move |readiness: &Readiness| {
-        let (ready, wanted) = readiness.progress();
-        if last != Some(ready) {
-            progress.event(Event::Pods { ready, wanted });
-            last = Some(ready);
-        }
-        if last_state != Some(readiness.state) && !readiness.is_ready() {
-            progress.event(Event::ClusterState(readiness.state));
-        }
-        last_state = Some(readiness.state);
-        for problem in &readiness.problems {
-            if !told.contains(problem) {
-                progress.event(Event::Waiting(problem));
-                told.push(problem.clone());
-            }
-        }
     }
 }
 

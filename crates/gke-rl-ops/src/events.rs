@@ -8,7 +8,7 @@ use std::time::Duration;
 use gke_rl::lifecycle::{Command, Step};
 use gke_rl::run_log::Save;
 use gke_rl::validate::Finding;
-use gke_rl_kube::ClusterState;
+use gke_rl_kube::{ClusterState, Readiness};
 use gke_rl_ray::JobStatus;
 
 /// Something that happened. Borrowed data lives only for the call.
@@ -477,5 +477,28 @@ impl Progress for Quiet {
 
     fn confirm(&self, _: &Question<'_>) -> Result<bool, Unanswerable> {
         Ok(true)
+    }
+}
+
+/// Reports the pods a wait looks at: how many are Ready, what the cluster's state amounts to
+/// when it changes, and every new reason a pod is not Ready.
+pub(crate) fn pod_reporter(progress: &dyn Progress) -> impl FnMut(&Readiness) + '_ {
+    let (mut told, mut last, mut last_state) = (Vec::<String>::new(), None, None);
+    move |readiness: &Readiness| {
+        let (ready, wanted) = readiness.progress();
+        if last != Some(ready) {
+            progress.event(Event::Pods { ready, wanted });
+            last = Some(ready);
+        }
+        if last_state != Some(readiness.state) && !readiness.is_ready() {
+            progress.event(Event::ClusterState(readiness.state));
+        }
+        last_state = Some(readiness.state);
+        for problem in &readiness.problems {
+            if !told.contains(problem) {
+                progress.event(Event::Waiting(problem));
+                told.push(problem.clone());
+            }
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::{Env, Error, Problem};
 pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<Deployment, Error> {
     let checks = lifecycle::Preflight::new(resolved.deployment, &resolved.site);
     let mut problems = Vec::new();
-    let signed_in = crate::deploy::basics(env, resolved, &checks, progress, &mut problems);
+    let signed_in = crate::preflight::basics(env, resolved, &checks, progress, &mut problems);
     let mut found = None;
     if resolved.deployment.job.queue.is_some() {
         // gke-rl's queues are the ones its blueprint makes.

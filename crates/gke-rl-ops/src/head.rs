@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use gke_rl::Deployment;
 use gke_rl::lifecycle;
-use gke_rl::model::JobMode;
 use gke_rl_kube::portforward::{Forwarding, OnError};
 
 use crate::events::{Event, Progress};
@@ -81,18 +80,19 @@ impl Head {
     }
 }
 
-/// Connects to the dashboard of `deployment`'s RayCluster: [`HeadOptions::address`], or a free
-/// local port forwarded to the head pod's dashboard port. In `rayjob` mode the RayCluster is
-/// the one the config's RayJob made, while it has one, and no address applies. `progress` is
-/// kept to report the forward's failed connections for as long as it runs.
+/// Connects to the dashboard of `deployment`'s RayCluster in cluster mode:
+/// [`HeadOptions::address`], or a free local port forwarded to the head pod's dashboard port.
+/// `progress` is kept to report the forward's failed connections for as long as it runs.
 ///
 /// The Ray token is the one Ray's CLI would use (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`,
 /// `~/.ray/auth_token`); through the port-forward, a token set in either variable, else the
 /// RayCluster's own, read from its Secret into memory when its `authOptions` ask for one.
-pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
-    if deployment.job.mode == JobMode::Rayjob {
-        return crate::rayjob::connect(deployment, options, None, env, progress).await.map(|(head, _)| head);
-    }
+pub(crate) async fn connect_cluster(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Head, Error> {
     if let Some(address) = options.address(env) {
         let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
         let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;

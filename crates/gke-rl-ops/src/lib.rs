@@ -1,5 +1,5 @@
 //! gke-rl's cluster operations as a library: [`deploy`](deploy::deploy), [`destroy`](destroy::destroy),
-//! [`connect`](head::connect) to a RayCluster's head, the job operations in [`jobs`] (submit,
+//! [`connect`](mode::connect) to a RayCluster's head, the job operations in [`jobs`] (submit,
 //! follow, stop), each job command whole in [`commands`] (submit, status, logs, stop, the list,
 //! with their policy), and the [`fabric`] and [`storage`] checks.
 //!
@@ -41,8 +41,11 @@ pub mod files;
 pub mod fix;
 pub mod head;
 pub mod jobs;
+pub mod mode;
 pub mod monitoring;
+mod preflight;
 mod rayjob;
+pub mod run;
 mod site;
 pub mod storage;
 pub mod suspend;

@@ -18,9 +18,9 @@ use std::time::Duration;
 use gke_rl::{Artifacts, Deployment, lifecycle};
 use gke_rl_kube::{RayClusters, RayJobState, Wait};
 
-use crate::commands::{AfterRun, Ran, RunOptions};
 use crate::events::{Event, Progress};
 use crate::head::{self, Head, HeadOptions};
+use crate::run::{AfterRun, Ran, RunOptions};
 use crate::{Env, Error, jobs};
 
 /// How long a finished RayJob of the same name, or a stopped one, may take to go.
@@ -311,7 +311,7 @@ async fn wait_up(
     // Restarted when the RayJob is let go: KubeRay's own deadline starts anew then.
     let mut start = tokio::time::Instant::now();
     let queued_since = start;
-    let (mut told, mut pods) = (None::<String>, crate::deploy::pod_reporter(progress));
+    let (mut told, mut pods) = (None::<String>, crate::events::pod_reporter(progress));
     let (mut queued, mut queue_unknown) = (None, false);
     let mut last = String::new();
     loop {

@@ -67,7 +67,7 @@ pub async fn set_suspended(
         progress.event(Event::PodsGone);
     } else {
         progress.event(if held { Event::AwaitingKueue { name } } else { Event::ResumeRequested { name } });
-        clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::deploy::pod_reporter(progress)).await?;
+        clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::events::pod_reporter(progress)).await?;
     }
     Ok(Changed::Now)
 }

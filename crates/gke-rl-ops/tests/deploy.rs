@@ -853,7 +853,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
 
     let suspended = gke_rl_ops::suspend::set_suspended(&deployment, true, Duration::from_secs(1), &env, &*w.log).await.unwrap_err();
     assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
-    let head = gke_rl_ops::head::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
+    let head = gke_rl_ops::mode::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
     let refused = head.err().expect("no cluster up to reach");
     assert!(refused.to_string().contains("RayJob default/nemo-rl-grpo-test1 is Initializing: its job is not submitted yet"), "{refused}");
 

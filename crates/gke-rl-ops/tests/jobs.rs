@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gke_rl::model::WhenDone;
-use gke_rl_ops::commands::{self, AfterRun, Logs, Ran, RunOptions};
+use gke_rl_ops::commands::{self, Logs};
 use gke_rl_ops::head::HeadOptions;
 use gke_rl_ops::jobs::{Followed, Stopped, SubmitOptions, Supervise};
+use gke_rl_ops::run::{AfterRun, Ran, RunOptions};
 use gke_rl_ops::{Env, Event, Interrupt, Kube, Processes, Progress, Question, SystemClock};
 use gke_rl_ray::JobStatus;
 use gke_rl_ray::fake::{JOB, job_body, respond, serve, upgrade, version_body};

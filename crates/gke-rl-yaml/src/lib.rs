@@ -190,9 +190,13 @@ impl Node {
         Self::try_parse(text).ok()
     }
 
-    /// Parses `text`, or says why not and where ([`Error::Syntax`]).
+    /// Parses `text`, or says why not and where ([`Error::Syntax`]): by the fast path for block
+    /// YAML (`block.rs`) where it reads the text, else from granit-parser's events (`parse.rs`).
     pub fn try_parse(text: &str) -> Result<Node, Error> {
-        parse::parse(text).map_err(|(message, (line, column))| Error::Syntax { message, line, column })
+        match block::parse(text) {
+            Some(root) => Ok(root),
+            None => Self::try_parse_events(text),
+        }
     }
 
     /// [`Node::try_parse`] through granit-parser's events alone, without the fast path for

@@ -22,15 +22,6 @@ const MAX_ALIASED_BYTES: usize = 64 << 20;
 /// A message and its 1-based line and column.
 pub type Error = (String, (u32, u32));
 
-/// The tree of `text`: by the fast path for block YAML (`block.rs`) where it reads the text,
-/// else from granit-parser's events.
-pub(super) fn parse(text: &str) -> Result<Node, Error> {
-    match super::block::parse(text) {
-        Some(root) => Ok(root),
-        None => parse_events(text),
-    }
-}
-
 /// The tree built from granit-parser's events, for any YAML.
 pub(super) fn parse_events(text: &str) -> Result<Node, Error> {
     if let Some((at, said)) = super::ambiguous_line_end(text) {
@@ -367,6 +358,14 @@ fn float(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tree of `text` as the crate parses it (the fast path, else the events).
+    fn parse(text: &str) -> Result<Node, Error> {
+        Node::try_parse(text).map_err(|e| match e {
+            crate::Error::Syntax { message, line, column } => (message, (line, column)),
+            other => (other.to_string(), (0, 0)),
+        })
+    }
 
     /// serde-saphyr refuses non-finite floats by default; a validator should read them.
     #[test]

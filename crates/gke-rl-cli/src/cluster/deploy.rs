@@ -106,7 +106,7 @@ impl DeployArgs {
         let console = std::sync::Arc::new(console);
         // The cluster just deployed, through Kubernetes: never another head RAY_ADDRESS names.
         let forwarded = gke_rl_ops::head::HeadOptions { ray_address: false, ..gke_rl_ops::head::HeadOptions::default() };
-        let head = gke_rl_ops::head::connect(d, &forwarded, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
+        let head = gke_rl_ops::mode::connect(d, &forwarded, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
         // Both checks run even when the first fails (each says what to fix), unless interrupted.
         let mut code = 0;
         if self.fabric_check {

@@ -103,7 +103,7 @@ impl Job {
     /// A client for the head (`fabric-check` runs its own operation through it).
     pub(crate) async fn connect(&self) -> anyhow::Result<Head> {
         let deployment = &self.loaded.deployment;
-        gke_rl_ops::head::connect(deployment, &self.head, &self.env, self.console.clone()).await.map_err(|e| failed(e, deployment))
+        gke_rl_ops::mode::connect(deployment, &self.head, &self.env, self.console.clone()).await.map_err(|e| failed(e, deployment))
     }
 }
 

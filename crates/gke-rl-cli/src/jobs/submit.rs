@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gke_rl::model::WhenDone;
-use gke_rl_ops::commands::{AfterRun, Ran, RunOptions};
 use gke_rl_ops::jobs::{Followed, SubmitOptions, Supervise};
+use gke_rl_ops::run::{AfterRun, Ran, RunOptions};
 
 use super::{Connection, ended, failed, follow_command};
 
