@@ -378,26 +378,18 @@ fn no_command_runs_cargo_offline() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The crates whose modules import each other in no loop: each top-level module of `src/` a
-/// node, each `crate::` (or, from the crate root's children, `super::`) path to another an
-/// edge. A loop ties its modules into one, which no crate can then be cut between.
-const LOOPLESS_CRATES: &[&str] = &[
-    "crates/gke-rl",
-    "crates/gke-rl-yaml",
-    "crates/gke-rl-gitwildmatch",
-    "crates/gke-rl-ray",
-    "crates/gke-rl-kube",
-    "crates/gke-rl-ops",
-    "crates/gke-rl-cli",
-    "crates/gke-rl-wasm",
-    "crates/test-support",
-    "xtask",
-];
-
+/// Each crate's modules import each other in no loop: each top-level module of `src/` a node,
+/// each path to another an edge (`crate::m`, `super::…::m` reaching the root, or an item the
+/// root re-exports from `m`). A loop ties its modules into one, which no crate can then be cut
+/// between. Every workspace member is held to it.
 #[test]
 fn no_module_loop_inside_a_crate() {
+    let manifest = fs::read_to_string(project_root().join("Cargo.toml")).unwrap();
+    let members = manifest.split("members = [").nth(1).and_then(|m| m.split(']').next()).unwrap_or_default();
+    let crates: Vec<&str> = members.split(',').map(|m| m.trim().trim_matches('"')).filter(|m| !m.is_empty()).collect();
+    assert!(crates.len() >= 9, "the workspace's members: {crates:?}");
     let mut problems = Vec::new();
-    for krate in LOOPLESS_CRATES {
+    for krate in crates {
         let src = project_root().join(krate).join("src");
         let edges = module_imports(&src);
         for component in strongly_connected(&edges) {
@@ -413,6 +405,36 @@ fn no_module_loop_inside_a_crate() {
     assert!(problems.is_empty(), "move what ties them down to a module both can import:\n{}", problems.join("\n"));
 }
 
+/// Code of `text` without its comments and its tests module, each line's text kept at its
+/// place so that positions still give lines.
+fn code_of(text: &str) -> String {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+    code.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+/// The items `src`'s crate root re-exports from its modules (`pub use m::{A, B}`), by name.
+fn root_exports(src: &Path, modules: &[String]) -> std::collections::BTreeMap<String, String> {
+    let root = ["lib.rs", "main.rs"].iter().find_map(|f| fs::read_to_string(src.join(f)).ok()).unwrap_or_default();
+    let code = code_of(&root).replace('\n', " ");
+    let mut exports = std::collections::BTreeMap::new();
+    for statement in code.split(';') {
+        let Some(rest) = statement.trim().strip_prefix("pub use ").or_else(|| statement.trim().strip_prefix("pub(crate) use ")) else {
+            continue;
+        };
+        let Some((module, items)) = rest.split_once("::") else { continue };
+        if !modules.iter().any(|m| m == module.trim()) {
+            continue;
+        }
+        for item in items.trim_matches(|c| c == '{' || c == '}' || c == ' ').split(',') {
+            let name = item.split(" as ").last().unwrap_or_default().trim().rsplit("::").next().unwrap_or_default().trim();
+            if !name.is_empty() && name != "self" {
+                exports.insert(name.to_owned(), module.trim().to_owned());
+            }
+        }
+    }
+    exports
+}
+
 /// Each top-level module of `src` and the others it names, each with the first place it does.
 fn module_imports(src: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> {
     let modules: Vec<String> = fs::read_dir(src)
@@ -422,32 +444,24 @@ fn module_imports(src: &Path) -> std::collections::BTreeMap<String, std::collect
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .filter(|m| m != "lib" && m != "main")
         .collect();
+    let exports = root_exports(src, &modules);
     let mut edges = std::collections::BTreeMap::new();
     for module in &modules {
         let dir = src.join(module);
-        let files = if dir.is_dir() {
-            text_files().into_iter().filter(|p| p.starts_with(&dir) && p.extension().is_some_and(|e| e == "rs")).collect()
-        } else {
-            vec![src.join(format!("{module}.rs"))]
-        };
+        let files = if dir.is_dir() { rust_files_in(&dir) } else { vec![src.join(format!("{module}.rs"))] };
         let mut named = std::collections::BTreeMap::new();
         for file in files {
-            // `super::` names the crate root from src/x.rs and src/x/mod.rs only.
-            let super_is_root = file.parent() == Some(src) || file.ends_with(format!("{module}/mod.rs"));
-            let text = fs::read_to_string(&file).unwrap();
-            // Tests (the module at the end of a file) may reach anywhere.
-            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
-            for (n, line) in code.lines().enumerate() {
-                if line.trim_start().starts_with("//") {
-                    continue;
-                }
-                let prefixes: &[&str] = if super_is_root { &["crate::", "super::"] } else { &["crate::"] };
-                for prefix in prefixes {
-                    for name in paths_after(line, prefix) {
-                        if &name != module && modules.contains(&name) {
-                            named.entry(name).or_insert_with(|| format!("{}:{}", relative(&file), n + 1));
-                        }
-                    }
+            // How many `super::` reach the crate root from this file: its depth below `src`.
+            let inside = file.strip_prefix(src).unwrap();
+            let depth = inside.components().count() - usize::from(inside.ends_with("mod.rs"));
+            let code = code_of(&fs::read_to_string(&file).unwrap());
+            let mut names = paths_after(&code, "crate::");
+            names.extend(paths_after(&code, &"super::".repeat(depth)));
+            for (name, at) in names {
+                let target = if modules.contains(&name) { Some(name) } else { exports.get(&name).cloned() };
+                if let Some(target) = target.filter(|t| t != module) {
+                    let line = code[..at].matches('\n').count() + 1;
+                    named.entry(target).or_insert_with(|| format!("{}:{line}", relative(&file)));
                 }
             }
         }
@@ -456,16 +470,35 @@ fn module_imports(src: &Path) -> std::collections::BTreeMap<String, std::collect
     edges
 }
 
-/// The first segment of each path after `prefix` in `line`, `prefix{a, b::c}` giving a and b.
-fn paths_after(line: &str, prefix: &str) -> Vec<String> {
-    let ident = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+/// The Rust files under `dir`, at any depth, wherever it is (a made-up crate's too).
+fn rust_files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files_in(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The first segment of each path after `prefix` in `code`, with its position:
+/// `prefix{a, b::c}` gives a and b, across lines. A `prefix` that continues a longer path
+/// (`super::super::` for `super::`) is left to the longer one.
+fn paths_after(code: &str, prefix: &str) -> Vec<(String, usize)> {
+    let ident = |s: &str| s.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
     let mut names = Vec::new();
-    for (at, _) in line.match_indices(prefix) {
-        let before = line[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+    for (at, _) in code.match_indices(prefix) {
+        let before = &code[..at];
+        if before.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
             continue;
         }
-        let rest = &line[at + prefix.len()..];
+        let rest = &code[at + prefix.len()..];
+        if rest.starts_with("super::") {
+            continue;
+        }
         match rest.strip_prefix('{') {
             Some(group) => {
                 let (mut depth, mut item) = (0, String::new());
@@ -475,7 +508,7 @@ fn paths_after(line: &str, prefix: &str) -> Vec<String> {
                         '}' if depth == 0 => break,
                         '}' => depth -= 1,
                         ',' if depth == 0 => {
-                            names.push(ident(item.trim()));
+                            names.push((ident(&item), at));
                             item.clear();
                             continue;
                         }
@@ -483,12 +516,12 @@ fn paths_after(line: &str, prefix: &str) -> Vec<String> {
                     }
                     item.push(c);
                 }
-                names.push(ident(item.trim()));
+                names.push((ident(&item), at));
             }
-            None => names.push(ident(rest)),
+            None => names.push((ident(rest), at)),
         }
     }
-    names.retain(|n| !n.is_empty());
+    names.retain(|(n, _)| !n.is_empty());
     names
 }
 
@@ -545,6 +578,24 @@ fn a_loop_of_modules_is_found_and_a_chain_is_not() {
     };
     assert_eq!(strongly_connected(&graph(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])), [["a", "b", "c"]]);
     assert!(strongly_connected(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
-    assert_eq!(paths_after("use crate::{model::{A, B}, quote, auth::X};", "crate::"), ["model", "quote", "auth"]);
-    assert_eq!(paths_after("let x = crate::cost::dollars(y) + mycrate::z;", "crate::"), ["cost"]);
+    let names = |code: &str, prefix: &str| paths_after(code, prefix).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    assert_eq!(names("use crate::{model::{A, B}, quote, auth::X};", "crate::"), ["model", "quote", "auth"]);
+    assert_eq!(names("use crate::{\n    model::A,\n    quote,\n};", "crate::"), ["model", "quote"], "a group over lines");
+    assert_eq!(names("let x = crate::cost::dollars(y) + mycrate::z;", "crate::"), ["cost"]);
+    assert_eq!(names("use super::super::x; use super::y;", "super::"), ["y"], "super::super:: is the longer path's");
+    assert_eq!(names("use super::super::x;", "super::super::"), ["x"]);
+
+    // A made-up crate: a loop through an item the root re-exports, and one through a nested file.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    fs::create_dir_all(src.join("b")).unwrap();
+    fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\npub use a::{Thing, other::Other};\n").unwrap();
+    fs::write(src.join("a.rs"), "use crate::c::X;\n").unwrap();
+    fs::write(src.join("c.rs"), "// use crate::b::Y;\nfn f() -> crate::Thing { todo!() }\n").unwrap();
+    fs::write(src.join("b/mod.rs"), "mod inner;\n").unwrap();
+    fs::write(src.join("b/inner.rs"), "use super::super::a::Z;\n").unwrap();
+    let edges = module_imports(src);
+    let targets = |m: &str| edges[m].keys().cloned().collect::<Vec<_>>();
+    assert_eq!((targets("a"), targets("b"), targets("c")), (vec!["c".to_owned()], vec!["a".to_owned()], vec!["a".to_owned()]));
+    assert_eq!(strongly_connected(&edges), [["a", "c"]]);
 }

@@ -58,7 +58,7 @@ pub enum Error {
         /// The template.
         path: PathBuf,
         /// Why it cannot be staged.
-        source: Box<gke_rl::kueue::StageError>,
+        source: Box<gke_rl::StageError>,
     },
     /// The deployment's long-lived RayCluster is up where a RayJob's cluster is to come.
     #[error(
@@ -176,7 +176,7 @@ pub enum Error {
     /// Cloud Monitoring's endpoint override is neither Google's nor on loopback.
     #[error(
         "{given} is neither Cloud Monitoring's endpoint ({}) nor a loopback address (a test's); gcloud's access token goes nowhere else",
-        crate::monitoring::ENDPOINT
+        gke_rl::lustre_usage::ENDPOINT
     )]
     MonitoringEndpoint {
         /// The endpoint given.
@@ -524,7 +524,7 @@ pub enum Error {
         /// The question.
         question: String,
         /// Why no answer could be had.
-        reason: crate::Unanswerable,
+        reason: Unanswerable,
     },
     /// Something of the process's own failed (a signal handler, a local port).
     #[error("{what}")]
@@ -786,3 +786,9 @@ impl Error {
 fn queue_words(queue: &Option<String>) -> String {
     queue.as_ref().map_or_else(|| "in no Kueue queue".to_owned(), |q| format!("in Kueue queue `{q}`"))
 }
+
+/// Why nobody can answer a question: no terminal to ask on, a question the front end does
+/// not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unanswerable(pub String);

@@ -11,6 +11,8 @@ use gke_rl::validate::Finding;
 use gke_rl_kube::{ClusterState, Readiness};
 use gke_rl_ray::JobStatus;
 
+use crate::error::Unanswerable;
+
 /// Something that happened. Borrowed data lives only for the call.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -450,12 +452,6 @@ pub enum Question<'a> {
         preview: &'a str,
     },
 }
-
-/// Why nobody can answer a question: no terminal to ask on, a question the front end does
-/// not know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unanswerable(pub String);
 
 /// Where an operation's events and questions go.
 pub trait Progress: Send + Sync {

@@ -51,8 +51,8 @@ pub mod storage;
 pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
-pub use error::{Error, Fix, Problem};
-pub use events::{Event, Progress, Question, Quiet, Unanswerable};
+pub use error::{Error, Fix, Problem, Unanswerable};
+pub use events::{Event, Progress, Question, Quiet};
 pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
 pub use site::SiteOptions;
 

@@ -6,41 +6,13 @@ use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use gke_rl::auth::{TOKEN_HOME_FILE, TOKEN_KEY, TOKEN_PATH_VARIABLE, TOKEN_VARIABLE};
+use gke_rl::auth::{TOKEN_HOME_FILE, TOKEN_PATH_VARIABLE, TOKEN_VARIABLE};
 
 use crate::Error;
+use crate::token_source::TokenSource;
 
 /// The most gke-rl reads of a token file (Ray's tokens are 64 characters).
 const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
-
-/// Where a token came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TokenSource {
-    /// `RAY_AUTH_TOKEN`.
-    Variable,
-    /// The file `RAY_AUTH_TOKEN_PATH` names.
-    PathVariable(PathBuf),
-    /// `~/.ray/auth_token`.
-    HomeFile(PathBuf),
-    /// The RayCluster's Secret, read through the Kubernetes API.
-    Secret {
-        /// Its namespace.
-        namespace: String,
-        /// Its name.
-        name: String,
-    },
-}
-
-impl std::fmt::Display for TokenSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TokenSource::Variable => write!(f, "{TOKEN_VARIABLE}"),
-            TokenSource::PathVariable(path) => write!(f, "{} (the file {TOKEN_PATH_VARIABLE} names)", path.display()),
-            TokenSource::HomeFile(path) => write!(f, "{}", path.display()),
-            TokenSource::Secret { namespace, name } => write!(f, "Secret {namespace}/{name} (key {TOKEN_KEY})"),
-        }
-    }
-}
 
 /// A Ray token and where it came from. Its `Debug` hides the value.
 #[derive(Clone)]

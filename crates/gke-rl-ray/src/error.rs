@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::TokenSource;
-use crate::package::too_large_message;
+use crate::token_source::TokenSource;
 
 /// Everything a call or the packager can fail with.
 #[allow(missing_docs)] // each variant's message is its documentation
@@ -28,8 +27,8 @@ pub enum Error {
     NotAVersion { address: String, found: String },
     #[error(
         "the dashboard at {address} runs Ray {found}; the Jobs API needs Ray {needs} or newer (gke-rl is tested with Ray {} to {})",
-        crate::OLDEST_TESTED_RAY,
-        crate::NEWEST_TESTED_RAY
+        crate::tested::OLDEST_TESTED_RAY,
+        crate::tested::NEWEST_TESTED_RAY
     )]
     RayTooOld { address: String, found: String, needs: &'static str },
     #[error(
@@ -79,8 +78,9 @@ pub enum Error {
     NonUtf8Name { path: PathBuf },
     #[error("{path}: a symlink loops back to {target}; exclude it in .rayignore")]
     SymlinkLoop { path: PathBuf, target: PathBuf },
-    #[error("{}", too_large_message(*.total, .largest))]
-    TooLarge { total: u64, largest: Vec<(String, u64)> },
+    /// `message` is the packager's: the sizes and the `.rayignore` lines that leave them out.
+    #[error("{message}")]
+    TooLarge { total: u64, largest: Vec<(String, u64)>, message: String },
     #[error("{path} contains the value of {name}; a secret must never be uploaded: exclude the file in .rayignore")]
     SecretInFile { path: String, name: String },
     #[error("{zip} holds {entry}, which contains the value of {name}; a secret must never be uploaded: build the zip without it")]
@@ -117,30 +117,9 @@ pub enum Error {
         "{path}: the name holds the value of {name} (shown as <{name}>); a secret must never be uploaded: rename it or exclude it in .rayignore"
     )]
     SecretInName { path: String, name: String },
-    #[error(
-        "the working dir's {files} files and folders zip to {}, over the {} the Ray dashboard accepts; exclude some in .rayignore",
-        crate::package::mib(*bytes), crate::package::mib(crate::package::MAX_UPLOAD_BYTES)
-    )]
-    ZipTooLarge { bytes: u64, files: usize },
-}
-
-impl Error {
-    /// This error, or, when its text (with its sources) holds one of `secrets`, that text
-    /// with each shown as `<NAME>`: a path or pattern the packager names may hold a value no
-    /// shape gives away.
-    pub(crate) fn hiding(self, secrets: &[crate::package::Secret<'_>]) -> Error {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(&self);
-        while let Some(cause) = source {
-            text.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        let held: Vec<_> = secrets.iter().filter(|s| !s.value.is_empty() && text.contains(s.value)).collect();
-        if held.is_empty() {
-            return self;
-        }
-        Error::Hidden { message: held.iter().fold(text, |text, s| text.replace(s.value, &format!("<{}>", s.name))) }
-    }
+    /// `message` is the packager's, with the sizes.
+    #[error("{message}")]
+    ZipTooLarge { bytes: u64, files: usize, message: String },
 }
 
 /// A refusal for want of the right token: which token was tried (by where it came from, never

@@ -26,14 +26,18 @@ mod error;
 pub mod fake;
 mod follow;
 pub mod package;
+mod tested;
+mod token_source;
 
-pub use auth::{Token, TokenSource};
+pub use auth::Token;
 pub use client::{
-    AGENT_WAIT, Client, ClientOptions, JobDetails, JobStatus, LogTail, NEWEST_TESTED_RAY, OLDEST_TESTED_RAY, SubmitRequest, TESTED_RAY,
-    TailEnd, Version, entrypoint, latest_submission, new_submission_id,
+    AGENT_WAIT, Client, ClientOptions, JobDetails, JobStatus, LogTail, SubmitRequest, TailEnd, Version, entrypoint, latest_submission,
+    new_submission_id,
 };
 pub use error::Error;
 pub use follow::{Event, FollowOptions, LogRead, follow, read_log};
+pub use tested::{NEWEST_TESTED_RAY, OLDEST_TESTED_RAY, TESTED_RAY};
+pub use token_source::TokenSource;
 
 /// Makes ring the process's rustls crypto provider unless one was chosen already, so that
 /// every TLS client of the process (reqwest here, kube-rs, the log WebSocket) uses the same

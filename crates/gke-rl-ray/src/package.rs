@@ -96,7 +96,7 @@ impl Default for Options {
     }
 }
 
-pub(crate) fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
+fn too_large_message(total: u64, largest: &[(String, u64)]) -> String {
     let mut message = format!(
         "the working dir holds {} of files, over the {} the Ray dashboard accepts; nothing was uploaded. Largest files:",
         mib(total),
@@ -257,7 +257,7 @@ impl Plan {
     /// Walks `dir` with Ray's exclusion rules, refusing a path whose name holds one of
     /// `secrets` before anything names what is under it.
     pub fn for_dir(dir: &Path, options: &Options, secrets: &[Secret<'_>]) -> Result<Plan, Error> {
-        Plan::walk(dir, options, secrets).map_err(|error| error.hiding(secrets))
+        Plan::walk(dir, options, secrets).map_err(|error| hiding(error, secrets))
     }
 
     fn walk(dir: &Path, options: &Options, secrets: &[Secret<'_>]) -> Result<Plan, Error> {
@@ -335,11 +335,21 @@ impl Plan {
         if total > MAX_UPLOAD_BYTES {
             let mut largest = self.largest_first();
             largest.truncate(5);
-            return Err(Error::TooLarge { total, largest });
+            let message = too_large_message(total, &largest);
+            return Err(Error::TooLarge { total, largest, message });
         }
         let layout = ZipLayout::of(&self.entries);
         match layout.local + layout.central {
-            bytes if bytes > MAX_UPLOAD_BYTES => Err(Error::ZipTooLarge { bytes, files: layout.count }),
+            bytes if bytes > MAX_UPLOAD_BYTES => Err(Error::ZipTooLarge {
+                bytes,
+                files: layout.count,
+                message: format!(
+                    "the working dir's {} files and folders zip to {}, over the {} the Ray dashboard accepts; exclude some in .rayignore",
+                    layout.count,
+                    mib(bytes),
+                    mib(MAX_UPLOAD_BYTES)
+                ),
+            }),
             _ => Ok(()),
         }
     }
@@ -347,7 +357,7 @@ impl Plan {
     /// Reads and hashes every file on all cores, refusing the package if a file holds one of
     /// `secrets`. `submit` zips (reading the files again) only if the cluster lacks the package.
     pub fn hash(self, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
-        self.hash_unhidden(secrets).map_err(|error| error.hiding(secrets))
+        self.hash_unhidden(secrets).map_err(|error| hiding(error, secrets))
     }
 
     fn hash_unhidden(self, secrets: &[Secret<'_>]) -> Result<Hashed, Error> {
@@ -373,8 +383,9 @@ impl Plan {
     /// Hash and zip in one pass: each file is read straight into its place in the zip and
     /// hashed there.
     pub fn build(self, secrets: &[Secret<'_>]) -> Result<Package, Error> {
-        self.check_size().map_err(|error| error.hiding(secrets))?;
-        let (zip, digests) = write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets)).map_err(|error| error.hiding(secrets))?;
+        self.check_size().map_err(|error| hiding(error, secrets))?;
+        let (zip, digests) =
+            write_zip(&self.entries, |path, bytes| digest(path, bytes, secrets)).map_err(|error| hiding(error, secrets))?;
         let file_count = file_count(&self.entries);
         Ok(Package { uri: uri(&digests), zip, file_count })
     }
@@ -410,9 +421,10 @@ impl Hashed {
         fs::File::open(path).map_err(io)?.take(MAX_UPLOAD_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
         if bytes.len() as u64 > MAX_UPLOAD_BYTES {
             let size = fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
-            return Err(Error::TooLarge { total: size, largest: vec![(name, size)] });
+            let largest = vec![(name, size)];
+            return Err(Error::TooLarge { total: size, message: too_large_message(size, &largest), largest });
         }
-        let file_count = scan_zip(&name, &bytes, secrets).map_err(|error| error.hiding(secrets))?;
+        let file_count = scan_zip(&name, &bytes, secrets).map_err(|error| hiding(error, secrets))?;
         let hex: String = Sha1::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
         Ok(Hashed { uri: format!("gcs://_ray_pkg_{hex}.zip"), contents: Contents::Zip { bytes, file_count } })
     }
@@ -935,6 +947,23 @@ fn relative_to<'a>(rel: &'a str, base: &str) -> &'a str {
     } else {
         rel.strip_prefix(base).and_then(|r| r.strip_prefix('/')).unwrap_or(rel)
     }
+}
+
+/// `error`, or, when its text (with its sources) holds one of `secrets`, that text
+/// with each shown as `<NAME>`: a path or pattern the packager names may hold a value no
+/// shape gives away.
+fn hiding(error: Error, secrets: &[Secret<'_>]) -> Error {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    let held: Vec<_> = secrets.iter().filter(|s| !s.value.is_empty() && text.contains(s.value)).collect();
+    if held.is_empty() {
+        return error;
+    }
+    Error::Hidden { message: held.iter().fold(text, |text, s| text.replace(s.value, &format!("<{}>", s.name))) }
 }
 
 #[cfg(test)]

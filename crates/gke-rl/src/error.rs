@@ -52,7 +52,7 @@ pub enum Error {
     },
     /// The Kueue configuration of a queued run cannot be staged.
     #[error("the gke-a4 blueprint's kueue-configuration.yaml.tftpl cannot be staged for job.queue: {0}")]
-    Kueue(Box<crate::kueue::StageError>),
+    Kueue(Box<StageError>),
     /// A second CRD of one kind, given to [`crate::validate::Checked::crd`].
     #[error("a {kind} CRD is already given: one per kind takes the place of the built-in schema")]
     CrdKindGiven {
@@ -62,4 +62,22 @@ pub enum Error {
     /// A CRD that is neither JSON nor YAML.
     #[error("the CRD is neither JSON nor YAML")]
     CrdSyntax(#[source] gke_rl_yaml::Error),
+}
+
+/// Why gke-rl cannot stage its Kueue configuration from a blueprint's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StageError {
+    /// The template is not YAML once templated.
+    #[error("{0}")]
+    Syntax(crate::yaml::Error),
+    /// The template is not shaped as gke-rl knows it.
+    #[error(
+        "it {0}, and gke-rl knows the gke-a4 blueprint's one ClusterQueue covering nvidia.com/gpu alone: restore the file from the Cluster Toolkit checkout, or leave job.queue out"
+    )]
+    Shape(String),
+    /// A machine whose allocatable CPU and memory gke-rl does not know.
+    #[error(
+        "job.queue needs the allocatable CPU and memory of machine type `{0}` for the ClusterQueue's quota, and gke-rl does not know them: use a machine type it knows, or leave job.queue out"
+    )]
+    UnknownMachine(String),
 }

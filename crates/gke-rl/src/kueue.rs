@@ -12,32 +12,15 @@
 //! head's node pool before the GPU flavor. Kueue tries a ClusterQueue's flavors in order: the
 //! head fits the first; the workers, finding no GPU quota there, take the second.
 
+use crate::error::StageError;
 use crate::knowledge::kueue::{blueprint_queues, kind, name, parsed, queues};
 use crate::knowledge::{self, ACCELERATOR_LABEL, GPU_RESOURCE, HEAD_POOL_LABEL, NODE_POOL_LABEL, SYSTEM_POOL};
 use crate::model::{Deployment, HeadNodePool};
 use crate::quote::yaml;
-use crate::yaml::{Error, Node};
+use crate::yaml::Node;
 
 /// The flavor gke-rl's configuration adds for the Ray head's node pool.
 pub const HEAD_FLAVOR: &str = "ray-head";
-
-/// Why gke-rl cannot stage its Kueue configuration from a blueprint's.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum StageError {
-    /// The template is not YAML once templated.
-    #[error("{0}")]
-    Syntax(Error),
-    /// The template is not shaped as gke-rl knows it.
-    #[error(
-        "it {0}, and gke-rl knows the gke-a4 blueprint's one ClusterQueue covering nvidia.com/gpu alone: restore the file from the Cluster Toolkit checkout, or leave job.queue out"
-    )]
-    Shape(String),
-    /// A machine whose allocatable CPU and memory gke-rl does not know.
-    #[error(
-        "job.queue needs the allocatable CPU and memory of machine type `{0}` for the ClusterQueue's quota, and gke-rl does not know them: use a machine type it knows, or leave job.queue out"
-    )]
-    UnknownMachine(String),
-}
 
 /// The Kueue configuration gke-rl stages for `d`'s queued run in place of `upstream`, the
 /// blueprint's (see the module's documentation). It stays a template: the blueprint's
@@ -200,6 +183,7 @@ pub fn describe(d: &Deployment) -> Option<String> {
 mod tests {
     use super::*;
     use crate::knowledge::kueue::{GKE_A4_TEMPLATE, Queue};
+    use crate::yaml::Error;
 
     fn queue(covered: &[&str], topology_aware: bool, namespace: &str) -> Queue {
         Queue {

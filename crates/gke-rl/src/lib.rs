@@ -69,6 +69,6 @@ pub mod validate;
 
 pub use artifact::ArtifactKind;
 pub use diagnostic::{Diagnostic, Severity};
-pub use error::Error;
+pub use error::{Error, StageError};
 pub use model::Deployment;
 pub use render::{Artifact, Artifacts, RenderOptions, render};

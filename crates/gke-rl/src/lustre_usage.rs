@@ -18,6 +18,9 @@ use serde::Serialize;
 
 use crate::quote::bytes;
 
+/// Cloud Monitoring's endpoint, which the ops ask for these metrics.
+pub const ENDPOINT: &str = "https://monitoring.googleapis.com";
+
 /// The monitored resource of a Managed Lustre instance.
 pub const RESOURCE_TYPE: &str = "lustre.googleapis.com/Instance";
 

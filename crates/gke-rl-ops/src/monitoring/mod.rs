@@ -16,8 +16,7 @@ use serde::Deserialize;
 
 use crate::{Env, Error, RunError};
 
-/// Cloud Monitoring's endpoint.
-pub const ENDPOINT: &str = "https://monitoring.googleapis.com";
+use gke_rl::lustre_usage::ENDPOINT;
 
 /// The most bytes of one page: a page of a run's series is a few hundred KiB.
 const MAX_PAGE_BYTES: usize = 8 << 20;

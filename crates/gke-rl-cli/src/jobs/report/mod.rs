@@ -33,7 +33,7 @@ pub struct ReportArgs {
     #[arg(long)]
     lustre: bool,
     /// Cloud Monitoring's endpoint; tests point it at a fake on loopback, the only other place it may be
-    #[arg(long, value_name = "URL", env = "GKE_RL_MONITORING_ENDPOINT", default_value = gke_rl_ops::monitoring::ENDPOINT, hide = true)]
+    #[arg(long, value_name = "URL", env = "GKE_RL_MONITORING_ENDPOINT", default_value = gke_rl::lustre_usage::ENDPOINT, hide = true)]
     monitoring_endpoint: String,
 }
 
