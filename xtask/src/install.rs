@@ -58,14 +58,17 @@ pub fn debian_package(sh: &Shell, (package, installed): (&str, &str)) -> anyhow:
 
 /// `target/ray/<version>/bin`: a venv with `ray[default]==<version>`, created once.
 pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf> {
-    let venv = project_root().join("target/ray").join(version);
-    let bin = venv.join("bin");
-    let ray = bin.join("ray");
-    let installed = cmd!(sh, "{ray} --version").quiet().ignore_stderr().read().unwrap_or_default();
-    if !installed.contains(version) {
-        cmd!(sh, "python3 -m venv {venv}").run()?;
+    venv(sh, &project_root().join("target/ray").join(version), "ray", &format!("ray[default]=={version}"), version)
+}
+
+/// The `bin` of a venv at `dir` with `requirement` from PyPI, made unless its `program
+/// --version` already says `version`.
+pub fn venv(sh: &Shell, dir: &std::path::Path, program: &str, requirement: &str, version: &str) -> anyhow::Result<std::path::PathBuf> {
+    let bin = dir.join("bin");
+    let program = bin.join(program);
+    if !cmd!(sh, "{program} --version").quiet().ignore_stderr().read().unwrap_or_default().contains(version) {
+        cmd!(sh, "python3 -m venv {dir}").run()?;
         let pip = bin.join("pip");
-        let requirement = format!("ray[default]=={version}");
         cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement}").run()?;
     }
     Ok(bin)

@@ -18,15 +18,8 @@ const STANDALONE: [&str; 4] =
 
 /// `target/ruff/bin/ruff`: a venv with [`RUFF`], created once.
 pub fn install(sh: &Shell) -> anyhow::Result<PathBuf> {
-    let venv = project_root().join("target/ruff");
-    let ruff = venv.join("bin/ruff");
-    let wanted = RUFF.trim_start_matches("ruff==");
-    if !cmd!(sh, "{ruff} --version").quiet().ignore_stderr().read().unwrap_or_default().contains(wanted) {
-        cmd!(sh, "python3 -m venv {venv}").run()?;
-        let pip = venv.join("bin/pip");
-        cmd!(sh, "{pip} install --quiet --disable-pip-version-check {RUFF}").run()?;
-    }
-    Ok(ruff)
+    let version = RUFF.trim_start_matches("ruff==");
+    Ok(crate::install::venv(sh, &project_root().join("target/ruff"), "ruff", RUFF, version)?.join("ruff"))
 }
 
 /// Each in-cluster program as it ships, by the name it runs as.
