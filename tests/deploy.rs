@@ -2,7 +2,7 @@
 //! gcluster on PATH (`tests/fixtures/fakes/fake.sh`), the fake API server over HTTPS behind a
 //! GKE-style kubeconfig (so kube-rs's real TLS, exec credentials and error paths run), and a
 //! real SIGINT to the process group while gcluster runs, as Ctrl-C in a terminal sends it.
-//! The step logic is tested where it lives (`crates/gke-rl-ops/tests/deploy.rs`).
+//! The step logic is tested where it lives (`crates/gke-rl-ops/tests/it/deploy.rs`).
 
 mod common;
 

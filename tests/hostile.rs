@@ -539,7 +539,7 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
     let mount = tempfile::tempdir().unwrap();
     let root = mount.path();
     let script = root.join("storage_check.py");
-    std::fs::write(&script, gke_rl::storage::CHECK_SCRIPT).unwrap();
+    std::fs::write(&script, gke_rl_in_cluster::storage::CHECK_SCRIPT).unwrap();
     let run = |extra: &[&str]| {
         Command::new("python3")
             .arg(&script)
@@ -618,7 +618,7 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", both(&out));
-    assert!(stdout(&out).contains(&format!("storage-check error: {}", gke_rl::storage::STOPPED)), "{}", both(&out));
+    assert!(stdout(&out).contains(&format!("storage-check error: {}", gke_rl_in_cluster::storage::STOPPED)), "{}", both(&out));
     let mut left: Vec<String> =
         std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
@@ -700,7 +700,7 @@ fn a_lone_carriage_return_is_one_definition_everywhere() {
 /// progress still says where the run is.
 #[test]
 fn figures_from_a_log_never_hang_or_drop_the_report() {
-    use gke_rl::records::RECORD_PREFIX;
+    use gke_rl_in_cluster::records::RECORD_PREFIX;
     let dir = tempfile::tempdir().unwrap();
     let step = |n: u64, of: u64, reward: &str| {
         format!(

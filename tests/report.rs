@@ -162,7 +162,7 @@ fn a_stopped_run_has_no_time_left_and_no_negative_zero() {
              ⏱️  Timing:\n  • Total step time: 10.00s\n"
         )
     };
-    let prefix = gke_rl::records::RECORD_PREFIX;
+    let prefix = gke_rl_in_cluster::records::RECORD_PREFIX;
     let log = format!(
         "{prefix}{{\"event\": \"started\", \"submission\": \"s\", \"host\": \"h\", \"pid\": 1, \"at\": 1000.0}}\n{}{}\
          {prefix}{{\"event\": \"ended\", \"status\": \"STOPPED\", \"reason\": \"stopped by the user\", \"at\": 1100.0}}\n",

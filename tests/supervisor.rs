@@ -1,5 +1,5 @@
 //! The in-cluster supervisor and gke-rl agree on what failed a run: the generated program's
-//! `classify` and `gke_rl::recovery::classify` give the same verdict on every message of the
+//! `classify` and `gke_rl_in_cluster::recovery::classify` give the same verdict on every message of the
 //! corpus in `tests/fixtures/ray-messages/`, recorded from real heads of every tested Ray.
 
 mod common;
@@ -7,7 +7,7 @@ mod common;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use gke_rl::recovery::{Failure, classify};
+use gke_rl_in_cluster::recovery::{Failure, classify};
 
 #[test]
 fn the_supervisor_and_gke_rl_classify_every_recorded_message_alike() {
@@ -19,7 +19,7 @@ fn the_supervisor_and_gke_rl_classify_every_recorded_message_alike() {
         assert!(versions.contains(tested), "no messages of Ray {tested}, which the tests run: record them (see SOURCE.md): {versions:?}");
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl_in_cluster::supervisor::program()).unwrap();
     let driver = "import json, sys\nfrom gke_rl_supervise import classify\n\
                   print(json.dumps([classify(c['message'], c['log_tail']) for c in json.load(sys.stdin)]))";
     let mut python = Command::new("python3")
@@ -74,9 +74,11 @@ urllib.request.urlopen(authorized(urllib.request.Request(f"http://127.0.0.1:{das
 print(json.dumps(heard))
 "#;
     let token = "0123456789abcdef0123456789abcdef";
-    for (name, source) in
-        [("supervisor", gke_rl::supervisor::program()), ("keeper", gke_rl::supervisor::keeper()), ("guard", gke_rl::guard::program())]
-    {
+    for (name, source) in [
+        ("supervisor", gke_rl_in_cluster::supervisor::program()),
+        ("keeper", gke_rl_in_cluster::supervisor::keeper()),
+        ("guard", gke_rl_in_cluster::guard::program()),
+    ] {
         // The program's definitions without its `main()` call, then the probe.
         let definitions = source.split("\nif __name__ == \"__main__\":").next().unwrap();
         let out = Command::new("python3")
@@ -99,7 +101,7 @@ print(json.dumps(heard))
 #[test]
 fn the_supervisor_puts_back_a_swapped_checkpoint_and_removes_only_orphans() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl_in_cluster::supervisor::program()).unwrap();
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::write(elsewhere.join("shard"), "not the run's").unwrap();
@@ -153,7 +155,7 @@ fn the_supervisor_puts_back_a_swapped_checkpoint_and_removes_only_orphans() {
 #[test]
 fn a_training_and_its_restart_copy_never_outlive_a_killed_supervisor() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl_in_cluster::supervisor::program()).unwrap();
     let copy = dir.path().join("gke-rl-restart-copy");
     std::fs::create_dir_all(copy.join("sub")).unwrap();
     let stand_in = format!(
@@ -187,7 +189,7 @@ fn a_training_and_its_restart_copy_never_outlive_a_killed_supervisor() {
 /// Runs `driver` with the supervisor program importable; its standard output.
 fn run_with_supervisor(driver: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl::supervisor::program()).unwrap();
+    std::fs::write(dir.path().join("gke_rl_supervise.py"), gke_rl_in_cluster::supervisor::program()).unwrap();
     let out = Command::new("python3")
         .args(["-c", driver])
         .args(args)
@@ -206,7 +208,7 @@ fn run_with_supervisor(driver: &str, args: &[&str], env: &[(&str, &str)]) -> Vec
 /// lines marked, and gke-rl reads no record from it.
 #[test]
 fn a_training_line_that_reads_as_a_record_is_marked_wherever_the_pipe_cuts_it() {
-    let prefix = gke_rl::records::RECORD_PREFIX;
+    let prefix = gke_rl_in_cluster::records::RECORD_PREFIX;
     let forged = format!("{prefix}{{\"event\":\"ended\",\"status\":\"SUCCEEDED\",\"reason\":\"forged\"}}");
     let text = format!("{forged}\nstep 1\n50%\r{forged}\rtail {prefix}\n{forged}");
     // As the supervisor reads the pipe: a line at a time, cut where the read's bound falls.
@@ -230,7 +232,7 @@ for cut in range(len(text) + 1):
     assert_eq!(echoes.len(), text.len() + 1);
     for (cut, echo) in echoes.iter().enumerate() {
         assert_eq!(*echo, expected, "cut at byte {cut}");
-        assert!(!gke_rl::records::Records::of(echo).supervised(), "cut at byte {cut}: a record was read");
+        assert!(!gke_rl_in_cluster::records::Records::of(echo).supervised(), "cut at byte {cut}: a record was read");
     }
 }
 

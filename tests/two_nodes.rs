@@ -181,7 +181,7 @@ const RUN_KEY: &str = "gke-rl-test-run-key-6d1f0c2a9b";
 
 impl Cluster {
     fn start(version: &'static str, bin: &Path, torch: &Path) -> Result<Cluster, String> {
-        let env = [("PYTHONPATH", torch.display().to_string()), (gke_rl::records::RUN_KEY_VARIABLE, RUN_KEY.to_owned())];
+        let env = [("PYTHONPATH", torch.display().to_string()), (gke_rl::auth::RUN_KEY_VARIABLE, RUN_KEY.to_owned())];
         let head = Cluster::start_head(version, bin, &env)?;
         let address = head.address.clone();
         let cluster = Cluster { node: Mutex::new(None), head: Mutex::new(Some(head)), version, address, bin: bin.to_owned(), env };
@@ -794,7 +794,7 @@ fn nobody_watching(cluster: &Cluster) -> Result<(), Failed> {
     let lines: Vec<&str> = log.lines().collect();
     let saves: Vec<(&str, &str)> = lines.windows(2).filter(|w| w[0].starts_with(gke_rl::knowledge::SAVING)).map(|w| (w[0], w[1])).collect();
     let timed = saves.iter().all(|(save, next)| {
-        matches!(gke_rl::records::Record::of_line(next), Some(gke_rl::records::Record::Checkpoint { step, at })
+        matches!(gke_rl_in_cluster::records::Record::of_line(next), Some(gke_rl_in_cluster::records::Record::Checkpoint { step, at })
             if save.ends_with(&format!(" {step}...")) && (began..=epoch()).contains(&at))
     });
     check(saves.len() >= 4 && timed, "the supervisor times each save in the log", &logs)?;
@@ -858,8 +858,8 @@ fn preempted_mid_async_save(cluster: &Cluster) -> Result<(), Failed> {
     check(log.contains("resuming after step 2") && log.contains("trained step 8"), "it resumed from the newest durable save", &logs)?;
     let durable: Vec<(u64, f64)> = log
         .lines()
-        .filter_map(|l| match gke_rl::records::Record::of_line(l)? {
-            gke_rl::records::Record::Durable { step, after_s } => Some((step, after_s)),
+        .filter_map(|l| match gke_rl_in_cluster::records::Record::of_line(l)? {
+            gke_rl_in_cluster::records::Record::Durable { step, after_s } => Some((step, after_s)),
             _ => None,
         })
         .collect();
@@ -930,7 +930,7 @@ fn keep(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
 /// One run of the keeper, within 50 s (its CronJob's deadline); what it said.
 fn keep_once(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
     let keeper = tempfile::NamedTempFile::new()?;
-    std::fs::write(keeper.path(), gke_rl::supervisor::keeper())?;
+    std::fs::write(keeper.path(), gke_rl_in_cluster::supervisor::keeper())?;
     let out = Command::new("timeout")
         .arg("50")
         .arg("python3")
@@ -940,7 +940,7 @@ fn keep_once(cluster: &Cluster, runs: &Path) -> Result<String, Failed> {
         .env("GKE_RL_DASHBOARD", &cluster.address)
         .env("GKE_RL_RUNS", runs)
         .env("GKE_RL_CLUSTER", "default/ray-a4-gpu-spot")
-        .env(gke_rl::records::RUN_KEY_VARIABLE, RUN_KEY)
+        .env(gke_rl::auth::RUN_KEY_VARIABLE, RUN_KEY)
         .output()?;
     if !out.status.success() {
         return Err(format!("the keeper failed or hung ({:?}):\n{}{}", out.status.code(), stdout(&out), stderr(&out)).into());
@@ -1157,7 +1157,7 @@ fn recovery_overhead(cluster: &Cluster) -> Result<(), Failed> {
         join.push(back[n - 1] - joining);
         training.wait_until("the restart's record", |t| t.output().matches("\"event\": \"restart\"").count() >= n)?;
     }
-    let records = gke_rl::records::Records::of(&training.output());
+    let records = gke_rl_in_cluster::records::Records::of(&training.output());
     let restarts: Vec<_> = records.restarts().collect();
     if restarts.len() != PREEMPTIONS {
         return Err(format!("{} restarts recorded, not {PREEMPTIONS}:\n{}", restarts.len(), training.stderr()).into());
@@ -1194,7 +1194,7 @@ fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
     let sa = tempfile::tempdir()?;
     std::fs::write(sa.path().join("token"), common::KUBE_TOKEN)?;
     std::fs::copy(cloud.root.join("ca.pem"), sa.path().join("ca.crt"))?;
-    std::fs::write(sa.path().join("idle_guard.py"), gke_rl::guard::program())?;
+    std::fs::write(sa.path().join("idle_guard.py"), gke_rl_in_cluster::guard::program())?;
     let run_guard = |idle_seconds: &str, token: Option<&str>| {
         let mut command = Command::new("python3");
         match token {

@@ -1,7 +1,7 @@
 //! Blueprints and gcluster deployment files: their views and the blueprint rules.
 #![no_main]
 
-use gke_rl::validate::{SourceFile, validate};
+use gke_rl_validate::{SourceFile, validate};
 
 libfuzzer_sys::fuzz_target!(|text: &str| {
     let options = gke_rl::RenderOptions { source: "fuzz", regenerate: "fuzz" };

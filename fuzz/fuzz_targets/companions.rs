@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use gke_rl::validate::{SourceFile, validate};
+use gke_rl_validate::{SourceFile, validate};
 
 /// How the fuzz targets render.
 pub const OPTIONS: gke_rl::RenderOptions<'static> = gke_rl::RenderOptions { source: "fuzz", regenerate: "fuzz" };

@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use gke_rl::validate::crd::Kind;
+use gke_rl_validate::crd::Kind;
 use gke_rl::yaml::Node;
 
 // The target compares the built-in tables; the file also serves the tests' run-time CRDs.

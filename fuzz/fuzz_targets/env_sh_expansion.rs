@@ -14,5 +14,5 @@ libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
         let _ = writeln!(text, "export V{line}=\"{}{}/{}\"", reference(first), reference(second), reference(first ^ second));
     }
     let _ = gke_rl::envsh::import(&text);
-    let _ = gke_rl::validate::validate(&[gke_rl::validate::SourceFile { name: "env.sh", text: &text }]);
+    let _ = gke_rl_validate::validate(&[gke_rl_validate::SourceFile { name: "env.sh", text: &text }]);
 });

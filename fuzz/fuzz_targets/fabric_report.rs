@@ -3,8 +3,8 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|text: &str| {
-    let report = gke_rl::fabric::Report::parse(text);
-    let a4 = gke_rl::fabric::Expectation { nodes: Some(2), fabric: gke_rl::knowledge::gpu_fabric("a4-highgpu-8g"), min_fraction: 0.6 };
+    let report = gke_rl_in_cluster::fabric::Report::parse(text);
+    let a4 = gke_rl_in_cluster::fabric::Expectation { nodes: Some(2), fabric: gke_rl::knowledge::gpu_fabric("a4-highgpu-8g"), min_fraction: 0.6 };
     for problem in report.problems(&a4) {
         let _ = problem.to_string();
     }

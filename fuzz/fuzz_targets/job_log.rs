@@ -3,7 +3,7 @@
 //! the text is split, and the record reader takes any text.
 #![no_main]
 
-use gke_rl::log_lines::{LineBuffer, MAX_LINE};
+use gke_rl_in_cluster::log_lines::{LineBuffer, MAX_LINE};
 
 libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
     let (text, cuts) = input;
@@ -20,12 +20,12 @@ libfuzzer_sys::fuzz_target!(|input: (&str, Vec<u16>)| {
     assert_eq!(LineBuffer::lines(chunks.iter().copied()), whole, "the same lines, however the text is split");
     assert!(whole.iter().all(|line| line.len() <= MAX_LINE && !line.contains(['\n', '\r'])));
 
-    let mut run = gke_rl::run_log::RunLog::default();
+    let mut run = gke_rl_in_cluster::run_log::RunLog::default();
     for chunk in &chunks {
         run.feed(chunk, None);
     }
-    let once = gke_rl::run_log::RunLog::of(text);
+    let once = gke_rl_in_cluster::run_log::RunLog::of(text);
     assert_eq!((run.steps(), run.saves()), (once.steps(), once.saves()), "the same run, however the text is split");
     let _ = run.checkpoint_report();
-    let _ = gke_rl::records::Records::of(text).restarts_summary();
+    let _ = gke_rl_in_cluster::records::Records::of(text).restarts_summary();
 });

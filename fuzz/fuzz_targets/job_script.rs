@@ -5,6 +5,6 @@
 mod companions;
 
 libfuzzer_sys::fuzz_target!(|text: &str| {
-    let _ = gke_rl::validate::job_script::parse(text);
+    let _ = gke_rl_validate::job_script::parse(text);
     companions::check("run_nemo_rl.sh", text);
 });

@@ -6,7 +6,7 @@ starts a head and a second node (`ray start --address`, with a `trainer` resourc
 Ray, each in its own process group under a temp dir, and runs one job per case: an actor on the
 second node when that node is killed, an exception in the program, and a job whose
 supervisor actor is killed. It writes each job's status message and log tail, as
-`gke_rl::recovery::classify` is given them, and stops only the processes it started.
+`gke_rl_in_cluster::recovery::classify` is given them, and stops only the processes it started.
 """
 
 import json

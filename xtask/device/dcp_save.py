@@ -1,7 +1,7 @@
 """The storage check held to a real distributed checkpoint written from GPUs (issue 55).
 
 On a machine with GPUs, in one run:
-1. the storage check's own per-node program (crates/gke-rl/src/storage/storage_check.py, the same
+1. the storage check's own per-node program (crates/gke-rl-in-cluster/python/storage_check.py, the same
    file, run with --local) measures a folder on the machine's disk, one file per GPU;
 2. one process per GPU (torch.multiprocessing, NCCL for CUDA and gloo for CPU work, the device's
    variables left as set) saves a sharded model and optimizer state with

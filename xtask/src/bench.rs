@@ -165,7 +165,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
     let manifests = write_validation_files(&files_dir)?;
     // The peer reads the schema gke-rl checks: the CRD's v1 schema, made strict, as JSON.
     let schema_path = work.join("raycluster.strict.schema.json");
-    let schema = gke_rl::validate::json_schema(&crd_text, true)?;
+    let schema = gke_rl_validate::json_schema(&crd_text, true)?;
     std::fs::write(&schema_path, serde_json::to_string(&schema)?)?;
 
     let installed = installed_binary(sh)?;
@@ -341,15 +341,15 @@ fn storage(sh: &Shell) -> anyhow::Result<()> {
         std::fs::remove_dir_all(&work)?;
     }
     std::fs::create_dir_all(&work)?;
-    let script = work.join(gke_rl::storage::CHECK_SCRIPT_FILE);
-    std::fs::write(&script, gke_rl::storage::CHECK_SCRIPT)?;
+    let script = work.join(gke_rl_in_cluster::storage::CHECK_SCRIPT_FILE);
+    std::fs::write(&script, gke_rl_in_cluster::storage::CHECK_SCRIPT)?;
     let (ranks, rank_bytes) = (STORAGE_RANKS.to_string(), STORAGE_RANK_BYTES.to_string());
     let checks = work.join("check");
     // The check's own node program, alone on this machine: (write, read, metadata ops/s).
     let check = || -> anyhow::Result<(f64, f64, f64)> {
         cmd!(sh, "sync").run()?;
         let log = cmd!(sh, "python3 {script} --local --dir {checks} --ranks {ranks} --rank-bytes {rank_bytes}").read()?;
-        let report = gke_rl::storage::Report::parse(&log);
+        let report = gke_rl_in_cluster::storage::Report::parse(&log);
         let node = report.nodes.first().with_context(|| format!("the check reported no node:\n{log}"))?;
         Ok((node.write.rate(), node.read.rate(), node.metadata.ops_per_second()))
     };

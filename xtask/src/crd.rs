@@ -5,12 +5,12 @@
 use std::fmt::Write;
 
 use anyhow::Context;
-use gke_rl::validate::crd::{Additional, Format, Kind, Limit, Literal, Logic, Number, Pattern, Shape, Table};
+use gke_rl_validate::crd::{Additional, Format, Kind, Limit, Literal, Logic, Number, Pattern, Shape, Table};
 
 /// The CRDs, relative to the upstream fixtures.
 pub const CRD_FILES: [&str; 2] = ["kuberay/ray.io_rayclusters.yaml", "kuberay/ray.io_rayjobs.yaml"];
 /// The generated table, relative to the project root.
-pub const TABLE_PATH: &str = "crates/gke-rl/src/validate/crd/kuberay.rs";
+pub const TABLE_PATH: &str = "crates/gke-rl-validate/src/crd/kuberay.rs";
 
 /// The Rust source of the table compiled from `crds` (each CRD's file name and text).
 pub fn table(crds: &[(&str, String)]) -> anyhow::Result<String> {

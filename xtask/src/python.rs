@@ -25,11 +25,11 @@ pub fn install(sh: &Shell) -> anyhow::Result<PathBuf> {
 /// Each in-cluster program as it ships, by the name it runs as.
 fn programs() -> [(&'static str, String); 5] {
     [
-        ("supervise.py", gke_rl::supervisor::program()),
-        ("keeper.py", gke_rl::supervisor::keeper()),
-        ("idle_guard.py", gke_rl::guard::program()),
-        ("fabric_check.py", gke_rl::fabric::CHECK_SCRIPT.to_owned()),
-        ("storage_check.py", gke_rl::storage::CHECK_SCRIPT.to_owned()),
+        ("supervise.py", gke_rl_in_cluster::supervisor::program()),
+        ("keeper.py", gke_rl_in_cluster::supervisor::keeper()),
+        ("idle_guard.py", gke_rl_in_cluster::guard::program()),
+        ("fabric_check.py", gke_rl_in_cluster::fabric::CHECK_SCRIPT.to_owned()),
+        ("storage_check.py", gke_rl_in_cluster::storage::CHECK_SCRIPT.to_owned()),
     ]
 }
 
@@ -57,13 +57,13 @@ mod tests {
 
     /// The sources [`programs`] are made of: each linted as part of the program that carries it.
     const PROGRAM_SOURCES: [&str; 7] = [
-        "crates/gke-rl/src/auth.py",
-        "crates/gke-rl/src/fabric/fabric_check.py",
-        "crates/gke-rl/src/guard/idle_guard.py",
-        "crates/gke-rl/src/storage/storage_check.py",
-        "crates/gke-rl/src/supervisor/keeper.py",
-        "crates/gke-rl/src/supervisor/records.py",
-        "crates/gke-rl/src/supervisor/supervise.py",
+        "crates/gke-rl-in-cluster/python/auth.py",
+        "crates/gke-rl-in-cluster/python/fabric_check.py",
+        "crates/gke-rl-in-cluster/python/idle_guard.py",
+        "crates/gke-rl-in-cluster/python/storage_check.py",
+        "crates/gke-rl-in-cluster/python/keeper.py",
+        "crates/gke-rl-in-cluster/python/records.py",
+        "crates/gke-rl-in-cluster/python/supervise.py",
     ];
 
     #[test]

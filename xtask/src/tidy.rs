@@ -1,6 +1,7 @@
 //! Repository rules, checked by `cargo test` (rust-analyzer's tidy pattern). Each failure
 //! names the file and line and the rule it breaks.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,7 @@ fn no_trailing_whitespace_or_tabs_in_source() {
     // The codelab fixtures reproduce upstream text byte for byte, defects included, and a
     // unified diff writes a blank context line as a single space.
     let verbatim = [project_root().join("tests/fixtures/codelab"), project_root().join(crate::codegen::UPSTREAM)];
-    let is_diff = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("blueprint__"));
+    let is_diff = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("it__blueprint__"));
     for path in text_files().into_iter().filter(|p| !verbatim.iter().any(|v| p.starts_with(v)) && !is_diff(p)) {
         let text = fs::read_to_string(&path).unwrap();
         for (i, line) in text.lines().enumerate() {
@@ -58,11 +59,20 @@ fn no_trailing_whitespace_or_tabs_in_source() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The crates that do no I/O: the SDK, the validator, and the in-cluster programs with the
+/// reading of their records.
+const PURE_CRATES: [&str; 3] = ["crates/gke-rl", "crates/gke-rl-validate", "crates/gke-rl-in-cluster"];
+
 /// The invariant "the SDK does no I/O" is enforced by clippy (`crates/gke-rl/clippy.toml`,
-/// `cargo xtask ci`'s lint step with -D warnings); this keeps that list from losing a family.
+/// which each pure crate's `clippy.toml` links to, and `cargo xtask ci`'s lint step with -D
+/// warnings); this keeps that list from losing a family or a crate.
 #[test]
 fn the_sdk_bans_io_to_the_compiler() {
     let config = fs::read_to_string(project_root().join("crates/gke-rl/clippy.toml")).unwrap();
+    for krate in PURE_CRATES {
+        let own = fs::read_to_string(project_root().join(krate).join("clippy.toml")).unwrap_or_default();
+        assert_eq!(own, config, "{krate}/clippy.toml: link it to ../gke-rl/clippy.toml, the pure crates' one list");
+    }
     let required = [
         "std::fs::read_to_string",
         "std::fs::write",
@@ -111,7 +121,7 @@ fn every_crate_root_has_a_module_doc() {
 #[test]
 fn no_bare_unwrap_in_library_code() {
     let mut problems = Vec::new();
-    for path in rust_files("crates/gke-rl/src") {
+    for path in PURE_CRATES.iter().flat_map(|krate| rust_files(&format!("{krate}/src"))) {
         let text = fs::read_to_string(&path).unwrap();
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for (i, line) in code.lines().enumerate() {
@@ -194,6 +204,40 @@ fn upstream_fixtures_are_verbatim() {
     }
     assert!(listed.len() >= 8, "only {} upstream fixtures listed", listed.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each crate builds only what its job needs: the Kubernetes and Ray clients build the SDK
+/// alone, and the page builds the SDK and the validator, so that editing an in-cluster program
+/// rebuilds neither them nor the page, and the SDK builds neither of the other two.
+#[test]
+fn each_crate_builds_only_what_its_job_needs() {
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for dir in fs::read_dir(project_root().join("crates")).unwrap().map(|e| e.unwrap().path()) {
+        let text = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let name = text.lines().find_map(|l| l.strip_prefix("name = ")).unwrap().trim_matches('"').to_owned();
+        let normal = text.split("\n[").find(|s| s.starts_with("dependencies]")).unwrap_or_default();
+        let deps = normal.lines().skip(1).filter_map(|l| l.split(['.', ' ', '=']).next()).filter(|d| d.starts_with("gke-rl"));
+        graph.insert(name, deps.map(str::to_owned).collect());
+    }
+    let builds = |root: &str| {
+        let (mut seen, mut stack) = (BTreeSet::new(), vec![root.to_owned()]);
+        while let Some(krate) = stack.pop() {
+            stack.extend(graph.get(&krate).into_iter().flatten().filter(|d| seen.insert((*d).clone())).cloned());
+        }
+        seen
+    };
+    for (krate, never) in [
+        ("gke-rl", ["gke-rl-validate", "gke-rl-in-cluster"].as_slice()),
+        ("gke-rl-kube", &["gke-rl-validate", "gke-rl-in-cluster"]),
+        ("gke-rl-ray", &["gke-rl-validate", "gke-rl-in-cluster"]),
+        ("gke-rl-validate", &["gke-rl-in-cluster"]),
+        ("gke-rl-wasm", &["gke-rl-in-cluster"]),
+    ] {
+        let built = builds(krate);
+        assert!(graph.contains_key(krate), "{krate}: no such crate");
+        let wrong: Vec<&&str> = never.iter().filter(|n| built.contains(**n)).collect();
+        assert!(wrong.is_empty(), "{krate} builds {wrong:?}: move what it uses down into the SDK");
+    }
 }
 
 /// Every dependency a crate's `Cargo.toml` lists is named in that crate's code (dev ones in its

@@ -140,7 +140,8 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
     let log = out.join("run.log");
     let text = gke_rl_test_support::nemo_rl_log::restarted_run();
     std::fs::write(&log, &text)?;
-    let window = gke_rl::records::Records::of(&text).span().and_then(|(start, end)| Some((start, end?))).context("the run's span")?;
+    let window =
+        gke_rl_in_cluster::records::Records::of(&text).span().and_then(|(start, end)| Some((start, end?))).context("the run's span")?;
     let (reading, writing) = gke_rl_test_support::nemo_rl_log::restarted_run_io();
     let token = "ya29.fake-monitoring-token";
     let capacity = u64::from(gke_rl::Deployment::default().lustre.capacity_gib.get()) << 30;

@@ -64,7 +64,7 @@ impl Console {
     /// A run's progress: on a terminal, one status line under the log, redrawn; elsewhere, a
     /// plain line once a step, put where the log (on stdout, maybe the same pipe) is between two
     /// steps rather than inside a step's blocks.
-    fn run_progress(&self, progress: &gke_rl::run_report::Progress) {
+    fn run_progress(&self, progress: &gke_rl_in_cluster::run_report::Progress) {
         let line = crate::terminal::shown(&progress.line());
         if self.terminal {
             let mut bar = self.bar();
@@ -101,8 +101,10 @@ impl Console {
             let end = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
             let line = &text[start..end];
             let at_line_start = start > 0 || !held.log_mid_line;
-            let header = line.contains(gke_rl::run_log::STEP_HEADER)
-                || (end == text.len() && line.trim_start().starts_with('=') && gke_rl::run_log::STEP_HEADER.starts_with(line.trim_start()));
+            let header = line.contains(gke_rl_in_cluster::run_log::STEP_HEADER)
+                || (end == text.len()
+                    && line.trim_start().starts_with('=')
+                    && gke_rl_in_cluster::run_log::STEP_HEADER.starts_with(line.trim_start()));
             if at_line_start && header && held.line.is_some() {
                 break Some(start);
             }
@@ -496,7 +498,7 @@ mod tests {
     use super::*;
 
     /// The words of the deploy, destroy and suspend events (their logic is tested in
-    /// `crates/gke-rl-ops/tests/deploy.rs`).
+    /// `crates/gke-rl-ops/tests/it/deploy.rs`).
     #[test]
     fn deploy_and_destroy_events_are_worded_for_people() {
         let buffer = Arc::new(Mutex::new(Vec::new()));

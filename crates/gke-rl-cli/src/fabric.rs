@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gke_rl::fabric::{DEFAULT_MIN_FRACTION, Expectation, Problem, Report, size};
+use gke_rl_in_cluster::fabric::{DEFAULT_MIN_FRACTION, Expectation, Problem, Report, size};
 use gke_rl_ops::fabric::{FabricCheckOptions, FabricChecked};
 use gke_rl_ops::head::Head;
 use gke_rl_ops::{Env, Event, Progress, Question};
@@ -160,7 +160,7 @@ mod tests {
     #[test]
     fn deploy_checks_with_the_commands_defaults() {
         let defaults = crate::defaults::<CheckArgs>();
-        assert_eq!(defaults.sizes, gke_rl::fabric::DEFAULT_SIZES);
+        assert_eq!(defaults.sizes, gke_rl_in_cluster::fabric::DEFAULT_SIZES);
         assert_eq!((defaults.min_fraction, defaults.timeout), (DEFAULT_MIN_FRACTION, Duration::from_secs(900)));
     }
 

@@ -213,7 +213,7 @@ fn parse_size(text: &str, max: u64) -> Result<u64, String> {
     let number: u64 = digits.parse().map_err(|_| format!("`{text}` is not a size such as 1M, 256M or 1G"))?;
     match number.checked_shl(shift).filter(|b| b >> shift == number) {
         Some(bytes) if (1..=max).contains(&bytes) => Ok(bytes),
-        _ => Err(format!("`{text}` is outside 1 byte to {}", gke_rl::fabric::size(max).replace(' ', "").replace("iB", ""))),
+        _ => Err(format!("`{text}` is outside 1 byte to {}", gke_rl_in_cluster::fabric::size(max).replace(' ', "").replace("iB", ""))),
     }
 }
 

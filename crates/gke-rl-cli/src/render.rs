@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use gke_rl::render::is_generated;
-use gke_rl::validate::{self, SourceFile};
 use gke_rl::{Artifact, Severity};
+use gke_rl_validate::{self as validate, SourceFile};
 
 use crate::config;
 use crate::diagnostics::Located;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gke_rl::checkpoint_plan::{Saving, rate, size};
-use gke_rl::storage::{DEFAULT_MIN_FRACTION, Expectation, Report, Verdict};
+use gke_rl_in_cluster::storage::{DEFAULT_MIN_FRACTION, Expectation, Report, Verdict};
 use gke_rl_ops::head::Head;
 use gke_rl_ops::storage::{StorageCheckOptions, StorageChecked};
 
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn deploy_checks_with_the_commands_defaults() {
         let defaults = crate::defaults::<CheckArgs>();
-        assert_eq!((defaults.size, defaults.min_fraction), (gke_rl::storage::DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION));
+        assert_eq!((defaults.size, defaults.min_fraction), (gke_rl_in_cluster::storage::DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION));
         assert_eq!(defaults.timeout, Duration::from_secs(900));
         assert_eq!(parse_size("2T"), Ok(2 << 40));
         assert!(parse_size("17T").unwrap_err().contains("outside"));

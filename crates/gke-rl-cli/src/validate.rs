@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use gke_rl::Severity;
-use gke_rl::validate::{self, SourceFile, Validation};
+use gke_rl_validate::{self as validate, SourceFile, Validation};
 
 use crate::config;
 use crate::diagnostics::Located;

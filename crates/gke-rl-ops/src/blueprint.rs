@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gke_rl::validate::{self, SourceFile};
 use gke_rl::{Artifact, ArtifactKind, Artifacts, Deployment, Severity};
+use gke_rl_validate::{self as validate, SourceFile};
 
 use crate::Error;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use gke_rl::checkpoint_plan::Saving;
 use gke_rl::model::{JobMode, WhenDone};
-use gke_rl::records::Records;
 use gke_rl::{Artifacts, Deployment};
+use gke_rl_in_cluster::records::Records;
 use gke_rl_kube::{Queued, RayJobState, Readiness};
 use gke_rl_ray::JobDetails;
 
@@ -281,7 +281,7 @@ pub async fn report(
     id: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(String, gke_rl::run_report::Report), Error> {
+) -> Result<(String, gke_rl_in_cluster::run_report::Report), Error> {
     let (head, id) = reach(deployment, options, id, env, progress).await?;
     // The whole run, from its first submission, whichever of them was named (or is the latest).
     let named = jobs::job_id(&head.client, id.as_deref()).await?;
@@ -322,7 +322,7 @@ const LOG_WITHIN: Duration = Duration::from_secs(300);
 /// A run's log read without arrival times: its steps and its supervisor's records.
 #[derive(Default)]
 struct RunText {
-    log: gke_rl::run_log::RunLog,
+    log: gke_rl_in_cluster::run_log::RunLog,
     records: Records,
 }
 
@@ -347,10 +347,10 @@ impl RunText {
         wall_s: Option<f64>,
         ended: bool,
         unpriced: Option<String>,
-    ) -> gke_rl::run_report::Report {
+    ) -> gke_rl_in_cluster::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
         let saving = Some((Saving::of(deployment), Saving::tier_ceiling(deployment)));
-        gke_rl::run_report::report(&gke_rl::run_report::Inputs {
+        gke_rl_in_cluster::run_report::report(&gke_rl_in_cluster::run_report::Inputs {
             log: &self.log,
             records: &self.records,
             wall_s,
@@ -365,7 +365,7 @@ impl RunText {
 
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
 /// say, priced at the deployment's hourly cost.
-pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl::run_report::Report, Error> {
+pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl_in_cluster::run_report::Report, Error> {
     let mut run = RunText::default();
     crate::files::read_log(path, |text| run.feed(text))?;
     let span = run.records.span();
@@ -408,7 +408,7 @@ pub async fn list(
     Ok(jobs
         .into_iter()
         // A supervisor's own driver row is part of its submission, not a job of the user's.
-        .filter(|j| !gke_rl::supervisor::is_supervisor_driver(&j.kind, j.submission_id.as_deref(), &j.entrypoint))
+        .filter(|j| !gke_rl_in_cluster::supervisor::is_supervisor_driver(&j.kind, j.submission_id.as_deref(), &j.entrypoint))
         .map(|job| {
             let redacted = jobs::redacted(&job, deployment, head.client.token(), env);
             (job, redacted)

@@ -103,10 +103,11 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     let wait = crate::took(options.timeout);
+    let helpers = gke_rl_in_cluster::helpers(deployment);
     if deployment.project.existing_cluster {
         // No blueprint, no toolkit, no CIDR: the cluster is someone else's.
         crate::blueprint::check_render(deployment, artifacts, None)?;
-        return Ok(lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait));
+        return Ok(lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &helpers, &wait));
     }
     // What a deploy would refuse, the plan refuses: a render with errors, with the patched
     // blueprint when the toolkit is there (without it, preflight would stop; warned below).
@@ -115,7 +116,7 @@ pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOpti
         Ok(original) => drop(patch_checked(&blueprint_path, &original, deployment, artifacts)?),
         Err(_) => crate::blueprint::check_render(deployment, artifacts, None)?,
     }
-    let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &wait);
+    let plan = lifecycle::deploy_plan(deployment, &resolved.site, ray_cluster(artifacts), &helpers, &wait);
     // The plan is what a real deploy would do: say up front what would stop it.
     let mut warnings = Vec::new();
     if !toolkit_blueprint(&resolved.site.toolkit).is_file() {
@@ -209,7 +210,7 @@ pub async fn deploy(
         let staged = crate::blueprint::staged_templates(&blueprint_path, &blueprint, deployment)?;
         (blueprint, staged)
     };
-    let helpers: Vec<String> = lifecycle::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
+    let helpers: Vec<String> = gke_rl_in_cluster::helpers(deployment).into_iter().map(|(_, manifests)| manifests).collect();
     let deployment_file = artifacts.deployment_file.as_ref().map_or("", |a| a.contents.as_str());
     let mut rendered = vec![blueprint.as_str(), deployment_file, ray_cluster(artifacts).unwrap_or_default()];
     rendered.extend(helpers.iter().map(String::as_str));
@@ -597,7 +598,7 @@ async fn run_step(
                     state.created.ray_cluster_uid = None;
                 }
                 // And the helpers cluster mode applies, which look after that cluster.
-                for (what, manifests) in lifecycle::every_helper(d) {
+                for (what, manifests) in gke_rl_in_cluster::every_helper(d) {
                     let objects = clusters.delete_all(&manifests).await?;
                     if !objects.is_empty() {
                         progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
@@ -636,7 +637,7 @@ async fn run_step(
                 }
                 delete_open_policy(&clusters, d, progress).await?;
             }
-            for (what, manifests) in lifecycle::helpers(d) {
+            for (what, manifests) in gke_rl_in_cluster::helpers(d) {
                 let applied = clusters.apply_all(&manifests).await?;
                 progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }

@@ -364,7 +364,7 @@ async fn delete_objects(
     }
     // The run keeper and the idle guard, and a Ray without tokens' NetworkPolicy: on a cluster
     // gke-rl did not create, nothing else takes them away.
-    for (what, manifests) in lifecycle::every_helper(d) {
+    for (what, manifests) in gke_rl_in_cluster::every_helper(d) {
         let objects = clusters.delete_all(&manifests).await?;
         if !objects.is_empty() {
             progress.event(Event::HelperDeleted { what, namespace, objects: &objects });

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use gke_rl::lifecycle::Command;
-use gke_rl::validate::Finding;
+use gke_rl_validate::Finding;
 
 /// Why an operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +92,7 @@ pub enum Error {
         cluster: String,
     },
     /// A file that is larger than gke-rl reads.
-    #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl::validate::MAX_FILE_BYTES / 1_048_576)]
+    #[error("{} is {:.1} MiB; gke-rl reads files of at most {} MiB", path.display(), *bytes as f64 / 1_048_576.0, gke_rl_validate::MAX_FILE_BYTES / 1_048_576)]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -176,7 +176,7 @@ pub enum Error {
     /// Cloud Monitoring's endpoint override is neither Google's nor on loopback.
     #[error(
         "{given} is neither Cloud Monitoring's endpoint ({}) nor a loopback address (a test's); gcloud's access token goes nowhere else",
-        gke_rl::lustre_usage::ENDPOINT
+        gke_rl_in_cluster::lustre_usage::ENDPOINT
     )]
     MonitoringEndpoint {
         /// The endpoint given.

@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use gke_rl::lifecycle::{Command, Step};
-use gke_rl::run_log::Save;
-use gke_rl::validate::Finding;
+use gke_rl_in_cluster::run_log::Save;
 use gke_rl_kube::{ClusterState, Readiness};
 use gke_rl_ray::JobStatus;
+use gke_rl_validate::Finding;
 
 use crate::error::Unanswerable;
 
@@ -373,7 +373,7 @@ pub enum Event<'a> {
     CheckpointSaved(&'a Save),
     /// Where a followed run is, from its log and records: sent when a figure changes, once the
     /// log has shown a step.
-    RunProgress(&'a gke_rl::run_report::Progress),
+    RunProgress(&'a gke_rl_in_cluster::run_report::Progress),
     /// A stop was requested.
     StopRequested {
         /// Submission id.
@@ -415,9 +415,9 @@ pub enum Event<'a> {
         /// Ray's message about it.
         message: Option<&'a str>,
         /// What its log said: the steps and the checkpoint saves.
-        log: &'a gke_rl::run_log::RunLog,
+        log: &'a gke_rl_in_cluster::run_log::RunLog,
         /// What the run's supervisors recorded, when it was followed as a run.
-        records: Option<&'a gke_rl::records::Records>,
+        records: Option<&'a gke_rl_in_cluster::records::Records>,
     },
     /// Following goes on with the keeper's resubmission.
     Resubmitted {
@@ -430,8 +430,8 @@ impl<'a> Event<'a> {
     /// [`Event::JobEnded`] of a followed job, its log and, when followed as a run, its records.
     pub(crate) fn job_ended(
         job: &'a gke_rl_ray::JobDetails,
-        log: &'a gke_rl::run_log::RunLog,
-        records: Option<&'a gke_rl::records::Records>,
+        log: &'a gke_rl_in_cluster::run_log::RunLog,
+        records: Option<&'a gke_rl_in_cluster::records::Records>,
     ) -> Self {
         Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records }
     }

@@ -1,12 +1,12 @@
-//! The fabric check on a running cluster: the job of [`gke_rl::fabric`] submitted like any job
+//! The fabric check on a running cluster: the job of [`gke_rl_in_cluster::fabric`] submitted like any job
 //! (same connection, same checks before upload), followed to its end, and its log read into a
 //! report judged against what the deployment wires.
 
 use std::io::Write as _;
 use std::time::Duration;
 
-use gke_rl::fabric::{CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MIN_FRACTION, DEFAULT_SIZES, Expectation, Problem, Report};
 use gke_rl::{Artifacts, Deployment};
+use gke_rl_in_cluster::fabric::{CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MIN_FRACTION, DEFAULT_SIZES, Expectation, Problem, Report};
 use gke_rl_ray::{Client, JobStatus};
 
 use crate::events::Progress;
@@ -80,7 +80,7 @@ pub async fn check(
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the fabric-check runtime env".to_owned(), "{}".to_owned())),
         submission_id: Some(format!("gke-rl-fabric-check-{}", random.trim_start_matches("raysubmit_"))),
-        entrypoint: gke_rl::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
+        entrypoint: gke_rl_in_cluster::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
         ..SubmitOptions::default()
     };
     let prepared = jobs::prepare(deployment, artifacts, &submit, env, progress)?;

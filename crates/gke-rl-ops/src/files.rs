@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::Error;
 
-/// Reads a text file a user named, refusing more than [`gke_rl::validate::MAX_FILE_BYTES`]
+/// Reads a text file a user named, refusing more than [`gke_rl_validate::MAX_FILE_BYTES`]
 /// and non-UTF-8 text (see [`read_bytes`]).
 pub fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = read_bytes(path)?;
@@ -16,11 +16,11 @@ pub fn read_text(path: &Path) -> Result<String, Error> {
 }
 
 /// Reads a file a user named ([`open_input`]), refusing more than
-/// [`gke_rl::validate::MAX_FILE_BYTES`].
+/// [`gke_rl_validate::MAX_FILE_BYTES`].
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let read = |source| Error::Read { path: path.to_owned(), source };
     let (file, metadata) = open_input(path)?;
-    let limit = gke_rl::validate::MAX_FILE_BYTES as u64;
+    let limit = gke_rl_validate::MAX_FILE_BYTES as u64;
     // Sized by the file's length up front: a `Take` gives `read_to_end` no size hint, so it
     // would start small and grow the buffer, reading again, several times per file.
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len().min(limit) + 1).unwrap_or(0));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use gke_rl::diagnostic::Fix;
 use gke_rl::lifecycle::Command;
-use gke_rl::validate::Finding;
+use gke_rl_validate::Finding;
 
 use crate::{Env, Error};
 

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gke_rl::records::Records;
-use gke_rl::run_log::RunLog;
-use gke_rl::validate::{SourceFile, count};
 use gke_rl::{ArtifactKind, Artifacts, Deployment, Severity, lifecycle};
+use gke_rl_in_cluster::records::Records;
+use gke_rl_in_cluster::run_log::RunLog;
 use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
 use gke_rl_ray::{Client, Error as RayError, FollowOptions, JobDetails, JobStatus, SubmitRequest};
+use gke_rl_validate::{SourceFile, count};
 
 use crate::env::Armed;
 use crate::events::{Event, Progress};
@@ -94,7 +94,9 @@ pub fn prepare(
             map.insert(name, value.into());
         }
     }
-    if let Some((id, problem)) = options.submission_id.as_deref().and_then(|id| Some((id, gke_rl::supervisor::run_id_problem(id)?))) {
+    if let Some((id, problem)) =
+        options.submission_id.as_deref().and_then(|id| Some((id, gke_rl_in_cluster::supervisor::run_id_problem(id)?)))
+    {
         return Err(Error::RunId { id: id.to_owned(), problem });
     }
     let entrypoint = if options.entrypoint.is_empty() { gke_rl::render::entrypoint() } else { gke_rl_ray::entrypoint(&options.entrypoint) };
@@ -119,7 +121,7 @@ impl Prepared {
         self.request.submission_id.as_deref().unwrap_or_default()
     }
 
-    /// Records the RayCluster the supervised job runs on (`gke_rl::supervisor::cluster_id_of`),
+    /// Records the RayCluster the supervised job runs on (`gke_rl_in_cluster::supervisor::cluster_id_of`),
     /// where it is known only once the cluster is (a RayJob's).
     pub(crate) fn supervise_on(&mut self, cluster: &str) {
         if let Some(supervise) = &mut self.supervise {
@@ -139,7 +141,7 @@ pub struct Submitted {
     pub id: String,
 }
 
-/// How the in-cluster supervisor recovers a run (`gke_rl::supervisor`).
+/// How the in-cluster supervisor recovers a run (`gke_rl_in_cluster::supervisor`).
 #[derive(Clone, Debug)]
 pub struct Supervise {
     /// Restarts after lost nodes, at most; 0 records the failure and restarts nothing.
@@ -150,7 +152,7 @@ pub struct Supervise {
     pub wait: Duration,
     /// The folder of runs on the cluster's shared file system.
     pub runs_dir: String,
-    /// The RayCluster whose keeper may resubmit the run (`gke_rl::supervisor::cluster_id`).
+    /// The RayCluster whose keeper may resubmit the run (`gke_rl_in_cluster::supervisor::cluster_id`).
     pub cluster: String,
     /// NeMo-RL's checkpoint dir, whose half-written checkpoints a restart removes.
     pub checkpoints: String,
@@ -164,8 +166,8 @@ impl Supervise {
             max_restarts: deployment.max_restarts(),
             max_lost: None,
             wait,
-            runs_dir: gke_rl::supervisor::runs_dir(deployment),
-            cluster: gke_rl::supervisor::cluster_id(deployment),
+            runs_dir: gke_rl_in_cluster::supervisor::runs_dir(deployment),
+            cluster: gke_rl_in_cluster::supervisor::cluster_id(deployment),
             checkpoints: deployment.job.checkpointing.dir.to_string(),
         }
     }
@@ -184,8 +186,8 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
     }
     if let Some(supervise) = prepared.supervise {
         let nodes = client.alive_nodes().await?;
-        let program = gke_rl::supervisor::program().into_bytes();
-        let package = Plan::for_files(vec![(format!("{}.py", gke_rl::supervisor::MODULE), program, false)]).hash(&[])?;
+        let program = gke_rl_in_cluster::supervisor::program().into_bytes();
+        let package = Plan::for_files(vec![(format!("{}.py", gke_rl_in_cluster::supervisor::MODULE), program, false)]).hash(&[])?;
         upload_unless_present(client, &package, progress).await?;
         let runtime_env = request.runtime_env.get_or_insert_with(serde_json::Map::new);
         let modules = runtime_env.entry("py_modules").or_insert_with(|| serde_json::json!([]));
@@ -193,7 +195,7 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
             .as_array_mut()
             .ok_or_else(|| Error::RuntimeEnvShape { name: "the runtime env".into(), problem: "its py_modules must be a list".into() })?;
         modules.push(package.uri.clone().into());
-        let supervision = gke_rl::supervisor::Supervision {
+        let supervision = gke_rl_in_cluster::supervisor::Supervision {
             run: request.submission_id.clone().unwrap_or_default(),
             runs_dir: supervise.runs_dir,
             cluster: supervise.cluster,
@@ -305,17 +307,20 @@ async fn await_resubmission(client: &Client, id: &str, current: &str, within: Du
 
 /// The submissions of the run `id` names (its first, or any restart), oldest first: the first
 /// and the keeper's resubmissions (`<run>-r1`, `-r2`…) that the cluster knows, each a job whose
-/// supervisor's entrypoint names the run (`gke_rl::supervisor::run_of`), never a job that only
+/// supervisor's entrypoint names the run (`gke_rl_in_cluster::supervisor::run_of`), never a job that only
 /// shares a prefix. A head that restarted forgot the earlier ones, so there may be gaps.
 pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, Error> {
     let jobs = client.jobs().await?;
     // The run the named job supervises: its first submission, whichever of them was named; a
     // first submission a restarted head forgot names its run itself.
-    let run =
-        jobs.iter().find(|job| job.id() == id).and_then(|job| gke_rl::supervisor::run_of(&job.entrypoint)).unwrap_or_else(|| id.to_owned());
+    let run = jobs
+        .iter()
+        .find(|job| job.id() == id)
+        .and_then(|job| gke_rl_in_cluster::supervisor::run_of(&job.entrypoint))
+        .unwrap_or_else(|| id.to_owned());
     let mut members: Vec<(u32, String)> = jobs
         .iter()
-        .filter(|job| gke_rl::supervisor::run_of(&job.entrypoint).as_deref() == Some(run.as_str()))
+        .filter(|job| gke_rl_in_cluster::supervisor::run_of(&job.entrypoint).as_deref() == Some(run.as_str()))
         .filter_map(|job| Some((restart_number(&run, job.id())?, job.id().to_owned())))
         .collect();
     members.sort();
@@ -328,7 +333,7 @@ fn restart_number(first: &str, id: &str) -> Option<u32> {
     if id == first {
         return Some(0);
     }
-    id.strip_prefix(first)?.strip_prefix(gke_rl::recovery::RESTART_SUFFIX)?.parse().ok()
+    id.strip_prefix(first)?.strip_prefix(gke_rl_in_cluster::recovery::RESTART_SUFFIX)?.parse().ok()
 }
 
 /// The newest submission of `id`'s chain of restarts.
@@ -346,7 +351,7 @@ fn runtime_env(
         Some((name, text)) => (name.as_str(), text.as_str()),
         None => (artifacts.runtime_env.name, artifacts.runtime_env.contents.as_str()),
     };
-    let findings = gke_rl::validate::validate(&[SourceFile { name, text }]);
+    let findings = gke_rl_validate::validate(&[SourceFile { name, text }]);
     for finding in &findings {
         progress.event(Event::RuntimeEnvFinding { text, finding });
     }
@@ -504,7 +509,9 @@ fn by_step(chunk: &str) -> impl Iterator<Item = &str> {
         let cut = rest
             .match_indices('\n')
             .map(|(i, _)| i + 1)
-            .find(|&start| start < rest.len() && rest[start..].split('\n').next().is_some_and(|l| l.contains(gke_rl::run_log::STEP_HEADER)))
+            .find(|&start| {
+                start < rest.len() && rest[start..].split('\n').next().is_some_and(|l| l.contains(gke_rl_in_cluster::run_log::STEP_HEADER))
+            })
             .unwrap_or(rest.len());
         let (piece, tail) = rest.split_at(cut);
         rest = tail;
@@ -538,7 +545,7 @@ async fn follow_logging(
                 progress.event(Event::Log(text));
                 if log.progress_mark() != shown {
                     shown = log.progress_mark();
-                    progress.event(Event::RunProgress(&gke_rl::run_report::progress(log, records)));
+                    progress.event(Event::RunProgress(&gke_rl_in_cluster::run_report::progress(log, records)));
                 }
             }
             // Only the newest save gets its path, so the saves before `next` are done with.

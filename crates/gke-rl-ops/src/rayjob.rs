@@ -83,7 +83,7 @@ pub(crate) async fn submit(
     progress.event(Event::RayJobCreated { namespace, name, submission: &id });
     let started = async {
         let cluster = wait_up(deployment, &clusters, &uid, &id, env, &*progress).await?;
-        prepared.supervise_on(&gke_rl::supervisor::cluster_id_of(namespace, &cluster));
+        prepared.supervise_on(&gke_rl_in_cluster::supervisor::cluster_id_of(namespace, &cluster));
         let head = head::connect_to(deployment, clusters.clone(), cluster.clone(), &options.head, env, progress.clone()).await?;
         let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
         if let Err(error) = name_the_job(deployment, &clusters, &uid, &id, env, &*progress).await {

@@ -1,4 +1,4 @@
-//! The storage check on a running cluster: the job of [`gke_rl::storage`] submitted like any
+//! The storage check on a running cluster: the job of [`gke_rl_in_cluster::storage`] submitted like any
 //! job (same connection, same checks before upload), followed to its end, and its log judged
 //! against the deployment's Lustre instance and run. Unlike the fabric check it never keeps
 //! running unwatched: an interrupt stops the job, whose driver then removes what it wrote.
@@ -6,8 +6,10 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use gke_rl::storage::{CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict};
 use gke_rl::{Artifacts, Deployment};
+use gke_rl_in_cluster::storage::{
+    CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict,
+};
 use gke_rl_ray::{Client, JobStatus};
 
 use crate::events::Progress;
@@ -17,7 +19,7 @@ use crate::{Env, Error};
 /// The most time beyond the job's own limit for it to start and report.
 const FOLLOW_GRACE: Duration = Duration::from_secs(120);
 /// How long a stopped check has to clean up and end: Ray's wait for its driver, and some.
-const STOP_GRACE: Duration = Duration::from_secs(gke_rl::storage::STOP_WAIT_S + 30);
+const STOP_GRACE: Duration = Duration::from_secs(gke_rl_in_cluster::storage::STOP_WAIT_S + 30);
 /// How often a stopped job is asked whether it has ended.
 const STOP_POLL: Duration = Duration::from_millis(500);
 
@@ -98,7 +100,7 @@ pub async fn check(
     let plan = Plan::for_deployment(deployment, options.dir.as_deref(), &id, options.max_node_bytes, timeout_s);
     let submit = SubmitOptions {
         working_dir: Some(dir.path().to_owned()),
-        runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl::storage::runtime_env())),
+        runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl_in_cluster::storage::runtime_env())),
         submission_id: Some(id),
         entrypoint: plan.entrypoint(),
         ..SubmitOptions::default()
@@ -119,7 +121,8 @@ pub async fn check(
         Followed::Finished { job, .. } => job,
         Followed::Detached { signal } => {
             stop(client, &id).await;
-            let cleaned = client.logs(&id).await.is_ok_and(|log| Report::parse(&log).errors.iter().any(|e| e == gke_rl::storage::STOPPED));
+            let cleaned =
+                client.logs(&id).await.is_ok_and(|log| Report::parse(&log).errors.iter().any(|e| e == gke_rl_in_cluster::storage::STOPPED));
             return Ok(StorageChecked::Stopped { id, cleaned, signal });
         }
     };
@@ -128,7 +131,7 @@ pub async fn check(
     // A job that failed without saying why in its log: Ray's message says it.
     if job.status != JobStatus::Succeeded && report.errors.is_empty() {
         let message = job.message.clone().unwrap_or_else(|| format!("it ended {}", job.status));
-        verdict.problems.insert(0, gke_rl::storage::Problem::JobFailed { message });
+        verdict.problems.insert(0, gke_rl_in_cluster::storage::Problem::JobFailed { message });
     }
     Ok(StorageChecked::Finished { id, status: job.status, report, expected, verdict })
 }

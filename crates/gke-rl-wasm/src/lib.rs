@@ -52,10 +52,10 @@ pub fn version() -> String {
 /// added them in.
 #[cfg(feature = "validator")]
 pub fn validate_files(files: &[(String, String)]) -> String {
-    let mut sources: Vec<gke_rl::validate::SourceFile<'_>> =
-        files.iter().map(|(name, text)| gke_rl::validate::SourceFile { name, text }).collect();
+    let mut sources: Vec<gke_rl_validate::SourceFile<'_>> =
+        files.iter().map(|(name, text)| gke_rl_validate::SourceFile { name, text }).collect();
     sources.sort_by_key(|source| source.name);
-    json(&gke_rl::validate::check(&sources).finish())
+    json(&gke_rl_validate::check(&sources).finish())
 }
 
 /// [`render`]'s value for a config's text, as JSON text.

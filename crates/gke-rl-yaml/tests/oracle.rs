@@ -163,7 +163,7 @@ fn project_and_upstream_files_agree() {
 /// The YAML files of the project's fixtures, manifests, examples and snapshots.
 fn yaml_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["tests/fixtures", "manifests", "examples", "crates/gke-rl/tests/snapshots"] {
+    for dir in ["tests/fixtures", "manifests", "examples", "crates/gke-rl/tests/it/snapshots"] {
         collect(&project_root().join(dir), &mut files);
     }
     files
@@ -192,7 +192,7 @@ fn block_fast_path_builds_the_events_tree_or_declines() {
     let mut corpus: Vec<(String, String)> =
         yaml_files().iter().map(|path| (path.display().to_string(), std::fs::read_to_string(path).unwrap())).collect();
     // The rendered manifests, without insta's header.
-    for entry in std::fs::read_dir(project_root().join("crates/gke-rl/tests/snapshots")).unwrap() {
+    for entry in std::fs::read_dir(project_root().join("crates/gke-rl/tests/it/snapshots")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.display().to_string();
         if name.ends_with(".yaml.snap") {

@@ -17,8 +17,8 @@ fn render_default(c: &mut Criterion) {
 
 fn validate_default(c: &mut Criterion) {
     let artifacts = gke_rl::render(&gke_rl::Deployment::default(), &OPTIONS).expect("renders");
-    let sources: Vec<gke_rl::validate::SourceFile<'_>> = artifacts.iter().map(gke_rl::validate::SourceFile::from).collect();
-    c.bench_function("validate the default artifact set", |b| b.iter(|| gke_rl::validate::validate(std::hint::black_box(&sources))));
+    let sources: Vec<gke_rl_validate::SourceFile<'_>> = artifacts.iter().map(gke_rl_validate::SourceFile::from).collect();
+    c.bench_function("validate the default artifact set", |b| b.iter(|| gke_rl_validate::validate(std::hint::black_box(&sources))));
 }
 
 criterion_group!(benches, render_default, validate_default);

@@ -23,17 +23,9 @@ pub const TOKEN_PATH_VARIABLE: &str = "RAY_AUTH_TOKEN_PATH";
 /// The token file under the home directory, Ray's third place to look.
 pub const TOKEN_HOME_FILE: &str = ".ray/auth_token";
 
-/// How gke-rl's in-cluster programs (the supervisor, the run keeper, the idle guard) find and
-/// send the token: `authorized(request)`, generated into each of them.
-pub const PYTHON: &str = include_str!("auth.py");
-
-/// The line of an in-cluster program that [`PYTHON`] replaces.
-pub const PYTHON_LINE: &str = "AUTH = None  # generated";
-
-/// `source` with [`PYTHON`] in place of its [`PYTHON_LINE`].
-pub fn with_python(source: &str) -> String {
-    source.replacen(PYTHON_LINE, PYTHON.trim_end(), 1)
-}
+/// The variable that holds the cluster's run key, on the head and in the keeper: the value of
+/// the cluster's token Secret, which deploy makes whether or not Ray uses it for tokens.
+pub const RUN_KEY_VARIABLE: &str = "GKE_RL_RUN_KEY";
 
 /// The Secret that holds the cluster's token (deploy creates it with a random token).
 pub fn secret_name(d: &Deployment) -> String {
@@ -94,12 +86,12 @@ spec:
 
 /// The run key on the head, where the supervisor runs (`GKE_RL_RUN_KEY`, as the keeper has it):
 /// what proves the run records on the shared file system are gke-rl's own
-/// (`crate::supervisor`). Optional, so that a RayCluster applied without gke-rl's deploy starts.
-pub(crate) fn run_key_env(d: &Deployment, indent: usize) -> String {
+/// (gke-rl-in-cluster's supervisor). Optional, so that a RayCluster applied without gke-rl's deploy starts.
+pub fn run_key_env(d: &Deployment, indent: usize) -> String {
     let pad = " ".repeat(indent);
     format!(
         "{pad}- name: {variable}\n{pad}  valueFrom:\n{pad}    secretKeyRef:\n{pad}      name: {secret}\n{pad}      key: {key}\n{pad}      optional: true\n",
-        variable = crate::records::RUN_KEY_VARIABLE,
+        variable = RUN_KEY_VARIABLE,
         secret = secret_name(d),
         key = TOKEN_KEY,
     )

@@ -14,8 +14,10 @@ use crate::knowledge::{self, HEAD_POOL_LABEL, HEAD_POOL_NAME};
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 use crate::yaml::Node;
 
-pub(crate) const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
-pub(crate) const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
+/// Cluster Toolkit's GKE cluster module, the `source` of a blueprint's cluster.
+pub const CLUSTER_SOURCE: &str = "modules/scheduler/gke-cluster";
+/// Cluster Toolkit's GKE node pool module, the `source` of each of a blueprint's pools.
+pub const NODE_POOL_SOURCE: &str = "modules/compute/gke-node-pool";
 /// The commented modules Managed Lustre needs, in file order; all four together.
 const LUSTRE_MODULES: [&str; 4] = ["private_service_access", "lustre_firewall_rule", "managed-lustre", "lustre-pv"];
 /// The commented Lustre vars.
@@ -289,18 +291,18 @@ fn set_var(lines: &mut [String], key: &str, value: &str) -> Result<(), Diagnosti
 }
 
 /// Every module of a blueprint, in file order.
-pub(crate) fn modules(blueprint: &Node) -> impl Iterator<Item = &Node> + Clone {
+pub fn modules(blueprint: &Node) -> impl Iterator<Item = &Node> + Clone {
     let groups = blueprint.get(&["deployment_groups"]).map(Node::items).unwrap_or_default();
     groups.iter().flat_map(|group| group.get(&["modules"]).map(Node::items).unwrap_or_default())
 }
 
 /// The module with this `id`.
-pub(crate) fn module_by_id<'n>(blueprint: &'n Node, id: &str) -> Option<&'n Node> {
+pub fn module_by_id<'n>(blueprint: &'n Node, id: &str) -> Option<&'n Node> {
     modules(blueprint).find(|m| m.get(&["id"]).and_then(Node::text) == Some(id))
 }
 
 /// The first module whose `source` is `source`.
-pub(crate) fn module_by_source<'n>(blueprint: &'n Node, source: &str) -> Option<&'n Node> {
+pub fn module_by_source<'n>(blueprint: &'n Node, source: &str) -> Option<&'n Node> {
     modules(blueprint).find(|m| m.get(&["source"]).and_then(Node::text) == Some(source))
 }
 

@@ -53,7 +53,7 @@ pub enum Error {
     /// The Kueue configuration of a queued run cannot be staged.
     #[error("the gke-a4 blueprint's kueue-configuration.yaml.tftpl cannot be staged for job.queue: {0}")]
     Kueue(Box<StageError>),
-    /// A second CRD of one kind, given to [`crate::validate::Checked::crd`].
+    /// A second CRD of one kind, given to the validator (`gke_rl_validate::Checked::crd`).
     #[error("a {kind} CRD is already given: one per kind takes the place of the built-in schema")]
     CrdKindGiven {
         /// `RayCluster` or `RayJob`.

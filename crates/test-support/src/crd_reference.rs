@@ -1,12 +1,12 @@
 //! The reference the compiled CRD schemas are held to: the `jsonschema` crate on the same JSON
-//! Schema ([`gke_rl::validate::json_schema`]), with formats asserted as the API server does.
+//! Schema ([`gke_rl_validate::json_schema`]), with formats asserted as the API server does.
 //! The equivalence test and the `crd_schema` fuzz target (which includes this file) both use it.
 
 use std::collections::BTreeSet;
 
-use gke_rl::validate::CrdSchema;
-use gke_rl::validate::crd::Kind;
 use gke_rl::yaml::Node;
+use gke_rl_validate::CrdSchema;
+use gke_rl_validate::crd::Kind;
 
 /// A RayCluster or RayJob schema twice: compiled by gke-rl, and by `jsonschema`.
 pub struct Reference {
@@ -32,7 +32,7 @@ impl Reference {
     }
 
     fn with(compiled: CrdSchema, crd: &str) -> Reference {
-        let schema = gke_rl::validate::json_schema(crd, true).expect("the CRD has a v1 schema");
+        let schema = gke_rl_validate::json_schema(crd, true).expect("the CRD has a v1 schema");
         let validator = jsonschema::options().should_validate_formats(true).build(&schema).expect("jsonschema compiles the CRD's schema");
         Reference { compiled, schema, validator }
     }

@@ -182,7 +182,7 @@ pub fn block(prints: &Prints, f: &Figures, of: u64, cut: Option<usize>) -> Strin
 
 /// A supervisor's record line, as `supervise.py` prints it.
 pub fn record(json: &str) -> String {
-    format!("{}{json}\n", gke_rl::records::RECORD_PREFIX)
+    format!("{}{json}\n", gke_rl_in_cluster::records::RECORD_PREFIX)
 }
 
 /// Steps 1–4, a lost node, a restart from the checkpoint of step 2, then steps 3–6 again: 1000 s
@@ -230,7 +230,7 @@ pub type Span = (f64, f64);
 /// checkpoint while the save runs. The (reading, writing) spans.
 pub fn restarted_run_io() -> (Vec<Span>, Vec<Span>) {
     let text = restarted_run();
-    let (log, records) = (gke_rl::run_log::RunLog::of(&text), gke_rl::records::Records::of(&text));
+    let (log, records) = (gke_rl_in_cluster::run_log::RunLog::of(&text), gke_rl_in_cluster::records::Records::of(&text));
     let starts = records.span().map(|(start, _)| start).into_iter().chain(records.restarts().map(|r| r.running_at));
     let reading = starts.map(|start| (start, start + 30.0)).collect();
     let writing = log.saves().iter().filter_map(|s| Some((s.at?, s.at? + s.seconds?))).collect();

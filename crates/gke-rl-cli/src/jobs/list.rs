@@ -1,6 +1,6 @@
 //! `gke-rl jobs`: the cluster's jobs, a line each or as JSON.
 
-use gke_rl::supervisor;
+use gke_rl_in_cluster::supervisor;
 
 use super::{Connection, duration, failed, started};
 use crate::terminal::outln;

@@ -115,7 +115,7 @@ fn answer(request: &Request, expected: &str, series: &BTreeMap<String, Vec<FakeS
                 .collect();
             serde_json::json!({
                 "metric": {"type": metric_type, "labels": s.labels},
-                "resource": {"type": gke_rl::lustre_usage::RESOURCE_TYPE, "labels": {"instance_id": "x", "location": "y"}},
+                "resource": {"type": gke_rl_in_cluster::lustre_usage::RESOURCE_TYPE, "labels": {"instance_id": "x", "location": "y"}},
                 "metricKind": "GAUGE",
                 "valueType": "DOUBLE",
                 "points": points,

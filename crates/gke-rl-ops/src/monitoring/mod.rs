@@ -1,6 +1,6 @@
 //! What a run's Lustre instance did, from Cloud Monitoring's API v3: `projects.timeSeries.list`
 //! (docs.cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.timeSeries/list) for each
-//! metric of [`gke_rl::lustre_usage::METRICS`] over the run's window, page by page.
+//! metric of [`gke_rl_in_cluster::lustre_usage::METRICS`] over the run's window, page by page.
 //!
 //! The access token comes from `gcloud auth print-access-token`'s output, never an argument or a
 //! file, and goes in one header, marked sensitive, to the endpoint alone: redirects are refused,
@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use gke_rl::Deployment;
-use gke_rl::lustre_usage::{self, METRICS, Metric, Point, Series, Usage};
+use gke_rl_in_cluster::lustre_usage::{self, METRICS, Metric, Point, Series, Usage};
 use serde::Deserialize;
 
 use crate::{Env, Error, RunError};
 
-use gke_rl::lustre_usage::ENDPOINT;
+use gke_rl_in_cluster::lustre_usage::ENDPOINT;
 
 /// The most bytes of one page: a page of a run's series is a few hundred KiB.
 const MAX_PAGE_BYTES: usize = 8 << 20;

@@ -10,7 +10,7 @@ use gke_rl_yaml::Value as YamlValue;
 use serde_json::Value;
 
 pub use parse::{Assignment, Fallback, Part, parse};
-pub(crate) use parse::{crlf, crlf_at};
+pub use parse::{crlf, crlf_at};
 
 use crate::diagnostic::Diagnostic;
 use crate::model::Deployment;
@@ -296,7 +296,7 @@ pub struct Imported {
 }
 
 /// A template's placeholder: `{{VAR}}` (the codelab's) or `<VALUE>`.
-pub(crate) fn is_placeholder(value: &str) -> bool {
+pub fn is_placeholder(value: &str) -> bool {
     value.contains("{{") || (value.starts_with('<') && value.ends_with('>'))
 }
 
@@ -392,7 +392,7 @@ pub fn import(text: &str) -> Result<Imported, Diagnostic> {
 
 /// Each assignment with its value given the ones before it; `None` where the value depends on
 /// the environment or on a variable the file does not set.
-pub(crate) fn evaluate_all(assignments: Vec<Assignment>) -> Result<Vec<(Assignment, Option<String>)>, Diagnostic> {
+pub fn evaluate_all(assignments: Vec<Assignment>) -> Result<Vec<(Assignment, Option<String>)>, Diagnostic> {
     bound_expansion(&assignments)?;
     let mut shell = BTreeMap::new();
     Ok(assignments

@@ -329,14 +329,14 @@ fn unterminated(open: (u32, u32), quote: char) -> Diagnostic {
 }
 
 /// Where the first line ending in CRLF has its `\r`.
-pub(crate) fn crlf_at(text: &str) -> Option<(u32, u32)> {
+pub fn crlf_at(text: &str) -> Option<(u32, u32)> {
     let (index, line) = text.split('\n').enumerate().find(|(_, line)| line.ends_with('\r'))?;
     let column = line.chars().count();
     Some((u32::try_from(index + 1).unwrap_or(u32::MAX), u32::try_from(column).unwrap_or(u32::MAX)))
 }
 
 /// Bash reads the `\r` of a CRLF line as part of the last word: a value, an argument.
-pub(crate) fn crlf(at: (u32, u32)) -> Diagnostic {
+pub fn crlf(at: (u32, u32)) -> Diagnostic {
     Diagnostic::error(
         "shell-crlf",
         at,

@@ -165,27 +165,6 @@ pub fn rayjob_start_wait(d: &Deployment) -> std::time::Duration {
     std::time::Duration::from_secs(d.job.rayjob_pre_running_deadline_seconds.map_or(3600, |s| u64::from(s.get())) + 60)
 }
 
-/// The in-cluster helpers deploy applies after the RayCluster, each with its objects (one YAML
-/// document each): the run keeper, and the idle guard when the deployment has an idle timeout.
-pub fn helpers(deployment: &Deployment) -> Vec<(&'static str, String)> {
-    // They look after the long-lived RayCluster; a RayJob's cluster is KubeRay's to end.
-    if deployment.job.mode == crate::model::JobMode::Rayjob {
-        return Vec::new();
-    }
-    let keeper = Some(("run keeper", crate::supervisor::keeper_manifests(deployment)));
-    let guard = crate::guard::manifests(deployment).map(|m| ("idle guard", m));
-    keeper.into_iter().chain(guard).collect()
-}
-
-/// Every helper a deploy of this deployment may have applied, whatever its mode and idle
-/// timeout were then: what a cleanup deletes (deleting what is not there does nothing).
-pub fn every_helper(deployment: &Deployment) -> Vec<(&'static str, String)> {
-    let mut cluster_mode = deployment.clone();
-    cluster_mode.job.mode = crate::model::JobMode::Cluster;
-    cluster_mode.job.idle_timeout_minutes = Some(std::num::NonZeroU32::MIN);
-    helpers(&cluster_mode)
-}
-
 /// The environment variables that hold the deployment's secrets: no child process inherits
 /// them, no upload may contain their values, and job output redacts them: the Secret's, and
 /// the Ray token's.

@@ -11,8 +11,9 @@ use super::{
 use crate::model::{Deployment, HeadNodePool, Provisioning};
 
 /// The whole `deploy` plan as text: every command with its arguments and every object, with
-/// secret values shown as the variable they come from.
-pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&str>, wait: &str) -> String {
+/// secret values shown as the variable they come from. `helpers` are the in-cluster helpers
+/// deploy applies after the RayCluster, each with its objects (`gke_rl_in_cluster::helpers`).
+pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&str>, helpers: &[(&str, String)], wait: &str) -> String {
     let p = &deployment.project;
     let folder = site.folder();
     let mut out = format!(
@@ -132,8 +133,8 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
             crate::ArtifactKind::NetworkPolicy.file()
         )
     });
-    for (what, manifests) in super::helpers(deployment) {
-        let objects: Vec<String> = crate::yaml::documents(&manifests)
+    for (what, manifests) in helpers {
+        let objects: Vec<String> = crate::yaml::documents(manifests)
             .filter_map(|document| {
                 let root = crate::yaml::Node::parse(document)?;
                 Some(format!("{} {namespace}/{}", root.get(&["kind"])?.text()?, root.get(&["metadata", "name"])?.text()?))

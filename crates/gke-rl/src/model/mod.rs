@@ -7,7 +7,7 @@
 
 mod names;
 mod prices;
-pub(crate) mod quantity;
+pub mod quantity;
 
 use std::num::NonZeroU32;
 

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use gke_rl::lustre_usage::{Point, Usage};
-use gke_rl::run_report::{Report, StepRow, duration, percent};
+use gke_rl_in_cluster::lustre_usage::{Point, Usage};
+use gke_rl_in_cluster::run_report::{Report, StepRow, duration, percent};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -187,7 +187,7 @@ fn step_label(x: &f64) -> String {
     if (x - x.round()).abs() < 1e-9 { format!("{x:.0}") } else { String::new() }
 }
 
-/// The color of the `i`th part of the wall time ([`gke_rl::run_report::Goodput::parts`]).
+/// The color of the `i`th part of the wall time ([`gke_rl_in_cluster::run_report::Goodput::parts`]).
 fn part_color(i: usize) -> RGBColor {
     COLORS[if i == 0 { 2 } else { (i + 2) % COLORS.len() }]
 }
@@ -303,7 +303,8 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
     let saves: Vec<(f64, f64)> =
         report.steps.iter().filter_map(|s| Some((minutes(s.saved_at?), minutes(s.saved_at? + s.checkpoint_s.unwrap_or(0.0))))).collect();
     let mut out = format!("<section id=\"lustre\"><h2>Lustre {}</h2>\n", escape(&usage.instance_id));
-    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&usage.summary(&gke_rl::run_report::save_windows(&report.steps))));
+    let _ =
+        writeln!(out, "<p class=\"summary\">{}</p>", escape(&usage.summary(&gke_rl_in_cluster::run_report::save_windows(&report.steps))));
     let throughput = [("read", read.as_slice(), COLORS[0]), ("write", write.as_slice(), COLORS[1])];
     out.push_str(&svg(WIDTH, HEIGHT, |area| over_time(area, x_range.clone(), "GB/s", &throughput, &saves))?);
     let space: Vec<(&str, Vec<(f64, f64)>)> = usage
@@ -324,7 +325,7 @@ fn lustre_section(report: &Report, usage: &Usage) -> anyhow::Result<String> {
         out,
         "<p class=\"note\">Cloud Monitoring's Managed Lustre metrics, each point the mean over {} s; a run's last minutes may be missing for up to {} minutes after it. {}</p></section>",
         usage.period_s,
-        gke_rl::lustre_usage::LATE_S / 60,
+        gke_rl_in_cluster::lustre_usage::LATE_S / 60,
         if saves.is_empty() {
             "No checkpoint save is marked: the supervisor's records time them, and this log has none."
         } else {

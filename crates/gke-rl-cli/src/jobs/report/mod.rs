@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use gke_rl::lustre_usage::Usage;
-use gke_rl::run_report::Report;
+use gke_rl_in_cluster::lustre_usage::Usage;
+use gke_rl_in_cluster::run_report::Report;
 
 use super::{Connection, failed};
 use crate::terminal::outln;
@@ -33,7 +33,7 @@ pub struct ReportArgs {
     #[arg(long)]
     lustre: bool,
     /// Cloud Monitoring's endpoint; tests point it at a fake on loopback, the only other place it may be
-    #[arg(long, value_name = "URL", env = "GKE_RL_MONITORING_ENDPOINT", default_value = gke_rl::lustre_usage::ENDPOINT, hide = true)]
+    #[arg(long, value_name = "URL", env = "GKE_RL_MONITORING_ENDPOINT", default_value = gke_rl_in_cluster::lustre_usage::ENDPOINT, hide = true)]
     monitoring_endpoint: String,
 }
 

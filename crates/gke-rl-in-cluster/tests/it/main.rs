@@ -1,0 +1,6 @@
+//! The integration tests of this crate, one binary (as cargo's and rust-analyzer's are).
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests read fixtures; the library does no I/O
+
+mod fabric;
+mod run_log;

@@ -1,0 +1,4 @@
+//! The integration tests of this crate, one binary (as cargo's and rust-analyzer's are).
+
+mod hostile;
+mod tls;
