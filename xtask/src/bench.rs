@@ -270,7 +270,7 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
 
     // (b) hash + zip, in process on both sides.
     let python = bin.join("python");
-    let oracle = root.join("tests/ray/oracle.py");
+    let oracle = root.join("crates/gke-rl-cli/tests/ray/oracle.py");
     let python_seconds: f64 = cmd!(sh, "{python} {oracle} time-package {tree} 5").quiet().ignore_stderr().read()?.trim().parse()?;
     let tree_env = tree.display().to_string();
     criterion(sh, "gke-rl-ray", "package", &[("GKE_RL_BENCH_TREE", &tree_env)])?;

@@ -13,8 +13,12 @@ use crate::project_root;
 const RUFF: &str = "ruff==0.17.6";
 
 /// Python files that run as they are.
-const STANDALONE: [&str; 4] =
-    ["crates/gke-rl/tests/gcloud_messages.py", "tests/ray/oracle.py", "tests/ray/record_messages.py", "xtask/device/dcp_save.py"];
+const STANDALONE: [&str; 4] = [
+    "crates/gke-rl/tests/gcloud_messages.py",
+    "crates/gke-rl-cli/tests/ray/oracle.py",
+    "crates/gke-rl-cli/tests/ray/record_messages.py",
+    "xtask/device/dcp_save.py",
+];
 
 /// `target/ruff/bin/ruff`: a venv with [`RUFF`], created once.
 pub fn install(sh: &Shell) -> anyhow::Result<PathBuf> {

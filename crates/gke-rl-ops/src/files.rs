@@ -340,7 +340,7 @@ mod tests {
         assert!(matches!(error, Error::TooLarge { .. }), "{error}");
         drop(reader);
         endless.join().unwrap();
-        // Named pipes: tests/hostile.rs (`inputs_that_never_end_are_bounded_or_refused`).
+        // Named pipes: crates/gke-rl-cli/tests/it/hostile.rs (`inputs_that_never_end_are_bounded_or_refused`).
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("x.yaml");
         std::fs::write(&binary, [0xff, 0xfe]).unwrap();

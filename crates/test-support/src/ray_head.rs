@@ -1,6 +1,6 @@
 //! A local Ray head for tests and benchmarks: `ray start --head --block` from a venv, on
 //! free ports, in its own process group so that dropping it stops every Ray process it made.
-//! Shared by `cargo xtask bench submit`, `tests/ray_jobs.rs` and `tests/two_nodes.rs`. The
+//! Shared by `cargo xtask bench submit`, `crates/gke-rl-cli/tests/ray_jobs.rs` and `crates/gke-rl-cli/tests/two_nodes.rs`. The
 //! Rays are [`gke_rl_ray::TESTED_RAY`]'s, installed by `cargo xtask ci` under
 //! `target/ray/<version>/`.
 

@@ -1344,7 +1344,7 @@ fn refusals_before_connecting() -> Result<(), Failed> {
 
 fn oracle(python: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, Failed> {
     let mut child = Command::new(python)
-        .arg(project_root().join("tests/ray/oracle.py"))
+        .arg(project_root().join("crates/gke-rl-cli/tests/ray/oracle.py"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -2,13 +2,11 @@
 //! is bounded, every write confined to `--out`, every secret kept off the terminal, and the
 //! CLI behaves like a Unix tool: a closed pipe ends it quietly, control characters are escaped.
 
-mod common;
-
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{Cloud, gke_rl, project_root, stderr, stdout};
+use crate::common::{Cloud, gke_rl, project_root, stderr, stdout};
 use gke_rl_kube::fake::Pods;
 
 const HF: &str = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";

@@ -4,12 +4,10 @@
 //! (issue 52). Left out of the blocks that run, each with its reason: `man -l` (a viewer), and
 //! `submit`, `deploy` and `destroy` themselves (the deploy and Ray job tests run them).
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 
-use common::{Cloud, project_root, stderr};
+use crate::common::{Cloud, project_root, stderr};
 use gke_rl_kube::fake::Pods;
 
 /// The `sh` blocks the test runs: each the first after the line of its page that starts with
@@ -40,7 +38,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "cargo install --locked",
         "a second full build, of the code `ci` tests; `tidy::profile_overrides_name_packages_the_installed_binary_builds` checks its profile",
     ),
-    ("README.md", "ray start --head", "it needs a Ray head of its own: tests/ray_jobs.rs submits to real heads of every tested Ray"),
+    (
+        "README.md",
+        "ray start --head",
+        "it needs a Ray head of its own: crates/gke-rl-cli/tests/ray_jobs.rs submits to real heads of every tested Ray",
+    ),
     ("README.md", "cargo xtask render", "the set-up commands: `cargo xtask ci` is the run this test is part of"),
     ("docs/development.md", "cargo xtask render", "the set-up commands, as in the README"),
     ("docs/commands.md", "cargo test -p gke-rl-kube --test real_cluster", "it needs a real Kubernetes cluster with KubeRay"),

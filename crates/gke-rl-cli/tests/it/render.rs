@@ -1,10 +1,8 @@
 //! End to end: `gke-rl render` as a user runs it, in a scratch working directory.
 
-mod common;
-
 use std::path::Path;
 
-use common::{gke_rl, project_root, stderr};
+use crate::common::{gke_rl, project_root, stderr};
 
 /// The default render's files: the default image's Ray 2.46 has no token authentication, so
 /// the NetworkPolicy is among them.

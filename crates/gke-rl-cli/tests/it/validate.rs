@@ -1,8 +1,6 @@
 //! End to end: `gke-rl validate` on renders, the codelab's files and bad paths.
 
-mod common;
-
-use common::{gke_rl, project_root as root, stderr, stdout, upstream};
+use crate::common::{gke_rl, project_root as root, stderr, stdout, upstream};
 
 #[test]
 fn the_default_render_has_no_errors_or_warnings() {
@@ -164,7 +162,7 @@ fn unknown_files_and_missing_paths_are_usage_errors() {
     std::fs::write(cwd.path().join("notes.txt"), "hello").unwrap();
     let out = gke_rl(cwd.path(), &["validate", "notes.txt"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(common::stderr(&out).contains("cannot tell what notes.txt is"));
+    assert!(crate::common::stderr(&out).contains("cannot tell what notes.txt is"));
     let out = gke_rl(cwd.path(), &["validate", "missing.yaml"]);
     assert_eq!(out.status.code(), Some(2));
 }

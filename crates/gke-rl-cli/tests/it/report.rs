@@ -2,9 +2,7 @@
 //! text, as JSON, and as one HTML page that loads nothing; a hostile log is escaped, and what
 //! is not a log file is refused. The Jobs API path runs against real heads (`ray_jobs`).
 
-mod common;
-
-use common::{Cloud, gke_rl, stderr, stdout};
+use crate::common::{Cloud, gke_rl, stderr, stdout};
 use gke_rl_kube::fake::Pods;
 use gke_rl_ops::monitoring::fake::{FakeMonitoring, busy_instance};
 use gke_rl_test_support::nemo_rl_log::{restarted_run, restarted_run_io};
@@ -17,7 +15,7 @@ fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
     let text = gke_rl(dir.path(), &["report", "--log", "run.log"]);
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
     // The guide shows this very report.
-    let guide = std::fs::read_to_string(common::project_root().join("docs/jobs.md")).unwrap();
+    let guide = std::fs::read_to_string(crate::common::project_root().join("docs/jobs.md")).unwrap();
     let shown = guide
         .split_once("**The run report.**")
         .and_then(|(_, rest)| rest.split_once("```text\n"))

@@ -2,8 +2,6 @@
 //! `classify` and `gke_rl_in_cluster::recovery::classify` give the same verdict on every message of the
 //! corpus in `tests/fixtures/ray-messages/`, recorded from real heads of every tested Ray.
 
-mod common;
-
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
@@ -11,7 +9,7 @@ use gke_rl_in_cluster::recovery::{Failure, classify};
 
 #[test]
 fn the_supervisor_and_gke_rl_classify_every_recorded_message_alike() {
-    let corpus = common::project_root().join("tests/fixtures/ray-messages/corpus.json");
+    let corpus = crate::common::project_root().join("tests/fixtures/ray-messages/corpus.json");
     let text = std::fs::read_to_string(&corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display()));
     let cases: Vec<serde_json::Value> = serde_json::from_str(&text).expect("the corpus is JSON");
     let versions: std::collections::BTreeSet<&str> = cases.iter().filter_map(|c| c["ray"].as_str()).collect();

@@ -1,9 +1,7 @@
 //! End to end: `gke-rl blueprint` on the real upstream blueprint, as a Cluster Toolkit
 //! checkout or a file.
 
-mod common;
-
-use common::{gke_rl, stderr, upstream};
+use crate::common::{gke_rl, stderr, upstream};
 
 #[test]
 fn a_toolkit_checkout_is_patched_into_out() {

@@ -1,6 +1,6 @@
 """Records what real Ray says when a job fails, for tests/fixtures/ray-messages/corpus.json.
 
-    PYTHON_OF_A_RAY_VENV tests/ray/record_messages.py OUT.json
+    PYTHON_OF_A_RAY_VENV crates/gke-rl-cli/tests/ray/record_messages.py OUT.json
 
 starts a head and a second node (`ray start --address`, with a `trainer` resource) of the venv's
 Ray, each in its own process group under a temp dir, and runs one job per case: an actor on the

@@ -4,13 +4,11 @@
 //! real SIGINT to the process group while gcluster runs, as Ctrl-C in a terminal sends it.
 //! The step logic is tested where it lives (`crates/gke-rl-ops/tests/it/deploy.rs`).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Cloud, HF_TOKEN, project_root, stderr, upstream};
+use crate::common::{Cloud, HF_TOKEN, project_root, stderr, upstream};
 use gke_rl_kube::fake::Pods;
 
 #[test]
@@ -54,7 +52,7 @@ fn ctrl_c_while_gcluster_runs_saves_the_state_and_exits_130() {
     std::thread::sleep(Duration::from_millis(300));
     let group = format!("-{}", child.id());
     assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
-    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    let out = crate::common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
     assert!(stderr(&out).contains("interrupted during \"provision the cluster"), "{}", stderr(&out));
@@ -73,7 +71,7 @@ fn deployed() -> Cloud {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let requests = cloud.api.requests();
     assert!(requests.iter().any(|r| r.method == "PATCH" && r.uri.contains("/rayclusters/")), "the RayCluster was applied over HTTPS");
-    let bearer = format!("Bearer {}", common::KUBE_TOKEN);
+    let bearer = format!("Bearer {}", crate::common::KUBE_TOKEN);
     assert!(requests.iter().all(|r| r.authorization.as_deref() == Some(bearer.as_str())), "with the plugin's token, every time");
     let calls = cloud.calls();
     let plugin_runs = calls.lines().filter(|l| l.starts_with("gke-gcloud-auth-plugin ") && !l.contains("--version")).count();
@@ -311,7 +309,7 @@ fn ctrl_c_in_preflight_is_an_interrupt() {
     }
     std::thread::sleep(Duration::from_millis(300));
     assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
-    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    let out = crate::common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted during \"preflight"), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20), "the query's 30 s sleep was cut short");
@@ -343,7 +341,7 @@ fn a_deployment_folder_is_held_by_one_command_at_a_time() {
     assert!(!cloud.calls().contains("gcluster destroy"), "destroy never ran into the deploy");
     let group = format!("-{}", child.id());
     assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
-    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    let out = crate::common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let out = cloud.destroy(&[]);
     assert_eq!(out.status.code(), Some(0), "the deploy's hold ended with it: {}", stderr(&out));
@@ -373,10 +371,13 @@ fn the_credential_plugins_token_never_reaches_the_terminal() {
         ("FAKE_PLUGIN_FAILS", "loudly", "refreshing <redacted> failed: token expired"),
     ] {
         let out = cloud.gke_rl(&["status"], &[(mode, value)]);
-        let both = format!("{}{}", common::stdout(&out), stderr(&out));
+        let both = format!("{}{}", crate::common::stdout(&out), stderr(&out));
         assert_eq!(out.status.code(), Some(2), "{both}");
         assert!(both.contains(said), "{mode}: {both}");
-        assert!(!both.contains(common::KUBE_TOKEN) && !both.contains("fake-gke-access-token"), "{mode}: the token was printed: {both}");
+        assert!(
+            !both.contains(crate::common::KUBE_TOKEN) && !both.contains("fake-gke-access-token"),
+            "{mode}: the token was printed: {both}"
+        );
     }
 }
 
@@ -412,7 +413,7 @@ fn sigterm_and_sighup_stop_gcluster_too_and_record_the_step() {
         let gcluster = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
         // To gke-rl's PID alone, not its group: as `kill`, systemd or a CI runner sends it.
         assert!(Command::new("kill").args([format!("-{signal}"), child.id().to_string()]).status().unwrap().success());
-        let out = common::exited_cleanly(child.wait_with_output().unwrap());
+        let out = crate::common::exited_cleanly(child.wait_with_output().unwrap());
         assert_eq!(out.status.code(), Some(code), "SIG{signal}: {}", stderr(&out));
         assert!(started.elapsed() < Duration::from_secs(20), "gcluster's 30 s sleep was cut short");
         assert!(stderr(&out).contains("interrupted during \"provision the cluster"), "{}", stderr(&out));
@@ -444,7 +445,7 @@ fn a_deploy_under_nohup_ignores_sighup() {
     }
     std::thread::sleep(Duration::from_millis(300));
     assert!(Command::new("kill").args(["-HUP".to_owned(), child.id().to_string()]).status().unwrap().success());
-    let out = common::exited_cleanly(child.wait_with_output().unwrap());
+    let out = crate::common::exited_cleanly(child.wait_with_output().unwrap());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
@@ -464,7 +465,7 @@ fn a_terminal_set_to_tostop_does_not_stop_gcluster() {
     command.args(["60".to_owned(), tool("script"), "--quiet".into(), "--return".into(), "--command".into(), inner, "/dev/null".into()]);
     command.stdin(Stdio::null());
     let out = command.output().unwrap();
-    let shown = format!("{}{}", common::stdout(&out), stderr(&out));
+    let shown = format!("{}{}", crate::common::stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert!(shown.contains("Apply complete!") && shown.contains("is Ready"), "{shown}");
 }
@@ -482,7 +483,7 @@ fn an_endless_kubernetes_answer_is_cut_within_a_memory_limit() {
     std::fs::write(&kubeconfig, text.replace(&cloud.https.url, &endless)).unwrap();
     let mut limited = cloud.wrapper("bash");
     limited.args(["-c", "ulimit -v 1048576; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_gke-rl"), "status"]);
-    let out = common::exited_cleanly(limited.output().unwrap());
+    let out = crate::common::exited_cleanly(limited.output().unwrap());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("larger than") && stderr(&out).contains("MiB"), "{}", stderr(&out));
 }
@@ -491,7 +492,7 @@ fn existing(cluster: &str, instance_exists: bool, config: &str) -> Cloud {
     Cloud::existing(cluster, instance_exists, config)
 }
 
-use common::EXISTING_XPK;
+use crate::common::EXISTING_XPK;
 
 fn deploy_existing(cloud: &Cloud) -> std::process::Output {
     cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[])
@@ -555,7 +556,7 @@ fn an_xpk_cluster_and_its_lustre_get_a_ray_cluster_and_destroy_leaves_them_as_th
 
     // An add-on that stays on is told, and the state kept for another try.
     let mut kept = cloud.command(&["destroy", "--yes", "--folder", "deployment", "--disable-addons"]);
-    let out = common::exited_cleanly(kept.env("FAKE_DESTROY_LEAVES", "addons").output().unwrap());
+    let out = crate::common::exited_cleanly(kept.env("FAKE_DESTROY_LEAVES", "addons").output().unwrap());
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("add-ons RayOperator of cluster ray-a4-gpu-spot (still on after gcloud was asked to turn them off)"),
@@ -680,7 +681,7 @@ fn a_pool_resized_since_it_was_made_is_sized_by_its_nodes() {
     assert!(cloud.api.requests().iter().any(|r| r.uri.starts_with("/api/v1/nodes?")), "the Nodes were listed");
     for i in 8..16 {
         let name = format!("gke-ray-a4-gpu-spot-ray-a4-gpu-spot-a4-pool-{i:04x}");
-        cloud.api.put("nodes", common::node(&name, "ray-a4-gpu-spot-a4-pool", "a4-highgpu-8g"));
+        cloud.api.put("nodes", crate::common::node(&name, "ray-a4-gpu-spot-a4-pool", "a4-highgpu-8g"));
     }
     let out = deploy_existing(&cloud);
     assert_eq!(out.status.code(), Some(0), "resized up to 16: {}", stderr(&out));
