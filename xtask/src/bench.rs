@@ -56,7 +56,7 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
             Ok(cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test two_nodes").env("GKE_RL_BENCH_RECOVERY", "1").run()?)
         }
         Target::Wasm => {
-            criterion(sh, "gke-rl", "render", &[])?;
+            criterion(sh, "gke-rl-validate", "default", &[])?;
             let in_browser_ms = crate::web::browser_test(sh)?;
             let native_ms = criterion_median("validate the default artifact set")? / 1e6;
             eprintln!("\nvalidate the default artifact set (7 files):");
@@ -202,7 +202,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
 
     // In process, on one core: the bench process is pinned, so the validator runs one thread.
     let pinned = [("GKE_RL_BENCH_FILES", files.as_str())];
-    let taskset = cmd!(sh, "taskset -c 0 {cargo} bench --package gke-rl --bench validate");
+    let taskset = cmd!(sh, "taskset -c 0 {cargo} bench --package gke-rl-validate --bench validate");
     pinned.iter().fold(taskset, |command, (key, value)| command.env(key, value)).run()?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     eprintln!("\n100 RayCluster manifests (and 4 companion files), every rule and the strict KubeRay v1.7.0 CRD check,");

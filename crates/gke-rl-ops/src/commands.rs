@@ -1,33 +1,25 @@
-//! The job commands whole, one call each: reach the deployment's head (the address given, or a
-//! port-forward), act, and hand back what happened for a front end to show. Their policy lives
-//! here: which address, bringing a suspended cluster back before a submit, suspending it after
-//! the run when the deployment says so.
+//! The job commands whole, one call each: reach the deployment's head through its job mode
+//! ([`crate::mode`]), act, and hand back what happened for a front end to show. What differs
+//! between the modes is the modes' own; what is here is the same in both.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use gke_rl::checkpoint_plan::Saving;
-use gke_rl::model::{JobMode, WhenDone};
 use gke_rl::{Artifacts, Deployment};
 use gke_rl_in_cluster::records::Records;
-use gke_rl_kube::{Queued, RayJobState, Readiness};
 use gke_rl_ray::JobDetails;
 
 use crate::events::{Event, Progress};
 use crate::head::{Head, HeadOptions};
-use crate::jobs::{self, Followed, Stopped};
-use crate::rayjob;
-use crate::run::{AfterRun, Ran, RunOptions};
-
+use crate::jobs::{self, Followed, LOG_QUIET, LOG_WITHIN, Stopped, chain_of};
+use crate::mode::Mode;
+use crate::run::{Ran, RunOptions, Status};
 use crate::{Env, Error};
 
-/// How long a suspend after a run waits for the pods to be gone.
-const SUSPEND_WAIT: Duration = Duration::from_secs(600);
-
-/// Checks and packages the job (everything refusable is refused before connecting), brings a
-/// suspended RayCluster back when the head is reached through Kubernetes, submits it under the
-/// supervisor, follows the run through its restarts and then suspends the cluster when
-/// `when_done` says so.
+/// Checks and packages the job (everything refusable is refused before connecting), submits it
+/// under the supervisor and follows the run through its restarts, as the deployment's job mode
+/// does it: in cluster mode bringing a suspended RayCluster back first and suspending it after
+/// the run when `when_done` says so; in RayJob mode through a RayJob of its own.
 pub async fn submit(
     deployment: &Deployment,
     artifacts: &Artifacts,
@@ -35,89 +27,7 @@ pub async fn submit(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Ran, Error> {
-    if let Some(ray_job) = &artifacts.ray_job {
-        return crate::rayjob::submit(deployment, artifacts, &ray_job.contents, options, env, progress).await;
-    }
-    let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
-    if options.head.forwards(env) {
-        // A suspended cluster has no head pod to forward to. What fails here, the port-forward
-        // meets again and explains.
-        match crate::suspend::set_suspended(deployment, false, options.restart_wait, env, &*progress).await {
-            // Kueue holds it back still: there is no head to submit to, and Kueue said why.
-            Err(Error::Kube(error)) if matches!(&*error, gke_rl_kube::Error::NotReady { readiness, .. } if readiness.state == gke_rl_kube::ClusterState::Queued) =>
-            {
-                return Err(Error::Kube(error));
-            }
-            Err(error) => progress.event(Event::SuspendedUnknown { error: &error }),
-            Ok(_) => {}
-        }
-    }
-    let head = crate::mode::connect(deployment, &options.head, env, progress.clone()).await?;
-    let id = jobs::submit_supervised(&head.client, prepared, &*progress).await?.id;
-    if options.no_wait {
-        return Ok(Ran::Submitted { id, head });
-    }
-    let observed = jobs::follow_run(&head.client, &id, Some(options.restart_wait), env, &*progress).await?;
-    let Followed::Finished { job, log } = &observed.followed else {
-        return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
-    };
-    progress.event(Event::job_ended(job, log, Some(&observed.records)));
-    let after = match options.when_done.unwrap_or(deployment.job.when_done) {
-        WhenDone::Keep => AfterRun::Kept,
-        WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
-        WhenDone::Suspend => {
-            crate::suspend::set_suspended(deployment, true, SUSPEND_WAIT, env, &*progress).await?;
-            AfterRun::Suspended
-        }
-    };
-    Ok(Ran::Followed { id, head, observed, after })
-}
-
-/// What `status` found.
-#[non_exhaustive]
-pub enum Status {
-    /// The RayCluster is suspended: it has no head to ask.
-    Suspended,
-    /// The RayCluster waits in Kueue's queue (`job.queue`), suspended until admitted: what
-    /// Kueue says of it.
-    Queued(gke_rl_kube::Queued),
-    /// The job.
-    Job(Box<JobReport>),
-    /// A RayJob with no job to ask its cluster about (its cluster not up yet, or gone, or not
-    /// reached): what KubeRay says of it.
-    RayJob(Box<RayJobReport>),
-}
-
-/// A RayJob as KubeRay reports it, and its cluster's pods.
-pub struct RayJobReport {
-    /// Its name.
-    pub name: String,
-    /// Its state.
-    pub state: RayJobState,
-    /// Its cluster's name and pods, while it has one.
-    pub cluster: Option<(String, Result<Readiness, Error>)>,
-    /// Why its cluster's head could not be reached, when it should have been.
-    pub unreached: Option<Error>,
-    /// What Kueue says of it, when Kueue manages it and it has not finished.
-    pub queued: Option<Result<Queued, Error>>,
-}
-
-/// A job, its run and its cluster.
-pub struct JobReport {
-    /// The newest submission of the chain.
-    pub job: JobDetails,
-    /// The earlier submissions the head still knows, oldest first.
-    pub earlier: Vec<JobDetails>,
-    /// What the run's supervisors recorded in its log.
-    pub records: Records,
-    /// Why the log (and so the records) could not be read, if it could not.
-    pub records_unread: Option<Error>,
-    /// The RayCluster's name and pods, when the head is reached through Kubernetes.
-    pub cluster: Option<(String, Result<Readiness, Error>)>,
-    /// In `rayjob` mode, the RayJob's name and state.
-    pub ray_job: Option<(String, RayJobState)>,
-    /// The job as JSON, secrets redacted.
-    pub redacted: serde_json::Value,
+    Mode::of(deployment).submit(deployment, artifacts, options, env, progress).await
 }
 
 /// The job `id` names (its newest restart), else the latest submission: its state, its earlier
@@ -131,94 +41,21 @@ pub async fn status(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Status, Error> {
-    if deployment.job.mode == JobMode::Rayjob {
-        let rayjob::Found { name, state, clusters, head } = rayjob::find(deployment, options, id, env, progress).await?;
-        let unreached = match head {
-            Some(Ok(head)) => {
-                let id = state.job_id.clone();
-                return job_report(deployment, &head, id.as_deref(), Some((name, state)), env).await;
-            }
-            Some(Err(error)) => Some(error),
-            None => None,
-        };
-        let cluster = match state.cluster.clone() {
-            // A RayJob names its cluster before it makes it, and while held back makes none.
-            Some(cluster) if !state.is_finished() => {
-                Some(readiness(deployment, &clusters, &cluster).await).filter(|(_, r)| r.as_ref().map_or(true, |r| r.created.is_some()))
-            }
-            _ => None,
-        };
-        let queued = match state.is_finished() {
-            false => clusters.workload_of(&state.uid).await.map_err(Error::from).transpose(),
-            true => None,
-        };
-        return Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })));
-    }
-    if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
-        // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
-        if deployment.job.queue.is_some() {
-            let clusters = crate::head::ray_clusters(deployment, env).await?;
-            match clusters.queued(deployment.project.cluster_name.as_str()).await {
-                Ok(Some(queued)) if queued.is_held() => return Ok(Status::Queued(queued)),
-                Ok(_) => {}
-                Err(error) => progress.event(Event::QueueUnknown { error: &error }),
-            }
-        }
-        return Ok(Status::Suspended);
-    }
-    let head = crate::mode::connect(deployment, options, env, progress).await?;
-    job_report(deployment, &head, id, None, env).await
+    Mode::of(deployment).status(deployment, options, id, env, progress).await
 }
 
-/// The report of the job `id` names (its newest restart), else of the latest submission.
-async fn job_report(
-    deployment: &Deployment,
-    head: &Head,
-    id: Option<&str>,
-    ray_job: Option<(String, RayJobState)>,
-    env: &Env,
-) -> Result<Status, Error> {
-    let client = &head.client;
-    let chain = chain_of(client, id).await?;
-    let (latest, earlier_ids) = chain.split_last().ok_or(Error::NoJobs)?;
-    let job = client.job(latest).await?;
-    let mut earlier = Vec::new();
-    for id in earlier_ids {
-        // A head that restarted forgot the earlier submissions.
-        earlier.extend(client.job(id).await.ok());
-    }
-    // The records, read as the log streams: a log of any size, in bounded memory.
-    let mut records = Records::default();
-    let records_unread =
-        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(Error::from);
-    records.finish();
-    let cluster = match head.clusters() {
-        Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),
-        None => None,
-    };
-    let redacted = jobs::redacted(&job, deployment, client.token(), env);
-    Ok(Status::Job(Box::new(JobReport { job, earlier, records, records_unread, cluster, ray_job, redacted })))
-}
-
-/// The RayCluster `name`'s pods, as a report shows them: with their name, and what kept them
-/// from being read.
-async fn readiness(deployment: &Deployment, clusters: &gke_rl_kube::RayClusters, name: &str) -> (String, Result<Readiness, Error>) {
-    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
-}
-
-/// The head to ask about the job `id` names, and the id to ask about: in `rayjob` mode `id`
-/// names a RayJob [default: the config's], and the job is the one it follows.
-async fn reach(
+/// Stops the newest submission of the job `id` names; with `wait`, until it has ended. In
+/// `rayjob` mode `id` names a RayJob, which is deleted: KubeRay stops its job, and its cluster
+/// goes with it.
+pub async fn stop(
     deployment: &Deployment,
     options: &HeadOptions,
-    id: Option<&str>,
+    id: &str,
+    wait: bool,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(Head, Option<String>), Error> {
-    match deployment.job.mode {
-        JobMode::Rayjob => rayjob::connect(deployment, options, id, env, progress).await,
-        JobMode::Cluster => Ok((crate::head::connect_cluster(deployment, options, env, progress).await?, id.map(str::to_owned))),
-    }
+) -> Result<(String, Stopped), Error> {
+    Mode::of(deployment).stop(deployment, options, id, wait, env, progress).await
 }
 
 /// What `logs` did.
@@ -249,7 +86,7 @@ pub async fn logs(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Logs, Error> {
-    let (head, id) = reach(deployment, options, id, env, progress.clone()).await?;
+    let (head, id) = Mode::of(deployment).connect(deployment, options, id, env, progress.clone()).await?;
     let chain = chain_of(&head.client, id.as_deref()).await?;
     if follow {
         let id = chain.last().cloned().ok_or(Error::NoJobs)?;
@@ -282,7 +119,7 @@ pub async fn report(
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<(String, gke_rl_in_cluster::run_report::Report), Error> {
-    let (head, id) = reach(deployment, options, id, env, progress).await?;
+    let (head, id) = Mode::of(deployment).connect(deployment, options, id, env, progress).await?;
     // The whole run, from its first submission, whichever of them was named (or is the latest).
     let named = jobs::job_id(&head.client, id.as_deref()).await?;
     let chain = jobs::chain(&head.client, &named).await?;
@@ -313,11 +150,6 @@ pub async fn report(
     };
     Ok((first, run.report(deployment, started.map(|start| start as f64 / 1000.0), wall_s, terminal, unpriced)))
 }
-
-/// A running job's log is read until it has been quiet this long: what it had written.
-const LOG_QUIET: Duration = Duration::from_secs(2);
-/// A log is read for at most this long (a running job that never stops printing).
-const LOG_WITHIN: Duration = Duration::from_secs(300);
 
 /// A run's log read without arrival times: its steps and its supervisor's records.
 #[derive(Default)]
@@ -373,29 +205,6 @@ pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<
     Ok(run.report(deployment, span.map(|(start, _)| start), wall_s, run.records.ended().is_some(), None))
 }
 
-/// Stops the newest submission of the job `id` names; with `wait`, until it has ended. In
-/// `rayjob` mode `id` names a RayJob, which is deleted: KubeRay stops its job, and its cluster
-/// goes with it.
-pub async fn stop(
-    deployment: &Deployment,
-    options: &HeadOptions,
-    id: &str,
-    wait: bool,
-    env: &Env,
-    progress: Arc<dyn Progress>,
-) -> Result<(String, Stopped), Error> {
-    if deployment.job.mode == JobMode::Rayjob {
-        let namespace = deployment.ray.namespace.to_string();
-        let was = rayjob::stop_by_name(deployment, options, id, wait, env, &*progress).await?;
-        let was = was.ok_or_else(|| Error::NoRayJob { name: id.to_owned(), namespace })?;
-        return Ok((id.to_owned(), Stopped::RayJobDeleted { was: Box::new(was), waited: wait }));
-    }
-    let head = crate::mode::connect(deployment, options, env, progress.clone()).await?;
-    let id = jobs::job_id(&head.client, Some(id)).await?;
-    let stopped = jobs::stop(&head.client, &id, wait, env, &*progress).await?;
-    Ok((id, stopped))
-}
-
 /// The cluster's jobs (not the supervisors' own driver rows), each with its JSON form, secrets redacted.
 pub async fn list(
     deployment: &Deployment,
@@ -414,13 +223,4 @@ pub async fn list(
             (job, redacted)
         })
         .collect())
-}
-
-/// The submissions of the job `id` names with its restarts, oldest first; without an id, the
-/// most recently started submission alone.
-async fn chain_of(client: &gke_rl_ray::Client, id: Option<&str>) -> Result<Vec<String>, Error> {
-    Ok(match id {
-        Some(id) => jobs::chain(client, id).await?,
-        None => vec![jobs::job_id(client, None).await?],
-    })
 }

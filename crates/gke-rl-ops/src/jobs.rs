@@ -13,8 +13,11 @@ use gke_rl_ray::package::{Hashed, Options as PackageOptions, Plan, Secret};
 use gke_rl_ray::{Client, Error as RayError, FollowOptions, JobDetails, JobStatus, SubmitRequest};
 use gke_rl_validate::{SourceFile, count};
 
+use gke_rl_kube::{RayJobState, Readiness};
+
 use crate::env::Armed;
 use crate::events::{Event, Progress};
+use crate::head::Head;
 use crate::{Env, Error};
 
 /// What to submit. Without a working dir, the job folder holds the rendered job script and
@@ -669,6 +672,79 @@ fn redact_json(value: &mut serde_json::Value, key: &str, names: &[&str], local: 
         }
         _ => {}
     }
+}
+
+/// A job, its run and its cluster: what `status` tells in either job mode.
+pub struct JobReport {
+    /// The newest submission of the chain.
+    pub job: JobDetails,
+    /// The earlier submissions the head still knows, oldest first.
+    pub earlier: Vec<JobDetails>,
+    /// What the run's supervisors recorded in its log.
+    pub records: Records,
+    /// Why the log (and so the records) could not be read, if it could not.
+    pub records_unread: Option<Error>,
+    /// The RayCluster's name and pods, when the head is reached through Kubernetes.
+    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    /// In `rayjob` mode, the RayJob's name and state.
+    pub ray_job: Option<(String, RayJobState)>,
+    /// The job as JSON, secrets redacted.
+    pub redacted: serde_json::Value,
+}
+
+/// The report of the job `id` names (its newest restart), else of the latest submission, on
+/// `head`; `ray_job` is the RayJob that runs it, in `rayjob` mode.
+pub(crate) async fn report(
+    deployment: &Deployment,
+    head: &Head,
+    id: Option<&str>,
+    ray_job: Option<(String, RayJobState)>,
+    env: &Env,
+) -> Result<JobReport, Error> {
+    let client = &head.client;
+    let chain = chain_of(client, id).await?;
+    let (latest, earlier_ids) = chain.split_last().ok_or(Error::NoJobs)?;
+    let job = client.job(latest).await?;
+    let mut earlier = Vec::new();
+    for id in earlier_ids {
+        // A head that restarted forgot the earlier submissions.
+        earlier.extend(client.job(id).await.ok());
+    }
+    // The records, read as the log streams: a log of any size, in bounded memory.
+    let mut records = Records::default();
+    let records_unread =
+        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(Error::from);
+    records.finish();
+    let cluster = match head.clusters() {
+        Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),
+        None => None,
+    };
+    let redacted = redacted(&job, deployment, client.token(), env);
+    Ok(JobReport { job, earlier, records, records_unread, cluster, ray_job, redacted })
+}
+
+/// The RayCluster `name`'s pods, as a report shows them: with their name, and what kept them
+/// from being read.
+pub(crate) async fn readiness(
+    deployment: &Deployment,
+    clusters: &gke_rl_kube::RayClusters,
+    name: &str,
+) -> (String, Result<Readiness, Error>) {
+    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
+}
+
+/// A running job's log is read until it has been quiet this long: what it had written.
+pub(crate) const LOG_QUIET: Duration = Duration::from_secs(2);
+/// A log is read for at most this long (a running job that never stops printing).
+pub(crate) const LOG_WITHIN: Duration = Duration::from_secs(300);
+
+/// The submissions of the job `id` names with its restarts, oldest first; without an id, the
+/// most recently started submission alone.
+pub(crate) async fn chain_of(client: &Client, id: Option<&str>) -> Result<Vec<String>, Error> {
+    Ok(match id {
+        Some(id) => chain(client, id).await?,
+        None => vec![job_id(client, None).await?],
+    })
 }
 
 #[cfg(test)]

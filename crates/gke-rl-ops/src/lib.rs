@@ -29,6 +29,7 @@
 
 pub mod address;
 pub mod blueprint;
+mod cluster;
 pub mod commands;
 pub mod deploy;
 pub mod destroy;

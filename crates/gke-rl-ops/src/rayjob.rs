@@ -15,29 +15,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gke_rl::{Artifacts, Deployment, lifecycle};
+use gke_rl::{ArtifactKind, Artifacts, Deployment, lifecycle};
 use gke_rl_kube::{RayClusters, RayJobState, Wait};
 
 use crate::events::{Event, Progress};
 use crate::head::{self, Head, HeadOptions};
-use crate::run::{AfterRun, Ran, RunOptions};
+use crate::jobs::Stopped;
+use crate::run::{AfterRun, Ran, RayJobReport, RunOptions, Status};
 use crate::{Env, Error, jobs};
 
 /// How long a finished RayJob of the same name, or a stopped one, may take to go.
 const GONE_WAIT: Duration = Duration::from_secs(300);
 
-/// Creates the RayJob of `manifest` (the rendered `ray-job.yaml`), waits for its cluster, submits
-/// the job to it, names the job in the RayJob and follows the run (see the module's
-/// documentation).
+/// Creates the RayJob of the rendered `ray-job.yaml`, waits for its cluster, submits the job to
+/// it, names the job in the RayJob and follows the run (see the module's documentation).
 pub(crate) async fn submit(
     deployment: &Deployment,
     artifacts: &Artifacts,
-    manifest: &str,
     options: &RunOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
 ) -> Result<Ran, Error> {
     refuse_address(&options.head, env)?;
+    let manifest = match &artifacts.ray_job {
+        Some(ray_job) => ray_job.contents.as_str(),
+        None => {
+            return Err(Error::Invalid {
+                errors: vec![format!("{}: not rendered, though job.mode is rayjob", ArtifactKind::RayJob.file())],
+            });
+        }
+    };
     let mut prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
     let id = prepared.submission_id().to_owned();
     let clusters = clusters(deployment, env).await?;
@@ -55,7 +62,7 @@ pub(crate) async fn submit(
             return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() });
         }
         progress.event(Event::RayJobState { name, state: &state });
-        stop(deployment, &clusters, name, true, env, &*progress).await?;
+        stop_ray_job(deployment, &clusters, name, true, env, &*progress).await?;
     }
     // Armed before the create: an interrupt from here on deletes the RayJob, not the process.
     let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
@@ -389,17 +396,17 @@ const QUEUE_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A RayJob found through Kubernetes, and its cluster's head when its job is named and its
 /// cluster is there (its TTL after the run included).
-pub(crate) struct Found {
-    pub name: String,
-    pub state: RayJobState,
-    pub clusters: RayClusters,
+struct Found {
+    name: String,
+    state: RayJobState,
+    clusters: RayClusters,
     /// The head, or why it could not be reached; `None` where there is no job to ask about.
-    pub head: Option<Result<Head, Error>>,
+    head: Option<Result<Head, Error>>,
 }
 
 /// The RayJob `name` (the config's by default), with its cluster's head when there is a job on
 /// it to ask about.
-pub(crate) async fn find(
+async fn find(
     deployment: &Deployment,
     options: &HeadOptions,
     name: Option<&str>,
@@ -438,21 +445,56 @@ pub(crate) async fn connect(
 }
 
 /// Stops the RayJob `name` of the deployment: deletes it (KubeRay's finalizer stops its job,
-/// and its cluster goes with it), with `wait` until it is gone. Its state before, if there was one.
-pub(crate) async fn stop_by_name(
+/// and its cluster goes with it), with `wait` until it is gone.
+pub(crate) async fn stop(
     deployment: &Deployment,
     options: &HeadOptions,
     name: &str,
     wait: bool,
     env: &Env,
-    progress: &dyn Progress,
-) -> Result<Option<RayJobState>, Error> {
+    progress: Arc<dyn Progress>,
+) -> Result<(String, Stopped), Error> {
     refuse_address(options, env)?;
     let clusters = clusters(deployment, env).await?;
-    stop(deployment, &clusters, name, wait, env, progress).await
+    let namespace = deployment.ray.namespace.to_string();
+    let was = stop_ray_job(deployment, &clusters, name, wait, env, &*progress).await?;
+    let was = was.ok_or_else(|| Error::NoRayJob { name: name.to_owned(), namespace })?;
+    Ok((name.to_owned(), Stopped::RayJobDeleted { was: Box::new(was), waited: wait }))
 }
 
-async fn stop(
+/// The RayJob `name` names (the config's by default): its job, while its cluster is up, else
+/// what KubeRay says of it.
+pub(crate) async fn status(
+    deployment: &Deployment,
+    options: &HeadOptions,
+    name: Option<&str>,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Status, Error> {
+    let Found { name, state, clusters, head } = find(deployment, options, name, env, progress).await?;
+    let unreached = match head {
+        Some(Ok(head)) => {
+            let id = state.job_id.clone();
+            return Ok(Status::Job(Box::new(jobs::report(deployment, &head, id.as_deref(), Some((name, state)), env).await?)));
+        }
+        Some(Err(error)) => Some(error),
+        None => None,
+    };
+    let cluster = match state.cluster.clone() {
+        // A RayJob names its cluster before it makes it, and while held back makes none.
+        Some(cluster) if !state.is_finished() => {
+            Some(jobs::readiness(deployment, &clusters, &cluster).await).filter(|(_, r)| r.as_ref().map_or(true, |r| r.created.is_some()))
+        }
+        _ => None,
+    };
+    let queued = match state.is_finished() {
+        false => clusters.workload_of(&state.uid).await.map_err(Error::from).transpose(),
+        true => None,
+    };
+    Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })))
+}
+
+async fn stop_ray_job(
     deployment: &Deployment,
     clusters: &RayClusters,
     name: &str,

@@ -1,12 +1,15 @@
-//! What a submit is asked to do besides submitting, and how it ended: the same in either job
-//! mode.
+//! What the job commands are asked and what they found, the same in either job mode: what a
+//! submit does besides submitting and how it ended, and what `status` found.
 
 use std::time::Duration;
 
 use gke_rl::model::WhenDone;
 
+use gke_rl_kube::{Queued, RayJobState, Readiness};
+
+use crate::Error;
 use crate::head::{Head, HeadOptions};
-use crate::jobs::{Observed, SubmitOptions};
+use crate::jobs::{JobReport, Observed, SubmitOptions};
 
 /// What `submit` does besides submitting.
 #[derive(Clone, Debug)]
@@ -59,4 +62,33 @@ pub enum AfterRun {
     NotSuspendedByAddress,
     /// It is the RayJob's: KubeRay deletes it once the job has ended (`ttlSecondsAfterFinished`).
     RayJobEnds,
+}
+
+/// What `status` found.
+#[non_exhaustive]
+pub enum Status {
+    /// The RayCluster is suspended: it has no head to ask.
+    Suspended,
+    /// The RayCluster waits in Kueue's queue (`job.queue`), suspended until admitted: what
+    /// Kueue says of it.
+    Queued(Queued),
+    /// The job.
+    Job(Box<JobReport>),
+    /// A RayJob with no job to ask its cluster about (its cluster not up yet, or gone, or not
+    /// reached): what KubeRay says of it.
+    RayJob(Box<RayJobReport>),
+}
+
+/// A RayJob as KubeRay reports it, and its cluster's pods.
+pub struct RayJobReport {
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: RayJobState,
+    /// Its cluster's name and pods, while it has one.
+    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    /// Why its cluster's head could not be reached, when it should have been.
+    pub unreached: Option<Error>,
+    /// What Kueue says of it, when Kueue manages it and it has not finished.
+    pub queued: Option<Result<Queued, Error>>,
 }

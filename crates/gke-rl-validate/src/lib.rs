@@ -41,6 +41,27 @@ use gke_rl::diagnostic::{Diagnostic, Severity};
 use gke_rl::envsh;
 use gke_rl::yaml::Node;
 
+/// Why a CRD given to the validator cannot take the place of the built-in schema.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrdError {
+    /// A CRD (or JSON Schema) that cannot check a RayCluster.
+    #[error("the CRD {problem}")]
+    Unusable {
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A CRD that is neither JSON nor YAML.
+    #[error("the CRD is neither JSON nor YAML")]
+    Syntax(#[source] gke_rl::yaml::Error),
+    /// A second CRD of one kind, given to [`Checked::crd`].
+    #[error("a {kind} CRD is already given: one per kind takes the place of the built-in schema")]
+    KindGiven {
+        /// `RayCluster` or `RayJob`.
+        kind: &'static str,
+    },
+}
+
 /// Files larger than this are refused rather than parsed.
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
 
@@ -261,10 +282,10 @@ pub fn check<'a>(files: &[SourceFile<'a>]) -> Checked<'a> {
 impl Checked<'_> {
     /// Checks each object of `crd`'s kind against it, in place of KubeRay v1.7.0's built-in
     /// schema. One schema may be given per kind: a second one is refused
-    /// ([`gke_rl::Error::CrdKindGiven`]).
-    pub fn crd(self, crd: &CrdSchema) -> Result<Self, gke_rl::Error> {
+    /// ([`CrdError::KindGiven`]).
+    pub fn crd(self, crd: &CrdSchema) -> Result<Self, CrdError> {
         if self.crds_given.contains(&crd.kind()) {
-            return Err(gke_rl::Error::CrdKindGiven { kind: crd.kind().name() });
+            return Err(CrdError::KindGiven { kind: crd.kind().name() });
         }
         Ok(self.with_crd(crd))
     }

@@ -840,7 +840,7 @@ fn one_crd_schema_per_kind() {
     let both = gke_rl_validate::check(&sources).crd(&cluster).and_then(|checked| checked.crd(&job));
     assert!(both.is_ok_and(|checked| !codes(&checked.findings()).contains(&"crd-schema")));
     let twice = gke_rl_validate::check(&sources).crd(&cluster).and_then(|checked| checked.crd(&cluster));
-    assert!(matches!(twice, Err(gke_rl::Error::CrdKindGiven { kind: "RayCluster" })));
+    assert!(matches!(twice, Err(gke_rl_validate::CrdError::KindGiven { kind: "RayCluster" })));
 }
 
 /// A RayCluster outside `default` needs its Lustre PVC in its own namespace: the blueprint

@@ -44,24 +44,9 @@ pub enum Error {
         /// The version this gke-rl reads.
         reads: u32,
     },
-    /// A CRD (or JSON Schema) that cannot check a RayCluster.
-    #[error("the CRD {problem}")]
-    Crd {
-        /// What is wrong with it.
-        problem: String,
-    },
     /// The Kueue configuration of a queued run cannot be staged.
     #[error("the gke-a4 blueprint's kueue-configuration.yaml.tftpl cannot be staged for job.queue: {0}")]
     Kueue(Box<StageError>),
-    /// A second CRD of one kind, given to the validator (`gke_rl_validate::Checked::crd`).
-    #[error("a {kind} CRD is already given: one per kind takes the place of the built-in schema")]
-    CrdKindGiven {
-        /// `RayCluster` or `RayJob`.
-        kind: &'static str,
-    },
-    /// A CRD that is neither JSON nor YAML.
-    #[error("the CRD is neither JSON nor YAML")]
-    CrdSyntax(#[source] gke_rl_yaml::Error),
 }
 
 /// Why gke-rl cannot stage its Kueue configuration from a blueprint's.

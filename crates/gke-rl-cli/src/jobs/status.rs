@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use gke_rl_ops::commands::{JobReport, Status};
+use gke_rl_ops::jobs::JobReport;
+use gke_rl_ops::run::Status;
 use gke_rl_ray::{JobDetails, JobStatus};
 
 use super::{Connection, duration, failed, started};

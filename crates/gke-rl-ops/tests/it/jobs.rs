@@ -234,7 +234,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     clusters.apply(&render(&deployment).ray_cluster.expect("cluster mode").contents).await.unwrap();
     assert!(clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap());
     let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
-    assert!(matches!(status, commands::Status::Suspended), "a suspended cluster has no head to ask");
+    assert!(matches!(status, gke_rl_ops::run::Status::Suspended), "a suspended cluster has no head to ask");
 
     // A queued one Kueue holds back is told as queued, with Kueue's reason; one deactivated
     // (gke-rl's suspend) is suspended.
@@ -245,7 +245,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     let clusters = gke_rl_kube::RayClusters::new(client, "default");
     clusters.apply(&render(&queued).ray_cluster.expect("cluster mode").contents).await.unwrap();
     let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
-    let commands::Status::Queued(kueue) = status else { panic!("not told as queued") };
+    let gke_rl_ops::run::Status::Queued(kueue) = status else { panic!("not told as queued") };
     assert_eq!(
         (kueue.queue.as_str(), kueue.admitted, kueue.waiting),
         ("a4", false, Some(("Pending".to_owned(), "insufficient unused quota".to_owned())))
@@ -262,7 +262,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     assert!(server.requests().iter().all(|r| !r.uri.contains("portforward")), "no head to reach");
     clusters.set_workload_active(&kueue.name, false).await.unwrap();
     let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
-    assert!(matches!(status, commands::Status::Suspended), "deactivated");
+    assert!(matches!(status, gke_rl_ops::run::Status::Suspended), "deactivated");
 }
 
 /// `submit --as rayjob` on a cluster-mode deployment: refused while the deployment's RayCluster
@@ -347,7 +347,7 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     assert_eq!(clusters.ray_job(name).await.unwrap().unwrap().submission.as_deref(), Some("earlier"));
 
     let status = commands::status(&deployment, &HeadOptions::default(), None, &env, Arc::new(Recorder::default())).await.unwrap();
-    let commands::Status::RayJob(report) = status else { panic!("KubeRay's word") };
+    let gke_rl_ops::run::Status::RayJob(report) = status else { panic!("KubeRay's word") };
     let Some((cluster, Ok(readiness))) = &report.cluster else { panic!("its pods") };
     assert_eq!((report.state.state(), cluster.as_str(), readiness.progress().1), ("Initializing", made.as_str(), 9));
     assert!(report.queued.is_none(), "no Kueue here: its API answers 404");
@@ -487,7 +487,7 @@ async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
     let error =
         commands::submit(&deployment, &artifacts, &run_options(None, true, None), &env, recorder.clone()).await.err().expect("no head");
     assert!(matches!(error, gke_rl_ops::Error::RayJobNotStarted { .. }), "{error:?}");
-    let Ok(commands::Status::RayJob(report)) = admit.await.unwrap() else { panic!("KubeRay's and Kueue's word") };
+    let Ok(gke_rl_ops::run::Status::RayJob(report)) = admit.await.unwrap() else { panic!("KubeRay's and Kueue's word") };
     let Some(Ok(queued)) = &report.queued else { panic!("Kueue's word: {:?}", report.queued.as_ref().map(|q| q.as_ref().err())) };
     assert_eq!((report.state.state(), queued.queue.as_str(), queued.admitted), ("Suspended", "a4", false));
     assert_eq!(queued.waiting, Some(("Pending".to_owned(), why.to_owned())));

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::{Additional, Format, Limit, Literal, Logic, Number, Pattern, Shape, Table, Types};
-use gke_rl::Error;
+use crate::CrdError;
 
 /// Keywords that say nothing about validity (documentation, defaults, the API server's merge
 /// and CEL hints): they are read past.
@@ -46,7 +46,7 @@ const API_SERVER_FORMATS: [&str; 23] = [
 const MAX_EXACT_STEP: u64 = 1 << 53;
 
 /// Compiles `schema` into `table`, returning the index of its root shape.
-pub fn compile(schema: &Value, table: &mut Table) -> Result<u16, Error> {
+pub fn compile(schema: &Value, table: &mut Table) -> Result<u16, CrdError> {
     // Shapes already there (the other CRD of a shared table) are reused.
     let mut known: HashMap<String, u16> = (0u16..).zip(table.shapes.iter()).map(|(index, shape)| (format!("{shape:?}"), index)).collect();
     let mut compiler = Compiler { shapes: table.shapes.to_mut(), known: &mut known };
@@ -60,8 +60,8 @@ struct Compiler<'t> {
 }
 
 impl Compiler<'_> {
-    fn shape(&mut self, schema: &Value, at: &str) -> Result<u16, Error> {
-        let unsupported = |what: String| Error::Crd { problem: format!("has {what} at {}, which gke-rl cannot check", shown(at)) };
+    fn shape(&mut self, schema: &Value, at: &str) -> Result<u16, CrdError> {
+        let unsupported = |what: String| CrdError::Unusable { problem: format!("has {what} at {}, which gke-rl cannot check", shown(at)) };
         let map = match schema {
             Value::Object(map) => map,
             Value::Bool(true) => return self.intern(Shape::ANY),
@@ -182,14 +182,14 @@ impl Compiler<'_> {
         self.intern(shape)
     }
 
-    fn intern(&mut self, shape: Shape) -> Result<u16, Error> {
+    fn intern(&mut self, shape: Shape) -> Result<u16, CrdError> {
         let key = format!("{shape:?}");
         if let Some(&index) = self.known.get(&key) {
             return Ok(index);
         }
         // A CRD has a few hundred distinct subschemas; u16 indices keep the tables small.
         let index = u16::try_from(self.shapes.len())
-            .map_err(|_| Error::Crd { problem: "has more than 65,535 distinct subschemas, more than gke-rl can hold".into() })?;
+            .map_err(|_| CrdError::Unusable { problem: "has more than 65,535 distinct subschemas, more than gke-rl can hold".into() })?;
         self.shapes.push(shape);
         self.known.insert(key, index);
         Ok(index)

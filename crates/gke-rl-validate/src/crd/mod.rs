@@ -23,7 +23,7 @@ pub use pattern::Pattern;
 
 use super::rules::CRD_SCHEMA;
 use super::{Sink, Tree};
-use gke_rl::Error;
+use crate::CrdError;
 
 /// A CRD's schema as a table: every distinct subschema once, children by index.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,7 +35,7 @@ pub struct Table {
 impl Table {
     /// Compiles a CRD's schema ([`CrdSchema::from_crd`] says which texts) into the table,
     /// sharing the shapes it already holds; returns the kind and the index of its root shape.
-    pub fn add(&mut self, crd: &str, strict: bool) -> Result<(Kind, u16), Error> {
+    pub fn add(&mut self, crd: &str, strict: bool) -> Result<(Kind, u16), CrdError> {
         let (schema, kind) = json_schema_of(crd, strict)?;
         Ok((kind, compile::compile(&schema, self)?))
     }
@@ -256,7 +256,7 @@ impl CrdSchema {
     /// Compiles the `v1` schema of a RayCluster or RayJob CRD (its YAML or JSON text, or a
     /// RayCluster's schema itself as JSON). `strict` also rejects fields the schema does not
     /// list, which the API server would silently drop.
-    pub fn from_crd(text: &str, strict: bool) -> Result<Self, Error> {
+    pub fn from_crd(text: &str, strict: bool) -> Result<Self, CrdError> {
         let mut table = Table { shapes: Cow::Owned(Vec::new()) };
         let (kind, root) = table.add(text, strict)?;
         Ok(CrdSchema { table: Cow::Owned(table), root, kind })
@@ -305,17 +305,17 @@ impl CrdSchema {
 ///
 /// [`CrdSchema`] checks a document against this after dropping each null the API server drops
 /// (a field not `nullable`), as the API server does.
-pub fn json_schema(text: &str, strict: bool) -> Result<serde_json::Value, Error> {
+pub fn json_schema(text: &str, strict: bool) -> Result<serde_json::Value, CrdError> {
     json_schema_of(text, strict).map(|(schema, _)| schema)
 }
 
-fn json_schema_of(text: &str, strict: bool) -> Result<(serde_json::Value, Kind), Error> {
+fn json_schema_of(text: &str, strict: bool) -> Result<(serde_json::Value, Kind), CrdError> {
     // JSON first: it is also YAML, but serde_json reads it an order of magnitude faster.
     let document: serde_json::Value = match serde_json::from_str(text) {
         Ok(json) => json,
-        Err(_) => gke_rl::yaml::Node::try_parse(text).map_err(Error::CrdSyntax)?.to_json(),
+        Err(_) => gke_rl::yaml::Node::try_parse(text).map_err(CrdError::Syntax)?.to_json(),
     };
-    let problem = |problem: &str| Error::Crd { problem: problem.to_owned() };
+    let problem = |problem: &str| CrdError::Unusable { problem: problem.to_owned() };
     let kind = match document.pointer("/spec/names/kind").and_then(serde_json::Value::as_str).unwrap_or("RayCluster") {
         "RayCluster" => Kind::RayCluster,
         "RayJob" => Kind::RayJob,

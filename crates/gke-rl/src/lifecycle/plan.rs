@@ -12,7 +12,7 @@ use crate::model::{Deployment, HeadNodePool, Provisioning};
 
 /// The whole `deploy` plan as text: every command with its arguments and every object, with
 /// secret values shown as the variable they come from. `helpers` are the in-cluster helpers
-/// deploy applies after the RayCluster, each with its objects (`gke_rl_in_cluster::helpers`).
+/// deploy applies after the RayCluster, each with its objects (the in-cluster crate's `helpers`).
 pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&str>, helpers: &[(&str, String)], wait: &str) -> String {
     let p = &deployment.project;
     let folder = site.folder();
