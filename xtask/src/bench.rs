@@ -68,6 +68,10 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
     }
 }
 
+/// How the validation benchmark renders its files.
+const BENCH_RENDER: gke_rl::RenderOptions<'static> =
+    gke_rl::RenderOptions { source: "the validation benchmark", regenerate: "gke-rl render" };
+
 fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
@@ -115,12 +119,12 @@ fn write_validation_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         d.ray.image = Word::new(images[i % images.len()])?;
         d.ray.worker.cpu = Quantity::new((90 + i % 10).to_string())?;
         d.ray.head.memory_request = Quantity::new(format!("{}Gi", 32 + i % 64))?;
-        let cluster = gke_rl_cli::artifacts(&d, "the validation benchmark")?.ray_cluster.context("cluster mode renders a RayCluster")?;
+        let cluster = gke_rl::render(&d, &BENCH_RENDER)?.ray_cluster.context("cluster mode renders a RayCluster")?;
         let path = dir.join(format!("raycluster-{i:03}.yaml"));
         std::fs::write(&path, &cluster.contents)?;
         manifests.push(path);
     }
-    for artifact in gke_rl_cli::artifacts(&Deployment::default(), "the validation benchmark")? {
+    for artifact in gke_rl::render(&Deployment::default(), &BENCH_RENDER)? {
         if [ArtifactKind::EnvSh, ArtifactKind::JobScript, ArtifactKind::RuntimeEnv, ArtifactKind::RayIgnore]
             .iter()
             .any(|k| k.file() == artifact.name)

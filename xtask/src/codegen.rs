@@ -1,18 +1,18 @@
-//! Generated files that are committed: `manifests/` (the render of the embedded default),
-//! `schemas/gke-rl.schema.json`, `examples/gke-rl.yaml`, and, from `tests/fixtures/upstream`, the
-//! NeMo-RL release table, the model catalogue and the KubeRay CRDs' compiled schemas. In check mode a stale file is an error that says how to
-//! refresh it; `#[test] fn codegen_is_fresh` runs check mode.
+//! Generated files that are committed: `schemas/gke-rl.schema.json`, `examples/gke-rl.yaml`, the
+//! rules and models docs, and, from `tests/fixtures/upstream`, the NeMo-RL release table, the
+//! model catalogue and the KubeRay CRDs' compiled schemas; then the CLI's own (`manifests/`,
+//! completions, man pages), which its test `generated` makes. In check mode a stale file is an
+//! error that says how to refresh it; `#[test] fn codegen_is_fresh` runs check mode.
 
 use std::fs;
-use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use gke_rl::Deployment;
+use gke_rl_test_support::codegen::{Generated, WRITE};
+use xshell::{Shell, cmd};
 
 use crate::project_root;
 
-/// Where the committed render of the embedded default lives.
-pub const MANIFESTS_DIR: &str = "manifests";
 /// The config schema, relative to the project root.
 pub const SCHEMA_PATH: &str = "schemas/gke-rl.schema.json";
 /// The example config, relative to the project root.
@@ -24,35 +24,22 @@ const MODELS_DOC_PATH: &str = "docs/models.md";
 /// The upstream files the project reads, copied verbatim (each folder's `SOURCE.md` says from where).
 pub const UPSTREAM: &str = "tests/fixtures/upstream";
 
-pub fn run(check: bool) -> anyhow::Result<()> {
-    let root = project_root();
-    let mut stale = Vec::new();
-    let mut ensure = |relative: &str, contents: &str| -> anyhow::Result<()> {
-        // Every file it writes says so near its top (the rendered manifests by gke-rl's own
-        // header, `render::GENERATED_MARKER`), but JSON, which has no comments: the schema is
-        // the binary's `gke-rl schema`, byte for byte.
-        let marked = contents.lines().take(4).any(|l| l.contains("@generated") || l.contains(gke_rl::render::GENERATED_MARKER));
-        if !marked && !relative.ends_with(".json") {
-            bail!("{relative} would not say it is @generated near its top");
-        }
-        let path = root.join(relative);
-        if fs::read_to_string(&path).is_ok_and(|existing| existing == contents) {
-            return Ok(());
-        }
-        if check {
-            stale.push(relative.to_owned());
-            return Ok(());
-        }
-        fs::create_dir_all(path.parent().expect("relative paths have a parent"))?;
-        gke_rl_ops::files::write_atomically(&path, contents.as_bytes(), false)?;
-        eprintln!("updated {relative}");
-        Ok(())
-    };
+/// Writes the generated files, or with `check` fails naming the stale ones: xtask's own, then
+/// the CLI's (manifests, completions, man pages), whose test is run as a child.
+pub fn run(sh: &Shell, check: bool) -> anyhow::Result<()> {
+    files(check)?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let (variable, write) = WRITE;
+    let value = if check { "" } else { write };
+    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it generated").env(variable, value).run()?;
+    Ok(())
+}
 
-    let artifacts = gke_rl_cli::artifacts(&Deployment::default(), "the embedded default")?;
-    for artifact in &artifacts {
-        ensure(&format!("{MANIFESTS_DIR}/{}", artifact.name), &artifact.contents)?;
-    }
+/// The files generated from the SDK's and the validator's tables and the upstream fixtures.
+fn files(check: bool) -> anyhow::Result<()> {
+    let root = project_root();
+    let mut generated = Generated::new(&root, !check);
+    let mut ensure = |relative: &str, contents: &str| generated.file(relative, contents).map_err(anyhow::Error::msg);
     ensure(SCHEMA_PATH, &schema())?;
     ensure(EXAMPLE_PATH, &example_config()?)?;
     ensure(RULES_DOC_PATH, &rules_doc())?;
@@ -71,66 +58,7 @@ pub fn run(check: bool) -> anyhow::Result<()> {
     };
     ensure("crates/gke-rl/src/knowledge/models.rs", &crate::models::catalogue(&upstream(crate::models::FACT_FILES)?)?)?;
     ensure(crate::crd::TABLE_PATH, &crate::crd::table(&upstream(&crate::crd::CRD_FILES)?)?)?;
-    for (path, contents) in completions_and_man_pages()? {
-        ensure(&path, &contents)?;
-    }
-
-    let leftovers = leftover_manifests(&root.join(MANIFESTS_DIR), &artifacts)?;
-    if check {
-        stale.extend(leftovers.iter().map(|name| format!("{MANIFESTS_DIR}/{name} (no longer generated)")));
-    } else {
-        for name in leftovers {
-            fs::remove_file(root.join(MANIFESTS_DIR).join(&name))?;
-            eprintln!("removed {MANIFESTS_DIR}/{name}");
-        }
-    }
-    if !stale.is_empty() {
-        bail!("generated files are not up to date: {}\nhelp: run `cargo xtask codegen` and commit the result", stale.join(", "));
-    }
-    Ok(())
-}
-
-fn leftover_manifests(dir: &Path, artifacts: &gke_rl::Artifacts) -> anyhow::Result<Vec<String>> {
-    let Ok(entries) = fs::read_dir(dir) else { return Ok(Vec::new()) };
-    let mut leftovers = Vec::new();
-    for entry in entries {
-        let name = entry.context("cannot list manifests/")?.file_name().to_string_lossy().into_owned();
-        if artifacts.get(&name).is_none() {
-            leftovers.push(name);
-        }
-    }
-    leftovers.sort();
-    Ok(leftovers)
-}
-
-/// `gke-rl`'s shell completions (bash, zsh, fish) and man pages (one per command), from its
-/// argument definitions.
-fn completions_and_man_pages() -> anyhow::Result<Vec<(String, String)>> {
-    use clap::CommandFactory as _;
-    use clap_complete::Shell;
-    let mut files = Vec::new();
-    for (shell, file) in [(Shell::Bash, "gke-rl.bash"), (Shell::Zsh, "_gke-rl"), (Shell::Fish, "gke-rl.fish")] {
-        let script = gke_rl_cli::completions(shell);
-        // zsh finds a completion by its first line, `#compdef`: the mark goes after it.
-        let (first, rest) = script.split_once('\n').filter(|(first, _)| first.starts_with("#compdef")).unwrap_or(("", &script));
-        let first = if first.is_empty() { String::new() } else { format!("{first}\n") };
-        let marked = format!("{first}# @generated by `cargo xtask codegen` from gke-rl's arguments.\n{rest}");
-        files.push((format!("completions/{file}"), marked));
-    }
-    // The man pages carry the version, not the commit: they change with releases, not commits.
-    let cli = gke_rl_cli::Cli::command().long_version(env!("CARGO_PKG_VERSION"));
-    let mut pages = vec![("gke-rl".to_owned(), cli.clone())];
-    for sub in cli.get_subcommands() {
-        let name = format!("gke-rl-{}", sub.get_name());
-        pages.push((name.clone(), sub.clone().name(name).version(env!("CARGO_PKG_VERSION"))));
-    }
-    for (name, command) in pages {
-        let mut page = Vec::new();
-        clap_mangen::Man::new(command).render(&mut page)?;
-        let page = String::from_utf8(page)?;
-        files.push((format!("man/{name}.1"), format!(".\\\" @generated by `cargo xtask codegen` from gke-rl's arguments.\n{page}")));
-    }
-    Ok(files)
+    generated.finish().map_err(anyhow::Error::msg)
 }
 
 fn schema() -> String {
@@ -237,7 +165,7 @@ fn example_config() -> anyhow::Result<String> {
 mod tests {
     #[test]
     fn codegen_is_fresh() {
-        if let Err(e) = super::run(true) {
+        if let Err(e) = super::files(true) {
             panic!("{e:#}");
         }
     }

@@ -80,10 +80,9 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
     let out = root.join("target/web-test");
     std::fs::create_dir_all(&out)?;
     // A valid set: the render of the embedded default.
-    let valid: serde_json::Map<String, serde_json::Value> = gke_rl_cli::artifacts(&gke_rl::Deployment::default(), "the browser test")?
-        .into_iter()
-        .map(|a| (a.name.to_owned(), a.contents.into()))
-        .collect();
+    let options = gke_rl::RenderOptions { source: "the browser test", regenerate: "gke-rl render" };
+    let valid: serde_json::Map<String, serde_json::Value> =
+        gke_rl::render(&gke_rl::Deployment::default(), &options)?.into_iter().map(|a| (a.name.to_owned(), a.contents.into())).collect();
     let valid_path = out.join("valid-files.json");
     std::fs::write(&valid_path, serde_json::Value::Object(valid.clone()).to_string())?;
 
@@ -122,42 +121,16 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
 }
 
 /// The run report's page in Chromium: the report of a restarted run (a log built from NeMo-RL's
-/// own prints) written by the report command as a user runs it, opened from its file, with its
-/// Lustre instance's figures from the fake Cloud Monitoring API and the fake gcloud's token. Its
+/// own prints) with its Lustre instance's figures, as the CLI's test
+/// `report::lustre_figures_come_from_cloud_monitoring_with_gclouds_token` writes it with the
+/// real binary, the fake Cloud Monitoring API and the fake gcloud (run here as a child). Its
 /// plots are drawn, it makes no request beyond its own file, and a screenshot is left beside it.
 pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
-    use gke_rl_ops::monitoring::fake::{FakeMonitoring, busy_instance};
     let root = project_root();
     let out = root.join("target/report-test");
-    let (bin, cloud) = (out.join("bin"), out.join("cloud"));
-    for folder in [&bin, &cloud] {
-        std::fs::create_dir_all(folder)?;
-    }
-    let gcloud = bin.join("gcloud");
-    if !gcloud.exists() {
-        std::os::unix::fs::symlink(root.join("tests/fixtures/fakes/fake.sh"), &gcloud)?;
-    }
-    let log = out.join("run.log");
-    let text = gke_rl_test_support::nemo_rl_log::restarted_run();
-    std::fs::write(&log, &text)?;
-    let window =
-        gke_rl_in_cluster::records::Records::of(&text).span().and_then(|(start, end)| Some((start, end?))).context("the run's span")?;
-    let (reading, writing) = gke_rl_test_support::nemo_rl_log::restarted_run_io();
-    let token = "ya29.fake-monitoring-token";
-    let capacity = u64::from(gke_rl::Deployment::default().lustre.capacity_gib.get()) << 30;
-    let monitoring = FakeMonitoring::serve(token, busy_instance(window, capacity, &reading, &writing));
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let status = std::process::Command::new(std::env::current_exe()?)
-        .args(["report", "--log", &log.display().to_string(), "--out", &out.display().to_string(), "--lustre"])
-        .env("PATH", path)
-        .env("FAKE_CLOUD", &cloud)
-        .env("FAKE_ACCESS_TOKEN", token)
-        .env("GKE_RL_MONITORING_ENDPOINT", &monitoring.address)
-        .stdout(std::process::Stdio::null())
-        .status()?;
-    if !status.success() {
-        bail!("`report --log {} --out {} --lustre` failed", log.display(), out.display());
-    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it report::lustre_figures_come_from_cloud_monitoring_with_gclouds_token")
+        .run()?;
     let page = out.join("report.html");
     let script = root.join("web-validator/test/report.mjs");
     let seen: serde_json::Value =

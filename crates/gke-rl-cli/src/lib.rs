@@ -22,7 +22,7 @@ mod validate;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// Reproducible, checked NeMo-RL GRPO training on GKE with KubeRay and Managed Lustre.
 #[derive(Parser)]
@@ -83,12 +83,23 @@ static NAME: OnceLock<&'static str> = OnceLock::new();
 
 /// `gke-rl`'s `main`: parses the arguments and runs the command.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    run(cli.command, "gke-rl")
+    // `cargo xtask <command>` runs this binary from a clone, where hints name that command.
+    let name = match std::env::var(CALLED_AS).as_deref() {
+        Ok(XTASK) => XTASK,
+        _ => "gke-rl",
+    };
+    let matches = Cli::command().bin_name(name).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    run(cli.command, name)
 }
 
+/// The variable `cargo xtask` sets to [`XTASK`] when it runs this binary for a user command.
+pub const CALLED_AS: &str = "GKE_RL_CALLED_AS";
+/// How a clone calls the user commands.
+pub const XTASK: &str = "cargo xtask";
+
 /// Runs `command` as the CLI called `name` would, printing errors, and gives its exit code.
-pub fn run(command: Command, name: &'static str) -> ExitCode {
+fn run(command: Command, name: &'static str) -> ExitCode {
     let _ = NAME.set(name);
     // One TLS crypto provider for kube, reqwest and the WebSocket client, chosen before any is built.
     gke_rl_ray::ensure_crypto_provider();

@@ -2,6 +2,7 @@
 //! fixtures are, a child's output as text, the files under a folder, and local Ray heads ([`ray_head`]). Never a
 //! dependency of a shipped crate.
 
+pub mod codegen;
 pub mod configs;
 pub mod crd_reference;
 pub mod nemo_rl_log;

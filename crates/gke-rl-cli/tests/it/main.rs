@@ -7,6 +7,7 @@ mod common;
 
 mod blueprint;
 mod deploy;
+mod generated;
 mod hostile;
 mod readme;
 mod render;

@@ -72,6 +72,9 @@ fn a_hostile_log_is_escaped_and_what_is_no_log_file_is_refused() {
     }
 }
 
+/// Where the Lustre test leaves its page for the browser test (`xtask/src/web.rs`).
+const REPORT_PAGE: &str = "target/report-test/report.html";
+
 /// `--lustre`: what the run's Lustre instance did, from the fake Cloud Monitoring API with the
 /// fake gcloud's token, in the text, the JSON and the page, with the saves on its time axis.
 /// Without a gcloud account `--lustre` fails, and `--out` says on the page why it has none.
@@ -117,6 +120,10 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     let page = std::fs::read_to_string(cloud.root.join("html/report.html")).unwrap();
     assert!(page.contains("<section id=\"lustre\">") && page.contains("checkpoint save"), "the Lustre plots");
     assert_eq!(page.matches("<svg").count(), 7, "the five plots, throughput and space used");
+    // The page `cargo xtask browser-test` opens in Chromium.
+    let shown = gke_rl_test_support::project_root().join(REPORT_PAGE);
+    std::fs::create_dir_all(shown.parent().unwrap()).unwrap();
+    std::fs::write(&shown, &page).unwrap();
 
     // One question to gcloud a report, for the token, which is in no call, output or request URL.
     assert_eq!(cloud.calls().matches("gcloud auth print-access-token").count(), 2, "{}", cloud.calls());
