@@ -271,7 +271,7 @@ const LIST_LIMIT: u32 = 500;
 /// (<https://cloud.google.com/kubernetes-engine/quotas>).
 const MOST_NODES: u32 = 65_000;
 
-/// A cluster's GKE networks, as [`RayClusters::gke_networks`] reads them.
+/// A cluster's GKE networks, as [`Namespaced::gke_networks`] reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GkeNetworks {
     /// GKENetworkParamSets.
@@ -309,24 +309,25 @@ pub struct Wait {
     pub poll: Duration,
 }
 
-/// The RayClusters and Secrets of one namespace.
+/// gke-rl's objects in one namespace, through the cluster's API: its RayClusters and RayJobs,
+/// their Secrets, the helpers' objects and Kueue's Workloads; and the Nodes of a node pool.
 #[derive(Clone)]
-pub struct RayClusters {
+pub struct Namespaced {
     client: Client,
     namespace: String,
     /// The longest one call may take.
     call_timeout: Duration,
 }
 
-impl RayClusters {
+impl Namespaced {
     /// Operations in `namespace` through `client`, each bounded by [`Options::default`]'s call timeout.
     pub fn new(client: Client, namespace: &str) -> Self {
-        RayClusters { client, namespace: namespace.to_owned(), call_timeout: Options::default().call_timeout }
+        Namespaced { client, namespace: namespace.to_owned(), call_timeout: Options::default().call_timeout }
     }
 
     /// The same, with every call bounded by `call_timeout`.
     pub fn with_call_timeout(self, call_timeout: Duration) -> Self {
-        RayClusters { call_timeout, ..self }
+        Namespaced { call_timeout, ..self }
     }
 
     /// Runs one API call within the call timeout.
@@ -371,7 +372,7 @@ impl RayClusters {
     /// Creates the RayJob of the rendered `ray-job.yaml`, annotated with the submission it is
     /// for ([`SUBMISSION_ANNOTATION`]); its name and uid. A create, not an apply: a RayJob of that
     /// name made meanwhile (another submit's) is [`Error::RayJobExists`], never taken over.
-    /// `spec.jobId` is left to [`RayClusters::set_ray_job_id`], once the job is in.
+    /// `spec.jobId` is left to [`Namespaced::set_ray_job_id`], once the job is in.
     pub async fn create_ray_job(&self, manifest: &str, submission: &str) -> Result<(String, String), Error> {
         let mut object = parse_object(manifest)?;
         if object.types.as_ref().is_none_or(|t| t.kind != "RayJob") {
@@ -839,7 +840,7 @@ mod tests {
     #[tokio::test]
     async fn applies_the_secret_and_the_cluster_then_waits_for_every_pod() {
         let (server, client) = FakeApiServer::start(Pods::ReadyAfter(2));
-        let clusters = RayClusters::new(client, "default");
+        let clusters = Namespaced::new(client, "default");
         clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "hf_value")]).await.unwrap();
         let secret = server.object("secrets", "gke-rl-secrets").unwrap();
         assert_eq!(secret["data"]["HF_TOKEN"], "aGZfdmFsdWU=", "base64 of the value, in the body only");
@@ -859,7 +860,7 @@ mod tests {
     #[tokio::test]
     async fn a_rayjob_is_made_for_a_submission_named_by_uid_and_written_by_kuberay_through_its_status() {
         let (_server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
-        let clusters = RayClusters::new(client.clone(), "default");
+        let clusters = Namespaced::new(client.clone(), "default");
         let config = "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  mode: rayjob\n";
         let deployment = gke_rl::config::from_yaml(config).unwrap();
         let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
@@ -904,7 +905,7 @@ mod tests {
             server.put("nodes", node);
         }
         server.put("nodes", serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "no-pool"}}));
-        let counts = RayClusters::new(client, "default").pool_nodes().await.unwrap();
+        let counts = Namespaced::new(client, "default").pool_nodes().await.unwrap();
         assert_eq!(counts, BTreeMap::from([("cpu".to_owned(), 617), ("gpu".to_owned(), 617)]));
         let pages = server.requests().iter().filter(|r| r.uri.starts_with("/api/v1/nodes?")).count();
         assert_eq!(pages, 3, "{LIST_LIMIT} a page");
@@ -913,7 +914,7 @@ mod tests {
     #[tokio::test]
     async fn the_token_secret_is_created_once_and_found_from_the_rayclusters_auth_options() {
         let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
-        let clusters = RayClusters::new(client, "rl");
+        let clusters = Namespaced::new(client, "rl");
         assert!(clusters.create_secret_unless_present("c-ray-token", "auth_token", "first").await.unwrap());
         assert!(!clusters.create_secret_unless_present("c-ray-token", "auth_token", "second").await.unwrap(), "kept as it is");
         assert_eq!(clusters.secret_value("c-ray-token", "auth_token").await.unwrap().as_deref(), Some("first"));
@@ -937,7 +938,7 @@ mod tests {
     #[tokio::test]
     async fn a_stock_out_times_out_naming_the_scheduler_message() {
         let (_server, client) = FakeApiServer::start(Pods::Unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.".into()));
-        let clusters = RayClusters::new(client, "default");
+        let clusters = Namespaced::new(client, "default");
         let (name, _) = clusters.apply(&manifest()).await.unwrap();
         let wait = Wait { timeout: Duration::from_millis(20), poll: Duration::from_millis(5) };
         let error = clusters.wait_ready(&name, 8, wait, |_| {}).await.unwrap_err();
@@ -953,7 +954,7 @@ mod tests {
     #[tokio::test]
     async fn a_preempted_cluster_is_recovering_until_its_pods_are_back() {
         let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
-        let clusters = RayClusters::new(client, "default");
+        let clusters = Namespaced::new(client, "default");
         let (name, _) = clusters.apply(&manifest()).await.unwrap();
         assert_eq!(clusters.readiness(&name, 8).await.unwrap().state, ClusterState::Ready);
         let message = "0/9 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/not-ready: }".to_owned();
@@ -970,7 +971,7 @@ mod tests {
     #[tokio::test]
     async fn a_suspended_cluster_loses_its_pods_and_comes_back_on_resume() {
         let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
-        let clusters = RayClusters::new(client, "default");
+        let clusters = Namespaced::new(client, "default");
         let (name, uid) = clusters.apply(&manifest()).await.unwrap();
         assert_eq!(clusters.is_suspended(&name).await.unwrap(), Some(false));
         assert!(clusters.set_suspended(&name, true).await.unwrap());
@@ -992,7 +993,7 @@ mod tests {
     #[tokio::test]
     async fn delete_removes_the_cluster_and_waits_for_its_pods() {
         let (server, client) = FakeApiServer::start(Pods::ReadyAfter(0));
-        let clusters = RayClusters::new(client, "default");
+        let clusters = Namespaced::new(client, "default");
         let (name, _) = clusters.apply(&manifest()).await.unwrap();
         clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "x")]).await.unwrap();
         assert!(clusters.delete(&name).await.unwrap());

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::RayClusters;
+use crate::Namespaced;
 
 /// Where forwarded connections go.
 pub trait Upstream: Send + Sync + 'static {
@@ -30,7 +30,7 @@ pub trait Upstream: Send + Sync + 'static {
 
 /// A port of a RayCluster's head pod, reached through the API server's port-forward upgrade.
 pub struct HeadPort {
-    pub(crate) clusters: RayClusters,
+    pub(crate) clusters: Namespaced,
     pub(crate) cluster: String,
     pub(crate) port: u16,
 }

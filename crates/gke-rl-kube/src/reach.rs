@@ -37,7 +37,7 @@ impl Default for Options {
 #[derive(Clone)]
 pub struct Connected {
     /// The client; its connections are bounded by [`Options::connect_timeout`] (and the calls
-    /// of [`crate::RayClusters`] by [`Options::call_timeout`]).
+    /// of [`crate::Namespaced`] by [`Options::call_timeout`]).
     pub client: Client,
     /// The API server's URL, from the kubeconfig.
     pub server: String,

@@ -87,7 +87,7 @@ pub(crate) async fn status(
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
         // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
         if deployment.job.queue.is_some() {
-            let clusters = head::ray_clusters(deployment, env).await?;
+            let clusters = head::namespaced(deployment, env).await?;
             match clusters.queued(deployment.project.cluster_name.as_str()).await {
                 Ok(Some(queued)) if queued.is_held() => return Ok(Status::Queued(queued)),
                 Ok(_) => {}

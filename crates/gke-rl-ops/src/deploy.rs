@@ -651,7 +651,7 @@ async fn run_step(
 
 /// Deletes the NetworkPolicy an earlier deploy made for a Ray without tokens, which would keep
 /// out the token's other holders.
-async fn delete_open_policy(clusters: &gke_rl_kube::RayClusters, d: &Deployment, progress: &dyn Progress) -> Result<(), Error> {
+async fn delete_open_policy(clusters: &gke_rl_kube::Namespaced, d: &Deployment, progress: &dyn Progress) -> Result<(), Error> {
     let policy = gke_rl::auth::network_policy_name(d);
     if clusters.delete_network_policy(&policy).await? {
         progress.event(Event::Deleted { kind: "NetworkPolicy", namespace: d.ray.namespace.as_str(), name: &policy });

@@ -182,7 +182,7 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
 }
 
 /// The cluster's Kubernetes API, through credentials get-credentials writes.
-async fn kubernetes(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<gke_rl_kube::RayClusters, String> {
+async fn kubernetes(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<gke_rl_kube::Namespaced, String> {
     let credentials = lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str());
     if !resolved.stream(env, progress, &credentials) {
         return Err("gcloud container clusters get-credentials failed".to_owned());

@@ -55,7 +55,7 @@ impl HeadOptions {
 struct Forwarded {
     /// Held, not read: dropping it stops the forward.
     _forwarding: Forwarding,
-    clusters: gke_rl_kube::RayClusters,
+    clusters: gke_rl_kube::Namespaced,
     cluster: String,
 }
 
@@ -75,7 +75,7 @@ impl Head {
 
     /// The RayClusters of the deployment's namespace and the name of the one whose head this
     /// is, when the head is reached through Kubernetes.
-    pub fn clusters(&self) -> Option<(&gke_rl_kube::RayClusters, &str)> {
+    pub fn clusters(&self) -> Option<(&gke_rl_kube::Namespaced, &str)> {
         self.forwarded.as_ref().map(|f| (&f.clusters, f.cluster.as_str()))
     }
 }
@@ -98,14 +98,14 @@ pub(crate) async fn connect_cluster(
         let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;
         return head(address, None, token, options);
     }
-    let clusters = ray_clusters(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
+    let clusters = namespaced(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
     connect_to(deployment, clusters, deployment.project.cluster_name.to_string(), options, env, progress).await
 }
 
 /// Connects through a port-forward to the head of the RayCluster `cluster`.
 pub(crate) async fn connect_to(
     deployment: &Deployment,
-    clusters: gke_rl_kube::RayClusters,
+    clusters: gke_rl_kube::Namespaced,
     cluster: String,
     options: &HeadOptions,
     env: &Env,
@@ -139,7 +139,7 @@ fn head(address: String, forwarded: Option<Forwarded>, token: Option<gke_rl_ray:
 async fn cluster_token(
     deployment: &Deployment,
     cluster: &str,
-    clusters: &gke_rl_kube::RayClusters,
+    clusters: &gke_rl_kube::Namespaced,
 ) -> Result<Option<gke_rl_ray::Token>, Error> {
     let namespace = deployment.ray.namespace.as_str();
     let Some(secret) = clusters.token_secret(cluster).await? else { return Ok(None) };
@@ -171,19 +171,19 @@ pub fn kube_context(deployment: &Deployment) -> Option<String> {
     }
 }
 
-/// The RayClusters of the deployment's namespace, through its cluster's kubeconfig context.
-pub(crate) async fn ray_clusters(deployment: &Deployment, env: &Env) -> Result<gke_rl_kube::RayClusters, Error> {
+/// gke-rl's objects in the deployment's namespace, through its cluster's kubeconfig context.
+pub(crate) async fn namespaced(deployment: &Deployment, env: &Env) -> Result<gke_rl_kube::Namespaced, Error> {
     let context = match env.kube {
         crate::Kube::FromKubeconfig => kube_context(deployment),
         crate::Kube::Given(_) => None,
     };
     let client = env.kube.client(context.as_deref(), &lifecycle::secret_variables(deployment)).await?;
-    Ok(gke_rl_kube::RayClusters::new(client, deployment.ray.namespace.as_str()))
+    Ok(gke_rl_kube::Namespaced::new(client, deployment.ray.namespace.as_str()))
 }
 
 async fn forward(
     deployment: &Deployment,
-    clusters: &gke_rl_kube::RayClusters,
+    clusters: &gke_rl_kube::Namespaced,
     cluster: &str,
     progress: Arc<dyn Progress>,
 ) -> Result<Forwarding, Error> {

@@ -727,7 +727,7 @@ pub(crate) async fn report(
 /// from being read.
 pub(crate) async fn readiness(
     deployment: &Deployment,
-    clusters: &gke_rl_kube::RayClusters,
+    clusters: &gke_rl_kube::Namespaced,
     name: &str,
 ) -> (String, Result<Readiness, Error>) {
     (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gke_rl::{ArtifactKind, Artifacts, Deployment, lifecycle};
-use gke_rl_kube::{RayClusters, RayJobState, Wait};
+use gke_rl_kube::{Namespaced, RayJobState, Wait};
 
 use crate::events::{Event, Progress};
 use crate::head::{self, Head, HeadOptions};
@@ -153,7 +153,7 @@ fn is_taken_away(state: &RayJobState, uid: &str, cluster: &str) -> bool {
 }
 
 /// Resolves, with the RayJob's state, once [`is_taken_away`] holds; looks as often as waits do.
-async fn taken_away(deployment: &Deployment, clusters: &RayClusters, uid: &str, cluster: &str, env: &Env) -> RayJobState {
+async fn taken_away(deployment: &Deployment, clusters: &Namespaced, uid: &str, cluster: &str, env: &Env) -> RayJobState {
     loop {
         tokio::time::sleep(env.poll).await;
         if let Ok(Some(state)) = read(clusters, deployment.job.name.as_str(), deployment, env).await
@@ -165,7 +165,7 @@ async fn taken_away(deployment: &Deployment, clusters: &RayClusters, uid: &str, 
 }
 
 /// The run is lost with its cluster: the RayJob is deleted, so that it waits for nothing.
-async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, state: RayJobState, progress: &dyn Progress) -> Error {
+async fn preempted(deployment: &Deployment, clusters: &Namespaced, uid: &str, state: RayJobState, progress: &dyn Progress) -> Error {
     let deleted = delete(clusters, deployment, Some(uid), progress).await;
     let (name, namespace) = (deployment.job.name.to_string(), deployment.ray.namespace.to_string());
     Error::RunPreempted { name, namespace, state: state.state().to_owned(), not_deleted: deleted.err() }
@@ -174,7 +174,7 @@ async fn preempted(deployment: &Deployment, clusters: &RayClusters, uid: &str, s
 /// `error`, which stopped a submit before its job was named, once the RayJob it made (the
 /// one of `uid`, else whichever has the name) is deleted so that its nodes go, or with why it
 /// could not be.
-async fn not_started(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {
+async fn not_started(clusters: &Namespaced, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {
     told(deployment, delete(clusters, deployment, uid, progress).await, error)
 }
 
@@ -191,7 +191,7 @@ fn told(deployment: &Deployment, deleted: Result<(), String>, error: Error) -> E
 }
 
 /// Deletes the deployment's RayJob (the one of `uid`, else whichever has the name), telling it.
-async fn delete(clusters: &RayClusters, deployment: &Deployment, uid: Option<&str>, progress: &dyn Progress) -> Result<(), String> {
+async fn delete(clusters: &Namespaced, deployment: &Deployment, uid: Option<&str>, progress: &dyn Progress) -> Result<(), String> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
     match clusters.delete_ray_job(name, uid).await {
         Ok(deleted) => {
@@ -213,7 +213,7 @@ const NAMING_WAIT: Duration = Duration::from_secs(120);
 /// then).
 async fn name_the_job(
     deployment: &Deployment,
-    clusters: &RayClusters,
+    clusters: &Namespaced,
     uid: &str,
     id: &str,
     env: &Env,
@@ -272,7 +272,7 @@ fn ended(deployment: &Deployment, state: &RayJobState) -> Error {
 /// The RayJob `name` as KubeRay reports it, its message cut to its first line and redacted:
 /// KubeRay copies the end of the job's log into it (`rayjob_controller.go`, v1.7.0), where a
 /// token may be.
-async fn read(clusters: &RayClusters, name: &str, deployment: &Deployment, env: &Env) -> Result<Option<RayJobState>, gke_rl_kube::Error> {
+async fn read(clusters: &Namespaced, name: &str, deployment: &Deployment, env: &Env) -> Result<Option<RayJobState>, gke_rl_kube::Error> {
     let mut state = clusters.ray_job(name).await?;
     if let Some(message) = state.as_mut().and_then(|s| s.message.as_mut()) {
         // Redacted whole, then cut: a secret cut first would no longer be found.
@@ -290,8 +290,8 @@ const MESSAGE_CHARS: usize = 300;
 
 /// The Kubernetes API of the deployment's namespace; a failure to reach it is a failed
 /// port-forward, which the front ends explain.
-async fn clusters(deployment: &Deployment, env: &Env) -> Result<RayClusters, Error> {
-    head::ray_clusters(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })
+async fn clusters(deployment: &Deployment, env: &Env) -> Result<Namespaced, Error> {
+    head::namespaced(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })
 }
 
 /// RayJob mode reaches the RayJob's cluster through Kubernetes only.
@@ -307,7 +307,7 @@ fn refuse_address(options: &HeadOptions, env: &Env) -> Result<(), Error> {
 /// again until the wait's end: a flex-start pool may have waited hours for these nodes.
 async fn wait_up(
     deployment: &Deployment,
-    clusters: &RayClusters,
+    clusters: &Namespaced,
     uid: &str,
     submission: &str,
     env: &Env,
@@ -399,7 +399,7 @@ const QUEUE_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 struct Found {
     name: String,
     state: RayJobState,
-    clusters: RayClusters,
+    clusters: Namespaced,
     /// The head, or why it could not be reached; `None` where there is no job to ask about.
     head: Option<Result<Head, Error>>,
 }
@@ -496,7 +496,7 @@ pub(crate) async fn status(
 
 async fn stop_ray_job(
     deployment: &Deployment,
-    clusters: &RayClusters,
+    clusters: &Namespaced,
     name: &str,
     wait: bool,
     env: &Env,

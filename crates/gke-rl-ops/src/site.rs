@@ -102,10 +102,10 @@ impl Resolved<'_> {
 
     /// The RayClusters of the deployment's namespace, through the kubeconfig context
     /// get-credentials wrote for the cluster (whatever the current context is).
-    pub async fn clusters(&self, env: &Env) -> Result<gke_rl_kube::RayClusters, Error> {
+    pub async fn clusters(&self, env: &Env) -> Result<gke_rl_kube::Namespaced, Error> {
         let context = lifecycle::kube_context(self.deployment, &self.site);
         let client = env.kube.client(Some(&context), &self.hidden).await?;
-        Ok(gke_rl_kube::RayClusters::new(client, self.deployment.ray.namespace.as_str()))
+        Ok(gke_rl_kube::Namespaced::new(client, self.deployment.ray.namespace.as_str()))
     }
 
     /// What fixes `error` when it is about reaching the cluster's API.

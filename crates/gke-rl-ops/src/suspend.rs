@@ -37,7 +37,7 @@ pub async fn set_suspended(
             "a RayJob's cluster goes after its run (job.rayjob_ttl_seconds_after_finished), and the GPU pool then scales to zero by itself";
         return Err(Error::RayJobMode { command: if suspended { "suspend" } else { "resume" }, instead });
     }
-    let clusters = crate::head::ray_clusters(deployment, env).await?;
+    let clusters = crate::head::namespaced(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
     let Some(now) = clusters.is_suspended(name).await? else { return Ok(Changed::NoCluster) };
     let mut held = false;
@@ -74,6 +74,6 @@ pub async fn set_suspended(
 
 /// Whether the deployment's RayCluster is suspended; `None` when there is none.
 pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, Error> {
-    let clusters = crate::head::ray_clusters(deployment, env).await?;
+    let clusters = crate::head::namespaced(deployment, env).await?;
     Ok(clusters.is_suspended(deployment.project.cluster_name.as_str()).await?)
 }

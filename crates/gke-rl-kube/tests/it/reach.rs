@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gke_rl_kube::fake::{FakeApiServer, Pods};
-use gke_rl_kube::{Error, Options, RayClusters, Unreachable, connect};
+use gke_rl_kube::{Error, Namespaced, Options, Unreachable, connect};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const TOKEN: &str = "ya29.fake-access-token";
@@ -57,7 +57,7 @@ async fn list_pods(kubeconfig: &Path) -> (Result<(), Error>, Duration) {
     let started = Instant::now();
     let result = async {
         let connected = connect(Some(kubeconfig), None, &quick()).await?;
-        let clusters = RayClusters::new(connected.client, "default").with_call_timeout(quick().call_timeout);
+        let clusters = Namespaced::new(connected.client, "default").with_call_timeout(quick().call_timeout);
         clusters.readiness("ray-a4-gpu-spot", 8).await.map(|_| ())
     }
     .await;
@@ -92,7 +92,7 @@ async fn a_kubeconfig_with_a_ca_and_an_exec_plugin_reaches_the_api_and_its_pods(
     let config = kubeconfig(dir.path(), &https.url, Some(&https.ca_pem), &plugin(dir.path(), TOKEN, None));
     let connected = connect(Some(&config), None, &quick()).await.unwrap();
     assert_eq!(connected.server, https.url);
-    let clusters = RayClusters::new(connected.client, "default");
+    let clusters = Namespaced::new(connected.client, "default");
     clusters.apply_secret("gke-rl-secrets", &[("HF_TOKEN", "hf_value")]).await.unwrap();
     let options = gke_rl::RenderOptions { source: "a test", regenerate: "a test" };
     let manifest = gke_rl::render(&gke_rl::Deployment::default(), &options).unwrap().ray_cluster.expect("cluster mode").contents;

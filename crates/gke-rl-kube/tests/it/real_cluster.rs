@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gke_rl_kube::{RayClusters, Wait};
+use gke_rl_kube::{Namespaced, Wait};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NAMESPACE: &str = "default";
@@ -28,9 +28,9 @@ fn manifest() -> String {
 }
 
 /// Through the same connection the CLI makes: the kubeconfig's current context, bounded calls.
-async fn clusters() -> RayClusters {
+async fn clusters() -> Namespaced {
     let connected = gke_rl_kube::connect(None, None, &gke_rl_kube::Options::default()).await.expect("a cluster from KUBECONFIG");
-    RayClusters::new(connected.client, NAMESPACE)
+    Namespaced::new(connected.client, NAMESPACE)
 }
 
 #[tokio::test]

@@ -567,7 +567,7 @@ async fn a_failed_gcluster_destroy_is_never_reported_as_destroyed() {
 async fn a_rerun_repairs_a_ray_cluster_deleted_behind_its_back() {
     let w = world(Pods::ReadyAfter(0));
     assert!(ready(&w.deploy(&Given::default()).await), "{}", w.log());
-    let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
+    let clusters = gke_rl_kube::Namespaced::new(w.client.clone(), "default");
     assert!(clusters.delete("ray-a4-gpu-spot").await.unwrap());
     assert!(matches!(w.deploy(&Given::default()).await, Deployed::Ready), "{}", w.log());
     assert!(w.log().contains("RayClusterGone { name: \"ray-a4-gpu-spot\" }"), "{}", w.log());
@@ -839,7 +839,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     let env = w.env(Interrupt::manual().1);
 
     // A run is there: its RayJob, and the RayCluster KubeRay named for it.
-    let clusters = gke_rl_kube::RayClusters::new(w.client.clone(), "default");
+    let clusters = gke_rl_kube::Namespaced::new(w.client.clone(), "default");
     let job = "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: nemo-rl-grpo-test1\n  labels:\n    app.kubernetes.io/managed-by: gke-rl\nstatus:\n  rayClusterName: nemo-rl-grpo-test1-x7k2p\n";
     clusters.apply_all(job).await.unwrap();
     clusters.apply_all("apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: theirs\n").await.unwrap();

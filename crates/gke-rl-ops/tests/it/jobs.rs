@@ -230,7 +230,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     assert!(matches!(&error, gke_rl_ops::Error::PortForward { .. }), "{error:?}");
     assert!(gke_rl_ops::chain(&error).starts_with("no Ray address, and the port-forward to the head failed: "), "{error}");
 
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let clusters = gke_rl_kube::Namespaced::new(client, "default");
     clusters.apply(&render(&deployment).ray_cluster.expect("cluster mode").contents).await.unwrap();
     assert!(clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap());
     let status = commands::status(&deployment, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
@@ -242,7 +242,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
     env.kube = Kube::Given(client.clone());
     server.kueue_holds(Some("insufficient unused quota"));
     let queued = gke_rl::config::from_yaml("job:\n  queue: a4\n").unwrap();
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let clusters = gke_rl_kube::Namespaced::new(client, "default");
     clusters.apply(&render(&queued).ray_cluster.expect("cluster mode").contents).await.unwrap();
     let status = commands::status(&queued, &options, None, &env, Arc::new(Recorder::default())).await.unwrap();
     let gke_rl_ops::run::Status::Queued(kueue) = status else { panic!("not told as queued") };
@@ -278,7 +278,7 @@ async fn a_cluster_mode_deployment_runs_a_rayjob_only_once_its_raycluster_is_sus
     assert_eq!(gke_rl::Deployment::default().in_mode(JobMode::Rayjob).err(), Some(ModeConflict::NeedsToken), "the default's Ray 2.46");
     let cluster_mode = gke_rl::config::from_yaml("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  name: grpo-rayjob\n").unwrap();
     let as_rayjob = cluster_mode.in_mode(JobMode::Rayjob).unwrap();
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let clusters = gke_rl_kube::Namespaced::new(client, "default");
     clusters.apply(&render(&cluster_mode).ray_cluster.expect("cluster mode").contents).await.unwrap();
     let artifacts = render(&as_rayjob);
     let options = run_options(None, true, None);
@@ -309,7 +309,7 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     let manifest = &artifacts.ray_job.as_ref().unwrap().contents;
     let (name, recorder) = ("grpo-rayjob", Arc::new(Recorder::default()));
     let options = run_options(None, true, None);
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let clusters = gke_rl_kube::Namespaced::new(client, "default");
     let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
 
     let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("no head to reach");
@@ -389,13 +389,13 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     let (interrupt, interrupted) = Interrupt::manual();
     let mut env = env(&[]);
     (env.kube, env.interrupt) = (Kube::Given(client.clone()), interrupted);
-    let clusters = gke_rl_kube::RayClusters::new(client, "default");
+    let clusters = gke_rl_kube::Namespaced::new(client, "default");
     let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
     let options = run_options(None, true, None);
     let (deployment, late) = (rayjob_config(None), rayjob_config(Some(1)));
     let artifacts = render(&deployment);
     // Once the submit's RayJob waits for its pods.
-    let waiting = |clusters: gke_rl_kube::RayClusters| async move {
+    let waiting = |clusters: gke_rl_kube::Namespaced| async move {
         let made = async {
             while !clusters
                 .ray_job("grpo-rayjob")

@@ -37,7 +37,7 @@ impl Rule {
 }
 
 macro_rules! rules {
-    ($($name:ident = $code:literal, $severity:ident, [$($reads:ident),*], $explanation:literal;)*) => {
+    ($($name:ident = $code:literal, $severity:ident, [$($reads:ident),*], $explanation:expr;)*) => {
         $(
             #[doc = $explanation]
             pub const $name: Rule = Rule { code: $code, severity: Severity::$severity, reads: &[$(ArtifactKind::$reads),*] };
@@ -56,8 +56,8 @@ rules! {
     NUMBER_INVALID = "number-invalid", Error, [EnvSh, RayCluster, DeploymentFile, Blueprint], "A numeric field is not a whole number in its range: negative, text, a fraction, or larger than the field holds (Kubernetes' int32 fields stop at 2147483647).";
     RAY_VERSION_MISMATCH = "ray-version-mismatch", Error, [RayCluster], "`rayVersion` differs from the Ray inside the image. KubeRay 1.6+ chooses the pods' health probes by `rayVersion`; an image with an older Ray never becomes Ready.";
     RAY_UNKNOWN_IMAGE = "ray-unknown-image", Warning, [RayCluster], "gke-rl does not know which Ray the image ships, so it cannot check `rayVersion`.";
-    RAY_AUTH_OFF = "ray-auth-off", Warning, [RayCluster], "The cluster's Ray (2.52 or newer) has token authentication, but the RayCluster leaves it off: every pod that reaches the head's port 8265 can run commands with the pods' Secrets.";
-    RAY_AUTH_UNSUPPORTED = "ray-auth-unsupported", Error, [RayCluster], "`authOptions.mode: token` needs Ray 2.52 or newer (and `rayVersion` set): KubeRay refuses the RayCluster otherwise and creates no pods.";
+    RAY_AUTH_OFF = "ray-auth-off", Warning, [RayCluster], concat!("The cluster's Ray (", gke_rl::token_auth_ray!(), " or newer) has token authentication, but the RayCluster leaves it off: every pod that reaches the head's port 8265 can run commands with the pods' Secrets.");
+    RAY_AUTH_UNSUPPORTED = "ray-auth-unsupported", Error, [RayCluster], concat!("`authOptions.mode: token` needs Ray ", gke_rl::token_auth_ray!(), " or newer (and `rayVersion` set): KubeRay refuses the RayCluster otherwise and creates no pods.");
     RAYCLUSTER_NAME = "raycluster-name", Error, [RayCluster], "KubeRay rejects RayCluster names over 53 characters (RayJob names over 47: its cluster adds six) or that are not DNS-1035 labels, at reconcile time, as an event.";
     RAY_START_PARAM_NOT_STRING = "ray-start-param-not-string", Error, [RayCluster], "`rayStartParams` values must be strings; the API server rejects `num-gpus: 8` and accepts `num-gpus: \"8\"`.";
     HEAD_DASHBOARD_PORT = "head-dashboard-port-missing", Error, [RayCluster], "The head container lists ports but not 8265, so the head service exposes no dashboard and no Jobs API.";

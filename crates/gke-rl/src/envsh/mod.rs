@@ -105,7 +105,12 @@ const SECTIONS: &[(&str, &[Var])] = &[
         &[
             var("RAY_IMAGE", "/ray/image", Kind::Text, "image of the head and the workers"),
             var("RAYCLUSTER_RAY_VERSION", "/ray/ray_version", Kind::OptionalText, "rayVersion; empty: the Ray version inside RAY_IMAGE"),
-            var("RAY_AUTH", "/ray/auth", Kind::OptionalText, "token or disabled; empty: token where the image's Ray has it (2.52+)"),
+            var(
+                "RAY_AUTH",
+                "/ray/auth",
+                Kind::OptionalText,
+                concat!("token or disabled; empty: token where the image's Ray has it (", crate::token_auth_ray!(), "+)"),
+            ),
             var("K8S_NAMESPACE", "/ray/namespace", Kind::Text, "namespace of the RayCluster and the Secret"),
             var("HEAD_NODE_POOL", "/ray/head/node_pool", Kind::Text, "dedicated, system or gpu: where the head pod runs"),
             var("HEAD_MACHINE_TYPE", "/ray/head/machine_type", Kind::Text, "machine type of the head's dedicated on-demand pool"),

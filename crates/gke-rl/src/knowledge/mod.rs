@@ -231,9 +231,18 @@ pub const STEP_DONE: &str = "• Total step time: ";
 /// What NeMo-RL prints as a checkpoint save begins, before the step.
 pub const SAVING: &str = "Saving checkpoint for step ";
 
+/// The first Ray with token authentication, as people name the release (`2.52`): a macro, so
+/// that texts fixed at compile time (rule explanations, the config's docs) spell it from here.
+#[macro_export]
+macro_rules! token_auth_ray {
+    () => {
+        "2.52"
+    };
+}
+
 /// The first Ray with token authentication, and the oldest `rayVersion` KubeRay takes with
 /// `authOptions` (see [`crate::auth`]).
-pub const TOKEN_AUTH_SINCE: &str = "2.52.0";
+pub const TOKEN_AUTH_SINCE: &str = concat!(crate::token_auth_ray!(), ".0");
 
 /// Whether Ray `version` has token authentication.
 pub fn supports_token(version: &str) -> bool {
@@ -242,7 +251,7 @@ pub fn supports_token(version: &str) -> bool {
 
 /// [`TOKEN_AUTH_SINCE`] as people name the release: `2.52`.
 pub fn token_auth_ray() -> &'static str {
-    TOKEN_AUTH_SINCE.strip_suffix(".0").unwrap_or(TOKEN_AUTH_SINCE)
+    crate::token_auth_ray!()
 }
 
 /// The images that have token authentication, for people: "an image with Ray 2.52 or newer

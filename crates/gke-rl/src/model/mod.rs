@@ -209,9 +209,12 @@ pub struct Ray {
     /// `rayVersion` of the RayCluster. Null: the Ray version inside `image`, from gke-rl's
     /// table of known images (required for images not in the table).
     pub ray_version: Option<Word>,
-    /// Who may use the cluster's Jobs API and GCS: `token` (Ray's token authentication, Ray
-    /// 2.52 and newer; deploy creates the token) or `disabled`. Null: `token` when the image's
-    /// Ray has it; older Rays get a NetworkPolicy that admits only the cluster's own pods.
+    #[doc = concat!(
+        "Who may use the cluster's Jobs API and GCS: `token` (Ray's token authentication, Ray\n",
+        crate::token_auth_ray!(),
+        " and newer; deploy creates the token) or `disabled`. Null: `token` when the image's\n",
+        "Ray has it; older Rays get a NetworkPolicy that admits only the cluster's own pods."
+    )]
     pub auth: Option<RayAuth>,
     /// Kubernetes namespace of the RayCluster and the Secret.
     pub namespace: Name,
