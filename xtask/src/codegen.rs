@@ -24,14 +24,20 @@ const MODELS_DOC_PATH: &str = "docs/models.md";
 /// The upstream files the project reads, copied verbatim (each folder's `SOURCE.md` says from where).
 pub const UPSTREAM: &str = "tests/fixtures/upstream";
 
+/// The CLI's test that makes its generated files (manifests, completions, man pages).
+const CLI_TEST: &str = "generated::the_clis_generated_files_are_fresh";
+
 /// Writes the generated files, or with `check` fails naming the stale ones: xtask's own, then
-/// the CLI's (manifests, completions, man pages), whose test is run as a child.
+/// the CLI's, whose test is run as a child. The CLI is built first, so that a build that fails
+/// leaves every file as it was.
 pub fn run(sh: &Shell, check: bool) -> anyhow::Result<()> {
-    files(check)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it --no-run").run()?;
+    files(check)?;
     let (variable, write) = WRITE;
     let value = if check { "" } else { write };
-    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it generated").env(variable, value).run()?;
+    let out = cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it -- --exact {CLI_TEST}").env(variable, value).read()?;
+    anyhow::ensure!(out.contains("1 passed"), "the CLI's test {CLI_TEST} did not run: {out}");
     Ok(())
 }
 

@@ -1,10 +1,10 @@
 //! gke-rl's development tasks, run as `cargo xtask <command>` (see matklad/cargo-xtask): ci,
 //! codegen, bench, dist, fuzz, wasm, the browser test, tidy. Any other command (`cargo xtask
-//! render`, `deploy`, …) is the `gke-rl` binary's, built from this clone and run as a child, as
+//! render`, `deploy`, …) is the `gke-rl` binary's, built from this clone and run in xtask's place, as
 //! a cargo alias would: xtask does not link it.
 //!
 //! One `Shell`, one `match`: each task lives in its own module. Generated files are checked by
-//! `cargo test -p xtask`.
+//! `cargo test`: xtask's own here, the CLI's by its test `generated`.
 
 mod bench;
 mod ci;
@@ -114,21 +114,36 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs `gke-rl ARGS…` from this clone (`cargo run --package gke-rl-cli`) and exits as it does.
+/// Becomes `gke-rl ARGS…` from this clone (`cargo run --package gke-rl-cli`, as the alias runs
+/// xtask: quiet, with cargo's progress bar while it builds). The process is replaced, as
+/// `cargo run` replaces itself: signals reach gke-rl, which ends with its own exit code.
 fn user_command(args: &[OsString]) -> ExitCode {
+    use std::os::unix::process::CommandExt as _;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args(["run", "--quiet", "--package", "gke-rl-cli", "--bin", "gke-rl", "--"])
-        .args(args)
-        .env(CALLED_AS.0, CALLED_AS.1)
-        .status();
-    match status {
-        Ok(status) => ExitCode::from(status.code().and_then(|code| u8::try_from(code).ok()).unwrap_or(1)),
-        Err(e) => {
-            eprintln!("error: cannot run cargo: {e}");
-            ExitCode::from(2)
+    let progress = ["--config", "term.progress.when='always'", "--config", "term.progress.width=80"];
+    let mut command = std::process::Command::new(cargo);
+    // What `cargo run` told xtask about xtask: build scripts that watch these (ring's) would be
+    // run again, and again when the alias next builds xtask without them.
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("CARGO_PKG_")
+            || matches!(
+                &*text,
+                "CARGO_MANIFEST_DIR" | "CARGO_MANIFEST_PATH" | "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            command.env_remove(&name);
         }
     }
+    let error = command
+        .args(["run", "--quiet"])
+        .args(progress)
+        .args(["--package", "gke-rl-cli", "--bin", "gke-rl", "--"])
+        .args(args)
+        .env(CALLED_AS.0, CALLED_AS.1)
+        .exec();
+    eprintln!("error: cannot run cargo: {error}");
+    ExitCode::from(2)
 }
 
 /// The project root, wherever `cargo xtask` was started.
@@ -138,6 +153,22 @@ fn project_root() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser as _;
+
+    /// Every `gke-rl` command (each has a man page) reaches the binary through `cargo xtask`: no
+    /// dev task hides one.
+    #[test]
+    fn every_user_command_goes_to_the_gke_rl_binary() {
+        let pages = std::fs::read_dir(crate::project_root().join("man")).unwrap();
+        let commands: Vec<String> =
+            pages.filter_map(|e| e.unwrap().file_name().to_str()?.strip_prefix("gke-rl-")?.strip_suffix(".1").map(str::to_owned)).collect();
+        assert!(commands.len() >= 15, "only {commands:?}");
+        for command in commands {
+            let parsed = super::Cli::try_parse_from(["cargo xtask", &command]).map(|cli| cli.command);
+            assert!(matches!(parsed, Ok(super::Command::User(_))), "`cargo xtask {command}` is not gke-rl's");
+        }
+    }
+
     /// The `gke-rl` binary answers to the name and variable `cargo xtask` gives it.
     #[test]
     fn the_cli_knows_what_xtask_calls_it() {

@@ -129,9 +129,14 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
     let root = project_root();
     let out = root.join("target/report-test");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it report::lustre_figures_come_from_cloud_monitoring_with_gclouds_token")
-        .run()?;
     let page = out.join("report.html");
+    // Never an earlier run's page.
+    if page.exists() {
+        std::fs::remove_file(&page)?;
+    }
+    let test = "report::lustre_figures_come_from_cloud_monitoring_with_gclouds_token";
+    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it -- --exact {test}").run()?;
+    anyhow::ensure!(page.is_file(), "the CLI's test {test} left no {}", page.display());
     let script = root.join("web-validator/test/report.mjs");
     let seen: serde_json::Value =
         serde_json::from_str(&cmd!(sh, "node {script} {page} {out}").read()?).context("the report test's output is not JSON")?;

@@ -1,7 +1,9 @@
 //! gke-rl's cluster operations as a library: [`deploy`](deploy::deploy), [`destroy`](destroy::destroy),
 //! [`connect`](mode::connect) to a RayCluster's head, the job operations in [`jobs`] (submit,
-//! follow, stop), each job command whole in [`commands`] (submit, status, logs, stop, the list,
-//! with their policy), and the [`fabric`] and [`storage`] checks.
+//! follow, stop), each job command whole in [`commands`] (submit, status, logs, stop, the list),
+//! which reach the head through the deployment's job mode ([`mode`]: cluster mode resumes a
+//! suspended RayCluster before a submit and suspends it after; RayJob mode makes a RayJob per
+//! run), and the [`fabric`] and [`storage`] checks.
 //!
 //! Each takes a loaded [`gke_rl::Deployment`], typed options, an [`Env`] (the programs it runs,
 //! the Kubernetes API, a clock, what interrupts it) and a [`Progress`] sink that receives typed

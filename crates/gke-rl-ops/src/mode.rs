@@ -102,3 +102,13 @@ impl Mode {
 pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
     Mode::of(deployment).connect(deployment, options, None, env, progress).await.map(|(head, _)| head)
 }
+
+/// What names the job `id` to the job commands, as hints print it: in RayJob mode, when the head
+/// is reached through Kubernetes, the RayJob `ray_job` (the config's by default); else the
+/// submission id.
+pub fn job_name<'a>(deployment: &'a Deployment, head: &Head, id: &'a str, ray_job: Option<&'a str>) -> &'a str {
+    match Mode::of(deployment) {
+        Mode::RayJob if head.is_forwarded() => ray_job.unwrap_or(deployment.job.name.as_str()),
+        Mode::RayJob | Mode::Cluster => id,
+    }
+}

@@ -3,6 +3,7 @@
 //! [`WRITE`]). Every file says it is `@generated` near its top, but JSON, which has no comments.
 
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// The variable and value that make a codegen test write its files instead of failing.
@@ -45,8 +46,10 @@ impl Generated {
         let written = (|| {
             let folder = path.parent().expect("relative paths have a parent");
             std::fs::create_dir_all(folder)?;
-            let mut temp = tempfile::NamedTempFile::new_in(folder)?;
+            // Readable by all, as a checkout's files are, and on disk before it takes the name.
+            let mut temp = tempfile::Builder::new().permissions(std::fs::Permissions::from_mode(0o644)).tempfile_in(folder)?;
             temp.write_all(contents.as_bytes())?;
+            temp.as_file().sync_all()?;
             temp.persist(&path).map_err(|e| e.error)?;
             Ok::<_, std::io::Error>(())
         })();

@@ -31,7 +31,7 @@ impl LogsArgs {
             .map_err(|e| failed(e, d))?;
         match logs {
             Logs::Followed { id, head, followed } => {
-                let target = super::target(d, &head, &id, self.id.as_deref());
+                let target = gke_rl_ops::mode::job_name(d, &head, &id, self.id.as_deref());
                 ended(&head, &id, target, &followed, &job.console)
             }
             // The console printed each submission's log as it came.

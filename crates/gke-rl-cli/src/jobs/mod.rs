@@ -122,15 +122,6 @@ pub(crate) fn failed(error: gke_rl_ops::Error, deployment: &Deployment) -> anyho
     )
 }
 
-/// What names the job `id` to the job commands: in `rayjob` mode, through Kubernetes, the RayJob
-/// `ray_job` (the config's by default), else the submission id.
-fn target<'a>(d: &'a Deployment, head: &Head, id: &'a str, ray_job: Option<&'a str>) -> &'a str {
-    match d.job.mode {
-        gke_rl::model::JobMode::Rayjob if head.is_forwarded() => ray_job.unwrap_or(d.job.name.as_str()),
-        _ => id,
-    }
-}
-
 /// `gke-rl logs ID --follow`, with the `--address` that reaches the same dashboard when one was
 /// given: each word shell-quoted, since it is printed to be pasted.
 fn follow_command(head: &Head, id: &str) -> String {

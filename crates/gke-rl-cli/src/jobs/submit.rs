@@ -162,14 +162,14 @@ impl SubmitArgs {
             .map_err(|e| failed(e, d))?;
         match ran {
             Ran::Submitted { id, head } => {
-                job.console.say(format_args!("follow it with: {}", follow_command(&head, super::target(d, &head, &id, None))));
+                job.console.say(format_args!("follow it with: {}", follow_command(&head, gke_rl_ops::mode::job_name(d, &head, &id, None))));
                 Ok(0)
             }
             Ran::Followed { id, head, observed, after } => {
                 if let Followed::Detached { .. } = observed.followed {
                     crate::terminal::err(&crate::terminal::shown(&observed.records.restarts_summary()));
                 }
-                let code = ended(&head, &id, super::target(d, &head, &id, None), &observed.followed, &job.console)?;
+                let code = ended(&head, &id, gke_rl_ops::mode::job_name(d, &head, &id, None), &observed.followed, &job.console)?;
                 match after {
                     AfterRun::Suspended => job.console.say(format_args!(
                         "RayCluster {} is suspended; `{} resume` or the next submit brings it back",

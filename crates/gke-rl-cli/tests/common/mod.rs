@@ -15,6 +15,7 @@ pub fn gke_rl(cwd: &Path, args: &[&str]) -> Output {
     exited_cleanly(
         Command::new(env!("CARGO_BIN_EXE_gke-rl"))
             .env("GKE_RL_RUNS_DIR", runs_dir())
+            .env_remove(gke_rl_cli::CALLED_AS)
             // This machine's gcloud (if any) is never asked: the report's Lustre side is refused
             // this endpoint before it is.
             .env("GKE_RL_MONITORING_ENDPOINT", NO_MONITORING)
@@ -176,6 +177,7 @@ impl Cloud {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gke-rl"));
         command
             .env("GKE_RL_RUNS_DIR", runs_dir())
+            .env_remove(gke_rl_cli::CALLED_AS)
             .current_dir(&self.root)
             .args(args)
             .env("PATH", format!("{}:{}", self.root.join("bin").display(), self.root.join("tools").display()))

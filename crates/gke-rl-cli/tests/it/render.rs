@@ -363,3 +363,19 @@ fn completions_complete_a_subcommands_options_in_bash_zsh_and_fish() {
         }
     }
 }
+
+/// Run by `cargo xtask` (which says so in `GKE_RL_CALLED_AS`), the binary's usage and hints name
+/// `cargo xtask`, the command a clone has; any other value is ignored.
+#[test]
+fn run_by_cargo_xtask_the_binary_is_called_by_that_name() {
+    let usage = |called_as: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+            .args(["render", "--help"])
+            .env(gke_rl_cli::CALLED_AS, called_as)
+            .output()
+            .unwrap();
+        crate::common::stdout(&out).lines().find(|l| l.starts_with("Usage:")).unwrap_or_default().to_owned()
+    };
+    assert_eq!(usage(gke_rl_cli::XTASK), "Usage: cargo xtask render [OPTIONS]");
+    assert_eq!(usage("rm -rf /"), "Usage: gke-rl render [OPTIONS]");
+}

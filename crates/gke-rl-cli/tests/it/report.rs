@@ -122,8 +122,11 @@ fn lustre_figures_come_from_cloud_monitoring_with_gclouds_token() {
     assert_eq!(page.matches("<svg").count(), 7, "the five plots, throughput and space used");
     // The page `cargo xtask browser-test` opens in Chromium.
     let shown = gke_rl_test_support::project_root().join(REPORT_PAGE);
-    std::fs::create_dir_all(shown.parent().unwrap()).unwrap();
-    std::fs::write(&shown, &page).unwrap();
+    let folder = shown.parent().unwrap();
+    std::fs::create_dir_all(folder).unwrap();
+    let mut temp = tempfile::NamedTempFile::new_in(folder).unwrap();
+    std::io::Write::write_all(&mut temp, page.as_bytes()).unwrap();
+    temp.persist(&shown).unwrap();
 
     // One question to gcloud a report, for the token, which is in no call, output or request URL.
     assert_eq!(cloud.calls().matches("gcloud auth print-access-token").count(), 2, "{}", cloud.calls());
