@@ -22,8 +22,8 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let compiled = step("format", || Ok(cmd!(sh, "{cargo} fmt --all --check").run()?))
         .and_then(|()| step("lint", || Ok(cmd!(sh, "{cargo} clippy --quiet --workspace --all-targets -- -D warnings").run()?)))
         .and_then(|()| {
-            step("the SDK builds for wasm32 (the browser validator's core)", || {
-                Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --target {WASM_TARGET}").run()?)
+            step("the SDK and the validator build for wasm32 (the browser validator's core)", || {
+                Ok(cmd!(sh, "{cargo} build --quiet --package gke-rl --package gke-rl-validate --target {WASM_TARGET}").run()?)
             })
         });
     // Waited for even when a step failed: no apt-get, pip or rustup is left running on its own.
