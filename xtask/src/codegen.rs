@@ -29,14 +29,15 @@ const CLI_TEST: &str = "generated::the_clis_generated_files_are_fresh";
 
 /// Writes the generated files, or with `check` fails naming the stale ones: xtask's own, then
 /// the CLI's, whose test is run as a child. The CLI is built first, so that a build that fails
-/// leaves every file as it was.
+/// leaves every file as it was; as the workspace's tests are, so that `cargo test --workspace`
+/// and this share one build.
 pub fn run(sh: &Shell, check: bool) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it --no-run").run()?;
+    cmd!(sh, "{cargo} test --quiet --workspace --test it --no-run").run()?;
     files(check)?;
     let (variable, write) = WRITE;
     let value = if check { "" } else { write };
-    let out = cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it -- --exact {CLI_TEST}").env(variable, value).read()?;
+    let out = cmd!(sh, "{cargo} test --quiet --workspace --test it -- --exact {CLI_TEST}").env(variable, value).read()?;
     anyhow::ensure!(out.contains("1 passed"), "the CLI's test {CLI_TEST} did not run: {out}");
     Ok(())
 }

@@ -135,7 +135,9 @@ pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
         std::fs::remove_file(&page)?;
     }
     let test = "report::lustre_figures_come_from_cloud_monitoring_with_gclouds_token";
-    cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test it -- --exact {test}").run()?;
+    // As the workspace's tests build it (the features of every crate's tests together), so that
+    // after `cargo test --workspace` nothing is built again.
+    cmd!(sh, "{cargo} test --quiet --workspace --test it -- --exact {test}").run()?;
     anyhow::ensure!(page.is_file(), "the CLI's test {test} left no {}", page.display());
     let script = root.join("web-validator/test/report.mjs");
     let seen: serde_json::Value =
