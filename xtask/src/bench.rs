@@ -52,7 +52,7 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
                 crate::install::ray_venv(sh, version)?;
             }
             crate::install::debian_package(sh, crate::install::DEBIAN_TORCH)?;
-            let cargo = cargo();
+            let cargo = crate::cargo();
             Ok(cmd!(sh, "{cargo} test --quiet --package gke-rl-cli --test two_nodes").env("GKE_RL_BENCH_RECOVERY", "1").run()?)
         }
         Target::Wasm => {
@@ -72,12 +72,8 @@ pub fn run(sh: &Shell, target: Target) -> anyhow::Result<()> {
 const BENCH_RENDER: gke_rl::RenderOptions<'static> =
     gke_rl::RenderOptions { source: "the validation benchmark", regenerate: "gke-rl render" };
 
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
-}
-
 fn criterion(sh: &Shell, package: &str, bench: &str, env: &[(&str, &str)]) -> anyhow::Result<()> {
-    let cargo = cargo();
+    let cargo = crate::cargo();
     let mut command = cmd!(sh, "{cargo} bench --package {package} --bench {bench}");
     for (key, value) in env {
         command = command.env(key, value);
@@ -174,7 +170,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
 
     let installed = installed_binary(sh)?;
     let peer = check_jsonschema(sh)?;
-    let cargo = cargo();
+    let cargo = crate::cargo();
     let files = files_dir.display().to_string();
     let succeeds = |what: &str, out: std::process::Output| -> anyhow::Result<()> {
         if !out.status.success() {
@@ -230,7 +226,7 @@ fn validate(sh: &Shell) -> anyhow::Result<()> {
 
 /// The `gke-rl` binary as `cargo install --path crates/gke-rl-cli` builds it (release).
 fn installed_binary(sh: &Shell) -> anyhow::Result<PathBuf> {
-    let cargo = cargo();
+    let cargo = crate::cargo();
     cmd!(sh, "{cargo} build --quiet --release --package gke-rl-cli --bin gke-rl").run()?;
     Ok(project_root().join("target/release/gke-rl"))
 }
@@ -269,7 +265,7 @@ fn submit(sh: &Shell) -> anyhow::Result<()> {
     write_package_tree(&tree)?;
     let bin = crate::install::ray_venv(sh, "2.54.0")?;
     let installed = installed_binary(sh)?;
-    let cargo = cargo();
+    let cargo = crate::cargo();
     cmd!(sh, "{cargo} build --quiet --package xtask").run()?;
 
     // (b) hash + zip, in process on both sides.

@@ -11,7 +11,7 @@ use crate::project_root;
 
 pub fn run(sh: &Shell) -> anyhow::Result<()> {
     let _root = sh.push_dir(project_root());
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo();
     step("toolchain: wasm32 target, rustfmt, clippy", || install_toolchain_parts(sh))?;
     // What is downloaded rather than built comes meanwhile: the first steps compile, and these
     // mostly wait on PyPI, Debian's mirror and the Rust toolchain server.

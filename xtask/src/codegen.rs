@@ -32,7 +32,7 @@ const CLI_TEST: &str = "generated::the_clis_generated_files_are_fresh";
 /// leaves every file as it was; as the workspace's tests are, so that `cargo test --workspace`
 /// and this share one build.
 pub fn run(sh: &Shell, check: bool) -> anyhow::Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo();
     cmd!(sh, "{cargo} test --quiet --workspace --test it --no-run").run()?;
     files(check)?;
     let (variable, write) = WRITE;

@@ -119,7 +119,7 @@ fn main() -> ExitCode {
 /// `cargo run` replaces itself: signals reach gke-rl, which ends with its own exit code.
 fn user_command(args: &[OsString]) -> ExitCode {
     use std::os::unix::process::CommandExt as _;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let cargo = cargo();
     let progress = ["--config", "term.progress.when='always'", "--config", "term.progress.width=80"];
     let mut command = std::process::Command::new(cargo);
     // What `cargo run` told xtask about xtask: build scripts that watch these (ring's) would be
@@ -144,6 +144,11 @@ fn user_command(args: &[OsString]) -> ExitCode {
         .exec();
     eprintln!("error: cannot run cargo: {error}");
     ExitCode::from(2)
+}
+
+/// The cargo that runs xtask (`CARGO`), for every cargo xtask runs.
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
 /// The project root, wherever `cargo xtask` was started.

@@ -422,7 +422,7 @@ fn the_operations_read_the_environment_through_env() {
 /// `anstyle-wincon` on Linux), which a new machine's cargo home has not downloaded (issue 52).
 #[test]
 fn profile_overrides_name_packages_the_installed_binary_builds() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo();
     let tree = std::process::Command::new(cargo)
         .args(["tree", "--locked", "-p", "gke-rl-cli", "-e", "normal,build", "--prefix", "none", "--target", "all"])
         .current_dir(project_root())

@@ -39,7 +39,7 @@ pub fn run(sh: &Shell) -> anyhow::Result<()> {
     if installed.split_whitespace().nth(1) != Some(wanted.as_str()) {
         crate::install::cargo_install(sh, &["wasm-bindgen-cli", "--version", &wanted])?;
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo();
     let built = root.join("target/wasm32-unknown-unknown/wasm-release/gke_rl_wasm.wasm");
     let out = root.join("web-validator/pkg");
     let mut reports = Vec::new();

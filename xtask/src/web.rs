@@ -128,7 +128,7 @@ pub fn browser_test(sh: &Shell) -> anyhow::Result<f64> {
 pub fn report_test(sh: &Shell) -> anyhow::Result<()> {
     let root = project_root();
     let out = root.join("target/report-test");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo = crate::cargo();
     let page = out.join("report.html");
     // Never an earlier run's page.
     if page.exists() {
