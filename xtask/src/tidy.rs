@@ -456,6 +456,42 @@ fn no_command_runs_cargo_offline() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Issue 54: each module of the operations fails with its family's error (or the common one
+/// that every family holds), so that a signature says what it can fail with. The one crossing:
+/// cluster mode resumes a suspended RayCluster before a run, and fails as a resume fails.
+#[test]
+fn each_operation_fails_with_its_familys_error() {
+    const FAMILIES: [(&str, &[&str]); 4] = [
+        ("CommonError", &["files", "site"]),
+        ("LifecycleError", &["address", "blueprint", "deploy", "destroy", "existing", "fix", "preflight", "suspend"]),
+        ("JobError", &["cluster", "commands", "fabric", "head", "jobs", "mode", "rayjob", "run", "storage"]),
+        ("ReportError", &["monitoring"]),
+    ];
+    const CROSSINGS: [(&str, &str); 1] = [("cluster", "LifecycleError")];
+    const NOT_OPERATIONS: [&str; 4] = ["env", "error", "events", "lib"];
+    let src = project_root().join("crates/gke-rl-ops/src");
+    let mut problems = Vec::new();
+    for path in rust_files_in(&src) {
+        let relative_path = path.strip_prefix(&src).unwrap();
+        let module = relative_path.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        if NOT_OPERATIONS.contains(&module.as_str()) {
+            continue;
+        }
+        let Some((own, _)) = FAMILIES.iter().find(|(_, modules)| modules.contains(&module.as_str())) else {
+            problems.push(format!("{}: a module of no family; add it to FAMILIES", relative(&path)));
+            continue;
+        };
+        let code = code_of(&fs::read_to_string(&path).unwrap());
+        for (other, _) in FAMILIES.iter().filter(|(family, _)| family != own && *family != "CommonError") {
+            let named = code.match_indices(other).any(|(at, _)| !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+            if named && !CROSSINGS.contains(&(module.as_str(), *other)) {
+                problems.push(format!("{}: a {own} module names {other}", relative(&path)));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// Each crate's modules import each other in no loop: each top-level module of `src/` a node,
 /// each path to another an edge (`crate::m`, `super::…::m` reaching the root, or an item the
 /// root re-exports from `m`). A loop ties its modules into one, which no crate can then be cut

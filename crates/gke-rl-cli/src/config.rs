@@ -78,8 +78,8 @@ impl Loaded {
         let path = Path::new(".gke-rl").join(d.project.cluster_name.as_str()).join(gke_rl::lifecycle::existing::FOUND_FILE);
         let text = match gke_rl_ops::files::read_text(&path) {
             Ok(text) => text,
-            Err(gke_rl_ops::Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(self),
-            Err(e) => return Err(crate::reported(e, &|e| gke_rl_ops::chain(e))),
+            Err(gke_rl_ops::CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(self),
+            Err(e) => return Err(anyhow::anyhow!("{}", gke_rl_ops::chain(&e))),
         };
         let found: gke_rl::lifecycle::existing::Found = serde_json::from_str(&text).map_err(|e| {
             anyhow::anyhow!("{}:{}:{}: {e}\nhelp: run `gke-rl deploy` again to write it anew", path.display(), e.line(), e.column())

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gke_rl::lifecycle::{self, Command};
-use gke_rl_ops::{Event, Fix, Problem, Progress, Question, Unanswerable};
+use gke_rl_ops::{Event, Fix, JobEvent, LifecycleEvent, Problem, Progress, Question, Unanswerable};
 
 use crate::diagnostics::Located;
 
@@ -210,190 +210,8 @@ impl Console {
 impl Progress for Console {
     fn event(&self, event: Event<'_>) {
         match event {
-            Event::StepStarted(step) => self.say(format_args!("→ {}", step.title())),
-            Event::StepDone { step, took } => {
-                self.finish_bar();
-                self.say(format_args!("✓ {} ({})", step.title(), gke_rl_ops::took(took)));
-            }
-            Event::StepDoneBefore(step) => self.say(format_args!("✓ {} (done before)", step.title())),
-            Event::Running(command) => self.say(format_args!("  $ {command}")),
-            Event::Account(account) => self.say(format_args!("  gcloud account: {account}")),
-            Event::ExistingCluster { cluster, version, gpu_pool, head_pool, fabric, addons_off } => {
-                let addons = if addons_off.is_empty() { "on".to_owned() } else { format!("off, turned on at provision: {}", addons_off.join(", ")) };
-                self.say(format_args!(
-                    "  existing cluster {cluster} (GKE {version}): GPU workers on node pool {gpu_pool}, the head on {head_pool}\n  \
-                     fabric: {fabric}\n  add-ons RayOperator and LustreCsiDriver: {addons}"
-                ));
-            }
-            Event::NodesUnlisted { cluster, reason } => self.say(format_args!(
-                "  cannot list the nodes of cluster {cluster} ({reason}): its pools are taken at the sizes they were made with, \
-                 as gcloud describes them"
-            )),
-            Event::NotOurs { what } => self.say(format_args!("  kept: {what}")),
-            Event::PoolShort { pool, listed, made } => self.say(format_args!(
-                "  warning: node pool {pool} has {listed} of the {made} nodes it was made with: preempted Spot nodes and repairs \
-                 come back by themselves; after a resize down, the workers without a node wait Pending"
-            )),
-            Event::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
-                "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
-            )),
-            Event::AuthorizedCidr { cidr, detected_from: None } => self.say(format_args!("  authorized CIDR: {cidr}")),
-            Event::WideAuthorizedCidr { cidr } => {
-                self.say(format_args!("warning: authorized CIDR {cidr}: {}", gke_rl::model::Cidr::WIDE_RISK))
-            }
-            Event::AuthorizedCidrChanged { from, to } => self.say(format_args!(
-                "the authorized CIDR changes from {from} to {to}: gcluster runs again to update the control plane's authorized networks"
-            )),
-            Event::AddressUnknown { cidr, reason } => {
-                self.say(format_args!("  cannot tell whether this machine is inside the authorized CIDR {cidr}: {reason}"))
-            }
-            Event::GcsfuseValidatorSkipped { project, create_role } => self.say(format_args!(
-                "  the custom role {} does not exist in {project}: gcluster's {} validator is skipped, and the blueprint's GCS Fuse\n  \
-                 volumes (training and checkpoint buckets; not Lustre) may fail to mount. To create the role:\n    {create_role}\n  \
-                 then grant it to service-PROJECT_NUMBER@container-engine-robot.iam.gserviceaccount.com",
-                lifecycle::GCSFUSE_ROLE,
-                lifecycle::GCSFUSE_VALIDATOR,
-            )),
-            Event::Unlocked { folder, why } => {
-                self.say(format_args!("warning: cannot lock {} ({why}); going on without the lock", folder.display()));
-            }
-            Event::ConfigChanged => {
-                self.say("the config or the blueprint changed since the last deploy: running the steps from render again")
-            }
-            Event::RayClusterGone { name } => self.say(format_args!("RayCluster {name} is gone: applying it again")),
-            Event::PodsNotAllReady { name, ready, wanted, state } => {
-                self.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready ({}): waiting for them again", state.describe()))
-            }
-            Event::SecretApplied { namespace, name, keys } => {
-                self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
-            }
-            Event::RayTokenSecret { namespace, name, created: true } => self.say(format_args!(
-                "  Secret {namespace}/{name} holds a new cluster token: with tokens, only its holders reach the Jobs API; it signs the run records"
-            )),
-            Event::RayTokenSecret { namespace, name, created: false } => {
-                self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's token"))
-            }
-            Event::PodsWithoutToken { namespace, name } => self.say(format_args!(
-                "  ! RayCluster {namespace}/{name} ran without token authentication; its running pods keep running without it until they restart: `gke-rl suspend`, then `gke-rl resume`"
-            )),
-            Event::RayClusterApplied { namespace, name, uid } => {
-                self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
-            }
-            Event::RayJobCreated { namespace, name, submission } => {
-                self.say(format_args!("RayJob {namespace}/{name} created: KubeRay makes its cluster, then job {submission} is submitted to it"))
-            }
-            Event::Queued { name, queued } => self.say(format_args!("  RayJob {name}: {}", queued_line(queued))),
-            Event::QueueUnknown { error } => {
-                self.say(format_args!("  ! what Kueue says of it cannot be read ({}); going on without it", gke_rl_ops::chain(error)))
-            }
-            Event::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
-            Event::AgentNotReady { error, within } => {
-                self.say(format_args!("  ! {error}: the head's job agent is not up yet; asking again for up to {} s", within.as_secs()))
-            }
-            Event::RayJobState { name, state } => {
-                let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
-                self.say(format_args!("  RayJob {name}: {}{why}", state.state()))
-            }
-            Event::Pods { ready, wanted } => self.pods(ready, wanted),
-            Event::Waiting(problem) => self.say(format_args!("  ! {problem}")),
-            Event::ClusterState(state) => self.say(format_args!("  state: {}", state.describe())),
-            Event::ClusterObjectsSkipped { reason } => {
-                self.say(format_args!("  {reason}\n  skipping the RayCluster and the Secret: deleting the cluster removes them"))
-            }
-            Event::Deleted { kind, namespace, name } => self.say(format_args!("  deleted {kind} {namespace}/{name}")),
-            Event::PodsGone => self.say("  the Ray pods are gone"),
-            Event::MayRemainWithoutState { name } => self.say(format_args!(
-                "the cluster, the Lustre instance and the buckets of {name} are gone; the networks, firewall rules and service \
-                 accounts gcluster made cannot be found without its state: check the console (labels ghpc_deployment={name})"
-            )),
-            Event::HelperApplied { what, namespace, objects } => self.say(format_args!(
-                "  {what} applied in {namespace}: {}",
-                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
-            )),
-            Event::HelperDeleted { what, namespace, objects } => self.say(format_args!(
-                "  {what} of the RayCluster deleted from {namespace}: {}",
-                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
-            )),
-            Event::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
-            Event::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
-            Event::AwaitingKueue { name } => {
-                self.say(format_args!("RayCluster {name} waits in Kueue's queue: its pods come once Kueue admits it"))
-            }
-            Event::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
-            Event::PortForward { local, namespace, pod, port } => {
-                self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))
-            }
-            Event::PortForwardFailed(e) => self.say(format_args!("warning: port-forward: {e}")),
-            Event::Connected { ray_version, address, tested } => {
-                self.say(format_args!("Ray {ray_version} at {address}"));
-                if !tested {
-                    let (low, high) = (gke_rl_ray::OLDEST_TESTED_RAY, gke_rl_ray::NEWEST_TESTED_RAY);
-                    self.say(format_args!("warning: gke-rl is tested with Ray {low} to {high}; Ray {ray_version} may answer differently"));
-                }
-            }
-            Event::RuntimeEnvFinding { text, finding } => {
-                let report = Located { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
-                self.say(format_args!("{report}\n"));
-            }
-            Event::IgnoreFiles { dir, count } => self.say(format_args!("working dir {dir}: {count} ignore file(s) applied")),
-            Event::CredentialFilesLeftOut { paths } => {
-                let shown: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
-                let more = paths.len().saturating_sub(shown.len());
-                self.say(format_args!(
-                    "left out of the upload, as credentials: {}{}; list them in .rayignore to silence this, or pass --with-credential-files to upload them",
-                    shown.join(", "),
-                    if more > 0 { format!(" and {more} more") } else { String::new() }
-                ))
-            }
-            Event::LargeFile { path, bytes } => self.say(format_args!(
-                "warning: {path} is large ({}); add it to .rayignore unless the job needs it",
-                gke_rl_ray::package::mib(bytes)
-            )),
-            Event::WorkingDirOverridden => self.say("warning: --working-dir overrides the runtime env's working_dir"),
-            Event::EnvFromLocal { name } => self.say(format_args!(
-                "warning: {name} goes into the job's runtime env: Ray stores it and returns it to anyone who can reach the Jobs API; \
-                 the Kubernetes Secret (see hf-token-secret.yaml) keeps it out"
-            )),
-            Event::PackageReused { uri, files } => {
-                self.say(format_args!("package {uri} ({files} files) is already on the cluster: not uploading"))
-            }
-            Event::Uploading { uri, files, bytes } => {
-                self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
-            }
-            Event::Submitted { id } => self.say(format_args!("job {id} submitted")),
-            Event::AwaitingKeeper { why, wait, .. } => self.say(format_args!(
-                "{why}: the run's keeper resubmits it (in a deployment, within a minute); waiting up to {} for that",
-                gke_rl_ops::took(wait)
-            )),
-            Event::Resubmitted { id } => self.say(format_args!("following the keeper's resubmission {id}")),
-            Event::SuspendedUnknown { error } => {
-                self.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(error)))
-            }
-            Event::JobLog { id, text, introduce } => {
-                // A restarted job's log is its submissions' logs, in order.
-                if introduce {
-                    self.say(format_args!("== job {id} =="));
-                }
-                crate::terminal::out(text);
-            }
-            Event::JobEnded { id, status, message, log, records } => {
-                self.end_progress();
-                let reports = [records.map(|r| r.restarts_summary()).unwrap_or_default(), log.checkpoint_report()];
-                for report in reports.iter().filter(|r| !r.is_empty()) {
-                    crate::terminal::err(&crate::terminal::shown(report));
-                }
-                self.say(format_args!("job {id} {status}: {}", message.unwrap_or_default()));
-            }
-            Event::Log(text) => self.job_log(text),
-            Event::RunProgress(progress) => self.run_progress(progress),
-            Event::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
-            Event::LogUnread(why) => self.say(format_args!("warning: the end of the job's log could not be read ({why}); `logs` shows it whole")),
-            Event::JobState { id, status, message } => {
-                self.say(format_args!("job {id}: {status}{}", message.map(|m| format!(" ({m})")).unwrap_or_default()))
-            }
-            Event::StopRequested { id } => self.say(format_args!("stop requested for job {id}")),
-            // The end-of-job report lists the saves.
-            Event::CheckpointSaved(_) => {}
+            Event::Lifecycle(event) => self.lifecycle(event),
+            Event::Jobs(event) => self.job(event),
             _ => {}
         }
     }
@@ -420,20 +238,224 @@ impl Progress for Console {
     }
 }
 
+impl Console {
+    /// Words what happened to the cluster and its objects.
+    fn lifecycle(&self, event: LifecycleEvent<'_>) {
+        match event {
+            LifecycleEvent::StepStarted(step) => self.say(format_args!("→ {}", step.title())),
+            LifecycleEvent::StepDone { step, took } => {
+                self.finish_bar();
+                self.say(format_args!("✓ {} ({})", step.title(), gke_rl_ops::took(took)));
+            }
+            LifecycleEvent::StepDoneBefore(step) => self.say(format_args!("✓ {} (done before)", step.title())),
+            LifecycleEvent::Running(command) => self.say(format_args!("  $ {command}")),
+            LifecycleEvent::Account(account) => self.say(format_args!("  gcloud account: {account}")),
+            LifecycleEvent::ExistingCluster { cluster, version, gpu_pool, head_pool, fabric, addons_off } => {
+                let addons = if addons_off.is_empty() { "on".to_owned() } else { format!("off, turned on at provision: {}", addons_off.join(", ")) };
+                self.say(format_args!(
+                    "  existing cluster {cluster} (GKE {version}): GPU workers on node pool {gpu_pool}, the head on {head_pool}\n  \
+                     fabric: {fabric}\n  add-ons RayOperator and LustreCsiDriver: {addons}"
+                ));
+            }
+            LifecycleEvent::NodesUnlisted { cluster, reason } => self.say(format_args!(
+                "  cannot list the nodes of cluster {cluster} ({reason}): its pools are taken at the sizes they were made with, \
+                 as gcloud describes them"
+            )),
+            LifecycleEvent::NotOurs { what } => self.say(format_args!("  kept: {what}")),
+            LifecycleEvent::PoolShort { pool, listed, made } => self.say(format_args!(
+                "  warning: node pool {pool} has {listed} of the {made} nodes it was made with: preempted Spot nodes and repairs \
+                 come back by themselves; after a resize down, the workers without a node wait Pending"
+            )),
+            LifecycleEvent::AuthorizedCidr { cidr, detected_from: Some(url) } => self.say(format_args!(
+                "authorized CIDR: {cidr} (this machine's public address, from {url}); pass --authorized-cidr to choose another"
+            )),
+            LifecycleEvent::AuthorizedCidr { cidr, detected_from: None } => self.say(format_args!("  authorized CIDR: {cidr}")),
+            LifecycleEvent::WideAuthorizedCidr { cidr } => {
+                self.say(format_args!("warning: authorized CIDR {cidr}: {}", gke_rl::model::Cidr::WIDE_RISK))
+            }
+            LifecycleEvent::AuthorizedCidrChanged { from, to } => self.say(format_args!(
+                "the authorized CIDR changes from {from} to {to}: gcluster runs again to update the control plane's authorized networks"
+            )),
+            LifecycleEvent::AddressUnknown { cidr, reason } => {
+                self.say(format_args!("  cannot tell whether this machine is inside the authorized CIDR {cidr}: {reason}"))
+            }
+            LifecycleEvent::GcsfuseValidatorSkipped { project, create_role } => self.say(format_args!(
+                "  the custom role {} does not exist in {project}: gcluster's {} validator is skipped, and the blueprint's GCS Fuse\n  \
+                 volumes (training and checkpoint buckets; not Lustre) may fail to mount. To create the role:\n    {create_role}\n  \
+                 then grant it to service-PROJECT_NUMBER@container-engine-robot.iam.gserviceaccount.com",
+                lifecycle::GCSFUSE_ROLE,
+                lifecycle::GCSFUSE_VALIDATOR,
+            )),
+            LifecycleEvent::Unlocked { folder, why } => {
+                self.say(format_args!("warning: cannot lock {} ({why}); going on without the lock", folder.display()));
+            }
+            LifecycleEvent::ConfigChanged => {
+                self.say("the config or the blueprint changed since the last deploy: running the steps from render again")
+            }
+            LifecycleEvent::RayClusterGone { name } => self.say(format_args!("RayCluster {name} is gone: applying it again")),
+            LifecycleEvent::PodsNotAllReady { name, ready, wanted, state } => {
+                self.say(format_args!("RayCluster {name} has {ready}/{wanted} pods Ready ({}): waiting for them again", state.describe()))
+            }
+            LifecycleEvent::SecretApplied { namespace, name, keys } => {
+                self.say(format_args!("  Secret {namespace}/{name} holds {}", keys.join(", ")))
+            }
+            LifecycleEvent::RayTokenSecret { namespace, name, created: true } => self.say(format_args!(
+                "  Secret {namespace}/{name} holds a new cluster token: with tokens, only its holders reach the Jobs API; it signs the run records"
+            )),
+            LifecycleEvent::RayTokenSecret { namespace, name, created: false } => {
+                self.say(format_args!("  Secret {namespace}/{name} keeps the cluster's token"))
+            }
+            LifecycleEvent::PodsWithoutToken { namespace, name } => self.say(format_args!(
+                "  ! RayCluster {namespace}/{name} ran without token authentication; its running pods keep running without it until they restart: `gke-rl suspend`, then `gke-rl resume`"
+            )),
+            LifecycleEvent::RayClusterApplied { namespace, name, uid } => {
+                self.say(format_args!("  RayCluster {namespace}/{name} applied (uid {uid})"))
+            }
+            LifecycleEvent::RayJobCreated { namespace, name, submission } => {
+                self.say(format_args!("RayJob {namespace}/{name} created: KubeRay makes its cluster, then job {submission} is submitted to it"))
+            }
+            LifecycleEvent::Queued { name, queued } => self.say(format_args!("  RayJob {name}: {}", queued_line(queued))),
+            LifecycleEvent::QueueUnknown { error } => {
+                self.say(format_args!("  ! what Kueue says of it cannot be read ({}); going on without it", gke_rl_ops::chain(error)))
+            }
+            LifecycleEvent::Retrying { error } => self.say(format_args!("  ! {}; asking again", gke_rl_ops::chain(error))),
+            LifecycleEvent::RayJobState { name, state } => {
+                let why = [&state.reason, &state.message].into_iter().flatten().map(|s| format!(": {s}")).collect::<String>();
+                self.say(format_args!("  RayJob {name}: {}{why}", state.state()))
+            }
+            LifecycleEvent::Pods { ready, wanted } => self.pods(ready, wanted),
+            LifecycleEvent::Waiting(problem) => self.say(format_args!("  ! {problem}")),
+            LifecycleEvent::ClusterState(state) => self.say(format_args!("  state: {}", state.describe())),
+            LifecycleEvent::ClusterObjectsSkipped { reason } => {
+                self.say(format_args!("  {reason}\n  skipping the RayCluster and the Secret: deleting the cluster removes them"))
+            }
+            LifecycleEvent::Deleted { kind, namespace, name } => self.say(format_args!("  deleted {kind} {namespace}/{name}")),
+            LifecycleEvent::PodsGone => self.say("  the Ray pods are gone"),
+            LifecycleEvent::MayRemainWithoutState { name } => self.say(format_args!(
+                "the cluster, the Lustre instance and the buckets of {name} are gone; the networks, firewall rules and service \
+                 accounts gcluster made cannot be found without its state: check the console (labels ghpc_deployment={name})"
+            )),
+            LifecycleEvent::HelperApplied { what, namespace, objects } => self.say(format_args!(
+                "  {what} applied in {namespace}: {}",
+                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
+            )),
+            LifecycleEvent::HelperDeleted { what, namespace, objects } => self.say(format_args!(
+                "  {what} of the RayCluster deleted from {namespace}: {}",
+                objects.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
+            )),
+            LifecycleEvent::SuspendRequested { name } => self.say(format_args!("suspending RayCluster {name}: KubeRay deletes its pods")),
+            LifecycleEvent::ResumeRequested { name } => self.say(format_args!("resuming RayCluster {name}: KubeRay recreates its pods")),
+            LifecycleEvent::AwaitingKueue { name } => {
+                self.say(format_args!("RayCluster {name} waits in Kueue's queue: its pods come once Kueue admits it"))
+            }
+            LifecycleEvent::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
+            _ => {}
+        }
+    }
+
+    /// Words what happened to a job.
+    fn job(&self, event: JobEvent<'_>) {
+        match event {
+            JobEvent::AgentNotReady { error, within } => {
+                self.say(format_args!("  ! {error}: the head's job agent is not up yet; asking again for up to {} s", within.as_secs()))
+            }
+            JobEvent::PortForward { local, namespace, pod, port } => {
+                self.say(format_args!("port-forward {local} -> {namespace}/{pod}:{port}"))
+            }
+            JobEvent::PortForwardFailed(e) => self.say(format_args!("warning: port-forward: {e}")),
+            JobEvent::Connected { ray_version, address, tested } => {
+                self.say(format_args!("Ray {ray_version} at {address}"));
+                if !tested {
+                    let (low, high) = (gke_rl_ray::OLDEST_TESTED_RAY, gke_rl_ray::NEWEST_TESTED_RAY);
+                    self.say(format_args!("warning: gke-rl is tested with Ray {low} to {high}; Ray {ray_version} may answer differently"));
+                }
+            }
+            JobEvent::RuntimeEnvFinding { text, finding } => {
+                let report = Located { file: Path::new(&finding.file), source: text, diagnostic: &finding.diagnostic };
+                self.say(format_args!("{report}\n"));
+            }
+            JobEvent::IgnoreFiles { dir, count } => self.say(format_args!("working dir {dir}: {count} ignore file(s) applied")),
+            JobEvent::CredentialFilesLeftOut { paths } => {
+                let shown: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
+                let more = paths.len().saturating_sub(shown.len());
+                self.say(format_args!(
+                    "left out of the upload, as credentials: {}{}; list them in .rayignore to silence this, or pass --with-credential-files to upload them",
+                    shown.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ))
+            }
+            JobEvent::LargeFile { path, bytes } => self.say(format_args!(
+                "warning: {path} is large ({}); add it to .rayignore unless the job needs it",
+                gke_rl_ray::package::mib(bytes)
+            )),
+            JobEvent::WorkingDirOverridden => self.say("warning: --working-dir overrides the runtime env's working_dir"),
+            JobEvent::EnvFromLocal { name } => self.say(format_args!(
+                "warning: {name} goes into the job's runtime env: Ray stores it and returns it to anyone who can reach the Jobs API; \
+                 the Kubernetes Secret (see hf-token-secret.yaml) keeps it out"
+            )),
+            JobEvent::PackageReused { uri, files } => {
+                self.say(format_args!("package {uri} ({files} files) is already on the cluster: not uploading"))
+            }
+            JobEvent::Uploading { uri, files, bytes } => {
+                self.say(format_args!("uploading {uri} ({files} files, {})", gke_rl_ray::package::mib(bytes)))
+            }
+            JobEvent::Submitted { id } => self.say(format_args!("job {id} submitted")),
+            JobEvent::AwaitingKeeper { why, wait, .. } => self.say(format_args!(
+                "{why}: the run's keeper resubmits it (in a deployment, within a minute); waiting up to {} for that",
+                gke_rl_ops::took(wait)
+            )),
+            JobEvent::Resubmitted { id } => self.say(format_args!("following the keeper's resubmission {id}")),
+            JobEvent::SuspendedUnknown { error } => {
+                self.say(format_args!("warning: cannot tell whether the RayCluster is suspended: {}", gke_rl_ops::chain(error)))
+            }
+            JobEvent::JobLog { id, text, introduce } => {
+                // A restarted job's log is its submissions' logs, in order.
+                if introduce {
+                    self.say(format_args!("== job {id} =="));
+                }
+                crate::terminal::out(text);
+            }
+            JobEvent::JobEnded { id, status, message, log, records } => {
+                self.end_progress();
+                let reports = [records.map(|r| r.restarts_summary()).unwrap_or_default(), log.checkpoint_report()];
+                for report in reports.iter().filter(|r| !r.is_empty()) {
+                    crate::terminal::err(&crate::terminal::shown(report));
+                }
+                self.say(format_args!("job {id} {status}: {}", message.unwrap_or_default()));
+            }
+            JobEvent::Log(text) => self.job_log(text),
+            JobEvent::RunProgress(progress) => self.run_progress(progress),
+            JobEvent::Reconnecting(reason) => self.say(format_args!("log stream lost ({reason}); reconnecting")),
+            JobEvent::LogUnread(why) => {
+                self.say(format_args!("warning: the end of the job's log could not be read ({why}); `logs` shows it whole"))
+            }
+            JobEvent::JobState { id, status, message } => {
+                self.say(format_args!("job {id}: {status}{}", message.map(|m| format!(" ({m})")).unwrap_or_default()))
+            }
+            JobEvent::StopRequested { id } => self.say(format_args!("stop requested for job {id}")),
+            // The end-of-job report lists the saves.
+            JobEvent::CheckpointSaved(_) => {}
+            _ => {}
+        }
+    }
+}
+
 /// An operations error with its causes, and the fix when it is about reaching the cluster's
 /// API: `fix` when the operation found it, else worked out with `get_credentials` (the command
 /// that writes the cluster's kubeconfig entry).
 pub fn explain(error: &gke_rl_ops::Error, fix: Option<&Fix>, get_credentials: &Command) -> String {
     let cli = crate::name();
     let mut text = match error {
-        gke_rl_ops::Error::Preflight { problems } => {
+        gke_rl_ops::Error::Lifecycle(gke_rl_ops::LifecycleError::Preflight { problems }) => {
             problems.iter().map(|p| format!("  - {}", problem(p).replace('\n', "\n    "))).collect::<Vec<_>>().join("\n")
         }
-        gke_rl_ops::Error::NoCapacity { .. } => format!(
+        gke_rl_ops::Error::Lifecycle(gke_rl_ops::LifecycleError::NoCapacity { .. }) => format!(
             "{}\n  then re-run `{cli} deploy` later, or use another zone or a reservation (topology.provisioning.reservation)",
             gke_rl_ops::chain(error)
         ),
-        gke_rl_ops::Error::PublicAddress { .. } => format!("{}; pass --authorized-cidr", gke_rl_ops::chain(error)),
+        gke_rl_ops::Error::Lifecycle(gke_rl_ops::LifecycleError::PublicAddress { .. }) => {
+            format!("{}; pass --authorized-cidr", gke_rl_ops::chain(error))
+        }
         _ => gke_rl_ops::chain(error),
     };
     if let Some(fix) = fix.cloned().or_else(|| error.fix(get_credentials)) {
@@ -506,9 +528,12 @@ mod tests {
         let role = Command { program: "gcloud".into(), args: vec!["iam".into()], dir: None };
         let objects = [("ServiceAccount".to_owned(), "c-idle-guard".to_owned()), ("Role".to_owned(), "c-idle-guard".to_owned())];
         let events = [
-            (Event::StepDone { step: Step::Provision, took: Duration::from_secs(3) }, "✓ provision the cluster and Managed Lustre"),
             (
-                Event::ExistingCluster {
+                LifecycleEvent::StepDone { step: Step::Provision, took: Duration::from_secs(3) },
+                "✓ provision the cluster and Managed Lustre",
+            ),
+            (
+                LifecycleEvent::ExistingCluster {
                     cluster: "c",
                     version: "1.35",
                     gpu_pool: "gpu",
@@ -519,42 +544,42 @@ mod tests {
                 "existing cluster c (GKE 1.35): GPU workers on node pool gpu, the head on node pool cpu\n  fabric: TCP\n  add-ons RayOperator and LustreCsiDriver: off, turned on at provision: RayOperator",
             ),
             (
-                Event::NodesUnlisted { cluster: "c", reason: "forbidden" },
+                LifecycleEvent::NodesUnlisted { cluster: "c", reason: "forbidden" },
                 "cannot list the nodes of cluster c (forbidden): its pools are taken at the sizes they were made with",
             ),
             (
-                Event::PoolShort { pool: "gpu", listed: 6, made: 8 },
+                LifecycleEvent::PoolShort { pool: "gpu", listed: 6, made: 8 },
                 "warning: node pool gpu has 6 of the 8 nodes it was made with: preempted Spot nodes",
             ),
-            (Event::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
-            (Event::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),
-            (Event::RayClusterGone { name: "c" }, "RayCluster c is gone: applying it again"),
-            (Event::ConfigChanged, "the config or the blueprint changed since the last deploy"),
+            (LifecycleEvent::Waiting("c-head: Unschedulable: 0/3 nodes"), "  ! c-head: Unschedulable: 0/3 nodes"),
+            (LifecycleEvent::ClusterState(ClusterState::Recovering), "  state: preempted: KubeRay is recreating"),
+            (LifecycleEvent::RayClusterGone { name: "c" }, "RayCluster c is gone: applying it again"),
+            (LifecycleEvent::ConfigChanged, "the config or the blueprint changed since the last deploy"),
             (
-                Event::PodsNotAllReady { name: "c", ready: 7, wanted: 9, state: ClusterState::Recovering },
+                LifecycleEvent::PodsNotAllReady { name: "c", ready: 7, wanted: 9, state: ClusterState::Recovering },
                 "has 7/9 pods Ready (preempted: KubeRay is recreating the lost pods, which wait for nodes): waiting for them again",
             ),
-            (Event::RayTokenSecret { namespace: "d", name: "t", created: true }, "Secret d/t holds a new cluster token"),
-            (Event::RayTokenSecret { namespace: "d", name: "t", created: false }, "Secret d/t keeps the cluster's token"),
+            (LifecycleEvent::RayTokenSecret { namespace: "d", name: "t", created: true }, "Secret d/t holds a new cluster token"),
+            (LifecycleEvent::RayTokenSecret { namespace: "d", name: "t", created: false }, "Secret d/t keeps the cluster's token"),
             (
-                Event::PodsWithoutToken { namespace: "d", name: "c" },
+                LifecycleEvent::PodsWithoutToken { namespace: "d", name: "c" },
                 "RayCluster d/c ran without token authentication; its running pods keep running without it",
             ),
             (
-                Event::GcsfuseValidatorSkipped { project: "p", create_role: &role },
+                LifecycleEvent::GcsfuseValidatorSkipped { project: "p", create_role: &role },
                 "gcluster's test_gcsfuse_iam_role_exists validator is skipped",
             ),
             (
-                Event::HelperApplied { what: "idle guard", namespace: "d", objects: &objects },
+                LifecycleEvent::HelperApplied { what: "idle guard", namespace: "d", objects: &objects },
                 "idle guard applied in d: ServiceAccount c-idle-guard, Role c-idle-guard",
             ),
-            (Event::MayRemainWithoutState { name: "c" }, "cannot be found without its state"),
-            (Event::SuspendRequested { name: "c" }, "suspending RayCluster c: KubeRay deletes its pods"),
-            (Event::PodsGone, "the Ray pods are gone"),
+            (LifecycleEvent::MayRemainWithoutState { name: "c" }, "cannot be found without its state"),
+            (LifecycleEvent::SuspendRequested { name: "c" }, "suspending RayCluster c: KubeRay deletes its pods"),
+            (LifecycleEvent::PodsGone, "the Ray pods are gone"),
         ];
         for (event, words) in events {
             let before = buffer.lock().unwrap().len();
-            console.event(event);
+            console.event(event.into());
             let said = String::from_utf8_lossy(&buffer.lock().unwrap()[before..]).into_owned();
             assert!(said.contains(words), "{words:?} missing from {said:?}");
         }

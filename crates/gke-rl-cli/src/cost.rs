@@ -23,7 +23,7 @@ impl Args {
                 Ok(as_it_is) => priced = as_it_is,
                 Err(e) => {
                     let why = match &e {
-                        gke_rl_ops::Error::Preflight { problems } => {
+                        gke_rl_ops::LifecycleError::Preflight { problems } => {
                             problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
                         }
                         other => gke_rl_ops::chain(other),

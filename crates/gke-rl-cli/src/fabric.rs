@@ -8,7 +8,7 @@ use std::time::Duration;
 use gke_rl_in_cluster::fabric::{DEFAULT_MIN_FRACTION, Expectation, Problem, Report, size};
 use gke_rl_ops::fabric::{FabricCheckOptions, FabricChecked};
 use gke_rl_ops::head::Head;
-use gke_rl_ops::{Env, Event, Progress, Question};
+use gke_rl_ops::{Env, Event, JobEvent, Progress, Question};
 
 use crate::config::Loaded;
 use crate::console::Console;
@@ -98,7 +98,7 @@ pub(crate) struct Filtered<'a> {
 
 impl Progress for Filtered<'_> {
     fn event(&self, event: Event<'_>) {
-        if self.logs || !matches!(event, Event::Log(_)) {
+        if self.logs || !matches!(event, Event::Jobs(JobEvent::Log(_))) {
             self.console.event(event);
         }
     }

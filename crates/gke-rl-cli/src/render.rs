@@ -145,7 +145,9 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
                 }
                 Outcome::Updated
             }
-            Err(gke_rl_ops::Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && !is_link => Outcome::Created,
+            Err(gke_rl_ops::CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && !is_link => {
+                Outcome::Created
+            }
             Err(_) if is_link => {
                 if !force {
                     foreign.push(path.display().to_string());

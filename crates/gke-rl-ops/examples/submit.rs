@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use gke_rl_ops::head::HeadOptions;
 use gke_rl_ops::jobs::{self, Followed, SubmitOptions};
-use gke_rl_ops::{Env, Event, Progress, Question};
+use gke_rl_ops::{Env, Event, JobEvent, Progress, Question};
 
 /// Prints what a user wants to see, and answers no question (submitting asks none).
 struct Printer;
@@ -16,10 +16,10 @@ struct Printer;
 impl Progress for Printer {
     fn event(&self, event: Event<'_>) {
         match event {
-            Event::Log(text) => print!("{text}"),
-            Event::Submitted { id } => eprintln!("submitted {id}"),
-            Event::Uploading { uri, bytes, .. } => eprintln!("uploading {uri} ({bytes} bytes)"),
-            Event::JobState { status, .. } => eprintln!("job is {status}"),
+            Event::Jobs(JobEvent::Log(text)) => print!("{text}"),
+            Event::Jobs(JobEvent::Submitted { id }) => eprintln!("submitted {id}"),
+            Event::Jobs(JobEvent::Uploading { uri, bytes, .. }) => eprintln!("uploading {uri} ({bytes} bytes)"),
+            Event::Jobs(JobEvent::JobState { status, .. }) => eprintln!("job is {status}"),
             other => eprintln!("{other:?}"),
         }
     }

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use gke_rl::model::Cidr;
 
-use crate::Error;
+use crate::LifecycleError;
 
 /// Where the public address comes from by default (plain text, one address).
 pub const ADDRESS_ECHO: &str = "https://api.ipify.org";
 
 /// Asks `url` for this machine's public address.
-pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
+pub async fn public_address(url: &str) -> Result<IpAddr, LifecycleError> {
     gke_rl_ray::ensure_crypto_provider();
-    let failed = |reason: String| Error::PublicAddress { url: url.to_owned(), reason };
+    let failed = |reason: String| LifecycleError::PublicAddress { url: url.to_owned(), reason };
     // An address is at most 45 characters; a longer answer is not one, however long it goes on.
     const MAX_ANSWER: usize = 256;
     let answer = async {
@@ -36,10 +36,10 @@ pub async fn public_address(url: &str) -> Result<IpAddr, Error> {
 }
 
 /// The CIDR of just `address`; GKE's authorized networks take IPv4 blocks only.
-pub fn host_cidr(address: IpAddr, url: &str) -> Result<Cidr, Error> {
+pub fn host_cidr(address: IpAddr, url: &str) -> Result<Cidr, LifecycleError> {
     match address {
         IpAddr::V4(_) => Ok(Cidr::new(format!("{address}/32"))?),
-        IpAddr::V6(_) => Err(Error::PublicAddress {
+        IpAddr::V6(_) => Err(LifecycleError::PublicAddress {
             url: url.to_owned(),
             reason: format!("it answered {address}, an IPv6 address, and authorized networks take IPv4 blocks only"),
         }),

@@ -9,11 +9,11 @@ use std::time::Duration;
 use gke_rl::model::WhenDone;
 use gke_rl::{Artifacts, Deployment};
 
-use crate::events::{Event, Progress};
+use crate::events::{JobEvent, LifecycleEvent, Progress};
 use crate::head::{self, Head, HeadOptions};
 use crate::jobs::{self, Followed, Stopped};
 use crate::run::{AfterRun, Ran, RunOptions, Status};
-use crate::{Env, Error};
+use crate::{CommonError, Env, JobError, LifecycleError};
 
 /// How long a suspend after a run waits for the pods to be gone.
 const SUSPEND_WAIT: Duration = Duration::from_secs(600);
@@ -25,7 +25,7 @@ pub(crate) async fn connect(
     id: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(Head, Option<String>), Error> {
+) -> Result<(Head, Option<String>), JobError> {
     Ok((head::connect_cluster(deployment, options, env, progress).await?, id.map(str::to_owned)))
 }
 
@@ -39,18 +39,18 @@ pub(crate) async fn submit(
     options: &RunOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Ran, Error> {
+) -> Result<Ran, JobError> {
     let prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
     if options.head.forwards(env) {
         // A suspended cluster has no head pod to forward to. What fails here, the port-forward
         // meets again and explains.
         match crate::suspend::set_suspended(deployment, false, options.restart_wait, env, &*progress).await {
             // Kueue holds it back still: there is no head to submit to, and Kueue said why.
-            Err(Error::Kube(error)) if matches!(&*error, gke_rl_kube::Error::NotReady { readiness, .. } if readiness.state == gke_rl_kube::ClusterState::Queued) =>
+            Err(LifecycleError::Common(CommonError::Kube(error))) if matches!(&*error, gke_rl_kube::Error::NotReady { readiness, .. } if readiness.state == gke_rl_kube::ClusterState::Queued) =>
             {
-                return Err(Error::Kube(error));
+                return Err(CommonError::Kube(error).into());
             }
-            Err(error) => progress.event(Event::SuspendedUnknown { error: &error }),
+            Err(error) => progress.job(JobEvent::SuspendedUnknown { error: &error }),
             Ok(_) => {}
         }
     }
@@ -63,7 +63,7 @@ pub(crate) async fn submit(
     let Followed::Finished { job, log } = &observed.followed else {
         return Ok(Ran::Followed { id, head, observed, after: AfterRun::Kept });
     };
-    progress.event(Event::job_ended(job, log, Some(&observed.records)));
+    progress.job(JobEvent::job_ended(job, log, Some(&observed.records)));
     let after = match options.when_done.unwrap_or(deployment.job.when_done) {
         WhenDone::Keep => AfterRun::Kept,
         WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
@@ -83,7 +83,7 @@ pub(crate) async fn status(
     id: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Status, Error> {
+) -> Result<Status, JobError> {
     if options.forwards(env) && matches!(crate::suspend::is_suspended(deployment, env).await, Ok(Some(true))) {
         // Kueue suspends a queued cluster until it admits it; one gke-rl suspended is deactivated.
         if deployment.job.queue.is_some() {
@@ -91,7 +91,7 @@ pub(crate) async fn status(
             match clusters.queued(deployment.project.cluster_name.as_str()).await {
                 Ok(Some(queued)) if queued.is_held() => return Ok(Status::Queued(queued)),
                 Ok(_) => {}
-                Err(error) => progress.event(Event::QueueUnknown { error: &error }),
+                Err(error) => progress.lifecycle(LifecycleEvent::QueueUnknown { error: &error }),
             }
         }
         return Ok(Status::Suspended);
@@ -108,7 +108,7 @@ pub(crate) async fn stop(
     wait: bool,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(String, Stopped), Error> {
+) -> Result<(String, Stopped), JobError> {
     let (head, _) = connect(deployment, options, None, env, progress.clone()).await?;
     let id = jobs::job_id(&head.client, Some(id)).await?;
     let stopped = jobs::stop(&head.client, &id, wait, env, &*progress).await?;

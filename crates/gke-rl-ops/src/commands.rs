@@ -9,12 +9,12 @@ use gke_rl::{Artifacts, Deployment};
 use gke_rl_in_cluster::records::Records;
 use gke_rl_ray::JobDetails;
 
-use crate::events::{Event, Progress};
+use crate::events::{JobEvent, Progress};
 use crate::head::{Head, HeadOptions};
 use crate::jobs::{self, Followed, LOG_QUIET, LOG_WITHIN, Stopped, chain_of};
 use crate::mode::Mode;
 use crate::run::{Ran, RunOptions, Status};
-use crate::{Env, Error};
+use crate::{Env, JobError};
 
 /// Checks and packages the job (everything refusable is refused before connecting), submits it
 /// under the supervisor and follows the run through its restarts, as the deployment's job mode
@@ -26,7 +26,7 @@ pub async fn submit(
     options: &RunOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Ran, Error> {
+) -> Result<Ran, JobError> {
     Mode::of(deployment).submit(deployment, artifacts, options, env, progress).await
 }
 
@@ -40,7 +40,7 @@ pub async fn status(
     id: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Status, Error> {
+) -> Result<Status, JobError> {
     Mode::of(deployment).status(deployment, options, id, env, progress).await
 }
 
@@ -54,7 +54,7 @@ pub async fn stop(
     wait: bool,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(String, Stopped), Error> {
+) -> Result<(String, Stopped), JobError> {
     Mode::of(deployment).stop(deployment, options, id, wait, env, progress).await
 }
 
@@ -62,7 +62,7 @@ pub async fn stop(
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one per command
 pub enum Logs {
-    /// Each submission's log went out as an [`Event::JobLog`], oldest first: this many.
+    /// Each submission's log went out as an [`JobEvent::JobLog`], oldest first: this many.
     Read(usize),
     /// The newest submission, followed to its end or detached from.
     Followed {
@@ -85,14 +85,14 @@ pub async fn logs(
     follow: bool,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Logs, Error> {
+) -> Result<Logs, JobError> {
     let (head, id) = Mode::of(deployment).connect(deployment, options, id, env, progress.clone()).await?;
     let chain = chain_of(&head.client, id.as_deref()).await?;
     if follow {
-        let id = chain.last().cloned().ok_or(Error::NoJobs)?;
+        let id = chain.last().cloned().ok_or(JobError::NoJobs)?;
         let followed = jobs::follow(&head.client, &id, env, &*progress).await?;
         if let Followed::Finished { job, log } = &followed {
-            progress.event(Event::job_ended(job, log, None));
+            progress.job(JobEvent::job_ended(job, log, None));
         }
         return Ok(Logs::Followed { id, head, followed });
     }
@@ -100,7 +100,7 @@ pub async fn logs(
     for id in &chain {
         let mut introduce = restarted;
         gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| {
-            progress.event(Event::JobLog { id, text, introduce });
+            progress.job(JobEvent::JobLog { id, text, introduce });
             introduce = false;
         })
         .await?;
@@ -118,7 +118,7 @@ pub async fn report(
     id: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(String, gke_rl_in_cluster::run_report::Report), Error> {
+) -> Result<(String, gke_rl_in_cluster::run_report::Report), JobError> {
     let (head, id) = Mode::of(deployment).connect(deployment, options, id, env, progress).await?;
     // The whole run, from its first submission, whichever of them was named (or is the latest).
     let named = jobs::job_id(&head.client, id.as_deref()).await?;
@@ -197,7 +197,7 @@ impl RunText {
 
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
 /// say, priced at the deployment's hourly cost.
-pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl_in_cluster::run_report::Report, Error> {
+pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl_in_cluster::run_report::Report, JobError> {
     let mut run = RunText::default();
     crate::files::read_log(path, |text| run.feed(text))?;
     let span = run.records.span();
@@ -211,7 +211,7 @@ pub async fn list(
     options: &HeadOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Vec<(JobDetails, serde_json::Value)>, Error> {
+) -> Result<Vec<(JobDetails, serde_json::Value)>, JobError> {
     let head = crate::mode::connect(deployment, options, env, progress).await?;
     let jobs = head.client.jobs().await?;
     Ok(jobs

@@ -10,9 +10,9 @@ use gke_rl_kube::Wait;
 
 use crate::address::{ADDRESS_ECHO, host_cidr, public_address};
 use crate::blueprint::{patch_checked, toolkit_blueprint};
-use crate::events::{Event, Progress, Question};
+use crate::events::{LifecycleEvent, Progress, Question};
 use crate::site::{Resolved, SiteOptions};
-use crate::{Env, Error, Fix, Problem, files};
+use crate::{CommonError, Env, Fix, LifecycleError, Problem, files};
 
 /// How to deploy.
 #[derive(Clone, Debug)]
@@ -68,7 +68,7 @@ pub enum Deployed {
         /// How long it ran.
         took: Duration,
         /// Why.
-        error: Error,
+        error: LifecycleError,
         /// What fixes it, when the cluster's API could not be used.
         fix: Option<Fix>,
         /// The state file.
@@ -77,7 +77,7 @@ pub enum Deployed {
     /// A completed deployment could not be checked.
     Unchecked {
         /// Why.
-        error: Error,
+        error: LifecycleError,
         /// What fixes it, when the cluster's API could not be used.
         fix: Option<Fix>,
     },
@@ -99,7 +99,7 @@ fn ray_cluster(artifacts: &Artifacts) -> Option<&str> {
 
 /// The whole plan as text (`--dry-run`): every command and Kubernetes object, in order.
 /// Reads gcloud's configured project when neither the options nor the config name one.
-pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, Error> {
+pub fn plan(deployment: &Deployment, artifacts: &Artifacts, options: &DeployOptions, env: &Env) -> Result<String, LifecycleError> {
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     resolved.site.authorized_cidr = options.authorized_cidr.clone().or_else(|| deployment.network.authorized_cidr.clone());
     let wait = crate::took(options.timeout);
@@ -138,11 +138,11 @@ pub async fn deploy(
     options: &DeployOptions,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<Deployed, Error> {
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+) -> Result<Deployed, LifecycleError> {
+    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
-    std::fs::create_dir_all(folder).map_err(|source| Error::Write { path: folder.to_owned(), source })?;
+    std::fs::create_dir_all(folder).map_err(|source| CommonError::Write { path: folder.to_owned(), source })?;
     let _held = files::lock_folder(folder, "gke-rl deploy")?;
     let mut state = match resolved.load_state()? {
         Some(state) => state,
@@ -156,17 +156,17 @@ pub async fn deploy(
         let provisioned = state.done(Step::Provision).then(|| state.authorized_cidr.clone()).flatten();
         let cidr = authorized_cidr(options, deployment, provisioned.as_deref(), progress).await?;
         if cidr.is_wide() {
-            progress.event(Event::WideAuthorizedCidr { cidr: cidr.as_str() });
+            progress.lifecycle(LifecycleEvent::WideAuthorizedCidr { cidr: cidr.as_str() });
         }
         if let Some(before) = provisioned.as_deref().filter(|before| *before != cidr.as_str()) {
-            progress.event(Event::AuthorizedCidrChanged { from: before, to: cidr.as_str() });
+            progress.lifecycle(LifecycleEvent::AuthorizedCidrChanged { from: before, to: cidr.as_str() });
             state.redo_from(Step::Provision);
         }
         resolved.site.authorized_cidr = Some(cidr);
     }
 
     let started = env.clock.now();
-    progress.event(Event::StepStarted(Step::Preflight));
+    progress.lifecycle(LifecycleEvent::StepStarted(Step::Preflight));
     let result = if existing_cluster {
         crate::existing::preflight(env, &resolved, progress).await.map(Some)
     } else {
@@ -186,7 +186,7 @@ pub async fn deploy(
             return Ok(Deployed::Failed { step: Step::Preflight, took, error, fix: None, state: resolved.state_path() });
         }
     };
-    progress.event(Event::StepDone { step: Step::Preflight, took: env.clock.now() - started });
+    progress.lifecycle(LifecycleEvent::StepDone { step: Step::Preflight, took: env.clock.now() - started });
     state.complete(Step::Preflight);
 
     // On an existing cluster, from here on the deployment is the one fitted to it, rendered again.
@@ -220,7 +220,7 @@ pub async fn deploy(
     let digest = lifecycle::digest(&rendered);
     if state.rendered != digest {
         if !state.rendered.is_empty() {
-            progress.event(Event::ConfigChanged);
+            progress.lifecycle(LifecycleEvent::ConfigChanged);
         }
         state.redo_from(Step::Render);
         state.rendered = digest;
@@ -232,14 +232,14 @@ pub async fn deploy(
     if Step::ALL.iter().all(|s| state.done(*s)) {
         let name = deployment.project.cluster_name.as_str();
         match health(env, &resolved).await {
-            Err(error) => return Ok(Deployed::Unchecked { fix: resolved.fix(&error), error }),
+            Err(error) => return Ok(Deployed::Unchecked { fix: error.common().and_then(|e| resolved.fix(e)), error }),
             Ok(Health::Gone) => {
-                progress.event(Event::RayClusterGone { name });
+                progress.lifecycle(LifecycleEvent::RayClusterGone { name });
                 state.redo_from(Step::Secret);
             }
             Ok(Health::Ready(ready, wanted)) => return Ok(Deployed::AlreadyReady { ready, wanted }),
             Ok(Health::Waiting(ready, wanted, cluster_state)) => {
-                progress.event(Event::PodsNotAllReady { name, ready, wanted, state: cluster_state });
+                progress.lifecycle(LifecycleEvent::PodsNotAllReady { name, ready, wanted, state: cluster_state });
                 state.redo_from(Step::Ready);
             }
         }
@@ -249,18 +249,18 @@ pub async fn deploy(
         match progress.confirm(&Question::Create { what: &what }) {
             Ok(true) => {}
             Ok(false) => return Ok(Deployed::Declined),
-            Err(reason) => return Err(Error::Unanswered { question: what, reason }),
+            Err(reason) => return Err(LifecycleError::Unanswered { question: what, reason }),
         }
     }
 
     let written = Written { artifacts, blueprint: &blueprint, staged: &staged };
     for step in Step::ALL.into_iter().skip(1) {
         if state.done(step) {
-            progress.event(Event::StepDoneBefore(step));
+            progress.lifecycle(LifecycleEvent::StepDoneBefore(step));
             continue;
         }
         let started = env.clock.now();
-        progress.event(Event::StepStarted(step));
+        progress.lifecycle(LifecycleEvent::StepStarted(step));
         let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, progress).await;
         let interrupted = interrupt.is_set_after(result.is_ok()).await;
         if interrupted {
@@ -270,11 +270,17 @@ pub async fn deploy(
         if let Err(error) = result {
             resolved.save_state(&state)?;
             let took = env.clock.now() - started;
-            return Ok(Deployed::Failed { step, took, fix: resolved.fix(&error), error, state: resolved.state_path() });
+            return Ok(Deployed::Failed {
+                step,
+                took,
+                fix: error.common().and_then(|e| resolved.fix(e)),
+                error,
+                state: resolved.state_path(),
+            });
         }
         state.complete(step);
         resolved.save_state(&state)?;
-        progress.event(Event::StepDone { step, took: env.clock.now() - started });
+        progress.lifecycle(LifecycleEvent::StepDone { step, took: env.clock.now() - started });
     }
     Ok(Deployed::Ready)
 }
@@ -286,7 +292,7 @@ async fn authorized_cidr(
     deployment: &Deployment,
     provisioned: Option<&str>,
     progress: &dyn Progress,
-) -> Result<Cidr, Error> {
+) -> Result<Cidr, LifecycleError> {
     if let Some(cidr) = options.authorized_cidr.as_ref().or(deployment.network.authorized_cidr.as_ref()) {
         return Ok(cidr.clone());
     }
@@ -295,7 +301,7 @@ async fn authorized_cidr(
         return Ok(Cidr::new(cidr)?);
     }
     let cidr = host_cidr(public_address(&options.address_echo).await?, &options.address_echo)?;
-    progress.event(Event::AuthorizedCidr { cidr: cidr.as_str(), detected_from: Some(&options.address_echo) });
+    progress.lifecycle(LifecycleEvent::AuthorizedCidr { cidr: cidr.as_str(), detected_from: Some(&options.address_echo) });
     Ok(cidr)
 }
 
@@ -306,7 +312,7 @@ async fn preflight(
     resolved: &mut Resolved<'_>,
     state: &State,
     progress: &dyn Progress,
-) -> Result<(), Error> {
+) -> Result<(), LifecycleError> {
     let site = &resolved.site;
     let checks = Preflight::new(resolved.deployment, site);
     let mut problems = Vec::new();
@@ -338,16 +344,16 @@ async fn preflight(
     }
     let skip = resolved.read(env, &checks.gcsfuse_role).is_err();
     if skip && signed_in {
-        progress.event(Event::GcsfuseValidatorSkipped {
+        progress.lifecycle(LifecycleEvent::GcsfuseValidatorSkipped {
             project: site.project_id.as_str(),
             create_role: &lifecycle::create_gcsfuse_role(site),
         });
     }
     resolved.site.skip_gcsfuse_validator = skip;
     if !problems.is_empty() {
-        return Err(Error::Preflight { problems });
+        return Err(LifecycleError::Preflight { problems });
     }
-    progress.event(Event::AuthorizedCidr { cidr: &resolved.site.authorized_cidr_text(), detected_from: None });
+    progress.lifecycle(LifecycleEvent::AuthorizedCidr { cidr: &resolved.site.authorized_cidr_text(), detected_from: None });
     Ok(())
 }
 
@@ -392,7 +398,7 @@ async fn outside_authorized_cidr(options: &DeployOptions, cidr: Option<&Cidr>, d
     let address = match public_address(&options.address_echo).await {
         Ok(address) => address,
         Err(e) => {
-            progress.event(Event::AddressUnknown { cidr: cidr.as_str(), reason: &e.to_string() });
+            progress.lifecycle(LifecycleEvent::AddressUnknown { cidr: cidr.as_str(), reason: &e.to_string() });
             return None;
         }
     };
@@ -434,7 +440,7 @@ enum Health {
     Waiting(u32, u32, gke_rl_kube::ClusterState),
 }
 
-async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, Error> {
+async fn health(env: &Env, resolved: &Resolved<'_>) -> Result<Health, LifecycleError> {
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
     let name = d.project.cluster_name.as_str();
@@ -455,9 +461,9 @@ struct Written<'a> {
 }
 
 impl Written<'_> {
-    fn write(&self, resolved: &Resolved<'_>) -> Result<(), Error> {
+    fn write(&self, resolved: &Resolved<'_>) -> Result<(), LifecycleError> {
         let folder = resolved.site.folder();
-        std::fs::create_dir_all(resolved.folder()).map_err(|source| Error::Write { path: resolved.folder().to_owned(), source })?;
+        std::fs::create_dir_all(resolved.folder()).map_err(|source| CommonError::Write { path: resolved.folder().to_owned(), source })?;
         let write = |path: String, contents: &str| files::write_atomically(Path::new(&path), contents.as_bytes(), false);
         // An existing cluster has neither, but what deploy found there, for the other commands.
         if let Some(deployment_file) = &self.artifacts.deployment_file {
@@ -472,7 +478,7 @@ impl Written<'_> {
             // An earlier deploy in cluster mode wrote one; this deploy applies none.
             None => match std::fs::remove_file(folder.ray_cluster()) {
                 Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::Write { path: folder.ray_cluster().into(), source });
+                    return Err(CommonError::Write { path: folder.ray_cluster().into(), source }.into());
                 }
                 _ => {}
             },
@@ -494,7 +500,7 @@ async fn run_step(
     written: &Written<'_>,
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
-) -> Result<(), Error> {
+) -> Result<(), LifecycleError> {
     let d = resolved.deployment;
     let site = &resolved.site;
     match step {
@@ -503,7 +509,7 @@ async fn run_step(
         Step::Provision if d.project.existing_cluster => crate::existing::provision(env, resolved, state, progress),
         Step::Provision => {
             if !resolved.stream(env, progress, &lifecycle::provision(site)) {
-                return Err(Error::CommandFailed { what: "gcluster deploy".into() });
+                return Err(LifecycleError::CommandFailed { what: "gcluster deploy".into() });
             }
             state.created.cluster = Some(d.project.cluster_name.to_string());
             state.created.lustre_instance = Some(d.lustre.instance_id.to_string());
@@ -513,7 +519,7 @@ async fn run_step(
         }
         Step::Credentials => {
             if !resolved.stream(env, progress, &lifecycle::credentials(d, site.project_id.as_str())) {
-                return Err(Error::CommandFailed { what: "gcloud container clusters get-credentials".into() });
+                return Err(LifecycleError::CommandFailed { what: "gcloud container clusters get-credentials".into() });
             }
             Ok(())
         }
@@ -522,7 +528,7 @@ async fn run_step(
             for (key, variable, required) in lifecycle::secret_entries(d) {
                 match env.var(variable) {
                     Some(value) => entries.push((key, value)),
-                    None if required => return Err(Error::SecretUnset(variable.to_owned())),
+                    None if required => return Err(LifecycleError::SecretUnset(variable.to_owned())),
                     None => {}
                 }
             }
@@ -531,7 +537,7 @@ async fn run_step(
             clusters.apply_namespace().await?;
             clusters.apply_secret(d.secrets.kubernetes_secret.as_str(), &entries).await?;
             let keys: Vec<&str> = entries.iter().map(|(k, _)| *k).collect();
-            progress.event(Event::SecretApplied {
+            progress.lifecycle(LifecycleEvent::SecretApplied {
                 namespace: d.ray.namespace.as_str(),
                 name: d.secrets.kubernetes_secret.as_str(),
                 keys: &keys,
@@ -544,13 +550,14 @@ async fn run_step(
                 let holds_token =
                     created || clusters.secret_value(&name, gke_rl::auth::TOKEN_KEY).await?.is_some_and(|t| !t.trim().is_empty());
                 if !holds_token {
-                    return Err(Error::NoRayToken {
+                    return Err(CommonError::NoRayToken {
                         cluster: d.project.cluster_name.to_string(),
                         namespace: d.ray.namespace.to_string(),
                         secret: name,
-                    });
+                    }
+                    .into());
                 }
-                progress.event(Event::RayTokenSecret { namespace: d.ray.namespace.as_str(), name: &name, created });
+                progress.lifecycle(LifecycleEvent::RayTokenSecret { namespace: d.ray.namespace.as_str(), name: &name, created });
             }
             state.created.namespace = Some(d.ray.namespace.to_string());
             state.created.secret = Some(d.secrets.kubernetes_secret.to_string());
@@ -564,7 +571,7 @@ async fn run_step(
                 // taken over (and so never deleted by destroy).
                 let cluster = d.project.cluster_name.as_str();
                 if clusters.managed_by_gke_rl(cluster).await? == Some(false) {
-                    return Err(Error::ForeignRayCluster { namespace: namespace.to_owned(), name: cluster.to_owned() });
+                    return Err(LifecycleError::ForeignRayCluster { namespace: namespace.to_owned(), name: cluster.to_owned() });
                 }
                 // The instance, by the address and file system it has now, as a static volume,
                 // recorded first: a claim that fails leaves a volume destroy must find.
@@ -575,16 +582,16 @@ async fn run_step(
                 let foreign = clusters.unmanaged(&volume).await?;
                 if !foreign.is_empty() {
                     let objects = foreign.iter().map(|(kind, name)| format!("{kind} {name}")).collect::<Vec<_>>().join(" and ");
-                    return Err(Error::ForeignVolume { objects });
+                    return Err(LifecycleError::ForeignVolume { objects });
                 }
                 state.created.volume = Some(lifecycle::existing::persistent_volume(d));
                 let applied = clusters.apply_all(&volume).await?;
-                progress.event(Event::HelperApplied { what: "Lustre volume", namespace, objects: &applied });
+                progress.lifecycle(LifecycleEvent::HelperApplied { what: "Lustre volume", namespace, objects: &applied });
             }
             // The NetworkPolicy first, so that no pod of a Ray without tokens starts open.
             if let Some(policy) = &written.artifacts.network_policy {
                 let applied = clusters.apply_all(&policy.contents).await?;
-                progress.event(Event::HelperApplied { what: "network policy", namespace, objects: &applied });
+                progress.lifecycle(LifecycleEvent::HelperApplied { what: "network policy", namespace, objects: &applied });
             }
             let cluster = d.project.cluster_name.as_str();
             let token_auth = d.ray.token_auth()?;
@@ -593,7 +600,7 @@ async fn run_step(
                 // by its uid) would hold the GPU nodes for nothing.
                 if let Some(uid) = state.created.ray_cluster_uid.clone() {
                     if clusters.uid(cluster).await?.as_deref() == Some(uid.as_str()) && clusters.delete(cluster).await? {
-                        progress.event(Event::Deleted { kind: "RayCluster", namespace, name: cluster });
+                        progress.lifecycle(LifecycleEvent::Deleted { kind: "RayCluster", namespace, name: cluster });
                     }
                     state.created.ray_cluster_uid = None;
                 }
@@ -601,7 +608,7 @@ async fn run_step(
                 for (what, manifests) in gke_rl_in_cluster::every_helper(d) {
                     let objects = clusters.delete_all(&manifests).await?;
                     if !objects.is_empty() {
-                        progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
+                        progress.lifecycle(LifecycleEvent::HelperDeleted { what, namespace, objects: &objects });
                     }
                 }
                 if token_auth {
@@ -614,7 +621,7 @@ async fn run_step(
             if let Some(was) = clusters.queue_label(cluster).await?
                 && was.as_deref() != d.job.queue.as_ref().map(|q| q.as_str())
             {
-                return Err(Error::QueueChanged {
+                return Err(LifecycleError::QueueChanged {
                     cluster: cluster.to_owned(),
                     namespace: namespace.to_owned(),
                     was,
@@ -624,22 +631,22 @@ async fn run_step(
             // Whether pods already run without the tokens this apply turns on.
             let ran_open = token_auth && clusters.uid(cluster).await?.is_some() && clusters.token_secret(cluster).await?.is_none();
             let (name, uid) = clusters.apply(manifest).await?;
-            progress.event(Event::RayClusterApplied { namespace, name: &name, uid: &uid });
+            progress.lifecycle(LifecycleEvent::RayClusterApplied { namespace, name: &name, uid: &uid });
             state.created.ray_cluster_uid = Some(uid);
             if token_auth {
                 // An operator whose CRD predates authOptions (KubeRay before 1.5.1) drops the
                 // field without a word, and the pods would start without tokens.
                 if clusters.token_secret(&name).await?.is_none() {
-                    return Err(Error::TokenAuthDropped { namespace: namespace.to_owned(), name });
+                    return Err(LifecycleError::TokenAuthDropped { namespace: namespace.to_owned(), name });
                 }
                 if ran_open {
-                    progress.event(Event::PodsWithoutToken { namespace, name: &name });
+                    progress.lifecycle(LifecycleEvent::PodsWithoutToken { namespace, name: &name });
                 }
                 delete_open_policy(&clusters, d, progress).await?;
             }
             for (what, manifests) in gke_rl_in_cluster::helpers(d) {
                 let applied = clusters.apply_all(&manifests).await?;
-                progress.event(Event::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
+                progress.lifecycle(LifecycleEvent::HelperApplied { what, namespace: d.ray.namespace.as_str(), objects: &applied });
             }
             Ok(())
         }
@@ -651,20 +658,20 @@ async fn run_step(
 
 /// Deletes the NetworkPolicy an earlier deploy made for a Ray without tokens, which would keep
 /// out the token's other holders.
-async fn delete_open_policy(clusters: &gke_rl_kube::Namespaced, d: &Deployment, progress: &dyn Progress) -> Result<(), Error> {
+async fn delete_open_policy(clusters: &gke_rl_kube::Namespaced, d: &Deployment, progress: &dyn Progress) -> Result<(), LifecycleError> {
     let policy = gke_rl::auth::network_policy_name(d);
     if clusters.delete_network_policy(&policy).await? {
-        progress.event(Event::Deleted { kind: "NetworkPolicy", namespace: d.ray.namespace.as_str(), name: &policy });
+        progress.lifecycle(LifecycleEvent::Deleted { kind: "NetworkPolicy", namespace: d.ray.namespace.as_str(), name: &policy });
     }
     Ok(())
 }
 
 /// A new Ray token: 32 bytes from the operating system's generator, in hex (as Ray's own
 /// `ray get-auth-token --generate` makes them). It lives in memory until it is in the Secret.
-fn new_ray_token() -> Result<String, Error> {
+fn new_ray_token() -> Result<String, LifecycleError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
-        .map_err(|e| Error::Local { what: "cannot draw a random Ray token".into(), source: std::io::Error::other(e.to_string()) })?;
+        .map_err(|e| CommonError::Local { what: "cannot draw a random Ray token".into(), source: std::io::Error::other(e.to_string()) })?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -675,7 +682,7 @@ async fn wait_ready(
     resolved: &Resolved<'_>,
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
-) -> Result<(), Error> {
+) -> Result<(), LifecycleError> {
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
     let wait = Wait { timeout: options.timeout, poll: env.poll };
@@ -689,7 +696,7 @@ async fn wait_ready(
         Err(source @ gke_rl_kube::Error::NotReady { .. }) => match &source {
             gke_rl_kube::Error::NotReady { readiness, .. } if readiness.waits_for_capacity() => {
                 let (cause, inspect) = no_capacity(d, resolved.site.project_id.as_str());
-                Err(Error::NoCapacity { source: Box::new(source), cause, inspect })
+                Err(LifecycleError::NoCapacity { source: Box::new(source), cause, inspect })
             }
             _ => Err(source.into()),
         },

@@ -7,9 +7,9 @@ use gke_rl::Deployment;
 use gke_rl::lifecycle::{self, Step, existing};
 use gke_rl_kube::Wait;
 
-use crate::events::{Event, Progress, Question};
+use crate::events::{LifecycleEvent, Progress, Question};
 use crate::site::{Resolved, SiteOptions};
-use crate::{Env, Error};
+use crate::{CommonError, Env, LifecycleError};
 
 /// How to destroy.
 #[derive(Clone, Debug, Default)]
@@ -66,7 +66,7 @@ pub enum Plan {
 }
 
 /// The plan (`--dry-run`): what would go, and every command.
-pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Result<Plan, Error> {
+pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Result<Plan, LifecycleError> {
     let resolved = options.target.resolve(deployment, env, false)?;
     Ok(match resolved.load_state()? {
         Some(state) => Plan::Steps(lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons).to_string()),
@@ -76,17 +76,22 @@ pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Res
 
 /// Deletes the RayCluster (when the cluster's API answers), empties the buckets, runs
 /// `gcluster destroy`, and asks gcloud what remains.
-pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: &dyn Progress) -> Result<Destroyed, Error> {
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+pub async fn destroy(
+    deployment: &Deployment,
+    options: &DestroyOptions,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Destroyed, LifecycleError> {
+    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let resolved = options.target.resolve(deployment, env, false)?;
     // No folder, nothing of it to race over. A folder that cannot be locked is destroyed
     // anyway: refusing would leave resources billing.
     let folder = resolved.folder();
     let _held = match folder.is_dir().then(|| crate::files::lock_folder(folder, "gke-rl destroy")).transpose() {
         Ok(held) => held,
-        Err(busy @ Error::FolderInUse { .. }) => return Err(busy),
+        Err(busy @ CommonError::FolderInUse { .. }) => return Err(busy.into()),
         Err(other) => {
-            progress.event(Event::Unlocked { folder, why: other.to_string() });
+            progress.lifecycle(LifecycleEvent::Unlocked { folder, why: other.to_string() });
             None
         }
     };
@@ -110,7 +115,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
     match progress.confirm(&Question::Destroy { preview: &preview }) {
         Ok(true) => {}
         Ok(false) => return Ok(Destroyed::Declined),
-        Err(reason) => return Err(Error::Unanswered { question: preview, reason }),
+        Err(reason) => return Err(LifecycleError::Unanswered { question: preview, reason }),
     }
 
     let started = env.clock.now();
@@ -138,7 +143,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
                 return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
             }
             if !emptied {
-                return Err(Error::BucketNotEmptied { bucket: bucket.clone(), objects: *objects });
+                return Err(LifecycleError::BucketNotEmptied { bucket: bucket.clone(), objects: *objects });
             }
         }
         let gcluster_folder = resolved.site.folder().gcluster(d);
@@ -146,7 +151,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
             if interrupt.is_set_after(false).await {
                 return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
             }
-            progress.event(Event::TeardownFailed);
+            progress.lifecycle(LifecycleEvent::TeardownFailed);
             teardown_failed = true;
         }
     }
@@ -163,7 +168,7 @@ pub async fn destroy(deployment: &Deployment, options: &DestroyOptions, env: &En
         return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
     }
     let state_path = resolved.state_path();
-    std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
+    std::fs::remove_file(&state_path).map_err(|source| CommonError::Write { path: state_path, source })?;
     Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on: None })
 }
 
@@ -181,7 +186,7 @@ async fn on_existing_cluster(
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
     started: std::time::Instant,
-) -> Result<Destroyed, Error> {
+) -> Result<Destroyed, LifecycleError> {
     let (d, site) = (resolved.deployment, &resolved.site);
     // An instance that pods may still mount stays until they are gone; one that does not
     // carry this deployment's label is not the one deploy created (a create that lost a race
@@ -199,7 +204,7 @@ async fn on_existing_cluster(
             }
             remains.extend(named_leftovers(env, resolved));
         } else {
-            progress.event(Event::NotOurs {
+            progress.lifecycle(LifecycleEvent::NotOurs {
                 what: &format!(
                     "Lustre instance {}: it lacks the label {}={}, so gke-rl did not create it",
                     d.lustre.instance_id,
@@ -235,7 +240,7 @@ async fn on_existing_cluster(
         return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
     }
     let state_path = resolved.state_path();
-    std::fs::remove_file(&state_path).map_err(|source| Error::Write { path: state_path, source })?;
+    std::fs::remove_file(&state_path).map_err(|source| CommonError::Write { path: state_path, source })?;
     let addons_left_on =
         (!options.disable_addons && !addons.is_empty()).then(|| lifecycle::update_addons(d, site, &addons, false).to_string());
     Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on })
@@ -250,7 +255,7 @@ async fn without_state(
     remains: &[String],
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
-) -> Result<Destroyed, Error> {
+) -> Result<Destroyed, LifecycleError> {
     let (d, site) = (resolved.deployment, &resolved.site);
     let buckets = buckets(env, resolved)?;
     // Each labelled cluster where it is, then the Lustre instance.
@@ -274,7 +279,7 @@ async fn without_state(
     match progress.confirm(&Question::Destroy { preview: &preview }) {
         Ok(true) => {}
         Ok(false) => return Ok(Destroyed::Declined),
-        Err(reason) => return Err(Error::Unanswered { question: preview, reason }),
+        Err(reason) => return Err(LifecycleError::Unanswered { question: preview, reason }),
     }
     let started = env.clock.now();
     for command in &commands {
@@ -289,15 +294,15 @@ async fn without_state(
         remains.push(format!("networks, firewall rules and service accounts gcluster made for {}", d.project.cluster_name));
         return Ok(Destroyed::NotDestroyed { remains, state: resolved.state_path() });
     }
-    progress.event(Event::MayRemainWithoutState { name: d.project.cluster_name.as_str() });
+    progress.lifecycle(LifecycleEvent::MayRemainWithoutState { name: d.project.cluster_name.as_str() });
     Ok(Destroyed::Destroyed { took: env.clock.now() - started, addons_left_on: None })
 }
 
 /// The blueprint's buckets and how many objects each holds.
-fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, Error> {
+fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, LifecycleError> {
     let listed = resolved
         .read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site))
-        .map_err(|reason| Error::Query { what: "cannot list the buckets".into(), reason: reason.to_string() })?;
+        .map_err(|reason| LifecycleError::Query { what: "cannot list the buckets".into(), reason: reason.to_string() })?;
     Ok(listed
         .lines()
         .map(str::trim)
@@ -324,11 +329,13 @@ async fn delete_ray_cluster(
     progress: &dyn Progress,
 ) -> bool {
     if !resolved.stream(env, progress, &lifecycle::credentials(resolved.deployment, resolved.site.project_id.as_str())) {
-        progress.event(Event::ClusterObjectsSkipped { reason: "the cluster has no credentials to give (already gone?)" });
+        progress.lifecycle(LifecycleEvent::ClusterObjectsSkipped { reason: "the cluster has no credentials to give (already gone?)" });
         return false;
     }
     if let Err(e) = delete_objects(env, resolved, volume, interrupt, progress).await {
-        progress.event(Event::ClusterObjectsSkipped { reason: &format!("cannot use the cluster's Kubernetes API: {}", crate::chain(&e)) });
+        progress.lifecycle(LifecycleEvent::ClusterObjectsSkipped {
+            reason: &format!("cannot use the cluster's Kubernetes API: {}", crate::chain(&e)),
+        });
         return false;
     }
     true
@@ -340,7 +347,7 @@ async fn delete_objects(
     volume: Option<&str>,
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
-) -> Result<(), Error> {
+) -> Result<(), LifecycleError> {
     let d = resolved.deployment;
     let clusters = resolved.clusters(env).await?;
     let (namespace, name) = (d.ray.namespace.as_str(), d.project.cluster_name.as_str());
@@ -353,12 +360,12 @@ async fn delete_objects(
     if !foreign {
         pods_of.push(name.to_owned());
         if clusters.delete(name).await? {
-            progress.event(Event::Deleted { kind: "RayCluster", namespace, name });
+            progress.lifecycle(LifecycleEvent::Deleted { kind: "RayCluster", namespace, name });
         }
     }
     for (job, cluster) in clusters.managed_ray_jobs().await? {
         if clusters.delete_ray_job(&job, None).await? {
-            progress.event(Event::Deleted { kind: "RayJob", namespace, name: &job });
+            progress.lifecycle(LifecycleEvent::Deleted { kind: "RayJob", namespace, name: &job });
         }
         pods_of.extend(cluster);
     }
@@ -367,16 +374,16 @@ async fn delete_objects(
     for (what, manifests) in gke_rl_in_cluster::every_helper(d) {
         let objects = clusters.delete_all(&manifests).await?;
         if !objects.is_empty() {
-            progress.event(Event::HelperDeleted { what, namespace, objects: &objects });
+            progress.lifecycle(LifecycleEvent::HelperDeleted { what, namespace, objects: &objects });
         }
     }
     let policy = gke_rl::auth::network_policy_name(d);
     if clusters.delete_network_policy(&policy).await? {
-        progress.event(Event::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
+        progress.lifecycle(LifecycleEvent::Deleted { kind: "NetworkPolicy", namespace, name: &policy });
     }
     for secret in lifecycle::cluster_secrets(d) {
         if clusters.delete_secret(&secret).await? {
-            progress.event(Event::Deleted { kind: "Secret", namespace, name: &secret });
+            progress.lifecycle(LifecycleEvent::Deleted { kind: "Secret", namespace, name: &secret });
         }
     }
     let wait = Wait { timeout: Duration::from_secs(600), poll: env.poll };
@@ -390,12 +397,12 @@ async fn delete_objects(
         gone = gone => gone?,
         () = interrupt.wait() => return Ok(()),
     }
-    progress.event(Event::PodsGone);
+    progress.lifecycle(LifecycleEvent::PodsGone);
     // Once no pod mounts it; the volume's policy is Retain: the data stays on Lustre.
     if let Some(volume) = volume {
         let objects = clusters.delete_all(&crate::existing::volume_objects(d, volume)).await?;
         if !objects.is_empty() {
-            progress.event(Event::HelperDeleted { what: "Lustre volume", namespace, objects: &objects });
+            progress.lifecycle(LifecycleEvent::HelperDeleted { what: "Lustre volume", namespace, objects: &objects });
         }
     }
     Ok(())

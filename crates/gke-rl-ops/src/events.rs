@@ -13,11 +13,34 @@ use gke_rl_validate::Finding;
 
 use crate::error::Unanswerable;
 
-/// Something that happened. Borrowed data lives only for the call.
+/// Something that happened, in the family of operations it belongs to. Borrowed data lives
+/// only for the call.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Event<'a> {
-    // ---- deploy and destroy ----
+    /// To the cluster and its objects.
+    Lifecycle(LifecycleEvent<'a>),
+    /// To a job.
+    Jobs(JobEvent<'a>),
+}
+
+impl<'a> From<LifecycleEvent<'a>> for Event<'a> {
+    fn from(event: LifecycleEvent<'a>) -> Self {
+        Event::Lifecycle(event)
+    }
+}
+
+impl<'a> From<JobEvent<'a>> for Event<'a> {
+    fn from(event: JobEvent<'a>) -> Self {
+        Event::Jobs(event)
+    }
+}
+
+/// Something that happened to the cluster and its objects: deploy, destroy, suspend and
+/// resume, and the cluster a RayJob brings up.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LifecycleEvent<'a> {
     /// The deployment folder could not be locked (a file system without locks, a read-only
     /// folder); destroy goes on without the lock rather than leave resources billing.
     Unlocked {
@@ -225,13 +248,6 @@ pub enum Event<'a> {
         /// Why.
         error: &'a gke_rl_kube::Error,
     },
-    /// The Ray head's job agent is not up yet: the submit is asked again, within a bound.
-    AgentNotReady {
-        /// What the head answered.
-        error: &'a gke_rl_ray::Error,
-        /// How long it is asked again for.
-        within: std::time::Duration,
-    },
     /// The API server could not be used; a wait asks it again.
     Retrying {
         /// Why.
@@ -274,7 +290,13 @@ pub enum Event<'a> {
     PodsGone,
     /// `gcluster destroy` failed; what remains is checked next.
     TeardownFailed,
+}
 
+/// Something that happened to a job: the connection to its head, its submit, its run and its
+/// end.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum JobEvent<'a> {
     // ---- the connection to the head ----
     /// A local port forwards to the head pod.
     PortForward {
@@ -349,6 +371,13 @@ pub enum Event<'a> {
         /// Its size.
         bytes: u64,
     },
+    /// The Ray head's job agent is not up yet: the submit is asked again, within a bound.
+    AgentNotReady {
+        /// What the head answered.
+        error: &'a gke_rl_ray::Error,
+        /// How long it is asked again for.
+        within: std::time::Duration,
+    },
     /// The job was accepted.
     Submitted {
         /// Its submission id.
@@ -393,7 +422,7 @@ pub enum Event<'a> {
     /// meets the cause again, and explains it.
     SuspendedUnknown {
         /// Why.
-        error: &'a crate::Error,
+        error: &'a crate::LifecycleError,
     },
     /// A piece of the log so far of one submission of a job, as `logs` reads them one by one,
     /// a chunk at a time.
@@ -426,14 +455,14 @@ pub enum Event<'a> {
     },
 }
 
-impl<'a> Event<'a> {
-    /// [`Event::JobEnded`] of a followed job, its log and, when followed as a run, its records.
+impl<'a> JobEvent<'a> {
+    /// [`JobEvent::JobEnded`] of a followed job, its log and, when followed as a run, its records.
     pub(crate) fn job_ended(
         job: &'a gke_rl_ray::JobDetails,
         log: &'a gke_rl_in_cluster::run_log::RunLog,
         records: Option<&'a gke_rl_in_cluster::records::Records>,
     ) -> Self {
-        Event::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records }
+        JobEvent::JobEnded { id: job.id(), status: job.status, message: job.message.as_deref(), log, records }
     }
 }
 
@@ -468,6 +497,19 @@ pub trait Progress: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Quiet;
 
+/// Telling an event of one family.
+impl dyn Progress + '_ {
+    /// Reports what happened to the cluster and its objects.
+    pub(crate) fn lifecycle(&self, event: LifecycleEvent<'_>) {
+        self.event(Event::Lifecycle(event));
+    }
+
+    /// Reports what happened to a job.
+    pub(crate) fn job(&self, event: JobEvent<'_>) {
+        self.event(Event::Jobs(event));
+    }
+}
+
 impl Progress for Quiet {
     fn event(&self, _: Event<'_>) {}
 
@@ -483,16 +525,16 @@ pub(crate) fn pod_reporter(progress: &dyn Progress) -> impl FnMut(&Readiness) + 
     move |readiness: &Readiness| {
         let (ready, wanted) = readiness.progress();
         if last != Some(ready) {
-            progress.event(Event::Pods { ready, wanted });
+            progress.lifecycle(LifecycleEvent::Pods { ready, wanted });
             last = Some(ready);
         }
         if last_state != Some(readiness.state) && !readiness.is_ready() {
-            progress.event(Event::ClusterState(readiness.state));
+            progress.lifecycle(LifecycleEvent::ClusterState(readiness.state));
         }
         last_state = Some(readiness.state);
         for problem in &readiness.problems {
             if !told.contains(problem) {
-                progress.event(Event::Waiting(problem));
+                progress.lifecycle(LifecycleEvent::Waiting(problem));
                 told.push(problem.clone());
             }
         }

@@ -6,14 +6,14 @@ use gke_rl::Deployment;
 use gke_rl::lifecycle::existing::{self, Cluster, Fit, Instance};
 use gke_rl::lifecycle::{self, State};
 
-use crate::events::{Event, Progress};
+use crate::events::{LifecycleEvent, Progress};
 use crate::site::Resolved;
-use crate::{Env, Error, Problem};
+use crate::{Env, LifecycleError, Problem};
 
 /// Preflight on an existing cluster: deploy's basic checks, Lustre's location when gke-rl
 /// creates the instance, and the cluster and instance as they are. Every problem at once; the
 /// deployment fitted to them (the head's pool, the RDMA networks, the instance's figures).
-pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<Deployment, Error> {
+pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress) -> Result<Deployment, LifecycleError> {
     let checks = lifecycle::Preflight::new(resolved.deployment, &resolved.site);
     let mut problems = Vec::new();
     let signed_in = crate::preflight::basics(env, resolved, &checks, progress, &mut problems);
@@ -32,7 +32,7 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
     }
     match found {
         Some(found) if problems.is_empty() => Ok(found),
-        _ => Err(Error::Preflight { problems }),
+        _ => Err(LifecycleError::Preflight { problems }),
     }
 }
 
@@ -93,7 +93,7 @@ fn fit_and_instance(env: &Env, resolved: &Resolved<'_>, cluster: &Cluster, probl
 /// head's pool and its machine, the instance's capacity and tier), without their Nodes and GKE
 /// networks: what `cost` prices. An `Err` holds every problem (the cluster cannot be read, or
 /// does not fit).
-pub fn as_it_is(deployment: &Deployment, target: &crate::SiteOptions, env: &Env) -> Result<Deployment, Error> {
+pub fn as_it_is(deployment: &Deployment, target: &crate::SiteOptions, env: &Env) -> Result<Deployment, LifecycleError> {
     let resolved = target.resolve(deployment, env, false)?;
     let mut problems = Vec::new();
     if let Some(cluster) = described(env, &resolved, &mut problems)
@@ -101,9 +101,9 @@ pub fn as_it_is(deployment: &Deployment, target: &crate::SiteOptions, env: &Env)
         && problems.is_empty()
     {
         return existing::fitted(deployment, &fit, &[], instance.as_ref())
-            .map_err(|misfit| Error::Preflight { problems: vec![Problem::Misfit(misfit)] });
+            .map_err(|misfit| LifecycleError::Preflight { problems: vec![Problem::Misfit(misfit)] });
     }
-    Err(Error::Preflight { problems })
+    Err(LifecycleError::Preflight { problems })
 }
 
 /// Reads the cluster, its Nodes, its GKE networks and the Lustre instance; every disagreement
@@ -125,7 +125,7 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
         Ok(listed) => cluster.count_nodes(&listed),
         // A role that may not list Nodes still deploys, on gcloud's figures.
         Err(e) if e.is_forbidden() => {
-            progress.event(Event::NodesUnlisted { cluster: &name, reason: &crate::chain(&e) });
+            progress.lifecycle(LifecycleEvent::NodesUnlisted { cluster: &name, reason: &crate::chain(&e) });
         }
         Err(e) => {
             problems.push(unknown("nodes", crate::chain(&e), REACH));
@@ -135,7 +135,7 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     let (fit, instance) = fit_and_instance(env, resolved, &cluster, problems);
     let fit = fit?;
     if let Some((listed, made)) = cluster.pools.iter().find(|p| p.name == fit.gpu_pool).and_then(existing::Pool::short) {
-        progress.event(Event::PoolShort { pool: &fit.gpu_pool, listed, made });
+        progress.lifecycle(LifecycleEvent::PoolShort { pool: &fit.gpu_pool, listed, made });
     }
     // The workers' RDMA networks are Kubernetes objects of the cluster: read them only where
     // the fabric is wired and the config names none.
@@ -170,7 +170,7 @@ async fn read(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress, probl
     };
     let head_pool =
         fitted.ray.head.pool.as_ref().map_or_else(|| "a GPU node (ray.head.node_pool: gpu)".to_owned(), |p| format!("node pool {p}"));
-    progress.event(Event::ExistingCluster {
+    progress.lifecycle(LifecycleEvent::ExistingCluster {
         cluster: &cluster.name,
         version: &cluster.version,
         gpu_pool: &fit.gpu_pool,
@@ -192,14 +192,14 @@ async fn kubernetes(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress)
 
 /// Provision on an existing cluster: the missing add-ons, and the Lustre instance when gke-rl
 /// creates it (the codelab's scripts' way: a peering range, the peering, then the instance).
-pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, progress: &dyn Progress) -> Result<(), Error> {
+pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, progress: &dyn Progress) -> Result<(), LifecycleError> {
     let (d, site) = (resolved.deployment, &resolved.site);
     let described = read_cluster(env, resolved)
-        .map_err(|reason| Error::Query { what: format!("cannot read cluster {}", d.project.cluster_name), reason })?;
+        .map_err(|reason| LifecycleError::Query { what: format!("cannot read cluster {}", d.project.cluster_name), reason })?;
     let off = described.addons_off();
     if !off.is_empty() {
         if !resolved.stream(env, progress, &lifecycle::update_addons(d, site, &off, true)) {
-            return Err(Error::CommandFailed { what: "gcloud container clusters update --update-addons".into() });
+            return Err(LifecycleError::CommandFailed { what: "gcloud container clusters update --update-addons".into() });
         }
         for addon in off {
             if !state.created.addons.iter().any(|a| a == addon) {
@@ -216,7 +216,7 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     if let Some(found) = found {
         let ours = found.made_by(d);
         if !ours && state.created.lustre_instance.is_none() {
-            return Err(Error::Query {
+            return Err(LifecycleError::Query {
                 what: format!("cannot create Lustre instance {}", d.lustre.instance_id),
                 reason: format!(
                     "an instance of that name exists in {} and gke-rl did not create it: set lustre.existing: true to attach it, or name another",
@@ -231,13 +231,13 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     if resolved.read(env, &lifecycle::describe_peering_range(network, project)).is_err()
         && !resolved.stream(env, progress, &lifecycle::create_peering_range(network, project))
     {
-        return Err(Error::CommandFailed { what: "gcloud compute addresses create".into() });
+        return Err(LifecycleError::CommandFailed { what: "gcloud compute addresses create".into() });
     }
     let peered = resolved
         .read(env, &lifecycle::list_peerings(network, project))
         .is_ok_and(|services| services.lines().any(|s| s.trim() == lifecycle::SERVICE_NETWORKING));
     if !peered && !resolved.stream(env, progress, &lifecycle::connect_peering(network, project)) {
-        return Err(Error::CommandFailed { what: "gcloud services vpc-peerings connect".into() });
+        return Err(LifecycleError::CommandFailed { what: "gcloud services vpc-peerings connect".into() });
     }
     // Recorded before it is asked for: a create cut short still finishes at Google, and
     // destroy must know to delete it. (The next deploy finds it by its label.)
@@ -252,16 +252,16 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
         if !ours {
             state.created.lustre_instance = None;
         }
-        return Err(Error::CommandFailed { what: "gcloud lustre instances create".into() });
+        return Err(LifecycleError::CommandFailed { what: "gcloud lustre instances create".into() });
     }
     Ok(())
 }
 
 /// The instance as it is now, for its volume: `ACTIVE`, with an address to mount.
-pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, Error> {
+pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, LifecycleError> {
     let d = resolved.deployment;
     let what = format!("cannot bind Lustre instance {}", d.lustre.instance_id);
-    let instance = read_instance(env, resolved).map_err(|reason| Error::Query { what: what.clone(), reason })?;
+    let instance = read_instance(env, resolved).map_err(|reason| LifecycleError::Query { what: what.clone(), reason })?;
     if instance.state != "ACTIVE" || instance.ip.is_empty() || instance.filesystem.is_empty() {
         let reason = format!(
             "it is {} with mount point `{}@tcp:/{}`: run deploy again once `gcloud lustre instances describe` says ACTIVE",
@@ -269,7 +269,7 @@ pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, E
             instance.ip.escape_debug(),
             instance.filesystem.escape_debug()
         );
-        return Err(Error::Query { what, reason });
+        return Err(LifecycleError::Query { what, reason });
     }
     Ok(instance)
 }

@@ -11,7 +11,7 @@ use gke_rl_ray::{Client, JobStatus};
 
 use crate::events::Progress;
 use crate::jobs::{self, Followed, SubmitOptions};
-use crate::{Env, Error};
+use crate::{CommonError, Env, JobError};
 
 /// The most time beyond the job's own limit for it to start and report.
 const FOLLOW_GRACE: Duration = Duration::from_secs(120);
@@ -65,11 +65,11 @@ pub async fn check(
     client: &Client,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<FabricChecked, Error> {
+) -> Result<FabricChecked, JobError> {
     let expected = Expectation::for_deployment(deployment, options.min_fraction)?;
     let local = |what: &str| {
         let what = what.to_owned();
-        move |source| Error::Local { what, source }
+        move |source| CommonError::Local { what, source }
     };
     let dir = tempfile::Builder::new().prefix("gke-rl-fabric-check-").tempdir().map_err(local("cannot create the job folder"))?;
     std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
@@ -92,7 +92,7 @@ pub async fn check(
         Ok(followed) => followed?,
         Err(_) => {
             let _ = client.stop(&id).await;
-            return Err(Error::JobTimedOut { id, after: limit });
+            return Err(JobError::JobTimedOut { id, after: limit });
         }
     };
     let job = match followed {

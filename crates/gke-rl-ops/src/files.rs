@@ -3,22 +3,22 @@
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 
-use crate::Error;
+use crate::CommonError;
 
 /// Reads a text file a user named, refusing more than [`gke_rl_validate::MAX_FILE_BYTES`]
 /// and non-UTF-8 text (see [`read_bytes`]).
-pub fn read_text(path: &Path) -> Result<String, Error> {
+pub fn read_text(path: &Path) -> Result<String, CommonError> {
     let bytes = read_bytes(path)?;
     if let Err(diagnostic) = gke_rl::diagnostic::utf8(&bytes) {
-        return Err(Error::NotText { path: path.to_owned(), at: (diagnostic.line, diagnostic.column) });
+        return Err(CommonError::NotText { path: path.to_owned(), at: (diagnostic.line, diagnostic.column) });
     }
     Ok(String::from_utf8(bytes).expect("checked"))
 }
 
 /// Reads a file a user named ([`open_input`]), refusing more than
 /// [`gke_rl_validate::MAX_FILE_BYTES`].
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
-    let read = |source| Error::Read { path: path.to_owned(), source };
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, CommonError> {
+    let read = |source| CommonError::Read { path: path.to_owned(), source };
     let (file, metadata) = open_input(path)?;
     let limit = gke_rl_validate::MAX_FILE_BYTES as u64;
     // Sized by the file's length up front: a `Take` gives `read_to_end` no size hint, so it
@@ -26,7 +26,7 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len().min(limit) + 1).unwrap_or(0));
     file.take(limit + 1).read_to_end(&mut bytes).map_err(read)?;
     if bytes.len() as u64 > limit {
-        return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(bytes.len() as u64) });
+        return Err(CommonError::TooLarge { path: path.to_owned(), bytes: metadata.len().max(bytes.len() as u64) });
     }
     Ok(bytes)
 }
@@ -34,12 +34,12 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
 /// A file a user named, opened for reading: regular files, and the pipes of `<(command)` and
 /// `/dev/stdin`. Named pipes elsewhere (opening one waits for a writer forever), sockets and
 /// devices are refused before they are opened.
-fn open_input(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Error> {
-    let read = |source| Error::Read { path: path.to_owned(), source };
+fn open_input(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), CommonError> {
+    let read = |source| CommonError::Read { path: path.to_owned(), source };
     let metadata = std::fs::metadata(path).map_err(read)?;
     let passed_by_the_shell = path == Path::new("/dev/stdin") || path.starts_with("/dev/fd") || is_proc_fd(path);
     if let Some(kind) = special_kind(&metadata.file_type()).filter(|_| !passed_by_the_shell) {
-        return Err(Error::NotAFile { path: path.to_owned(), kind });
+        return Err(CommonError::NotAFile { path: path.to_owned(), kind });
     }
     Ok((std::fs::File::open(path).map_err(read)?, metadata))
 }
@@ -50,8 +50,8 @@ pub const MAX_LOG_BYTES: u64 = 16 << 30;
 /// Reads a log file a user named in chunks of text, for readers that keep only what they need:
 /// memory stays one chunk whatever the size. Bytes that are not UTF-8 read as U+FFFD. The same
 /// files as [`open_input`] are refused, and more than [`MAX_LOG_BYTES`].
-pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
-    let read = |source| Error::Read { path: path.to_owned(), source };
+pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), CommonError> {
+    let read = |source| CommonError::Read { path: path.to_owned(), source };
     let (file, metadata) = open_input(path)?;
     let mut file = file.take(MAX_LOG_BYTES + 1);
     let (mut buffer, mut kept, mut total) = (vec![0u8; 64 * 1024], 0, 0u64);
@@ -59,7 +59,7 @@ pub fn read_log(path: &Path, mut chunk: impl FnMut(&str)) -> Result<(), Error> {
         let n = file.read(&mut buffer[kept..]).map_err(read)?;
         total += n as u64;
         if total > MAX_LOG_BYTES {
-            return Err(Error::TooLarge { path: path.to_owned(), bytes: metadata.len().max(total) });
+            return Err(CommonError::TooLarge { path: path.to_owned(), bytes: metadata.len().max(total) });
         }
         let filled = kept + n;
         // A character cut by the chunk's end waits for the next read (at most 3 bytes), even
@@ -116,14 +116,14 @@ fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
 /// Writes `contents` to `path` so that readers see the old file or the new one, never a
 /// partial one: a temporary file created exclusively (never through a symlink) in the same
 /// folder, then renamed over `path`.
-pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Result<(), Error> {
+pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Result<(), CommonError> {
     write_atomically_as(path, contents, if executable { 0o755 } else { 0o644 })
 }
 
 /// [`write_atomically`] with the permission bits `mode`, which the temporary file has before
 /// any byte is in it.
-pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<(), Error> {
-    let write = |source| Error::Write { path: path.to_owned(), source };
+pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<(), CommonError> {
+    let write = |source| CommonError::Write { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // Made and listed under the list's lock: the signal handler, which takes it too, sees every
     // temporary file that exists.
@@ -214,9 +214,9 @@ pub struct FolderLock {
 
 /// Takes the existing `folder` for `holder` (e.g. `gke-rl deploy`), or says which process holds
 /// it. The lock file is opened without following a link planted in its place.
-pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, Error> {
+pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, CommonError> {
     let path = folder.join(LOCK_FILE);
-    let write = |source| Error::Write { path: path.clone(), source };
+    let write = |source| CommonError::Write { path: path.clone(), source };
     let mut file = match std::fs::File::create_new(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open_no_link(&path).map_err(write)?,
@@ -232,7 +232,7 @@ pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, Error> {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
+                return Err(CommonError::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
             }
             Err(std::fs::TryLockError::Error(source)) => return Err(write(source)),
         }
@@ -288,7 +288,7 @@ mod tests {
             assert_eq!(text, String::from_utf8_lossy(&bytes), "pad {pad}");
         }
         let error = read_log(Path::new("/dev/zero"), |_| {}).unwrap_err();
-        assert!(matches!(error, Error::NotAFile { kind: "a character device", .. }), "{error}");
+        assert!(matches!(error, CommonError::NotAFile { kind: "a character device", .. }), "{error}");
     }
 
     #[test]
@@ -299,7 +299,7 @@ mod tests {
         let held = lock_folder(&folder, "gke-rl deploy").unwrap();
         let refused = lock_folder(&folder, "gke-rl destroy").unwrap_err();
         let pid = std::process::id();
-        assert!(matches!(&refused, Error::FolderInUse { holder, .. } if *holder == format!("pid {pid}: gke-rl deploy")), "{refused}");
+        assert!(matches!(&refused, CommonError::FolderInUse { holder, .. } if *holder == format!("pid {pid}: gke-rl deploy")), "{refused}");
         drop(held);
         // Taken again at once, even while another test of this process forks a child.
         let again = lock_folder(&folder, "gke-rl destroy").unwrap();
@@ -310,7 +310,7 @@ mod tests {
         let target = dir.path().join("target");
         std::fs::write(&target, "keep\n").unwrap();
         std::os::unix::fs::symlink(&target, folder.join(LOCK_FILE)).unwrap();
-        assert!(matches!(lock_folder(&folder, "gke-rl deploy"), Err(Error::Write { .. })));
+        assert!(matches!(lock_folder(&folder, "gke-rl deploy"), Err(CommonError::Write { .. })));
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
     }
 
@@ -330,21 +330,21 @@ mod tests {
     fn reads_are_bounded_whatever_the_file_is() {
         for device in ["/dev/zero", "/dev/null"] {
             let error = read_text(Path::new(device)).unwrap_err();
-            assert!(matches!(error, Error::NotAFile { kind: "a character device", .. }), "{error}");
+            assert!(matches!(error, CommonError::NotAFile { kind: "a character device", .. }), "{error}");
         }
         // `<(yes)`: an endless pipe, passed the way the shell passes it.
         let (reader, mut writer) = std::io::pipe().unwrap();
         let endless = std::thread::spawn(move || while writer.write_all(&[b'y'; 65536]).is_ok() {});
         use std::os::fd::AsRawFd as _;
         let error = read_text(Path::new(&format!("/dev/fd/{}", reader.as_raw_fd()))).unwrap_err();
-        assert!(matches!(error, Error::TooLarge { .. }), "{error}");
+        assert!(matches!(error, CommonError::TooLarge { .. }), "{error}");
         drop(reader);
         endless.join().unwrap();
         // Named pipes: crates/gke-rl-cli/tests/it/hostile.rs (`inputs_that_never_end_are_bounded_or_refused`).
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("x.yaml");
         std::fs::write(&binary, [0xff, 0xfe]).unwrap();
-        assert!(matches!(read_text(&binary), Err(Error::NotText { .. })));
-        assert!(matches!(read_text(&dir.path().join("missing")), Err(Error::Read { .. })));
+        assert!(matches!(read_text(&binary), Err(CommonError::NotText { .. })));
+        assert!(matches!(read_text(&dir.path().join("missing")), Err(CommonError::Read { .. })));
     }
 }

@@ -9,8 +9,8 @@ use gke_rl::Deployment;
 use gke_rl::lifecycle;
 use gke_rl_kube::portforward::{Forwarding, OnError};
 
-use crate::events::{Event, Progress};
-use crate::{Env, Error};
+use crate::events::{JobEvent, Progress};
+use crate::{CommonError, Env, JobError};
 
 pub use gke_rl::knowledge::DASHBOARD_PORT;
 
@@ -92,13 +92,13 @@ pub(crate) async fn connect_cluster(
     options: &HeadOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Head, Error> {
+) -> Result<Head, JobError> {
     if let Some(address) = options.address(env) {
         let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
         let token = gke_rl_ray::Token::discover(variable, env.var("HOME").map(std::path::PathBuf::from).as_deref())?;
         return head(address, None, token, options);
     }
-    let clusters = namespaced(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
+    let clusters = namespaced(deployment, env).await.map_err(|source| JobError::PortForward { source: Box::new(source.into()) })?;
     connect_to(deployment, clusters, deployment.project.cluster_name.to_string(), options, env, progress).await
 }
 
@@ -110,7 +110,7 @@ pub(crate) async fn connect_to(
     options: &HeadOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Head, Error> {
+) -> Result<Head, JobError> {
     let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
     let forwarded = async {
         let forwarding = forward(deployment, &clusters, &cluster, progress).await?;
@@ -118,14 +118,14 @@ pub(crate) async fn connect_to(
             Some(token) => Some(token),
             None => cluster_token(deployment, &cluster, &clusters).await?,
         };
-        Ok::<_, Error>((forwarding, token))
+        Ok::<_, JobError>((forwarding, token))
     };
-    let (forwarding, token) = forwarded.await.map_err(|source| Error::PortForward { source: Box::new(source) })?;
+    let (forwarding, token) = forwarded.await.map_err(|source| JobError::PortForward { source: Box::new(source) })?;
     let address = format!("http://{}", forwarding.local);
     head(address, Some(Forwarded { _forwarding: forwarding, clusters, cluster }), token, options)
 }
 
-fn head(address: String, forwarded: Option<Forwarded>, token: Option<gke_rl_ray::Token>, options: &HeadOptions) -> Result<Head, Error> {
+fn head(address: String, forwarded: Option<Forwarded>, token: Option<gke_rl_ray::Token>, options: &HeadOptions) -> Result<Head, JobError> {
     let client_options = gke_rl_ray::ClientOptions {
         token,
         headers: options.headers.clone(),
@@ -140,14 +140,14 @@ async fn cluster_token(
     deployment: &Deployment,
     cluster: &str,
     clusters: &gke_rl_kube::Namespaced,
-) -> Result<Option<gke_rl_ray::Token>, Error> {
+) -> Result<Option<gke_rl_ray::Token>, JobError> {
     let namespace = deployment.ray.namespace.as_str();
     let Some(secret) = clusters.token_secret(cluster).await? else { return Ok(None) };
     let value = clusters.secret_value(&secret, gke_rl::auth::TOKEN_KEY).await?;
     let source = gke_rl_ray::TokenSource::Secret { namespace: namespace.to_owned(), name: secret.clone() };
     match value.map(|v| gke_rl_ray::Token::new(&v, source)).transpose()?.flatten() {
         Some(token) => Ok(Some(token)),
-        None => Err(Error::NoRayToken { cluster: cluster.to_owned(), namespace: namespace.to_owned(), secret }),
+        None => Err(CommonError::NoRayToken { cluster: cluster.to_owned(), namespace: namespace.to_owned(), secret }.into()),
     }
 }
 
@@ -172,7 +172,7 @@ pub fn kube_context(deployment: &Deployment) -> Option<String> {
 }
 
 /// gke-rl's objects in the deployment's namespace, through its cluster's kubeconfig context.
-pub(crate) async fn namespaced(deployment: &Deployment, env: &Env) -> Result<gke_rl_kube::Namespaced, Error> {
+pub(crate) async fn namespaced(deployment: &Deployment, env: &Env) -> Result<gke_rl_kube::Namespaced, CommonError> {
     let context = match env.kube {
         crate::Kube::FromKubeconfig => kube_context(deployment),
         crate::Kube::Given(_) => None,
@@ -186,17 +186,17 @@ async fn forward(
     clusters: &gke_rl_kube::Namespaced,
     cluster: &str,
     progress: Arc<dyn Progress>,
-) -> Result<Forwarding, Error> {
+) -> Result<Forwarding, JobError> {
     let namespace = deployment.ray.namespace.as_str();
     // Fail now, with the reason, rather than on the first request.
     let pod = clusters.head_pod(cluster).await?;
     let reporter = progress.clone();
-    let on_error: OnError = Arc::new(move |e| reporter.event(Event::PortForwardFailed(e)));
+    let on_error: OnError = Arc::new(move |e| reporter.job(JobEvent::PortForwardFailed(e)));
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let forwarding =
         gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), Duration::from_secs(30), on_error)
             .await
-            .map_err(|source| Error::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
-    progress.event(Event::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
+            .map_err(|source| CommonError::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
+    progress.job(JobEvent::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
     Ok(forwarding)
 }

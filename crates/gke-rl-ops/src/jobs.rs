@@ -16,9 +16,9 @@ use gke_rl_validate::{SourceFile, count};
 use gke_rl_kube::{RayJobState, Readiness};
 
 use crate::env::Armed;
-use crate::events::{Event, Progress};
+use crate::events::{JobEvent, Progress};
 use crate::head::Head;
-use crate::{Env, Error};
+use crate::{CommonError, Env, JobError};
 
 /// What to submit. Without a working dir, the job folder holds the rendered job script and
 /// the `include` files.
@@ -75,16 +75,16 @@ pub fn prepare(
     options: &SubmitOptions,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<Prepared, Error> {
+) -> Result<Prepared, JobError> {
     let mut runtime_env = runtime_env(artifacts, options, progress)?;
     let package = package(deployment, artifacts, options, &runtime_env, env, progress)?;
     let mut env_vars = Vec::new();
     for name in &options.env_from_local {
         if name == gke_rl::auth::TOKEN_VARIABLE {
-            return Err(Error::RayTokenToJob);
+            return Err(JobError::RayTokenToJob);
         }
-        let value = env.runner.var(name).ok_or_else(|| Error::EnvFromLocalUnset(name.clone()))?;
-        progress.event(Event::EnvFromLocal { name });
+        let value = env.runner.var(name).ok_or_else(|| JobError::EnvFromLocalUnset(name.clone()))?;
+        progress.job(JobEvent::EnvFromLocal { name });
         env_vars.push((name.clone(), value));
     }
     if !env_vars.is_empty() {
@@ -92,7 +92,7 @@ pub fn prepare(
         let map = runtime_env.entry("env_vars").or_insert_with(|| serde_json::json!({}));
         let map = map
             .as_object_mut()
-            .ok_or_else(|| Error::RuntimeEnvShape { name: name.to_owned(), problem: "its env_vars must be a mapping".into() })?;
+            .ok_or_else(|| JobError::RuntimeEnvShape { name: name.to_owned(), problem: "its env_vars must be a mapping".into() })?;
         for (name, value) in env_vars {
             map.insert(name, value.into());
         }
@@ -100,7 +100,7 @@ pub fn prepare(
     if let Some((id, problem)) =
         options.submission_id.as_deref().and_then(|id| Some((id, gke_rl_in_cluster::supervisor::run_id_problem(id)?)))
     {
-        return Err(Error::RunId { id: id.to_owned(), problem });
+        return Err(JobError::RunId { id: id.to_owned(), problem });
     }
     let entrypoint = if options.entrypoint.is_empty() { gke_rl::render::entrypoint() } else { gke_rl_ray::entrypoint(&options.entrypoint) };
     let request = SubmitRequest {
@@ -134,7 +134,7 @@ impl Prepared {
 }
 
 /// Uploads the package unless the cluster has it, and submits; the submission id.
-pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, Error> {
+pub async fn submit(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<String, JobError> {
     Ok(submit_supervised(client, prepared, progress).await?.id)
 }
 
@@ -179,9 +179,9 @@ impl Supervise {
 /// [`submit`]: when the job is supervised, the supervisor's package is uploaded too and the
 /// entrypoint becomes the supervisor running the command, with the cluster's size as Ray counts
 /// it now.
-pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<Submitted, Error> {
+pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &dyn Progress) -> Result<Submitted, JobError> {
     let server = client.version().await?;
-    progress.event(Event::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
+    progress.job(JobEvent::Connected { ray_version: &server.ray_version, address: client.address(), tested: server.is_tested() });
     let mut request = prepared.request;
     if let Some(hashed) = &prepared.package {
         upload_unless_present(client, hashed, progress).await?;
@@ -196,7 +196,7 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
         let modules = runtime_env.entry("py_modules").or_insert_with(|| serde_json::json!([]));
         let modules = modules
             .as_array_mut()
-            .ok_or_else(|| Error::RuntimeEnvShape { name: "the runtime env".into(), problem: "its py_modules must be a list".into() })?;
+            .ok_or_else(|| JobError::RuntimeEnvShape { name: "the runtime env".into(), problem: "its py_modules must be a list".into() })?;
         modules.push(package.uri.clone().into());
         let supervision = gke_rl_in_cluster::supervisor::Supervision {
             run: request.submission_id.clone().unwrap_or_default(),
@@ -216,25 +216,25 @@ pub async fn submit_supervised(client: &Client, prepared: Prepared, progress: &d
         .submit(&request, &server, &mut |error| {
             // Once: the head asks to be asked again, and is, within a bound.
             if !std::mem::replace(&mut said, true) {
-                progress.event(Event::AgentNotReady { error, within: gke_rl_ray::AGENT_WAIT });
+                progress.job(JobEvent::AgentNotReady { error, within: gke_rl_ray::AGENT_WAIT });
             }
         })
         .await?;
-    progress.event(Event::Submitted { id: &id });
+    progress.job(JobEvent::Submitted { id: &id });
     Ok(Submitted { id })
 }
 
 /// Uploads the package unless the cluster has it.
-async fn upload_unless_present(client: &Client, hashed: &Hashed, progress: &dyn Progress) -> Result<(), Error> {
+async fn upload_unless_present(client: &Client, hashed: &Hashed, progress: &dyn Progress) -> Result<(), JobError> {
     let files = hashed.file_count();
     if client.package_exists(&hashed.uri).await? {
-        progress.event(Event::PackageReused { uri: &hashed.uri, files });
+        progress.job(JobEvent::PackageReused { uri: &hashed.uri, files });
     } else {
         let package = hashed.zip()?;
         if let Some(token) = client.token().filter(|t| package.holds(t.reveal())) {
-            return Err(Error::RayTokenInPackage { from: token.source().to_string() });
+            return Err(JobError::RayTokenInPackage { from: token.source().to_string() });
         }
-        progress.event(Event::Uploading { uri: &hashed.uri, files, bytes: package.zip.len() as u64 });
+        progress.job(JobEvent::Uploading { uri: &hashed.uri, files, bytes: package.zip.len() as u64 });
         client.upload_package(&hashed.uri, package.zip).await?;
     }
     Ok(())
@@ -254,9 +254,15 @@ pub struct Observed {
 /// without the supervisor's final record, into the keeper's resubmission (`<id>-rN`), which it
 /// waits `wait` for; with no `wait` (no keeper runs, as beside a RayJob), such a run is lost. It
 /// never submits anything.
-pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: &Env, progress: &dyn Progress) -> Result<Observed, Error> {
+pub async fn follow_run(
+    client: &Client,
+    id: &str,
+    wait: Option<Duration>,
+    env: &Env,
+    progress: &dyn Progress,
+) -> Result<Observed, JobError> {
     // Armed once for the whole run: a signal between two submissions is heard too.
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut current = latest_in_chain(client, id).await?;
     let mut records = Records::default();
     loop {
@@ -268,9 +274,9 @@ pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: 
                 return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log: Box::new(log) }, records });
             }
             Ok(Some(job)) => (format!("job {current} ended {} without its supervisor's record", job.status), None),
-            Err(Error::Ray(lost @ RayError::JobNotFound { .. })) => (format!("job {current} is gone ({lost})"), None),
-            Err(Error::Ray(lost @ (RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
-                (format!("job {current} is gone ({lost})"), Some(Error::Ray(lost)))
+            Err(JobError::Ray(lost @ RayError::JobNotFound { .. })) => (format!("job {current} is gone ({lost})"), None),
+            Err(JobError::Ray(lost @ (RayError::Unreachable { .. } | RayError::Timeout { .. }))) => {
+                (format!("job {current} is gone ({lost})"), Some(JobError::Ray(lost)))
             }
             Err(e) => return Err(e),
         };
@@ -278,16 +284,16 @@ pub async fn follow_run(client: &Client, id: &str, wait: Option<Duration>, env: 
             // A head out of reach says nothing of the run: only a job gone or failed is lost.
             return Err(match lost {
                 Some(unreached) => unreached,
-                None => Error::RunLost { id: current, why: gone },
+                None => JobError::RunLost { id: current, why: gone },
             });
         };
-        progress.event(Event::AwaitingKeeper { id: &current, why: &gone, wait });
+        progress.job(JobEvent::AwaitingKeeper { id: &current, why: &gone, wait });
         let resubmitted = tokio::select! {
             resubmitted = await_resubmission(client, id, &current, wait, env) => resubmitted,
             () = interrupt.wait() => return Ok(Observed { followed: detached(&interrupt), records }),
         };
-        current = resubmitted.ok_or_else(|| Error::NotResubmitted { id: current.clone(), why: gone, after: wait })?;
-        progress.event(Event::Resubmitted { id: &current });
+        current = resubmitted.ok_or_else(|| JobError::NotResubmitted { id: current.clone(), why: gone, after: wait })?;
+        progress.job(JobEvent::Resubmitted { id: &current });
     }
 }
 
@@ -312,7 +318,7 @@ async fn await_resubmission(client: &Client, id: &str, current: &str, within: Du
 /// and the keeper's resubmissions (`<run>-r1`, `-r2`…) that the cluster knows, each a job whose
 /// supervisor's entrypoint names the run (`gke_rl_in_cluster::supervisor::run_of`), never a job that only
 /// shares a prefix. A head that restarted forgot the earlier ones, so there may be gaps.
-pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, Error> {
+pub async fn chain(client: &Client, id: &str) -> Result<Vec<String>, JobError> {
     let jobs = client.jobs().await?;
     // The run the named job supervises: its first submission, whichever of them was named; a
     // first submission a restarted head forgot names its run itself.
@@ -340,7 +346,7 @@ fn restart_number(first: &str, id: &str) -> Option<u32> {
 }
 
 /// The newest submission of `id`'s chain of restarts.
-pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, Error> {
+pub async fn latest_in_chain(client: &Client, id: &str) -> Result<String, JobError> {
     Ok(chain(client, id).await?.pop().unwrap_or_else(|| id.to_owned()))
 }
 
@@ -349,19 +355,19 @@ fn runtime_env(
     artifacts: &Artifacts,
     options: &SubmitOptions,
     progress: &dyn Progress,
-) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+) -> Result<serde_json::Map<String, serde_json::Value>, JobError> {
     let (name, text) = match &options.runtime_env {
         Some((name, text)) => (name.as_str(), text.as_str()),
         None => (artifacts.runtime_env.name, artifacts.runtime_env.contents.as_str()),
     };
     let findings = gke_rl_validate::validate(&[SourceFile { name, text }]);
     for finding in &findings {
-        progress.event(Event::RuntimeEnvFinding { text, finding });
+        progress.job(JobEvent::RuntimeEnvFinding { text, finding });
     }
     if count(&findings, Severity::Error) > 0 {
-        return Err(Error::RuntimeEnv { name: name.to_owned(), findings });
+        return Err(JobError::RuntimeEnv { name: name.to_owned(), findings });
     }
-    let shape = |problem: &str| Error::RuntimeEnvShape { name: name.to_owned(), problem: problem.to_owned() };
+    let shape = |problem: &str| JobError::RuntimeEnvShape { name: name.to_owned(), problem: problem.to_owned() };
     let value = gke_rl_yaml::Node::try_parse(text).map_err(|e| shape(&e.to_string()))?.to_json();
     match value {
         serde_json::Value::Object(map) => Ok(map),
@@ -379,7 +385,7 @@ fn package(
     runtime_env: &serde_json::Map<String, serde_json::Value>,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<Option<Hashed>, Error> {
+) -> Result<Option<Hashed>, JobError> {
     let from_env = runtime_env.get("working_dir").and_then(|v| v.as_str());
     let dir = match (&options.working_dir, from_env) {
         (None, Some(uri)) if uri.contains("://") => return Ok(None),
@@ -405,7 +411,7 @@ fn package(
         }
         Some(dir) => {
             if options.working_dir.is_some() && from_env.is_some() {
-                progress.event(Event::WorkingDirOverridden);
+                progress.job(JobEvent::WorkingDirOverridden);
             }
             let package_options = PackageOptions {
                 follow_links_out: options.follow_links_out,
@@ -413,9 +419,9 @@ fn package(
                 ..PackageOptions::for_runtime_env(runtime_env, |name| env.runner.var(name))?
             };
             let plan = Plan::for_dir(&dir, &package_options, &secrets)?;
-            progress.event(Event::IgnoreFiles { dir: &dir.display().to_string(), count: plan.ignore_files.len() });
+            progress.job(JobEvent::IgnoreFiles { dir: &dir.display().to_string(), count: plan.ignore_files.len() });
             if !plan.credentials_left_out.is_empty() {
-                progress.event(Event::CredentialFilesLeftOut { paths: &plan.credentials_left_out });
+                progress.job(JobEvent::CredentialFilesLeftOut { paths: &plan.credentials_left_out });
             }
             plan
         }
@@ -426,30 +432,30 @@ fn package(
                 Err(gke_rl_ray::Error::SecretInFile { path, name }) if path != ArtifactKind::JobScript.file() => {
                     let path = options.include.iter().find(|p| p.file_name().is_some_and(|n| *n == *path)).cloned().unwrap_or(path.into());
                     let problem = format!("contains the value of {name}; a secret must never be uploaded: leave it out of --include");
-                    Err(Error::Include { path, problem })
+                    Err(JobError::Include { path, problem })
                 }
                 result => Ok(Some(result?)),
             };
         }
     };
     for (path, bytes) in plan.large_files() {
-        progress.event(Event::LargeFile { path: &path, bytes });
+        progress.job(JobEvent::LargeFile { path: &path, bytes });
     }
     plan.check_size()?;
     Ok(Some(plan.hash(&secrets)?))
 }
 
 /// The rendered job script plus each included file, by file name.
-fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>, Error> {
+fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String, Vec<u8>, bool)>, JobError> {
     let script = &artifacts.job_script;
     let mut files = vec![(ArtifactKind::JobScript.file().to_owned(), script.contents.clone().into_bytes(), true)];
     for path in include {
-        let problem = |problem: String| Error::Include { path: path.clone(), problem };
+        let problem = |problem: String| JobError::Include { path: path.clone(), problem };
         let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| problem("not a file name".into()))?;
         if files.iter().any(|(n, _, _)| n == name) {
             return Err(problem(format!("the job folder already has a file named {name}")));
         }
-        let meta = std::fs::metadata(path).map_err(|source| Error::Read { path: path.clone(), source })?;
+        let meta = std::fs::metadata(path).map_err(|source| CommonError::Read { path: path.clone(), source })?;
         if meta.is_dir() {
             return Err(problem("is a directory: upload a folder as the working dir".into()));
         }
@@ -464,9 +470,9 @@ fn job_folder(artifacts: &Artifacts, include: &[PathBuf]) -> Result<Vec<(String,
 }
 
 /// A file for the job folder, at most the upload limit.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, Error> {
+fn read_bounded(path: &Path) -> Result<Vec<u8>, JobError> {
     use std::io::Read as _;
-    let read = |source| Error::Read { path: path.to_owned(), source };
+    let read = |source| CommonError::Read { path: path.to_owned(), source };
     let mut bytes = Vec::new();
     std::fs::File::open(path).map_err(read)?.take(gke_rl_ray::package::MAX_UPLOAD_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
     Ok(bytes)
@@ -491,9 +497,9 @@ pub enum Followed {
 }
 
 /// Streams the job's log and state changes until it ends; the interrupt detaches.
-pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, Error> {
+pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, JobError> {
     // Armed before anything else, so no interrupt from here on ends the process.
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let mut log = RunLog::default();
     Ok(match follow_logging(client, id, env, progress, &mut log, &mut Records::default(), &mut interrupt).await? {
         Some(job) => Followed::Finished { job: Box::new(job), log: Box::new(log) },
@@ -532,7 +538,7 @@ async fn follow_logging(
     log: &mut RunLog,
     records: &mut Records,
     interrupt: &mut Armed,
-) -> Result<Option<JobDetails>, Error> {
+) -> Result<Option<JobDetails>, JobError> {
     let started = env.clock.now();
     // Progress is worked out again when a step finishes or a save is timed, not for every
     // figure: following a long finished job replays thousands of steps at once.
@@ -545,25 +551,25 @@ async fn follow_logging(
             for text in by_step(chunk) {
                 log.feed(text, Some((env.clock.now() - started).as_secs_f64()));
                 records.feed(text);
-                progress.event(Event::Log(text));
+                progress.job(JobEvent::Log(text));
                 if log.progress_mark() != shown {
                     shown = log.progress_mark();
-                    progress.event(Event::RunProgress(&gke_rl_in_cluster::run_report::progress(log, records)));
+                    progress.job(JobEvent::RunProgress(&gke_rl_in_cluster::run_report::progress(log, records)));
                 }
             }
             // Only the newest save gets its path, so the saves before `next` are done with.
             let saves = log.saves();
             while let Some(save) = saves.get(next) {
                 match &save.path {
-                    Some(_) => progress.event(Event::CheckpointSaved(save)),
+                    Some(_) => progress.job(JobEvent::CheckpointSaved(save)),
                     None if next + 1 == saves.len() => break,
                     None => {}
                 }
                 next += 1;
             }
         }
-        gke_rl_ray::Event::Reconnecting(reason) => progress.event(Event::Reconnecting(reason)),
-        gke_rl_ray::Event::Unread(why) => progress.event(Event::LogUnread(why)),
+        gke_rl_ray::Event::Reconnecting(reason) => progress.job(JobEvent::Reconnecting(reason)),
+        gke_rl_ray::Event::Unread(why) => progress.job(JobEvent::LogUnread(why)),
     });
     let job = {
         tokio::pin!(follow);
@@ -577,7 +583,7 @@ async fn follow_logging(
                         && last_status != Some(job.status)
                         && !job.status.is_terminal()
                     {
-                        progress.event(Event::JobState { id, status: job.status, message: job.message.as_deref() });
+                        progress.job(JobEvent::JobState { id, status: job.status, message: job.message.as_deref() });
                         last_status = Some(job.status);
                     }
                 }
@@ -590,12 +596,12 @@ async fn follow_logging(
 
 /// The newest submission of the chain of restarts of the id given, else the most recently
 /// started submission.
-pub async fn job_id(client: &Client, id: Option<&str>) -> Result<String, Error> {
+pub async fn job_id(client: &Client, id: Option<&str>) -> Result<String, JobError> {
     if let Some(id) = id {
         return latest_in_chain(client, id).await;
     }
     let jobs = client.jobs().await?;
-    gke_rl_ray::latest_submission(&jobs).map(|j| j.id().to_owned()).ok_or(Error::NoJobs)
+    gke_rl_ray::latest_submission(&jobs).map(|j| j.id().to_owned()).ok_or(JobError::NoJobs)
 }
 
 /// How a stop ended.
@@ -618,11 +624,11 @@ pub enum Stopped {
 }
 
 /// Stops a running job; with `wait`, until it has ended (a minute at most).
-pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &dyn Progress) -> Result<Stopped, Error> {
+pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &dyn Progress) -> Result<Stopped, JobError> {
     if !client.stop(id).await? {
         return Ok(Stopped::NotRunning(client.job(id).await?.status));
     }
-    progress.event(Event::StopRequested { id });
+    progress.job(JobEvent::StopRequested { id });
     if !wait {
         return Ok(Stopped::Requested);
     }
@@ -633,7 +639,7 @@ pub async fn stop(client: &Client, id: &str, wait: bool, env: &Env, progress: &d
             return Ok(Stopped::Ended(job.status));
         }
         if env.clock.now() > deadline {
-            return Err(Error::StillRunning { id: id.to_owned(), status: job.status });
+            return Err(JobError::StillRunning { id: id.to_owned(), status: job.status });
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -683,9 +689,9 @@ pub struct JobReport {
     /// What the run's supervisors recorded in its log.
     pub records: Records,
     /// Why the log (and so the records) could not be read, if it could not.
-    pub records_unread: Option<Error>,
+    pub records_unread: Option<JobError>,
     /// The RayCluster's name and pods, when the head is reached through Kubernetes.
-    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    pub cluster: Option<(String, Result<Readiness, JobError>)>,
     /// In `rayjob` mode, the RayJob's name and state.
     pub ray_job: Option<(String, RayJobState)>,
     /// The job as JSON, secrets redacted.
@@ -700,10 +706,10 @@ pub(crate) async fn report(
     id: Option<&str>,
     ray_job: Option<(String, RayJobState)>,
     env: &Env,
-) -> Result<JobReport, Error> {
+) -> Result<JobReport, JobError> {
     let client = &head.client;
     let chain = chain_of(client, id).await?;
-    let (latest, earlier_ids) = chain.split_last().ok_or(Error::NoJobs)?;
+    let (latest, earlier_ids) = chain.split_last().ok_or(JobError::NoJobs)?;
     let job = client.job(latest).await?;
     let mut earlier = Vec::new();
     for id in earlier_ids {
@@ -713,7 +719,7 @@ pub(crate) async fn report(
     // The records, read as the log streams: a log of any size, in bounded memory.
     let mut records = Records::default();
     let records_unread =
-        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(Error::from);
+        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(JobError::from);
     records.finish();
     let cluster = match head.clusters() {
         Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),
@@ -729,8 +735,8 @@ pub(crate) async fn readiness(
     deployment: &Deployment,
     clusters: &gke_rl_kube::Namespaced,
     name: &str,
-) -> (String, Result<Readiness, Error>) {
-    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(Error::from))
+) -> (String, Result<Readiness, JobError>) {
+    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(JobError::from))
 }
 
 /// A running job's log is read until it has been quiet this long: what it had written.
@@ -740,7 +746,7 @@ pub(crate) const LOG_WITHIN: Duration = Duration::from_secs(300);
 
 /// The submissions of the job `id` names with its restarts, oldest first; without an id, the
 /// most recently started submission alone.
-pub(crate) async fn chain_of(client: &Client, id: Option<&str>) -> Result<Vec<String>, Error> {
+pub(crate) async fn chain_of(client: &Client, id: Option<&str>) -> Result<Vec<String>, JobError> {
     Ok(match id {
         Some(id) => chain(client, id).await?,
         None => vec![job_id(client, None).await?],

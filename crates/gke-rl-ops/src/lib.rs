@@ -12,7 +12,7 @@
 //! end over this crate, and any Rust tool can be another.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), gke_rl_ops::Error> {
+//! # async fn run() -> Result<(), gke_rl_ops::LifecycleError> {
 //! use gke_rl_ops::{Env, Quiet, deploy};
 //! let deployment = gke_rl::Deployment::default();
 //! let options = gke_rl::RenderOptions { source: "the embedded default", regenerate: "my-tool render" };
@@ -54,8 +54,8 @@ pub mod storage;
 pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
-pub use error::{Error, Fix, Problem, Unanswerable};
-pub use events::{Event, Progress, Question, Quiet};
+pub use error::{CommonError, Error, Fix, JobError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable};
+pub use events::{Event, JobEvent, LifecycleEvent, Progress, Question, Quiet};
 pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
 pub use site::SiteOptions;
 

@@ -12,7 +12,7 @@ use crate::events::Progress;
 use crate::head::{Head, HeadOptions};
 use crate::jobs::Stopped;
 use crate::run::{Ran, RunOptions, Status};
-use crate::{Env, Error, cluster, rayjob};
+use crate::{Env, JobError, cluster, rayjob};
 
 /// Where a deployment's jobs go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Mode {
         id: Option<&str>,
         env: &Env,
         progress: Arc<dyn Progress>,
-    ) -> Result<(Head, Option<String>), Error> {
+    ) -> Result<(Head, Option<String>), JobError> {
         match self {
             Mode::Cluster => cluster::connect(deployment, options, id, env, progress).await,
             Mode::RayJob => rayjob::connect(deployment, options, id, env, progress).await,
@@ -56,7 +56,7 @@ impl Mode {
         options: &RunOptions,
         env: &Env,
         progress: Arc<dyn Progress>,
-    ) -> Result<Ran, Error> {
+    ) -> Result<Ran, JobError> {
         match self {
             Mode::Cluster => cluster::submit(deployment, artifacts, options, env, progress).await,
             Mode::RayJob => rayjob::submit(deployment, artifacts, options, env, progress).await,
@@ -71,7 +71,7 @@ impl Mode {
         id: Option<&str>,
         env: &Env,
         progress: Arc<dyn Progress>,
-    ) -> Result<Status, Error> {
+    ) -> Result<Status, JobError> {
         match self {
             Mode::Cluster => cluster::status(deployment, options, id, env, progress).await,
             Mode::RayJob => rayjob::status(deployment, options, id, env, progress).await,
@@ -87,7 +87,7 @@ impl Mode {
         wait: bool,
         env: &Env,
         progress: Arc<dyn Progress>,
-    ) -> Result<(String, Stopped), Error> {
+    ) -> Result<(String, Stopped), JobError> {
         match self {
             Mode::Cluster => cluster::stop(deployment, options, id, wait, env, progress).await,
             Mode::RayJob => rayjob::stop(deployment, options, id, wait, env, progress).await,
@@ -99,7 +99,7 @@ impl Mode {
 /// a port-forward to its head pod), or, in RayJob mode, that of the cluster the config's RayJob
 /// made, while it has one (no address applies). `progress` is kept to report the forward's
 /// failed connections for as long as it runs.
-pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, Error> {
+pub async fn connect(deployment: &Deployment, options: &HeadOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Head, JobError> {
     Mode::of(deployment).connect(deployment, options, None, env, progress).await.map(|(head, _)| head)
 }
 

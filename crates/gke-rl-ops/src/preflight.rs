@@ -2,7 +2,7 @@
 
 use gke_rl::lifecycle::{self, Preflight};
 
-use crate::events::{Event, Progress};
+use crate::events::{LifecycleEvent, Progress};
 use crate::site::Resolved;
 use crate::{Env, Problem};
 
@@ -14,7 +14,7 @@ pub(crate) fn basics(env: &Env, resolved: &Resolved<'_>, checks: &Preflight, pro
     let account = resolved.read(env, &checks.account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
     let signed_in = account.is_some();
     match &account {
-        Some(account) => progress.event(Event::Account(account)),
+        Some(account) => progress.lifecycle(LifecycleEvent::Account(account)),
         None => problems.push(Problem::NoAccount),
     }
     if signed_in {

@@ -18,11 +18,11 @@ use std::time::Duration;
 use gke_rl::{ArtifactKind, Artifacts, Deployment, lifecycle};
 use gke_rl_kube::{Namespaced, RayJobState, Wait};
 
-use crate::events::{Event, Progress};
+use crate::events::{JobEvent, LifecycleEvent, Progress};
 use crate::head::{self, Head, HeadOptions};
 use crate::jobs::Stopped;
 use crate::run::{AfterRun, Ran, RayJobReport, RunOptions, Status};
-use crate::{Env, Error, jobs};
+use crate::{CommonError, Env, JobError, NotDeleted, jobs};
 
 /// How long a finished RayJob of the same name, or a stopped one, may take to go.
 const GONE_WAIT: Duration = Duration::from_secs(300);
@@ -35,14 +35,15 @@ pub(crate) async fn submit(
     options: &RunOptions,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Ran, Error> {
+) -> Result<Ran, JobError> {
     refuse_address(&options.head, env)?;
     let manifest = match &artifacts.ray_job {
         Some(ray_job) => ray_job.contents.as_str(),
         None => {
-            return Err(Error::Invalid {
+            return Err(CommonError::Invalid {
                 errors: vec![format!("{}: not rendered, though job.mode is rayjob", ArtifactKind::RayJob.file())],
-            });
+            }
+            .into());
         }
     };
     let mut prepared = jobs::prepare(deployment, artifacts, &options.submit, env, &*progress)?;
@@ -53,25 +54,25 @@ pub(crate) async fn submit(
     // (`submit --as rayjob` on a cluster-mode deployment; deploy in rayjob mode deletes it).
     let long_lived = deployment.project.cluster_name.as_str();
     if clusters.is_suspended(long_lived).await? == Some(false) {
-        return Err(Error::ClusterHoldsNodes { cluster: long_lived.to_owned(), namespace: namespace.to_owned() });
+        return Err(JobError::ClusterHoldsNodes { cluster: long_lived.to_owned(), namespace: namespace.to_owned() });
     }
     // A finished RayJob keeps its name: it is replaced (its cluster, if still there for its TTL,
     // goes now); one that has not finished is refused.
     if let Some(state) = read(&clusters, name, deployment, env).await? {
         if !state.is_finished() && !state.deleting {
-            return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() });
+            return Err(JobError::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state: state.state().to_owned() });
         }
-        progress.event(Event::RayJobState { name, state: &state });
+        progress.lifecycle(LifecycleEvent::RayJobState { name, state: &state });
         stop_ray_job(deployment, &clusters, name, true, env, &*progress).await?;
     }
     // Armed before the create: an interrupt from here on deletes the RayJob, not the process.
-    let mut interrupt = env.interrupt.arm().map_err(|source| Error::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
     let uid = match clusters.create_ray_job(manifest, &id).await {
         Ok((_, uid)) => uid,
         Err(gke_rl_kube::Error::RayJobExists(_)) => {
             let state = read(&clusters, name, deployment, env).await?;
             let state = state.map_or_else(|| "just made by another submit".to_owned(), |state| state.state().to_owned());
-            return Err(Error::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state });
+            return Err(JobError::RayJobBusy { name: name.to_owned(), namespace: namespace.to_owned(), state });
         }
         // A create that got no answer may have made it: deleted if it is this submit's.
         Err(error @ gke_rl_kube::Error::Unreachable { .. }) => {
@@ -80,14 +81,12 @@ pub(crate) async fn submit(
                     not_started(&clusters, deployment, Some(&made.uid), error.into(), &*progress).await
                 }
                 Ok(_) => error.into(),
-                Err(unread) => {
-                    told(deployment, Err(format!("whether it was made cannot be read: {}", crate::chain(&unread))), error.into())
-                }
+                Err(unread) => told(deployment, Err(NotDeleted::Unread(Box::new(unread))), error.into()),
             });
         }
         Err(error) => return Err(error.into()),
     };
-    progress.event(Event::RayJobCreated { namespace, name, submission: &id });
+    progress.lifecycle(LifecycleEvent::RayJobCreated { namespace, name, submission: &id });
     let started = async {
         let cluster = wait_up(deployment, &clusters, &uid, &id, env, &*progress).await?;
         prepared.supervise_on(&gke_rl_in_cluster::supervisor::cluster_id_of(namespace, &cluster));
@@ -98,16 +97,16 @@ pub(crate) async fn submit(
             let _ = head.client.stop(&id).await;
             return Err(error);
         }
-        Ok::<_, Error>((id, head, cluster))
+        Ok::<_, JobError>((id, head, cluster))
     };
     let started = tokio::select! {
         started = started => started,
-        () = interrupt.wait() => Err(Error::Interrupted { signal: interrupt.signal().unwrap_or(2) }),
+        () = interrupt.wait() => Err(JobError::Interrupted { signal: interrupt.signal().unwrap_or(2) }),
     };
     let (id, head, cluster) = match started {
         Ok(started) => started,
         // Gone, or another submit's now: nothing of this submit's to delete.
-        Err(error @ Error::RayJobGone { .. }) => return Err(error),
+        Err(error @ JobError::RayJobGone { .. }) => return Err(error),
         Err(error) => return Err(not_started(&clusters, deployment, Some(&uid), error, &*progress).await),
     };
     if options.no_wait {
@@ -136,7 +135,7 @@ pub(crate) async fn submit(
         }
     };
     if let jobs::Followed::Finished { job, log } = &observed.followed {
-        progress.event(Event::job_ended(job, log, Some(&observed.records)));
+        progress.job(JobEvent::job_ended(job, log, Some(&observed.records)));
     }
     Ok(Ran::Followed { id, head, observed, after: AfterRun::RayJobEnds })
 }
@@ -165,43 +164,49 @@ async fn taken_away(deployment: &Deployment, clusters: &Namespaced, uid: &str, c
 }
 
 /// The run is lost with its cluster: the RayJob is deleted, so that it waits for nothing.
-async fn preempted(deployment: &Deployment, clusters: &Namespaced, uid: &str, state: RayJobState, progress: &dyn Progress) -> Error {
+async fn preempted(deployment: &Deployment, clusters: &Namespaced, uid: &str, state: RayJobState, progress: &dyn Progress) -> JobError {
     let deleted = delete(clusters, deployment, Some(uid), progress).await;
     let (name, namespace) = (deployment.job.name.to_string(), deployment.ray.namespace.to_string());
-    Error::RunPreempted { name, namespace, state: state.state().to_owned(), not_deleted: deleted.err() }
+    JobError::RunPreempted { name, namespace, state: state.state().to_owned(), not_deleted: deleted.err().map(Box::new) }
 }
 
 /// `error`, which stopped a submit before its job was named, once the RayJob it made (the
 /// one of `uid`, else whichever has the name) is deleted so that its nodes go, or with why it
 /// could not be.
-async fn not_started(clusters: &Namespaced, deployment: &Deployment, uid: Option<&str>, error: Error, progress: &dyn Progress) -> Error {
-    told(deployment, delete(clusters, deployment, uid, progress).await, error)
+async fn not_started(
+    clusters: &Namespaced,
+    deployment: &Deployment,
+    uid: Option<&str>,
+    error: JobError,
+    progress: &dyn Progress,
+) -> JobError {
+    told(deployment, delete(clusters, deployment, uid, progress).await.map_err(|e| NotDeleted::Refused(Box::new(e))), error)
 }
 
 /// `error`, which stopped a submit before its job was named, with whether its RayJob is
 /// deleted, or why not and so until when its nodes stay.
-fn told(deployment: &Deployment, deleted: Result<(), String>, error: Error) -> Error {
-    let deadline = deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get());
-    Error::RayJobNotStarted {
+fn told(deployment: &Deployment, deleted: Result<(), NotDeleted>, error: JobError) -> JobError {
+    JobError::RayJobNotStarted {
         name: deployment.job.name.to_string(),
         namespace: deployment.ray.namespace.to_string(),
-        deleted: deleted.map_err(|e| (e, deadline)),
+        deleted,
+        deadline: deployment.job.rayjob_pre_running_deadline_seconds.map(|s| s.get()),
         source: Box::new(error),
     }
 }
 
 /// Deletes the deployment's RayJob (the one of `uid`, else whichever has the name), telling it.
-async fn delete(clusters: &Namespaced, deployment: &Deployment, uid: Option<&str>, progress: &dyn Progress) -> Result<(), String> {
+async fn delete(
+    clusters: &Namespaced,
+    deployment: &Deployment,
+    uid: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<(), gke_rl_kube::Error> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
-    match clusters.delete_ray_job(name, uid).await {
-        Ok(deleted) => {
-            if deleted {
-                progress.event(Event::Deleted { kind: "RayJob", namespace, name });
-            }
-            Ok(())
-        }
-        Err(e) => Err(crate::chain(&e)),
+    if clusters.delete_ray_job(name, uid).await? {
+        progress.lifecycle(LifecycleEvent::Deleted { kind: "RayJob", namespace, name });
     }
+    Ok(())
 }
 
 /// How long naming the job in the RayJob, and KubeRay taking it up, may take.
@@ -218,7 +223,7 @@ async fn name_the_job(
     id: &str,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<(), Error> {
+) -> Result<(), JobError> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
     let start = tokio::time::Instant::now();
     let mut named = false;
@@ -239,12 +244,12 @@ async fn name_the_job(
             // Deleted (404), or made anew by someone (its uid is another: 422 to the patch).
             Ok(_) => return Err(gone(deployment, "it was deleted")),
             Err(e) if matches!(e.status_code(), Some(404 | 422)) => return Err(gone(deployment, "it was deleted")),
-            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.lifecycle(LifecycleEvent::Retrying { error: &e }),
             Err(e) => return Err(e.into()),
         }
         tokio::time::sleep(env.poll).await;
     }
-    Err(Error::RayJobNotFollowing {
+    Err(JobError::RayJobNotFollowing {
         name: name.to_owned(),
         namespace: namespace.to_owned(),
         id: id.to_owned(),
@@ -254,13 +259,13 @@ async fn name_the_job(
 }
 
 /// The deployment's RayJob went, or is another now, while its submit waited: `why`.
-fn gone(deployment: &Deployment, why: &str) -> Error {
-    Error::RayJobGone { name: deployment.job.name.to_string(), namespace: deployment.ray.namespace.to_string(), why: why.to_owned() }
+fn gone(deployment: &Deployment, why: &str) -> JobError {
+    JobError::RayJobGone { name: deployment.job.name.to_string(), namespace: deployment.ray.namespace.to_string(), why: why.to_owned() }
 }
 
 /// The deployment's RayJob ended before its job ran: in KubeRay's words.
-fn ended(deployment: &Deployment, state: &RayJobState) -> Error {
-    Error::RayJobEnded {
+fn ended(deployment: &Deployment, state: &RayJobState) -> JobError {
+    JobError::RayJobEnded {
         name: deployment.job.name.to_string(),
         namespace: deployment.ray.namespace.to_string(),
         state: state.state().to_owned(),
@@ -290,13 +295,13 @@ const MESSAGE_CHARS: usize = 300;
 
 /// The Kubernetes API of the deployment's namespace; a failure to reach it is a failed
 /// port-forward, which the front ends explain.
-async fn clusters(deployment: &Deployment, env: &Env) -> Result<Namespaced, Error> {
-    head::namespaced(deployment, env).await.map_err(|source| Error::PortForward { source: Box::new(source) })
+async fn clusters(deployment: &Deployment, env: &Env) -> Result<Namespaced, JobError> {
+    head::namespaced(deployment, env).await.map_err(|source| JobError::PortForward { source: Box::new(source.into()) })
 }
 
 /// RayJob mode reaches the RayJob's cluster through Kubernetes only.
-fn refuse_address(options: &HeadOptions, env: &Env) -> Result<(), Error> {
-    if options.forwards(env) { Ok(()) } else { Err(Error::RayJobByAddress) }
+fn refuse_address(options: &HeadOptions, env: &Env) -> Result<(), JobError> {
+    if options.forwards(env) { Ok(()) } else { Err(JobError::RayJobByAddress) }
 }
 
 /// Waits until KubeRay has the RayJob's cluster up (its pods all Ready once, and its dashboard
@@ -312,7 +317,7 @@ async fn wait_up(
     submission: &str,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<String, Error> {
+) -> Result<String, JobError> {
     let (name, namespace) = (deployment.job.name.as_str(), deployment.ray.namespace.as_str());
     let timeout = lifecycle::rayjob_start_wait(deployment);
     // Restarted when the RayJob is let go: KubeRay's own deadline starts anew then.
@@ -324,7 +329,7 @@ async fn wait_up(
     loop {
         let held = last == "Suspended";
         if (!held && start.elapsed() >= timeout) || queued_since.elapsed() >= QUEUE_WAIT + timeout {
-            return Err(Error::RayJobNotUp {
+            return Err(JobError::RayJobNotUp {
                 name: name.to_owned(),
                 namespace: namespace.to_owned(),
                 state: last,
@@ -341,7 +346,7 @@ async fn wait_up(
             }
             Ok(Some(state)) => {
                 if told.as_deref() != Some(state.state()) {
-                    progress.event(Event::RayJobState { name, state: &state });
+                    progress.lifecycle(LifecycleEvent::RayJobState { name, state: &state });
                     told = Some(state.state().to_owned());
                 }
                 if held && state.deployment != "Suspended" {
@@ -353,13 +358,13 @@ async fn wait_up(
                     match clusters.workload_of(uid).await {
                         Ok(now) if now != queued => {
                             if let Some(now) = &now {
-                                progress.event(Event::Queued { name, queued: now });
+                                progress.lifecycle(LifecycleEvent::Queued { name, queued: now });
                             }
                             queued = now;
                         }
                         Ok(_) => {}
                         Err(e) if !queue_unknown => {
-                            progress.event(Event::QueueUnknown { error: &e });
+                            progress.lifecycle(LifecycleEvent::QueueUnknown { error: &e });
                             queue_unknown = true;
                         }
                         Err(_) => {}
@@ -375,7 +380,7 @@ async fn wait_up(
                             // Named before it is made: no pods to tell of until it is.
                             Ok(readiness) if readiness.created.is_some() => pods(&readiness),
                             Ok(_) => {}
-                            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+                            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.lifecycle(LifecycleEvent::Retrying { error: &e }),
                             Err(e) => return Err(e.into()),
                         }
                     }
@@ -383,7 +388,7 @@ async fn wait_up(
                 }
                 last = state.state().to_owned();
             }
-            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.event(Event::Retrying { error: &e }),
+            Err(e @ gke_rl_kube::Error::Unreachable { .. }) => progress.lifecycle(LifecycleEvent::Retrying { error: &e }),
             Err(e) => return Err(e.into()),
         }
         tokio::time::sleep(env.poll).await;
@@ -401,7 +406,7 @@ struct Found {
     state: RayJobState,
     clusters: Namespaced,
     /// The head, or why it could not be reached; `None` where there is no job to ask about.
-    head: Option<Result<Head, Error>>,
+    head: Option<Result<Head, JobError>>,
 }
 
 /// The RayJob `name` (the config's by default), with its cluster's head when there is a job on
@@ -412,12 +417,12 @@ async fn find(
     name: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Found, Error> {
+) -> Result<Found, JobError> {
     refuse_address(options, env)?;
     let name = name.unwrap_or(deployment.job.name.as_str()).to_owned();
     let clusters = clusters(deployment, env).await?;
     let namespace = deployment.ray.namespace.to_string();
-    let state = read(&clusters, &name, deployment, env).await?.ok_or_else(|| Error::NoRayJob { name: name.clone(), namespace })?;
+    let state = read(&clusters, &name, deployment, env).await?.ok_or_else(|| JobError::NoRayJob { name: name.clone(), namespace })?;
     let head = match state.cluster.clone() {
         Some(cluster) if state.job_id.is_some() && !state.deleting && clusters.uid(&cluster).await?.is_some() => {
             Some(head::connect_to(deployment, clusters.clone(), cluster, options, env, progress).await)
@@ -434,14 +439,14 @@ pub(crate) async fn connect(
     name: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(Head, Option<String>), Error> {
+) -> Result<(Head, Option<String>), JobError> {
     let Found { name, state, head, .. } = find(deployment, options, name, env, progress).await?;
     let why = match head {
         Some(head) => return Ok((head?, state.job_id)),
         None if state.job_id.is_none() && !state.is_finished() && !state.deleting => "its job is not submitted yet",
         None => "it has no RayCluster up to reach",
     };
-    Err(Error::RayJobNoCluster { name, namespace: deployment.ray.namespace.to_string(), state: state.state().to_owned(), why })
+    Err(JobError::RayJobNoCluster { name, namespace: deployment.ray.namespace.to_string(), state: state.state().to_owned(), why })
 }
 
 /// Stops the RayJob `name` of the deployment: deletes it (KubeRay's finalizer stops its job,
@@ -453,12 +458,12 @@ pub(crate) async fn stop(
     wait: bool,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<(String, Stopped), Error> {
+) -> Result<(String, Stopped), JobError> {
     refuse_address(options, env)?;
     let clusters = clusters(deployment, env).await?;
     let namespace = deployment.ray.namespace.to_string();
     let was = stop_ray_job(deployment, &clusters, name, wait, env, &*progress).await?;
-    let was = was.ok_or_else(|| Error::NoRayJob { name: name.to_owned(), namespace })?;
+    let was = was.ok_or_else(|| JobError::NoRayJob { name: name.to_owned(), namespace })?;
     Ok((name.to_owned(), Stopped::RayJobDeleted { was: Box::new(was), waited: wait }))
 }
 
@@ -470,7 +475,7 @@ pub(crate) async fn status(
     name: Option<&str>,
     env: &Env,
     progress: Arc<dyn Progress>,
-) -> Result<Status, Error> {
+) -> Result<Status, JobError> {
     let Found { name, state, clusters, head } = find(deployment, options, name, env, progress).await?;
     let unreached = match head {
         Some(Ok(head)) => {
@@ -488,7 +493,7 @@ pub(crate) async fn status(
         _ => None,
     };
     let queued = match state.is_finished() {
-        false => clusters.workload_of(&state.uid).await.map_err(Error::from).transpose(),
+        false => clusters.workload_of(&state.uid).await.map_err(JobError::from).transpose(),
         true => None,
     };
     Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })))
@@ -501,11 +506,11 @@ async fn stop_ray_job(
     wait: bool,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<Option<RayJobState>, Error> {
+) -> Result<Option<RayJobState>, JobError> {
     let namespace = deployment.ray.namespace.as_str();
     let Some(state) = read(clusters, name, deployment, env).await? else { return Ok(None) };
     if !state.deleting && clusters.delete_ray_job(name, None).await? {
-        progress.event(Event::Deleted { kind: "RayJob", namespace, name });
+        progress.lifecycle(LifecycleEvent::Deleted { kind: "RayJob", namespace, name });
     }
     if wait {
         clusters.wait_ray_job_gone(name, Wait { timeout: GONE_WAIT, poll: env.poll }).await?;

@@ -7,7 +7,7 @@ use gke_rl::model::WhenDone;
 
 use gke_rl_kube::{Queued, RayJobState, Readiness};
 
-use crate::Error;
+use crate::JobError;
 use crate::head::{Head, HeadOptions};
 use crate::jobs::{JobReport, Observed, SubmitOptions};
 
@@ -86,9 +86,9 @@ pub struct RayJobReport {
     /// Its state.
     pub state: RayJobState,
     /// Its cluster's name and pods, while it has one.
-    pub cluster: Option<(String, Result<Readiness, Error>)>,
+    pub cluster: Option<(String, Result<Readiness, JobError>)>,
     /// Why its cluster's head could not be reached, when it should have been.
-    pub unreached: Option<Error>,
+    pub unreached: Option<JobError>,
     /// What Kueue says of it, when Kueue manages it and it has not finished.
-    pub queued: Option<Result<Queued, Error>>,
+    pub queued: Option<Result<Queued, JobError>>,
 }

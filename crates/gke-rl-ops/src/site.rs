@@ -7,8 +7,8 @@ use gke_rl::Deployment;
 use gke_rl::lifecycle::{self, Command, Site, State};
 use gke_rl::model::ProjectId;
 
-use crate::events::{Event, Progress};
-use crate::{Env, Error, files};
+use crate::events::{LifecycleEvent, Progress};
+use crate::{CommonError, Env, files};
 
 /// Which deployment, where.
 #[derive(Clone, Debug, Default)]
@@ -32,28 +32,33 @@ pub(crate) struct Resolved<'a> {
 impl SiteOptions {
     /// Resolves the project (option, config, `PROJECT_ID`, gcloud) and the folders, once. The site's
     /// authorized CIDR is left unknown: only deploy needs one.
-    pub(crate) fn resolve<'a>(&self, deployment: &'a Deployment, env: &Env, download_dependencies: bool) -> Result<Resolved<'a>, Error> {
+    pub(crate) fn resolve<'a>(
+        &self,
+        deployment: &'a Deployment,
+        env: &Env,
+        download_dependencies: bool,
+    ) -> Result<Resolved<'a>, CommonError> {
         let hidden = lifecycle::secret_variables(deployment);
         let project_id = match (&self.project, &deployment.project.project_id) {
             (Some(given), _) => given.clone(),
             (None, Some(configured)) => configured.clone(),
             // The codelab's env.sh exports PROJECT_ID, and the guide's step-by-step (docs/deploy.md) does too.
             (None, None) if let Some(exported) = env.var("PROJECT_ID") => ProjectId::new(exported.as_str())
-                .map_err(|e| Error::BadProject { from: "the PROJECT_ID environment variable", reason: e.to_string() })?,
+                .map_err(|e| CommonError::BadProject { from: "the PROJECT_ID environment variable", reason: e.to_string() })?,
             (None, None) => {
                 let configured = env.runner.read(&lifecycle::configured_project(), &hidden).map(|p| p.trim().to_owned());
                 match configured {
                     // gcloud's answer goes into gcluster's `--vars` like the others: it must be an id.
-                    Ok(p) if !p.is_empty() && p != "(unset)" => ProjectId::new(p.as_str()).map_err(|e| Error::BadProject {
+                    Ok(p) if !p.is_empty() && p != "(unset)" => ProjectId::new(p.as_str()).map_err(|e| CommonError::BadProject {
                         from: "gcloud's configured project (`gcloud config get-value project`)",
                         reason: e.to_string(),
                     })?,
-                    _ => return Err(Error::NoProject),
+                    _ => return Err(CommonError::NoProject),
                 }
             }
         };
         let folder = self.folder.clone().unwrap_or_else(|| Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()));
-        let absolute = |path: &Path| std::path::absolute(path).map_err(|source| Error::Read { path: path.to_owned(), source });
+        let absolute = |path: &Path| std::path::absolute(path).map_err(|source| CommonError::Read { path: path.to_owned(), source });
         let folder = absolute(&folder)?;
         // Not given: the one the deployment was provisioned with, else ./cluster-toolkit.
         let remembered = || -> Option<PathBuf> {
@@ -81,35 +86,35 @@ impl Resolved<'_> {
     }
 
     /// The state file, if there is one; refused when it is another deployment's.
-    pub fn load_state(&self) -> Result<Option<State>, Error> {
+    pub fn load_state(&self) -> Result<Option<State>, CommonError> {
         let path = self.state_path();
         let text = match files::read_text(&path) {
             Ok(text) => text,
-            Err(Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let state = State::from_json(&text).map_err(|source| Error::State { path: path.clone(), source })?;
+        let state = State::from_json(&text).map_err(|source| CommonError::State { path: path.clone(), source })?;
         if let Some(mismatch) = state.mismatch(self.deployment, self.site.project_id.as_str()) {
-            return Err(Error::ForeignState { path, mismatch });
+            return Err(CommonError::ForeignState { path, mismatch });
         }
         Ok(Some(state))
     }
 
-    pub fn save_state(&self, state: &State) -> Result<(), Error> {
-        std::fs::create_dir_all(self.folder()).map_err(|source| Error::Write { path: self.folder().to_owned(), source })?;
+    pub fn save_state(&self, state: &State) -> Result<(), CommonError> {
+        std::fs::create_dir_all(self.folder()).map_err(|source| CommonError::Write { path: self.folder().to_owned(), source })?;
         files::write_atomically(&self.state_path(), state.to_json().as_bytes(), false)
     }
 
     /// The RayClusters of the deployment's namespace, through the kubeconfig context
     /// get-credentials wrote for the cluster (whatever the current context is).
-    pub async fn clusters(&self, env: &Env) -> Result<gke_rl_kube::Namespaced, Error> {
+    pub async fn clusters(&self, env: &Env) -> Result<gke_rl_kube::Namespaced, CommonError> {
         let context = lifecycle::kube_context(self.deployment, &self.site);
         let client = env.kube.client(Some(&context), &self.hidden).await?;
         Ok(gke_rl_kube::Namespaced::new(client, self.deployment.ray.namespace.as_str()))
     }
 
     /// What fixes `error` when it is about reaching the cluster's API.
-    pub fn fix(&self, error: &Error) -> Option<crate::Fix> {
+    pub fn fix(&self, error: &CommonError) -> Option<crate::Fix> {
         error.fix(&lifecycle::credentials(self.deployment, self.site.project_id.as_str()))
     }
 
@@ -120,7 +125,7 @@ impl Resolved<'_> {
 
     /// Runs a command whose output goes to the terminal, saying so first; whether it succeeded.
     pub fn stream(&self, env: &Env, progress: &dyn Progress, command: &Command) -> bool {
-        progress.event(Event::Running(command));
+        progress.lifecycle(LifecycleEvent::Running(command));
         env.runner.stream(command, &self.hidden)
     }
 }

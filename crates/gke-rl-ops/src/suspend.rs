@@ -8,8 +8,8 @@ use std::time::Duration;
 use gke_rl::Deployment;
 use gke_rl_kube::Wait;
 
-use crate::events::{Event, Progress};
-use crate::{Env, Error};
+use crate::events::{LifecycleEvent, Progress};
+use crate::{Env, LifecycleError};
 
 /// How a suspend or a resume ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +31,11 @@ pub async fn set_suspended(
     wait: Duration,
     env: &Env,
     progress: &dyn Progress,
-) -> Result<Changed, Error> {
+) -> Result<Changed, LifecycleError> {
     if deployment.job.mode == gke_rl::model::JobMode::Rayjob {
         let instead =
             "a RayJob's cluster goes after its run (job.rayjob_ttl_seconds_after_finished), and the GPU pool then scales to zero by itself";
-        return Err(Error::RayJobMode { command: if suspended { "suspend" } else { "resume" }, instead });
+        return Err(LifecycleError::RayJobMode { command: if suspended { "suspend" } else { "resume" }, instead });
     }
     let clusters = crate::head::namespaced(deployment, env).await?;
     let name = deployment.project.cluster_name.as_str();
@@ -44,7 +44,7 @@ pub async fn set_suspended(
     if deployment.job.queue.is_some() {
         // Kueue owns a queued cluster's `suspend` (it resumes an admitted one that anything else
         // suspends): its Workload is deactivated instead, which also gives the quota back.
-        let workload = clusters.queued(name).await?.ok_or_else(|| Error::NoWorkload { cluster: name.to_owned() })?;
+        let workload = clusters.queued(name).await?.ok_or_else(|| LifecycleError::NoWorkload { cluster: name.to_owned() })?;
         match (suspended, workload.active) {
             // Deactivated, and Kueue has suspended it: pods may still be going, waited for below.
             (true, false) if now => return Ok(Changed::Already),
@@ -62,18 +62,18 @@ pub async fn set_suspended(
     }
     let wait = Wait { timeout: wait, poll: env.poll };
     if suspended {
-        progress.event(Event::SuspendRequested { name });
+        progress.lifecycle(LifecycleEvent::SuspendRequested { name });
         clusters.wait_pods_gone(name, wait).await?;
-        progress.event(Event::PodsGone);
+        progress.lifecycle(LifecycleEvent::PodsGone);
     } else {
-        progress.event(if held { Event::AwaitingKueue { name } } else { Event::ResumeRequested { name } });
+        progress.lifecycle(if held { LifecycleEvent::AwaitingKueue { name } } else { LifecycleEvent::ResumeRequested { name } });
         clusters.wait_ready(name, deployment.topology.node_count.get(), wait, crate::events::pod_reporter(progress)).await?;
     }
     Ok(Changed::Now)
 }
 
 /// Whether the deployment's RayCluster is suspended; `None` when there is none.
-pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, Error> {
+pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, LifecycleError> {
     let clusters = crate::head::namespaced(deployment, env).await?;
     Ok(clusters.is_suspended(deployment.project.cluster_name.as_str()).await?)
 }

@@ -158,20 +158,20 @@ fn said(deployed: Deployed, d: &gke_rl::Deployment, get_credentials: &gke_rl::li
         Deployed::AlreadyDeployed => (format!("nothing to do: {cluster} is deployed for RayJobs"), 0),
         Deployed::Declined => ("nothing was created".to_owned(), 1),
         Deployed::Failed { step: Step::Preflight, error, .. } => {
-            (format!("✗ {} failed\n{}", Step::Preflight.title(), explain(&error, None, get_credentials)), 1)
+            (format!("✗ {} failed\n{}", Step::Preflight.title(), explain(&error.into(), None, get_credentials)), 1)
         }
         Deployed::Failed { step, took, error, fix, state } => (
             format!(
                 "✗ {} failed after {}\n{}\nre-run `{cli} deploy` to resume from this step (state: {})",
                 step.title(),
                 gke_rl_ops::took(took),
-                explain(&error, fix.as_ref(), get_credentials),
+                explain(&error.into(), fix.as_ref(), get_credentials),
                 state.display()
             ),
             1,
         ),
         Deployed::Unchecked { error, fix } => {
-            (format!("✗ cannot check RayCluster {cluster}\n{}", explain(&error, fix.as_ref(), get_credentials)), 1)
+            (format!("✗ cannot check RayCluster {cluster}\n{}", explain(&error.into(), fix.as_ref(), get_credentials)), 1)
         }
         Deployed::Interrupted { step, state, signal } => (
             format!(
@@ -211,7 +211,7 @@ mod tests {
                 Deployed::Failed {
                     step: Step::Secret,
                     took: Duration::from_secs(1),
-                    error: gke_rl_ops::Error::NoJobs,
+                    error: gke_rl_ops::LifecycleError::SecretUnset("HF_TOKEN".into()),
                     fix: None,
                     state: state.clone(),
                 },
@@ -224,7 +224,7 @@ mod tests {
                 Deployed::Failed {
                     step: Step::Preflight,
                     took: Duration::ZERO,
-                    error: gke_rl_ops::Error::NoProject,
+                    error: gke_rl_ops::CommonError::NoProject.into(),
                     fix: None,
                     state: "/f".into(),
                 },

@@ -111,14 +111,15 @@ impl Job {
 pub(crate) const DETACHED: u8 = 130;
 
 /// An error of a job command: a failed port-forward with how to reach the dashboard instead.
-pub(crate) fn failed(error: gke_rl_ops::Error, deployment: &Deployment) -> anyhow::Error {
-    let gke_rl_ops::Error::PortForward { source } = &error else { return crate::reported(error, &|e| gke_rl_ops::chain(e)) };
+pub(crate) fn failed(error: gke_rl_ops::JobError, deployment: &Deployment) -> anyhow::Error {
+    let said = error.to_string();
+    let gke_rl_ops::JobError::PortForward { source } = error else { return crate::reported(error, &|e| gke_rl_ops::chain(e)) };
     let cluster = &deployment.project.cluster_name;
     let project = deployment.project.project_id.as_ref().map_or("PROJECT_ID", |p| p.as_str());
     anyhow::anyhow!(
-        "{error}: {}\nhelp: or reach the dashboard yourself: `kubectl port-forward service/{cluster}-head-svc 8265:8265`, \
+        "{said}: {}\nhelp: or reach the dashboard yourself: `kubectl port-forward service/{cluster}-head-svc 8265:8265`, \
          then pass --address http://localhost:8265 (or set RAY_ADDRESS)",
-        explain(source, None, &gke_rl::lifecycle::credentials(deployment, project))
+        explain(&(*source).into(), None, &gke_rl::lifecycle::credentials(deployment, project))
     )
 }
 

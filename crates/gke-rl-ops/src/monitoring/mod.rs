@@ -14,7 +14,7 @@ use gke_rl::Deployment;
 use gke_rl_in_cluster::lustre_usage::{self, METRICS, Metric, Point, Series, Usage};
 use serde::Deserialize;
 
-use crate::{Env, Error, RunError};
+use crate::{Env, ReportError, RunError};
 
 use gke_rl_in_cluster::lustre_usage::ENDPOINT;
 
@@ -32,21 +32,21 @@ const MAX_WINDOW_S: f64 = 42.0 * 86400.0;
 /// What the instance of `deployment`'s Lustre did from `window.0` to `window.1` (seconds since
 /// the epoch; the end is cut at now), in the project the config, `PROJECT_ID` or gcloud names,
 /// asked of `endpoint` ([`ENDPOINT`], or loopback for tests) with gcloud's access token.
-pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint: &str, env: &Env) -> Result<Usage, Error> {
+pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint: &str, env: &Env) -> Result<Usage, ReportError> {
     let endpoint = checked_endpoint(endpoint)?;
     let now = env.clock.unix_millis() as f64 / 1000.0;
     let (from, to) = (window.0.floor(), window.1.min(now).ceil());
     if !(from.is_finite() && to.is_finite() && from >= 0.0 && to > from) {
-        return Err(Error::NoRunWindow { why: "it ends before it starts, or starts in the future" });
+        return Err(ReportError::NoRunWindow { why: "it ends before it starts, or starts in the future" });
     }
     if to - from > MAX_WINDOW_S {
-        return Err(Error::NoRunWindow { why: "it spans more than the six weeks Cloud Monitoring keeps these metrics" });
+        return Err(ReportError::NoRunWindow { why: "it spans more than the six weeks Cloud Monitoring keeps these metrics" });
     }
     let resolved = crate::SiteOptions::default().resolve(deployment, env, false)?;
     let token = access_token(env, &resolved.hidden)?;
     let project = resolved.site.project_id.as_str();
     let mut authorization = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| Error::AccessToken { reason: "gcloud printed something that is not a token".to_owned() })?;
+        .map_err(|_| ReportError::AccessToken { reason: "gcloud printed something that is not a token".to_owned() })?;
     authorization.set_sensitive(true);
     gke_rl_ray::ensure_crypto_provider();
     let mut client = reqwest::Client::builder()
@@ -58,7 +58,7 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
     if endpoint != ENDPOINT {
         client = client.no_proxy();
     }
-    let client = client.build().map_err(|e| Error::Monitoring { metric: "any metric".to_owned(), reason: e.to_string() })?;
+    let client = client.build().map_err(|e| ReportError::Monitoring { metric: "any metric".to_owned(), reason: e.to_string() })?;
     let period_s = lustre_usage::alignment_period_s(to - from);
     let (instance, location) = (deployment.lustre.instance_id.as_str(), deployment.project.zone.as_str());
     let url = format!("{endpoint}/v3/projects/{project}/timeSeries");
@@ -68,9 +68,9 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
             let query = Query { filter: lustre_usage::filter(metric, instance, location), from, to, period_s };
             answers.push((metric.measure, list(&client, &url, metric, &query).await?));
         }
-        Ok::<_, Error>(answers)
+        Ok::<_, ReportError>(answers)
     };
-    let answers = tokio::time::timeout(ALL_WITHIN, every_metric).await.map_err(|_| Error::Monitoring {
+    let answers = tokio::time::timeout(ALL_WITHIN, every_metric).await.map_err(|_| ReportError::Monitoring {
         metric: "the Lustre metrics".to_owned(),
         reason: format!("no whole answer within {} s", ALL_WITHIN.as_secs()),
     })??;
@@ -78,13 +78,13 @@ pub async fn lustre_usage(deployment: &Deployment, window: (f64, f64), endpoint:
 }
 
 /// Google's endpoint, or an `http(s)://` address on loopback: nothing else gets the token.
-fn checked_endpoint(given: &str) -> Result<String, Error> {
+fn checked_endpoint(given: &str) -> Result<String, ReportError> {
     let trimmed = given.trim_end_matches('/');
     if trimmed == ENDPOINT {
         return Ok(trimmed.to_owned());
     }
     // What it was, unless it holds a user (and a password).
-    let refused = || Error::MonitoringEndpoint {
+    let refused = || ReportError::MonitoringEndpoint {
         given: if given.contains('@') { "an address with a user in it".to_owned() } else { given.chars().take(200).collect() },
     };
     let url = reqwest::Url::parse(trimmed).map_err(|_| refused())?;
@@ -100,19 +100,19 @@ fn checked_endpoint(given: &str) -> Result<String, Error> {
 }
 
 /// gcloud's access token for its logged-in account, from its output.
-fn access_token(env: &Env, hidden: &[String]) -> Result<String, Error> {
+fn access_token(env: &Env, hidden: &[String]) -> Result<String, ReportError> {
     let printed = env.runner.read(&gke_rl::lifecycle::access_token(), hidden).map_err(|e| {
         let fix = match e {
             RunError::NotRun { .. } => "install the Google Cloud CLI",
             RunError::NoAnswer { .. } => "check that gcloud can reach Google",
             RunError::Failed { .. } => "log in with `gcloud auth login`",
         };
-        Error::AccessToken { reason: format!("{e}; {fix}") }
+        ReportError::AccessToken { reason: format!("{e}; {fix}") }
     })?;
     let token = printed.trim();
     // An OAuth access token is one word of visible ASCII, about 200 characters.
     if token.is_empty() || token.len() > 4096 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(Error::AccessToken { reason: "gcloud printed something that is not a token".to_owned() });
+        return Err(ReportError::AccessToken { reason: "gcloud printed something that is not a token".to_owned() });
     }
     Ok(token.to_owned())
 }
@@ -126,8 +126,8 @@ struct Query {
 }
 
 /// Every page of one metric's series.
-async fn list(client: &reqwest::Client, url: &str, metric: &Metric, query: &Query) -> Result<Vec<Series>, Error> {
-    let failed = |reason: String| Error::Monitoring { metric: metric.metric_type.to_owned(), reason };
+async fn list(client: &reqwest::Client, url: &str, metric: &Metric, query: &Query) -> Result<Vec<Series>, ReportError> {
+    let failed = |reason: String| ReportError::Monitoring { metric: metric.metric_type.to_owned(), reason };
     let (start, end) = (rfc3339(query.from).map_err(failed)?, rfc3339(query.to).map_err(failed)?);
     let period = format!("{}s", query.period_s);
     let mut series = Vec::new();

@@ -18,7 +18,8 @@ use gke_rl_ops::deploy::{DeployOptions, Deployed};
 use gke_rl_ops::destroy::{DestroyOptions, Destroyed, Plan};
 use gke_rl_ops::suspend::Changed;
 use gke_rl_ops::{
-    Env, Error, Event, Interrupt, Kube, Processes, Progress, Question, RunError, Runner, SiteOptions, SystemClock, Unanswerable,
+    Env, Event, Interrupt, Kube, LifecycleError, LifecycleEvent, Processes, Progress, Question, RunError, Runner, SiteOptions, SystemClock,
+    Unanswerable,
 };
 use gke_rl_test_support::{files_under, project_root};
 
@@ -32,9 +33,10 @@ struct Recorder(Mutex<Vec<String>>);
 impl Progress for Recorder {
     fn event(&self, event: Event<'_>) {
         let line = match event {
-            Event::Running(command) => format!("$ {command}"),
-            Event::Waiting(problem) => format!("! {problem}"),
-            Event::ClusterState(state) => format!("state: {}", state.describe()),
+            Event::Lifecycle(LifecycleEvent::Running(command)) => format!("$ {command}"),
+            Event::Lifecycle(LifecycleEvent::Waiting(problem)) => format!("! {problem}"),
+            Event::Lifecycle(LifecycleEvent::ClusterState(state)) => format!("state: {}", state.describe()),
+            Event::Lifecycle(other) => format!("{other:?}"),
             other => format!("{other:?}"),
         };
         self.0.lock().unwrap().push(line);
@@ -178,13 +180,13 @@ impl World {
         self.try_plan().unwrap()
     }
 
-    fn try_plan(&self) -> Result<String, Error> {
+    fn try_plan(&self) -> Result<String, LifecycleError> {
         let deployment = Deployment::default();
         let artifacts = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap();
         gke_rl_ops::deploy::plan(&deployment, &artifacts, &self.deploy_options(&Given::default()), &self.env(Interrupt::manual().1))
     }
 
-    async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, Error> {
+    async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, LifecycleError> {
         let options = DestroyOptions { target: self.target(given), disable_addons: false };
         gke_rl_ops::destroy::destroy(&self.deployment(given), &options, &self.env(Interrupt::manual().1), &*self.log).await
     }
@@ -244,7 +246,7 @@ fn failed(deployed: &Deployed) -> (Step, String) {
 /// The problems preflight found, in words.
 fn problems(deployed: &Deployed) -> String {
     match deployed {
-        Deployed::Failed { step: Step::Preflight, error: Error::Preflight { problems }, .. } => {
+        Deployed::Failed { step: Step::Preflight, error: LifecycleError::Preflight { problems }, .. } => {
             problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
         }
         other => panic!("not a failed preflight: {other:?}"),
@@ -855,7 +857,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
     assert!(plan.contains("gke-rl's RayJobs in default (their RayClusters go with them)"), "{plan}");
 
     let suspended = gke_rl_ops::suspend::set_suspended(&deployment, true, Duration::from_secs(1), &env, &*w.log).await.unwrap_err();
-    assert!(matches!(suspended, Error::RayJobMode { command: "suspend", .. }), "{suspended}");
+    assert!(matches!(suspended, LifecycleError::RayJobMode { command: "suspend", .. }), "{suspended}");
     let head = gke_rl_ops::mode::connect(&deployment, &gke_rl_ops::head::HeadOptions::default(), &env, w.log.clone()).await;
     let refused = head.err().expect("no cluster up to reach");
     assert!(refused.to_string().contains("RayJob default/nemo-rl-grpo-test1 is Initializing: its job is not submitted yet"), "{refused}");

@@ -211,7 +211,7 @@ fn a_jobs_json_hides_secrets_by_name_by_shape_and_by_the_envs_values() {
 }
 
 /// Through Kubernetes (no address anywhere): a suspended RayCluster is the status itself, and a
-/// head that cannot be forwarded to is `Error::PortForward`, with the cause inside. With
+/// head that cannot be forwarded to is `JobError::PortForward`, with the cause inside. With
 /// `ray_address` off, `RAY_ADDRESS` is not read (the fabric check after a deploy).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forward_says_so() {
@@ -227,7 +227,7 @@ async fn through_kubernetes_a_suspended_cluster_is_the_status_and_a_failed_forwa
         Err(error) => error,
         Ok(_) => panic!("a status without a RayCluster"),
     };
-    assert!(matches!(&error, gke_rl_ops::Error::PortForward { .. }), "{error:?}");
+    assert!(matches!(&error, gke_rl_ops::JobError::PortForward { .. }), "{error:?}");
     assert!(gke_rl_ops::chain(&error).starts_with("no Ray address, and the port-forward to the head failed: "), "{error}");
 
     let clusters = gke_rl_kube::Namespaced::new(client, "default");
@@ -284,12 +284,12 @@ async fn a_cluster_mode_deployment_runs_a_rayjob_only_once_its_raycluster_is_sus
     let options = run_options(None, true, None);
     let submit = || commands::submit(&as_rayjob, &artifacts, &options, &env, Arc::new(Recorder::default()));
     let error = submit().await.err().expect("refused");
-    assert!(matches!(&error, gke_rl_ops::Error::ClusterHoldsNodes { .. }), "{error:?}");
+    assert!(matches!(&error, gke_rl_ops::JobError::ClusterHoldsNodes { .. }), "{error:?}");
     assert!(error.to_string().contains("suspend it first (`gke-rl suspend`)"), "{error}");
     assert!(server.requests().iter().all(|r| !r.uri.contains("/rayjobs")), "nothing made");
     clusters.set_suspended("ray-a4-gpu-spot", true).await.unwrap();
     let error = submit().await.err().expect("no head to reach");
-    assert!(matches!(&error, gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), .. }), "made, then deleted: {error:?}");
+    assert!(matches!(&error, gke_rl_ops::JobError::RayJobNotStarted { deleted: Ok(()), .. }), "made, then deleted: {error:?}");
     assert!(server.requests().iter().any(|r| r.method == "POST" && r.uri.contains("/rayjobs")));
 }
 
@@ -313,8 +313,8 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     let quick = gke_rl_kube::Wait { timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
 
     let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("no head to reach");
-    let gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } = &error else { panic!("{error:?}") };
-    assert!(matches!(**source, gke_rl_ops::Error::PortForward { .. } | gke_rl_ops::Error::Ray(_)), "{source:?}");
+    let gke_rl_ops::JobError::RayJobNotStarted { deleted: Ok(()), source, .. } = &error else { panic!("{error:?}") };
+    assert!(matches!(**source, gke_rl_ops::JobError::PortForward { .. } | gke_rl_ops::JobError::Ray(_)), "{source:?}");
     assert!(error.to_string().ends_with("; RayJob default/grpo-rayjob is deleted, so that its nodes go"), "{error}");
     let create = server.requests().into_iter().find(|r| r.method == "POST" && r.uri.contains("/rayjobs")).expect("the RayJob created");
     assert!(
@@ -343,7 +343,7 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     let made = state.cluster.expect("KubeRay's cluster, named after the RayJob");
     assert!(made.starts_with("grpo-rayjob-") && made.len() == "grpo-rayjob-".len() + 5, "{made}");
     let busy = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await;
-    assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { state, .. }) if state == "Initializing"), "{:?}", busy.err());
+    assert!(matches!(&busy, Err(gke_rl_ops::JobError::RayJobBusy { state, .. }) if state == "Initializing"), "{:?}", busy.err());
     assert_eq!(clusters.ray_job(name).await.unwrap().unwrap().submission.as_deref(), Some("earlier"));
 
     let status = commands::status(&deployment, &HeadOptions::default(), None, &env, Arc::new(Recorder::default())).await.unwrap();
@@ -359,7 +359,7 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     assert!(server.object("rayclusters", &made).is_none(), "shutdownAfterJobFinishes");
     let replaced = Arc::new(Recorder::default());
     let again = commands::submit(&deployment, &artifacts, &options, &env, replaced.clone()).await;
-    assert!(matches!(again, Err(gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), .. })), "{:?}", again.err());
+    assert!(matches!(again, Err(gke_rl_ops::JobError::RayJobNotStarted { deleted: Ok(()), .. })), "{:?}", again.err());
     assert!(
         replaced.events().find("Deleted { kind: \"RayJob\"").unwrap() < replaced.events().find("RayJobCreated").unwrap(),
         "{}",
@@ -372,10 +372,10 @@ async fn a_rayjob_is_made_for_its_submission_and_deleted_when_the_submit_fails()
     let (_, stopped) = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await.unwrap();
     assert!(matches!(stopped, Stopped::RayJobDeleted { waited: true, .. }) && server.object("rayjobs", name).is_none());
     let none = commands::stop(&deployment, &HeadOptions::default(), name, true, &env, Arc::new(Recorder::default())).await;
-    assert!(matches!(none, Err(gke_rl_ops::Error::NoRayJob { .. })), "{:?}", none.err());
+    assert!(matches!(none, Err(gke_rl_ops::JobError::NoRayJob { .. })), "{:?}", none.err());
     let by_address = HeadOptions { address: Some("http://127.0.0.1:9".into()), ..HeadOptions::default() };
     let refused = commands::status(&deployment, &by_address, None, &env, Arc::new(Recorder::default())).await;
-    assert!(matches!(refused, Err(gke_rl_ops::Error::RayJobByAddress)), "{:?}", refused.err());
+    assert!(matches!(refused, Err(gke_rl_ops::JobError::RayJobByAddress)), "{:?}", refused.err());
 }
 
 /// While a RayJob's cluster comes up (its pods wait for nodes): Ctrl-C deletes the RayJob;
@@ -418,7 +418,7 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     let error = commands::submit(&deployment, &artifacts, &options, &env, recorder.clone()).await.err().expect("interrupted");
     sender.await.unwrap();
     assert!(
-        matches!(&error, gke_rl_ops::Error::RayJobNotStarted { deleted: Ok(()), source, .. } if matches!(**source, gke_rl_ops::Error::Interrupted { signal: 2 })),
+        matches!(&error, gke_rl_ops::JobError::RayJobNotStarted { deleted: Ok(()), source, .. } if matches!(**source, gke_rl_ops::JobError::Interrupted { signal: 2 })),
         "{error:?}"
     );
     clusters.wait_ray_job_gone("grpo-rayjob", quick).await.unwrap();
@@ -427,9 +427,9 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     env.interrupt = Interrupt::manual().1;
     let recorder = Arc::new(Recorder::default());
     let error = commands::submit(&late, &render(&late), &options, &env, recorder.clone()).await.err().expect("past its deadline");
-    let gke_rl_ops::Error::RayJobNotStarted { source, .. } = &error else { panic!("{error:?}") };
+    let gke_rl_ops::JobError::RayJobNotStarted { source, .. } = &error else { panic!("{error:?}") };
     assert!(
-        matches!(&**source, gke_rl_ops::Error::RayJobEnded { state, reason: Some(reason), .. } if state == "Failed" && reason == "PreRunningDeadlineExceeded"),
+        matches!(&**source, gke_rl_ops::JobError::RayJobEnded { state, reason: Some(reason), .. } if state == "Failed" && reason == "PreRunningDeadlineExceeded"),
         "{source:?}"
     );
     assert!(recorder.saw("Unschedulable: 0/3 nodes are available"), "the pods' reason is told: {}", recorder.events());
@@ -445,14 +445,14 @@ async fn a_rayjob_that_does_not_come_up_is_told_and_deleted_unless_another_submi
     });
     let error = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await.err().expect("taken");
     taker.await.unwrap();
-    let gke_rl_ops::Error::RayJobGone { why, .. } = &error else { panic!("{error:?}") };
+    let gke_rl_ops::JobError::RayJobGone { why, .. } = &error else { panic!("{error:?}") };
     assert!(why.contains("deleted"), "someone deleted it, whichever the submit saw first: {why}");
     let kept = clusters.ray_job("grpo-rayjob").await.unwrap().expect("left to the other submit");
     assert!(!kept.deleting && kept.submission.as_deref() == Some("another-submit"), "{kept:?}");
     assert_eq!(server.requests().iter().filter(|r| r.method == "DELETE").count(), 3, "the first two submits' and the taker's");
     // A create meanwhile is never taken over: the submit that finds it is refused.
     let busy = commands::submit(&deployment, &artifacts, &options, &env, Arc::new(Recorder::default())).await;
-    assert!(matches!(&busy, Err(gke_rl_ops::Error::RayJobBusy { .. })), "{:?}", busy.err());
+    assert!(matches!(&busy, Err(gke_rl_ops::JobError::RayJobBusy { .. })), "{:?}", busy.err());
 }
 
 /// A RayJob that Kueue manages (`job.queue` labels it with a LocalQueue) waits, suspended, while Kueue holds
@@ -486,7 +486,7 @@ async fn a_rayjob_held_back_by_kueue_says_why_until_admitted() {
     });
     let error =
         commands::submit(&deployment, &artifacts, &run_options(None, true, None), &env, recorder.clone()).await.err().expect("no head");
-    assert!(matches!(error, gke_rl_ops::Error::RayJobNotStarted { .. }), "{error:?}");
+    assert!(matches!(error, gke_rl_ops::JobError::RayJobNotStarted { .. }), "{error:?}");
     let Ok(gke_rl_ops::run::Status::RayJob(report)) = admit.await.unwrap() else { panic!("KubeRay's and Kueue's word") };
     let Some(Ok(queued)) = &report.queued else { panic!("Kueue's word: {:?}", report.queued.as_ref().map(|q| q.as_ref().err())) };
     assert_eq!((report.state.state(), queued.queue.as_str(), queued.admitted), ("Suspended", "a4", false));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use gke_rl::lifecycle::Command;
 use gke_rl_ops::monitoring::fake::{FakeMonitoring, FakeSeries};
 use gke_rl_ops::monitoring::lustre_usage;
-use gke_rl_ops::{Clock, Env, Error, Interrupt, Kube, RunError, Runner};
+use gke_rl_ops::{Clock, Env, Interrupt, Kube, ReportError, RunError, Runner};
 
 const TOKEN: &str = "ya29.a-monitoring-token";
 /// The run: 15 minutes from 2026-12-03T10:00:00Z.
@@ -179,13 +179,13 @@ async fn what_goes_wrong_is_said_and_the_token_goes_to_no_other_host() {
     // gcloud without an account.
     let (env, _) = gcloud_env(Err("ERROR: (gcloud.auth.print-access-token) You do not currently have an active account selected."));
     let error = lustre_usage(&deployment, (START, END), &fake.address, &env).await.unwrap_err();
-    assert!(matches!(error, Error::AccessToken { .. }), "{error}");
+    assert!(matches!(error, ReportError::AccessToken { .. }), "{error}");
     assert!(error.to_string().contains("You do not currently have an active account selected"), "{error}");
 
     // An endpoint elsewhere is refused before gcloud is asked.
     let (env, gcloud) = gcloud_env(Ok(TOKEN));
     let error = lustre_usage(&deployment, (START, END), "http://203.0.113.9:80", &env).await.unwrap_err();
-    assert!(matches!(error, Error::MonitoringEndpoint { .. }), "{error}");
+    assert!(matches!(error, ReportError::MonitoringEndpoint { .. }), "{error}");
     assert!(gcloud.calls.lock().unwrap().is_empty());
 
     // A redirect is not followed with the token.
@@ -201,6 +201,6 @@ async fn what_goes_wrong_is_said_and_the_token_goes_to_no_other_host() {
     // A run that ends before it starts, or starts after now, has no window.
     for window in [(END, START), (START + 7200.0, START + 7300.0)] {
         let error = lustre_usage(&deployment, window, &fake.address, &env).await.unwrap_err();
-        assert!(matches!(error, Error::NoRunWindow { .. }), "{error}");
+        assert!(matches!(error, ReportError::NoRunWindow { .. }), "{error}");
     }
 }

@@ -92,14 +92,19 @@ impl ReportArgs {
     }
 
     /// What the config's Lustre instance did during the run, from Cloud Monitoring.
-    fn lustre_usage(&self, report: &Report, deployment: &gke_rl::Deployment, runtime: crate::Runtime) -> Result<Usage, gke_rl_ops::Error> {
+    fn lustre_usage(
+        &self,
+        report: &Report,
+        deployment: &gke_rl::Deployment,
+        runtime: crate::Runtime,
+    ) -> Result<Usage, gke_rl_ops::ReportError> {
         let Some(window) = report.window() else {
             let why = if self.log.is_some() {
                 "the log has no supervisor's record of its start, or of its end"
             } else {
                 "Ray has no start time for the job"
             };
-            return Err(gke_rl_ops::Error::NoRunWindow { why });
+            return Err(gke_rl_ops::ReportError::NoRunWindow { why });
         };
         let instance = crate::terminal::shown(deployment.lustre.instance_id.as_str());
         crate::terminal::errln!("reading what the Lustre instance {instance} did from Cloud Monitoring");
