@@ -35,7 +35,7 @@ use xshell::Shell;
     name = "cargo xtask",
     bin_name = "cargo xtask",
     version,
-    after_help = "Any other command is gke-rl's, built from this clone and run as a child: `cargo xtask render --help`; `cargo run -p gke-rl-cli -- help` lists them"
+    after_help = "Any other command is gke-rl's, built from this clone and run in xtask's place: `cargo xtask render --help`"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -90,6 +90,14 @@ enum Task {
 }
 
 fn main() -> ExitCode {
+    let asked: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if matches!(asked.as_slice(), [one] if one == "--help" || one == "-h" || one == "help") {
+        use clap::CommandFactory as _;
+        return match Cli::command().after_help(user_commands()).print_help() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(2),
+        };
+    }
     let task = match Cli::parse().command {
         Command::User(args) => return user_command(&args),
         Command::Dev(task) => task,
@@ -146,6 +154,44 @@ fn user_command(args: &[OsString]) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// gke-rl's commands, as `cargo xtask --help` lists them after its own: each command's man
+/// page (generated from the CLI's arguments) names it and says what it does, so xtask need not
+/// link the CLI to know them.
+fn user_commands() -> String {
+    let mut lines = vec!["gke-rl's commands, built from this clone and run in xtask's place (`cargo xtask render --help`):".to_owned()];
+    let Ok(pages) = std::fs::read_dir(project_root().join("man")) else { return lines.remove(0) };
+    let mut commands: Vec<(String, String)> = pages
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let command = path.file_name()?.to_str()?.strip_prefix("gke-rl-")?.strip_suffix(".1")?.to_owned();
+            let page = std::fs::read_to_string(&path).ok()?;
+            let name_line = page.lines().skip_while(|l| *l != ".SH NAME").nth(1)?;
+            // Roff's escapes undone, and the first clause kept, as a listing shows it.
+            let about = name_line.split_once(" \\- ")?.1.replace("\\-", "-").replace("\\*(Aq", "'");
+            Some((command, first_clause(&about).to_owned()))
+        })
+        .collect();
+    commands.sort();
+    let width = commands.iter().map(|(command, _)| command.len()).max().unwrap_or_default();
+    lines.extend(commands.into_iter().map(|(command, about)| format!("  {command:width$}  {about}")));
+    lines.join("\n")
+}
+
+/// `text` up to its first `:`, `;` or sentence end outside parentheses.
+fn first_clause(text: &str) -> &str {
+    let mut depth = 0_i32;
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ':' | ';' if depth == 0 => return &text[..at],
+            '.' if depth == 0 && text[at..].starts_with(". ") => return &text[..at],
+            _ => {}
+        }
+    }
+    text.trim_end_matches('.')
+}
+
 /// The cargo that runs xtask (`CARGO`), for every cargo xtask runs.
 fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
@@ -172,6 +218,14 @@ mod tests {
             let parsed = super::Cli::try_parse_from(["cargo xtask", &command]).map(|cli| cli.command);
             assert!(matches!(parsed, Ok(super::Command::User(_))), "`cargo xtask {command}` is not gke-rl's");
         }
+    }
+
+    /// `cargo xtask --help` lists gke-rl's commands too, with what each does.
+    #[test]
+    fn help_lists_the_user_commands() {
+        let listed = super::user_commands();
+        assert!(listed.contains("\n  render ") && listed.contains("\n  submit ") && listed.contains("Render every artifact"), "{listed}");
+        assert_eq!(listed.lines().count(), 1 + std::fs::read_dir(crate::project_root().join("man")).unwrap().count() - 1, "{listed}");
     }
 
     /// The `gke-rl` binary answers to the name and variable `cargo xtask` gives it.
