@@ -422,7 +422,7 @@ pub enum JobEvent<'a> {
     /// meets the cause again, and explains it.
     SuspendedUnknown {
         /// Why.
-        error: &'a crate::LifecycleError,
+        error: &'a crate::error::LifecycleError,
     },
     /// A piece of the log so far of one submission of a job, as `logs` reads them one by one,
     /// a chunk at a time.

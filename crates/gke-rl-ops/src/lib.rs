@@ -54,7 +54,8 @@ pub mod storage;
 pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
-pub use error::{CommonError, Error, Fix, JobError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable};
+pub(crate) use error::root_cause;
+pub use error::{CommonError, Error, Fix, JobError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable, chain};
 pub use events::{Event, JobEvent, LifecycleEvent, Progress, Question, Quiet};
 pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
 pub use site::SiteOptions;
@@ -63,28 +64,4 @@ pub use site::SiteOptions;
 pub fn took(elapsed: std::time::Duration) -> String {
     let seconds = elapsed.as_secs_f64();
     if seconds < 60.0 { format!("{seconds:.1}s") } else { format!("{}m{:02}s", elapsed.as_secs() / 60, elapsed.as_secs() % 60) }
-}
-
-/// The innermost cause of an error: what a transport failure comes down to (a refused
-/// connection, a name that does not resolve).
-pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut root = error;
-    while let Some(next) = root.source() {
-        root = next;
-    }
-    root.to_string()
-}
-
-/// An error and its causes on one line, each said once.
-pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cause = Some(error);
-    while let Some(e) = cause {
-        let text = e.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cause = e.source();
-    }
-    parts.join(": ")
 }

@@ -99,7 +99,7 @@ pub enum JobError {
     /// the run is lost, and the RayJob deleted, or not.
     #[error("RayJob {namespace}/{name} is {state}: its cluster was taken away (preempted), and the run with it; {}", match not_deleted {
         None => "the RayJob is deleted: submit again, and NeMo-RL resumes from its newest checkpoint".to_owned(),
-        Some(e) => format!("deleting it failed ({}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or KubeRay waits for the lost job until it is deleted", crate::chain(&**e)),
+        Some(e) => format!("deleting it failed ({}): delete it with `kubectl delete rayjob {name} -n {namespace}`, or KubeRay waits for the lost job until it is deleted", super::chain(&**e)),
     })]
     RunPreempted {
         /// Its name.
@@ -263,10 +263,10 @@ holds_common!(JobError);
 #[non_exhaustive]
 pub enum NotDeleted {
     /// Its create got no answer, and whether it was made cannot be read.
-    #[error("whether it was made cannot be read: {}", crate::chain(&**.0))]
+    #[error("whether it was made cannot be read: {}", super::chain(&**.0))]
     Unread(Box<gke_rl_kube::Error>),
     /// The delete failed.
-    #[error("{}", crate::chain(&**.0))]
+    #[error("{}", super::chain(&**.0))]
     Refused(Box<gke_rl_kube::Error>),
 }
 

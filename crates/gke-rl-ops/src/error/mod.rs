@@ -257,6 +257,30 @@ impl CommonError {
     }
 }
 
+/// The innermost cause of an error: what a transport failure comes down to (a refused
+/// connection, a name that does not resolve).
+pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = error;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    root.to_string()
+}
+
+/// An error and its causes on one line, each said once.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
+}
+
 /// Why nobody can answer a question: no terminal to ask on, a question the front end does
 /// not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
