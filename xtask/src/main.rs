@@ -159,7 +159,9 @@ fn user_command(args: &[OsString]) -> ExitCode {
 /// link the CLI to know them.
 fn user_commands() -> String {
     let mut lines = vec!["gke-rl's commands, built from this clone and run in xtask's place (`cargo xtask render --help`):".to_owned()];
-    let Ok(pages) = std::fs::read_dir(project_root().join("man")) else { return lines.remove(0) };
+    let Ok(pages) = std::fs::read_dir(project_root().join("man")) else {
+        return "Any other command is gke-rl's, run in xtask's place; `cargo run -p gke-rl-cli -- help` lists them".to_owned();
+    };
     let mut commands: Vec<(String, String)> = pages
         .filter_map(|entry| {
             let path = entry.ok()?.path();
@@ -225,6 +227,7 @@ mod tests {
     fn help_lists_the_user_commands() {
         let listed = super::user_commands();
         assert!(listed.contains("\n  render ") && listed.contains("\n  submit ") && listed.contains("Render every artifact"), "{listed}");
+        assert!(!listed.contains('\\'), "a roff escape is left: {listed}");
         assert_eq!(listed.lines().count(), 1 + std::fs::read_dir(crate::project_root().join("man")).unwrap().count() - 1, "{listed}");
     }
 

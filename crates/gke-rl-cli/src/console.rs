@@ -519,6 +519,35 @@ mod tests {
 
     use super::*;
 
+    /// The words of the job events, which reach the console through the same `event` as the
+    /// lifecycle's (their logic is tested against real Ray heads in `tests/ray_jobs.rs`).
+    #[test]
+    fn job_events_are_worded_for_people() {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let console = Console::captured(buffer.clone());
+        let local = std::net::SocketAddr::from(([127, 0, 0, 1], 40123));
+        let events = [
+            (JobEvent::PortForward { local, namespace: "d", pod: "c-head", port: 8265 }, "port-forward 127.0.0.1:40123 -> d/c-head:8265"),
+            (
+                JobEvent::Connected { ray_version: "2.54.0", address: "http://127.0.0.1:40123", tested: true },
+                "Ray 2.54.0 at http://127.0.0.1:40123",
+            ),
+            (JobEvent::WorkingDirOverridden, "warning: --working-dir overrides the runtime env's working_dir"),
+            (
+                JobEvent::PackageReused { uri: "gcs://_ray_pkg_a.zip", files: 3 },
+                "package gcs://_ray_pkg_a.zip (3 files) is already on the cluster",
+            ),
+            (JobEvent::Reconnecting("reset"), "log stream lost (reset); reconnecting"),
+            (JobEvent::StopRequested { id: "grpo" }, "stop requested for job grpo"),
+        ];
+        for (event, words) in events {
+            let before = buffer.lock().unwrap().len();
+            console.event(event.into());
+            let said = String::from_utf8_lossy(&buffer.lock().unwrap()[before..]).into_owned();
+            assert!(said.contains(words), "{words:?} missing from {said:?}");
+        }
+    }
+
     /// The words of the deploy, destroy and suspend events (their logic is tested in
     /// `crates/gke-rl-ops/tests/it/deploy.rs`).
     #[test]

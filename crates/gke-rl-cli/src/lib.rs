@@ -240,15 +240,12 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 /// to do, the rest as `explain` words them.
 fn reported(error: impl Into<gke_rl_ops::Error>, explain: &dyn Fn(&gke_rl_ops::Error) -> String) -> anyhow::Error {
     let error = error.into();
-    if let Some(gke_rl_ops::CommonError::ForeignState { path, .. }) = error.common() {
-        return anyhow::anyhow!(
-            "{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder",
-            path.display()
-        );
-    }
     match &error {
         gke_rl_ops::Error::Lifecycle(gke_rl_ops::LifecycleError::Blueprint { path, text, diagnostic }) => {
             diagnostics::Reported(diagnostics::Located { file: path, source: text, diagnostic }.to_string()).into()
+        }
+        gke_rl_ops::Error::Lifecycle(gke_rl_ops::LifecycleError::ForeignState { path, .. }) => {
+            anyhow::anyhow!("{error}\nhelp: {} belongs to that deployment; use its config and project, or another --folder", path.display())
         }
         gke_rl_ops::Error::Jobs(gke_rl_ops::JobError::RuntimeEnv { .. }) => anyhow::anyhow!("{error}"),
         _ => anyhow::anyhow!("{}", explain(&error)),

@@ -68,7 +68,9 @@ pub(crate) async fn submit(
         WhenDone::Keep => AfterRun::Kept,
         WhenDone::Suspend if !head.is_forwarded() => AfterRun::NotSuspendedByAddress,
         WhenDone::Suspend => {
-            crate::suspend::set_suspended(deployment, true, SUSPEND_WAIT, env, &*progress).await?;
+            crate::suspend::set_suspended(deployment, true, SUSPEND_WAIT, env, &*progress)
+                .await
+                .map_err(|e| JobError::SuspendAfterRun(Box::new(e)))?;
             AfterRun::Suspended
         }
     };

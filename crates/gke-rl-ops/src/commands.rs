@@ -62,7 +62,7 @@ pub async fn stop(
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one per command
 pub enum Logs {
-    /// Each submission's log went out as an [`JobEvent::JobLog`], oldest first: this many.
+    /// Each submission's log went out as a [`JobEvent::JobLog`], oldest first: this many.
     Read(usize),
     /// The newest submission, followed to its end or detached from.
     Followed {
@@ -197,7 +197,7 @@ impl RunText {
 
 /// The report of a run from a saved log: its wall time from its supervisor's records, if they
 /// say, priced at the deployment's hourly cost.
-pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl_in_cluster::run_report::Report, JobError> {
+pub fn report_of_log(deployment: &Deployment, path: &std::path::Path) -> Result<gke_rl_in_cluster::run_report::Report, crate::CommonError> {
     let mut run = RunText::default();
     crate::files::read_log(path, |text| run.feed(text))?;
     let span = run.records.span();

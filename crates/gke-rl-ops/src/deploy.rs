@@ -143,7 +143,7 @@ pub async fn deploy(
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
     std::fs::create_dir_all(folder).map_err(|source| CommonError::Write { path: folder.to_owned(), source })?;
-    let _held = files::lock_folder(folder, "gke-rl deploy")?;
+    let _held = crate::site::lock_folder(folder, "gke-rl deploy")?;
     let mut state = match resolved.load_state()? {
         Some(state) => state,
         None => State::new(deployment, resolved.site.project_id.as_str(), ""),

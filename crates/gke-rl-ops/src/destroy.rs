@@ -87,9 +87,9 @@ pub async fn destroy(
     // No folder, nothing of it to race over. A folder that cannot be locked is destroyed
     // anyway: refusing would leave resources billing.
     let folder = resolved.folder();
-    let _held = match folder.is_dir().then(|| crate::files::lock_folder(folder, "gke-rl destroy")).transpose() {
+    let _held = match folder.is_dir().then(|| crate::site::lock_folder(folder, "gke-rl destroy")).transpose() {
         Ok(held) => held,
-        Err(busy @ CommonError::FolderInUse { .. }) => return Err(busy.into()),
+        Err(busy @ LifecycleError::FolderInUse { .. }) => return Err(busy),
         Err(other) => {
             progress.lifecycle(LifecycleEvent::Unlocked { folder, why: other.to_string() });
             None

@@ -198,76 +198,6 @@ pub fn sweep_temporaries(dir: &Path) {
     }
 }
 
-/// The lock file in a deployment folder.
-pub const LOCK_FILE: &str = ".gke-rl.lock";
-
-/// How long [`lock_folder`] waits for a held lock before it says who holds it.
-const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// An exclusive hold on a deployment folder for as long as it lives. It is an advisory lock on
-/// the folder's [`LOCK_FILE`], which the kernel frees when the process ends, however it ends:
-/// no stale lock outlives a killed gke-rl.
-#[derive(Debug)]
-pub struct FolderLock {
-    _file: std::fs::File,
-}
-
-/// Takes the existing `folder` for `holder` (e.g. `gke-rl deploy`), or says which process holds
-/// it. The lock file is opened without following a link planted in its place.
-pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, CommonError> {
-    let path = folder.join(LOCK_FILE);
-    let write = |source| CommonError::Write { path: path.clone(), source };
-    let mut file = match std::fs::File::create_new(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open_no_link(&path).map_err(write)?,
-        Err(e) => return Err(write(e)),
-    };
-    // A child another thread of this process is forking holds a copy of every descriptor until
-    // it execs (closing them): a lock just freed here may look held for a moment.
-    let started = std::time::Instant::now();
-    loop {
-        match file.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_PATIENCE => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(CommonError::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
-            }
-            Err(std::fs::TryLockError::Error(source)) => return Err(write(source)),
-        }
-    }
-    file.set_len(0).map_err(write)?;
-    file.write_all(format!("pid {}: {holder}\n", std::process::id()).as_bytes()).map_err(write)?;
-    Ok(FolderLock { _file: file })
-}
-
-/// Opens an existing regular file for writing, refusing a symlink or a file swapped for one
-/// between the look and the open (the opened file must be the one looked at).
-fn open_no_link(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::MetadataExt as _;
-    let looked = std::fs::symlink_metadata(path)?;
-    let refused = || std::io::Error::other("not a regular file (a link or another kind); remove it");
-    if !looked.file_type().is_file() {
-        return Err(refused());
-    }
-    let file = std::fs::OpenOptions::new().write(true).open(path)?;
-    let opened = file.metadata()?;
-    if (opened.dev(), opened.ino()) != (looked.dev(), looked.ino()) {
-        return Err(refused());
-    }
-    Ok(file)
-}
-
-/// What the lock file says of its holder (`pid 4242: gke-rl deploy`), read within a bound and
-/// with control characters dropped.
-fn holder_of(path: &Path) -> String {
-    let mut text = String::new();
-    let read = std::fs::File::open(path).and_then(|file| file.take(256).read_to_string(&mut text));
-    let holder: String = text.lines().next().unwrap_or_default().chars().filter(|c| !c.is_control()).collect();
-    if read.is_err() || holder.is_empty() { "another gke-rl".to_owned() } else { holder }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,29 +219,6 @@ mod tests {
         }
         let error = read_log(Path::new("/dev/zero"), |_| {}).unwrap_err();
         assert!(matches!(error, CommonError::NotAFile { kind: "a character device", .. }), "{error}");
-    }
-
-    #[test]
-    fn a_folder_is_held_by_one_lock_until_it_is_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("deployment");
-        std::fs::create_dir(&folder).unwrap();
-        let held = lock_folder(&folder, "gke-rl deploy").unwrap();
-        let refused = lock_folder(&folder, "gke-rl destroy").unwrap_err();
-        let pid = std::process::id();
-        assert!(matches!(&refused, CommonError::FolderInUse { holder, .. } if *holder == format!("pid {pid}: gke-rl deploy")), "{refused}");
-        drop(held);
-        // Taken again at once, even while another test of this process forks a child.
-        let again = lock_folder(&folder, "gke-rl destroy").unwrap();
-        assert_eq!(std::fs::read_to_string(folder.join(LOCK_FILE)).unwrap(), format!("pid {pid}: gke-rl destroy\n"));
-        drop(again);
-        // A link planted in the lock file's place is never written through.
-        std::fs::remove_file(folder.join(LOCK_FILE)).unwrap();
-        let target = dir.path().join("target");
-        std::fs::write(&target, "keep\n").unwrap();
-        std::os::unix::fs::symlink(&target, folder.join(LOCK_FILE)).unwrap();
-        assert!(matches!(lock_folder(&folder, "gke-rl deploy"), Err(CommonError::Write { .. })));
-        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use gke_rl::diagnostic::Fix;
 use gke_rl::lifecycle::Command;
 use gke_rl_validate::Finding;
 
-use crate::{CommonError, Env, LifecycleError};
+use crate::{CommonError, Env};
 
 /// One file's edits.
 #[derive(Debug)]
@@ -48,13 +48,13 @@ pub fn edits(env: &Env, files: &BTreeMap<String, String>, findings: &[Finding]) 
 
 /// Writes each edited file in place, atomically (a reader sees the old file or the new one) and
 /// with its permissions. Only a regular file is written: a link's target is not the file named.
-pub fn write(edited: &[Edited]) -> Result<(), LifecycleError> {
+pub fn write(edited: &[Edited]) -> Result<(), CommonError> {
     use std::os::unix::fs::PermissionsExt as _;
     for file in edited {
         let write = |source| CommonError::Write { path: file.path.clone(), source };
         let metadata = std::fs::symlink_metadata(&file.path).map_err(write)?;
         if !metadata.file_type().is_file() {
-            return Err(write(std::io::Error::other("not a regular file (a link or another kind): not edited")).into());
+            return Err(write(std::io::Error::other("not a regular file (a link or another kind): not edited")));
         }
         crate::files::write_atomically_as(&file.path, file.after.as_bytes(), metadata.permissions().mode() & 0o7777)?;
     }

@@ -691,7 +691,7 @@ pub struct JobReport {
     /// Why the log (and so the records) could not be read, if it could not.
     pub records_unread: Option<JobError>,
     /// The RayCluster's name and pods, when the head is reached through Kubernetes.
-    pub cluster: Option<(String, Result<Readiness, JobError>)>,
+    pub cluster: Option<(String, Result<Readiness, gke_rl_kube::Error>)>,
     /// In `rayjob` mode, the RayJob's name and state.
     pub ray_job: Option<(String, RayJobState)>,
     /// The job as JSON, secrets redacted.
@@ -735,8 +735,8 @@ pub(crate) async fn readiness(
     deployment: &Deployment,
     clusters: &gke_rl_kube::Namespaced,
     name: &str,
-) -> (String, Result<Readiness, JobError>) {
-    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await.map_err(JobError::from))
+) -> (String, Result<Readiness, gke_rl_kube::Error>) {
+    (name.to_owned(), clusters.readiness(name, deployment.topology.node_count.get()).await)
 }
 
 /// A running job's log is read until it has been quiet this long: what it had written.

@@ -7,8 +7,10 @@
 //!
 //! Each takes a loaded [`gke_rl::Deployment`], typed options, an [`Env`] (the programs it runs,
 //! the Kubernetes API, a clock, what interrupts it) and a [`Progress`] sink that receives typed
-//! [`Event`]s and answers the questions asked before costly or destructive steps. Nothing
-//! here prints, parses arguments or picks exit codes: the `gke-rl` command line is one front
+//! [`Event`]s and answers the questions asked before costly or destructive steps. Errors and
+//! events are typed by family ([`LifecycleError`], [`JobError`], [`ReportError`], each holding
+//! [`CommonError`]; [`LifecycleEvent`], [`JobEvent`]), so a signature says what it can fail
+//! with. Nothing here prints, parses arguments or picks exit codes: the `gke-rl` command line is one front
 //! end over this crate, and any Rust tool can be another.
 //!
 //! ```no_run
@@ -57,7 +59,7 @@ pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemCl
 pub(crate) use error::root_cause;
 pub use error::{CommonError, Error, Fix, JobError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable, chain};
 pub use events::{Event, JobEvent, LifecycleEvent, Progress, Question, Quiet};
-pub use gke_rl_kube::{ClusterState, Queued, RayJobState, Readiness};
+pub use gke_rl_kube::{ClusterState, Error as KubeError, Queued, RayJobState, Readiness};
 pub use site::SiteOptions;
 
 /// A duration as people read it in progress lines: `4.2s`, `12m03s`.

@@ -493,7 +493,7 @@ pub(crate) async fn status(
         _ => None,
     };
     let queued = match state.is_finished() {
-        false => clusters.workload_of(&state.uid).await.map_err(JobError::from).transpose(),
+        false => clusters.workload_of(&state.uid).await.transpose(),
         true => None,
     };
     Ok(Status::RayJob(Box::new(RayJobReport { name, state, cluster, unreached, queued })))

@@ -86,9 +86,9 @@ pub struct RayJobReport {
     /// Its state.
     pub state: RayJobState,
     /// Its cluster's name and pods, while it has one.
-    pub cluster: Option<(String, Result<Readiness, JobError>)>,
+    pub cluster: Option<(String, Result<Readiness, gke_rl_kube::Error>)>,
     /// Why its cluster's head could not be reached, when it should have been.
     pub unreached: Option<JobError>,
     /// What Kueue says of it, when Kueue manages it and it has not finished.
-    pub queued: Option<Result<Queued, JobError>>,
+    pub queued: Option<Result<Queued, gke_rl_kube::Error>>,
 }

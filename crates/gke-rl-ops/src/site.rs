@@ -1,6 +1,8 @@
 //! Which deployment, in which project and folders: the options deploy and destroy share,
-//! resolved into the SDK's [`Site`], and the deployment's state file.
+//! resolved into the SDK's [`Site`], the deployment's state file, and the lock that keeps one
+//! deploy or destroy at a time in its folder.
 
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use gke_rl::Deployment;
@@ -8,7 +10,7 @@ use gke_rl::lifecycle::{self, Command, Site, State};
 use gke_rl::model::ProjectId;
 
 use crate::events::{LifecycleEvent, Progress};
-use crate::{CommonError, Env, files};
+use crate::{CommonError, Env, LifecycleError, files};
 
 /// Which deployment, where.
 #[derive(Clone, Debug, Default)]
@@ -86,16 +88,16 @@ impl Resolved<'_> {
     }
 
     /// The state file, if there is one; refused when it is another deployment's.
-    pub fn load_state(&self) -> Result<Option<State>, CommonError> {
+    pub fn load_state(&self) -> Result<Option<State>, LifecycleError> {
         let path = self.state_path();
         let text = match files::read_text(&path) {
             Ok(text) => text,
             Err(CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
-        let state = State::from_json(&text).map_err(|source| CommonError::State { path: path.clone(), source })?;
+        let state = State::from_json(&text).map_err(|source| LifecycleError::State { path: path.clone(), source })?;
         if let Some(mismatch) = state.mismatch(self.deployment, self.site.project_id.as_str()) {
-            return Err(CommonError::ForeignState { path, mismatch });
+            return Err(LifecycleError::ForeignState { path, mismatch });
         }
         Ok(Some(state))
     }
@@ -127,5 +129,106 @@ impl Resolved<'_> {
     pub fn stream(&self, env: &Env, progress: &dyn Progress, command: &Command) -> bool {
         progress.lifecycle(LifecycleEvent::Running(command));
         env.runner.stream(command, &self.hidden)
+    }
+}
+
+/// The lock file in a deployment folder.
+pub const LOCK_FILE: &str = ".gke-rl.lock";
+
+/// How long [`lock_folder`] waits for a held lock before it says who holds it.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An exclusive hold on a deployment folder for as long as it lives. It is an advisory lock on
+/// the folder's [`LOCK_FILE`], which the kernel frees when the process ends, however it ends:
+/// no stale lock outlives a killed gke-rl.
+#[derive(Debug)]
+pub struct FolderLock {
+    _file: std::fs::File,
+}
+
+/// Takes the existing `folder` for `holder` (e.g. `gke-rl deploy`), or says which process holds
+/// it. The lock file is opened without following a link planted in its place.
+pub fn lock_folder(folder: &Path, holder: &str) -> Result<FolderLock, LifecycleError> {
+    let path = folder.join(LOCK_FILE);
+    let write = |source| CommonError::Write { path: path.clone(), source };
+    let mut file = match std::fs::File::create_new(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open_no_link(&path).map_err(write)?,
+        Err(e) => return Err(write(e).into()),
+    };
+    // A child another thread of this process is forking holds a copy of every descriptor until
+    // it execs (closing them): a lock just freed here may look held for a moment.
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(LifecycleError::FolderInUse { folder: folder.to_owned(), holder: holder_of(&path) });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(write(source).into()),
+        }
+    }
+    file.set_len(0).map_err(write)?;
+    file.write_all(format!("pid {}: {holder}\n", std::process::id()).as_bytes()).map_err(write)?;
+    Ok(FolderLock { _file: file })
+}
+
+/// Opens an existing regular file for writing, refusing a symlink or a file swapped for one
+/// between the look and the open (the opened file must be the one looked at).
+fn open_no_link(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let looked = std::fs::symlink_metadata(path)?;
+    let refused = || std::io::Error::other("not a regular file (a link or another kind); remove it");
+    if !looked.file_type().is_file() {
+        return Err(refused());
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let opened = file.metadata()?;
+    if (opened.dev(), opened.ino()) != (looked.dev(), looked.ino()) {
+        return Err(refused());
+    }
+    Ok(file)
+}
+
+/// What the lock file says of its holder (`pid 4242: gke-rl deploy`), read within a bound and
+/// with control characters dropped.
+fn holder_of(path: &Path) -> String {
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|file| file.take(256).read_to_string(&mut text));
+    let holder: String = text.lines().next().unwrap_or_default().chars().filter(|c| !c.is_control()).collect();
+    if read.is_err() || holder.is_empty() { "another gke-rl".to_owned() } else { holder }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_is_held_by_one_lock_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("deployment");
+        std::fs::create_dir(&folder).unwrap();
+        let held = lock_folder(&folder, "gke-rl deploy").unwrap();
+        let refused = lock_folder(&folder, "gke-rl destroy").unwrap_err();
+        let pid = std::process::id();
+        assert!(
+            matches!(&refused, LifecycleError::FolderInUse { holder, .. } if *holder == format!("pid {pid}: gke-rl deploy")),
+            "{refused}"
+        );
+        drop(held);
+        // Taken again at once, even while another test of this process forks a child.
+        let again = lock_folder(&folder, "gke-rl destroy").unwrap();
+        assert_eq!(std::fs::read_to_string(folder.join(LOCK_FILE)).unwrap(), format!("pid {pid}: gke-rl destroy\n"));
+        drop(again);
+        // A link planted in the lock file's place is never written through.
+        std::fs::remove_file(folder.join(LOCK_FILE)).unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep\n").unwrap();
+        std::os::unix::fs::symlink(&target, folder.join(LOCK_FILE)).unwrap();
+        assert!(matches!(lock_folder(&folder, "gke-rl deploy"), Err(LifecycleError::Common(CommonError::Write { .. }))));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
     }
 }

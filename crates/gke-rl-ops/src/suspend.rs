@@ -73,7 +73,7 @@ pub async fn set_suspended(
 }
 
 /// Whether the deployment's RayCluster is suspended; `None` when there is none.
-pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, LifecycleError> {
+pub async fn is_suspended(deployment: &Deployment, env: &Env) -> Result<Option<bool>, crate::CommonError> {
     let clusters = crate::head::namespaced(deployment, env).await?;
     Ok(clusters.is_suspended(deployment.project.cluster_name.as_str()).await?)
 }

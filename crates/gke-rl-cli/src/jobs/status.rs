@@ -132,7 +132,7 @@ fn ray_job_json(name: &str, state: &gke_rl_ops::RayJobState) -> serde_json::Valu
 /// read it is not fatal.
 fn cluster(
     name: &str,
-    readiness: &Result<gke_rl_ops::Readiness, gke_rl_ops::JobError>,
+    readiness: &Result<gke_rl_ops::Readiness, gke_rl_ops::KubeError>,
     d: &gke_rl::Deployment,
     now_millis: u64,
     console: &Console,

@@ -14,10 +14,10 @@ pub enum JobError {
     /// What any operation can meet.
     #[error(transparent)]
     Common(#[from] CommonError),
-    /// Cluster mode resumes a suspended RayCluster before a run and suspends it after: that
+    /// Cluster mode suspends the RayCluster after a run (`job.when_done: suspend`): that
     /// failed.
     #[error(transparent)]
-    Lifecycle(Box<LifecycleError>),
+    SuspendAfterRun(Box<LifecycleError>),
     /// The deployment's long-lived RayCluster is up where a RayJob's cluster is to come.
     #[error(
         "RayCluster {namespace}/{cluster} is up and holds the GPU nodes the RayJob's own cluster needs: suspend it first (`gke-rl suspend`), or submit to it (without --as rayjob)"
@@ -270,19 +270,13 @@ pub enum NotDeleted {
     Refused(Box<gke_rl_kube::Error>),
 }
 
-impl From<LifecycleError> for JobError {
-    fn from(error: LifecycleError) -> Self {
-        JobError::Lifecycle(Box::new(error))
-    }
-}
-
 impl JobError {
     /// The fix when the error is about reaching the cluster's API.
     pub fn fix(&self, get_credentials: &gke_rl::lifecycle::Command) -> Option<Fix> {
         match self {
             JobError::Common(common) => common.fix(get_credentials),
             JobError::PortForward { source } => source.fix(get_credentials),
-            JobError::Lifecycle(lifecycle) => lifecycle.common()?.fix(get_credentials),
+            JobError::SuspendAfterRun(suspend) => suspend.common()?.fix(get_credentials),
             _ => None,
         }
     }

@@ -13,6 +13,31 @@ pub enum LifecycleError {
     /// What any operation can meet.
     #[error(transparent)]
     Common(#[from] CommonError),
+    /// Another process holds the deployment folder (a deploy or destroy in progress).
+    #[error("{} is in use by {holder}; wait for it to end, or stop that process", folder.display())]
+    FolderInUse {
+        /// The deployment folder.
+        folder: PathBuf,
+        /// Who holds it, as its lock file says: `pid 4242: gke-rl deploy`.
+        holder: String,
+    },
+    /// The state file is not gke-rl's.
+    #[error("{}: not a gke-rl state file", path.display())]
+    State {
+        /// The state file.
+        path: PathBuf,
+        /// Why it is not.
+        #[source]
+        source: gke_rl::Error,
+    },
+    /// The state file belongs to another deployment or project.
+    #[error("refusing to act: {mismatch}")]
+    ForeignState {
+        /// The state file.
+        path: PathBuf,
+        /// How it differs.
+        mismatch: String,
+    },
     /// A template the blueprint stages is not beside it.
     #[error("{} stages {name}, which gcluster reads beside it, and {} does not exist; copy it from a Cluster Toolkit checkout's {}, or patch the checkout's blueprint with --toolkit", blueprint.display(), path.display(), gke_rl::knowledge::toolkit_example())]
     StagedTemplateMissing {

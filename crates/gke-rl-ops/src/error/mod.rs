@@ -1,11 +1,12 @@
 //! Why an operation failed, typed by the family of operations that can fail so, with what
 //! fixes it: a front end words the fix in its own commands.
 //!
-//! - [`LifecycleError`]: deploy, destroy, suspend and resume, and what they read first;
+//! - [`LifecycleError`]: deploy, destroy, suspend and resume, and the project, folder and state
+//!   they resolve first;
 //! - [`JobError`]: reaching the head, submitting, following, stopping and the job commands;
 //! - [`ReportError`]: what the run report asks Cloud Monitoring;
-//! - [`CommonError`]: what any of them can meet (the files, the deployment's site, the
-//!   Kubernetes API, the process), held by each family.
+//! - [`CommonError`]: what more than one family can meet (the project, files, the rendered
+//!   artifacts, the Ray token's Secret, the Kubernetes API, the process), held by each family.
 //!
 //! A front end with one renderer takes [`Error`], which each family converts into.
 
@@ -36,8 +37,8 @@ pub enum Error {
     Reports(#[from] ReportError),
 }
 
-/// What any operation can meet: its files, the deployment's site, the Kubernetes API, the
-/// process.
+/// What more than one family of operations can meet: the project, reading and writing files, a
+/// render that fails validation, the Ray token's Secret, the Kubernetes API, the process.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommonError {
@@ -54,14 +55,6 @@ pub enum CommonError {
         from: &'static str,
         /// What is wrong with it.
         reason: String,
-    },
-    /// Another process holds the deployment folder (a deploy or destroy in progress).
-    #[error("{} is in use by {holder}; wait for it to end, or stop that process", folder.display())]
-    FolderInUse {
-        /// The deployment folder.
-        folder: PathBuf,
-        /// Who holds it, as its lock file says: `pid 4242: gke-rl deploy`.
-        holder: String,
     },
     /// A file could not be read or is not text.
     #[error("cannot read {}", path.display())]
@@ -104,23 +97,6 @@ pub enum CommonError {
         /// Why.
         #[source]
         source: std::io::Error,
-    },
-    /// The state file is not gke-rl's.
-    #[error("{}: not a gke-rl state file", path.display())]
-    State {
-        /// The state file.
-        path: PathBuf,
-        /// Why it is not.
-        #[source]
-        source: gke_rl::Error,
-    },
-    /// The state file belongs to another deployment or project.
-    #[error("refusing to act: {mismatch}")]
-    ForeignState {
-        /// The state file.
-        path: PathBuf,
-        /// How it differs.
-        mismatch: String,
     },
     /// The SDK refused the model (an unknown image, a value).
     #[error(transparent)]
@@ -286,3 +262,61 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unanswerable(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forbidden() -> gke_rl_kube::Error {
+        gke_rl_kube::Error::Unreachable { action: "list pods".into(), cause: gke_rl_kube::Unreachable::Forbidden("no".into()) }
+    }
+
+    fn credentials() -> Command {
+        Command { program: "gcloud".into(), args: vec!["container".into()], dir: None }
+    }
+
+    /// The fix for the Kubernetes API is found however deep a family holds it, and only there.
+    #[test]
+    fn the_fix_is_found_in_every_family() {
+        let get = credentials();
+        let held: [Error; 5] = [
+            LifecycleError::from(forbidden()).into(),
+            JobError::from(forbidden()).into(),
+            ReportError::from(forbidden()).into(),
+            JobError::PortForward { source: Box::new(JobError::from(forbidden())) }.into(),
+            JobError::SuspendAfterRun(Box::new(LifecycleError::from(forbidden()))).into(),
+        ];
+        for error in held {
+            assert_eq!(error.fix(&get), Some(Fix::GrantDeveloperRole), "{error:?}");
+        }
+        let wrapped = LifecycleError::NoCapacity { source: Box::new(forbidden()), cause: "stockout".into(), inspect: get.clone() };
+        assert_eq!(Error::from(wrapped).fix(&get), None, "a wait's timeout is not the API refusing");
+        assert_eq!(Error::from(JobError::NoJobs).fix(&get), None);
+    }
+
+    /// Why a RayJob was not deleted is said, with until when its nodes stay.
+    #[test]
+    fn a_rayjob_left_behind_says_why_and_until_when() {
+        let not_started = |deleted, deadline| JobError::RayJobNotStarted {
+            name: "grpo".into(),
+            namespace: "default".into(),
+            deleted,
+            deadline,
+            source: Box::new(JobError::NoJobs),
+        };
+        let deleted = not_started(Ok(()), Some(600)).to_string();
+        assert!(deleted.ends_with("RayJob default/grpo is deleted, so that its nodes go"), "{deleted}");
+        let unread = not_started(Err(NotDeleted::Unread(Box::new(forbidden()))), Some(600)).to_string();
+        assert!(unread.contains("deleting RayJob default/grpo failed (whether it was made cannot be read: "), "{unread}");
+        assert!(unread.contains("until its pre-running deadline (600 s from its start)"), "{unread}");
+        let refused = not_started(Err(NotDeleted::Refused(Box::new(forbidden()))), None).to_string();
+        assert!(refused.contains("failed (list pods: the API server denied access (403): no): delete it with"), "{refused}");
+        assert!(refused.contains("`kubectl delete rayjob grpo -n default`") && refused.ends_with("until it is deleted"), "{refused}");
+        let preempted = |not_deleted| {
+            JobError::RunPreempted { name: "grpo".into(), namespace: "default".into(), state: "Suspended".into(), not_deleted }.to_string()
+        };
+        assert!(preempted(None).ends_with("NeMo-RL resumes from its newest checkpoint"), "{}", preempted(None));
+        let kept = preempted(Some(Box::new(forbidden())));
+        assert!(kept.contains("deleting it failed (") && kept.contains("`kubectl delete rayjob grpo -n default`"), "{kept}");
+    }
+}

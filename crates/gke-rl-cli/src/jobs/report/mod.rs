@@ -49,7 +49,7 @@ impl ReportArgs {
             Some(path) => {
                 let loaded = self.connection.config()?;
                 let report = gke_rl_ops::commands::report_of_log(&loaded.deployment, path)
-                    .map_err(|e| crate::reported(e, &|e| gke_rl_ops::chain(e)))?;
+                    .map_err(|e| anyhow::anyhow!("{}", gke_rl_ops::chain(&e)))?;
                 (report, path.display().to_string(), loaded.deployment)
             }
             None => {
