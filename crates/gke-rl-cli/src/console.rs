@@ -532,6 +532,10 @@ mod tests {
                 JobEvent::Connected { ray_version: "2.54.0", address: "http://127.0.0.1:40123", tested: true },
                 "Ray 2.54.0 at http://127.0.0.1:40123",
             ),
+            (
+                JobEvent::Connected { ray_version: "9.0.0", address: "http://h:8265", tested: false },
+                "Ray 9.0.0 at http://h:8265\nwarning: gke-rl is tested with Ray",
+            ),
             (JobEvent::WorkingDirOverridden, "warning: --working-dir overrides the runtime env's working_dir"),
             (
                 JobEvent::PackageReused { uri: "gcs://_ray_pkg_a.zip", files: 3 },
@@ -546,6 +550,10 @@ mod tests {
             let said = String::from_utf8_lossy(&buffer.lock().unwrap()[before..]).into_owned();
             assert!(said.contains(words), "{words:?} missing from {said:?}");
         }
+        let before = buffer.lock().unwrap().len();
+        console.event(JobEvent::Connected { ray_version: "2.54.0", address: "http://h:8265", tested: true }.into());
+        let said = String::from_utf8_lossy(&buffer.lock().unwrap()[before..]).into_owned();
+        assert_eq!(said, "Ray 2.54.0 at http://h:8265\n", "a tested Ray gets no warning");
     }
 
     /// The words of the deploy, destroy and suspend events (their logic is tested in

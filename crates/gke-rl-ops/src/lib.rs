@@ -10,8 +10,8 @@
 //! [`Event`]s and answers the questions asked before costly or destructive steps. Errors and
 //! events are typed by family ([`LifecycleError`], [`JobError`], [`ReportError`], each holding
 //! [`CommonError`]; [`LifecycleEvent`], [`JobEvent`]), so a signature says what it can fail
-//! with. Nothing here prints, parses arguments or picks exit codes: the `gke-rl` command line is one front
-//! end over this crate, and any Rust tool can be another.
+//! with. Nothing here prints, parses arguments or picks exit codes: the `gke-rl` command line
+//! is one front end over this crate, and any Rust tool can be another.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), gke_rl_ops::LifecycleError> {

@@ -110,16 +110,18 @@ impl Job {
 /// The exit code when following is detached and the signal is not known: Ctrl-C's.
 pub(crate) const DETACHED: u8 = 130;
 
-/// An error of a job command: a failed port-forward with how to reach the dashboard instead.
+/// An error of a job command, with the fix when it is about reaching the cluster's API: a
+/// failed port-forward also says how to reach the dashboard instead.
 pub(crate) fn failed(error: gke_rl_ops::JobError, deployment: &Deployment) -> anyhow::Error {
-    let said = error.to_string();
-    let gke_rl_ops::JobError::PortForward { source } = error else { return crate::reported(error, &|e| gke_rl_ops::chain(e)) };
-    let cluster = &deployment.project.cluster_name;
     let project = deployment.project.project_id.as_ref().map_or("PROJECT_ID", |p| p.as_str());
+    let credentials = gke_rl::lifecycle::credentials(deployment, project);
+    let said = error.to_string();
+    let gke_rl_ops::JobError::PortForward { source } = error else { return crate::reported(error, &|e| explain(e, None, &credentials)) };
+    let cluster = &deployment.project.cluster_name;
     anyhow::anyhow!(
         "{said}: {}\nhelp: or reach the dashboard yourself: `kubectl port-forward service/{cluster}-head-svc 8265:8265`, \
          then pass --address http://localhost:8265 (or set RAY_ADDRESS)",
-        explain(&(*source).into(), None, &gke_rl::lifecycle::credentials(deployment, project))
+        explain(&(*source).into(), None, &credentials)
     )
 }
 

@@ -867,4 +867,10 @@ fn after_deploy_render_and_validate_see_the_cluster_as_deploy_found_it() {
             && rendered.contains("rdma-7"),
         "{rendered}"
     );
+    // A job command the API refuses names the fix, as deploy does.
+    cloud.api.deny(Some(403));
+    let out = cloud.gke_rl(&["status"], &[]);
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("denied access (403)") && err.contains("help: the account gcloud uses may not do this in the cluster"), "{err}");
 }

@@ -265,6 +265,14 @@ fn out_of_range_values_are_refused_or_warned_about() {
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(stderr(&out).contains("format version 999; this gke-rl reads version 1"), "{}", both(&out));
     assert!(!cloud.calls().contains("gcluster destroy"), "nothing was destroyed");
+    // Another project's state: refused, with what to do.
+    let foreign = gke_rl::lifecycle::State::new(&gke_rl::Deployment::default(), "another-project", "");
+    std::fs::write(cloud.root.join("deployment/state.json"), foreign.to_json()).unwrap();
+    let out = cloud.destroy(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("the state file belongs to deployment ray-a4-gpu-spot in project another-project"), "{}", both(&out));
+    assert!(stderr(&out).contains("belongs to that deployment; use its config and project, or another --folder"), "{}", both(&out));
+    assert!(!cloud.calls().contains("gcluster destroy"), "nothing was destroyed");
 }
 
 /// Issue 31, item 1: the job ended but its log stream went silent instead of closing (a

@@ -16,8 +16,8 @@ pub enum JobError {
     Common(#[from] CommonError),
     /// Cluster mode suspends the RayCluster after a run (`job.when_done: suspend`): that
     /// failed.
-    #[error(transparent)]
-    SuspendAfterRun(Box<LifecycleError>),
+    #[error("the run ended, and suspending the RayCluster after it failed: {0}")]
+    SuspendAfterRun(#[source] Box<LifecycleError>),
     /// The deployment's long-lived RayCluster is up where a RayJob's cluster is to come.
     #[error(
         "RayCluster {namespace}/{cluster} is up and holds the GPU nodes the RayJob's own cluster needs: suspend it first (`gke-rl suspend`), or submit to it (without --as rayjob)"

@@ -1,8 +1,8 @@
 //! Why an operation failed, typed by the family of operations that can fail so, with what
 //! fixes it: a front end words the fix in its own commands.
 //!
-//! - [`LifecycleError`]: deploy, destroy, suspend and resume, and the project, folder and state
-//!   they resolve first;
+//! - [`LifecycleError`]: deploy, destroy, suspend and resume, and the deployment folder's state
+//!   and lock;
 //! - [`JobError`]: reaching the head, submitting, following, stopping and the job commands;
 //! - [`ReportError`]: what the run report asks Cloud Monitoring;
 //! - [`CommonError`]: what more than one family can meet (the project, files, the rendered
