@@ -139,7 +139,7 @@ pub async fn deploy(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Deployed, LifecycleError> {
-    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm()?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
     std::fs::create_dir_all(folder).map_err(|source| CommonError::Write { path: folder.to_owned(), source })?;

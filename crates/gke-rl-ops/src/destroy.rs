@@ -82,7 +82,7 @@ pub async fn destroy(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Destroyed, LifecycleError> {
-    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm()?;
     let resolved = options.target.resolve(deployment, env, false)?;
     // No folder, nothing of it to race over. A folder that cannot be locked is destroyed
     // anyway: refusing would leave resources billing.

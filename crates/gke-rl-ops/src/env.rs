@@ -278,7 +278,11 @@ impl Interrupt {
 
     /// Starts listening. A signal then ends the operation cleanly instead of the process.
     /// Call inside a tokio runtime.
-    pub(crate) fn arm(&self) -> std::io::Result<Armed> {
+    pub(crate) fn arm(&self) -> Result<Armed, crate::CommonError> {
+        self.listen().map_err(|source| crate::CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })
+    }
+
+    fn listen(&self) -> std::io::Result<Armed> {
         match self {
             Interrupt::Manual(seen) => Ok(Armed(seen.clone())),
             Interrupt::Signals => {

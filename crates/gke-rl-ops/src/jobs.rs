@@ -262,7 +262,7 @@ pub async fn follow_run(
     progress: &dyn Progress,
 ) -> Result<Observed, JobError> {
     // Armed once for the whole run: a signal between two submissions is heard too.
-    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm()?;
     let mut current = latest_in_chain(client, id).await?;
     let mut records = Records::default();
     loop {
@@ -499,7 +499,7 @@ pub enum Followed {
 /// Streams the job's log and state changes until it ends; the interrupt detaches.
 pub async fn follow(client: &Client, id: &str, env: &Env, progress: &dyn Progress) -> Result<Followed, JobError> {
     // Armed before anything else, so no interrupt from here on ends the process.
-    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm()?;
     let mut log = RunLog::default();
     Ok(match follow_logging(client, id, env, progress, &mut log, &mut Records::default(), &mut interrupt).await? {
         Some(job) => Followed::Finished { job: Box::new(job), log: Box::new(log) },

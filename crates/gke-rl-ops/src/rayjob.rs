@@ -66,7 +66,7 @@ pub(crate) async fn submit(
         stop_ray_job(deployment, &clusters, name, true, env, &*progress).await?;
     }
     // Armed before the create: an interrupt from here on deletes the RayJob, not the process.
-    let mut interrupt = env.interrupt.arm().map_err(|source| CommonError::Local { what: "cannot listen for Ctrl-C".into(), source })?;
+    let mut interrupt = env.interrupt.arm()?;
     let uid = match clusters.create_ray_job(manifest, &id).await {
         Ok((_, uid)) => uid,
         Err(gke_rl_kube::Error::RayJobExists(_)) => {
