@@ -200,15 +200,6 @@ impl Error {
             Error::Reports(e) => e.common()?.fix(get_credentials),
         }
     }
-
-    /// The error any family can meet, when it is one.
-    pub fn common(&self) -> Option<&CommonError> {
-        match self {
-            Error::Lifecycle(e) => e.common(),
-            Error::Jobs(e) => e.common(),
-            Error::Reports(e) => e.common(),
-        }
-    }
 }
 
 impl CommonError {
