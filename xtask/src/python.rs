@@ -27,8 +27,9 @@ pub fn install(sh: &Shell) -> anyhow::Result<PathBuf> {
 }
 
 /// Each in-cluster program as it ships, by the name it runs as.
-fn programs() -> [(&'static str, String); 5] {
+fn programs() -> [(&'static str, String); 6] {
     [
+        ("checkpoints.py", gke_rl_in_cluster::checkpoints::program()),
         ("supervise.py", gke_rl_in_cluster::supervisor::program()),
         ("keeper.py", gke_rl_in_cluster::supervisor::keeper()),
         ("idle_guard.py", gke_rl_in_cluster::guard::program()),
@@ -60,8 +61,9 @@ mod tests {
     use super::*;
 
     /// The sources [`programs`] are made of: each linted as part of the program that carries it.
-    const PROGRAM_SOURCES: [&str; 7] = [
+    const PROGRAM_SOURCES: [&str; 8] = [
         "crates/gke-rl-in-cluster/python/auth.py",
+        "crates/gke-rl-in-cluster/python/checkpoints.py",
         "crates/gke-rl-in-cluster/python/fabric_check.py",
         "crates/gke-rl-in-cluster/python/idle_guard.py",
         "crates/gke-rl-in-cluster/python/storage_check.py",

@@ -879,9 +879,9 @@ class WriterLease:
     stale. A claim nobody here vouches for (forged, copied from another folder, or another
     cluster's) is no claim."""
 
-    NAME = ".gke-rl-writer"
-    EVERY_S = 20
-    STALE_S = 90
+    NAME = TABLES["writer"]["name"]
+    EVERY_S = TABLES["writer"]["every_s"]
+    STALE_S = TABLES["writer"]["stale_s"]
     # Two supervisors that both found the claim stale: each looks again after this, and the one
     # whose claim is there holds it.
     SETTLE_S = 1

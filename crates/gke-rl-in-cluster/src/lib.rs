@@ -10,6 +10,7 @@
 //! Pure, as the SDK is: the caller reads the logs and the metrics and runs the jobs. The
 //! validator and the page do not build this crate, so editing a program rebuilds neither.
 
+pub mod checkpoints;
 pub mod fabric;
 pub mod guard;
 pub mod log_lines;

@@ -303,6 +303,41 @@ pub fn total_s(values: impl Iterator<Item = f64>) -> f64 {
     values.fold(0.0, |sum, value| sum + value)
 }
 
+/// The signature `records.py` gives a record of kind `kind` (its file's name, or what else it
+/// is) of the run `run` whose fields but `mac` are `text` (compact JSON with sorted keys): an
+/// HMAC-SHA256 with the cluster's run key, in hex.
+pub fn mac(key: &[u8], run: &str, kind: &str, text: &str) -> String {
+    use hmac::{KeyInit as _, Mac as _};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(format!("{run}\n{kind}\n{text}").as_bytes());
+    mac.finalize().into_bytes().iter().fold(String::with_capacity(64), |mut hex, byte| {
+        let _ = write!(hex, "{byte:02x}");
+        hex
+    })
+}
+
+/// `kept` signed with the cluster's run key.
+pub fn sign_kept(mut kept: gke_rl::lifecycle::Kept, key: &[u8]) -> gke_rl::lifecycle::Kept {
+    kept.mac = mac(key, &kept.run, gke_rl::lifecycle::Kept::SIGNED_AS, &kept.signed_text());
+    kept
+}
+
+/// Whether `kept` carries the signature of the cluster's run key (compared in constant time).
+pub fn is_genuine(kept: &gke_rl::lifecycle::Kept, key: &[u8]) -> bool {
+    use hmac::{KeyInit as _, Mac as _};
+    let Some(expected) = decode_hex(&kept.mac) else { return false };
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(format!("{}\n{}\n{}", kept.run, gke_rl::lifecycle::Kept::SIGNED_AS, kept.signed_text()).as_bytes());
+    mac.verify_slice(&expected).is_ok()
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

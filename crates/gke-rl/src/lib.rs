@@ -27,6 +27,7 @@ pub mod checkpoint_plan;
 pub mod config;
 pub mod cost;
 pub mod diagnostic;
+pub mod durability;
 pub mod envsh;
 mod error;
 pub mod knowledge;

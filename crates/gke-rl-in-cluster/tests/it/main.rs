@@ -2,5 +2,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, clippy::disallowed_macros)] // tests read fixtures; the library does no I/O
 
+mod checkpoints;
 mod fabric;
+mod records;
 mod run_log;

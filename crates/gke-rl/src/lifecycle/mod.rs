@@ -14,7 +14,7 @@ mod state;
 
 pub use commands::*;
 pub use plan::{DestroyPlan, billable, deploy_plan, destroy_plan};
-pub use state::{Created, State, digest};
+pub use state::{Created, Kept, KeptKind, State, Transfer, digest};
 
 use serde::{Deserialize, Serialize};
 

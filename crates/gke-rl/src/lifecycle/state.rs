@@ -34,6 +34,94 @@ pub struct State {
     pub existing_cluster: bool,
     /// What exists because of this deployment.
     pub created: Created,
+    /// What was copied between the Lustre instance and a bucket and verified there, file for
+    /// file, each record signed with the cluster's run key: what a destroy may delete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<Kept>,
+    /// A transfer started and not yet verified: the next export (or deploy) follows it to its
+    /// end, never starts it over; destroy waits for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<Transfer>,
+}
+
+/// What a verified copy holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptKind {
+    /// A checkpoint, exported.
+    Step,
+    /// The Hugging Face model converted from a checkpoint, exported.
+    Hf,
+    /// The run's records, exported.
+    Records,
+    /// A checkpoint imported from a bucket (`deploy --resume-from`): it is in the bucket.
+    Import,
+}
+
+/// One verified copy between the Lustre instance and a bucket: every file of the folder is in
+/// both, with its size. Its `mac` (HMAC-SHA256 with the cluster's run key over the run, the
+/// record's kind `kept` and its other fields, as the run's records are signed in the cluster:
+/// gke-rl-in-cluster `records.py`) is what makes it count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// What it holds.
+    pub kind: KeptKind,
+    /// The run that wrote the checkpoint folder (its first submission id), or the job's name.
+    pub run: String,
+    /// The checkpoint folder, as the nodes mount it.
+    pub checkpoints: String,
+    /// The step.
+    pub step: u64,
+    /// The bucket folder.
+    pub uri: String,
+    /// Its files.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// When it was verified, in seconds since the epoch.
+    pub at: u64,
+    /// The signature; empty until signed.
+    #[serde(default)]
+    pub mac: String,
+}
+
+impl Kept {
+    /// The record's kind in its signature.
+    pub const SIGNED_AS: &str = "kept";
+
+    /// The text its signature covers: its fields but `mac`, as compact JSON with sorted keys
+    /// (what `records.py`'s `json.dumps(sort_keys=True, separators=(",", ":"))` writes of it).
+    pub fn signed_text(&self) -> String {
+        let mut value = serde_json::to_value(self).expect("a record serializes");
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("mac");
+        }
+        value.to_string()
+    }
+}
+
+/// A transfer that was started: enough to follow it again, or to ask the same start again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// Which way.
+    pub direction: crate::durability::Direction,
+    /// What it copies.
+    pub kind: KeptKind,
+    /// The run, as in [`Kept::run`].
+    pub run: String,
+    /// The checkpoint folder, as the nodes mount it.
+    pub checkpoints: String,
+    /// The step.
+    pub step: u64,
+    /// The file system's path it copies from or into.
+    pub lustre_path: String,
+    /// The bucket folder.
+    pub uri: String,
+    /// The request's id, sent again if its answer never came.
+    pub request_id: String,
+    /// The operation, once its start was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
 }
 
 /// Resources a deployment created, as far as gke-rl knows.

@@ -13,7 +13,7 @@ use std::num::NonZeroU32;
 
 use serde::{Deserialize, Serialize};
 
-pub use names::{AbsPath, Cidr, EnvName, Name, OverrideKey, ProjectId, Quantity, Region, Word, Zone};
+pub use names::{AbsPath, CheckpointUri, Cidr, EnvName, GcsPath, Name, OverrideKey, ProjectId, Quantity, Region, Word, Zone};
 pub use prices::{Prices, Usd};
 
 use crate::knowledge;
@@ -39,6 +39,8 @@ pub struct Deployment {
     pub job: Job,
     /// Where the job's secrets come from (names only, never values).
     pub secrets: Secrets,
+    /// Where a run's checkpoints and trained model are kept beyond the Lustre instance.
+    pub storage: Storage,
     /// Prices that replace the embedded price table's in cost estimates.
     pub cost: Prices,
 }
@@ -560,6 +562,10 @@ pub struct Job {
     /// quota. With a queue, gke-rl renders the blueprint's Kueue configuration so that its
     /// ClusterQueue admits a Ray cluster (the upstream one covers GPUs only). Null: no queue.
     pub queue: Option<Name>,
+    /// A checkpoint `gke-rl export` kept in a bucket (`gs://BUCKET/PATH/RUN/step_N/`): deploy
+    /// imports it into `checkpointing.dir` once the RayCluster is Ready and before any job, so
+    /// that the run resumes from it, on a new cluster in any zone. Null: start afresh.
+    pub resume_from: Option<CheckpointUri>,
 }
 
 /// A Hydra override's value as the config writes it: numbers and booleans as written, text
@@ -740,8 +746,21 @@ impl Default for Job {
             rayjob_active_deadline_seconds: None,
             rayjob_pre_running_deadline_seconds: NonZeroU32::new(7200),
             queue: None,
+            resume_from: None,
         }
     }
+}
+
+/// Where a run's checkpoints and trained model are kept beyond the Lustre instance, which
+/// `destroy` deletes with every file on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct Storage {
+    /// The bucket folder `gke-rl export` (and `destroy --export-to`) copies checkpoints to,
+    /// `gs://BUCKET/PATH/`: each run in a folder of its own. Created in the cluster's region when
+    /// missing. Null: `export` needs `--to`.
+    pub export_to: Option<GcsPath>,
 }
 
 /// Checkpointing settings of the job.

@@ -117,6 +117,70 @@ fn check_quantity(s: &str) -> Result<(), Error> {
     }
 }
 
+/// A bucket name by Cloud Storage's rules (cloud.google.com/storage/docs/buckets#naming): 3 to
+/// 63 lowercase letters, digits, `-` and `_`, or up to 222 with dots between parts of at most
+/// 63; starting and ending with a letter or digit; not `goog…`, not holding `google`.
+fn check_bucket(bucket: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.');
+    let ends = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let most = if bucket.contains('.') { 222 } else { 63 };
+    let shaped = (3..=most).contains(&bucket.len())
+        && bucket.chars().all(allowed)
+        && bucket.starts_with(ends)
+        && bucket.ends_with(ends)
+        && bucket.split('.').all(|part| !part.is_empty() && part.len() <= 63);
+    if !shaped {
+        return Err(format!(
+            "`{bucket}` is not a bucket name: use 3 to 63 lowercase letters, digits, `-` and `_` (or dotted parts of at most 63), starting and ending with a letter or digit"
+        ));
+    }
+    if bucket.starts_with("goog") || bucket.contains("google") {
+        return Err(format!("`{bucket}` is not a bucket name: Cloud Storage refuses names that start with `goog` or hold `google`"));
+    }
+    Ok(())
+}
+
+/// `gs://BUCKET/` or `gs://BUCKET/PATH/`: a folder of a bucket, as Managed Lustre's transfers
+/// take it (a path in the bucket "must end with a forward slash", the `gcsPath` of
+/// `ExportDataRequest` in googleapis `google/cloud/lustre/v1/transfer.proto`). Its folders are
+/// plain words, never `.` or `..`, and hold none of gcloud storage's wildcards (`*`, `?`, `[`).
+fn check_gcs_path(s: &str) -> Result<(), Error> {
+    let Some(rest) = s.strip_prefix("gs://") else {
+        return Err(invalid(s, "is not a Cloud Storage folder: write it as gs://BUCKET/PATH/"));
+    };
+    let (bucket, path) = rest.split_once('/').unwrap_or((rest, ""));
+    check_bucket(bucket).map_err(|problem| invalid(s, problem))?;
+    if !rest.ends_with('/') {
+        return Err(invalid(s, format!("does not end with `/`: a folder of a bucket does (write {s}/)")));
+    }
+    for part in path.split_terminator('/') {
+        if part.is_empty() {
+            return Err(invalid(s, "has an empty folder name (`//`): write each folder once"));
+        }
+        if part == "." || part == ".." {
+            return Err(invalid(s, format!("has the folder `{part}`: name the folder itself, without `.` or `..`")));
+        }
+        if !part.chars().all(|c| is_plain_char(c) && c != '/') {
+            return Err(invalid(s, "has a folder name that is not letters, digits and `_ - . : @ +`"));
+        }
+    }
+    Ok(())
+}
+
+/// A checkpoint in a bucket: a [`GcsPath`] whose last folder is `step_N`, as `gke-rl export`
+/// writes it.
+fn check_checkpoint_uri(s: &str) -> Result<(), Error> {
+    check_gcs_path(s)?;
+    let last = s.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    match last.strip_prefix("step_") {
+        Some(digits) if crate::durability::step_number(digits).is_some() => Ok(()),
+        _ => Err(invalid(
+            s,
+            "names no checkpoint: its last folder must be `step_N`, as `gke-rl export` writes it (gs://BUCKET/PATH/RUN/step_N/)",
+        )),
+    }
+}
+
 macro_rules! validated_string {
     ($(#[$doc:meta])* $name:ident, $check:ident, $pattern:literal) => {
         $(#[$doc])*
@@ -222,6 +286,14 @@ validated_string!(
 validated_string!(
     /// An absolute path inside the containers.
     AbsPath, check_path, "^/[A-Za-z0-9_./:@+-]*$"
+);
+validated_string!(
+    /// A folder of a Cloud Storage bucket, `gs://BUCKET/PATH/`.
+    GcsPath, check_gcs_path, "^gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]/([A-Za-z0-9_.:@+-]+/)*$"
+);
+validated_string!(
+    /// A checkpoint in a bucket, `gs://BUCKET/PATH/step_N/`, as `gke-rl export` writes it.
+    CheckpointUri, check_checkpoint_uri, "^gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9]/([A-Za-z0-9_.:@+-]+/)*step_[0-9]+/$"
 );
 validated_string!(
     /// A Kubernetes resource quantity, e.g. `32`, `500m`, `1000Gi`.
