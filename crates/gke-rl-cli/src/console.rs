@@ -349,6 +349,42 @@ impl Console {
                 self.say(format_args!("RayCluster {name} waits in Kueue's queue: its pods come once Kueue admits it"))
             }
             LifecycleEvent::TeardownFailed => self.say("gcluster destroy failed; its output is above. Checking what remains:"),
+            LifecycleEvent::Listing { what, id } => self.say(format_args!("  the cluster lists {what} (job {id})")),
+            LifecycleEvent::BucketCreated { bucket, region } => self.say(format_args!("  made bucket gs://{bucket} in {region}")),
+            LifecycleEvent::BucketOfAnotherProject { bucket, project_number } => {
+                self.say(format_args!("  bucket gs://{bucket} belongs to project {project_number}, another project: it bills there"))
+            }
+            LifecycleEvent::AgentGranted { bucket, agent } => {
+                self.say(format_args!("  granted {} on gs://{bucket} to the Managed Lustre service agent {agent}", gke_rl::durability::AGENT_ROLE))
+            }
+            LifecycleEvent::TransferStarted { direction, from, to, operation, resumed } => {
+                let verb = match direction {
+                    gke_rl::durability::Direction::Export => "exporting",
+                    gke_rl::durability::Direction::Import => "importing",
+                };
+                let again = if resumed { " (started before: followed again)" } else { "" };
+                self.say(format_args!("{verb} {from} to {to}: operation {operation}{again}"))
+            }
+            LifecycleEvent::TransferProgress(counters) => self.say(format_args!(
+                "  {} of {} copied ({} of {} files; {} already there)",
+                gke_rl::quote::bytes(counters.copied_bytes as f64),
+                gke_rl::quote::bytes((counters.found_bytes + counters.skipped_bytes) as f64),
+                counters.copied_objects,
+                counters.found_objects + counters.skipped_objects,
+                counters.skipped_objects
+            )),
+            LifecycleEvent::Verified { uri, files, bytes } => self.say(format_args!(
+                "✓ {uri} holds every file with its size ({}, {}); recorded",
+                gke_rl::durability::files(usize::try_from(files).unwrap_or(usize::MAX)),
+                gke_rl::quote::bytes(bytes as f64)
+            )),
+            LifecycleEvent::AlreadyKept { uri } => self.say(format_args!("✓ {uri} was verified before")),
+            LifecycleEvent::Uploaded { object } => self.say(format_args!("  wrote {object}")),
+            LifecycleEvent::NoReport { why } => self.say(format_args!("  warning: no run report beside the checkpoints: {why}")),
+            LifecycleEvent::UnsignedKept { uri } => self.say(format_args!(
+                "  warning: the state records a copy in {uri} that the cluster's run key did not sign: it does not count"
+            )),
+            LifecycleEvent::Converting { id, script } => self.say(format_args!("converting with NeMo-RL's {script} (job {id})")),
             _ => {}
         }
     }

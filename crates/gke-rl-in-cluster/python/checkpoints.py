@@ -315,7 +315,20 @@ def survey(request):
 
 
 def files(request):
-    fd = open_folder(request["mount"], os.path.join(request["dir"], request["name"]))
+    """The files of the folder `name` of `dir`: a `name` that is not there is said so (the
+    answer's last line says `missing`), never listed as an empty folder."""
+    parent = open_folder(request["mount"], request["dir"])
+    try:
+        fd = os.open(request["name"], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError:
+        say({"done": "files", "files": 0, "bytes": 0, "refused": 0, "weights": None, "missing": True})
+        return
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Refused(f"{request['dir']}/{request['name']} is a link or not a folder: not reading through it") from e
+        raise Refused(f"{request['dir']}/{request['name']}: {e.strerror}") from e
+    finally:
+        os.close(parent)
     try:
         listed, refused = walk(fd)
         for path, size in listed:

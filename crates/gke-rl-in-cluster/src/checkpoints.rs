@@ -219,6 +219,8 @@ pub struct Listing {
     pub refused: Vec<PathRefused>,
     /// The format of a step's weights, when the folder is a step.
     pub weights: Option<Weights>,
+    /// The folder is not there (nothing was listed because there is nothing).
+    pub missing: bool,
 }
 
 impl Listing {
@@ -264,6 +266,8 @@ struct Done {
     existing: bool,
     #[serde(default)]
     weights: Option<Weights>,
+    #[serde(default)]
+    missing: bool,
 }
 
 /// The lister's lines of a log, and its last one, or why the answer is no answer.
@@ -291,7 +295,7 @@ pub fn survey(log: &str) -> Result<Survey, Failure> {
 /// The listing in a lister's log.
 pub fn listing(log: &str) -> Result<Listing, Failure> {
     let (read, done) = lines(log, "files")?;
-    let mut listing = Listing { weights: done.weights, ..Listing::default() };
+    let mut listing = Listing { weights: done.weights, missing: done.missing, ..Listing::default() };
     for line in read {
         match line {
             Line::File { file, size } => listing.files.push(File { path: file, size }),

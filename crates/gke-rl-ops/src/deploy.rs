@@ -1,6 +1,7 @@
 //! Deploy: from a model to a Ready RayCluster with Lustre mounted, in resumable steps.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gke_rl::lifecycle::{self, Preflight, State, Step};
@@ -137,8 +138,9 @@ pub async fn deploy(
     artifacts: &Artifacts,
     options: &DeployOptions,
     env: &Env,
-    progress: &dyn Progress,
+    progress_arc: Arc<dyn Progress>,
 ) -> Result<Deployed, LifecycleError> {
+    let progress: &dyn Progress = &*progress_arc;
     let mut interrupt = env.interrupt.arm()?;
     let mut resolved = options.target.resolve(deployment, env, options.download_dependencies)?;
     let folder = resolved.folder();
@@ -225,6 +227,10 @@ pub async fn deploy(
         state.redo_from(Step::Render);
         state.rendered = digest;
     }
+    // The import is looked at each time: it does nothing once its verified record is there.
+    if deployment.job.resume_from.is_some() {
+        state.completed.retain(|s| *s != Step::Resume);
+    }
     if Step::ALL.iter().all(|s| state.done(*s)) && ray_cluster(artifacts).is_none() {
         // No long-lived cluster to look at: each RayJob brings its own.
         return Ok(Deployed::AlreadyDeployed);
@@ -259,9 +265,14 @@ pub async fn deploy(
             progress.lifecycle(LifecycleEvent::StepDoneBefore(step));
             continue;
         }
+        if step == Step::Resume && deployment.job.resume_from.is_none() {
+            state.complete(step);
+            resolved.save_state(&state)?;
+            continue;
+        }
         let started = env.clock.now();
         progress.lifecycle(LifecycleEvent::StepStarted(step));
-        let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, progress).await;
+        let result = run_step(step, options, env, &resolved, &mut state, &written, &mut interrupt, &progress_arc).await;
         let interrupted = interrupt.is_set_after(result.is_ok()).await;
         if interrupted {
             resolved.save_state(&state)?;
@@ -499,8 +510,9 @@ async fn run_step(
     state: &mut State,
     written: &Written<'_>,
     interrupt: &mut crate::env::Armed,
-    progress: &dyn Progress,
+    progress_arc: &Arc<dyn Progress>,
 ) -> Result<(), LifecycleError> {
+    let progress: &dyn Progress = &**progress_arc;
     let d = resolved.deployment;
     let site = &resolved.site;
     match step {
@@ -653,6 +665,10 @@ async fn run_step(
         // RayJob mode: nothing runs until a RayJob does.
         Step::Ready if ray_cluster(written.artifacts).is_none() => Ok(()),
         Step::Ready => wait_ready(options, env, resolved, interrupt, progress).await,
+        Step::Resume => match &d.job.resume_from {
+            Some(uri) => crate::keep::import(resolved, state, uri, env, progress_arc.clone(), interrupt.clone()).await,
+            None => Ok(()),
+        },
     }
 }
 

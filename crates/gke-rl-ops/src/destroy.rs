@@ -3,13 +3,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use gke_rl::Deployment;
-use gke_rl::lifecycle::{self, Step, existing};
+use gke_rl::lifecycle::{self, State, Step, existing};
+use gke_rl::model::GcsPath;
 use gke_rl_kube::Wait;
 
 use crate::events::{LifecycleEvent, Progress, Question};
 use crate::site::{Resolved, SiteOptions};
-use crate::{CommonError, Env, LifecycleError};
+use crate::{CommonError, Env, KeepError, LifecycleError};
 
 /// How to destroy.
 #[derive(Clone, Debug, Default)]
@@ -18,6 +21,11 @@ pub struct DestroyOptions {
     pub target: SiteOptions,
     /// Turn off the add-ons deploy turned on in an existing cluster.
     pub disable_addons: bool,
+    /// Export every checkpoint the Lustre instance alone holds to this bucket folder first.
+    pub export_to: Option<GcsPath>,
+    /// Delete the Lustre instance even with checkpoints no bucket holds, or when what it holds
+    /// cannot be listed (after the question, which names them).
+    pub discard_checkpoints: bool,
 }
 
 /// How a destroy ended.
@@ -65,13 +73,97 @@ pub enum Plan {
     },
 }
 
-/// The plan (`--dry-run`): what would go, and every command.
-pub fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env) -> Result<Plan, LifecycleError> {
+/// The plan (`--dry-run`): what would go, and every command; what the Lustre instance holds
+/// that no bucket does, as the cluster lists it, and what the instance and the copies cost.
+pub async fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Plan, LifecycleError> {
     let resolved = options.target.resolve(deployment, env, false)?;
-    Ok(match resolved.load_state()? {
-        Some(state) => Plan::Steps(lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons).to_string()),
-        None => Plan::NothingRecorded { folder: resolved.folder().to_owned() },
-    })
+    let Some(state) = resolved.load_state()? else { return Ok(Plan::NothingRecorded { folder: resolved.folder().to_owned() }) };
+    let mut plan = lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons);
+    if deletes_instance(deployment, &state) {
+        let interrupt = env.interrupt.arm()?;
+        let said = match crate::keep::losses(&resolved, &state, env, progress, interrupt).await {
+            Ok(losses) if losses.at_risk.is_empty() => vec!["every complete checkpoint on the instance is in a bucket, verified".to_owned()],
+            Ok(losses) => {
+                let commands = crate::keep::export_commands(&losses.at_risk, options.export_to.as_ref().or(deployment.storage.export_to.as_ref()));
+                let mut lines = vec![if options.export_to.is_some() {
+                    "exported first (--export-to), then the instance is deleted:".to_owned()
+                } else if options.discard_checkpoints {
+                    "LOST with the instance (--discard-checkpoints):".to_owned()
+                } else {
+                    "destroy refuses: these checkpoints are on the instance only (export them, or --discard-checkpoints):".to_owned()
+                }];
+                lines.extend(losses.at_risk.iter().zip(&commands).map(|(risk, command)| format!("  {}\n      $ {command}", lost_line(risk))));
+                lines
+            }
+            Err(LifecycleError::Interrupted { .. }) => vec!["what the instance holds was not listed: interrupted".to_owned()],
+            Err(e) => vec![format!("destroy refuses unless --discard-checkpoints: what the instance holds cannot be listed ({})", crate::chain(&e))],
+        };
+        plan.resources.extend(said);
+    }
+    plan.resources.extend(crate::keep::costs(deployment, &state));
+    Ok(Plan::Steps(plan.to_string()))
+}
+
+/// Whether the destroy deletes a Lustre instance deploy created (on gcluster's path, with the
+/// rest; on a cluster gke-rl did not create, by name), once pods may have written it.
+fn deletes_instance(deployment: &Deployment, state: &State) -> bool {
+    let made = if state.existing_cluster { state.created.lustre_instance.is_some() } else { state.done(Step::Render) };
+    made && !deployment.lustre.existing && state.done(Step::Credentials)
+}
+
+/// One checkpoint a destroy would lose, for people.
+fn lost_line(risk: &gke_rl_in_cluster::checkpoints::AtRisk) -> String {
+    let run = risk.run.as_deref().map_or_else(|| "no run's records name it".to_owned(), |run| format!("run {run}"));
+    let kept = risk.kept.map_or_else(|| "never exported".to_owned(), |step| format!("step {step} is the newest in a bucket"));
+    format!(
+        "{}: step {} of {run} ({}, {}; {kept})",
+        risk.dir,
+        risk.step,
+        gke_rl::durability::files(usize::try_from(risk.files).unwrap_or(usize::MAX)),
+        gke_rl::quote::bytes(risk.bytes as f64)
+    )
+}
+
+/// Before the instance is deleted: what it alone holds is exported (`export_to`), or named in
+/// the question (`discard_checkpoints`), or the destroy is refused. The lines the question adds.
+async fn keep_first(
+    deployment: &Deployment,
+    options: &DestroyOptions,
+    resolved: &Resolved<'_>,
+    state: &mut State,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+    interrupt: &crate::env::Armed,
+) -> Result<Vec<String>, LifecycleError> {
+    let losses = match crate::keep::losses(resolved, state, env, progress.clone(), interrupt.clone()).await {
+        Ok(losses) => losses,
+        Err(e @ (LifecycleError::Interrupted { .. } | LifecycleError::Keep(KeepError::TransferRunning { .. }))) => return Err(e),
+        Err(e) if options.discard_checkpoints => {
+            return Ok(vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))]);
+        }
+        Err(e) => return Err(KeepError::CannotSurvey { instance: deployment.lustre.instance_id.to_string(), why: crate::chain(&e) }.into()),
+    };
+    if losses.at_risk.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(to) = &options.export_to {
+        for risk in &losses.at_risk {
+            let steps = crate::keep::Steps::Step(risk.step);
+            crate::keep::export_locked(deployment, resolved, state, risk.run.clone(), steps, to, env, progress.clone(), interrupt.clone()).await?;
+        }
+        // Asked again: only what is now verified in a bucket counts.
+        let again = crate::keep::losses(resolved, state, env, progress, interrupt.clone()).await?;
+        if again.at_risk.is_empty() {
+            return Ok(Vec::new());
+        }
+        let export = crate::keep::export_commands(&again.at_risk, Some(to));
+        return Err(KeepError::AtRisk { risky: again.at_risk, export }.into());
+    }
+    if options.discard_checkpoints {
+        return Ok(losses.at_risk.iter().map(|risk| format!("LOST: {}", lost_line(risk))).collect());
+    }
+    let export = crate::keep::export_commands(&losses.at_risk, deployment.storage.export_to.as_ref());
+    Err(KeepError::AtRisk { risky: losses.at_risk, export }.into())
 }
 
 /// Deletes the RayCluster (when the cluster's API answers), empties the buckets, runs
@@ -80,8 +172,9 @@ pub async fn destroy(
     deployment: &Deployment,
     options: &DestroyOptions,
     env: &Env,
-    progress: &dyn Progress,
+    progress_arc: Arc<dyn Progress>,
 ) -> Result<Destroyed, LifecycleError> {
+    let progress: &dyn Progress = &*progress_arc;
     let mut interrupt = env.interrupt.arm()?;
     let resolved = options.target.resolve(deployment, env, false)?;
     // No folder, nothing of it to race over. A folder that cannot be locked is destroyed
@@ -96,7 +189,7 @@ pub async fn destroy(
         }
     };
     let d = deployment;
-    let Some(state) = resolved.load_state()? else {
+    let Some(mut state) = resolved.load_state()? else {
         // A cluster gke-rl did not create: without the record of what deploy made there, it
         // deletes nothing.
         if d.project.existing_cluster {
@@ -110,8 +203,20 @@ pub async fn destroy(
         return without_state(env, &resolved, &remains, &mut interrupt, progress).await;
     };
     let provisioned = state.done(Step::Render) && !state.existing_cluster;
+    let lost = if deletes_instance(d, &state) {
+        match keep_first(d, options, &resolved, &mut state, env, progress_arc.clone(), &interrupt).await {
+            Ok(lost) => lost,
+            Err(LifecycleError::Interrupted { signal }) => return Ok(Destroyed::Interrupted { signal }),
+            Err(e) => return Err(e),
+        }
+    } else {
+        Vec::new()
+    };
     let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
-    let preview = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets), options.disable_addons).preview();
+    let mut plan = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets), options.disable_addons);
+    plan.resources.extend(lost);
+    plan.resources.extend(crate::keep::costs(d, &state));
+    let preview = plan.preview();
     match progress.confirm(&Question::Destroy { preview: &preview }) {
         Ok(true) => {}
         Ok(false) => return Ok(Destroyed::Declined),

@@ -391,6 +391,9 @@ pub struct Env {
     pub interrupt: Interrupt,
     /// How often to look at pods and jobs.
     pub poll: Duration,
+    /// How long a port-forward to the head tries to reach it for each connection (a head pod
+    /// that is restarting comes back within it).
+    pub reconnect: Duration,
 }
 
 impl Env {
@@ -402,6 +405,7 @@ impl Env {
             clock: Arc::new(SystemClock),
             interrupt: Interrupt::Signals,
             poll: Duration::from_secs(2),
+            reconnect: Duration::from_secs(30),
         }
     }
 

@@ -290,6 +290,85 @@ pub enum LifecycleEvent<'a> {
     PodsGone,
     /// `gcluster destroy` failed; what remains is checked next.
     TeardownFailed,
+    /// A job of gke-rl's own reads the shared file system on the head (the checkpoint lister).
+    Listing {
+        /// What it lists, for people.
+        what: &'a str,
+        /// Its submission id.
+        id: &'a str,
+    },
+    /// The bucket was made.
+    BucketCreated {
+        /// The bucket.
+        bucket: &'a str,
+        /// Its region.
+        region: &'a str,
+    },
+    /// The bucket belongs to another project, which gke-rl can read and write.
+    BucketOfAnotherProject {
+        /// The bucket.
+        bucket: &'a str,
+        /// Its project's number.
+        project_number: &'a str,
+    },
+    /// The Managed Lustre service agent was granted its role on the bucket.
+    AgentGranted {
+        /// The bucket.
+        bucket: &'a str,
+        /// The agent.
+        agent: &'a str,
+    },
+    /// A transfer started, or one recorded as started is followed again.
+    TransferStarted {
+        /// Which way.
+        direction: gke_rl::durability::Direction,
+        /// What is copied.
+        from: &'a str,
+        /// Where to.
+        to: &'a str,
+        /// The operation.
+        operation: &'a str,
+        /// Whether an earlier run started it.
+        resumed: bool,
+    },
+    /// A transfer's progress, as Managed Lustre counts it.
+    TransferProgress(&'a gke_rl::durability::Counters),
+    /// A copy holds every file, each with its size.
+    Verified {
+        /// The bucket folder.
+        uri: &'a str,
+        /// Its files.
+        files: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// A copy was verified before: nothing to transfer.
+    AlreadyKept {
+        /// The bucket folder.
+        uri: &'a str,
+    },
+    /// A file of gke-rl's went into the bucket beside the checkpoints.
+    Uploaded {
+        /// The object.
+        object: &'a str,
+    },
+    /// The run's report could not be made: the export goes on without it.
+    NoReport {
+        /// Why.
+        why: String,
+    },
+    /// A record of a verified copy that the cluster's run key did not sign: it does not count.
+    UnsignedKept {
+        /// The bucket folder it names.
+        uri: &'a str,
+    },
+    /// NeMo-RL's converter runs as a job on the head.
+    Converting {
+        /// Its submission id.
+        id: &'a str,
+        /// The converter.
+        script: &'a str,
+    },
 }
 
 /// Something that happened to a job: the connection to its head, its submit, its run and its

@@ -113,7 +113,7 @@ pub(crate) async fn connect_to(
 ) -> Result<Head, JobError> {
     let variable = |name: &str| env.var(name).map(std::ffi::OsString::from);
     let forwarded = async {
-        let forwarding = forward(deployment, &clusters, &cluster, progress).await?;
+        let forwarding = forward(deployment, &clusters, &cluster, env.reconnect, progress).await?;
         let token = match gke_rl_ray::Token::discover(variable, None)? {
             Some(token) => Some(token),
             None => cluster_token(deployment, &cluster, &clusters).await?,
@@ -185,6 +185,7 @@ async fn forward(
     deployment: &Deployment,
     clusters: &gke_rl_kube::Namespaced,
     cluster: &str,
+    reconnect: Duration,
     progress: Arc<dyn Progress>,
 ) -> Result<Forwarding, JobError> {
     let namespace = deployment.ray.namespace.as_str();
@@ -194,7 +195,7 @@ async fn forward(
     let on_error: OnError = Arc::new(move |e| reporter.job(JobEvent::PortForwardFailed(e)));
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let forwarding =
-        gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), Duration::from_secs(30), on_error)
+        gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), reconnect, on_error)
             .await
             .map_err(|source| CommonError::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
     progress.job(JobEvent::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });

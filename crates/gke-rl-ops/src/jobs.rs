@@ -118,6 +118,48 @@ pub fn prepare(
     Ok(Prepared { request, package, supervise: options.supervise.clone(), secret_names })
 }
 
+/// A job of gke-rl's own program, whose files (`name`, bytes, executable) are gke-rl's and
+/// hold nothing of the user's (none: no working dir): its package, an empty runtime env, and
+/// its entrypoint, a shell line whose every value is quoted for POSIX sh.
+pub(crate) fn own_job(files: Vec<(String, Vec<u8>, bool)>, entrypoint: String, submission_id: String) -> Result<Prepared, JobError> {
+    let package = if files.is_empty() { None } else { Some(Plan::for_files(files).hash(&[])?) };
+    let request = SubmitRequest {
+        entrypoint,
+        submission_id: Some(submission_id),
+        runtime_env: Some(serde_json::Map::new()),
+        metadata: None,
+        entrypoint_num_cpus: None,
+        entrypoint_num_gpus: None,
+        entrypoint_memory: None,
+        entrypoint_resources: None,
+        entrypoint_label_selector: None,
+    };
+    Ok(Prepared { request, package, supervise: None, secret_names: Vec::new() })
+}
+
+/// Waits, at most `within`, until the job `id` has ended; `None` when `interrupt` came first
+/// (the job is stopped then, and waited for a moment).
+pub(crate) async fn ended(client: &Client, id: &str, within: Duration, env: &Env, interrupt: &mut Armed) -> Result<Option<JobDetails>, JobError> {
+    let deadline = env.clock.now() + within;
+    loop {
+        let job = client.job(id).await?;
+        if job.status.is_terminal() {
+            return Ok(Some(job));
+        }
+        if env.clock.now() >= deadline {
+            let _ = client.stop(id).await;
+            return Err(JobError::JobTimedOut { id: id.to_owned(), after: within });
+        }
+        tokio::select! {
+            () = tokio::time::sleep(env.poll.clamp(Duration::from_millis(100), Duration::from_secs(2))) => {}
+            () = interrupt.wait() => {
+                let _ = client.stop(id).await;
+                return Ok(None);
+            }
+        }
+    }
+}
+
 impl Prepared {
     /// The id the job will be submitted as.
     pub fn submission_id(&self) -> &str {

@@ -46,6 +46,8 @@ pub mod files;
 pub mod fix;
 pub mod head;
 pub mod jobs;
+pub mod keep;
+mod lister;
 pub mod mode;
 pub mod monitoring;
 mod preflight;
@@ -57,7 +59,7 @@ pub mod suspend;
 
 pub use env::{Clock, Env, Interrupt, Kube, Processes, RunError, Runner, SystemClock};
 pub(crate) use error::root_cause;
-pub use error::{CommonError, Error, Fix, JobError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable, chain};
+pub use error::{CommonError, Error, Fix, JobError, KeepError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable, chain};
 pub use events::{Event, JobEvent, LifecycleEvent, Progress, Question, Quiet};
 pub use gke_rl_kube::{ClusterState, Error as KubeError, Queued, RayJobState, Readiness};
 pub use site::SiteOptions;

@@ -249,16 +249,9 @@ pub fn bucket_policy(bucket: &str) -> Command {
     gcloud(&["storage", "buckets", "get-iam-policy", &format!("gs://{bucket}"), "--format=json"])
 }
 
-/// Grants the Lustre service agent [`AGENT_ROLE`] on the bucket.
-pub fn grant_agent(bucket: &str, agent: &str) -> Command {
-    gcloud(&[
-        "storage",
-        "buckets",
-        "add-iam-policy-binding",
-        &format!("gs://{bucket}"),
-        &format!("--member=serviceAccount:{agent}"),
-        &format!("--role={AGENT_ROLE}"),
-    ])
+/// Grants `member` (`serviceAccount:…`, `user:…`) `role` on the bucket.
+pub fn grant_on_bucket(bucket: &str, member: &str, role: &str) -> Command {
+    gcloud(&["storage", "buckets", "add-iam-policy-binding", &format!("gs://{bucket}"), &format!("--member={member}"), &format!("--role={role}")])
 }
 
 /// Grants `account` (a gcloud account, `user@example.com`) `role` in the project.

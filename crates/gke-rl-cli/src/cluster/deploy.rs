@@ -41,6 +41,11 @@ pub struct DeployArgs {
     /// any training bills the GPUs
     #[arg(long)]
     storage_check: bool,
+    /// Import this checkpoint (gs://BUCKET/PATH/RUN/step_N/, as `export` wrote it) into the
+    /// checkpoint folder once the RayCluster is Ready, before any run: the first run resumes from
+    /// it [default: the config's job.resume_from]
+    #[arg(long, value_name = "GS_CHECKPOINT", value_parser = checkpoint_uri)]
+    resume_from: Option<gke_rl::model::CheckpointUri>,
     /// Install an in-cluster guard that suspends the RayCluster after this long without a
     /// running job (30m, 2h); the GPU pool then autoscales from zero [default: the config's job.idle_timeout_minutes]
     #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
@@ -79,6 +84,12 @@ impl DeployArgs {
         if let Some(idle) = self.idle_timeout {
             loaded.deployment.job.idle_timeout_minutes = Some(idle_minutes(idle));
         }
+        if let Some(uri) = &self.resume_from {
+            loaded.deployment.job.resume_from = Some(uri.clone());
+            if let Some(conflict) = loaded.deployment.mode_conflict() {
+                anyhow::bail!("--resume-from: {}\nhelp: {}", conflict.message(), conflict.help());
+            }
+        }
         let d = &loaded.deployment;
         let artifacts = loaded.artifacts()?;
         let options = DeployOptions {
@@ -95,15 +106,15 @@ impl DeployArgs {
             console.say(plan);
             return Ok(0);
         }
+        let console = std::sync::Arc::new(console);
         let deployed =
-            gke_rl_ops::deploy::deploy(d, &artifacts, &options, &env, &console).await.map_err(|e| crate::reported(e, &explained))?;
+            gke_rl_ops::deploy::deploy(d, &artifacts, &options, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
         let ready = matches!(deployed, Deployed::Ready | Deployed::AlreadyReady { .. });
         let (words, code) = said(deployed, d, &get_credentials)?;
         console.say(words);
         if !(ready && (self.fabric_check || self.storage_check)) {
             return Ok(code);
         }
-        let console = std::sync::Arc::new(console);
         // The cluster just deployed, through Kubernetes: never another head RAY_ADDRESS names.
         let forwarded = gke_rl_ops::head::HeadOptions { ray_address: false, ..gke_rl_ops::head::HeadOptions::default() };
         let head = gke_rl_ops::mode::connect(d, &forwarded, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
@@ -120,6 +131,11 @@ impl DeployArgs {
         }
         Ok(code)
     }
+}
+
+/// `--resume-from`: a checkpoint in a bucket, checked before anything runs.
+fn checkpoint_uri(text: &str) -> Result<gke_rl::model::CheckpointUri, String> {
+    gke_rl::model::CheckpointUri::new(text).map_err(|e| e.to_string())
 }
 
 /// `--authorized-cidr`: an IPv4 block, checked before anything runs.

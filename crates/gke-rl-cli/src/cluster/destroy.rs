@@ -24,6 +24,14 @@ pub struct DestroyArgs {
     /// (RayOperator, LustreCsiDriver)
     #[arg(long)]
     disable_addons: bool,
+    /// Before the Lustre instance is deleted, export every checkpoint no bucket holds yet to
+    /// this bucket folder (gs://BUCKET/PATH/), verified
+    #[arg(long, value_name = "GS_FOLDER", value_parser = super::export::gcs_path, conflicts_with = "discard_checkpoints")]
+    export_to: Option<gke_rl::model::GcsPath>,
+    /// Delete the Lustre instance even with checkpoints no bucket holds (the question names
+    /// them), or when what it holds cannot be listed
+    #[arg(long)]
+    discard_checkpoints: bool,
 }
 
 impl DestroyArgs {
@@ -34,16 +42,22 @@ impl DestroyArgs {
     pub(super) async fn execute(&self, env: Env, console: Console) -> anyhow::Result<u8> {
         let loaded = self.target.source.load()?;
         let d = &loaded.deployment;
-        let options = DestroyOptions { target: self.target.options(), disable_addons: self.disable_addons };
+        let options = DestroyOptions {
+            target: self.target.options(),
+            disable_addons: self.disable_addons,
+            export_to: self.export_to.clone(),
+            discard_checkpoints: self.discard_checkpoints,
+        };
         let explained = |e: &gke_rl_ops::Error| explain(e, None, &self.target.get_credentials(d));
+        let console = std::sync::Arc::new(console);
         if self.dry_run {
-            match gke_rl_ops::destroy::plan(d, &options, &env).map_err(|e| crate::reported(e, &explained))? {
+            match gke_rl_ops::destroy::plan(d, &options, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))? {
                 gke_rl_ops::destroy::Plan::Steps(plan) => console.say(plan),
                 gke_rl_ops::destroy::Plan::NothingRecorded { folder } => console.say(nothing(&folder)),
             }
             return Ok(0);
         }
-        let destroyed = gke_rl_ops::destroy::destroy(d, &options, &env, &console).await.map_err(|e| crate::reported(e, &explained))?;
+        let destroyed = gke_rl_ops::destroy::destroy(d, &options, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
         let (words, code) = said(destroyed, d)?;
         console.say(words);
         Ok(code)

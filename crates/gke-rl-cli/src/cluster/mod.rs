@@ -3,15 +3,17 @@
 
 mod deploy;
 mod destroy;
+mod export;
 mod suspend;
 
 use std::path::PathBuf;
 
 pub use deploy::DeployArgs;
 pub use destroy::DestroyArgs;
+pub use export::ExportArgs;
 pub use suspend::{ResumeArgs, SuspendArgs};
 
-/// Which deployment, in which project: flags shared by deploy and destroy.
+/// Which deployment, in which project: flags shared by deploy, destroy and export.
 #[derive(clap::Args)]
 pub struct Target {
     #[command(flatten)]

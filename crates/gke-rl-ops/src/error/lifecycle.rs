@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use gke_rl::lifecycle::Command;
 
-use super::{CommonError, Unanswerable, holds_common};
+use super::{CommonError, JobError, KeepError, Unanswerable, holds_common};
 
 /// Why deploy, destroy, suspend or resume failed.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +13,18 @@ pub enum LifecycleError {
     /// What any operation can meet.
     #[error(transparent)]
     Common(#[from] CommonError),
+    /// Keeping what a run made: an export, an import, or a destroy that would lose it.
+    #[error(transparent)]
+    Keep(#[from] KeepError),
+    /// Reaching the RayCluster's head, or a job on it (the checkpoint lister, the converter).
+    #[error(transparent)]
+    Head(Box<JobError>),
+    /// A signal stopped the operation; what it did is recorded, and running it again goes on.
+    #[error("interrupted by signal {signal}; run the same command again to go on")]
+    Interrupted {
+        /// The signal's number (2 for Ctrl-C, 15 for SIGTERM, 1 for SIGHUP).
+        signal: i32,
+    },
     /// Another process holds the deployment folder (a deploy or destroy in progress).
     #[error("{} is in use by {holder}; wait for it to end, or stop that process", folder.display())]
     FolderInUse {
@@ -189,6 +201,12 @@ pub enum LifecycleError {
 }
 
 holds_common!(LifecycleError);
+
+impl From<JobError> for LifecycleError {
+    fn from(error: JobError) -> Self {
+        LifecycleError::Head(Box::new(error))
+    }
+}
 
 /// One preflight problem, with what fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

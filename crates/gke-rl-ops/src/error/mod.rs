@@ -11,6 +11,7 @@
 //! A front end with one renderer takes [`Error`], which each family converts into.
 
 mod jobs;
+mod keep;
 mod lifecycle;
 mod reports;
 
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use gke_rl::lifecycle::Command;
 
 pub use jobs::{JobError, NotDeleted};
+pub use keep::KeepError;
 pub use lifecycle::{LifecycleError, Problem};
 pub use reports::ReportError;
 
@@ -195,6 +197,7 @@ impl Error {
     /// command that writes the cluster's kubeconfig entry.
     pub fn fix(&self, get_credentials: &Command) -> Option<Fix> {
         match self {
+            Error::Lifecycle(LifecycleError::Head(e)) => e.fix(get_credentials),
             Error::Lifecycle(e) => e.common()?.fix(get_credentials),
             Error::Jobs(e) => e.fix(get_credentials),
             Error::Reports(e) => e.common()?.fix(get_credentials),

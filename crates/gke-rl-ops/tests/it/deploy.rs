@@ -122,6 +122,10 @@ struct Given<'a> {
     download_dependencies: bool,
     idle_timeout_minutes: Option<u32>,
     timeout: Option<Duration>,
+    /// Destroy without `discard_checkpoints`, as a user does by default: the cluster must
+    /// list what the Lustre instance holds first. Off, the tests of the rest of destroy run
+    /// with it on.
+    keep_checkpoints: bool,
 }
 
 impl World {
@@ -138,6 +142,8 @@ impl World {
             clock: Arc::new(SystemClock),
             interrupt,
             poll: Duration::from_millis(1),
+            // No head answers here: a port-forward gives up at once.
+            reconnect: Duration::from_millis(10),
         }
     }
 
@@ -169,7 +175,7 @@ impl World {
         let deployment = self.deployment(given);
         let artifacts = gke_rl::render(&deployment, &gke_rl::RenderOptions { source: "a test", regenerate: "a test" }).unwrap();
         let env = self.env(interrupt);
-        gke_rl_ops::deploy::deploy(&deployment, &artifacts, &self.deploy_options(given), &env, &*self.log).await.unwrap()
+        gke_rl_ops::deploy::deploy(&deployment, &artifacts, &self.deploy_options(given), &env, self.log.clone()).await.unwrap()
     }
 
     async fn deploy(&self, given: &Given<'_>) -> Deployed {
@@ -187,8 +193,8 @@ impl World {
     }
 
     async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, LifecycleError> {
-        let options = DestroyOptions { target: self.target(given), disable_addons: false };
-        gke_rl_ops::destroy::destroy(&self.deployment(given), &options, &self.env(Interrupt::manual().1), &*self.log).await
+        let options = DestroyOptions { target: self.target(given), discard_checkpoints: !given.keep_checkpoints, ..DestroyOptions::default() };
+        gke_rl_ops::destroy::destroy(&self.deployment(given), &options, &self.env(Interrupt::manual().1), self.log.clone()).await
     }
 
     async fn set_suspended(&self, suspended: bool) -> Changed {
@@ -538,8 +544,8 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
     let w = world(Pods::ReadyAfter(0));
     w.set_var("FAKE_FAIL", "gcluster deploy");
     assert_eq!(failed(&w.deploy(&Given::default()).await).0, Step::Provision);
-    let options = DestroyOptions { target: w.target(&Given::default()), disable_addons: false };
-    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&Deployment::default(), &options, &w.env(Interrupt::manual().1)).unwrap() else {
+    let options = DestroyOptions { target: w.target(&Given::default()), ..DestroyOptions::default() };
+    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&Deployment::default(), &options, &w.env(Interrupt::manual().1), w.log.clone()).await.unwrap() else {
         panic!("no plan")
     };
     assert!(plan.contains("verify that Managed Lustre instance rl-demo-gpu-lustre is gone"), "{plan}");
@@ -850,7 +856,7 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
         .await
         .unwrap();
     let Plan::Steps(plan) =
-        gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob), disable_addons: false }, &env).unwrap()
+        gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob), ..DestroyOptions::default() }, &env, w.log.clone()).await.unwrap()
     else {
         panic!("a state")
     };

@@ -96,6 +96,7 @@ fn env(vars: &[(&str, &str)]) -> Env {
         clock: Arc::new(SystemClock),
         interrupt: Interrupt::manual().1,
         poll: Duration::from_millis(50),
+        reconnect: Duration::from_secs(30),
     }
 }
 

@@ -63,6 +63,7 @@ fn gcloud_env(token: Result<&'static str, &'static str>) -> (Env, Arc<Gcloud>) {
         clock: Arc::new(Later),
         interrupt: Interrupt::manual().1,
         poll: Duration::from_millis(50),
+        reconnect: Duration::from_secs(30),
     };
     (env, gcloud)
 }

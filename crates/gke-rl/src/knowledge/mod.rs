@@ -913,6 +913,64 @@ impl ValueType {
 /// Where NeMo-RL lives in its image: the job script runs there.
 pub const NEMO_RL_DIR: &str = "/opt/nemo-rl";
 
+/// One of NeMo-RL's converters from a checkpoint's policy weights to a Hugging Face model, in
+/// `examples/converters/` of every release gke-rl knows (NVIDIA-NeMo/RL v0.4.0 to v0.7.0: the
+/// same scripts and flags in each; v0.6.0 adds an optional `--hf-model-name` to Megatron's, which
+/// gke-rl leaves to the step's `config.yaml`). `tests/fixtures/upstream/nemo-rl/v*/examples/converters/`
+/// holds each release's scripts, which the tests hold these flags to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HfConverter {
+    /// The format of the weights it reads, as gke-rl's checkpoint lister names it.
+    pub format: &'static str,
+    /// The script, relative to NeMo-RL's folder in the image.
+    pub script: &'static str,
+    /// The `uv run --extra` it needs: the Megatron one's docstring says "this script requires
+    /// mcore. Make sure to launch with the mcore extra".
+    pub extra: Option<&'static str>,
+    /// The flag that names the weights' folder.
+    pub weights_flag: &'static str,
+}
+
+/// The flags every converter takes beside its weights': the step's `config.yaml`, and where the
+/// model goes.
+pub const HF_CONVERTER_FLAGS: [&str; 2] = ["--config", "--hf-ckpt-path"];
+
+/// NeMo-RL's converters, by the format of the weights they read.
+pub const HF_CONVERTERS: [HfConverter; 2] = [
+    HfConverter {
+        format: "megatron",
+        script: "examples/converters/convert_megatron_to_hf.py",
+        extra: Some("mcore"),
+        weights_flag: "--megatron-ckpt-path",
+    },
+    HfConverter { format: "dcp", script: "examples/converters/convert_dcp_to_hf.py", extra: None, weights_flag: "--dcp-ckpt-path" },
+];
+
+/// The converter of weights in `format`, if NeMo-RL has one.
+pub fn hf_converter(format: &str) -> Option<&'static HfConverter> {
+    HF_CONVERTERS.iter().find(|c| c.format == format)
+}
+
+impl HfConverter {
+    /// The shell line that converts the step at `step` (its weights at `weights` below it) into
+    /// `out`, run in NeMo-RL's folder with its `uv` as the job script runs the training; every
+    /// path quoted for POSIX sh.
+    pub fn command(&self, step: &str, weights: &str, out: &str) -> String {
+        use crate::quote::sh;
+        let extra = self.extra.map_or_else(String::new, |extra| format!(" --extra {extra}"));
+        let step = step.trim_end_matches('/');
+        let [config_flag, out_flag] = HF_CONVERTER_FLAGS;
+        format!(
+            "cd {NEMO_RL_DIR} && exec uv run{extra} python {script} {config_flag} {config} {weights_flag} {weights} {out_flag} {out}",
+            script = self.script,
+            config = sh(&format!("{step}/config.yaml")),
+            weights_flag = self.weights_flag,
+            weights = sh(&format!("{step}/{weights}")),
+            out = sh(out),
+        )
+    }
+}
+
 /// Where a release keeps its recipes, relative to its folder in the image.
 pub const RECIPES_DIR: &str = "examples/configs/";
 

@@ -91,12 +91,15 @@ pub enum Step {
     RayCluster,
     /// Until every pod is Running and Ready.
     Ready,
+    /// The checkpoint `job.resume_from` names, imported into the checkpoint folder before any
+    /// run (done at once when there is none).
+    Resume,
 }
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 7] =
-        [Step::Preflight, Step::Render, Step::Provision, Step::Credentials, Step::Secret, Step::RayCluster, Step::Ready];
+    pub const ALL: [Step; 8] =
+        [Step::Preflight, Step::Render, Step::Provision, Step::Credentials, Step::Secret, Step::RayCluster, Step::Ready, Step::Resume];
 
     /// What the step does, for progress lines.
     pub fn title(self) -> &'static str {
@@ -108,6 +111,7 @@ impl Step {
             Step::Secret => "token Secret",
             Step::RayCluster => "RayCluster",
             Step::Ready => "wait for every Ray pod to be Ready",
+            Step::Resume => "import the checkpoint the run resumes from",
         }
     }
 }

@@ -160,6 +160,19 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         ),
     };
     step(Step::Ready, &[ready]);
+    if let Some(uri) = &deployment.job.resume_from {
+        let dir = &deployment.job.checkpointing.dir;
+        let draft = format!("{dir}/{}", crate::durability::import_folder(uri.step()));
+        let lustre_path = crate::durability::file_system_path(deployment, &draft).unwrap_or(draft);
+        step(
+            Step::Resume,
+            &[
+                format!("on the head, make {dir} and its tmp_step_{} (refused when a newer step is there)", uri.step()),
+                format!("$ {}    # through Managed Lustre, into tmp_step_{}", crate::durability::transfer(deployment, site, crate::durability::Direction::Import, &lustre_path, &uri.folder(), "REQUEST_ID"), uri.step()),
+                format!("verify every file with its size against {uri}, then rename tmp_step_{0} to step_{0}: the first run resumes from it", uri.step()),
+            ],
+        );
+    }
     let _ = write!(out, "\n{}\n", crate::cost::estimate(deployment));
     if let Some(prediction) = crate::checkpoint_plan::at_the_tier(deployment) {
         let saving = crate::checkpoint_plan::Saving::of(deployment);

@@ -452,6 +452,9 @@ impl Deployment {
         if self.job.idle_timeout_minutes.is_some() {
             return Some(ModeConflict::Suspends { field: "/job/idle_timeout_minutes" });
         }
+        if self.job.resume_from.is_some() {
+            return Some(ModeConflict::ResumesOnTheHead);
+        }
         let job = &self.job;
         let seconds = [
             ("/job/rayjob_ttl_seconds_after_finished", Some(job.rayjob_ttl_seconds_after_finished)),
@@ -606,6 +609,8 @@ pub enum ModeConflict {
         /// The field, as a JSON pointer into the model.
         field: &'static str,
     },
+    /// `job.resume_from` is imported through the long-lived RayCluster's head, before any run.
+    ResumesOnTheHead,
 }
 
 impl ModeConflict {
@@ -618,6 +623,7 @@ impl ModeConflict {
             ModeConflict::UnknownQueue => &["/job/queue"],
             ModeConflict::QueueElsewhere => &["/ray/namespace", "/job/queue"],
             ModeConflict::QueueSuspends => &["/job/idle_timeout_minutes", "/job/queue"],
+            ModeConflict::ResumesOnTheHead => &["/job/resume_from", "/job/mode"],
         }
     }
 
@@ -630,6 +636,7 @@ impl ModeConflict {
             ModeConflict::QueueSuspends => ("config-queue-suspends", "env-sh-queue-suspends"),
             ModeConflict::UnknownQueue => ("config-queue-unknown", "env-sh-queue-unknown"),
             ModeConflict::QueueElsewhere => ("config-queue-namespace", "env-sh-queue-namespace"),
+            ModeConflict::ResumesOnTheHead => ("config-rayjob-resume-from", "env-sh-rayjob-resume-from"),
         }
     }
 
@@ -651,6 +658,7 @@ impl ModeConflict {
                 blueprint_queues(|q| format!("`{}` is in namespace `{}`", q.name, q.namespace)).join(", ")
             ),
             ModeConflict::QueueSuspends => "job.idle_timeout_minutes has an in-cluster guard suspend the RayCluster, and job.queue puts it in Kueue's hands: Kueue resumes an admitted RayCluster that anything else suspends".to_owned(),
+            ModeConflict::ResumesOnTheHead => "job.resume_from is imported by deploy through the long-lived RayCluster's head, before any run, and job.mode rayjob has no such head".to_owned(),
         }
     }
 
@@ -667,6 +675,7 @@ impl ModeConflict {
                 "run in the LocalQueue's namespace (ray.namespace), or leave job.queue out".to_owned()
             }
             ModeConflict::QueueSuspends => "leave job.idle_timeout_minutes out (`gke-rl suspend` and job.when_done: suspend give a queued cluster's quota back through Kueue), or use job.mode rayjob, whose cluster goes after each run".to_owned(),
+            ModeConflict::ResumesOnTheHead => "deploy with job.mode: cluster to import the checkpoint (it stays on Lustre, where later RayJobs resume from it), or leave job.resume_from out".to_owned(),
         }
     }
 }

@@ -187,3 +187,36 @@ fn an_unknown_image_says_what_was_not_checked() {
     assert_eq!(note.len(), 1, "{all:#?}");
     assert!(note[0].2.contains("the launcher, the override keys and the dataset are not checked"));
 }
+
+/// Issue 64: `export --hf` runs each release's own converter, with flags its script takes. Each
+/// script's `add_argument("--flag"` is read from the release's copy: a flag a release drops, or a
+/// script it moves, fails here.
+#[test]
+fn each_release_ships_the_converters_export_runs_with_the_flags_it_passes() {
+    use gke_rl::knowledge::{HF_CONVERTER_FLAGS, HF_CONVERTERS};
+    for release in NEMO_RL_RELEASES {
+        for converter in HF_CONVERTERS {
+            let script = read(&format!("nemo-rl/{}/{}", release.tag, converter.script));
+            let flags = [converter.weights_flag].into_iter().chain(HF_CONVERTER_FLAGS);
+            for flag in flags {
+                assert!(
+                    script.contains(&format!("\"{flag}\",")),
+                    "{} {}: no add_argument(\"{flag}\"",
+                    release.tag,
+                    converter.script
+                );
+            }
+            if let Some(extra) = converter.extra {
+                assert!(script.contains(&format!("uv run --extra {extra} python {}", converter.script)), "{} {}", release.tag, converter.script);
+            }
+        }
+    }
+    let megatron = gke_rl::knowledge::hf_converter("megatron").unwrap();
+    assert_eq!(
+        megatron.command("/lustre/ckpt/step_4", "policy/weights/iter_0000004", "/lustre/ckpt/tmp_step_4-hf"),
+        "cd /opt/nemo-rl && exec uv run --extra mcore python examples/converters/convert_megatron_to_hf.py --config /lustre/ckpt/step_4/config.yaml \
+         --megatron-ckpt-path /lustre/ckpt/step_4/policy/weights/iter_0000004 --hf-ckpt-path /lustre/ckpt/tmp_step_4-hf"
+    );
+    let dcp = gke_rl::knowledge::hf_converter("dcp").unwrap().command("/data/a b/step_1", "policy/weights", "/data/$(x)");
+    assert!(dcp.contains("--dcp-ckpt-path '/data/a b/step_1/policy/weights' --hf-ckpt-path '/data/$(x)'"), "{dcp}");
+}
