@@ -32,6 +32,9 @@ _gke__rl() {
             gke__rl,destroy)
                 cmd="gke__rl__subcmd__destroy"
                 ;;
+            gke__rl,export)
+                cmd="gke__rl__subcmd__export"
+                ;;
             gke__rl,fabric-check)
                 cmd="gke__rl__subcmd__fabric__subcmd__check"
                 ;;
@@ -92,6 +95,9 @@ _gke__rl() {
             gke__rl__subcmd__help,destroy)
                 cmd="gke__rl__subcmd__help__subcmd__destroy"
                 ;;
+            gke__rl__subcmd__help,export)
+                cmd="gke__rl__subcmd__help__subcmd__export"
+                ;;
             gke__rl__subcmd__help,fabric-check)
                 cmd="gke__rl__subcmd__help__subcmd__fabric__subcmd__check"
                 ;;
@@ -144,7 +150,7 @@ _gke__rl() {
 
     case "${cmd}" in
         gke__rl)
-            opts="-h -V --help --version render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
+            opts="-h -V --help --version render validate blueprint cost deploy destroy export suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -228,7 +234,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__deploy)
-            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --storage-check --idle-timeout --help"
+            opts="-h --config --env-file --project --folder --toolkit --authorized-cidr --download-dependencies --dry-run --yes --timeout --address-echo --fabric-check --storage-check --resume-from --idle-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -266,6 +272,10 @@ _gke__rl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --resume-from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --idle-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -278,7 +288,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__destroy)
-            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --disable-addons --help"
+            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --disable-addons --export-to --discard-checkpoints --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -301,6 +311,60 @@ _gke__rl() {
                     return 0
                     ;;
                 --toolkit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --export-to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__rl__subcmd__export)
+            opts="-h --config --env-file --project --folder --toolkit --to --step --all --hf --address --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --folder)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --toolkit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --step)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -362,7 +426,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__help)
-            opts="render validate blueprint cost deploy destroy suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
+            opts="render validate blueprint cost deploy destroy export suspend resume submit status logs report stop jobs fabric-check storage-check models schema completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -432,6 +496,20 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__help__subcmd__destroy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gke__rl__subcmd__help__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -79,7 +79,7 @@ pub async fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env, 
     let resolved = options.target.resolve(deployment, env, false)?;
     let Some(state) = resolved.load_state()? else { return Ok(Plan::NothingRecorded { folder: resolved.folder().to_owned() }) };
     let mut plan = lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons);
-    if deletes_instance(deployment, &state) {
+    if deletes_instance(deployment, &state, env, &resolved) {
         let interrupt = env.interrupt.arm()?;
         let said = match crate::keep::losses(&resolved, &state, env, progress, interrupt).await {
             Ok(losses) if losses.at_risk.is_empty() => vec!["every complete checkpoint on the instance is in a bucket, verified".to_owned()],
@@ -105,10 +105,12 @@ pub async fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env, 
 }
 
 /// Whether the destroy deletes a Lustre instance deploy created (on gcluster's path, with the
-/// rest; on a cluster gke-rl did not create, by name), once pods may have written it.
-fn deletes_instance(deployment: &Deployment, state: &State) -> bool {
+/// rest; on a cluster gke-rl did not create, by name, when it carries the deployment's label),
+/// once pods may have written it.
+fn deletes_instance(deployment: &Deployment, state: &State, env: &Env, resolved: &Resolved<'_>) -> bool {
     let made = if state.existing_cluster { state.created.lustre_instance.is_some() } else { state.done(Step::Render) };
-    made && !deployment.lustre.existing && state.done(Step::Credentials)
+    let ours = || !state.existing_cluster || crate::existing::read_instance(env, resolved).map_or(true, |found| found.made_by(deployment));
+    made && !deployment.lustre.existing && state.done(Step::Credentials) && ours()
 }
 
 /// One checkpoint a destroy would lose, for people.
@@ -124,8 +126,17 @@ fn lost_line(risk: &gke_rl_in_cluster::checkpoints::AtRisk) -> String {
     )
 }
 
+/// What the destroy learned before it deletes the instance.
+#[derive(Default)]
+struct Kept {
+    /// The lines the question adds: what is lost.
+    lost: Vec<String>,
+    /// Why the cluster's Kubernetes API cannot be used, when the listing found so.
+    api_unusable: Option<String>,
+}
+
 /// Before the instance is deleted: what it alone holds is exported (`export_to`), or named in
-/// the question (`discard_checkpoints`), or the destroy is refused. The lines the question adds.
+/// the question (`discard_checkpoints`), or the destroy is refused.
 async fn keep_first(
     deployment: &Deployment,
     options: &DestroyOptions,
@@ -134,17 +145,18 @@ async fn keep_first(
     env: &Env,
     progress: Arc<dyn Progress>,
     interrupt: &crate::env::Armed,
-) -> Result<Vec<String>, LifecycleError> {
+) -> Result<Kept, LifecycleError> {
     let losses = match crate::keep::losses(resolved, state, env, progress.clone(), interrupt.clone()).await {
         Ok(losses) => losses,
         Err(e @ (LifecycleError::Interrupted { .. } | LifecycleError::Keep(KeepError::TransferRunning { .. }))) => return Err(e),
         Err(e) if options.discard_checkpoints => {
-            return Ok(vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))]);
+            let lost = vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))];
+            return Ok(Kept { lost, api_unusable: e.api_unusable() });
         }
         Err(e) => return Err(KeepError::CannotSurvey { instance: deployment.lustre.instance_id.to_string(), why: crate::chain(&e) }.into()),
     };
     if losses.at_risk.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Kept::default());
     }
     if let Some(to) = &options.export_to {
         for risk in &losses.at_risk {
@@ -154,13 +166,13 @@ async fn keep_first(
         // Asked again: only what is now verified in a bucket counts.
         let again = crate::keep::losses(resolved, state, env, progress, interrupt.clone()).await?;
         if again.at_risk.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Kept::default());
         }
         let export = crate::keep::export_commands(&again.at_risk, Some(to));
         return Err(KeepError::AtRisk { risky: again.at_risk, export }.into());
     }
     if options.discard_checkpoints {
-        return Ok(losses.at_risk.iter().map(|risk| format!("LOST: {}", lost_line(risk))).collect());
+        return Ok(Kept { lost: losses.at_risk.iter().map(|risk| format!("LOST: {}", lost_line(risk))).collect(), api_unusable: None });
     }
     let export = crate::keep::export_commands(&losses.at_risk, deployment.storage.export_to.as_ref());
     Err(KeepError::AtRisk { risky: losses.at_risk, export }.into())
@@ -203,18 +215,24 @@ pub async fn destroy(
         return without_state(env, &resolved, &remains, &mut interrupt, progress).await;
     };
     let provisioned = state.done(Step::Render) && !state.existing_cluster;
-    let lost = if deletes_instance(d, &state) {
+    let kept = if deletes_instance(d, &state, env, &resolved) {
+        // The cluster is asked through the kubeconfig entry gcloud writes now, not one left from
+        // before (another machine's deploy, an address that changed).
+        if !resolved.stream(env, progress, &lifecycle::credentials(d, resolved.site.project_id.as_str())) && !options.discard_checkpoints {
+            let why = "gcloud could not write the cluster's kubeconfig entry (its output is above)".to_owned();
+            return Err(KeepError::CannotSurvey { instance: d.lustre.instance_id.to_string(), why }.into());
+        }
         match keep_first(d, options, &resolved, &mut state, env, progress_arc.clone(), &interrupt).await {
-            Ok(lost) => lost,
+            Ok(kept) => kept,
             Err(LifecycleError::Interrupted { signal }) => return Ok(Destroyed::Interrupted { signal }),
             Err(e) => return Err(e),
         }
     } else {
-        Vec::new()
+        Kept::default()
     };
     let buckets = if provisioned { buckets(env, &resolved)? } else { Vec::new() };
     let mut plan = lifecycle::destroy_plan(d, &resolved.site, &state, Some(&buckets), options.disable_addons);
-    plan.resources.extend(lost);
+    plan.resources.extend(kept.lost);
     plan.resources.extend(crate::keep::costs(d, &state));
     let preview = plan.preview();
     match progress.confirm(&Question::Destroy { preview: &preview }) {
@@ -226,7 +244,13 @@ pub async fn destroy(
     let started = env.clock.now();
     let mut teardown_failed = false;
     let objects_gone = !state.done(Step::Credentials)
-        || delete_ray_cluster(env, &resolved, state.created.volume.as_deref(), &mut interrupt, progress).await;
+        || match &kept.api_unusable {
+            Some(reason) => {
+                progress.lifecycle(LifecycleEvent::ClusterObjectsSkipped { reason: &format!("cannot use the cluster's Kubernetes API: {reason}") });
+                false
+            }
+            None => delete_ray_cluster(env, &resolved, state.created.volume.as_deref(), &mut interrupt, progress).await,
+        };
     if interrupt.is_set() {
         return Ok(Destroyed::Interrupted { signal: interrupt.signal().unwrap_or(2) });
     }

@@ -256,10 +256,13 @@ impl<'a> Keeping<'a> {
     ) -> Result<Keeping<'a>, LifecycleError> {
         let d = resolved.deployment;
         let secret = gke_rl::auth::secret_name(d);
-        let unread = |reason: String| KeepError::NoRunKey { namespace: d.ray.namespace.to_string(), secret: secret.clone(), reason };
-        let clusters = resolved.clusters(env).await.map_err(|e| unread(crate::chain(&e)))?;
-        let key = clusters.secret_value(&secret, gke_rl::auth::TOKEN_KEY).await.map_err(|e| unread(crate::chain(&e)))?;
-        let key = key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).ok_or_else(|| unread("it holds no key".to_owned()))?;
+        let clusters = resolved.clusters(env).await?;
+        let key = clusters.secret_value(&secret, gke_rl::auth::TOKEN_KEY).await?;
+        let key = key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).ok_or_else(|| KeepError::NoRunKey {
+            namespace: d.ray.namespace.to_string(),
+            secret: secret.clone(),
+            reason: "it is not there, or holds no key".to_owned(),
+        })?;
         for kept in state.kept.iter().filter(|kept| !gke_rl_in_cluster::records::is_genuine(kept, key.as_bytes())) {
             progress.lifecycle(LifecycleEvent::UnsignedKept { uri: &kept.uri });
         }

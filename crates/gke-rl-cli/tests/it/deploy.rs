@@ -111,13 +111,28 @@ fn destroy_uses_the_toolkit_deploy_used() {
     assert!(said.contains(&format!("cd {toolkit} && gcluster destroy")) && !said.contains("cluster-toolkit"), "{said}");
 }
 
+/// Issue 64: without the cluster, destroy cannot list what the Lustre instance holds, so it
+/// cannot know what it would lose: it says so and deletes nothing, unless told to discard.
 #[test]
-fn destroy_goes_on_without_the_kubernetes_api_and_still_removes_everything() {
+fn destroy_goes_on_without_the_kubernetes_api_only_when_told_to_discard_the_checkpoints() {
     let cloud = deployed();
     // The API refuses connections now (the address left the authorized networks, say).
-    let out = cloud.destroy(&[("FAKE_KUBE_SERVER", "https://127.0.0.1:1")]);
+    let unreachable = [("FAKE_KUBE_SERVER", "https://127.0.0.1:1")];
+    let refused = cloud.destroy(&unreachable);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("destroy cannot tell what it would lose: the cluster could not list the runs' checkpoints on Lustre instance rl-demo-gpu-lustre")
+            && err.contains("Connection refused")
+            && err.contains("--export-to gs://BUCKET/PATH/")
+            && err.contains("--discard-checkpoints"),
+        "{err}"
+    );
+    assert!(!cloud.calls().contains("gcluster destroy") && !cloud.calls().contains("storage rm"), "nothing was deleted");
+    let out = cloud.gke_rl(&["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--discard-checkpoints"], &unreachable);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("LOST: whatever the Lustre instance holds, which could not be listed"), "the question names the loss: {err}");
     assert!(err.contains("cannot use the cluster's Kubernetes API") && err.contains("Connection refused"), "{err}");
     assert!(err.contains("skipping the RayCluster and the Secret: deleting the cluster removes them"), "{err}");
     assert!(cloud.calls().contains("gcluster destroy") && err.contains("destroyed in"), "{err}");
@@ -353,7 +368,8 @@ fn a_deployment_folder_is_held_by_one_command_at_a_time() {
 fn a_credential_plugin_that_hangs_cannot_hold_destroy() {
     let cloud = deployed();
     let started = Instant::now();
-    let out = cloud.destroy(&[("FAKE_PLUGIN_HANGS", "1")]);
+    let args = ["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--discard-checkpoints"];
+    let out = cloud.gke_rl(&args, &[("FAKE_PLUGIN_HANGS", "1")]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("credential plugin failed: it did not answer within 30 s"), "{err}");
@@ -498,8 +514,10 @@ fn deploy_existing(cloud: &Cloud) -> std::process::Output {
     cloud.gke_rl(&["deploy", "--yes", "--folder", "deployment", "--timeout", "20s"], &[])
 }
 
+/// `destroy --yes` of the deployment on a cluster gke-rl did not create, whose checkpoints (no
+/// Ray head answers here to list them) are discarded.
 fn destroy_existing(cloud: &Cloud, extra: &[&str]) -> std::process::Output {
-    cloud.gke_rl(&[&["destroy", "--yes", "--folder", "deployment"][..], extra].concat(), &[])
+    cloud.gke_rl(&[&["destroy", "--yes", "--folder", "deployment", "--discard-checkpoints"][..], extra].concat(), &[])
 }
 
 /// No call that creates or deletes a cluster, a node pool or (unless `lustre`) an instance.

@@ -208,6 +208,26 @@ impl From<JobError> for LifecycleError {
     }
 }
 
+impl LifecycleError {
+    /// Why the cluster's Kubernetes API cannot be used, when that is what this comes down to
+    /// (reaching the head through it included): an operation that goes on without the API does
+    /// not wait for it a second time.
+    pub(crate) fn api_unusable(&self) -> Option<String> {
+        fn of_job(error: &JobError) -> Option<String> {
+            match error {
+                JobError::Common(common @ CommonError::Kube(_)) => Some(crate::chain(common)),
+                JobError::PortForward { source } => of_job(source),
+                _ => None,
+            }
+        }
+        match self {
+            LifecycleError::Common(common @ CommonError::Kube(_)) => Some(crate::chain(common)),
+            LifecycleError::Head(job) => of_job(job),
+            _ => None,
+        }
+    }
+}
+
 /// One preflight problem, with what fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
