@@ -21,7 +21,7 @@
 //! let artifacts = gke_rl::render(&deployment, &options)?;
 //! let env = Env::real();
 //! println!("{}", deploy::plan(&deployment, &artifacts, &deploy::DeployOptions::default(), &env)?);
-//! match deploy::deploy(&deployment, &artifacts, &deploy::DeployOptions::default(), &env, &Quiet).await? {
+//! match deploy::deploy(&deployment, &artifacts, &deploy::DeployOptions::default(), &env, std::sync::Arc::new(Quiet)).await? {
 //!     deploy::Deployed::Ready => println!("ready"),
 //!     other => println!("not ready: {other:?}"),
 //! }
