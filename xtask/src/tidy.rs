@@ -465,7 +465,7 @@ fn no_command_runs_cargo_offline() {
 fn each_operation_fails_with_its_familys_error() {
     const FAMILIES: [(&str, &[&str]); 4] = [
         ("CommonError", &["files", "fix"]),
-        ("LifecycleError", &["address", "blueprint", "deploy", "destroy", "existing", "preflight", "site", "suspend"]),
+        ("LifecycleError", &["address", "blueprint", "deploy", "destroy", "existing", "keep", "lister", "preflight", "site", "suspend"]),
         ("JobError", &["cluster", "commands", "fabric", "head", "jobs", "mode", "rayjob", "run", "storage"]),
         ("ReportError", &["monitoring"]),
     ];

@@ -359,8 +359,8 @@ impl Console {
             }
             LifecycleEvent::TransferStarted { direction, from, to, operation, resumed } => {
                 let verb = match direction {
-                    gke_rl::durability::Direction::Export => "exporting",
-                    gke_rl::durability::Direction::Import => "importing",
+                    gke_rl::lifecycle::Direction::Export => "exporting",
+                    gke_rl::lifecycle::Direction::Import => "importing",
                 };
                 let again = if resumed { " (started before: followed again)" } else { "" };
                 self.say(format_args!("{verb} {from} to {to}: operation {operation}{again}"))

@@ -270,11 +270,13 @@ def survey_folder(mount, folder, runs):
 
 
 def runs_in(mount, runs_folder):
-    """The genuine runs of the runs folder: {run: (its checkpoint folder, its last event's time)}."""
+    """The genuine runs of the runs folder: ({run: (its checkpoint folder, its last event's
+    time)}, run folders nobody vouches for, why the folder could not be read). A runs folder
+    that is not there holds no run; one that cannot be read is said, never taken for empty."""
     try:
         fd = open_folder(mount, runs_folder)
-    except Refused:
-        return {}, 0
+    except Refused as e:
+        return {}, 0, None if "is not there" in str(e) else str(e)
     found, forged = {}, 0
     try:
         for entry in entries(fd):
@@ -297,12 +299,12 @@ def runs_in(mount, runs_folder):
                 os.close(run_fd)
     finally:
         os.close(fd)
-    return found, forged
+    return found, forged, None
 
 
 def survey(request):
     mount = request["mount"]
-    runs, forged = runs_in(mount, request["runs"])
+    runs, forged, unread = runs_in(mount, request["runs"])
     folders = {}
     for folder in request.get("dirs", []):
         folders.setdefault(os.path.normpath(folder), [])
@@ -311,7 +313,7 @@ def survey(request):
             folders.setdefault(os.path.normpath(folder), []).append({"run": run, "last": last})
     for folder, named in sorted(folders.items()):
         say({"folder": survey_folder(mount, folder, sorted(named, key=lambda r: r["last"]))})
-    say({"done": "survey", "folders": len(folders), "runs": len(runs), "unsigned_runs": forged})
+    say({"done": "survey", "folders": len(folders), "runs": len(runs), "unsigned_runs": forged, "runs_unread": unread})
 
 
 def files(request):

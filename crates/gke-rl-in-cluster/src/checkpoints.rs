@@ -17,7 +17,7 @@ use gke_rl::lifecycle::{Kept, KeptKind};
 use crate::supervisor::INTERPRETERS;
 
 /// What starts each line of the lister's answers in the job's log.
-pub const PREFIX: &str = "gke-rl-checkpoints ";
+pub use crate::supervisor::CHECKPOINTS_PREFIX as PREFIX;
 /// The program's file in the job's working dir.
 pub const PROGRAM_FILE: &str = "checkpoints.py";
 /// The request's file in the job's working dir.
@@ -80,11 +80,12 @@ pub enum Request {
 }
 
 impl Request {
-    /// The survey of `deployment`'s runs: its runs folder and its configured checkpoint folder.
-    pub fn survey(deployment: &Deployment) -> Request {
+    /// The survey of `deployment`'s runs: its runs folder (`runs`, else the deployment's) and
+    /// its configured checkpoint folder.
+    pub fn survey(deployment: &Deployment, runs: Option<&str>) -> Request {
         Request::Survey {
             mount: deployment.lustre.mount_path.to_string(),
-            runs: crate::supervisor::runs_dir(deployment),
+            runs: runs.map_or_else(|| crate::supervisor::runs_dir(deployment), str::to_owned),
             dirs: vec![deployment.job.checkpointing.dir.to_string()],
         }
     }
@@ -208,6 +209,9 @@ pub struct Survey {
     pub runs: u64,
     /// Run folders whose run.json nobody vouches for (not counted as runs).
     pub unsigned_runs: u64,
+    /// Why the runs folder could not be read, when it could not (one that is not there holds
+    /// no run): the checkpoint folders its runs name are then unknown.
+    pub runs_unread: Option<String>,
 }
 
 /// The files of one folder.
@@ -263,6 +267,8 @@ struct Done {
     #[serde(default)]
     unsigned_runs: u64,
     #[serde(default)]
+    runs_unread: Option<String>,
+    #[serde(default)]
     existing: bool,
     #[serde(default)]
     weights: Option<Weights>,
@@ -289,7 +295,7 @@ fn lines(log: &str, request: &str) -> Result<(Vec<Line>, Done), Failure> {
 pub fn survey(log: &str) -> Result<Survey, Failure> {
     let (read, done) = lines(log, "survey")?;
     let folders = read.into_iter().filter_map(|line| if let Line::Folder { folder } = line { Some(folder) } else { None }).collect();
-    Ok(Survey { folders, runs: done.runs, unsigned_runs: done.unsigned_runs })
+    Ok(Survey { folders, runs: done.runs, unsigned_runs: done.unsigned_runs, runs_unread: done.runs_unread })
 }
 
 /// The listing in a lister's log.
@@ -444,6 +450,7 @@ mod tests {
             folders: vec![folder("/lustre/a", Some(8)), folder("/lustre/b", Some(4)), folder("/lustre/c", None)],
             runs: 2,
             unsigned_runs: 0,
+            runs_unread: None,
         };
         let (old_a, b, other) = (kept(6, "/lustre/a"), kept(4, "/lustre/b/"), kept(9, "/lustre/z"));
         let risky = at_risk(&survey, &[&old_a, &b, &other]);
@@ -457,7 +464,7 @@ mod tests {
 
     #[test]
     fn the_request_travels_as_json_and_the_entrypoint_names_no_path() {
-        let survey = Request::survey(&Deployment::default());
+        let survey = Request::survey(&Deployment::default(), None);
         assert_eq!(
             survey.to_json(),
             r#"{"do":"survey","mount":"/lustre","runs":"/lustre/gke-rl/runs","dirs":["/lustre/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1"]}"#

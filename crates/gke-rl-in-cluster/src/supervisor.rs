@@ -76,6 +76,10 @@ pub struct Writer {
     pub stale_s: u32,
 }
 
+/// What starts each line of the checkpoint lister's answers in its job's log
+/// (`crate::checkpoints`).
+pub const CHECKPOINTS_PREFIX: &str = "gke-rl-checkpoints ";
+
 /// The writer claim.
 pub const WRITER: Writer = Writer { name: ".gke-rl-writer", every_s: 20, stale_s: 90 };
 
@@ -104,7 +108,7 @@ pub const TABLES: Tables = Tables {
         "entrypoint_label_selector",
     ],
     writer: WRITER,
-    checkpoints_prefix: crate::checkpoints::PREFIX,
+    checkpoints_prefix: CHECKPOINTS_PREFIX,
 };
 
 pub(crate) fn generated(source: &str) -> String {

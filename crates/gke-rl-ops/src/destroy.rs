@@ -26,6 +26,9 @@ pub struct DestroyOptions {
     /// Delete the Lustre instance even with checkpoints no bucket holds, or when what it holds
     /// cannot be listed (after the question, which names them).
     pub discard_checkpoints: bool,
+    /// The folder of runs on the shared file system, as `submit --runs-dir` names it
+    /// [default: `<mount>/gke-rl/runs`].
+    pub runs_dir: Option<String>,
 }
 
 /// How a destroy ended.
@@ -75,16 +78,24 @@ pub enum Plan {
 
 /// The plan (`--dry-run`): what would go, and every command; what the Lustre instance holds
 /// that no bucket does, as the cluster lists it, and what the instance and the copies cost.
-pub async fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Plan, LifecycleError> {
+pub async fn plan(
+    deployment: &Deployment,
+    options: &DestroyOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Plan, LifecycleError> {
     let resolved = options.target.resolve(deployment, env, false)?;
     let Some(state) = resolved.load_state()? else { return Ok(Plan::NothingRecorded { folder: resolved.folder().to_owned() }) };
     let mut plan = lifecycle::destroy_plan(deployment, &resolved.site, &state, None, options.disable_addons);
     if deletes_instance(deployment, &state, env, &resolved) {
         let interrupt = env.interrupt.arm()?;
-        let said = match crate::keep::losses(&resolved, &state, env, progress, interrupt).await {
-            Ok(losses) if losses.at_risk.is_empty() => vec!["every complete checkpoint on the instance is in a bucket, verified".to_owned()],
+        let said = match crate::keep::losses(&resolved, &state, options.runs_dir.clone(), env, progress, interrupt).await {
+            Ok(losses) if losses.at_risk.is_empty() => {
+                vec!["every complete checkpoint on the instance is in a bucket, verified".to_owned()]
+            }
             Ok(losses) => {
-                let commands = crate::keep::export_commands(&losses.at_risk, options.export_to.as_ref().or(deployment.storage.export_to.as_ref()));
+                let commands =
+                    crate::keep::export_commands(&losses.at_risk, options.export_to.as_ref().or(deployment.storage.export_to.as_ref()));
                 let mut lines = vec![if options.export_to.is_some() {
                     "exported first (--export-to), then the instance is deleted:".to_owned()
                 } else if options.discard_checkpoints {
@@ -92,11 +103,16 @@ pub async fn plan(deployment: &Deployment, options: &DestroyOptions, env: &Env, 
                 } else {
                     "destroy refuses: these checkpoints are on the instance only (export them, or --discard-checkpoints):".to_owned()
                 }];
-                lines.extend(losses.at_risk.iter().zip(&commands).map(|(risk, command)| format!("  {}\n      $ {command}", lost_line(risk))));
+                lines.extend(
+                    losses.at_risk.iter().zip(&commands).map(|(risk, command)| format!("  {}\n      $ {command}", lost_line(risk))),
+                );
                 lines
             }
             Err(LifecycleError::Interrupted { .. }) => vec!["what the instance holds was not listed: interrupted".to_owned()],
-            Err(e) => vec![format!("destroy refuses unless --discard-checkpoints: what the instance holds cannot be listed ({})", crate::chain(&e))],
+            Err(e) => vec![format!(
+                "destroy refuses unless --discard-checkpoints: what the instance holds cannot be listed ({})",
+                crate::chain(&e)
+            )],
         };
         plan.resources.extend(said);
     }
@@ -146,9 +162,11 @@ async fn keep_first(
     progress: Arc<dyn Progress>,
     interrupt: &crate::env::Armed,
 ) -> Result<Kept, LifecycleError> {
-    let losses = match crate::keep::losses(resolved, state, env, progress.clone(), interrupt.clone()).await {
+    let losses = match crate::keep::losses(resolved, state, options.runs_dir.clone(), env, progress.clone(), interrupt.clone()).await {
         Ok(losses) => losses,
-        Err(e @ (LifecycleError::Interrupted { .. } | LifecycleError::Keep(KeepError::TransferRunning { .. }))) => return Err(e),
+        Err(e) if matches!(e, LifecycleError::Interrupted { .. }) || matches!(e.keep(), Some(KeepError::TransferRunning { .. })) => {
+            return Err(e);
+        }
         Err(e) if options.discard_checkpoints => {
             let lost = vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))];
             return Ok(Kept { lost, api_unusable: e.api_unusable() });
@@ -161,10 +179,22 @@ async fn keep_first(
     if let Some(to) = &options.export_to {
         for risk in &losses.at_risk {
             let steps = crate::keep::Steps::Step(risk.step);
-            crate::keep::export_locked(deployment, resolved, state, risk.run.clone(), steps, to, env, progress.clone(), interrupt.clone()).await?;
+            crate::keep::export_locked(
+                deployment,
+                resolved,
+                state,
+                risk.run.clone(),
+                options.runs_dir.clone(),
+                steps,
+                to,
+                env,
+                progress.clone(),
+                interrupt.clone(),
+            )
+            .await?;
         }
         // Asked again: only what is now verified in a bucket counts.
-        let again = crate::keep::losses(resolved, state, env, progress, interrupt.clone()).await?;
+        let again = crate::keep::losses(resolved, state, options.runs_dir.clone(), env, progress, interrupt.clone()).await?;
         if again.at_risk.is_empty() {
             return Ok(Kept::default());
         }
@@ -246,7 +276,9 @@ pub async fn destroy(
     let objects_gone = !state.done(Step::Credentials)
         || match &kept.api_unusable {
             Some(reason) => {
-                progress.lifecycle(LifecycleEvent::ClusterObjectsSkipped { reason: &format!("cannot use the cluster's Kubernetes API: {reason}") });
+                progress.lifecycle(LifecycleEvent::ClusterObjectsSkipped {
+                    reason: &format!("cannot use the cluster's Kubernetes API: {reason}"),
+                });
                 false
             }
             None => delete_ray_cluster(env, &resolved, state.created.volume.as_deref(), &mut interrupt, progress).await,

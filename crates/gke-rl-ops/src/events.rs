@@ -321,7 +321,7 @@ pub enum LifecycleEvent<'a> {
     /// A transfer started, or one recorded as started is followed again.
     TransferStarted {
         /// Which way.
-        direction: gke_rl::durability::Direction,
+        direction: gke_rl::lifecycle::Direction,
         /// What is copied.
         from: &'a str,
         /// Where to.

@@ -194,10 +194,9 @@ async fn forward(
     let reporter = progress.clone();
     let on_error: OnError = Arc::new(move |e| reporter.job(JobEvent::PortForwardFailed(e)));
     let local = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let forwarding =
-        gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), reconnect, on_error)
-            .await
-            .map_err(|source| CommonError::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
+    let forwarding = gke_rl_kube::portforward::forward(local, clusters.head_port(cluster, DASHBOARD_PORT), reconnect, on_error)
+        .await
+        .map_err(|source| CommonError::Local { what: "cannot listen on a local port for the port-forward".into(), source })?;
     progress.job(JobEvent::PortForward { local: forwarding.local, namespace, pod: &pod, port: DASHBOARD_PORT });
     Ok(forwarding)
 }

@@ -139,7 +139,13 @@ pub(crate) fn own_job(files: Vec<(String, Vec<u8>, bool)>, entrypoint: String, s
 
 /// Waits, at most `within`, until the job `id` has ended; `None` when `interrupt` came first
 /// (the job is stopped then, and waited for a moment).
-pub(crate) async fn ended(client: &Client, id: &str, within: Duration, env: &Env, interrupt: &mut Armed) -> Result<Option<JobDetails>, JobError> {
+pub(crate) async fn ended(
+    client: &Client,
+    id: &str,
+    within: Duration,
+    env: &Env,
+    interrupt: &mut Armed,
+) -> Result<Option<JobDetails>, JobError> {
     let deadline = env.clock.now() + within;
     loop {
         let job = client.job(id).await?;

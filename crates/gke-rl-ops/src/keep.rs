@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gke_rl::Deployment;
-use gke_rl::durability::{self, Bucket, Comparison, Direction, File, Layout, Object, Operation};
-use gke_rl::lifecycle::{self, Kept, KeptKind, State, Transfer};
+use gke_rl::durability::{self, Bucket, Comparison, File, Layout, Object, Operation};
+use gke_rl::lifecycle::{self, Direction, Kept, KeptKind, State, Transfer};
 use gke_rl::model::{CheckpointUri, GcsPath};
 use gke_rl_in_cluster::checkpoints::{self, AtRisk, Folder, Listing, Request, Survey};
 use gke_rl_ray::Client;
@@ -46,6 +46,9 @@ pub struct ExportOptions {
     /// The run (its first submission id) whose checkpoint folder to export [default: the
     /// config's `job.checkpointing.dir`, else the most recently active run's].
     pub run: Option<String>,
+    /// The folder of runs on the shared file system, as `submit --runs-dir` names it
+    /// [default: `<mount>/gke-rl/runs`].
+    pub runs_dir: Option<String>,
     /// Which steps.
     pub steps: Steps,
     /// The bucket folder [default: the config's `storage.export_to`].
@@ -62,6 +65,7 @@ impl Default for ExportOptions {
             target: SiteOptions::default(),
             head: HeadOptions::default(),
             run: None,
+            runs_dir: None,
             steps: Steps::Newest,
             to: None,
             hf: false,
@@ -92,7 +96,12 @@ pub enum Exported {
 
 /// Exports `options`'s steps of a run to its bucket folder, with the run's records, config and
 /// report, each verified and recorded.
-pub async fn export(deployment: &Deployment, options: &ExportOptions, env: &Env, progress: Arc<dyn Progress>) -> Result<Exported, LifecycleError> {
+pub async fn export(
+    deployment: &Deployment,
+    options: &ExportOptions,
+    env: &Env,
+    progress: Arc<dyn Progress>,
+) -> Result<Exported, LifecycleError> {
     let interrupt = env.interrupt.arm()?;
     let resolved = options.target.resolve(deployment, env, false)?;
     let folder = resolved.folder().to_owned();
@@ -103,7 +112,8 @@ pub async fn export(deployment: &Deployment, options: &ExportOptions, env: &Env,
     let state = resolved.load_state()?.ok_or(KeepError::NoState { folder })?;
     let outcome = async {
         let head = crate::mode::connect(deployment, &options.head, env, progress.clone()).await?;
-        let mut keeping = Keeping::new(&resolved, state, env, progress.clone(), interrupt, options.timeout).await?;
+        let mut keeping =
+            Keeping::new(&resolved, state, env, progress.clone(), interrupt, options.timeout, options.runs_dir.clone()).await?;
         keeping.export(&head, options).await
     };
     match outcome.await {
@@ -120,6 +130,7 @@ pub(crate) async fn export_locked(
     resolved: &Resolved<'_>,
     state: &mut State,
     run: Option<String>,
+    runs_dir: Option<String>,
     steps: Steps,
     to: &GcsPath,
     env: &Env,
@@ -127,9 +138,10 @@ pub(crate) async fn export_locked(
     interrupt: Armed,
 ) -> Result<(), LifecycleError> {
     let forwarded = HeadOptions { ray_address: false, ..HeadOptions::default() };
-    let options = ExportOptions { head: forwarded, run, steps, to: Some(to.clone()), ..ExportOptions::default() };
+    let options =
+        ExportOptions { head: forwarded, run, runs_dir: runs_dir.clone(), steps, to: Some(to.clone()), ..ExportOptions::default() };
     let head = crate::mode::connect(deployment, &options.head, env, progress.clone()).await?;
-    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, options.timeout).await?;
+    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, options.timeout, runs_dir).await?;
     let exported = keeping.export(&head, &options).await;
     *state = keeping.state;
     exported.map(drop)
@@ -164,6 +176,7 @@ pub(crate) struct Losses {
 pub(crate) async fn losses(
     resolved: &Resolved<'_>,
     state: &State,
+    runs_dir: Option<String>,
     env: &Env,
     progress: Arc<dyn Progress>,
     interrupt: Armed,
@@ -179,8 +192,12 @@ pub(crate) async fn losses(
     }
     let forwarded = HeadOptions { ray_address: false, ..HeadOptions::default() };
     let head = crate::mode::connect(d, &forwarded, env, progress.clone()).await?;
-    let mut keeping = Keeping::new(resolved, state.clone(), env, progress, interrupt, Duration::ZERO).await?;
+    let mut keeping = Keeping::new(resolved, state.clone(), env, progress, interrupt, Duration::ZERO, runs_dir).await?;
     let survey = keeping.survey(&head.client).await?;
+    if let Some(why) = &survey.runs_unread {
+        // Which checkpoint folders its runs write is then unknown.
+        return Err(KeepError::Lister { what: "the runs".to_owned(), id: "the survey".to_owned(), why: why.clone() }.into());
+    }
     let kept = keeping.kept();
     let at_risk = checkpoints::at_risk(&survey, &kept);
     Ok(Losses { at_risk })
@@ -212,7 +229,7 @@ pub(crate) async fn import(
     let d = resolved.deployment;
     let forwarded = HeadOptions { ray_address: false, ..HeadOptions::default() };
     let head = crate::mode::connect(d, &forwarded, env, progress.clone()).await?;
-    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, IMPORT_WITHIN).await?;
+    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, IMPORT_WITHIN, None).await?;
     let imported = keeping.import(&head.client, uri).await;
     *state = keeping.state;
     imported
@@ -233,6 +250,15 @@ fn direction_noun(direction: Direction) -> &'static str {
     }
 }
 
+/// What a copy holds: its kind, and the step of the checkpoint folder and run it is of.
+#[derive(Clone, Copy)]
+struct Of<'a> {
+    kind: KeptKind,
+    run: &'a str,
+    dir: &'a str,
+    step: u64,
+}
+
 /// One export or import: the deployment, its state, the run key that signs what it records,
 /// and what stops it.
 struct Keeping<'a> {
@@ -243,6 +269,8 @@ struct Keeping<'a> {
     progress: Arc<dyn Progress>,
     interrupt: Armed,
     timeout: Duration,
+    /// The runs folder, when not the deployment's.
+    runs_dir: Option<String>,
 }
 
 impl<'a> Keeping<'a> {
@@ -253,6 +281,7 @@ impl<'a> Keeping<'a> {
         progress: Arc<dyn Progress>,
         interrupt: Armed,
         timeout: Duration,
+        runs_dir: Option<String>,
     ) -> Result<Keeping<'a>, LifecycleError> {
         let d = resolved.deployment;
         let secret = gke_rl::auth::secret_name(d);
@@ -266,7 +295,7 @@ impl<'a> Keeping<'a> {
         for kept in state.kept.iter().filter(|kept| !gke_rl_in_cluster::records::is_genuine(kept, key.as_bytes())) {
             progress.lifecycle(LifecycleEvent::UnsignedKept { uri: &kept.uri });
         }
-        Ok(Keeping { resolved, state, key: key.into_bytes(), env, progress, interrupt, timeout })
+        Ok(Keeping { resolved, state, key: key.into_bytes(), env, progress, interrupt, timeout, runs_dir })
     }
 
     fn d(&self) -> &'a Deployment {
@@ -300,9 +329,17 @@ impl<'a> Keeping<'a> {
     }
 
     async fn survey(&mut self, client: &Client) -> Result<Survey, LifecycleError> {
-        let request = Request::survey(self.d());
-        crate::lister::answer(client, &request, "the runs' checkpoints", checkpoints::survey, self.env, &mut self.interrupt, &*self.progress)
-            .await
+        let request = Request::survey(self.d(), self.runs_dir.as_deref());
+        crate::lister::answer(
+            client,
+            &request,
+            "the runs' checkpoints",
+            checkpoints::survey,
+            self.env,
+            &mut self.interrupt,
+            &*self.progress,
+        )
+        .await
     }
 
     /// The files of the folder `name` of `dir`; `None` when it is not there.
@@ -316,8 +353,9 @@ impl<'a> Keeping<'a> {
 
     /// The objects under `uri`; none when it holds none.
     fn objects(&self, uri: &GcsPath) -> Result<Vec<Object>, LifecycleError> {
-        match self.read(&durability::list_objects(uri)) {
-            Ok(text) => durability::objects_from_json(&text).map_err(|reason| LifecycleError::Query { what: format!("cannot read the objects of {uri}"), reason }),
+        match self.read(&lifecycle::list_folder(uri)) {
+            Ok(text) => durability::objects_from_json(&text)
+                .map_err(|reason| LifecycleError::Query { what: format!("cannot read the objects of {uri}"), reason }),
             // gcloud storage fails on a folder with no objects (`One or more URLs matched no objects`).
             Err(RunError::Failed { stderr, .. }) if stderr.contains("matched no objects") => Ok(Vec::new()),
             Err(e) => Err(LifecycleError::Query { what: format!("cannot list the objects of {uri}"), reason: e.to_string() }),
@@ -327,7 +365,11 @@ impl<'a> Keeping<'a> {
     /// The logged-in gcloud account, for the commands that grant it what it lacks.
     fn account(&self) -> String {
         let account = lifecycle::Preflight::new(self.d(), &self.resolved.site).account;
-        self.read(&account).ok().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty() && !a.contains(char::is_whitespace)).unwrap_or_else(|| "ACCOUNT".to_owned())
+        self.read(&account)
+            .ok()
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty() && !a.contains(char::is_whitespace))
+            .unwrap_or_else(|| "ACCOUNT".to_owned())
     }
 
     /// The bucket of `base` exists (made in the cluster's region when missing and `make`), can
@@ -336,30 +378,43 @@ impl<'a> Keeping<'a> {
         let (d, site) = (self.d(), &self.resolved.site);
         let bucket = base.bucket();
         if make && !d.project.existing_cluster {
-            let listed = self.query("cannot list the deployment's own buckets (destroy empties them)", &lifecycle::list_buckets(d, site))?;
+            let listed =
+                self.query("cannot list the deployment's own buckets (destroy empties them)", &lifecycle::list_buckets(d, site))?;
             if listed.lines().any(|b| b.trim().trim_start_matches("gs://").trim_end_matches('/') == bucket) {
-                return Err(KeepError::DeploymentsBucket { bucket: bucket.to_owned(), deployment: d.project.cluster_name.to_string() }.into());
+                return Err(
+                    KeepError::DeploymentsBucket { bucket: bucket.to_owned(), deployment: d.project.cluster_name.to_string() }.into()
+                );
             }
         }
-        let number = self.query("cannot read the project's number", &durability::project_number(site))?.trim().to_owned();
+        let number = self.query("cannot read the project's number", &lifecycle::project_number(site))?.trim().to_owned();
         if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(LifecycleError::Query { what: "cannot read the project's number".to_owned(), reason: format!("gcloud said `{number}`") });
+            return Err(LifecycleError::Query {
+                what: "cannot read the project's number".to_owned(),
+                reason: format!("gcloud said `{number}`"),
+            });
         }
         let caller = || format!("user:{}", self.account());
-        match self.read(&durability::describe_bucket(bucket)) {
+        match self.read(&lifecycle::describe_bucket(bucket)) {
             Ok(text) => {
-                let found = Bucket::from_json(&text).map_err(|reason| LifecycleError::Query { what: format!("cannot read bucket {bucket}"), reason })?;
+                let found = Bucket::from_json(&text)
+                    .map_err(|reason| LifecycleError::Query { what: format!("cannot read bucket {bucket}"), reason })?;
                 if found.project_number != number {
                     self.progress().lifecycle(LifecycleEvent::BucketOfAnotherProject { bucket, project_number: &found.project_number });
                 }
             }
             Err(RunError::Failed { stderr, .. }) if not_found(&stderr) && make => {
                 let region = d.project.region.as_str();
-                match self.read(&durability::create_bucket(bucket, region, site)) {
+                match self.read(&lifecycle::create_bucket(bucket, region, site)) {
                     Ok(_) => self.progress().lifecycle(LifecycleEvent::BucketCreated { bucket, region }),
                     Err(e) => {
-                        let fix = durability::grant_account(site, &self.account(), durability::BUCKET_ADMIN_ROLE);
-                        return Err(KeepError::Bucket { bucket: bucket.to_owned(), problem: "cannot be made", reason: reason_of(&e), fix: Some(fix) }.into());
+                        let fix = lifecycle::grant_account(site, &self.account(), durability::BUCKET_ADMIN_ROLE);
+                        return Err(KeepError::Bucket {
+                            bucket: bucket.to_owned(),
+                            problem: "cannot be made",
+                            reason: reason_of(&e),
+                            fix: Some(fix),
+                        }
+                        .into());
                     }
                 }
             }
@@ -367,27 +422,38 @@ impl<'a> Keeping<'a> {
                 return Err(KeepError::Bucket { bucket: bucket.to_owned(), problem: "does not exist", reason: stderr, fix: None }.into());
             }
             Err(e @ RunError::Failed { .. }) => {
-                let fix = durability::grant_on_bucket(bucket, &caller(), durability::BUCKET_ADMIN_ROLE);
-                return Err(KeepError::Bucket { bucket: bucket.to_owned(), problem: "cannot be read", reason: reason_of(&e), fix: Some(fix) }.into());
+                let fix = lifecycle::grant_on_bucket(bucket, &caller(), durability::BUCKET_ADMIN_ROLE);
+                return Err(KeepError::Bucket {
+                    bucket: bucket.to_owned(),
+                    problem: "cannot be read",
+                    reason: reason_of(&e),
+                    fix: Some(fix),
+                }
+                .into());
             }
             Err(e) => return Err(LifecycleError::Query { what: format!("cannot read bucket {bucket}"), reason: e.to_string() }),
         }
         let agent = durability::service_agent(&number);
         let member = format!("serviceAccount:{agent}");
-        let granted = self.read(&durability::bucket_policy(bucket)).ok().is_some_and(|p| durability::policy_grants_agent(&p, &member).unwrap_or(false));
+        let granted = self
+            .read(&lifecycle::bucket_policy(bucket))
+            .ok()
+            .is_some_and(|p| durability::policy_grants_agent(&p, &member).unwrap_or(false));
         if !granted {
-            let grant = durability::grant_on_bucket(bucket, &member, durability::AGENT_ROLE);
+            let grant = lifecycle::grant_on_bucket(bucket, &member, durability::AGENT_ROLE);
             match self.read(&grant) {
                 Ok(_) => self.progress().lifecycle(LifecycleEvent::AgentGranted { bucket, agent: &agent }),
                 Err(e) => {
                     let reason = reason_of(&e);
                     // The agent exists once the project had an instance; made by hand otherwise.
                     let fix = if reason.contains("does not exist") {
-                        format!("{} && {grant}", durability::create_service_agent(site))
+                        format!("{} && {grant}", lifecycle::create_service_agent(site))
                     } else {
                         grant.to_string()
                     };
-                    return Err(KeepError::AgentNotGranted { bucket: bucket.to_owned(), agent, role: durability::AGENT_ROLE, reason, fix }.into());
+                    return Err(
+                        KeepError::AgentNotGranted { bucket: bucket.to_owned(), agent, role: durability::AGENT_ROLE, reason, fix }.into()
+                    );
                 }
             }
         }
@@ -407,18 +473,36 @@ impl<'a> Keeping<'a> {
         };
         let name = match &transfer.operation {
             Some(name) => {
-                self.progress().lifecycle(LifecycleEvent::TransferStarted { direction: transfer.direction, from: &from, to: &to, operation: name, resumed: true });
+                self.progress().lifecycle(LifecycleEvent::TransferStarted {
+                    direction: transfer.direction,
+                    from: &from,
+                    to: &to,
+                    operation: name,
+                    resumed: true,
+                });
                 name.clone()
             }
             None => {
-                let command = durability::transfer(self.d(), &self.resolved.site, transfer.direction, &transfer.lustre_path, &uri, &transfer.request_id);
+                let command = lifecycle::transfer(
+                    self.d(),
+                    &self.resolved.site,
+                    transfer.direction,
+                    &transfer.lustre_path,
+                    &uri,
+                    &transfer.request_id,
+                );
                 let started = match self.read(&command) {
-                    Ok(answer) => Operation::from_json(&answer).map_err(|reason| LifecycleError::Query { what: format!("cannot read gcloud's answer to `{command}`"), reason })?,
+                    Ok(answer) => Operation::from_json(&answer)
+                        .map_err(|reason| LifecycleError::Query { what: format!("cannot read gcloud's answer to `{command}`"), reason })?,
                     Err(RunError::NoAnswer { .. }) => {
                         // It may have started: the record stays, and the next run asks again.
                         return Err(LifecycleError::Query {
-                            what: format!("the {} of {from} to {to} was asked for, and gcloud gave no answer", direction_noun(transfer.direction)),
-                            reason: "run the same command again: it asks with the same request id, which never starts a second transfer".to_owned(),
+                            what: format!(
+                                "the {} of {from} to {to} was asked for, and gcloud gave no answer",
+                                direction_noun(transfer.direction)
+                            ),
+                            reason: "run the same command again: it asks with the same request id, which never starts a second transfer"
+                                .to_owned(),
                         });
                     }
                     Err(e) => {
@@ -431,12 +515,18 @@ impl<'a> Keeping<'a> {
                     pending.operation = Some(started.name.clone());
                 }
                 self.save()?;
-                self.progress().lifecycle(LifecycleEvent::TransferStarted { direction: transfer.direction, from: &from, to: &to, operation: &started.name, resumed: false });
+                self.progress().lifecycle(LifecycleEvent::TransferStarted {
+                    direction: transfer.direction,
+                    from: &from,
+                    to: &to,
+                    operation: &started.name,
+                    resumed: false,
+                });
                 started.name
             }
         };
         match self.follow(transfer.direction, &name).await {
-            Err(failed @ LifecycleError::Keep(KeepError::TransferFailed { .. })) => {
+            Err(failed) if matches!(failed.keep(), Some(KeepError::TransferFailed { .. })) => {
                 // Ended: the next run starts another, which copies only what is missing.
                 self.state.transfer = None;
                 self.save()?;
@@ -454,11 +544,16 @@ impl<'a> Keeping<'a> {
             Direction::Import => "lustre.instances.importData",
         };
         let fix = if reason.contains("PERMISSION_DENIED") || reason.contains(permission) {
-            Some(format!("it needs {permission}, which {} holds: {}", durability::TRANSFER_ROLE, durability::grant_account(&self.resolved.site, &self.account(), durability::TRANSFER_ROLE)))
+            Some(format!(
+                "it needs {permission}, which {} holds: {}",
+                durability::TRANSFER_ROLE,
+                lifecycle::grant_account(&self.resolved.site, &self.account(), durability::TRANSFER_ROLE)
+            ))
         } else if reason.contains("ABORTED") || reason.contains("unable to queue") {
             Some(format!(
                 "Managed Lustre runs one transfer at a time on an instance and another runs: wait for it (`gcloud lustre operations list --location {} --project {}`), then run the same command again",
-                self.d().project.zone, self.resolved.site.project_id
+                self.d().project.zone,
+                self.resolved.site.project_id
             ))
         } else {
             None
@@ -471,28 +566,46 @@ impl<'a> Keeping<'a> {
         let started = self.env.clock.now();
         let (mut wait, mut failed, mut said) = (FIRST_LOOK, 0, None);
         loop {
-            match self.read(&durability::describe_operation(name)) {
+            match self.read(&lifecycle::describe_operation(name)) {
                 Ok(answer) => {
                     failed = 0;
-                    let operation = Operation::from_json(&answer).map_err(|reason| LifecycleError::Query { what: format!("cannot read operation {name}"), reason })?;
+                    let operation = Operation::from_json(&answer)
+                        .map_err(|reason| LifecycleError::Query { what: format!("cannot read operation {name}"), reason })?;
                     if said != Some(operation.counters) {
                         self.progress().lifecycle(LifecycleEvent::TransferProgress(&operation.counters));
                         said = Some(operation.counters);
                     }
                     if operation.done {
                         return match operation.error {
-                            Some((code, message)) => Err(KeepError::TransferFailed { direction, operation: operation.name, code, message, failures: operation.failures }.into()),
+                            Some((code, message)) => Err(KeepError::TransferFailed {
+                                direction,
+                                operation: operation.name,
+                                code,
+                                message,
+                                failures: operation.failures,
+                            }
+                            .into()),
                             None => Ok(operation),
                         };
                     }
                 }
                 Err(RunError::Failed { stderr, .. }) if not_found(&stderr) => {
-                    return Err(KeepError::TransferFailed { direction, operation: name.to_owned(), code: 5, message: format!("Managed Lustre does not know it ({stderr})"), failures: Vec::new() }.into());
+                    return Err(KeepError::TransferFailed {
+                        direction,
+                        operation: name.to_owned(),
+                        code: 5,
+                        message: format!("Managed Lustre does not know it ({stderr})"),
+                        failures: Vec::new(),
+                    }
+                    .into());
                 }
                 Err(e) => {
                     failed += 1;
                     if failed >= LOOKS_FAILED {
-                        return Err(LifecycleError::Query { what: format!("cannot look at operation {name} (it goes on in Managed Lustre)"), reason: e.to_string() });
+                        return Err(LifecycleError::Query {
+                            what: format!("cannot look at operation {name} (it goes on in Managed Lustre)"),
+                            reason: e.to_string(),
+                        });
                     }
                 }
             }
@@ -508,7 +621,8 @@ impl<'a> Keeping<'a> {
     }
 
     /// Records a verified copy, signed, and forgets the transfer.
-    fn record(&mut self, kind: KeptKind, run: &str, dir: &str, step: u64, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
+    fn record(&mut self, what: Of<'_>, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
+        let Of { kind, run, dir, step } = what;
         let kept = Kept {
             kind,
             run: run.to_owned(),
@@ -530,7 +644,8 @@ impl<'a> Keeping<'a> {
     }
 
     /// Copies the folder `name` of `dir`, whose files are `files`, to `uri`, verified and recorded.
-    async fn copy_out(&mut self, kind: KeptKind, run: &str, dir: &str, step: u64, name: &str, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
+    async fn copy_out(&mut self, what: Of<'_>, name: &str, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
+        let Of { kind, run, dir, step } = what;
         // Nothing is deleted from a bucket: a folder that holds more than the step would give
         // it back with the import.
         let extra = Comparison::of(files, uri, &self.objects(uri)?).extra;
@@ -553,7 +668,7 @@ impl<'a> Keeping<'a> {
         };
         let operation = self.transfer(transfer).await?;
         self.verify_out(&operation.name, uri, files)?;
-        self.record(kind, run, dir, step, uri, files)
+        self.record(what, uri, files)
     }
 
     fn verify_out(&self, operation: &str, uri: &GcsPath, files: &[File]) -> Result<(), LifecycleError> {
@@ -561,7 +676,13 @@ impl<'a> Keeping<'a> {
         if comparison.holds_all() {
             return Ok(());
         }
-        Err(KeepError::NotVerified { direction: Direction::Export, operation: operation.to_owned(), what: format!("{uri} lacks what the cluster lists"), differs: comparison.describe() }.into())
+        Err(KeepError::NotVerified {
+            direction: Direction::Export,
+            operation: operation.to_owned(),
+            what: format!("{uri} lacks what the cluster lists"),
+            differs: comparison.describe(),
+        }
+        .into())
     }
 
     /// Follows a transfer an earlier run recorded to its end, verifies and records it.
@@ -581,7 +702,8 @@ impl<'a> Keeping<'a> {
             Direction::Export => self.verify_out(&operation.name, &uri, &listing.files)?,
             Direction::Import => self.verify_in(&operation.name, &uri, &listing)?,
         }
-        self.record(transfer.kind, &transfer.run, &transfer.checkpoints, transfer.step, &uri, &listing.files)?;
+        let what = Of { kind: transfer.kind, run: &transfer.run, dir: &transfer.checkpoints, step: transfer.step };
+        self.record(what, &uri, &listing.files)?;
         Ok(())
     }
 
@@ -609,13 +731,19 @@ impl<'a> Keeping<'a> {
         for step in steps {
             let name = durability::step_folder(step);
             let uri = layout.step(step);
-            let listing = self.listing(client, &folder.dir, &name).await?.ok_or_else(|| KeepError::NoSuchStep { dir: folder.dir.clone(), step, why: "it is gone".to_owned() })?;
+            let listing = self.listing(client, &folder.dir, &name).await?.ok_or_else(|| KeepError::NoSuchStep {
+                dir: folder.dir.clone(),
+                step,
+                why: "it is gone".to_owned(),
+            })?;
             unexportable(&folder.dir, &name, &listing)?;
             if self.is_kept(KeptKind::Step, &folder.dir, step, &uri) {
                 self.progress().lifecycle(LifecycleEvent::AlreadyKept { uri: uri.as_str() });
                 already += 1;
             } else {
-                copies.push(self.copy_out(KeptKind::Step, &run, &folder.dir, step, &name, &uri, &listing.files).await?);
+                copies.push(
+                    self.copy_out(Of { kind: KeptKind::Step, run: &run, dir: &folder.dir, step }, &name, &uri, &listing.files).await?,
+                );
             }
             if options.hf {
                 match self.export_hf(head, &folder.dir, &run, &layout, step, &listing).await? {
@@ -626,10 +754,21 @@ impl<'a> Keeping<'a> {
         }
         let newest = steps_of(&folder, Steps::Newest).ok().and_then(|s| s.first().copied()).unwrap_or_default();
         if let Some(owner) = folder.run() {
-            let runs = gke_rl_in_cluster::supervisor::runs_dir(d);
-            let listing = self.listing(client, &runs, owner).await?.ok_or_else(|| KeepError::NoSuchRun { run: owner.to_owned(), runs: Vec::new() })?;
+            let runs = self.runs_dir.clone().unwrap_or_else(|| gke_rl_in_cluster::supervisor::runs_dir(d));
+            let listing = self
+                .listing(client, &runs, owner)
+                .await?
+                .ok_or_else(|| KeepError::NoSuchRun { run: owner.to_owned(), runs: Vec::new() })?;
             unexportable(&runs, owner, &listing)?;
-            copies.push(self.copy_out(KeptKind::Records, &run, &folder.dir, newest, owner, &layout.records(), &listing.files).await?);
+            copies.push(
+                self.copy_out(
+                    Of { kind: KeptKind::Records, run: &run, dir: &folder.dir, step: newest },
+                    owner,
+                    &layout.records(),
+                    &listing.files,
+                )
+                .await?,
+            );
         }
         self.upload_run_files(options, folder.run(), &layout).await?;
         Ok(Exported::Kept { copies, already, run_folder: layout.run().to_string() })
@@ -637,7 +776,15 @@ impl<'a> Keeping<'a> {
 
     /// Converts step `step` with NeMo-RL's converter (once: its `step_N-hf` is kept on Lustre),
     /// and exports the model; `None` when a verified copy is there already.
-    async fn export_hf(&mut self, head: &Head, dir: &str, run: &str, layout: &Layout, step: u64, step_listing: &Listing) -> Result<Option<Kept>, LifecycleError> {
+    async fn export_hf(
+        &mut self,
+        head: &Head,
+        dir: &str,
+        run: &str,
+        layout: &Layout,
+        step: u64,
+        step_listing: &Listing,
+    ) -> Result<Option<Kept>, LifecycleError> {
         let uri = layout.hf(step);
         if self.is_kept(KeptKind::Hf, dir, step, &uri) {
             self.progress().lifecycle(LifecycleEvent::AlreadyKept { uri: uri.as_str() });
@@ -648,11 +795,15 @@ impl<'a> Keeping<'a> {
             Some(listing) => listing,
             None => {
                 self.convert(head, dir, step, step_listing).await?;
-                self.listing(&head.client, dir, &name).await?.ok_or_else(|| KeepError::NoSuchStep { dir: dir.to_owned(), step, why: format!("the converter left no {name}") })?
+                self.listing(&head.client, dir, &name).await?.ok_or_else(|| KeepError::NoSuchStep {
+                    dir: dir.to_owned(),
+                    step,
+                    why: format!("the converter left no {name}"),
+                })?
             }
         };
         unexportable(dir, &name, &converted)?;
-        self.copy_out(KeptKind::Hf, run, dir, step, &name, &uri, &converted.files).await.map(Some)
+        self.copy_out(Of { kind: KeptKind::Hf, run, dir, step }, &name, &uri, &converted.files).await.map(Some)
     }
 
     /// Runs NeMo-RL's converter for step `step` on the head, into `tmp_step_N-hf`, then names
@@ -668,7 +819,8 @@ impl<'a> Keeping<'a> {
             .into());
         }
         let weights = step_listing.weights.as_ref().ok_or_else(|| KeepError::NoConverter { dir: dir.to_owned(), step })?;
-        let converter = gke_rl::knowledge::hf_converter(&weights.format).ok_or_else(|| KeepError::NoConverter { dir: dir.to_owned(), step })?;
+        let converter =
+            gke_rl::knowledge::hf_converter(&weights.format).ok_or_else(|| KeepError::NoConverter { dir: dir.to_owned(), step })?;
         let step_path = format!("{}/{}", dir.trim_end_matches('/'), durability::step_folder(step));
         let line = converter.command(&step_path, &weights.path, &format!("{}/{draft}", dir.trim_end_matches('/')));
         let random = gke_rl_ray::new_submission_id();
@@ -683,8 +835,22 @@ impl<'a> Keeping<'a> {
         if job.status != gke_rl_ray::JobStatus::Succeeded {
             return Err(KeepError::ConverterFailed { id, status: job.status.to_string(), message: job.message.unwrap_or_default() }.into());
         }
-        let request = Request::Commit { mount: self.d().lustre.mount_path.to_string(), dir: dir.to_owned(), from: draft, to: durability::hf_folder(step) };
-        crate::lister::answer(&head.client, &request, "the converted model's folder", checkpoints::committed, self.env, &mut self.interrupt, &*self.progress).await
+        let request = Request::Commit {
+            mount: self.d().lustre.mount_path.to_string(),
+            dir: dir.to_owned(),
+            from: draft,
+            to: durability::hf_folder(step),
+        };
+        crate::lister::answer(
+            &head.client,
+            &request,
+            "the converted model's folder",
+            checkpoints::committed,
+            self.env,
+            &mut self.interrupt,
+            &*self.progress,
+        )
+        .await
     }
 
     /// The deployment's config, and the run's report where one can be made, beside the checkpoints.
@@ -698,7 +864,9 @@ impl<'a> Keeping<'a> {
         let mut files = vec![(durability::CONFIG_FILE, serde_json::to_string_pretty(d).expect("a deployment serializes") + "\n")];
         if let Some(run) = run {
             match crate::commands::report(d, &options.head, Some(run), self.env, self.progress.clone()).await {
-                Ok((_, report)) => files.push((durability::REPORT_FILE, serde_json::to_string_pretty(&report).expect("a report serializes") + "\n")),
+                Ok((_, report)) => {
+                    files.push((durability::REPORT_FILE, serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"))
+                }
                 Err(e) => self.progress().lifecycle(LifecycleEvent::NoReport { why: crate::chain(&e) }),
             }
         }
@@ -706,15 +874,23 @@ impl<'a> Keeping<'a> {
         let mut uploaded = Vec::new();
         for (name, text) in files {
             let path = dir.path().join(name);
-            std::fs::File::create_new(&path).and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes())).map_err(local("cannot write the run's files"))?;
+            std::fs::File::create_new(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+                .map_err(local("cannot write the run's files"))?;
             let object = format!("{uri}{name}");
-            self.query(&format!("cannot upload {object}"), &durability::upload(&path.display().to_string(), &object))?;
+            self.query(&format!("cannot upload {object}"), &lifecycle::upload(&path.display().to_string(), &object))?;
             self.progress().lifecycle(LifecycleEvent::Uploaded { object: &object });
             uploaded.push(File { path: name.to_owned(), size: text.len() as u64 });
         }
         let comparison = Comparison::of(&uploaded, &uri, &self.objects(&uri)?);
         if !comparison.holds_all() {
-            return Err(KeepError::NotVerified { direction: Direction::Export, operation: "gcloud storage cp".to_owned(), what: format!("{uri} lacks the run's files"), differs: comparison.describe() }.into());
+            return Err(KeepError::NotVerified {
+                direction: Direction::Export,
+                operation: "gcloud storage cp".to_owned(),
+                what: format!("{uri} lacks the run's files"),
+                differs: comparison.describe(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -736,35 +912,73 @@ impl<'a> Keeping<'a> {
         let objects = self.objects(&uri)?;
         let in_bucket: Vec<File> = objects
             .iter()
-            .filter_map(|o| o.name.strip_prefix(uri.prefix()).filter(|rest| !rest.is_empty() && !rest.ends_with('/')).map(|rest| File { path: rest.to_owned(), size: o.size }))
+            .filter_map(|o| {
+                o.name
+                    .strip_prefix(uri.prefix())
+                    .filter(|rest| !rest.is_empty() && !rest.ends_with('/'))
+                    .map(|rest| File { path: rest.to_owned(), size: o.size })
+            })
             .collect();
         if in_bucket.is_empty() {
             return Err(KeepError::EmptyCheckpoint { uri: uri.to_string() }.into());
         }
         let mount = d.lustre.mount_path.to_string();
         let prepare = Request::Prepare { mount: mount.clone(), dir: dir.clone(), step };
-        let prepared = crate::lister::answer(client, &prepare, "the checkpoint folder for the import", checkpoints::prepared, self.env, &mut self.interrupt, &*self.progress).await?;
+        let prepared = crate::lister::answer(
+            client,
+            &prepare,
+            "the checkpoint folder for the import",
+            checkpoints::prepared,
+            self.env,
+            &mut self.interrupt,
+            &*self.progress,
+        )
+        .await?;
         let complete = durability::step_folder(step);
         if prepared.existing {
             // An import that finished before its record: the same files, or another checkpoint.
             let there = self.listing(client, &dir, &complete).await?.unwrap_or_default();
             let (whole, differs) = same_as_bucket(&uri, &in_bucket, &there);
             if !whole {
-                return Err(KeepError::NoSuchStep { dir, step, why: format!("{complete} is there and is not {uri} ({differs}): an import never writes over a step") }.into());
+                return Err(KeepError::NoSuchStep {
+                    dir,
+                    step,
+                    why: format!("{complete} is there and is not {uri} ({differs}): an import never writes over a step"),
+                }
+                .into());
             }
-            self.record(KeptKind::Import, &run, &dir, step, &uri, &in_bucket)?;
+            self.record(Of { kind: KeptKind::Import, run: &run, dir: &dir, step }, &uri, &in_bucket)?;
             return Ok(());
         }
         let draft = durability::import_folder(step);
         let node_path = format!("{}/{draft}", dir.trim_end_matches('/'));
         let lustre_path = durability::file_system_path(d, &node_path).ok_or_else(|| outside_mount(d, &node_path))?;
-        let transfer = Transfer { direction: Direction::Import, kind: KeptKind::Import, run: run.clone(), checkpoints: dir.clone(), step, lustre_path, uri: uri.to_string(), request_id: request_id()?, operation: None };
+        let transfer = Transfer {
+            direction: Direction::Import,
+            kind: KeptKind::Import,
+            run: run.clone(),
+            checkpoints: dir.clone(),
+            step,
+            lustre_path,
+            uri: uri.to_string(),
+            request_id: request_id()?,
+            operation: None,
+        };
         let operation = self.transfer(transfer).await?;
         let imported = self.listing(client, &dir, &draft).await?.unwrap_or_default();
         self.verify_in(&operation.name, &uri, &imported)?;
         let commit = Request::Commit { mount, dir: dir.clone(), from: draft, to: complete };
-        crate::lister::answer(client, &commit, "the imported checkpoint's folder", checkpoints::committed, self.env, &mut self.interrupt, &*self.progress).await?;
-        self.record(KeptKind::Import, &run, &dir, step, &uri, &in_bucket)?;
+        crate::lister::answer(
+            client,
+            &commit,
+            "the imported checkpoint's folder",
+            checkpoints::committed,
+            self.env,
+            &mut self.interrupt,
+            &*self.progress,
+        )
+        .await?;
+        self.record(Of { kind: KeptKind::Import, run: &run, dir: &dir, step }, &uri, &in_bucket)?;
         Ok(())
     }
 
@@ -772,14 +986,32 @@ impl<'a> Keeping<'a> {
         let objects = self.objects(uri)?;
         let in_bucket: Vec<File> = objects
             .iter()
-            .filter_map(|o| o.name.strip_prefix(uri.prefix()).filter(|rest| !rest.is_empty() && !rest.ends_with('/')).map(|rest| File { path: rest.to_owned(), size: o.size }))
+            .filter_map(|o| {
+                o.name
+                    .strip_prefix(uri.prefix())
+                    .filter(|rest| !rest.is_empty() && !rest.ends_with('/'))
+                    .map(|rest| File { path: rest.to_owned(), size: o.size })
+            })
             .collect();
         let (whole, differs) = same_as_bucket(uri, &in_bucket, imported);
         if whole && imported.refused.is_empty() {
             return Ok(());
         }
-        let differs = if imported.refused.is_empty() { differs } else { format!("{differs}; refused: {}", imported.refused.iter().map(|r| format!("{}: {}", r.path, r.why)).collect::<Vec<_>>().join(", ")) };
-        Err(KeepError::NotVerified { direction: Direction::Import, operation: operation.to_owned(), what: format!("the imported folder is not {uri}"), differs }.into())
+        let differs = if imported.refused.is_empty() {
+            differs
+        } else {
+            format!(
+                "{differs}; refused: {}",
+                imported.refused.iter().map(|r| format!("{}: {}", r.path, r.why)).collect::<Vec<_>>().join(", ")
+            )
+        };
+        Err(KeepError::NotVerified {
+            direction: Direction::Import,
+            operation: operation.to_owned(),
+            what: format!("the imported folder is not {uri}"),
+            differs,
+        }
+        .into())
     }
 }
 
@@ -788,7 +1020,8 @@ const CONVERT_WITHIN: Duration = Duration::from_secs(4 * 3600);
 
 /// Whether the files of a folder on Lustre are the bucket's, exactly (none missing, none more).
 fn same_as_bucket(uri: &GcsPath, in_bucket: &[File], there: &Listing) -> (bool, String) {
-    let as_objects: Vec<Object> = there.files.iter().map(|f| Object { name: format!("{}{}", uri.prefix(), f.path), size: f.size }).collect();
+    let as_objects: Vec<Object> =
+        there.files.iter().map(|f| Object { name: format!("{}{}", uri.prefix(), f.path), size: f.size }).collect();
     let comparison = Comparison::of(in_bucket, uri, &as_objects);
     let describe = comparison.describe().replace("in the bucket", "on Lustre").replace("the step lacks", "the bucket lacks");
     (comparison.holds_all() && comparison.extra.is_empty(), describe)
@@ -825,7 +1058,12 @@ fn chosen(survey: &Survey, run: Option<&str>, d: &Deployment) -> Result<Folder, 
         })
     };
     config.or_else(latest).cloned().ok_or_else(|| {
-        let looked = survey.folders.iter().map(|f| format!("{} ({})", f.dir, f.missing.as_deref().unwrap_or("no complete step_N"))).collect::<Vec<_>>().join(", ");
+        let looked = survey
+            .folders
+            .iter()
+            .map(|f| format!("{} ({})", f.dir, f.missing.as_deref().unwrap_or("no complete step_N")))
+            .collect::<Vec<_>>()
+            .join(", ");
         KeepError::NothingToExport { looked: format!("no checkpoint folder holds a complete step: {looked}") }.into()
     })
 }
@@ -834,7 +1072,11 @@ fn chosen(survey: &Survey, run: Option<&str>, d: &Deployment) -> Result<Folder, 
 fn steps_of(folder: &Folder, steps: Steps) -> Result<Vec<u64>, LifecycleError> {
     match steps {
         Steps::All => Ok(folder.steps.clone()),
-        Steps::Newest => folder.steps.last().map(|s| vec![*s]).ok_or_else(|| KeepError::NothingToExport { looked: format!("{} holds no complete step_N", folder.dir) }.into()),
+        Steps::Newest => folder
+            .steps
+            .last()
+            .map(|s| vec![*s])
+            .ok_or_else(|| KeepError::NothingToExport { looked: format!("{} holds no complete step_N", folder.dir) }.into()),
         Steps::Step(step) if folder.steps.contains(&step) => Ok(vec![step]),
         Steps::Step(step) => {
             let name = durability::step_folder(step);
@@ -843,7 +1085,14 @@ fn steps_of(folder: &Folder, steps: Steps) -> Result<Vec<u64>, LifecycleError> {
             } else if let Some(refused) = folder.refused.iter().find(|r| r.name == name) {
                 format!("{name} is {}", refused.why)
             } else {
-                format!("there is no {name}; its complete steps are {}", if folder.steps.is_empty() { "none".to_owned() } else { folder.steps.iter().map(u64::to_string).collect::<Vec<_>>().join(", ") })
+                format!(
+                    "there is no {name}; its complete steps are {}",
+                    if folder.steps.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        folder.steps.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                    }
+                )
             };
             Err(KeepError::NoSuchStep { dir: folder.dir.clone(), step, why }.into())
         }
@@ -859,7 +1108,9 @@ fn not_found(stderr: &str) -> bool {
 /// What gcloud said, for an error's reason.
 fn reason_of(error: &RunError) -> String {
     match error {
-        RunError::Failed { stderr, .. } if !stderr.is_empty() => stderr.lines().filter(|l| !l.trim().is_empty()).take(3).collect::<Vec<_>>().join(" "),
+        RunError::Failed { stderr, .. } if !stderr.is_empty() => {
+            stderr.lines().filter(|l| !l.trim().is_empty()).take(3).collect::<Vec<_>>().join(" ")
+        }
         other => other.to_string(),
     }
 }
@@ -867,7 +1118,8 @@ fn reason_of(error: &RunError) -> String {
 /// A random UUID (version 4), a transfer's request id.
 fn request_id() -> Result<String, LifecycleError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| CommonError::Local { what: "cannot draw a request id".into(), source: std::io::Error::other(e.to_string()) })?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| CommonError::Local { what: "cannot draw a request id".into(), source: std::io::Error::other(e.to_string()) })?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

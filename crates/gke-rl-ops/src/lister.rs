@@ -34,7 +34,7 @@ pub(crate) async fn ask(
     let id = crate::jobs::submit(client, prepared, progress).await?;
     progress.lifecycle(LifecycleEvent::Listing { what, id: &id });
     match crate::jobs::ended(client, &id, WITHIN, env, interrupt).await? {
-        Some(_) => Ok((client.logs(&id).await.map_err(crate::JobError::from)?, id)),
+        Some(_) => Ok((client.logs(&id).await?, id)),
         None => Err(LifecycleError::Interrupted { signal: interrupt.signal().unwrap_or(2) }),
     }
 }

@@ -15,14 +15,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::lifecycle::{Command, Site};
-use crate::model::{CheckpointUri, Deployment, GcsPath};
-
-/// The number of a `step_N` folder: ASCII digits that fit a `u64`. A longer number is no
-/// step gke-rl can name, and the folder is refused by name rather than read as another.
-pub fn step_number(digits: &str) -> Option<u64> {
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
-}
+use crate::model::{CheckpointUri, Deployment, GcsPath, step_number};
 
 /// The folder of step `step` in a checkpoint folder, as NeMo-RL names it
 /// (`nemo_rl/utils/checkpoint.py`, v0.4.0 to v0.7.0: `step_N`, matched by `step_\d+`).
@@ -167,113 +160,6 @@ pub const BUCKET_ADMIN_ROLE: &str = "roles/storage.admin";
 /// Lustre service agent", docs.cloud.google.com/managed-lustre/docs/transfer-data).
 pub fn service_agent(project_number: &str) -> String {
     format!("service-{project_number}@gcp-sa-lustre.iam.gserviceaccount.com")
-}
-
-fn gcloud(args: &[&str]) -> Command {
-    Command { program: "gcloud".to_owned(), args: args.iter().map(|a| (*a).to_owned()).collect(), dir: None }
-}
-
-/// Which way a transfer goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Direction {
-    /// Lustre to Cloud Storage.
-    Export,
-    /// Cloud Storage to Lustre.
-    Import,
-}
-
-/// Starts a transfer of the file system's `lustre_path` to the bucket folder `folder`, or the
-/// other way, and returns at once with the operation (`--async`, JSON). `request_id`, a UUID,
-/// makes a repeated request the same one: a start that was interrupted before its answer came
-/// is asked again, never started twice.
-pub fn transfer(deployment: &Deployment, site: &Site, direction: Direction, lustre_path: &str, folder: &GcsPath, request_id: &str) -> Command {
-    let verb = match direction {
-        Direction::Export => "export-data",
-        Direction::Import => "import-data",
-    };
-    gcloud(&[
-        "lustre",
-        "instances",
-        verb,
-        deployment.lustre.instance_id.as_str(),
-        "--location",
-        deployment.project.zone.as_str(),
-        "--project",
-        site.project_id.as_str(),
-        &format!("--lustre-path={lustre_path}"),
-        &format!("--gcs-path-uri={folder}"),
-        &format!("--request-id={request_id}"),
-        "--async",
-        "--format=json",
-    ])
-}
-
-/// The transfer operation `name` (`projects/P/locations/ZONE/operations/ID`) as it is now, in
-/// JSON ([`Operation::from_json`]).
-pub fn describe_operation(name: &str) -> Command {
-    gcloud(&["lustre", "operations", "describe", name, "--format=json"])
-}
-
-/// The objects under a bucket folder with their sizes, in JSON ([`objects_from_json`]).
-pub fn list_objects(folder: &GcsPath) -> Command {
-    gcloud(&["storage", "objects", "list", &format!("{folder}**"), "--format=json(name,size)"])
-}
-
-/// The bucket's name, location and project number, as the API has them, in JSON
-/// ([`Bucket::from_json`]).
-pub fn describe_bucket(bucket: &str) -> Command {
-    gcloud(&["storage", "buckets", "describe", &format!("gs://{bucket}"), "--raw", "--format=json(name,location,projectNumber)"])
-}
-
-/// Creates the bucket in `region`, private, with uniform access and a hierarchical namespace
-/// (which Managed Lustre's transfers are faster with, "Transfer data", docs.cloud.google.com/managed-lustre/docs/transfer-data).
-pub fn create_bucket(bucket: &str, region: &str, site: &Site) -> Command {
-    gcloud(&[
-        "storage",
-        "buckets",
-        "create",
-        &format!("gs://{bucket}"),
-        "--project",
-        site.project_id.as_str(),
-        "--location",
-        region,
-        "--uniform-bucket-level-access",
-        "--public-access-prevention",
-        "--enable-hierarchical-namespace",
-    ])
-}
-
-/// The bucket's IAM policy, in JSON.
-pub fn bucket_policy(bucket: &str) -> Command {
-    gcloud(&["storage", "buckets", "get-iam-policy", &format!("gs://{bucket}"), "--format=json"])
-}
-
-/// Grants `member` (`serviceAccount:…`, `user:…`) `role` on the bucket.
-pub fn grant_on_bucket(bucket: &str, member: &str, role: &str) -> Command {
-    gcloud(&["storage", "buckets", "add-iam-policy-binding", &format!("gs://{bucket}"), &format!("--member={member}"), &format!("--role={role}")])
-}
-
-/// Grants `account` (a gcloud account, `user@example.com`) `role` in the project.
-pub fn grant_account(site: &Site, account: &str, role: &str) -> Command {
-    let member = if account.ends_with(".gserviceaccount.com") { format!("serviceAccount:{account}") } else { format!("user:{account}") };
-    gcloud(&["projects", "add-iam-policy-binding", site.project_id.as_str(), &format!("--member={member}"), &format!("--role={role}")])
-}
-
-/// The project's number.
-pub fn project_number(site: &Site) -> Command {
-    gcloud(&["projects", "describe", site.project_id.as_str(), "--format=value(projectNumber)"])
-}
-
-/// Makes the project's Managed Lustre service agent, which exists once the project had an
-/// instance ("Get the Managed Lustre service agent").
-pub fn create_service_agent(site: &Site) -> Command {
-    gcloud(&["beta", "services", "identity", "create", "--service=lustre.googleapis.com", "--project", site.project_id.as_str()])
-}
-
-/// Copies the local file `local` to the object `object` (`gs://BUCKET/NAME`).
-pub fn upload(local: &str, object: &str) -> Command {
-    gcloud(&["storage", "cp", local, object])
 }
 
 /// A transfer operation as `gcloud lustre operations describe --format=json` (or a transfer
@@ -509,11 +395,16 @@ impl Comparison {
             said.push(format!("{} missing ({})", files(self.missing.len()), some(&self.missing)));
         }
         if !self.resized.is_empty() {
-            let resized: Vec<String> = self.resized.iter().map(|(path, lustre, bucket)| format!("{path}: {lustre} bytes, {bucket} in the bucket")).collect();
+            let resized: Vec<String> =
+                self.resized.iter().map(|(path, lustre, bucket)| format!("{path}: {lustre} bytes, {bucket} in the bucket")).collect();
             said.push(format!("{} of another size ({})", files(self.resized.len()), some(&resized)));
         }
         if !self.extra.is_empty() {
-            said.push(format!("{} the step lacks ({})", files(self.extra.len()).replace("files", "objects").replace("file", "object"), some(&self.extra)));
+            said.push(format!(
+                "{} the step lacks ({})",
+                files(self.extra.len()).replace("files", "objects").replace("file", "object"),
+                some(&self.extra)
+            ));
         }
         said.join("; ")
     }
@@ -646,7 +537,13 @@ mod tests {
         assert_eq!(op.failures, ["PERMISSION_DENIED: 2 (gs://b/x: no access)"]);
         let started = r#"{"name": "projects/p/locations/z/operations/o"}"#;
         assert!(!Operation::from_json(started).unwrap().done);
-        for bad in ["", "{}", r#"{"name": "x"}"#, r#"{"name": "a/operations/b", "done": "yes"}"#, r#"{"name": "a/operations/b", "metadata": {"operationMetadata": {"counters": {"bytesCopiedCount": "-1"}}}}"#] {
+        for bad in [
+            "",
+            "{}",
+            r#"{"name": "x"}"#,
+            r#"{"name": "a/operations/b", "done": "yes"}"#,
+            r#"{"name": "a/operations/b", "metadata": {"operationMetadata": {"counters": {"bytesCopiedCount": "-1"}}}}"#,
+        ] {
             assert!(Operation::from_json(bad).is_err(), "{bad}");
         }
     }
@@ -668,7 +565,11 @@ mod tests {
         let mut cut = objects.clone();
         cut[0].size = 9;
         let resized = Comparison::of(&files, &uri, &cut);
-        assert!(!resized.holds_all() && resized.describe().contains("policy/weights/a: 10 bytes, 9 in the bucket"), "{}", resized.describe());
+        assert!(
+            !resized.holds_all() && resized.describe().contains("policy/weights/a: 10 bytes, 9 in the bucket"),
+            "{}",
+            resized.describe()
+        );
         let stale = Comparison::of(&files[1..], &uri, &objects);
         assert_eq!(stale.extra, ["policy/weights/a"]);
         assert!(objects_from_json("").unwrap().is_empty() && objects_from_json("[]").unwrap().is_empty());

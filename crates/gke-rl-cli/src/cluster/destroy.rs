@@ -32,6 +32,10 @@ pub struct DestroyArgs {
     /// them), or when what it holds cannot be listed
     #[arg(long)]
     discard_checkpoints: bool,
+    /// Where the runs keep their records, on the cluster's shared file system, as `submit
+    /// --runs-dir` named it [default: LUSTRE_MOUNT/gke-rl/runs]
+    #[arg(long, value_name = "DIR", env = "GKE_RL_RUNS_DIR")]
+    runs_dir: Option<String>,
 }
 
 impl DestroyArgs {
@@ -47,6 +51,7 @@ impl DestroyArgs {
             disable_addons: self.disable_addons,
             export_to: self.export_to.clone(),
             discard_checkpoints: self.discard_checkpoints,
+            runs_dir: self.runs_dir.clone(),
         };
         let explained = |e: &gke_rl_ops::Error| explain(e, None, &self.target.get_credentials(d));
         let console = std::sync::Arc::new(console);
@@ -57,7 +62,8 @@ impl DestroyArgs {
             }
             return Ok(0);
         }
-        let destroyed = gke_rl_ops::destroy::destroy(d, &options, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
+        let destroyed =
+            gke_rl_ops::destroy::destroy(d, &options, &env, console.clone()).await.map_err(|e| crate::reported(e, &explained))?;
         let (words, code) = said(destroyed, d)?;
         console.say(words);
         Ok(code)

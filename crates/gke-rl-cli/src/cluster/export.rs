@@ -36,6 +36,10 @@ pub struct ExportArgs {
     /// (examples/converters/), as a job on the cluster, and export it beside the checkpoint
     #[arg(long)]
     hf: bool,
+    /// Where the runs keep their records, on the cluster's shared file system, as `submit
+    /// --runs-dir` named it [default: LUSTRE_MOUNT/gke-rl/runs]
+    #[arg(long, value_name = "DIR", env = "GKE_RL_RUNS_DIR")]
+    runs_dir: Option<String>,
     /// Ray dashboard address, where the cluster lists the files [default: a port-forward to the
     /// config's RayCluster]
     #[arg(long, value_name = "URL")]
@@ -68,6 +72,7 @@ impl ExportArgs {
             target: self.target.options(),
             head,
             run: self.run.clone(),
+            runs_dir: self.runs_dir.clone(),
             steps,
             to: self.to.clone(),
             hf: self.hf,
@@ -92,7 +97,10 @@ impl ExportArgs {
                     })
                     .collect();
                 let before = if already > 0 { format!("; {already} verified before") } else { String::new() };
-                console.say(format_args!("exported to {run_folder}{before}:\n{}", if made.is_empty() { "  nothing new".to_owned() } else { made.join("\n") }));
+                console.say(format_args!(
+                    "exported to {run_folder}{before}:\n{}",
+                    if made.is_empty() { "  nothing new".to_owned() } else { made.join("\n") }
+                ));
                 console.say(format_args!(
                     "resume anywhere: set project.zone, then `{} deploy --resume-from {run_folder}step_N/`",
                     crate::name()

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use gke_rl::durability::Direction;
 use gke_rl::lifecycle::Command;
+use gke_rl::lifecycle::Direction;
 use gke_rl_in_cluster::checkpoints::AtRisk;
 
 /// Why keeping a run's output failed, or why destroy refuses to lose it.
@@ -105,7 +105,9 @@ pub enum KeepError {
         extra: String,
     },
     /// The bucket is one of the deployment's own, which destroy empties.
-    #[error("bucket {bucket} belongs to deployment {deployment} (gcluster made it), and destroy empties it: export to a bucket of your own")]
+    #[error(
+        "bucket {bucket} belongs to deployment {deployment} (gcluster made it), and destroy empties it: export to a bucket of your own"
+    )]
     DeploymentsBucket {
         /// The bucket.
         bucket: String,
@@ -217,7 +219,9 @@ pub enum KeepError {
         message: String,
     },
     /// The step's weights are in no format NeMo-RL converts.
-    #[error("step {step} of {dir} has neither Megatron's policy/weights/iter_N nor a DCP checkpoint's policy/weights/.metadata: no converter of NeMo-RL's takes it")]
+    #[error(
+        "step {step} of {dir} has neither Megatron's policy/weights/iter_N nor a DCP checkpoint's policy/weights/.metadata: no converter of NeMo-RL's takes it"
+    )]
     NoConverter {
         /// The checkpoint folder.
         dir: String,
@@ -252,7 +256,9 @@ fn direction_word(direction: Direction) -> &'static str {
 }
 
 fn at_risk_words(risky: &[AtRisk], export: &[String]) -> String {
-    let mut words = String::from("refusing to destroy: these checkpoints are on the Lustre instance only, and destroy deletes it with every file on it:");
+    let mut words = String::from(
+        "refusing to destroy: these checkpoints are on the Lustre instance only, and destroy deletes it with every file on it:",
+    );
     for (risk, command) in risky.iter().zip(export) {
         let run = risk.run.as_deref().map_or_else(|| "no run's records name it".to_owned(), |run| format!("run {run}"));
         let kept = risk.kept.map_or_else(|| "never exported".to_owned(), |step| format!("step {step} is the newest in a bucket"));

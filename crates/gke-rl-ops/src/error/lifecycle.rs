@@ -15,7 +15,7 @@ pub enum LifecycleError {
     Common(#[from] CommonError),
     /// Keeping what a run made: an export, an import, or a destroy that would lose it.
     #[error(transparent)]
-    Keep(#[from] KeepError),
+    Keep(Box<KeepError>),
     /// Reaching the RayCluster's head, or a job on it (the checkpoint lister, the converter).
     #[error(transparent)]
     Head(Box<JobError>),
@@ -202,9 +202,31 @@ pub enum LifecycleError {
 
 holds_common!(LifecycleError);
 
+impl From<KeepError> for LifecycleError {
+    fn from(error: KeepError) -> Self {
+        LifecycleError::Keep(Box::new(error))
+    }
+}
+
+impl LifecycleError {
+    /// The keeping error this is, if it is one.
+    pub fn keep(&self) -> Option<&KeepError> {
+        match self {
+            LifecycleError::Keep(keep) => Some(keep),
+            _ => None,
+        }
+    }
+}
+
 impl From<JobError> for LifecycleError {
     fn from(error: JobError) -> Self {
         LifecycleError::Head(Box::new(error))
+    }
+}
+
+impl From<gke_rl_ray::Error> for LifecycleError {
+    fn from(error: gke_rl_ray::Error) -> Self {
+        JobError::from(error).into()
     }
 }
 

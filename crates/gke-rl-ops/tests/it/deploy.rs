@@ -193,7 +193,8 @@ impl World {
     }
 
     async fn destroy(&self, given: &Given<'_>) -> Result<Destroyed, LifecycleError> {
-        let options = DestroyOptions { target: self.target(given), discard_checkpoints: !given.keep_checkpoints, ..DestroyOptions::default() };
+        let options =
+            DestroyOptions { target: self.target(given), discard_checkpoints: !given.keep_checkpoints, ..DestroyOptions::default() };
         gke_rl_ops::destroy::destroy(&self.deployment(given), &options, &self.env(Interrupt::manual().1), self.log.clone()).await
     }
 
@@ -545,7 +546,9 @@ async fn a_deploy_that_failed_in_gcluster_can_be_destroyed() {
     w.set_var("FAKE_FAIL", "gcluster deploy");
     assert_eq!(failed(&w.deploy(&Given::default()).await).0, Step::Provision);
     let options = DestroyOptions { target: w.target(&Given::default()), ..DestroyOptions::default() };
-    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(&Deployment::default(), &options, &w.env(Interrupt::manual().1), w.log.clone()).await.unwrap() else {
+    let Plan::Steps(plan) =
+        gke_rl_ops::destroy::plan(&Deployment::default(), &options, &w.env(Interrupt::manual().1), w.log.clone()).await.unwrap()
+    else {
         panic!("no plan")
     };
     assert!(plan.contains("verify that Managed Lustre instance rl-demo-gpu-lustre is gone"), "{plan}");
@@ -855,9 +858,14 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
         .apply("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: nemo-rl-grpo-test1-x7k2p\nspec:\n  workerGroupSpecs: []\n")
         .await
         .unwrap();
-    let Plan::Steps(plan) =
-        gke_rl_ops::destroy::plan(&deployment, &DestroyOptions { target: w.target(&rayjob), ..DestroyOptions::default() }, &env, w.log.clone()).await.unwrap()
-    else {
+    let Plan::Steps(plan) = gke_rl_ops::destroy::plan(
+        &deployment,
+        &DestroyOptions { target: w.target(&rayjob), ..DestroyOptions::default() },
+        &env,
+        w.log.clone(),
+    )
+    .await
+    .unwrap() else {
         panic!("a state")
     };
     assert!(plan.contains("gke-rl's RayJobs in default (their RayClusters go with them)"), "{plan}");
@@ -879,4 +887,17 @@ async fn rayjob_mode_deploys_all_but_the_raycluster() {
         w.server.object("rayjobs", "nemo-rl-grpo-test1").is_none() && w.server.object("rayclusters", "nemo-rl-grpo-test1-x7k2p").is_none()
     );
     assert!(w.server.object("rayjobs", "theirs").is_some(), "a RayJob gke-rl did not make stays");
+}
+
+/// Issue 64: a destroy that cannot list what the Lustre instance holds (no head answers here)
+/// cannot know what it would lose: it refuses, and deletes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn destroy_refuses_when_the_cluster_cannot_list_what_the_instance_holds() {
+    let w = world(Pods::ReadyAfter(0));
+    assert!(ready(&w.deploy(&Given::default()).await), "{}", w.log());
+    let error = w.destroy(&Given { keep_checkpoints: true, ..Given::default() }).await.unwrap_err();
+    assert!(matches!(error.keep(), Some(gke_rl_ops::KeepError::CannotSurvey { .. })), "{error}");
+    assert!(error.to_string().contains("--discard-checkpoints"), "{error}");
+    assert_eq!(w.count("gcluster destroy"), 0);
+    assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some() && w.state().is_some(), "nothing was deleted");
 }

@@ -18,7 +18,7 @@ pub struct Command {
 }
 
 impl Command {
-    fn of(program: &str, args: &[&str]) -> Self {
+    pub(super) fn of(program: &str, args: &[&str]) -> Self {
         Command { program: program.to_owned(), args: args.iter().map(|a| (*a).to_owned()).collect(), dir: None }
     }
 

@@ -11,10 +11,12 @@ mod commands;
 pub mod existing;
 mod plan;
 mod state;
+mod transfer;
 
 pub use commands::*;
 pub use plan::{DestroyPlan, billable, deploy_plan, destroy_plan};
 pub use state::{Created, Kept, KeptKind, State, Transfer, digest};
+pub use transfer::*;
 
 use serde::{Deserialize, Serialize};
 

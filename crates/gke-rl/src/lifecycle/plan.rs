@@ -168,8 +168,15 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
             Step::Resume,
             &[
                 format!("on the head, make {dir} and its tmp_step_{} (refused when a newer step is there)", uri.step()),
-                format!("$ {}    # through Managed Lustre, into tmp_step_{}", crate::durability::transfer(deployment, site, crate::durability::Direction::Import, &lustre_path, &uri.folder(), "REQUEST_ID"), uri.step()),
-                format!("verify every file with its size against {uri}, then rename tmp_step_{0} to step_{0}: the first run resumes from it", uri.step()),
+                format!(
+                    "$ {}    # through Managed Lustre, into tmp_step_{}",
+                    super::transfer(deployment, site, super::Direction::Import, &lustre_path, &uri.folder(), "REQUEST_ID"),
+                    uri.step()
+                ),
+                format!(
+                    "verify every file with its size against {uri}, then rename tmp_step_{0} to step_{0}: the first run resumes from it",
+                    uri.step()
+                ),
             ],
         );
     }

@@ -104,7 +104,7 @@ impl Kept {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transfer {
     /// Which way.
-    pub direction: crate::durability::Direction,
+    pub direction: super::Direction,
     /// What it copies.
     pub kind: KeptKind,
     /// The run, as in [`Kept::run`].

@@ -13,7 +13,7 @@ use std::num::NonZeroU32;
 
 use serde::{Deserialize, Serialize};
 
-pub use names::{AbsPath, CheckpointUri, Cidr, EnvName, GcsPath, Name, OverrideKey, ProjectId, Quantity, Region, Word, Zone};
+pub use names::{AbsPath, CheckpointUri, Cidr, EnvName, GcsPath, Name, OverrideKey, ProjectId, Quantity, Region, Word, Zone, step_number};
 pub use prices::{Prices, Usd};
 
 use crate::knowledge;

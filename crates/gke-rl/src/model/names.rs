@@ -117,6 +117,12 @@ fn check_quantity(s: &str) -> Result<(), Error> {
     }
 }
 
+/// The number of a `step_N` folder: ASCII digits that fit a `u64`. A longer number is no
+/// step gke-rl can name, and the folder is refused by name rather than read as another.
+pub fn step_number(digits: &str) -> Option<u64> {
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
 /// A bucket name by Cloud Storage's rules (cloud.google.com/storage/docs/buckets#naming): 3 to
 /// 63 lowercase letters, digits, `-` and `_`, or up to 222 with dots between parts of at most
 /// 63; starting and ending with a letter or digit; not `goog…`, not holding `google`.
@@ -173,7 +179,7 @@ fn check_checkpoint_uri(s: &str) -> Result<(), Error> {
     check_gcs_path(s)?;
     let last = s.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
     match last.strip_prefix("step_") {
-        Some(digits) if crate::durability::step_number(digits).is_some() => Ok(()),
+        Some(digits) if step_number(digits).is_some() => Ok(()),
         _ => Err(invalid(
             s,
             "names no checkpoint: its last folder must be `step_N`, as `gke-rl export` writes it (gs://BUCKET/PATH/RUN/step_N/)",

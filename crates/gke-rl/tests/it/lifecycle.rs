@@ -177,6 +177,26 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
             lifecycle::create_lustre(d, &site, "projects/host-project/global/networks/vpc", false),
             lifecycle::create_lustre(d, &site, "projects/host-project/global/networks/vpc", true),
         ]);
+        // Issue 64: what export, destroy and deploy --resume-from run to keep a run's output.
+        let folder = gke_rl::model::GcsPath::new("gs://my-bucket/runs/raysubmit_1/step_4/").unwrap();
+        let request = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+        for direction in [lifecycle::Direction::Export, lifecycle::Direction::Import] {
+            commands.push(lifecycle::transfer(d, &site, direction, "/ckpt/step_4", &folder, request));
+        }
+        let agent = gke_rl::durability::service_agent("123456789012");
+        commands.extend([
+            lifecycle::describe_operation("projects/my-project/locations/us-east1-b/operations/operation-1234"),
+            lifecycle::list_folder(&folder),
+            lifecycle::describe_bucket("my-bucket"),
+            lifecycle::create_bucket("my-bucket", "us-east1", &site),
+            lifecycle::bucket_policy("my-bucket"),
+            lifecycle::grant_on_bucket("my-bucket", &format!("serviceAccount:{agent}"), gke_rl::durability::AGENT_ROLE),
+            lifecycle::grant_on_bucket("my-bucket", "user:me@example.com", gke_rl::durability::BUCKET_ADMIN_ROLE),
+            lifecycle::grant_account(&site, "me@example.com", gke_rl::durability::TRANSFER_ROLE),
+            lifecycle::project_number(&site),
+            lifecycle::create_service_agent(&site),
+            lifecycle::upload("/tmp/gke-rl-export/gke-rl.json", "gs://my-bucket/runs/raysubmit_1/gke-rl/gke-rl.json"),
+        ]);
         commands.extend(lifecycle::leftovers(d, &site).into_iter().map(|(_, c)| c));
     }
     // The commands the refusals tell people to run.

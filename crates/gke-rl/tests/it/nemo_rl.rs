@@ -199,15 +199,15 @@ fn each_release_ships_the_converters_export_runs_with_the_flags_it_passes() {
             let script = read(&format!("nemo-rl/{}/{}", release.tag, converter.script));
             let flags = [converter.weights_flag].into_iter().chain(HF_CONVERTER_FLAGS);
             for flag in flags {
+                assert!(script.contains(&format!("\"{flag}\",")), "{} {}: no add_argument(\"{flag}\"", release.tag, converter.script);
+            }
+            if let Some(extra) = converter.extra {
                 assert!(
-                    script.contains(&format!("\"{flag}\",")),
-                    "{} {}: no add_argument(\"{flag}\"",
+                    script.contains(&format!("uv run --extra {extra} python {}", converter.script)),
+                    "{} {}",
                     release.tag,
                     converter.script
                 );
-            }
-            if let Some(extra) = converter.extra {
-                assert!(script.contains(&format!("uv run --extra {extra} python {}", converter.script)), "{} {}", release.tag, converter.script);
             }
         }
     }
