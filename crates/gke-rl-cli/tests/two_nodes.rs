@@ -88,7 +88,7 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
     // In this order: the recovery trials first, since a stopped check's collective may hold the
     // second node's CPUs until its rendezvous times out; `lost_node` takes the node away, and
     // `head_restarted` restarts the whole cluster.
-    let cases: [(&str, On, Case); 20] = [
+    let cases: [(&str, On, Case); 22] = [
         ("a_program_failure_is_not_retried", On::Spread, application_error),
         ("max_restarts_0_fails_on_a_lost_node_as_before", On::Spread, no_restarts),
         (
@@ -113,6 +113,8 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("a_lost_node_fails_the_check", On::Ends, lost_node),
         ("a_restarted_head_is_resubmitted_in_the_cluster", On::Spread, head_restarted),
         ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Ends, idle_guard),
+        ("a_run_is_exported_destroyed_and_resumed_in_another_zone", On::Spread, export_destroy_and_resume_in_another_zone),
+        ("export_refuses_what_it_cannot_keep", On::Spread, export_refuses_what_it_cannot_keep),
     ];
     let index = TESTED_RAY.iter().position(|v| *v == version).unwrap_or(0);
     let mut spread = 0;
@@ -584,8 +586,12 @@ finalize_pending()
 /// `gke-rl submit` of the training script, running in the background, its output in files.
 struct Training {
     child: std::process::Child,
-    /// Where it runs: the script, its markers and its output.
+    /// Where it runs: the script and its output.
     dir: PathBuf,
+    /// Its checkpoint folder, where the script writes its markers.
+    markers: PathBuf,
+    /// Its runs folder, where the supervisor keeps its records.
+    runs: PathBuf,
     _scratch: Option<tempfile::TempDir>,
     started: Instant,
 }
@@ -621,15 +627,30 @@ impl Training {
     }
 
     /// [`Training::spawn`], saving as `mode` says (see [`TRAIN`]).
-    fn spawn_saving(mut command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>, mode: &str) -> Training {
+    fn spawn_saving(command: Command, dir: &Path, steps: u32, extra: &[&str], fail_at: Option<u32>, mode: &str) -> Training {
+        Training::spawn_into(command, dir, &dir.join("markers"), &dir.join("runs"), steps, extra, fail_at, mode)
+    }
+
+    /// [`Training::spawn_saving`], its markers in `markers` and its records in `runs`.
+    #[allow(clippy::too_many_arguments)] // one run's whole setup
+    fn spawn_into(
+        mut command: Command,
+        dir: &Path,
+        markers_dir: &Path,
+        runs_dir: &Path,
+        steps: u32,
+        extra: &[&str],
+        fail_at: Option<u32>,
+        mode: &str,
+    ) -> Training {
         std::fs::write(dir.join("train.py"), TRAIN).expect("script");
         // A package of its own for every run: both nodes share this machine's session folder,
         // and an unpacked copy an earlier run left there may have been replaced or removed by
         // the other node (a second machine has its own).
         let nonce = format!("{:?} {:?}\n", dir, std::time::SystemTime::now());
         std::fs::write(dir.join("run.txt"), nonce).expect("run file");
-        let markers = dir.join("markers").display().to_string();
-        let runs = dir.join("runs").display().to_string();
+        let markers = markers_dir.display().to_string();
+        let runs = runs_dir.display().to_string();
         let file = |name: &str| std::fs::File::create(dir.join(name)).expect("output file");
         let child = command
             .current_dir(dir)
@@ -640,11 +661,18 @@ impl Training {
             .stderr(file("stderr"))
             .spawn()
             .expect("gke-rl runs");
-        Training { child, dir: dir.to_owned(), _scratch: None, started: Instant::now() }
+        Training {
+            child,
+            dir: dir.to_owned(),
+            markers: markers_dir.to_owned(),
+            runs: runs_dir.to_owned(),
+            _scratch: None,
+            started: Instant::now(),
+        }
     }
 
     fn markers(&self) -> usize {
-        checkpoints_in(&self.dir.join("markers"))
+        checkpoints_in(&self.markers)
     }
 
     /// Everything gke-rl and the job printed.
@@ -655,7 +683,7 @@ impl Training {
 
     /// The run's folder, where its supervisor keeps its records.
     fn runs(&self) -> PathBuf {
-        self.dir.join("runs")
+        self.runs.clone()
     }
 
     /// The run's id, once gke-rl has said it.
@@ -1257,5 +1285,224 @@ fn idle_guard(cluster: &Cluster) -> Result<(), Failed> {
     if !said.contains("is suspended already") {
         return Err(format!("a suspended cluster is left alone: {said}").into());
     }
+    Ok(())
+}
+
+/// Issue 64, a deployment whose Lustre instance is a folder of this machine: the fake API server's
+/// head pod forwards to this cluster's head, the fake gcloud's transfers copy between the folder
+/// (the file system's root) and its pretend buckets. The deployment's config, with the runs'
+/// records and checkpoints in the folder.
+struct Kept {
+    cloud: common::Cloud,
+    /// The folder standing for the Lustre mount.
+    mount: PathBuf,
+    /// The checkpoint folder, in the mount.
+    markers: PathBuf,
+    /// The runs folder, in the mount.
+    runs: PathBuf,
+}
+
+impl Kept {
+    fn new(cluster: &Cluster, zone: &str) -> Result<Kept, Failed> {
+        let cloud = common::Cloud::new(Pods::ReadyAfter(0));
+        cloud.api.forward_head_to(cluster.address.trim_start_matches("http://").parse()?);
+        let mount = cloud.root.join("lustre");
+        std::fs::create_dir_all(&mount)?;
+        let kept = Kept { markers: mount.join("ckpt"), runs: mount.join("gke-rl/runs"), mount, cloud };
+        kept.configure(zone)?;
+        Ok(kept)
+    }
+
+    /// The config, in `zone` (and its region).
+    fn configure(&self, zone: &str) -> Result<(), Failed> {
+        let region = zone.rsplit_once('-').map_or(zone, |(region, _)| region);
+        let config = format!(
+            "project:\n  region: {region}\n  zone: {zone}\nlustre:\n  mount_path: {}\njob:\n  checkpointing:\n    dir: {}\nstorage:\n  export_to: gs://kept-runs/grpo/\n",
+            self.mount.display(),
+            self.markers.display()
+        );
+        Ok(std::fs::write(self.cloud.root.join("gke-rl.yaml"), config)?)
+    }
+
+    /// The variables every command runs with here: the head's token, the mount as the file
+    /// system's root for the transfers, the runs folder in the mount.
+    fn env(&self) -> [(&'static str, String); 3] {
+        [
+            ("RAY_AUTH_TOKEN", ray_head::test_token().to_owned()),
+            ("FAKE_LUSTRE_ROOT", self.mount.display().to_string()),
+            ("GKE_RL_RUNS_DIR", self.runs.display().to_string()),
+        ]
+    }
+
+    fn gke_rl(&self, args: &[&str], more: &[(&str, &str)]) -> Output {
+        let env = self.env();
+        let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        all.extend_from_slice(more);
+        self.cloud.gke_rl(args, &all)
+    }
+
+    fn deploy(&self, extra: &[&str]) -> Output {
+        self.gke_rl(&[&["deploy", "--yes", "--toolkit", "toolkit", "--folder", "deployment", "--timeout", "20s"], extra].concat(), &[])
+    }
+
+    fn destroy(&self, extra: &[&str]) -> Output {
+        self.gke_rl(&[&["destroy", "--yes", "--toolkit", "toolkit", "--folder", "deployment"], extra].concat(), &[])
+    }
+
+    fn export(&self, extra: &[&str], more: &[(&str, &str)]) -> Output {
+        self.gke_rl(&[&["export", "--folder", "deployment"], extra].concat(), more)
+    }
+
+    /// A supervised run of `steps` steps through the port-forward, saving every second step.
+    fn train(&self, steps: u32) -> Result<Output, Failed> {
+        let mut submit = self.cloud.command(&["submit"]);
+        submit.envs(self.env().iter().map(|(k, v)| (*k, v.as_str())));
+        Training::spawn_into(submit, &self.cloud.root, &self.markers, &self.runs, steps, &[], None, "sync").finish()
+    }
+
+    /// An object of the pretend bucket `kept-runs`.
+    fn object(&self, name: &str) -> PathBuf {
+        self.cloud.root.join("cloud/gcs/kept-runs").join(name)
+    }
+}
+
+/// Issue 64's walkthrough: train, destroy (refused: step 4 is on the instance only), export,
+/// destroy, deploy in another zone with `--resume-from`, train again: the step counter goes on.
+fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Failed> {
+    let kept = Kept::new(cluster, "us-east1-b")?;
+    let deploy = kept.deploy(&[]);
+    check(deploy.status.success(), "deploy", &deploy)?;
+    let trained = kept.train(4)?;
+    check(trained.status.success() && stdout(&trained).contains("trained step 4"), "the first run trains 4 steps", &trained)?;
+    let run = stderr(&trained).split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();
+
+    let refused = kept.destroy(&[]);
+    let said = stderr(&refused);
+    check(refused.status.code() == Some(2), "destroy refuses to lose step 4", &refused)?;
+    check(
+        said.contains("refusing to destroy: these checkpoints are on the Lustre instance only")
+            && said.contains(&format!("step 4 of run {run} (1 file, 1.0 MiB; never exported)"))
+            && said.contains(&format!("$ gke-rl export {run} --step 4 --to gs://kept-runs/grpo/")),
+        "it names the run, the step, its size and the command that keeps it",
+        &refused,
+    )?;
+    check(!kept.cloud.calls().contains("gcluster destroy"), "nothing was deleted", &refused)?;
+
+    let exported = kept.export(&[], &[]);
+    check(exported.status.success(), "export", &exported)?;
+    let said = stderr(&exported);
+    check(
+        said.contains("made bucket gs://kept-runs in us-east1") && said.contains("granted roles/storage.objectUser"),
+        "the bucket",
+        &exported,
+    )?;
+    check(
+        said.contains(&format!("exporting /ckpt/step_4 to gs://kept-runs/grpo/{run}/step_4/")),
+        "the step's path in the file system",
+        &exported,
+    )?;
+    let shard = std::fs::metadata(kept.object(&format!("grpo/{run}/step_4/shard")))?;
+    check(shard.len() == 1 << 20, "the bucket holds the step", &exported)?;
+    for file in ["gke-rl/records/run.json", "gke-rl/records/events.jsonl", "gke-rl/gke-rl.json", "gke-rl/report.json"] {
+        check(kept.object(&format!("grpo/{run}/{file}")).is_file(), &format!("and the run's {file}"), &exported)?;
+    }
+    let again = kept.export(&[], &[]);
+    check(again.status.success() && stderr(&again).contains("was verified before"), "a second export copies nothing again", &again)?;
+
+    let plan = kept.destroy(&["--dry-run"]);
+    let planned = format!("{}{}", stdout(&plan), stderr(&plan));
+    check(planned.contains("every complete checkpoint on the instance is in a bucket, verified"), "the plan says so", &plan)?;
+    check(planned.contains("exported: 1.0 MiB in a Standard bucket in us-east1: $0.00/month"), "and what the copy costs", &plan)?;
+    let destroyed = kept.destroy(&[]);
+    check(destroyed.status.success() && stderr(&destroyed).contains("destroyed in"), "destroy goes through", &destroyed)?;
+    // The instance is gone, and with it every file on it.
+    std::fs::remove_dir_all(&kept.mount)?;
+    std::fs::create_dir_all(&kept.mount)?;
+
+    kept.configure("us-central1-a")?;
+    let uri = format!("gs://kept-runs/grpo/{run}/step_4/");
+    let resumed = kept.deploy(&["--resume-from", &uri]);
+    check(resumed.status.success(), "a deploy in another zone, resuming from the bucket", &resumed)?;
+    check(stderr(&resumed).contains(&format!("importing {uri} to /ckpt/tmp_step_4")), "the import", &resumed)?;
+    check(kept.markers.join("step_4/shard").is_file() && !kept.markers.join("tmp_step_4").exists(), "step_4 is back", &resumed)?;
+    let second = kept.train(6)?;
+    let log = stdout(&second);
+    let first = log.lines().find_map(|l| l.strip_prefix("trained step ")).and_then(|n| n.trim().parse::<u32>().ok());
+    check(second.status.success() && log.contains("resuming after step 4") && first == Some(5), "the next run's first step is 5", &second)?;
+    kept.cloud.assert_token_stays_secret(&[&deploy, &exported, &destroyed, &resumed]);
+    Ok(())
+}
+
+/// Issue 64's bad inputs that need the cluster to tell: a step that is a link, one still being
+/// written, a live run's claim, a transfer that says it is done but left a file out, a second
+/// export while one runs, destroy while it runs, an import into a folder with a newer step.
+fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
+    let kept = Kept::new(cluster, "us-east1-b")?;
+    let deploy = kept.deploy(&[]);
+    check(deploy.status.success(), "deploy", &deploy)?;
+    std::fs::create_dir_all(kept.markers.join("step_2/policy"))?;
+    std::fs::write(kept.markers.join("step_2/policy/weights"), vec![7u8; 4096])?;
+    std::fs::write(kept.markers.join("step_2/config.yaml"), "a: 1\n")?;
+    std::fs::create_dir_all(kept.markers.join("tmp_step_6"))?;
+    std::os::unix::fs::symlink("/etc", kept.markers.join("step_4"))?;
+    let refusal = |extra: &[&str], env: &[(&str, &str)], said: &str, what: &str| -> Result<(), Failed> {
+        let out = kept.export(extra, env);
+        check(out.status.code() == Some(2) && stderr(&out).contains(said), what, &out)?;
+        check(!kept.cloud.calls().contains("export-data"), &format!("{what}: before any transfer"), &out)
+    };
+    refusal(&["--step", "4"], &[], "step 4 of", "a step that is a link")?;
+    refusal(&["--step", "4"], &[], "step_4 is a link or a file, not a folder", "is named as such")?;
+    refusal(&["--step", "6"], &[], "it is still being written (tmp_step_6)", "a step being written")?;
+    refusal(&["--to", "gs://kept-runs/grpo"], &[], "does not end with `/`", "a bucket folder without its slash")?;
+    refusal(&["--to", "gs://kept-runs/../x/"], &[], "the folder `..`", "a bucket folder with ..")?;
+    let denied = [("FAKE_BUCKET_DENIED", "denied-runs")];
+    refusal(&["--to", "gs://denied-runs/x/"], &denied, "bucket denied-runs cannot be read", "a bucket it cannot read")?;
+
+    // A live run's claim on the folder, as its supervisor keeps it.
+    let claim = serde_json::json!({"run": "raysubmit_live", "submission": "raysubmit_live", "cluster": "c", "folder": kept.markers.display().to_string(), "host": "h", "pid": 1, "at": epoch()});
+    let text = claim.to_string();
+    let mut signed = claim;
+    signed["mac"] = gke_rl_in_cluster::records::mac(RUN_KEY.as_bytes(), "raysubmit_live", ".gke-rl-writer", &text).into();
+    std::fs::write(kept.markers.join(".gke-rl-writer"), signed.to_string())?;
+    refusal(&["--step", "2"], &[], "run raysubmit_live is writing", "a live run's folder")?;
+    std::fs::remove_file(kept.markers.join(".gke-rl-writer"))?;
+
+    // Done, but one file short: the check against the cluster's list catches it; the next export
+    // copies what is missing.
+    let short = kept.export(&["--step", "2"], &[("FAKE_TRANSFER", "drops")]);
+    check(short.status.code() == Some(2) && stderr(&short).contains("said it was done, but"), "a DONE that left a file out", &short)?;
+    check(stderr(&short).contains("1 file missing (config.yaml)"), "names the file", &short)?;
+    let whole = kept.export(&["--step", "2"], &[]);
+    check(whole.status.success() && stderr(&whole).contains("holds every file with its size"), "the next export completes it", &whole)?;
+
+    // A transfer that does not end: a second export is refused while the first holds the
+    // deployment; once it is stopped, destroy refuses while the transfer runs.
+    std::fs::create_dir_all(kept.markers.join("step_8"))?;
+    std::fs::write(kept.markers.join("step_8/shard"), vec![1u8; 1024])?;
+    let mut first = kept.cloud.command(&["export", "--folder", "deployment", "--step", "8"]);
+    first.envs(kept.env().iter().map(|(k, v)| (*k, v.as_str()))).env("FAKE_TRANSFER", "never");
+    let before = kept.cloud.calls().matches("lustre instances export-data").count();
+    check(before == 2, "the short export and the one that completed it", &whole)?;
+    let first = first.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn()?;
+    let started = wait_for(Duration::from_secs(120), || kept.cloud.calls().matches("lustre instances export-data").count() >= 3);
+    let second = kept.export(&["--step", "8"], &[("FAKE_TRANSFER", "never")]);
+    check(
+        started && second.status.code() == Some(2) && stderr(&second).contains("gke-rl export"),
+        "a second export waits its turn",
+        &second,
+    )?;
+    let _ = Command::new("kill").args(["-INT", &first.id().to_string()]).status();
+    let first = common::exited_cleanly(first.wait_with_output()?);
+    check(
+        first.status.code() == Some(130) && stderr(&first).contains("never starts it over"),
+        "Ctrl-C leaves the transfer running",
+        &first,
+    )?;
+    let busy = kept.destroy(&["--discard-checkpoints"]);
+    check(busy.status.code() == Some(2) && stderr(&busy).contains("runs (operation projects/"), "destroy while an export runs", &busy)?;
+
+    // An import never lands over a newer step.
+    let newer = kept.deploy(&["--resume-from", "gs://kept-runs/grpo/nemo-rl-grpo-test1/step_2/"]);
+    check(!newer.status.success() && stderr(&newer).contains("holds a newer step than 2 (step_8"), "an import over a newer step", &newer)?;
     Ok(())
 }

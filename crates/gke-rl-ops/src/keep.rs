@@ -643,8 +643,9 @@ impl<'a> Keeping<'a> {
         Ok(kept)
     }
 
-    /// Copies the folder `name` of `dir`, whose files are `files`, to `uri`, verified and recorded.
-    async fn copy_out(&mut self, what: Of<'_>, name: &str, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
+    /// Copies the folder `source` (as the nodes mount it), whose files are `files`, to `uri`,
+    /// verified and recorded as `what`.
+    async fn copy_out(&mut self, what: Of<'_>, source: &str, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
         let Of { kind, run, dir, step } = what;
         // Nothing is deleted from a bucket: a folder that holds more than the step would give
         // it back with the import.
@@ -653,8 +654,7 @@ impl<'a> Keeping<'a> {
             let extra = Comparison { extra, ..Comparison::default() }.describe();
             return Err(KeepError::BucketFolderTaken { uri: uri.to_string(), extra }.into());
         }
-        let node_path = format!("{}/{name}", dir.trim_end_matches('/'));
-        let lustre_path = durability::file_system_path(self.d(), &node_path).ok_or_else(|| outside_mount(self.d(), &node_path))?;
+        let lustre_path = durability::file_system_path(self.d(), source).ok_or_else(|| outside_mount(self.d(), source))?;
         let transfer = Transfer {
             direction: Direction::Export,
             kind,
@@ -667,8 +667,19 @@ impl<'a> Keeping<'a> {
             operation: None,
         };
         let operation = self.transfer(transfer).await?;
-        self.verify_out(&operation.name, uri, files)?;
+        self.verified(|keeping| keeping.verify_out(&operation.name, uri, files))?;
         self.record(what, uri, files)
+    }
+
+    /// `verify`'s answer on the transfer that just ended: one that did not copy everything is
+    /// forgotten, so that the next run starts another, which copies only what is missing.
+    fn verified(&mut self, verify: impl FnOnce(&Self) -> Result<(), LifecycleError>) -> Result<(), LifecycleError> {
+        let verified = verify(self);
+        if verified.is_err() {
+            self.state.transfer = None;
+            self.save()?;
+        }
+        verified
     }
 
     fn verify_out(&self, operation: &str, uri: &GcsPath, files: &[File]) -> Result<(), LifecycleError> {
@@ -698,9 +709,13 @@ impl<'a> Keeping<'a> {
             step: transfer.step,
             why: format!("{name} is gone since the transfer started"),
         })?;
-        match transfer.direction {
-            Direction::Export => self.verify_out(&operation.name, &uri, &listing.files)?,
-            Direction::Import => self.verify_in(&operation.name, &uri, &listing)?,
+        self.verified(|keeping| match transfer.direction {
+            Direction::Export => keeping.verify_out(&operation.name, &uri, &listing.files),
+            Direction::Import => keeping.verify_in(&operation.name, &uri, &listing),
+        })?;
+        if transfer.direction == Direction::Import {
+            self.commit(client, &transfer.checkpoints, durability::import_folder(transfer.step), durability::step_folder(transfer.step))
+                .await?;
         }
         let what = Of { kind: transfer.kind, run: &transfer.run, dir: &transfer.checkpoints, step: transfer.step };
         self.record(what, &uri, &listing.files)?;
@@ -742,7 +757,7 @@ impl<'a> Keeping<'a> {
                 already += 1;
             } else {
                 copies.push(
-                    self.copy_out(Of { kind: KeptKind::Step, run: &run, dir: &folder.dir, step }, &name, &uri, &listing.files).await?,
+                    self.copy_out(Of { kind: KeptKind::Step, run: &run, dir: &folder.dir, step }, &below(&folder.dir, &name), &uri, &listing.files).await?,
                 );
             }
             if options.hf {
@@ -763,7 +778,7 @@ impl<'a> Keeping<'a> {
             copies.push(
                 self.copy_out(
                     Of { kind: KeptKind::Records, run: &run, dir: &folder.dir, step: newest },
-                    owner,
+                    &below(&runs, owner),
                     &layout.records(),
                     &listing.files,
                 )
@@ -803,7 +818,7 @@ impl<'a> Keeping<'a> {
             }
         };
         unexportable(dir, &name, &converted)?;
-        self.copy_out(Of { kind: KeptKind::Hf, run, dir, step }, &name, &uri, &converted.files).await.map(Some)
+        self.copy_out(Of { kind: KeptKind::Hf, run, dir, step }, &below(dir, &name), &uri, &converted.files).await.map(Some)
     }
 
     /// Runs NeMo-RL's converter for step `step` on the head, into `tmp_step_N-hf`, then names
@@ -835,22 +850,7 @@ impl<'a> Keeping<'a> {
         if job.status != gke_rl_ray::JobStatus::Succeeded {
             return Err(KeepError::ConverterFailed { id, status: job.status.to_string(), message: job.message.unwrap_or_default() }.into());
         }
-        let request = Request::Commit {
-            mount: self.d().lustre.mount_path.to_string(),
-            dir: dir.to_owned(),
-            from: draft,
-            to: durability::hf_folder(step),
-        };
-        crate::lister::answer(
-            &head.client,
-            &request,
-            "the converted model's folder",
-            checkpoints::committed,
-            self.env,
-            &mut self.interrupt,
-            &*self.progress,
-        )
-        .await
+        self.commit(&head.client, dir, draft, durability::hf_folder(step)).await
     }
 
     /// The deployment's config, and the run's report where one can be made, beside the checkpoints.
@@ -966,20 +966,17 @@ impl<'a> Keeping<'a> {
         };
         let operation = self.transfer(transfer).await?;
         let imported = self.listing(client, &dir, &draft).await?.unwrap_or_default();
-        self.verify_in(&operation.name, &uri, &imported)?;
-        let commit = Request::Commit { mount, dir: dir.clone(), from: draft, to: complete };
-        crate::lister::answer(
-            client,
-            &commit,
-            "the imported checkpoint's folder",
-            checkpoints::committed,
-            self.env,
-            &mut self.interrupt,
-            &*self.progress,
-        )
-        .await?;
+        self.verified(|keeping| keeping.verify_in(&operation.name, &uri, &imported))?;
+        self.commit(client, &dir, draft, complete).await?;
         self.record(Of { kind: KeptKind::Import, run: &run, dir: &dir, step }, &uri, &in_bucket)?;
         Ok(())
+    }
+
+    /// Renames the folder `from` of `dir`, which an import or a conversion filled, to `to`.
+    async fn commit(&mut self, client: &Client, dir: &str, from: String, to: String) -> Result<(), LifecycleError> {
+        let request = Request::Commit { mount: self.d().lustre.mount_path.to_string(), dir: dir.to_owned(), from, to };
+        let what = format!("{dir}'s finished folder");
+        crate::lister::answer(client, &request, &what, checkpoints::committed, self.env, &mut self.interrupt, &*self.progress).await
     }
 
     fn verify_in(&self, operation: &str, uri: &GcsPath, imported: &Listing) -> Result<(), LifecycleError> {
@@ -1025,6 +1022,11 @@ fn same_as_bucket(uri: &GcsPath, in_bucket: &[File], there: &Listing) -> (bool, 
     let comparison = Comparison::of(in_bucket, uri, &as_objects);
     let describe = comparison.describe().replace("in the bucket", "on Lustre").replace("the step lacks", "the bucket lacks");
     (comparison.holds_all() && comparison.extra.is_empty(), describe)
+}
+
+/// The folder `name` of `dir`, as the nodes mount it.
+fn below(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
 }
 
 /// Refuses a folder that holds what a bucket cannot (links, names that are not UTF-8).

@@ -51,7 +51,10 @@ pub fn exited_cleanly(out: Output) -> Output {
 }
 
 /// What `tests/fixtures/fakes/fake.sh` runs, and `cp`, which the README's Quickstart runs.
-const FAKE_TOOLS: [&str; 13] = ["bash", "base64", "basename", "cat", "cp", "dirname", "ls", "mkdir", "rm", "sed", "sleep", "touch", "kill"];
+const FAKE_TOOLS: [&str; 18] = [
+    "bash", "base64", "basename", "cat", "cp", "dirname", "ls", "mkdir", "rm", "sed", "sleep", "touch", "kill", "find", "sort", "wc",
+    "stat", "grep",
+];
 
 /// The token the fake gke-gcloud-auth-plugin hands out, and the API server accepts.
 pub const KUBE_TOKEN: &str = "ya29.fake-gke-access-token";
