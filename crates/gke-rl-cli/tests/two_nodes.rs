@@ -1387,6 +1387,9 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
         &refused,
     )?;
     check(!kept.cloud.calls().contains("gcluster destroy"), "nothing was deleted", &refused)?;
+    let plan = kept.destroy(&["--dry-run"]);
+    let planned = format!("{}{}", stdout(&plan), stderr(&plan));
+    check(planned.contains("destroy refuses: these checkpoints are on the instance only"), "the plan says what destroy would do", &plan)?;
 
     let exported = kept.export(&[], &[]);
     check(exported.status.success(), "export", &exported)?;
@@ -1406,13 +1409,19 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
     for file in ["gke-rl/records/run.json", "gke-rl/records/events.jsonl", "gke-rl/gke-rl.json", "gke-rl/report.json"] {
         check(kept.object(&format!("grpo/{run}/{file}")).is_file(), &format!("and the run's {file}"), &exported)?;
     }
-    let again = kept.export(&[], &[]);
-    check(again.status.success() && stderr(&again).contains("was verified before"), "a second export copies nothing again", &again)?;
+    let again = kept.export(&["--all"], &[]);
+    let said = stderr(&again);
+    check(
+        again.status.success() && said.contains(&format!("gs://kept-runs/grpo/{run}/step_4/ was verified before")),
+        "step 4 is not copied again",
+        &again,
+    )?;
+    check(said.contains(&format!("exporting /ckpt/step_2 to gs://kept-runs/grpo/{run}/step_2/")), "--all copies step 2 too", &again)?;
 
     let plan = kept.destroy(&["--dry-run"]);
     let planned = format!("{}{}", stdout(&plan), stderr(&plan));
     check(planned.contains("every complete checkpoint on the instance is in a bucket, verified"), "the plan says so", &plan)?;
-    check(planned.contains("exported: 1.0 MiB in a Standard bucket in us-east1: $0.00/month"), "and what the copy costs", &plan)?;
+    check(planned.contains("exported: 2.0 MiB in a Standard bucket in us-east1: $0.00/month"), "and what the copy costs", &plan)?;
     let destroyed = kept.destroy(&[]);
     check(destroyed.status.success() && stderr(&destroyed).contains("destroyed in"), "destroy goes through", &destroyed)?;
     // The instance is gone, and with it every file on it.
@@ -1429,7 +1438,12 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
     let log = stdout(&second);
     let first = log.lines().find_map(|l| l.strip_prefix("trained step ")).and_then(|n| n.trim().parse::<u32>().ok());
     check(second.status.success() && log.contains("resuming after step 4") && first == Some(5), "the next run's first step is 5", &second)?;
-    kept.cloud.assert_token_stays_secret(&[&deploy, &exported, &destroyed, &resumed]);
+    // Its step 6 is on the new instance only: destroy exports it first when asked.
+    let last = kept.destroy(&["--export-to", "gs://kept-runs/moved/"]);
+    check(last.status.success() && stderr(&last).contains("destroyed in"), "destroy --export-to", &last)?;
+    let run2 = stderr(&second).split_whitespace().skip_while(|w| *w != "job").nth(1).ok_or("no job id")?.to_owned();
+    check(kept.object(&format!("moved/{run2}/step_6/shard")).is_file(), "exported step 6 before the instance went", &last)?;
+    kept.cloud.assert_token_stays_secret(&[&deploy, &exported, &destroyed, &resumed, &last]);
     Ok(())
 }
 
@@ -1440,8 +1454,9 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
     let kept = Kept::new(cluster, "us-east1-b")?;
     let deploy = kept.deploy(&[]);
     check(deploy.status.success(), "deploy", &deploy)?;
-    std::fs::create_dir_all(kept.markers.join("step_2/policy"))?;
-    std::fs::write(kept.markers.join("step_2/policy/weights"), vec![7u8; 4096])?;
+    std::fs::create_dir_all(kept.markers.join("step_2/policy/weights"))?;
+    std::fs::write(kept.markers.join("step_2/policy/weights/.metadata"), "dcp")?;
+    std::fs::write(kept.markers.join("step_2/policy/weights/__0_0.distcp"), vec![7u8; 4096])?;
     std::fs::write(kept.markers.join("step_2/config.yaml"), "a: 1\n")?;
     std::fs::create_dir_all(kept.markers.join("tmp_step_6"))?;
     std::os::unix::fs::symlink("/etc", kept.markers.join("step_4"))?;
@@ -1475,16 +1490,50 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
     let whole = kept.export(&["--step", "2"], &[]);
     check(whole.status.success() && stderr(&whole).contains("holds every file with its size"), "the next export completes it", &whole)?;
 
-    // A transfer that does not end: a second export is refused while the first holds the
-    // deployment; once it is stopped, destroy refuses while the transfer runs.
+    // --hf: NeMo-RL's converter runs as a job on the head (no NeMo-RL here: it fails, and says
+    // so); a model converted before is exported beside its step.
+    let hf = kept.export(&["--step", "2", "--hf"], &[]);
+    check(hf.status.code() == Some(2) && stderr(&hf).contains("the Hugging Face conversion (job gke-rl-hf-"), "a failed conversion", &hf)?;
+    check(stderr(&hf).contains("convert_dcp_to_hf.py"), "DCP weights, DCP's converter", &hf)?;
+    std::fs::create_dir_all(kept.markers.join("step_2-hf"))?;
+    std::fs::write(kept.markers.join("step_2-hf/model.safetensors"), vec![3u8; 2048])?;
+    let hf = kept.export(&["--step", "2", "--hf"], &[]);
+    check(
+        hf.status.success() && kept.object("grpo/nemo-rl-grpo-test1/step_2-hf/model.safetensors").is_file(),
+        "the model beside its step",
+        &hf,
+    )?;
+
+    // A transfer that fails; a bucket folder that holds what the step lacks.
     std::fs::create_dir_all(kept.markers.join("step_8"))?;
     std::fs::write(kept.markers.join("step_8/shard"), vec![1u8; 1024])?;
+    let failed = kept.export(&["--step", "8"], &[("FAKE_TRANSFER", "error")]);
+    check(
+        failed.status.code() == Some(2)
+            && stderr(&failed)
+                .contains("failed: transfer failed: the service agent could not write the bucket (code 13); PERMISSION_DENIED: 1"),
+        "a failed transfer",
+        &failed,
+    )?;
+    let stale = kept.object("grpo/nemo-rl-grpo-test1/step_8/stale");
+    std::fs::create_dir_all(kept.object("grpo/nemo-rl-grpo-test1/step_8"))?;
+    std::fs::write(&stale, "from an earlier step 8")?;
+    let taken = kept.export(&["--step", "8"], &[]);
+    check(
+        taken.status.code() == Some(2) && stderr(&taken).contains("holds objects this checkpoint lacks (1 object the step lacks (stale))"),
+        "nothing is deleted from a bucket",
+        &taken,
+    )?;
+    std::fs::remove_file(&stale)?;
+
+    // A transfer that does not end: a second export is refused while the first holds the
+    // deployment; once it is stopped, destroy refuses while the transfer runs.
     let mut first = kept.cloud.command(&["export", "--folder", "deployment", "--step", "8"]);
     first.envs(kept.env().iter().map(|(k, v)| (*k, v.as_str()))).env("FAKE_TRANSFER", "never");
     let before = kept.cloud.calls().matches("lustre instances export-data").count();
-    check(before == 2, "the short export and the one that completed it", &whole)?;
+    check(before == 4, "the short export, the one that completed it, the model's, and the one that failed", &whole)?;
     let first = first.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn()?;
-    let started = wait_for(Duration::from_secs(120), || kept.cloud.calls().matches("lustre instances export-data").count() >= 3);
+    let started = wait_for(Duration::from_secs(120), || kept.cloud.calls().matches("lustre instances export-data").count() > before);
     let second = kept.export(&["--step", "8"], &[("FAKE_TRANSFER", "never")]);
     check(
         started && second.status.code() == Some(2) && stderr(&second).contains("gke-rl export"),

@@ -757,7 +757,13 @@ impl<'a> Keeping<'a> {
                 already += 1;
             } else {
                 copies.push(
-                    self.copy_out(Of { kind: KeptKind::Step, run: &run, dir: &folder.dir, step }, &below(&folder.dir, &name), &uri, &listing.files).await?,
+                    self.copy_out(
+                        Of { kind: KeptKind::Step, run: &run, dir: &folder.dir, step },
+                        &below(&folder.dir, &name),
+                        &uri,
+                        &listing.files,
+                    )
+                    .await?,
                 );
             }
             if options.hf {
