@@ -288,7 +288,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__destroy)
-            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --disable-addons --export-to --discard-checkpoints --help"
+            opts="-h --config --env-file --project --folder --toolkit --dry-run --yes --disable-addons --export-to --discard-checkpoints --runs-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -318,6 +318,10 @@ _gke__rl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --runs-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -326,7 +330,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__export)
-            opts="-h --config --env-file --project --folder --toolkit --to --step --all --hf --address --timeout --help"
+            opts="-h --config --env-file --project --folder --toolkit --to --step --all --hf --runs-dir --address --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -357,6 +361,10 @@ _gke__rl() {
                     return 0
                     ;;
                 --step)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runs-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -95,6 +95,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l project -d 'Go
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l folder -d 'Deployment folder (state file, patched blueprint, gcluster\'s files) [default: .gke-rl/<cluster_name>]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l export-to -d 'Before the Lustre instance is deleted, export every checkpoint no bucket holds yet to this bucket folder (gs://BUCKET/PATH/), verified' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l runs-dir -d 'Where the runs keep their records, on the cluster\'s shared file system, as `submit --runs-dir` named it [default: LUSTRE_MOUNT/gke-rl/runs]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l dry-run -d 'Print what would be deleted and every command, change nothing'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l yes -d 'Do not ask before deleting'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand destroy" -l disable-addons -d 'On a cluster gke-rl did not create, also turn off the add-ons its deploy turned on (RayOperator, LustreCsiDriver)'
@@ -107,6 +108,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l folder -d 'Depl
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l toolkit -d 'Cluster Toolkit checkout [default: ./cluster-toolkit]' -r -F
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l to -d 'The bucket folder, gs://BUCKET/PATH/ (made in the cluster\'s region when missing); each run goes into a folder of its own [default: the config\'s storage.export_to]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l step -d 'Export this step instead of the newest' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l runs-dir -d 'Where the runs keep their records, on the cluster\'s shared file system, as `submit --runs-dir` named it [default: LUSTRE_MOUNT/gke-rl/runs]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l address -d 'Ray dashboard address, where the cluster lists the files [default: a port-forward to the config\'s RayCluster]' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l timeout -d 'Follow one transfer at most this long (it goes on after; running export again follows it)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand export" -l all -d 'Export every complete step'

@@ -34,6 +34,14 @@ impl Args {
         }
         // The config's own price source is shown escaped, like every other text a file holds.
         outln!("{}", crate::terminal::shown(&gke_rl::cost::estimate(&priced).to_string()));
+        // Beside the instance: what its exported checkpoints cost in their bucket, where the
+        // deployment folder records any.
+        match gke_rl_ops::keep::recorded_costs(&priced, None) {
+            Ok(lines) => lines.iter().for_each(|line| outln!("{}", crate::terminal::shown(line))),
+            Err(e) => {
+                crate::terminal::errln!("note: the deployment's state cannot be read: {}", crate::terminal::shown(&gke_rl_ops::chain(&e)))
+            }
+        }
         Ok(())
     }
 }

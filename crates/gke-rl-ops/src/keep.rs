@@ -103,6 +103,9 @@ pub async fn export(
     progress: Arc<dyn Progress>,
 ) -> Result<Exported, LifecycleError> {
     let interrupt = env.interrupt.arm()?;
+    if options.to.is_none() && deployment.storage.export_to.is_none() {
+        return Err(KeepError::NoDestination.into());
+    }
     let resolved = options.target.resolve(deployment, env, false)?;
     let folder = resolved.folder().to_owned();
     if !folder.is_dir() {
@@ -147,9 +150,24 @@ pub(crate) async fn export_locked(
     exported.map(drop)
 }
 
+/// [`costs`] of the deployment whose state is in `folder` [default: `.gke-rl/<cluster_name>`],
+/// read offline: no gcloud, no cluster. Empty when there is no state there.
+pub fn recorded_costs(deployment: &Deployment, folder: Option<&std::path::Path>) -> Result<Vec<String>, LifecycleError> {
+    let folder =
+        folder.map_or_else(|| std::path::Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()), std::path::Path::to_path_buf);
+    let path = folder.join("state.json");
+    let text = match crate::files::read_text(&path) {
+        Ok(text) => text,
+        Err(CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let state = State::from_json(&text).map_err(|source| LifecycleError::State { path, source })?;
+    Ok(if state.deployment == deployment.project.cluster_name.as_str() { costs(deployment, &state) } else { Vec::new() })
+}
+
 /// What the Lustre instance costs a day, beside what the verified copies in buckets cost a
-/// month: the lines of `cost` and of destroy's plan. A record not signed here is counted as
-/// recorded (nothing here can check its signature offline).
+/// month: the lines of `cost` and of destroy's plan. The copies are counted as the state
+/// records them (nothing offline can check their signatures).
 pub fn costs(deployment: &Deployment, state: &State) -> Vec<String> {
     let estimate = gke_rl::cost::estimate(deployment);
     let lustre = estimate.lines.iter().find(|line| line.component.starts_with("Lustre"));

@@ -9,6 +9,7 @@ mod blueprint;
 mod deploy;
 mod generated;
 mod hostile;
+mod keep;
 mod readme;
 mod render;
 mod report;
