@@ -2,7 +2,7 @@
 //! as written, with the fake cloud where one is needed (issue 32): an example that stops working
 //! fails here, and a new `sh` block is either run here or listed in [`NOT_RUN`] with its reason
 //! (issue 52). Left out of the blocks that run, each with its reason: `man -l` (a viewer), and
-//! `submit`, `deploy` and `destroy` themselves (the deploy and Ray job tests run them).
+//! `submit`, `deploy`, `export` and `destroy` themselves (the deploy and Ray job tests run them).
 
 use std::path::Path;
 use std::process::Output;
@@ -46,6 +46,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ("README.md", "cargo xtask render", "the set-up commands: `cargo xtask ci` is the run this test is part of"),
     ("docs/development.md", "cargo xtask render", "the set-up commands, as in the README"),
     ("docs/commands.md", "cargo test -p gke-rl-kube --test real_cluster", "it needs a real Kubernetes cluster with KubeRay"),
+    (
+        "docs/storage.md",
+        "gke-rl export",
+        "it needs a Ray head that mounts the file system: two_nodes' `a_run_is_exported_destroyed_and_resumed_in_another_zone` runs export, destroy and deploy --resume-from as written, against the fakes",
+    ),
 ];
 
 /// The `sh` blocks of a page: the line of each opening fence (0-based) and its lines.
@@ -129,7 +134,11 @@ fn the_readmes_commands_work_as_written() {
     let planned = run(
         &cloud,
         &project,
-        &commands_after("README.md", "Or start from the codelab's own `env.sh`", &["gke-rl deploy$", "gke-rl submit", "gke-rl destroy"]),
+        &commands_after(
+            "README.md",
+            "Or start from the codelab's own `env.sh`",
+            &["gke-rl deploy$", "gke-rl submit", "gke-rl export", "gke-rl destroy"],
+        ),
     );
     let plan = format!("{}{}", String::from_utf8_lossy(&planned.stdout), stderr(&planned));
     assert!(plan.contains("gcluster deploy") && plan.contains("kind: RayCluster"), "{plan}");
