@@ -338,29 +338,56 @@ pub struct AtRisk {
     pub bytes: u64,
     /// The newest step a verified copy holds, if any.
     pub kept: Option<u64>,
+    /// The step is an `old_step_N` a save's swap set aside and stopped before it put `step_N`
+    /// in its place: the newest complete checkpoint, which the run's supervisor puts back as
+    /// `step_N` when the run starts again (its files are not counted).
+    pub swapped: bool,
+}
+
+impl std::fmt::Display for AtRisk {
+    /// `DIR: step N of run R (FILES, BYTES; what a bucket holds)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let run = self.run.as_deref().map_or_else(|| "no run's records name it".to_owned(), |run| format!("run {run}"));
+        let kept = self.kept.map_or_else(|| "never exported".to_owned(), |step| format!("step {step} is the newest in a bucket"));
+        let (dir, step) = (&self.dir, self.step);
+        if self.swapped {
+            return write!(f, "{dir}: step {step} of {run} (old_step_{step}, a save stopped between its renames; {kept})");
+        }
+        let files = gke_rl::durability::files(usize::try_from(self.files).unwrap_or(usize::MAX));
+        write!(f, "{dir}: step {step} of {run} ({files}, {}; {kept})", gke_rl::quote::bytes(self.bytes as f64))
+    }
 }
 
 /// The folders of `survey` whose newest complete step is newer than every step `kept` (the
-/// verified, genuine copies) holds of that folder.
+/// verified, genuine copies) holds of that folder. The newest complete step may be an
+/// `old_step_N` without its `step_N`: a save stopped between its renames.
 pub fn at_risk(survey: &Survey, kept: &[&Kept]) -> Vec<AtRisk> {
     survey
         .folders
         .iter()
         .filter_map(|folder| {
-            let newest = folder.newest.as_ref()?;
             let in_bucket = kept
                 .iter()
                 .filter(|k| matches!(k.kind, KeptKind::Step | KeptKind::Import) && same_folder(&k.checkpoints, &folder.dir))
                 .map(|k| k.step)
                 .max();
-            (in_bucket < Some(newest.step)).then(|| AtRisk {
+            let swapped = folder.old.iter().copied().filter(|old| !folder.steps.contains(old)).max();
+            let risk = |step, files, bytes, swapped| AtRisk {
                 dir: folder.dir.clone(),
                 run: folder.run().map(str::to_owned),
-                step: newest.step,
-                files: newest.files,
-                bytes: newest.bytes,
+                step,
+                files,
+                bytes,
                 kept: in_bucket,
-            })
+                swapped,
+            };
+            match (&folder.newest, swapped) {
+                (newest, Some(old)) if newest.as_ref().is_none_or(|n| n.step < old) => {
+                    (in_bucket < Some(old)).then(|| risk(old, 0, 0, true))
+                }
+                (Some(newest), _) => (in_bucket < Some(newest.step)).then(|| risk(newest.step, newest.files, newest.bytes, false)),
+                (None, _) => None,
+            }
         })
         .collect()
 }
@@ -460,6 +487,13 @@ mod tests {
         let mut hf = kept(8, "/lustre/a");
         hf.kind = KeptKind::Hf;
         assert_eq!(at_risk(&survey, &[&hf, &b]).len(), 1, "a Hugging Face copy is no checkpoint");
+        // A save stopped between its renames: old_step_10 is the newest complete checkpoint.
+        let mut swapped = survey.clone();
+        swapped.folders[0].old = vec![10];
+        let risky = at_risk(&swapped, &[&kept(8, "/lustre/a"), &b]);
+        assert_eq!((risky.len(), risky[0].step, risky[0].swapped), (1, 10, true), "{risky:?}");
+        swapped.folders[0].steps.push(10);
+        assert!(at_risk(&swapped, &[&kept(10, "/lustre/a"), &b]).is_empty(), "beside its step_10, old_step_10 is an orphan");
     }
 
     #[test]

@@ -103,9 +103,7 @@ pub async fn plan(
                 } else {
                     "destroy refuses: these checkpoints are on the instance only (export them, or --discard-checkpoints):".to_owned()
                 }];
-                lines.extend(
-                    losses.at_risk.iter().zip(&commands).map(|(risk, command)| format!("  {}\n      $ {command}", lost_line(risk))),
-                );
+                lines.extend(losses.at_risk.iter().zip(&commands).map(|(risk, command)| format!("  {risk}\n      $ {command}")));
                 lines
             }
             Err(LifecycleError::Interrupted { .. }) => vec!["what the instance holds was not listed: interrupted".to_owned()],
@@ -127,19 +125,6 @@ fn deletes_instance(deployment: &Deployment, state: &State, env: &Env, resolved:
     let made = if state.existing_cluster { state.created.lustre_instance.is_some() } else { state.done(Step::Render) };
     let ours = || !state.existing_cluster || crate::existing::read_instance(env, resolved).map_or(true, |found| found.made_by(deployment));
     made && !deployment.lustre.existing && state.done(Step::Credentials) && ours()
-}
-
-/// One checkpoint a destroy would lose, for people.
-fn lost_line(risk: &gke_rl_in_cluster::checkpoints::AtRisk) -> String {
-    let run = risk.run.as_deref().map_or_else(|| "no run's records name it".to_owned(), |run| format!("run {run}"));
-    let kept = risk.kept.map_or_else(|| "never exported".to_owned(), |step| format!("step {step} is the newest in a bucket"));
-    format!(
-        "{}: step {} of {run} ({}, {}; {kept})",
-        risk.dir,
-        risk.step,
-        gke_rl::durability::files(usize::try_from(risk.files).unwrap_or(usize::MAX)),
-        gke_rl::quote::bytes(risk.bytes as f64)
-    )
 }
 
 /// What the destroy learned before it deletes the instance.
@@ -202,7 +187,7 @@ async fn keep_first(
         return Err(KeepError::AtRisk { risky: again.at_risk, export }.into());
     }
     if options.discard_checkpoints {
-        return Ok(Kept { lost: losses.at_risk.iter().map(|risk| format!("LOST: {}", lost_line(risk))).collect(), api_unusable: None });
+        return Ok(Kept { lost: losses.at_risk.iter().map(|risk| format!("LOST: {risk}")).collect(), api_unusable: None });
     }
     let export = crate::keep::export_commands(&losses.at_risk, deployment.storage.export_to.as_ref());
     Err(KeepError::AtRisk { risky: losses.at_risk, export }.into())

@@ -228,7 +228,13 @@ pub(crate) fn export_commands(at_risk: &[AtRisk], to: Option<&GcsPath>) -> Vec<S
         .iter()
         .map(|risk| {
             let run = risk.run.as_deref().map_or_else(String::new, |run| format!(" {}", gke_rl::quote::sh(run)));
-            format!("gke-rl export{run} --step {}{to}", risk.step)
+            let export = format!("gke-rl export{run} --step {}{to}", risk.step);
+            if risk.swapped {
+                // Exported once the supervisor has put it back, at the run's next start.
+                format!("gke-rl submit (the run's supervisor puts old_step_{0} back as step_{0}), then {export}", risk.step)
+            } else {
+                export
+            }
         })
         .collect()
 }

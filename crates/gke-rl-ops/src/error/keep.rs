@@ -260,15 +260,7 @@ fn at_risk_words(risky: &[AtRisk], export: &[String]) -> String {
         "refusing to destroy: these checkpoints are on the Lustre instance only, and destroy deletes it with every file on it:",
     );
     for (risk, command) in risky.iter().zip(export) {
-        let run = risk.run.as_deref().map_or_else(|| "no run's records name it".to_owned(), |run| format!("run {run}"));
-        let kept = risk.kept.map_or_else(|| "never exported".to_owned(), |step| format!("step {step} is the newest in a bucket"));
-        words.push_str(&format!(
-            "\n  - {}: step {} of {run} ({}, {}; {kept})\n      $ {command}",
-            risk.dir,
-            risk.step,
-            gke_rl::durability::files(usize::try_from(risk.files).unwrap_or(usize::MAX)),
-            gke_rl::quote::bytes(risk.bytes as f64),
-        ));
+        words.push_str(&format!("\n  - {risk}\n      $ {command}"));
     }
     words.push_str(
         "\nexport them first (the commands above, or destroy --export-to gs://BUCKET/PATH/), or delete them anyway with --discard-checkpoints",
