@@ -379,6 +379,7 @@ impl Console {
                 gke_rl::quote::bytes(bytes as f64)
             )),
             LifecycleEvent::AlreadyKept { uri } => self.say(format_args!("✓ {uri} was verified before")),
+            LifecycleEvent::TransferForgotten { uri, why } => self.say(format_args!("  warning: the transfer of {uri} is forgotten: {why}")),
             LifecycleEvent::Uploaded { object } => self.say(format_args!("  wrote {object}")),
             LifecycleEvent::NoReport { why } => self.say(format_args!("  warning: no run report beside the checkpoints: {why}")),
             LifecycleEvent::UnsignedKept { uri } => self.say(format_args!(

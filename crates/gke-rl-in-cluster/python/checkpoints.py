@@ -40,9 +40,12 @@ MOST_FILES = 200000
 MOST_DEPTH = 64
 MOST_ENTRIES = 100000
 MOST_NAMES = 1000
-STEP = re.compile(r"step_(\d+)")
-PARTIAL = re.compile(r"tmp_step_(\d+)")
-OLD = re.compile(r"old_step_(\d+)")
+# NeMo-RL names a step `step_{n}`: ASCII digits without a leading zero. Any other name that
+# NeMo-RL's `step_\d+` would still take (Unicode digits, `step_007`) is refused by name.
+STEP = re.compile(r"step_([0-9]+)")
+PARTIAL = re.compile(r"tmp_step_([0-9]+)")
+OLD = re.compile(r"old_step_([0-9]+)")
+LOOSE_STEP = re.compile(r"(?:tmp_|old_)?step_\d+")
 # A step number gke-rl can name: one that fits 64 bits.
 MOST_STEP = 2**64 - 1
 
@@ -51,26 +54,37 @@ class Refused(Exception):
     """What ends a request, in words for gke-rl."""
 
 
+class Missing(Refused):
+    """A folder below the mount that is not there: a place nothing was written yet, unlike one
+    that cannot be read (a link on the way, no permission), which is refused."""
+
+
 def say(value):
     print(PREFIX + json.dumps(value, sort_keys=True), flush=True)
 
 
 def step_of(pattern, name):
-    """The step number `name` carries, None when it is not one of `pattern`'s, or -1 when its
-    number does not fit 64 bits (refused by name, never read as another step)."""
+    """The step number `name` carries, None when it is not one of `pattern`'s, or -1 when it is
+    one NeMo-RL would glob but gke-rl cannot name: past 64 bits, a leading zero, a digit that is
+    not ASCII (refused by name, never read as another step)."""
     found = pattern.fullmatch(name)
     if found is None:
-        return None
+        loose = LOOSE_STEP.fullmatch(name)
+        same_kind = loose is not None and name.startswith(pattern.pattern.split("(")[0])
+        return -1 if same_kind else None
     digits = found.group(1)
+    if digits != str(int(digits)):
+        return -1
     return int(digits) if len(digits) <= 20 and int(digits) <= MOST_STEP else -1
 
 
 def below(mount, path):
-    """The folders of `path` below `mount`, or Refused."""
+    """The folders of `path` below `mount`; Missing for a path outside it (nothing of it is on
+    this file system)."""
     mount = os.path.normpath(mount)
     path = os.path.normpath(path)
     if path != mount and not path.startswith(mount.rstrip("/") + "/"):
-        raise Refused(f"{path} is not below the mount {mount}")
+        raise Missing(f"{path} is not below the mount {mount}: nothing of it is on this file system")
     rest = path[len(mount) :].strip("/")
     return [part for part in rest.split("/") if part]
 
@@ -98,7 +112,7 @@ def open_folder(mount, path, make=False):
             try:
                 child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             except FileNotFoundError as e:
-                raise Refused(f"{path} is not there ({part} is missing)") from e
+                raise Missing(f"{path} is not there ({part} is missing)") from e
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise Refused(f"{path}: {part} is a link or not a folder: not reading through it") from e
@@ -231,8 +245,11 @@ def survey_folder(mount, folder, runs):
     found = {"dir": folder, "runs": runs, "steps": [], "partial": [], "old": [], "refused": [], "claim": None, "newest": None}
     try:
         fd = open_folder(mount, folder)
-    except Refused as e:
+    except Missing as e:
         found["missing"] = str(e)
+        return found
+    except Refused as e:
+        found["unreadable"] = str(e)
         return found
     try:
         for entry in entries(fd):
@@ -242,7 +259,7 @@ def survey_folder(mount, folder, runs):
                 if number is None:
                     continue
                 if number < 0:
-                    found["refused"].append({"name": name[:200], "why": "its number does not fit 64 bits"})
+                    found["refused"].append({"name": name[:200], "why": "not a step NeMo-RL names: its number is past 64 bits, has a leading zero or a digit that is not ASCII"})
                 elif not entry.is_dir(follow_symlinks=False):
                     found["refused"].append({"name": name, "why": "a link or a file, not a folder"})
                 else:
@@ -270,14 +287,21 @@ def survey_folder(mount, folder, runs):
 
 
 def runs_in(mount, runs_folder):
-    """The genuine runs of the runs folder: ({run: (its checkpoint folder, its last event's
-    time)}, run folders nobody vouches for, why the folder could not be read). A runs folder
-    that is not there holds no run; one that cannot be read is said, never taken for empty."""
+    """The runs of the runs folder: ({run: (its checkpoint folder, its last event's time)} of
+    the genuine ones, {run: its checkpoint folder} of those nobody vouches for, why the folder
+    could not be read). A runs folder that is not there holds no run; one that cannot be read
+    is said, never taken for empty; a mount that is not there refuses the whole survey. A run
+    whose run.json nobody signed names a folder all the same: it is looked at, never trusted
+    for anything else."""
     try:
         fd = open_folder(mount, runs_folder)
+    except Missing:
+        return {}, {}, None
     except Refused as e:
-        return {}, 0, None if "is not there" in str(e) else str(e)
-    found, forged = {}, 0
+        if not os.path.isdir(os.path.realpath(mount)):
+            raise
+        return {}, {}, str(e)
+    found, unsigned = {}, {}
     try:
         for entry in entries(fd):
             if not entry.is_dir(follow_symlinks=False) or utf8(entry.name) is None:
@@ -287,9 +311,15 @@ def runs_in(mount, runs_folder):
             except OSError:
                 continue
             try:
-                info = decoded(read_in(run_fd, "run.json", MAX_RECORDS_BYTES), entry.name, "run.json")
+                text = read_in(run_fd, "run.json", MAX_RECORDS_BYTES)
+                info = decoded(text, entry.name, "run.json")
                 if info is None:
-                    forged += 1
+                    try:
+                        claimed = json.loads(text) if text else None
+                    except (ValueError, RecursionError):
+                        claimed = None
+                    folder = claimed.get("checkpoints") if isinstance(claimed, dict) else None
+                    unsigned[entry.name] = folder if isinstance(folder, str) and folder.startswith("/") else None
                     continue
                 events = [decoded(line, entry.name, EVENTS) for line in (read_in(run_fd, EVENTS, MAX_RECORDS_BYTES) or "").splitlines()]
                 times = [e["at"] for e in events if e is not None and isinstance(e.get("at"), (int, float))]
@@ -299,21 +329,28 @@ def runs_in(mount, runs_folder):
                 os.close(run_fd)
     finally:
         os.close(fd)
-    return found, forged, None
+    return found, unsigned, None
 
 
 def survey(request):
     mount = request["mount"]
-    runs, forged, unread = runs_in(mount, request["runs"])
+    runs, unsigned, unread = runs_in(mount, request["runs"])
     folders = {}
     for folder in request.get("dirs", []):
-        folders.setdefault(os.path.normpath(folder), [])
+        folders.setdefault(os.path.normpath(folder), ([], []))
     for run, (folder, last) in runs.items():
         if folder:
-            folders.setdefault(os.path.normpath(folder), []).append({"run": run, "last": last})
-    for folder, named in sorted(folders.items()):
-        say({"folder": survey_folder(mount, folder, sorted(named, key=lambda r: r["last"]))})
-    say({"done": "survey", "folders": len(folders), "runs": len(runs), "unsigned_runs": forged, "runs_unread": unread})
+            folders.setdefault(os.path.normpath(folder), ([], []))[0].append({"run": run, "last": last})
+    for run, folder in unsigned.items():
+        if folder:
+            folders.setdefault(os.path.normpath(folder), ([], []))[1].append(run[:200])
+    if len(folders) > MOST_NAMES:
+        raise Refused(f"the runs name more than {MOST_NAMES} checkpoint folders")
+    for folder, (named, unvouched) in sorted(folders.items()):
+        found = survey_folder(mount, folder, sorted(named, key=lambda r: r["last"]))
+        found["unsigned"] = sorted(unvouched)
+        say({"folder": found})
+    say({"done": "survey", "folders": len(folders), "runs": len(runs), "unsigned_runs": len(unsigned), "runs_unread": unread})
 
 
 def files(request):
@@ -347,6 +384,9 @@ def prepare(request):
     step = int(request["step"])
     fd = open_folder(request["mount"], request["dir"], make=True)
     try:
+        claim = claim_of(fd, request["dir"])
+        if claim is not None:
+            raise Refused(f"run {claim['run']} is writing {request['dir']} (submission {claim['submission']}): an import never writes beside a live run; stop it first")
         newer, existing = [], False
         for entry in entries(fd):
             number = step_of(STEP, entry.name)
@@ -380,6 +420,11 @@ def commit(request):
             raise Refused(f"{request['dir']}/{target} exists: not renaming {source} over it")
         except FileNotFoundError:
             pass
+        step = request.get("step")
+        if step is not None:
+            newer = [e.name for e in entries(fd) if (step_of(STEP, e.name) or 0) > step or step_of(STEP, e.name) == -1]
+            if newer:
+                raise Refused(f"{request['dir']} holds a newer step than {step} ({', '.join(sorted(newer)[:5])}) since the import began: not renaming {source}")
         st = os.stat(source, dir_fd=fd, follow_symlinks=False)
         if not stat.S_ISDIR(st.st_mode):
             raise Refused(f"{request['dir']}/{source} is a link or a file, not the folder that was filled")

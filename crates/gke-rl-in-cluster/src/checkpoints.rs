@@ -66,7 +66,8 @@ pub enum Request {
         /// The step imported.
         step: u64,
     },
-    /// Renames the folder `from` of `dir` to `to`, which must not exist.
+    /// Renames the folder `from` of `dir` to `to`, which must not exist; with `step`, not while
+    /// a newer step is there (an import's).
     Commit {
         /// The file system's mount.
         mount: String,
@@ -76,6 +77,9 @@ pub enum Request {
         from: String,
         /// Its name once whole.
         to: String,
+        /// The step `to` is, for an imported checkpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        step: Option<u64>,
     },
 }
 
@@ -188,9 +192,16 @@ pub struct Folder {
     pub claim: Option<Claim>,
     /// The newest complete step.
     pub newest: Option<Newest>,
-    /// Why the folder could not be read, when it could not (it is not there).
+    /// Why there is nothing to read, when the folder is not there.
     #[serde(default)]
     pub missing: Option<String>,
+    /// Why the folder could not be read, when it is there (a link on the way, no permission):
+    /// what it holds is unknown.
+    #[serde(default)]
+    pub unreadable: Option<String>,
+    /// Runs whose run.json nobody signed that name the folder: it is looked at all the same.
+    #[serde(default)]
+    pub unsigned: Vec<String>,
 }
 
 impl Folder {
@@ -262,6 +273,12 @@ enum Line {
 #[derive(Deserialize)]
 struct Done {
     done: String,
+    /// Folder lines the survey printed.
+    #[serde(default)]
+    folders: Option<usize>,
+    /// File lines the listing printed.
+    #[serde(default)]
+    files: Option<usize>,
     #[serde(default)]
     runs: u64,
     #[serde(default)]
@@ -294,8 +311,19 @@ fn lines(log: &str, request: &str) -> Result<(Vec<Line>, Done), Failure> {
 /// The survey in a lister's log.
 pub fn survey(log: &str) -> Result<Survey, Failure> {
     let (read, done) = lines(log, "survey")?;
-    let folders = read.into_iter().filter_map(|line| if let Line::Folder { folder } = line { Some(folder) } else { None }).collect();
+    let folders: Vec<Folder> =
+        read.into_iter().filter_map(|line| if let Line::Folder { folder } = line { Some(folder) } else { None }).collect();
+    whole(done.folders, folders.len())?;
     Ok(Survey { folders, runs: done.runs, unsigned_runs: done.unsigned_runs, runs_unread: done.runs_unread })
+}
+
+/// An answer holds as many lines as its last line counts: one that could not be read is a
+/// gap, never a folder or a file less.
+fn whole(said: Option<usize>, read: usize) -> Result<(), Failure> {
+    match said {
+        Some(said) if said != read => Err(Failure::Refused(format!("its answer names {said} entries and {read} could be read"))),
+        _ => Ok(()),
+    }
 }
 
 /// The listing in a lister's log.
@@ -309,6 +337,7 @@ pub fn listing(log: &str) -> Result<Listing, Failure> {
             _ => {}
         }
     }
+    whole(done.files, listing.files.len())?;
     Ok(listing)
 }
 
@@ -358,20 +387,21 @@ impl std::fmt::Display for AtRisk {
     }
 }
 
-/// The folders of `survey` whose newest complete step is newer than every step `kept` (the
-/// verified, genuine copies) holds of that folder. The newest complete step may be an
-/// `old_step_N` without its `step_N`: a save stopped between its renames.
+/// The folders of `survey` whose newest complete step no verified, genuine copy of `kept` holds:
+/// one of that step with the same files and bytes (a copy of an older step, or of a step of that
+/// number saved again since, does not count). The newest complete step may be an `old_step_N`
+/// without its `step_N`: a save stopped between its renames, which only a copy of that step
+/// keeps.
 pub fn at_risk(survey: &Survey, kept: &[&Kept]) -> Vec<AtRisk> {
     survey
         .folders
         .iter()
         .filter_map(|folder| {
-            let in_bucket = kept
+            let copies: Vec<&&Kept> = kept
                 .iter()
                 .filter(|k| matches!(k.kind, KeptKind::Step | KeptKind::Import) && same_folder(&k.checkpoints, &folder.dir))
-                .map(|k| k.step)
-                .max();
-            let swapped = folder.old.iter().copied().filter(|old| !folder.steps.contains(old)).max();
+                .collect();
+            let in_bucket = copies.iter().map(|k| k.step).max();
             let risk = |step, files, bytes, swapped| AtRisk {
                 dir: folder.dir.clone(),
                 run: folder.run().map(str::to_owned),
@@ -381,11 +411,15 @@ pub fn at_risk(survey: &Survey, kept: &[&Kept]) -> Vec<AtRisk> {
                 kept: in_bucket,
                 swapped,
             };
+            let swapped = folder.old.iter().copied().filter(|old| !folder.steps.contains(old)).max();
             match (&folder.newest, swapped) {
                 (newest, Some(old)) if newest.as_ref().is_none_or(|n| n.step < old) => {
-                    (in_bucket < Some(old)).then(|| risk(old, 0, 0, true))
+                    (!copies.iter().any(|k| k.step == old)).then(|| risk(old, 0, 0, true))
                 }
-                (Some(newest), _) => (in_bucket < Some(newest.step)).then(|| risk(newest.step, newest.files, newest.bytes, false)),
+                (Some(newest), _) => {
+                    let held = copies.iter().any(|k| k.step == newest.step && k.files == newest.files && k.bytes == newest.bytes);
+                    (!held).then(|| risk(newest.step, newest.files, newest.bytes, false))
+                }
                 (None, _) => None,
             }
         })
@@ -453,15 +487,15 @@ mod tests {
             checkpoints: dir.into(),
             step,
             uri: "gs://b-1/r/step_1/".into(),
-            files: 1,
-            bytes: 1,
+            files: 2,
+            bytes: 20,
             at: 0,
             mac: String::new(),
         }
     }
 
     #[test]
-    fn only_a_step_newer_than_every_kept_copy_is_at_risk() {
+    fn only_a_copy_of_the_newest_step_with_its_files_keeps_a_folder() {
         let folder = |dir: &str, step: Option<u64>| Folder {
             dir: dir.into(),
             runs: vec![],
@@ -472,6 +506,8 @@ mod tests {
             claim: None,
             newest: step.map(|step| Newest { step, files: 2, bytes: 20, refused: vec![] }),
             missing: None,
+            unreadable: None,
+            unsigned: vec![],
         };
         let survey = Survey {
             folders: vec![folder("/lustre/a", Some(8)), folder("/lustre/b", Some(4)), folder("/lustre/c", None)],
@@ -483,6 +519,11 @@ mod tests {
         let risky = at_risk(&survey, &[&old_a, &b, &other]);
         assert_eq!(risky.len(), 1);
         assert_eq!((risky[0].dir.as_str(), risky[0].step, risky[0].kept), ("/lustre/a", 8, Some(6)));
+        // A copy of a step of that number with other files: the step was saved again since.
+        let resaved = Kept { bytes: 19, ..kept(4, "/lustre/b") };
+        assert_eq!(at_risk(&survey, &[&kept(8, "/lustre/a"), &resaved]).len(), 1, "a copy of other bytes keeps nothing");
+        // A copy of a newer step than the folder holds now (it was emptied and a new run began).
+        assert_eq!(at_risk(&survey, &[&kept(9, "/lustre/a"), &b]).len(), 1, "only a copy of the newest step keeps it");
         assert_eq!(at_risk(&survey, &[]).len(), 2);
         let mut hf = kept(8, "/lustre/a");
         hf.kind = KeptKind::Hf;
@@ -493,6 +534,7 @@ mod tests {
         let risky = at_risk(&swapped, &[&kept(8, "/lustre/a"), &b]);
         assert_eq!((risky.len(), risky[0].step, risky[0].swapped), (1, 10, true), "{risky:?}");
         swapped.folders[0].steps.push(10);
+        swapped.folders[0].newest = Some(Newest { step: 10, files: 2, bytes: 20, refused: vec![] });
         assert!(at_risk(&swapped, &[&kept(10, "/lustre/a"), &b]).is_empty(), "beside its step_10, old_step_10 is an orphan");
     }
 

@@ -122,9 +122,11 @@ pub async fn plan(
 /// rest; on a cluster gke-rl did not create, by name, when it carries the deployment's label),
 /// once pods may have written it.
 fn deletes_instance(deployment: &Deployment, state: &State, env: &Env, resolved: &Resolved<'_>) -> bool {
+    // What the state records decides, as it decides the delete: not the config's
+    // `lustre.existing`, which may have changed since.
     let made = if state.existing_cluster { state.created.lustre_instance.is_some() } else { state.done(Step::Render) };
     let ours = || !state.existing_cluster || crate::existing::read_instance(env, resolved).map_or(true, |found| found.made_by(deployment));
-    made && !deployment.lustre.existing && state.done(Step::Credentials) && ours()
+    made && state.done(Step::Credentials) && ours()
 }
 
 /// What the destroy learned before it deletes the instance.
@@ -149,13 +151,14 @@ async fn keep_first(
 ) -> Result<Kept, LifecycleError> {
     let losses = match crate::keep::losses(resolved, state, options.runs_dir.clone(), env, progress.clone(), interrupt.clone()).await {
         Ok(losses) => losses,
-        Err(e) if matches!(e, LifecycleError::Interrupted { .. }) || matches!(e.keep(), Some(KeepError::TransferRunning { .. })) => {
-            return Err(e);
-        }
+        Err(e @ LifecycleError::Interrupted { .. }) => return Err(e),
         Err(e) if options.discard_checkpoints => {
             let lost = vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))];
             return Ok(Kept { lost, api_unusable: e.api_unusable() });
         }
+        // A refusal of its own (a run writing, a transfer in flight, a folder that cannot be
+        // read) says what to do; anything else means the cluster could not be asked.
+        Err(e @ LifecycleError::Keep(_)) => return Err(e),
         Err(e) => return Err(KeepError::CannotSurvey { instance: deployment.lustre.instance_id.to_string(), why: crate::chain(&e) }.into()),
     };
     if losses.at_risk.is_empty() {

@@ -357,6 +357,13 @@ pub enum LifecycleEvent<'a> {
         /// Why.
         why: String,
     },
+    /// A transfer recorded as started whose folder on Lustre is gone: it is forgotten.
+    TransferForgotten {
+        /// The bucket folder.
+        uri: &'a str,
+        /// Why.
+        why: &'a str,
+    },
     /// A record of a verified copy that the cluster's run key did not sign: it does not count.
     UnsignedKept {
         /// The bucket folder it names.

@@ -216,6 +216,15 @@ pub(crate) async fn losses(
         // Which checkpoint folders its runs write is then unknown.
         return Err(KeepError::Lister { what: "the runs".to_owned(), id: "the survey".to_owned(), why: why.clone() }.into());
     }
+    if let Some((folder, why)) = survey.folders.iter().find_map(|f| Some((f, f.unreadable.as_ref()?))) {
+        return Err(
+            KeepError::Lister { what: format!("checkpoint folder {}", folder.dir), id: "the survey".to_owned(), why: why.clone() }.into()
+        );
+    }
+    // A live run may save a step between the survey and the delete.
+    if let Some((folder, claim)) = survey.folders.iter().find_map(|f| Some((f, f.claim.as_ref()?))) {
+        return Err(writing(&folder.dir, claim).into());
+    }
     let kept = keeping.kept();
     let at_risk = checkpoints::at_risk(&survey, &kept);
     Ok(Losses { at_risk })
@@ -487,7 +496,8 @@ impl<'a> Keeping<'a> {
     /// Starts `transfer` (or follows the one it records) to its end; its operation.
     async fn transfer(&mut self, transfer: Transfer) -> Result<Operation, LifecycleError> {
         // Recorded before it starts: an answer that never comes is asked again with the same
-        // request id, which Managed Lustre takes as the same request.
+        // request id, which Google's APIs take as the same request (AIP-155, google.aip.dev/155;
+        // `request_id` of `ExportDataRequest` in googleapis `google/cloud/lustre/v1/transfer.proto`).
         self.state.transfer = Some(transfer.clone());
         self.save()?;
         let uri = GcsPath::new(transfer.uri.as_str())?;
@@ -529,10 +539,18 @@ impl<'a> Keeping<'a> {
                                 .to_owned(),
                         });
                     }
-                    Err(e) => {
+                    Err(e) if refused_by_the_api(&e) => {
                         self.state.transfer = None;
                         self.save()?;
                         return Err(self.refused(&transfer, from, to, e));
+                    }
+                    Err(e) => {
+                        // gcloud failed without the API's refusal (a signal, a cut connection):
+                        // the request may have been taken, and is asked again with its id.
+                        return Err(LifecycleError::Query {
+                            what: format!("the {} of {from} to {to} was asked for, and gcloud failed ({e})", direction_noun(transfer.direction)),
+                            reason: "run the same command again: it asks with the same request id, which Managed Lustre takes as the same request".to_owned(),
+                        });
                     }
                 };
                 if let Some(pending) = &mut self.state.transfer {
@@ -671,10 +689,10 @@ impl<'a> Keeping<'a> {
     /// verified and recorded as `what`.
     async fn copy_out(&mut self, what: Of<'_>, source: &str, uri: &GcsPath, files: &[File]) -> Result<Kept, LifecycleError> {
         let Of { kind, run, dir, step } = what;
-        // Nothing is deleted from a bucket: a folder that holds more than the step would give
-        // it back with the import.
+        // Nothing is deleted from a bucket: a step's folder that holds more than the step would
+        // give it back with the import. (A run's records only grow; they are never imported.)
         let extra = Comparison::of(files, uri, &self.objects(uri)?).extra;
-        if !extra.is_empty() {
+        if !extra.is_empty() && kind != KeptKind::Records {
             let extra = Comparison { extra, ..Comparison::default() }.describe();
             return Err(KeepError::BucketFolderTaken { uri: uri.to_string(), extra }.into());
         }
@@ -716,6 +734,7 @@ impl<'a> Keeping<'a> {
             operation: operation.to_owned(),
             what: format!("{uri} lacks what the cluster lists"),
             differs: comparison.describe(),
+            fix: AGAIN.to_owned(),
         }
         .into())
     }
@@ -728,22 +747,64 @@ impl<'a> Keeping<'a> {
         let mount = self.d().lustre.mount_path.as_str().trim_end_matches('/');
         let node_path = format!("{mount}{}", transfer.lustre_path.trim_end_matches('/'));
         let (dir, name) = node_path.rsplit_once('/').map(|(dir, name)| (dir.to_owned(), name.to_owned())).unwrap_or_default();
-        let listing = self.listing(client, &dir, &name).await?.ok_or_else(|| KeepError::NoSuchStep {
-            dir: dir.clone(),
-            step: transfer.step,
-            why: format!("{name} is gone since the transfer started"),
-        })?;
+        let listing = match self.listing(client, &dir, &name).await? {
+            Some(listing) => listing,
+            None => return self.settle_gone(client, &transfer, &uri, &dir, &name).await,
+        };
         self.verified(|keeping| match transfer.direction {
             Direction::Export => keeping.verify_out(&operation.name, &uri, &listing.files),
             Direction::Import => keeping.verify_in(&operation.name, &uri, &listing),
         })?;
         if transfer.direction == Direction::Import {
-            self.commit(client, &transfer.checkpoints, durability::import_folder(transfer.step), durability::step_folder(transfer.step))
-                .await?;
+            let (from, to) = (durability::import_folder(transfer.step), durability::step_folder(transfer.step));
+            self.commit(client, &transfer.checkpoints, from, to, Some(transfer.step)).await?;
         }
         let what = Of { kind: transfer.kind, run: &transfer.run, dir: &transfer.checkpoints, step: transfer.step };
         self.record(what, &uri, &listing.files)?;
         Ok(())
+    }
+
+    /// A recorded transfer whose folder on Lustre is gone: an export's step removed since
+    /// (NeMo-RL's `keep_top_k`) is forgotten, nothing recorded; an import whose `tmp_step_N` was
+    /// renamed into place before its record was saved is recorded once its `step_N` is the
+    /// bucket's.
+    async fn settle_gone(
+        &mut self,
+        client: &Client,
+        transfer: &Transfer,
+        uri: &GcsPath,
+        dir: &str,
+        name: &str,
+    ) -> Result<(), LifecycleError> {
+        let what = Of { kind: transfer.kind, run: &transfer.run, dir: &transfer.checkpoints, step: transfer.step };
+        if transfer.direction == Direction::Import {
+            let complete = durability::step_folder(transfer.step);
+            if let Some(there) = self.listing(client, &transfer.checkpoints, &complete).await? {
+                let in_bucket = self.bucket_files(uri)?;
+                if same_as_bucket(uri, &in_bucket, &there).0 {
+                    self.record(what, uri, &in_bucket)?;
+                    return Ok(());
+                }
+            }
+        }
+        let why = format!("{dir}/{name} is gone since the {} began, so nothing of it is recorded", direction_noun(transfer.direction));
+        self.progress().lifecycle(LifecycleEvent::TransferForgotten { uri: uri.as_str(), why: &why });
+        self.state.transfer = None;
+        self.save()
+    }
+
+    /// The files of the bucket folder `uri`, as paths below it.
+    fn bucket_files(&self, uri: &GcsPath) -> Result<Vec<File>, LifecycleError> {
+        Ok(self
+            .objects(uri)?
+            .iter()
+            .filter_map(|o| {
+                o.name
+                    .strip_prefix(uri.prefix())
+                    .filter(|rest| !rest.is_empty() && !rest.ends_with('/'))
+                    .map(|rest| File { path: rest.to_owned(), size: o.size })
+            })
+            .collect())
     }
 
     async fn export(&mut self, head: &Head, options: &ExportOptions) -> Result<Exported, LifecycleError> {
@@ -755,11 +816,13 @@ impl<'a> Keeping<'a> {
         let survey = self.survey(client).await?;
         let folder = chosen(&survey, options.run.as_deref(), d)?;
         if let Some(claim) = &folder.claim {
-            return Err(KeepError::RunWriting {
-                dir: folder.dir.clone(),
-                run: claim.run.clone().unwrap_or_else(|| "?".to_owned()),
-                submission: claim.submission.clone().unwrap_or_else(|| "?".to_owned()),
-                age_s: claim.age_s,
+            return Err(writing(&folder.dir, claim).into());
+        }
+        if let Some(why) = &folder.unreadable {
+            return Err(KeepError::Lister {
+                what: format!("checkpoint folder {}", folder.dir),
+                id: "the survey".to_owned(),
+                why: why.clone(),
             }
             .into());
         }
@@ -776,6 +839,14 @@ impl<'a> Keeping<'a> {
                 why: "it is gone".to_owned(),
             })?;
             unexportable(&folder.dir, &name, &listing)?;
+            if listing.files.is_empty() {
+                return Err(KeepError::NoSuchStep {
+                    dir: folder.dir.clone(),
+                    step,
+                    why: format!("{name} holds no file: no checkpoint was saved there"),
+                }
+                .into());
+            }
             if self.is_kept(KeptKind::Step, &folder.dir, step, &uri) {
                 self.progress().lifecycle(LifecycleEvent::AlreadyKept { uri: uri.as_str() });
                 already += 1;
@@ -790,6 +861,9 @@ impl<'a> Keeping<'a> {
                     .await?,
                 );
             }
+            // Last, once every file is verified: what an import takes for a whole export.
+            let manifest = durability::Manifest { run: run.clone(), step, files: listing.files.clone() };
+            self.put(&layout.manifest(step), &manifest.to_json())?;
             if options.hf {
                 match self.export_hf(head, &folder.dir, &run, &layout, step, &listing).await? {
                     Some(kept) => copies.push(kept),
@@ -880,47 +954,55 @@ impl<'a> Keeping<'a> {
         if job.status != gke_rl_ray::JobStatus::Succeeded {
             return Err(KeepError::ConverterFailed { id, status: job.status.to_string(), message: job.message.unwrap_or_default() }.into());
         }
-        self.commit(&head.client, dir, draft, durability::hf_folder(step)).await
+        self.commit(&head.client, dir, draft, durability::hf_folder(step), None).await
+    }
+
+    /// Writes `text` as the object `object`, through a private temporary file, and checks that
+    /// the bucket holds it at its size.
+    fn put(&self, object: &str, text: &str) -> Result<(), LifecycleError> {
+        let local = |what: &str| {
+            let what = what.to_owned();
+            move |source| CommonError::Local { what, source }
+        };
+        let dir = tempfile::Builder::new().prefix("gke-rl-export-").tempdir().map_err(local("cannot make a private folder"))?;
+        let path = dir.path().join("object");
+        std::fs::File::create_new(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .map_err(local("cannot write a file to upload"))?;
+        self.query(&format!("cannot upload {object}"), &lifecycle::upload(&path.display().to_string(), object))?;
+        let (folder, name) = object.rsplit_once('/').unwrap_or_default();
+        let folder = GcsPath::new(format!("{folder}/"))?;
+        let comparison = Comparison::of(&[File { path: name.to_owned(), size: text.len() as u64 }], &folder, &self.objects(&folder)?);
+        if !comparison.holds_all() {
+            let what = format!("{folder} lacks what was uploaded");
+            return Err(KeepError::NotVerified {
+                direction: Direction::Export,
+                operation: "gcloud storage cp".to_owned(),
+                what,
+                differs: comparison.describe(),
+                fix: AGAIN.to_owned(),
+            }
+            .into());
+        }
+        self.progress().lifecycle(LifecycleEvent::Uploaded { object });
+        Ok(())
     }
 
     /// The deployment's config, and the run's report where one can be made, beside the checkpoints.
     async fn upload_run_files(&mut self, options: &ExportOptions, run: Option<&str>, layout: &Layout) -> Result<(), LifecycleError> {
         let d = self.d();
-        let local = |what: &str| {
-            let what = what.to_owned();
-            move |source| CommonError::Local { what, source }
-        };
-        let dir = tempfile::Builder::new().prefix("gke-rl-export-").tempdir().map_err(local("cannot make a folder for the run's files"))?;
-        let mut files = vec![(durability::CONFIG_FILE, serde_json::to_string_pretty(d).expect("a deployment serializes") + "\n")];
+        self.put(
+            &format!("{}{}", layout.files(), durability::CONFIG_FILE),
+            &(serde_json::to_string_pretty(d).expect("a deployment serializes") + "\n"),
+        )?;
         if let Some(run) = run {
             match crate::commands::report(d, &options.head, Some(run), self.env, self.progress.clone()).await {
                 Ok((_, report)) => {
-                    files.push((durability::REPORT_FILE, serde_json::to_string_pretty(&report).expect("a report serializes") + "\n"))
+                    let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+                    self.put(&format!("{}{}", layout.files(), durability::REPORT_FILE), &text)?;
                 }
                 Err(e) => self.progress().lifecycle(LifecycleEvent::NoReport { why: crate::chain(&e) }),
             }
-        }
-        let uri = layout.files();
-        let mut uploaded = Vec::new();
-        for (name, text) in files {
-            let path = dir.path().join(name);
-            std::fs::File::create_new(&path)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-                .map_err(local("cannot write the run's files"))?;
-            let object = format!("{uri}{name}");
-            self.query(&format!("cannot upload {object}"), &lifecycle::upload(&path.display().to_string(), &object))?;
-            self.progress().lifecycle(LifecycleEvent::Uploaded { object: &object });
-            uploaded.push(File { path: name.to_owned(), size: text.len() as u64 });
-        }
-        let comparison = Comparison::of(&uploaded, &uri, &self.objects(&uri)?);
-        if !comparison.holds_all() {
-            return Err(KeepError::NotVerified {
-                direction: Direction::Export,
-                operation: "gcloud storage cp".to_owned(),
-                what: format!("{uri} lacks the run's files"),
-                differs: comparison.describe(),
-            }
-            .into());
         }
         Ok(())
     }
@@ -935,22 +1017,39 @@ impl<'a> Keeping<'a> {
             return Ok(());
         }
         self.bucket_ready(&uri, false)?;
+        if let Some(other) = self.state.transfer.clone().filter(|t| t.direction == Direction::Import && t.uri != uri.as_str()) {
+            // Another checkpoint was being imported: this deploy asks for this one.
+            let why = format!(
+                "this deploy resumes from {uri} instead; remove {} if it is there",
+                below(&other.checkpoints, &durability::import_folder(other.step))
+            );
+            self.progress().lifecycle(LifecycleEvent::TransferForgotten { uri: &other.uri, why: &why });
+            self.state.transfer = None;
+            self.save()?;
+        }
         self.finish_pending(client).await?;
         if self.is_kept(KeptKind::Import, &dir, step, &uri) {
             return Ok(());
         }
-        let objects = self.objects(&uri)?;
-        let in_bucket: Vec<File> = objects
-            .iter()
-            .filter_map(|o| {
-                o.name
-                    .strip_prefix(uri.prefix())
-                    .filter(|rest| !rest.is_empty() && !rest.ends_with('/'))
-                    .map(|rest| File { path: rest.to_owned(), size: o.size })
-            })
-            .collect();
+        let in_bucket = self.bucket_files(&uri)?;
         if in_bucket.is_empty() {
             return Err(KeepError::EmptyCheckpoint { uri: uri.to_string() }.into());
+        }
+        // Only a whole export: the manifest its export wrote last, and exactly its files.
+        let not_whole = |why: String| KeepError::NotAWholeExport { uri: uri.to_string(), why };
+        let manifest = match self.read(&lifecycle::read_object(&checkpoint.manifest())) {
+            Ok(text) => durability::Manifest::from_json(&text).map_err(not_whole)?,
+            Err(RunError::Failed { .. }) => {
+                return Err(
+                    not_whole(format!("there is no {}, which an export writes once every file is verified", checkpoint.manifest())).into()
+                );
+            }
+            Err(e) => return Err(LifecycleError::Query { what: format!("cannot read {}", checkpoint.manifest()), reason: e.to_string() }),
+        };
+        let listed = Listing { files: in_bucket.clone(), ..Listing::default() };
+        let (same, differs) = same_as_bucket(&uri, &manifest.files, &listed);
+        if !same || manifest.step != step {
+            return Err(not_whole(format!("the folder is not what {} lists ({differs})", checkpoint.manifest())).into());
         }
         let mount = d.lustre.mount_path.to_string();
         let prepare = Request::Prepare { mount: mount.clone(), dir: dir.clone(), step };
@@ -997,30 +1096,22 @@ impl<'a> Keeping<'a> {
         let operation = self.transfer(transfer).await?;
         let imported = self.listing(client, &dir, &draft).await?.unwrap_or_default();
         self.verified(|keeping| keeping.verify_in(&operation.name, &uri, &imported))?;
-        self.commit(client, &dir, draft, complete).await?;
+        self.commit(client, &dir, draft, complete, Some(step)).await?;
         self.record(Of { kind: KeptKind::Import, run: &run, dir: &dir, step }, &uri, &in_bucket)?;
         Ok(())
     }
 
     /// Renames the folder `from` of `dir`, which an import or a conversion filled, to `to`.
-    async fn commit(&mut self, client: &Client, dir: &str, from: String, to: String) -> Result<(), LifecycleError> {
-        let request = Request::Commit { mount: self.d().lustre.mount_path.to_string(), dir: dir.to_owned(), from, to };
+    async fn commit(&mut self, client: &Client, dir: &str, from: String, to: String, step: Option<u64>) -> Result<(), LifecycleError> {
+        let request = Request::Commit { mount: self.d().lustre.mount_path.to_string(), dir: dir.to_owned(), from, to, step };
         let what = format!("{dir}'s finished folder");
         crate::lister::answer(client, &request, &what, checkpoints::committed, self.env, &mut self.interrupt, &*self.progress).await
     }
 
     fn verify_in(&self, operation: &str, uri: &GcsPath, imported: &Listing) -> Result<(), LifecycleError> {
-        let objects = self.objects(uri)?;
-        let in_bucket: Vec<File> = objects
-            .iter()
-            .filter_map(|o| {
-                o.name
-                    .strip_prefix(uri.prefix())
-                    .filter(|rest| !rest.is_empty() && !rest.ends_with('/'))
-                    .map(|rest| File { path: rest.to_owned(), size: o.size })
-            })
-            .collect();
+        let in_bucket = self.bucket_files(uri)?;
         let (whole, differs) = same_as_bucket(uri, &in_bucket, imported);
+        let more_there = imported.files.iter().any(|f| !in_bucket.iter().any(|b| b.path == f.path));
         if whole && imported.refused.is_empty() {
             return Ok(());
         }
@@ -1032,15 +1123,27 @@ impl<'a> Keeping<'a> {
                 imported.refused.iter().map(|r| format!("{}: {}", r.path, r.why)).collect::<Vec<_>>().join(", ")
             )
         };
+        let d = self.d();
+        let draft =
+            below(d.job.checkpointing.dir.as_str(), &durability::import_folder(CheckpointUri::new(uri.as_str()).map_or(0, |c| c.step())));
+        let fix = if more_there || !imported.refused.is_empty() {
+            format!("remove {draft}, which holds what the bucket does not (left by an earlier import or a save), then deploy again")
+        } else {
+            AGAIN.to_owned()
+        };
         Err(KeepError::NotVerified {
             direction: Direction::Import,
             operation: operation.to_owned(),
             what: format!("the imported folder is not {uri}"),
             differs,
+            fix,
         }
         .into())
     }
 }
+
+/// What to do when a transfer ended without every file: it copies only what is missing.
+const AGAIN: &str = "run the same command again: the next transfer copies only what is missing";
 
 /// How long NeMo-RL's converter may take: a 72B model's shards are read and written once.
 const CONVERT_WITHIN: Duration = Duration::from_secs(4 * 3600);
@@ -1052,6 +1155,16 @@ fn same_as_bucket(uri: &GcsPath, in_bucket: &[File], there: &Listing) -> (bool, 
     let comparison = Comparison::of(in_bucket, uri, &as_objects);
     let describe = comparison.describe().replace("in the bucket", "on Lustre").replace("the step lacks", "the bucket lacks");
     (comparison.holds_all() && comparison.extra.is_empty(), describe)
+}
+
+/// The refusal a live run's claim on `dir` gives.
+fn writing(dir: &str, claim: &checkpoints::Claim) -> KeepError {
+    KeepError::RunWriting {
+        dir: dir.to_owned(),
+        run: claim.run.clone().unwrap_or_else(|| "?".to_owned()),
+        submission: claim.submission.clone().unwrap_or_else(|| "?".to_owned()),
+        age_s: claim.age_s,
+    }
 }
 
 /// The folder `name` of `dir`, as the nodes mount it.
@@ -1135,6 +1248,14 @@ fn steps_of(folder: &Folder, steps: Steps) -> Result<Vec<u64>, LifecycleError> {
 fn not_found(stderr: &str) -> bool {
     let lower = stderr.to_ascii_lowercase();
     lower.contains("not_found") || lower.contains("notfound") || lower.contains("not found") || lower.contains("404")
+}
+
+/// Whether gcloud's failure is the API refusing the request (its canonical codes), so that
+/// nothing was started.
+fn refused_by_the_api(error: &RunError) -> bool {
+    const REFUSALS: [&str; 7] =
+        ["PERMISSION_DENIED", "ABORTED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "NOT_FOUND", "UNAUTHENTICATED", "unable to queue"];
+    matches!(error, RunError::Failed { stderr, .. } if REFUSALS.iter().any(|code| stderr.contains(code)))
 }
 
 /// What gcloud said, for an error's reason.

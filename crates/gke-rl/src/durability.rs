@@ -72,6 +72,13 @@ impl CheckpointUri {
     pub fn folder(&self) -> GcsPath {
         GcsPath::new(self.as_str()).expect("a checkpoint's folder is a bucket folder")
     }
+
+    /// The object of its [`Manifest`], which `gke-rl export` writes in the run's folder.
+    pub fn manifest(&self) -> String {
+        let step = self.as_str().trim_end_matches('/');
+        let run = &step[..step.rfind('/').map_or(0, |at| at + 1)];
+        manifest_object(run, self.step())
+    }
 }
 
 /// Where a run's files go under the bucket folder an export is given: a folder of the run's
@@ -91,6 +98,38 @@ pub const RECORDS_FOLDER: &str = "records";
 pub const CONFIG_FILE: &str = "gke-rl.json";
 /// The run's report, under [`RUN_FILES_FOLDER`].
 pub const REPORT_FILE: &str = "report.json";
+/// Where each verified step's [`Manifest`] goes, under [`RUN_FILES_FOLDER`].
+pub const MANIFESTS_FOLDER: &str = "kept";
+
+/// What `gke-rl export` writes once every file of a step is verified in the bucket, last: the
+/// step's files with their sizes. `deploy --resume-from` imports only a folder that holds
+/// exactly them, never what an export stopped half-way left.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Manifest {
+    /// The run.
+    pub run: String,
+    /// The step.
+    pub step: u64,
+    /// Its files, with their sizes.
+    pub files: Vec<File>,
+}
+
+impl Manifest {
+    /// Reads a manifest.
+    pub fn from_json(text: &str) -> Result<Manifest, String> {
+        serde_json::from_str(text).map_err(|e| format!("not a manifest of gke-rl's: {e}"))
+    }
+
+    /// Its text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a manifest serializes") + "\n"
+    }
+}
+
+/// The object that holds step `step`'s [`Manifest`] in the run folder `run` (`gs://…/RUN/`).
+fn manifest_object(run: &str, step: u64) -> String {
+    format!("{run}{RUN_FILES_FOLDER}/{MANIFESTS_FOLDER}/{}.json", step_folder(step))
+}
 
 impl Layout {
     /// The layout of run `run` under `base`; refused when `run` (a submission id, or a job
@@ -127,6 +166,11 @@ impl Layout {
     /// Where the run's records go.
     pub fn records(&self) -> GcsPath {
         self.below(&[RUN_FILES_FOLDER, RECORDS_FOLDER])
+    }
+
+    /// The object of step `step`'s [`Manifest`].
+    pub fn manifest(&self, step: u64) -> String {
+        manifest_object(self.run.as_str(), step)
     }
 }
 
@@ -487,6 +531,9 @@ mod tests {
         assert_eq!(layout.step(40).as_str(), "gs://my-bucket/runs/raysubmit_1/step_40/");
         assert_eq!(layout.hf(40).as_str(), "gs://my-bucket/runs/raysubmit_1/step_40-hf/");
         assert_eq!(layout.records().as_str(), "gs://my-bucket/runs/raysubmit_1/gke-rl/records/");
+        assert_eq!(layout.manifest(40), "gs://my-bucket/runs/raysubmit_1/gke-rl/kept/step_40.json");
+        let checkpoint = CheckpointUri::new(layout.step(40).as_str()).unwrap();
+        assert_eq!(checkpoint.manifest(), layout.manifest(40), "the import finds what the export wrote");
     }
 
     #[test]

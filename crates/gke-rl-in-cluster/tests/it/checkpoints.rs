@@ -5,6 +5,7 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use gke_rl_in_cluster::checkpoints;
 use gke_rl_in_cluster::checkpoints::*;
 use gke_rl_in_cluster::records::mac;
 
@@ -38,7 +39,15 @@ fn mount() -> tempfile::TempDir {
     let mount = tempfile::tempdir().unwrap();
     let m = mount.path();
     let ckpt = m.join("ckpt");
-    for folder in ["step_2/policy/weights", "step_4/policy/weights/iter_0000004", "tmp_step_6", "old_step_2", "step_99999999999999999999"] {
+    for folder in [
+        "step_2/policy/weights",
+        "step_4/policy/weights/iter_0000004",
+        "tmp_step_6",
+        "old_step_2",
+        "step_99999999999999999999",
+        "step_007",
+        "step_\u{665}",
+    ] {
         std::fs::create_dir_all(ckpt.join(folder)).unwrap();
     }
     std::fs::write(ckpt.join("step_4/config.yaml"), "a: 1\n").unwrap();
@@ -75,11 +84,42 @@ fn a_survey_counts_genuine_runs_and_refuses_what_is_no_step_by_name() {
     assert_eq!((ckpt.steps.as_slice(), ckpt.partial.as_slice(), ckpt.old.as_slice()), (&[2, 4][..], &[6][..], &[2][..]));
     let refused: Vec<(&str, &str)> = ckpt.refused.iter().map(|r| (r.name.as_str(), r.why.as_str())).collect();
     assert!(refused.contains(&("step_9", "a link or a file, not a folder")), "{refused:?}");
-    assert!(refused.contains(&("step_99999999999999999999", "its number does not fit 64 bits")), "{refused:?}");
+    for odd in ["step_99999999999999999999", "step_007", "step_\u{665}"] {
+        assert!(refused.iter().any(|(name, why)| *name == odd && why.starts_with("not a step NeMo-RL names")), "{odd}: {refused:?}");
+    }
     let newest = ckpt.newest.as_ref().unwrap();
     assert_eq!((newest.step, newest.files, newest.bytes), (4, 2, 1005));
+    // A run nobody vouches for names its folder all the same: looked at, never trusted.
+    assert_eq!(ckpt.unsigned, ["raysubmit_forged"]);
     let outside = survey.folders.iter().find(|f| f.dir == "/etc").unwrap();
-    assert!(outside.missing.as_deref().is_some_and(|m| m.contains("not below the mount")), "{outside:?}");
+    assert!(outside.missing.as_deref().is_some_and(|m| m.contains("not below the mount")) && outside.unreadable.is_none(), "{outside:?}");
+}
+
+/// A folder that is there but cannot be read (a link on the way) is said so, never taken for
+/// an empty one; a runs folder the same; a mount that is not there refuses the whole survey.
+#[test]
+fn what_cannot_be_read_is_never_taken_for_nothing() {
+    let mount = mount();
+    let m = mount.path();
+    std::fs::create_dir_all(m.join("real/ckpt/step_3")).unwrap();
+    std::fs::write(m.join("real/ckpt/step_3/shard"), "x").unwrap();
+    symlink(m.join("real"), m.join("linked")).unwrap();
+    let request = |runs: &Path, dirs: Vec<String>, mount: &Path| Request::Survey {
+        mount: mount.display().to_string(),
+        runs: runs.display().to_string(),
+        dirs,
+    };
+    let survey = survey(&run(&request(&m.join("gke-rl/runs"), vec![m.join("linked/ckpt").display().to_string()], m))).unwrap();
+    let linked = survey.folders.iter().find(|f| f.dir.ends_with("linked/ckpt")).unwrap();
+    assert!(linked.unreadable.as_deref().is_some_and(|u| u.contains("linked is a link or not a folder")), "{linked:?}");
+    assert!(linked.missing.is_none() && linked.newest.is_none());
+    let runs_linked = checkpoints::survey(&run(&request(&m.join("linked"), vec![], m))).unwrap();
+    assert!(runs_linked.runs_unread.is_some(), "a runs folder that is a link: {runs_linked:?}");
+    let no_runs = checkpoints::survey(&run(&request(&m.join("nothing/here"), vec![], m))).unwrap();
+    assert!(no_runs.runs_unread.is_none() && no_runs.runs == 0, "a runs folder not there holds no run");
+    let gone = m.join("no-mount");
+    let refused = checkpoints::survey(&run(&request(&gone.join("gke-rl/runs"), vec![], &gone))).unwrap_err();
+    assert!(refused.to_string().contains("the file system is not mounted on this node"), "{refused}");
 }
 
 #[test]
@@ -146,12 +186,15 @@ fn an_import_never_lands_over_a_newer_step_nor_renames_over_one() {
     let m = mount.path().display().to_string();
     let ckpt = mount.path().join("ckpt").display().to_string();
     let newer = prepared(&run(&Request::Prepare { mount: m.clone(), dir: ckpt.clone(), step: 3 })).unwrap_err();
-    assert!(newer.to_string().contains("holds a newer step than 3 (step_4"), "{newer}");
+    assert!(
+        newer.to_string().contains("holds a newer step than 3 (step_007, step_4, step_99999999999999999999"),
+        "names NeMo-RL would glob count: {newer}"
+    );
     let fresh = mount.path().join("new/ckpt").display().to_string();
     let made = prepared(&run(&Request::Prepare { mount: m.clone(), dir: fresh.clone(), step: 3 })).unwrap();
     assert!(!made.existing && mount.path().join("new/ckpt/tmp_step_3").is_dir());
     let commit = |from: &str, to: &str, dir: &str| {
-        committed(&run(&Request::Commit { mount: m.clone(), dir: dir.into(), from: from.into(), to: to.into() }))
+        committed(&run(&Request::Commit { mount: m.clone(), dir: dir.into(), from: from.into(), to: to.into(), step: None }))
     };
     commit("tmp_step_3", "step_3", &fresh).unwrap();
     assert!(mount.path().join("new/ckpt/step_3").is_dir());
@@ -159,6 +202,21 @@ fn an_import_never_lands_over_a_newer_step_nor_renames_over_one() {
     assert!(over.to_string().contains("step_4 exists: not renaming tmp_step_6 over it"), "{over}");
     symlink("/tmp", mount.path().join("linked")).unwrap();
     let linked = mount.path().join("linked/ckpt").display().to_string();
-    let refused = prepared(&run(&Request::Prepare { mount: m, dir: linked, step: 1 })).unwrap_err();
+    let refused = prepared(&run(&Request::Prepare { mount: m.clone(), dir: linked, step: 1 })).unwrap_err();
     assert!(refused.to_string().contains("linked is a link or not a folder"), "{refused}");
+    // A newer step that appeared while the import ran: the import is not renamed into place.
+    std::fs::create_dir_all(mount.path().join("new/ckpt/tmp_step_2")).unwrap();
+    std::fs::create_dir_all(mount.path().join("new/ckpt/step_9")).unwrap();
+    let request = Request::Commit { mount: m.clone(), dir: fresh.clone(), from: "tmp_step_2".into(), to: "step_2".into(), step: Some(2) };
+    let newer = committed(&run(&request)).unwrap_err();
+    assert!(newer.to_string().contains("holds a newer step than 2 (step_3, step_9) since the import began"), "{newer}");
+    // A live run's folder is never imported into.
+    let claim = signed(
+        "raysubmit_real",
+        ".gke-rl-writer",
+        serde_json::json!({"run": "raysubmit_real", "submission": "s1", "host": "h", "pid": 1, "cluster": "c", "folder": fresh, "at": now()}),
+    );
+    std::fs::write(mount.path().join("new/ckpt/.gke-rl-writer"), claim).unwrap();
+    let live = prepared(&run(&Request::Prepare { mount: m, dir: fresh, step: 12 })).unwrap_err();
+    assert!(live.to_string().contains("run raysubmit_real is writing") && live.to_string().contains("stop it first"), "{live}");
 }

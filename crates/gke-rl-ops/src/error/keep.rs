@@ -191,7 +191,7 @@ pub enum KeepError {
         after: Duration,
     },
     /// The transfer said it was done, but the copy is not whole.
-    #[error("{} {operation} said it was done, but {what}: {differs}; run the same command again: the transfer copies only what is missing", direction_word(*.direction))]
+    #[error("{} {operation} said it was done, but {what}: {differs}; {fix}", direction_word(*.direction))]
     NotVerified {
         /// Which way.
         direction: Direction,
@@ -201,6 +201,17 @@ pub enum KeepError {
         what: String,
         /// What differs.
         differs: String,
+        /// What to do.
+        fix: String,
+    },
+    /// The bucket folder to import holds no whole export: no record that one was verified, or
+    /// other files than that record lists.
+    #[error("{uri} is not a checkpoint `gke-rl export` verified: {why}; export it again (gke-rl export), or name another step")]
+    NotAWholeExport {
+        /// The bucket folder.
+        uri: String,
+        /// Why.
+        why: String,
     },
     /// The checkpoint to import is not in the bucket.
     #[error("{uri} holds no files: name a checkpoint `gke-rl export` wrote (gs://BUCKET/PATH/RUN/step_N/)")]
@@ -238,7 +249,7 @@ pub enum KeepError {
     },
     /// What the destroy would delete cannot be known.
     #[error(
-        "destroy cannot tell what it would lose: the cluster could not list the runs' checkpoints on Lustre instance {instance} ({why}); bring the RayCluster's head back (`gke-rl resume`) and destroy again, or export first (--export-to gs://BUCKET/PATH/), or delete them anyway (--discard-checkpoints)"
+        "destroy cannot tell what it would lose: the cluster could not list the runs' checkpoints on Lustre instance {instance} ({why}); bring the RayCluster's head back (in cluster mode `gke-rl resume`; in rayjob mode while a run's RayJob is up) and destroy again, or delete them anyway (--discard-checkpoints)"
     )]
     CannotSurvey {
         /// The instance.

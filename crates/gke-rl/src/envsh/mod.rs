@@ -205,7 +205,22 @@ const SECTIONS: &[(&str, &[Var])] = &[
                 "bound until it runs; empty: none",
             ),
             var("JOB_QUEUE", "/job/queue", Kind::OptionalText, "Kueue LocalQueue the run waits in; empty: none"),
+            var(
+                "RESUME_FROM",
+                "/job/resume_from",
+                Kind::OptionalText,
+                "a kept checkpoint, gs://BUCKET/PATH/RUN/step_N/, deploy imports before any run; empty: start afresh",
+            ),
         ],
+    ),
+    (
+        "Keeping what a run made",
+        &[var(
+            "EXPORT_TO",
+            "/storage/export_to",
+            Kind::OptionalText,
+            "bucket folder gs://BUCKET/PATH/ export copies checkpoints to; empty: export needs --to",
+        )],
     ),
     (
         "Secrets: names only; the values stay in your environment",
@@ -584,6 +599,8 @@ mod tests {
         assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 3));
         let e = import(&format!("export WHEN_DONE=suspend\n{v6}")).unwrap_err();
         assert_eq!((e.code, e.line), ("env-sh-rayjob-suspends", 1));
+        let e = import(&format!("{v6}export RESUME_FROM=gs://my-bucket/runs/grpo/step_4/\n")).unwrap_err();
+        assert_eq!((e.code, e.line), ("env-sh-rayjob-resume-from", 3));
         // Kueue resumes a queued RayCluster that anything else suspends.
         assert!(import("export JOB_QUEUE=a4\n").unwrap().deployment.job.queue.is_some());
         let e = import("export JOB_QUEUE=a5\n").unwrap_err();
@@ -701,6 +718,17 @@ mod tests {
         assert!(e.message.contains("`Ray_A4` is not a valid"), "{}", e.message);
         let e = import("export REGION=$MY_REGION\n").unwrap_err();
         assert_eq!(e.code, "env-sh-unset-variable");
+    }
+
+    #[test]
+    fn where_a_run_is_kept_and_resumed_from_travel_as_bucket_folders() {
+        let imported = import("export EXPORT_TO=gs://my-bucket/runs/\nexport RESUME_FROM=gs://my-bucket/runs/grpo/step_40/\n").unwrap();
+        assert_eq!(imported.deployment.storage.export_to.unwrap().to_string(), "gs://my-bucket/runs/");
+        assert_eq!(imported.deployment.job.resume_from.unwrap().to_string(), "gs://my-bucket/runs/grpo/step_40/");
+        let e = import("export EXPORT_TO=gs://my-bucket/runs\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-invalid-value", 1, 18));
+        let e = import("export RESUME_FROM=gs://my-bucket/runs/grpo/\n").unwrap_err();
+        assert_eq!((e.code, e.line, e.column), ("env-sh-invalid-value", 1, 20));
     }
 
     #[test]

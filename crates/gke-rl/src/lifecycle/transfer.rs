@@ -123,6 +123,11 @@ pub fn create_service_agent(site: &Site) -> Command {
     gcloud(&["beta", "services", "identity", "create", "--service=lustre.googleapis.com", "--project", site.project_id.as_str()])
 }
 
+/// The object `object`'s contents, on stdout.
+pub fn read_object(object: &str) -> Command {
+    gcloud(&["storage", "cat", object])
+}
+
 /// Copies the local file `local` to the object `object` (`gs://BUCKET/NAME`).
 pub fn upload(local: &str, object: &str) -> Command {
     gcloud(&["storage", "cp", local, object])

@@ -196,6 +196,7 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
             lifecycle::project_number(&site),
             lifecycle::create_service_agent(&site),
             lifecycle::upload("/tmp/gke-rl-export/gke-rl.json", "gs://my-bucket/runs/raysubmit_1/gke-rl/gke-rl.json"),
+            lifecycle::read_object("gs://my-bucket/runs/raysubmit_1/gke-rl/kept/step_4.json"),
         ]);
         commands.extend(lifecycle::leftovers(d, &site).into_iter().map(|(_, c)| c));
     }
