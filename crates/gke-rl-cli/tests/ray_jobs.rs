@@ -414,16 +414,34 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
         "deploy --storage-check checks the Ready cluster and makes no mount point",
         &fabric,
     )?;
+    let latest = cloud.gke_rl(&["logs"], &[]);
+    check(
+        latest.status.success() && stdout(&latest).contains("again") && !stderr(&latest).contains("gke-rl-"),
+        "logs without an id shows the newest run, not gke-rl's own check jobs after it",
+        &latest,
+    )?;
 
     if let Some(token) = pods_head.as_ref().and_then(|h| h.token.as_deref()) {
         check(cloud.api.secret_value(secret, "auth_token").as_deref() == Some(token), "a second deploy keeps the token", &fabric)?;
     }
 
-    let destroy = cloud.destroy(&[]);
+    // This machine has no /lustre: what the instance holds cannot be listed, which is no proof
+    // that it holds nothing.
+    let refused = cloud.destroy(&[]);
+    check(
+        !refused.status.success()
+            && stderr(&refused).contains("destroy cannot tell what it would lose with Lustre instance rl-demo-gpu-lustre: ")
+            && stderr(&refused).contains("/lustre is not there (No such file or directory): the file system is not mounted on this node")
+            && stderr(&refused).contains("--discard-checkpoints")
+            && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(),
+        "destroy refuses when the head cannot list what the instance holds",
+        &refused,
+    )?;
+    let destroy = cloud.gke_rl(&["destroy", "--yes", "--discard-checkpoints", "--toolkit", "toolkit", "--folder", "deployment"], &[]);
     check(destroy.status.success() && stderr(&destroy).contains("deleted RayCluster default/ray-a4-gpu-spot"), "destroy", &destroy)?;
     check(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "the RayCluster is gone", &destroy)?;
     check(cloud.api.object("secrets", secret).is_none(), "the Ray token's Secret is gone", &destroy)?;
-    let outputs = [&deploy, &submit, &status, &suspended, &resumed, &fabric, &destroy];
+    let outputs = [&deploy, &submit, &status, &suspended, &resumed, &fabric, &latest, &refused, &destroy];
     cloud.assert_token_stays_secret(&outputs);
     if let Some(token) = pods_head.as_ref().and_then(|h| h.token.as_deref()) {
         let printed = outputs.iter().any(|out| stdout(out).contains(token) || stderr(out).contains(token));

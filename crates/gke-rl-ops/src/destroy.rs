@@ -6,7 +6,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use gke_rl::Deployment;
-use gke_rl::lifecycle::{self, State, Step, existing};
+use gke_rl::durability;
+use gke_rl::lifecycle::{self, Direction, State, Step, existing};
 use gke_rl::model::GcsPath;
 use gke_rl_kube::Wait;
 
@@ -156,9 +157,9 @@ async fn keep_first(
             let lost = vec![format!("LOST: whatever the Lustre instance holds, which could not be listed ({})", crate::chain(&e))];
             return Ok(Kept { lost, api_unusable: e.api_unusable() });
         }
-        // A refusal of its own (a run writing, a transfer in flight, a folder that cannot be
-        // read) says what to do; anything else means the cluster could not be asked.
-        Err(e @ LifecycleError::Keep(_)) => return Err(e),
+        // A refusal of its own (a run writing, a transfer in flight) says what to do; anything
+        // else means the cluster could not tell.
+        Err(e) if e.keep().is_some_and(|keep| !matches!(keep, KeepError::Lister { .. })) => return Err(e),
         Err(e) => return Err(KeepError::CannotSurvey { instance: deployment.lustre.instance_id.to_string(), why: crate::chain(&e) }.into()),
     };
     if losses.at_risk.is_empty() {
@@ -230,7 +231,7 @@ pub async fn destroy(
         if remains.is_empty() {
             return Ok(Destroyed::NothingRecorded { folder: resolved.folder().to_owned() });
         }
-        return without_state(env, &resolved, &remains, &mut interrupt, progress).await;
+        return without_state(env, &resolved, options, &remains, &mut interrupt, progress).await;
     };
     let provisioned = state.done(Step::Render) && !state.existing_cluster;
     let kept = if deletes_instance(d, &state, env, &resolved) {
@@ -401,25 +402,36 @@ async fn on_existing_cluster(
 async fn without_state(
     env: &Env,
     resolved: &Resolved<'_>,
+    options: &DestroyOptions,
     remains: &[String],
     interrupt: &mut crate::env::Armed,
     progress: &dyn Progress,
 ) -> Result<Destroyed, LifecycleError> {
     let (d, site) = (resolved.deployment, &resolved.site);
+    // The records of what a bucket holds went with the state: every checkpoint on the instance
+    // may be its only copy. (The config's instance, which it attaches, is never deleted.)
+    let deletes_instance = !named_leftovers(env, resolved).is_empty();
+    if deletes_instance && !options.discard_checkpoints {
+        let checkpoints = durability::file_system_path(d, d.job.checkpointing.dir.as_str()).unwrap_or_else(|| "/".to_owned());
+        let export = lifecycle::transfer_by_hand(d, site, Direction::Export, &checkpoints, "gs://BUCKET/PATH/").to_string();
+        return Err(
+            KeepError::StateLost { instance: d.lustre.instance_id.to_string(), folder: resolved.folder().to_owned(), export }.into()
+        );
+    }
     let buckets = buckets(env, resolved)?;
     // Each labelled cluster where it is, then the Lustre instance.
     let clusters = labelled_clusters(env, resolved).unwrap_or_default();
     let mut commands: Vec<_> = clusters.iter().map(|(name, location)| lifecycle::delete_cluster(name, location, site)).collect();
-    // An instance the config attaches is never deleted.
-    if !d.lustre.existing {
+    if deletes_instance {
         commands.push(lifecycle::delete_lustre(d, site));
     }
     for (bucket, _) in &buckets {
         commands.push(lifecycle::empty_bucket(bucket));
         commands.push(lifecycle::delete_bucket(bucket, site));
     }
+    let lost = if deletes_instance { "\nLOST with the instance (--discard-checkpoints): every file on it" } else { "" };
     let preview = format!(
-        "no deployment state in {}, but these of {} exist and may bill:\n{}\ndelete them with gcloud (gcluster's state is lost with the folder):\n{}",
+        "no deployment state in {}, but these of {} exist and may bill:\n{}\ndelete them with gcloud (gcluster's state is lost with the folder):\n{}{lost}",
         resolved.folder().display(),
         d.project.cluster_name,
         remains.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n"),

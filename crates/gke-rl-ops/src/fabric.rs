@@ -75,11 +75,11 @@ pub async fn check(
     std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
         .and_then(|mut f| f.write_all(CHECK_SCRIPT.as_bytes()))
         .map_err(local("cannot write the fabric-check job"))?;
-    let random = gke_rl_ray::new_submission_id();
     let submit = SubmitOptions {
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the fabric-check runtime env".to_owned(), "{}".to_owned())),
-        submission_id: Some(format!("gke-rl-fabric-check-{}", random.trim_start_matches("raysubmit_"))),
+        submission_id: Some(jobs::helper_id("fabric-check")),
+        metadata: jobs::helper_metadata("fabric-check"),
         entrypoint: gke_rl_in_cluster::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
         ..SubmitOptions::default()
     };

@@ -118,16 +118,34 @@ pub fn prepare(
     Ok(Prepared { request, package, supervise: options.supervise.clone(), secret_names })
 }
 
-/// A job of gke-rl's own program, whose files (`name`, bytes, executable) are gke-rl's and
-/// hold nothing of the user's (none: no working dir): its package, an empty runtime env, and
-/// its entrypoint, a shell line whose every value is quoted for POSIX sh.
-pub(crate) fn own_job(files: Vec<(String, Vec<u8>, bool)>, entrypoint: String, submission_id: String) -> Result<Prepared, JobError> {
+/// The metadata key that marks the jobs gke-rl submits for itself (checks, listings,
+/// conversions); its value says which. `status` and `logs` without an id pass over them.
+const HELPER_KEY: &str = "gke-rl-helper";
+
+/// A new submission id for gke-rl's own job `what`, e.g. `gke-rl-checkpoints-…`.
+pub(crate) fn helper_id(what: &str) -> String {
+    format!("gke-rl-{what}-{}", gke_rl_ray::new_submission_id().trim_start_matches("raysubmit_"))
+}
+
+/// The metadata that marks gke-rl's own job `what`.
+pub(crate) fn helper_metadata(what: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(HELPER_KEY.to_owned(), what.to_owned())])
+}
+
+fn is_helper(job: &JobDetails) -> bool {
+    job.metadata.as_ref().is_some_and(|metadata| metadata.contains_key(HELPER_KEY))
+}
+
+/// A job of gke-rl's own program `what`, whose files (`name`, bytes, executable) are gke-rl's
+/// and hold nothing of the user's (none: no working dir): its package, an empty runtime env,
+/// and its entrypoint, a shell line whose every value is quoted for POSIX sh.
+pub(crate) fn own_job(what: &str, files: Vec<(String, Vec<u8>, bool)>, entrypoint: String) -> Result<Prepared, JobError> {
     let package = if files.is_empty() { None } else { Some(Plan::for_files(files).hash(&[])?) };
     let request = SubmitRequest {
         entrypoint,
-        submission_id: Some(submission_id),
+        submission_id: Some(helper_id(what)),
         runtime_env: Some(serde_json::Map::new()),
-        metadata: None,
+        metadata: Some(helper_metadata(what)),
         entrypoint_num_cpus: None,
         entrypoint_num_gpus: None,
         entrypoint_memory: None,
@@ -643,12 +661,12 @@ async fn follow_logging(
 }
 
 /// The newest submission of the chain of restarts of the id given, else the most recently
-/// started submission.
+/// started submission that is not one of gke-rl's own jobs.
 pub async fn job_id(client: &Client, id: Option<&str>) -> Result<String, JobError> {
     if let Some(id) = id {
         return latest_in_chain(client, id).await;
     }
-    let jobs = client.jobs().await?;
+    let jobs: Vec<JobDetails> = client.jobs().await?.into_iter().filter(|job| !is_helper(job)).collect();
     gke_rl_ray::latest_submission(&jobs).map(|j| j.id().to_owned()).ok_or(JobError::NoJobs)
 }
 

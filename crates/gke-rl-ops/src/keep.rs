@@ -942,9 +942,7 @@ impl<'a> Keeping<'a> {
             gke_rl::knowledge::hf_converter(&weights.format).ok_or_else(|| KeepError::NoConverter { dir: dir.to_owned(), step })?;
         let step_path = format!("{}/{}", dir.trim_end_matches('/'), durability::step_folder(step));
         let line = converter.command(&step_path, &weights.path, &format!("{}/{draft}", dir.trim_end_matches('/')));
-        let random = gke_rl_ray::new_submission_id();
-        let id = format!("gke-rl-hf-{}", random.trim_start_matches("raysubmit_"));
-        let prepared = crate::jobs::own_job(Vec::new(), line, id)?;
+        let prepared = crate::jobs::own_job("hf", Vec::new(), line)?;
         let id = crate::jobs::submit(&head.client, prepared, self.progress()).await?;
         self.progress().lifecycle(LifecycleEvent::Converting { id: &id, script: converter.script });
         let job = match crate::jobs::ended(&head.client, &id, CONVERT_WITHIN, self.env, &mut self.interrupt).await? {
@@ -1040,9 +1038,11 @@ impl<'a> Keeping<'a> {
         let manifest = match self.read(&lifecycle::read_object(&checkpoint.manifest())) {
             Ok(text) => durability::Manifest::from_json(&text).map_err(not_whole)?,
             Err(RunError::Failed { .. }) => {
-                return Err(
-                    not_whole(format!("there is no {}, which an export writes once every file is verified", checkpoint.manifest())).into()
-                );
+                return Err(not_whole(format!(
+                    "there is no {}, which an export writes once every file is verified",
+                    checkpoint.manifest()
+                ))
+                .into());
             }
             Err(e) => return Err(LifecycleError::Query { what: format!("cannot read {}", checkpoint.manifest()), reason: e.to_string() }),
         };

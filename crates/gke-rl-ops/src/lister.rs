@@ -28,9 +28,7 @@ pub(crate) async fn ask(
         (checkpoints::PROGRAM_FILE.to_owned(), checkpoints::program().into_bytes(), false),
         (checkpoints::REQUEST_FILE.to_owned(), request.to_json().into_bytes(), false),
     ];
-    let random = gke_rl_ray::new_submission_id();
-    let id = format!("gke-rl-checkpoints-{}", random.trim_start_matches("raysubmit_"));
-    let prepared = crate::jobs::own_job(files, gke_rl_ray::entrypoint(&checkpoints::entrypoint()), id)?;
+    let prepared = crate::jobs::own_job("checkpoints", files, gke_rl_ray::entrypoint(&checkpoints::entrypoint()))?;
     let id = crate::jobs::submit(client, prepared, progress).await?;
     progress.lifecycle(LifecycleEvent::Listing { what, id: &id });
     match crate::jobs::ended(client, &id, WITHIN, env, interrupt).await? {

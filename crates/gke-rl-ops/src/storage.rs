@@ -94,14 +94,14 @@ pub async fn check(
     std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
         .and_then(|mut f| f.write_all(CHECK_SCRIPT.as_bytes()))
         .map_err(local("cannot write the storage-check job"))?;
-    let random = gke_rl_ray::new_submission_id();
-    let id = format!("gke-rl-storage-check-{}", random.trim_start_matches("raysubmit_"));
+    let id = jobs::helper_id("storage-check");
     let timeout_s = options.timeout.as_secs().max(1);
     let plan = Plan::for_deployment(deployment, options.dir.as_deref(), &id, options.max_node_bytes, timeout_s);
     let submit = SubmitOptions {
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl_in_cluster::storage::runtime_env())),
         submission_id: Some(id),
+        metadata: jobs::helper_metadata("storage-check"),
         entrypoint: plan.entrypoint(),
         ..SubmitOptions::default()
     };

@@ -249,13 +249,26 @@ pub enum KeepError {
     },
     /// What the destroy would delete cannot be known.
     #[error(
-        "destroy cannot tell what it would lose: the cluster could not list the runs' checkpoints on Lustre instance {instance} ({why}); bring the RayCluster's head back (in cluster mode `gke-rl resume`; in rayjob mode while a run's RayJob is up) and destroy again, or delete them anyway (--discard-checkpoints)"
+        "destroy cannot tell what it would lose with Lustre instance {instance}: {why}; destroy again once the RayCluster's head lists the runs' checkpoints (`gke-rl resume` brings it back in cluster mode; in rayjob mode, while a run's RayJob is up), or delete them anyway (--discard-checkpoints)"
     )]
     CannotSurvey {
         /// The instance.
         instance: String,
         /// Why.
         why: String,
+    },
+    /// Destroy would delete the instance by name with no state to say what a bucket holds.
+    #[error(
+        "refusing to delete Lustre instance {instance}: the deployment's state in {} is gone, and with it the record of which checkpoints are in a bucket; copy them to one first (`{export}`, and any other folder your runs saved to), or delete them anyway with --discard-checkpoints",
+        folder.display()
+    )]
+    StateLost {
+        /// The instance.
+        instance: String,
+        /// The folder the state was looked for in.
+        folder: std::path::PathBuf,
+        /// The gcloud command that copies the config's checkpoint folder to a bucket.
+        export: String,
     },
 }
 

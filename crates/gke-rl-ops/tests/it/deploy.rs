@@ -483,9 +483,16 @@ async fn a_lost_state_folder_does_not_hide_what_bills() {
     assert!(ready(&w.deploy(&Given::default()).await), "{}", w.log());
     std::fs::write(w.root.join("cloud/buckets/checkpoint-ray-a4-gpu-spot-3c4d/step_2.pt"), "weights").unwrap();
     std::fs::remove_dir_all(w.folder()).unwrap();
+    // The records of what a bucket holds went with the folder: the instance is not deleted
+    // unless its checkpoints are given up.
+    let refused = w.destroy(&Given { keep_checkpoints: true, ..Given::default() }).await.unwrap_err().to_string();
+    assert!(refused.contains("refusing to delete Lustre instance rl-demo-gpu-lustre: the deployment's state in"), "{refused}");
+    let export = "`gcloud lustre instances export-data rl-demo-gpu-lustre --location us-east1-b --project fake-project --lustre-path=/nemo_rl_qwen_72b_ds_cp/nemo-rl-grpo-test1 --gcs-path-uri=gs://BUCKET/PATH/`";
+    assert!(refused.contains(export) && refused.contains("--discard-checkpoints"), "{refused}");
+    assert!(!w.calls().contains(" delete "), "nothing deleted: {}", w.calls());
     assert!(matches!(w.destroy(&Given::default()).await.unwrap(), Destroyed::Destroyed { .. }), "{}", w.log());
     let log = w.log();
-    assert!(log.contains("no deployment state in"), "{log}");
+    assert!(log.contains("no deployment state in") && log.contains("LOST with the instance (--discard-checkpoints)"), "{log}");
     let labelled = "GKE cluster ray-a4-gpu-spot (us-east1, labelled ghpc_deployment=ray-a4-gpu-spot and ghpc_blueprint=gke-a4)";
     for found in [labelled, "Managed Lustre instance rl-demo-gpu-lustre", "bucket checkpoint-ray-a4-gpu-spot-3c4d"] {
         assert!(log.contains(&format!("  - {found}")), "{found} missing from\n{log}");

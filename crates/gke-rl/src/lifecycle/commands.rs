@@ -22,7 +22,7 @@ impl Command {
         Command { program: program.to_owned(), args: args.iter().map(|a| (*a).to_owned()).collect(), dir: None }
     }
 
-    fn arg(mut self, arg: impl Into<String>) -> Self {
+    pub(super) fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
         self
     }

@@ -33,6 +33,14 @@ pub fn transfer(
     folder: &GcsPath,
     request_id: &str,
 ) -> Command {
+    transfer_by_hand(deployment, site, direction, lustre_path, folder.as_str())
+        .arg(format!("--request-id={request_id}"))
+        .arg("--async")
+        .arg("--format=json")
+}
+
+/// The transfer as a person runs it, waiting for its end: `folder` may be a placeholder.
+pub fn transfer_by_hand(deployment: &Deployment, site: &Site, direction: Direction, lustre_path: &str, folder: &str) -> Command {
     let verb = match direction {
         Direction::Export => "export-data",
         Direction::Import => "import-data",
@@ -48,9 +56,6 @@ pub fn transfer(
         site.project_id.as_str(),
         &format!("--lustre-path={lustre_path}"),
         &format!("--gcs-path-uri={folder}"),
-        &format!("--request-id={request_id}"),
-        "--async",
-        "--format=json",
     ])
 }
 
