@@ -1434,6 +1434,33 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
     check(resumed.status.success(), "a deploy in another zone, resuming from the bucket", &resumed)?;
     check(stderr(&resumed).contains(&format!("importing {uri} to /ckpt/tmp_step_4")), "the import", &resumed)?;
     check(kept.markers.join("step_4/shard").is_file() && !kept.markers.join("tmp_step_4").exists(), "step_4 is back", &resumed)?;
+    // A deploy killed between the rename into place and the record: its state still holds the
+    // transfer. The next deploy finds step_4 as the bucket has it and records it, copying nothing.
+    let state_path = kept.cloud.root.join("deployment/state.json");
+    let mut state: serde_json::Value = serde_json::from_slice(&std::fs::read(&state_path)?)?;
+    let record = state["kept"].as_array_mut().and_then(Vec::pop).ok_or("no record of the import")?;
+    let calls = kept.cloud.calls();
+    let import = calls.lines().rfind(|l| l.contains("import-data")).ok_or("no import-data call")?;
+    let request = import.split_whitespace().find_map(|w| w.strip_prefix("--request-id=")).ok_or("no request id")?;
+    state["transfer"] = serde_json::json!({"direction": "import", "kind": record["kind"], "run": record["run"],
+        "checkpoints": record["checkpoints"], "step": 4, "lustre_path": "/ckpt/tmp_step_4", "uri": uri, "request_id": request});
+    std::fs::write(&state_path, state.to_string())?;
+    let recorded = kept.deploy(&["--resume-from", &uri]);
+    let state: serde_json::Value = serde_json::from_slice(&std::fs::read(&state_path)?)?;
+    let operation = |out: &Output| stderr(out).lines().find_map(|l| Some(l.split_once("tmp_step_4: operation ")?.1.to_owned()));
+    check(
+        recorded.status.success()
+            && operation(&recorded).is_some_and(|o| Some(o) == operation(&resumed))
+            && state["transfer"].is_null()
+            && state["kept"].as_array().is_some_and(|kept| kept.iter().any(|k| k["uri"] == uri && k["kind"] == record["kind"])),
+        "an import renamed into place before its record is recorded, not copied again",
+        &recorded,
+    )?;
+    check(
+        calls.matches("import-data").count() == kept.cloud.calls().matches("import-data").count() - 1,
+        "asked once more, by its request id",
+        &recorded,
+    )?;
     let second = kept.train(6)?;
     let log = stdout(&second);
     let first = log.lines().find_map(|l| l.strip_prefix("trained step ")).and_then(|n| n.trim().parse::<u32>().ok());
@@ -1448,8 +1475,9 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
 }
 
 /// Issue 64's bad inputs that need the cluster to tell: a step that is a link, one still being
-/// written, a live run's claim, a transfer that says it is done but left a file out, a second
-/// export while one runs, destroy while it runs, an import into a folder with a newer step.
+/// written, an empty one, a live run's claim, a transfer that says it is done but left a file
+/// out, a second export while one runs, destroy while it runs, an import into a folder with a
+/// newer step, an import of an export cut short.
 fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
     let kept = Kept::new(cluster, "us-east1-b")?;
     let deploy = kept.deploy(&[]);
@@ -1468,6 +1496,9 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
     refusal(&["--step", "4"], &[], "step 4 of", "a step that is a link")?;
     refusal(&["--step", "4"], &[], "step_4 is a link or a file, not a folder", "is named as such")?;
     refusal(&["--step", "6"], &[], "it is still being written (tmp_step_6)", "a step being written")?;
+    std::fs::create_dir_all(kept.markers.join("step_12"))?;
+    refusal(&["--step", "12"], &[], "step_12 holds no file: no checkpoint was saved there", "an empty step")?;
+    std::fs::remove_dir(kept.markers.join("step_12"))?;
     refusal(&["--to", "gs://kept-runs/grpo"], &[], "does not end with `/`", "a bucket folder without its slash")?;
     refusal(&["--to", "gs://kept-runs/../x/"], &[], "the folder `..`", "a bucket folder with ..")?;
     let denied = [("FAKE_BUCKET_DENIED", "denied-runs")];
@@ -1536,8 +1567,8 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
     let started = wait_for(Duration::from_secs(120), || kept.cloud.calls().matches("lustre instances export-data").count() > before);
     let second = kept.export(&["--step", "8"], &[("FAKE_TRANSFER", "never")]);
     check(
-        started && second.status.code() == Some(2) && stderr(&second).contains("gke-rl export"),
-        "a second export waits its turn",
+        started && second.status.code() == Some(2) && stderr(&second).contains(&format!("is in use by pid {}: gke-rl export", first.id())),
+        "a second export waits its turn, and names the first",
         &second,
     )?;
     let _ = Command::new("kill").args(["-INT", &first.id().to_string()]).status();
@@ -1547,11 +1578,35 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
         "Ctrl-C leaves the transfer running",
         &first,
     )?;
-    let busy = kept.destroy(&["--discard-checkpoints"]);
+    let busy = kept.destroy(&[]);
     check(busy.status.code() == Some(2) && stderr(&busy).contains("runs (operation projects/"), "destroy while an export runs", &busy)?;
+    // Its step removed meanwhile (NeMo-RL's keep_top_k): the next export forgets it.
+    let step_8 = kept.markers.join("step_8");
+    std::fs::rename(&step_8, kept.markers.join("elsewhere"))?;
+    let forgot = kept.export(&["--step", "2"], &[]);
+    check(
+        forgot.status.success()
+            && stderr(&forgot).contains("the transfer of gs://kept-runs/grpo/nemo-rl-grpo-test1/step_8/ is forgotten: ")
+            && stderr(&forgot).contains("/ckpt/step_8 is gone since the export began, so nothing of it is recorded"),
+        "a transfer whose step is gone is forgotten",
+        &forgot,
+    )?;
+    std::fs::rename(kept.markers.join("elsewhere"), &step_8)?;
 
     // An import never lands over a newer step.
     let newer = kept.deploy(&["--resume-from", "gs://kept-runs/grpo/nemo-rl-grpo-test1/step_2/"]);
     check(!newer.status.success() && stderr(&newer).contains("holds a newer step than 2 (step_8"), "an import over a newer step", &newer)?;
+    // Only a whole export is imported: one cut short has no manifest.
+    std::fs::create_dir_all(kept.object("grpo/cut-short/step_10"))?;
+    std::fs::write(kept.object("grpo/cut-short/step_10/shard"), vec![5u8; 512])?;
+    let partial = kept.deploy(&["--resume-from", "gs://kept-runs/grpo/cut-short/step_10/"]);
+    check(
+        !partial.status.success()
+            && stderr(&partial)
+                .contains("gs://kept-runs/grpo/cut-short/step_10/ is not a checkpoint `gke-rl export` verified: there is no "),
+        "an export cut short is not imported",
+        &partial,
+    )?;
+    check(!kept.markers.join("tmp_step_10").exists() && !kept.markers.join("step_10").exists(), "and nothing of it lands", &partial)?;
     Ok(())
 }

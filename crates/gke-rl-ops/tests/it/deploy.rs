@@ -905,6 +905,11 @@ async fn destroy_refuses_when_the_cluster_cannot_list_what_the_instance_holds() 
     let error = w.destroy(&Given { keep_checkpoints: true, ..Given::default() }).await.unwrap_err();
     assert!(matches!(error.keep(), Some(gke_rl_ops::KeepError::CannotSurvey { .. })), "{error}");
     assert!(error.to_string().contains("--discard-checkpoints"), "{error}");
+    // A config that attaches the instance now does not change what deploy made, which gcluster
+    // destroy deletes.
+    let attached = Given { keep_checkpoints: true, config: Some("lustre:\n  existing: true\n"), ..Given::default() };
+    let error = w.destroy(&attached).await.unwrap_err();
+    assert!(matches!(error.keep(), Some(gke_rl_ops::KeepError::CannotSurvey { .. })), "{error}");
     assert_eq!(w.count("gcluster destroy"), 0);
     assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some() && w.state().is_some(), "nothing was deleted");
 }
