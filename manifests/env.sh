@@ -135,6 +135,12 @@ export RAYJOB_ACTIVE_DEADLINE_SECONDS=''
 export RAYJOB_PRE_RUNNING_DEADLINE_SECONDS=7200
 # Kueue LocalQueue the run waits in; empty: none
 export JOB_QUEUE=''
+# a kept checkpoint, gs://BUCKET/PATH/RUN/step_N/, deploy imports before any run; empty: start afresh
+export RESUME_FROM=''
+
+# --- Keeping what a run made ---
+# bucket folder gs://BUCKET/PATH/ export copies checkpoints to; empty: export needs --to
+export EXPORT_TO=''
 
 # --- Secrets: names only; the values stay in your environment ---
 # Kubernetes Secret holding the tokens
