@@ -380,6 +380,12 @@ impl Console {
             )),
             LifecycleEvent::AlreadyKept { uri } => self.say(format_args!("✓ {uri} was verified before")),
             LifecycleEvent::TransferForgotten { uri, why } => self.say(format_args!("  warning: the transfer of {uri} is forgotten: {why}")),
+            LifecycleEvent::EmptyStepSkipped { dir, step } => {
+                self.say(format_args!("  skipping {dir}/step_{step}: it holds no file (no checkpoint was saved there)"))
+            }
+            LifecycleEvent::KeptChanged { uri, differs } => {
+                self.say(format_args!("  warning: {uri} no longer holds what was verified ({differs}): that copy does not count"))
+            }
             LifecycleEvent::Uploaded { object } => self.say(format_args!("  wrote {object}")),
             LifecycleEvent::NoReport { why } => self.say(format_args!("  warning: no run report beside the checkpoints: {why}")),
             LifecycleEvent::UnsignedKept { uri } => self.say(format_args!(

@@ -1418,6 +1418,19 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
     )?;
     check(said.contains(&format!("exporting /ckpt/step_2 to gs://kept-runs/grpo/{run}/step_2/")), "--all copies step 2 too", &again)?;
 
+    // A copy changed in its bucket since it was verified does not count.
+    let shard = kept.object(&format!("grpo/{run}/step_4/shard"));
+    std::fs::rename(&shard, kept.cloud.root.join("shard"))?;
+    let plan = kept.destroy(&["--dry-run"]);
+    let planned = format!("{}{}", stdout(&plan), stderr(&plan));
+    check(
+        planned.contains(&format!(
+            "warning: gs://kept-runs/grpo/{run}/step_4/ no longer holds what was verified (0 files, 0 B now; 1 files, 1.0 MiB when verified)"
+        )) && planned.contains("destroy refuses: these checkpoints are on the instance only"),
+        "a copy emptied since it was verified",
+        &plan,
+    )?;
+    std::fs::rename(kept.cloud.root.join("shard"), &shard)?;
     let plan = kept.destroy(&["--dry-run"]);
     let planned = format!("{}{}", stdout(&plan), stderr(&plan));
     check(planned.contains("every complete checkpoint on the instance is in a bucket, verified"), "the plan says so", &plan)?;
@@ -1556,6 +1569,20 @@ fn export_refuses_what_it_cannot_keep(cluster: &Cluster) -> Result<(), Failed> {
         &taken,
     )?;
     std::fs::remove_file(&stale)?;
+    // Another deployment's export of step 8 in that folder is never written over.
+    let theirs = kept.object("grpo/nemo-rl-grpo-test1/gke-rl/kept/step_8.json");
+    std::fs::create_dir_all(theirs.parent().ok_or("no parent")?)?;
+    let manifest =
+        r#"{"source": "other-project/us-west1-a/their-lustre:/lustre/ckpt", "run": "nemo-rl-grpo-test1", "step": 8, "files": []}"#;
+    std::fs::write(&theirs, manifest)?;
+    let another = kept.export(&["--step", "8"], &[]);
+    check(
+        another.status.code() == Some(2)
+            && stderr(&another).contains("holds step 8 exported from other-project/us-west1-a/their-lustre:/lustre/ckpt, not from fake-project/us-east1-b/rl-demo-gpu-lustre:"),
+        "another deployment's export",
+        &another,
+    )?;
+    std::fs::remove_file(&theirs)?;
 
     // A transfer that does not end: a second export is refused while the first holds the
     // deployment; once it is stopped, destroy refuses while the transfer runs.

@@ -36,7 +36,7 @@ TABLES = None  # generated
 
 PREFIX = TABLES["checkpoints_prefix"]
 # Bounds: a checkpoint of a 72B model on 64 ranks has some thousands of files.
-MOST_FILES = 200000
+MOST_FILES = 50000
 MOST_DEPTH = 64
 MOST_ENTRIES = 100000
 MOST_NAMES = 1000
@@ -268,19 +268,21 @@ def survey_folder(mount, folder, runs):
             found[key] = sorted(found[key])[-MOST_NAMES:]
         found["refused"] = found["refused"][:MOST_NAMES]
         found["claim"] = claim_of(fd, folder)
-        if found["steps"]:
-            newest = max(found["steps"])
+        # The newest step that holds anything: an empty step_N is no checkpoint to keep.
+        for newest in reversed(found["steps"]):
             step = os.open(f"step_{newest}", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
                 files, refused = walk(step)
             finally:
                 os.close(step)
-            found["newest"] = {
-                "step": newest,
-                "files": len(files),
-                "bytes": sum(size for _, size in files),
-                "refused": [{"path": p, "why": w} for p, w in refused[:MOST_NAMES]],
-            }
+            if files or refused:
+                found["newest"] = {
+                    "step": newest,
+                    "files": len(files),
+                    "bytes": sum(size for _, size in files),
+                    "refused": [{"path": p, "why": w} for p, w in refused[:MOST_NAMES]],
+                }
+                break
     finally:
         os.close(fd)
     return found
@@ -415,6 +417,9 @@ def commit(request):
     fd = open_folder(request["mount"], request["dir"])
     try:
         source, target = request["from"], request["to"]
+        claim = claim_of(fd, request["dir"])
+        if claim is not None:
+            raise Refused(f"run {claim['run']} is writing {request['dir']} (submission {claim['submission']}) since the transfer began: not renaming {source}; stop it, then run the command again")
         try:
             os.stat(target, dir_fd=fd, follow_symlinks=False)
             raise Refused(f"{request['dir']}/{target} exists: not renaming {source} over it")

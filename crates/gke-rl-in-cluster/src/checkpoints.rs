@@ -241,7 +241,7 @@ pub struct Listing {
 impl Listing {
     /// Its bytes.
     pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.size).sum()
+        gke_rl::durability::total_bytes(&self.files)
     }
 }
 
@@ -397,33 +397,54 @@ pub fn at_risk(survey: &Survey, kept: &[&Kept]) -> Vec<AtRisk> {
         .folders
         .iter()
         .filter_map(|folder| {
-            let copies: Vec<&&Kept> = kept
-                .iter()
-                .filter(|k| matches!(k.kind, KeptKind::Step | KeptKind::Import) && same_folder(&k.checkpoints, &folder.dir))
-                .collect();
-            let in_bucket = copies.iter().map(|k| k.step).max();
-            let risk = |step, files, bytes, swapped| AtRisk {
+            let wanted = wanted(folder)?;
+            if kept.iter().any(|k| holds(folder, wanted, k)) {
+                return None;
+            }
+            let in_bucket = kept.iter().filter(|k| of_folder(folder, k)).map(|k| k.step).max();
+            let (files, bytes) = wanted.size.unwrap_or_default();
+            Some(AtRisk {
                 dir: folder.dir.clone(),
                 run: folder.run().map(str::to_owned),
-                step,
+                step: wanted.step,
                 files,
                 bytes,
                 kept: in_bucket,
-                swapped,
-            };
-            let swapped = folder.old.iter().copied().filter(|old| !folder.steps.contains(old)).max();
-            match (&folder.newest, swapped) {
-                (newest, Some(old)) if newest.as_ref().is_none_or(|n| n.step < old) => {
-                    (!copies.iter().any(|k| k.step == old)).then(|| risk(old, 0, 0, true))
-                }
-                (Some(newest), _) => {
-                    let held = copies.iter().any(|k| k.step == newest.step && k.files == newest.files && k.bytes == newest.bytes);
-                    (!held).then(|| risk(newest.step, newest.files, newest.bytes, false))
-                }
-                (None, _) => None,
-            }
+                swapped: wanted.size.is_none(),
+            })
         })
         .collect()
+}
+
+/// The records of `kept` that [`at_risk`] counts as holding a folder's newest step: what a
+/// destroy relies on, to be looked at in its bucket again.
+pub fn relied_on<'a>(survey: &Survey, kept: &[&'a Kept]) -> Vec<&'a Kept> {
+    kept.iter().copied().filter(|k| survey.folders.iter().any(|folder| wanted(folder).is_some_and(|w| holds(folder, w, k)))).collect()
+}
+
+/// The step of a folder a copy must hold, with its files and bytes; none for an `old_step_N`
+/// (not listed: the swap's step as a whole).
+#[derive(Clone, Copy)]
+struct Wanted {
+    step: u64,
+    size: Option<(u64, u64)>,
+}
+
+fn wanted(folder: &Folder) -> Option<Wanted> {
+    let swapped = folder.old.iter().copied().filter(|old| !folder.steps.contains(old)).max();
+    match (&folder.newest, swapped) {
+        (newest, Some(old)) if newest.as_ref().is_none_or(|n| n.step < old) => Some(Wanted { step: old, size: None }),
+        (Some(newest), _) => Some(Wanted { step: newest.step, size: Some((newest.files, newest.bytes)) }),
+        (None, _) => None,
+    }
+}
+
+fn of_folder(folder: &Folder, k: &Kept) -> bool {
+    matches!(k.kind, KeptKind::Step | KeptKind::Import) && same_folder(&k.checkpoints, &folder.dir)
+}
+
+fn holds(folder: &Folder, wanted: Wanted, k: &Kept) -> bool {
+    of_folder(folder, k) && k.step == wanted.step && wanted.size.is_none_or(|size| (k.files, k.bytes) == size)
 }
 
 fn same_folder(a: &str, b: &str) -> bool {

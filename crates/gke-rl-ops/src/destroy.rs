@@ -124,10 +124,13 @@ pub async fn plan(
 /// once pods may have written it.
 fn deletes_instance(deployment: &Deployment, state: &State, env: &Env, resolved: &Resolved<'_>) -> bool {
     // What the state records decides, as it decides the delete: not the config's
-    // `lustre.existing`, which may have changed since.
-    let made = if state.existing_cluster { state.created.lustre_instance.is_some() } else { state.done(Step::Render) };
+    // `lustre.existing`, which may have changed since. Pods may have written the instance once
+    // deploy made the namespace's Secret: steps redone since (a config changed, a new address)
+    // do not undo that, so `created` says it, not the steps done.
+    let made = state.created.lustre_instance.is_some();
+    let written = state.created.namespace.is_some();
     let ours = || !state.existing_cluster || crate::existing::read_instance(env, resolved).map_or(true, |found| found.made_by(deployment));
-    made && state.done(Step::Credentials) && ours()
+    made && written && ours()
 }
 
 /// What the destroy learned before it deletes the instance.

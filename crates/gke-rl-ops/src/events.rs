@@ -364,6 +364,20 @@ pub enum LifecycleEvent<'a> {
         /// Why.
         why: &'a str,
     },
+    /// A step `--all` passes over: it holds no file.
+    EmptyStepSkipped {
+        /// The checkpoint folder.
+        dir: &'a str,
+        /// The step.
+        step: u64,
+    },
+    /// A verified copy whose bucket folder no longer holds what was verified: it does not count.
+    KeptChanged {
+        /// The bucket folder.
+        uri: &'a str,
+        /// What differs.
+        differs: &'a str,
+    },
     /// A record of a verified copy that the cluster's run key did not sign: it does not count.
     UnsignedKept {
         /// The bucket folder it names.

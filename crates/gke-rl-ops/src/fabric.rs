@@ -79,11 +79,10 @@ pub async fn check(
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the fabric-check runtime env".to_owned(), "{}".to_owned())),
         submission_id: Some(jobs::helper_id("fabric-check")),
-        metadata: jobs::helper_metadata("fabric-check"),
         entrypoint: gke_rl_in_cluster::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
         ..SubmitOptions::default()
     };
-    let prepared = jobs::prepare(deployment, artifacts, &submit, env, progress)?;
+    let prepared = jobs::mark_helper(jobs::prepare(deployment, artifacts, &submit, env, progress)?, "fabric-check");
     let id = jobs::submit(client, prepared, progress).await?;
     // The job stops itself at its timeout; this bounds a job that never starts (no runtime env,
     // no resources) or a driver that hangs.

@@ -76,6 +76,9 @@ pub fn prepare(
     env: &Env,
     progress: &dyn Progress,
 ) -> Result<Prepared, JobError> {
+    if options.metadata.contains_key(HELPER_KEY) {
+        return Err(JobError::ReservedMetadata(HELPER_KEY));
+    }
     let mut runtime_env = runtime_env(artifacts, options, progress)?;
     let package = package(deployment, artifacts, options, &runtime_env, env, progress)?;
     let mut env_vars = Vec::new();
@@ -128,8 +131,14 @@ pub(crate) fn helper_id(what: &str) -> String {
 }
 
 /// The metadata that marks gke-rl's own job `what`.
-pub(crate) fn helper_metadata(what: &str) -> BTreeMap<String, String> {
+fn helper_metadata(what: &str) -> BTreeMap<String, String> {
     BTreeMap::from([(HELPER_KEY.to_owned(), what.to_owned())])
+}
+
+/// `prepared` marked as gke-rl's own job `what`.
+pub(crate) fn mark_helper(mut prepared: Prepared, what: &str) -> Prepared {
+    prepared.request.metadata.get_or_insert_with(BTreeMap::new).extend(helper_metadata(what));
+    prepared
 }
 
 fn is_helper(job: &JobDetails) -> bool {

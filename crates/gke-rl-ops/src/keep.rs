@@ -144,7 +144,7 @@ pub(crate) async fn export_locked(
     let options =
         ExportOptions { head: forwarded, run, runs_dir: runs_dir.clone(), steps, to: Some(to.clone()), ..ExportOptions::default() };
     let head = crate::mode::connect(deployment, &options.head, env, progress.clone()).await?;
-    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, options.timeout, runs_dir).await?;
+    let mut keeping = Keeping::new(resolved, state.clone(), env, progress, interrupt, options.timeout, runs_dir).await?;
     let exported = keeping.export(&head, &options).await;
     *state = keeping.state;
     exported.map(drop)
@@ -175,7 +175,7 @@ pub fn costs(deployment: &Deployment, state: &State) -> Vec<String> {
         Some(per_hour) => format!("the Lustre instance costs ${:.2}/day while it exists", per_hour * 24.0),
         None => "the Lustre instance: unpriced (set cost.lustre_per_gib_month)".to_owned(),
     };
-    let copied: u64 = state.kept.iter().filter(|k| k.kind != KeptKind::Import).map(|k| k.bytes).sum();
+    let copied = state.kept.iter().filter(|k| k.kind != KeptKind::Import).fold(0u64, |sum, k| sum.saturating_add(k.bytes));
     if copied == 0 {
         return vec![format!("{instance}; nothing exported to a bucket yet")];
     }
@@ -204,7 +204,10 @@ pub(crate) async fn losses(
         return Err(KeepError::TransferRunning {
             what: format!("the {} of step {} of {}", direction_noun(transfer.direction), transfer.step, transfer.checkpoints),
             operation: transfer.operation.clone().unwrap_or_else(|| "not yet answered".to_owned()),
-            fix: "run `gke-rl export` to follow it to its end and record it, then destroy again",
+            fix: match transfer.direction {
+                Direction::Export => "run `gke-rl export` to follow it to its end and record it, then destroy again",
+                Direction::Import => "run `gke-rl deploy` to follow it to its end and record it, then destroy again",
+            },
         }
         .into());
     }
@@ -225,7 +228,26 @@ pub(crate) async fn losses(
     if let Some((folder, claim)) = survey.folders.iter().find_map(|f| Some((f, f.claim.as_ref()?))) {
         return Err(writing(&folder.dir, claim).into());
     }
-    let kept = keeping.kept();
+    // The copies the count relies on are listed again: a bucket folder emptied or changed since
+    // it was verified holds the step no more.
+    let mut kept = keeping.kept();
+    let mut changed = Vec::new();
+    for record in checkpoints::relied_on(&survey, &kept) {
+        let uri = GcsPath::new(record.uri.as_str())?;
+        let there = keeping.bucket_files(&uri)?;
+        let (files, bytes) = (there.len() as u64, durability::total_bytes(&there));
+        if (files, bytes) != (record.files, record.bytes) {
+            let differs = format!(
+                "{files} files, {} now; {} files, {} when verified",
+                gke_rl::quote::bytes(bytes as f64),
+                record.files,
+                gke_rl::quote::bytes(record.bytes as f64)
+            );
+            keeping.progress().lifecycle(LifecycleEvent::KeptChanged { uri: &record.uri, differs: &differs });
+            changed.push(record);
+        }
+    }
+    kept.retain(|k| !changed.iter().any(|c| std::ptr::eq(*c, *k)));
     let at_risk = checkpoints::at_risk(&survey, &kept);
     Ok(Losses { at_risk })
 }
@@ -262,7 +284,7 @@ pub(crate) async fn import(
     let d = resolved.deployment;
     let forwarded = HeadOptions { ray_address: false, ..HeadOptions::default() };
     let head = crate::mode::connect(d, &forwarded, env, progress.clone()).await?;
-    let mut keeping = Keeping::new(resolved, std::mem::take(state), env, progress, interrupt, IMPORT_WITHIN, None).await?;
+    let mut keeping = Keeping::new(resolved, state.clone(), env, progress, interrupt, IMPORT_WITHIN, None).await?;
     let imported = keeping.import(&head.client, uri).await;
     *state = keeping.state;
     imported
@@ -351,6 +373,21 @@ impl<'a> Keeping<'a> {
 
     fn is_kept(&self, kind: KeptKind, dir: &str, step: u64, uri: &GcsPath) -> bool {
         self.kept().iter().any(|k| k.kind == kind && k.checkpoints == dir && k.step == step && k.uri == uri.as_str())
+    }
+
+    /// Whether the step, whose files are `files` now, was copied to `uri` before and the bucket
+    /// still holds every one of them: a step saved again since under its number, or a copy
+    /// changed in the bucket, is copied again (as destroy's count of what it would lose has it).
+    fn verified_before(&self, dir: &str, step: u64, uri: &GcsPath, files: &[File]) -> Result<bool, LifecycleError> {
+        let (count, bytes) = (files.len() as u64, durability::total_bytes(files));
+        let recorded = self.kept().iter().any(|k| {
+            k.kind == KeptKind::Step
+                && k.checkpoints == dir
+                && k.step == step
+                && k.uri == uri.as_str()
+                && (k.files, k.bytes) == (count, bytes)
+        });
+        Ok(recorded && Comparison::of(files, uri, &self.objects(uri)?).holds_all())
     }
 
     fn read(&self, command: &lifecycle::Command) -> Result<String, RunError> {
@@ -672,7 +709,7 @@ impl<'a> Keeping<'a> {
             step,
             uri: uri.to_string(),
             files: files.len() as u64,
-            bytes: files.iter().map(|f| f.size).sum(),
+            bytes: durability::total_bytes(files),
             at: self.env.clock.unix_millis() / 1000,
             mac: String::new(),
         };
@@ -793,6 +830,18 @@ impl<'a> Keeping<'a> {
         self.save()
     }
 
+    /// The manifest `object` holds; none when there is no such object.
+    fn manifest(&self, object: &str) -> Result<Option<durability::Manifest>, LifecycleError> {
+        match self.read(&lifecycle::read_object(object)) {
+            Ok(text) => durability::Manifest::from_json(&text)
+                .map(Some)
+                .map_err(|reason| LifecycleError::Query { what: format!("cannot read {object}"), reason }),
+            // `The following URLs matched no objects or files`: anything else is no answer.
+            Err(RunError::Failed { stderr, .. }) if stderr.contains("matched no objects") => Ok(None),
+            Err(e) => Err(LifecycleError::Query { what: format!("cannot read {object}"), reason: e.to_string() }),
+        }
+    }
+
     /// The files of the bucket folder `uri`, as paths below it.
     fn bucket_files(&self, uri: &GcsPath) -> Result<Vec<File>, LifecycleError> {
         Ok(self
@@ -839,6 +888,10 @@ impl<'a> Keeping<'a> {
                 why: "it is gone".to_owned(),
             })?;
             unexportable(&folder.dir, &name, &listing)?;
+            if listing.files.is_empty() && options.steps == Steps::All {
+                self.progress().lifecycle(LifecycleEvent::EmptyStepSkipped { dir: &folder.dir, step });
+                continue;
+            }
             if listing.files.is_empty() {
                 return Err(KeepError::NoSuchStep {
                     dir: folder.dir.clone(),
@@ -847,7 +900,11 @@ impl<'a> Keeping<'a> {
                 }
                 .into());
             }
-            if self.is_kept(KeptKind::Step, &folder.dir, step, &uri) {
+            let source = durability::Manifest::source_of(d, self.resolved.site.project_id.as_str(), &folder.dir);
+            if let Some(theirs) = self.manifest(&layout.manifest(step))?.filter(|m| m.source != source) {
+                return Err(KeepError::AnotherExport { uri: uri.to_string(), step, theirs: theirs.source, ours: source }.into());
+            }
+            if self.verified_before(&folder.dir, step, &uri, &listing.files)? {
                 self.progress().lifecycle(LifecycleEvent::AlreadyKept { uri: uri.as_str() });
                 already += 1;
             } else {
@@ -862,7 +919,7 @@ impl<'a> Keeping<'a> {
                 );
             }
             // Last, once every file is verified: what an import takes for a whole export.
-            let manifest = durability::Manifest { run: run.clone(), step, files: listing.files.clone() };
+            let manifest = durability::Manifest { source, run: run.clone(), step, files: listing.files.clone() };
             self.put(&layout.manifest(step), &manifest.to_json())?;
             if options.hf {
                 match self.export_hf(head, &folder.dir, &run, &layout, step, &listing).await? {
@@ -1217,11 +1274,10 @@ fn chosen(survey: &Survey, run: Option<&str>, d: &Deployment) -> Result<Folder, 
 fn steps_of(folder: &Folder, steps: Steps) -> Result<Vec<u64>, LifecycleError> {
     match steps {
         Steps::All => Ok(folder.steps.clone()),
-        Steps::Newest => folder
-            .steps
-            .last()
-            .map(|s| vec![*s])
-            .ok_or_else(|| KeepError::NothingToExport { looked: format!("{} holds no complete step_N", folder.dir) }.into()),
+        // The survey's newest complete step holds a file: an empty `step_N` is no checkpoint.
+        Steps::Newest => folder.newest.as_ref().map(|newest| vec![newest.step]).ok_or_else(|| {
+            KeepError::NothingToExport { looked: format!("{} holds no complete step_N with a file in it", folder.dir) }.into()
+        }),
         Steps::Step(step) if folder.steps.contains(&step) => Ok(vec![step]),
         Steps::Step(step) => {
             let name = durability::step_folder(step);

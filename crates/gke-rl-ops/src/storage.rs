@@ -101,11 +101,10 @@ pub async fn check(
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl_in_cluster::storage::runtime_env())),
         submission_id: Some(id),
-        metadata: jobs::helper_metadata("storage-check"),
         entrypoint: plan.entrypoint(),
         ..SubmitOptions::default()
     };
-    let prepared = jobs::prepare(deployment, artifacts, &submit, env, progress)?;
+    let prepared = jobs::mark_helper(jobs::prepare(deployment, artifacts, &submit, env, progress)?, "storage-check");
     let id = jobs::submit(client, prepared, progress).await?;
     // The job stops itself at its timeout; this bounds a job that never starts or a driver
     // that hangs.

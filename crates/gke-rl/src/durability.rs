@@ -101,11 +101,19 @@ pub const REPORT_FILE: &str = "report.json";
 /// Where each verified step's [`Manifest`] goes, under [`RUN_FILES_FOLDER`].
 pub const MANIFESTS_FOLDER: &str = "kept";
 
+/// The bytes of `files`, at most `u64::MAX`: a listing's sizes are the file system's word.
+pub fn total_bytes(files: &[File]) -> u64 {
+    files.iter().fold(0, |sum, file| sum.saturating_add(file.size))
+}
+
 /// What `gke-rl export` writes once every file of a step is verified in the bucket, last: the
 /// step's files with their sizes. `deploy --resume-from` imports only a folder that holds
 /// exactly them, never what an export stopped half-way left.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct Manifest {
+    /// Where the step was copied from: `PROJECT/ZONE/INSTANCE:FOLDER` (the checkpoint folder
+    /// as the nodes mount it). Another export never writes over it.
+    pub source: String,
     /// The run.
     pub run: String,
     /// The step.
@@ -115,6 +123,11 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The [`source`](Self::source) of `deployment`'s checkpoint folder `dir`, in `project`.
+    pub fn source_of(deployment: &Deployment, project: &str, dir: &str) -> String {
+        format!("{project}/{}/{}:{dir}", deployment.project.zone, deployment.lustre.instance_id)
+    }
+
     /// Reads a manifest.
     pub fn from_json(text: &str) -> Result<Manifest, String> {
         serde_json::from_str(text).map_err(|e| format!("not a manifest of gke-rl's: {e}"))
@@ -558,10 +571,10 @@ mod tests {
     }
 
     #[test]
-    fn steps_past_u64_are_no_steps() {
+    fn steps_past_u64_or_spelled_otherwise_are_no_steps() {
         assert_eq!(step_number("0"), Some(0));
         assert_eq!(step_number("18446744073709551615"), Some(u64::MAX));
-        for bad in ["", "18446744073709551616", "99999999999999999999", "1a", "-1", "+1", "١"] {
+        for bad in ["", "18446744073709551616", "99999999999999999999", "1a", "-1", "+1", "١", "007", "00"] {
             assert_eq!(step_number(bad), None, "{bad}");
         }
     }

@@ -306,6 +306,16 @@ fn resource_amounts_are_finite_and_not_negative() {
     assert!(stderr(&out).contains("`TPU` is -1; give a finite number, 0 or more"), "{}", both(&out));
 }
 
+/// The metadata key that marks gke-rl's own jobs is refused on a user's: a run so marked would
+/// be hidden from `status` and `logs` without an id.
+#[test]
+fn the_key_that_marks_gke_rls_own_jobs_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gke_rl(dir.path(), &["submit", "--address", "http://127.0.0.1:1", "--metadata", "gke-rl-helper=x", "--", "echo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(stderr(&out).contains("metadata key `gke-rl-helper` marks gke-rl's own jobs"), "{}", both(&out));
+}
+
 /// Issue 31, item 10: a closed or full stderr never turns a finished command into a panic, and
 /// output that could not be written is an error (status 2 and the reason), never a success.
 #[test]

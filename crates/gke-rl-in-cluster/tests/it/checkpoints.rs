@@ -217,6 +217,15 @@ fn an_import_never_lands_over_a_newer_step_nor_renames_over_one() {
         serde_json::json!({"run": "raysubmit_real", "submission": "s1", "host": "h", "pid": 1, "cluster": "c", "folder": fresh, "at": now()}),
     );
     std::fs::write(mount.path().join("new/ckpt/.gke-rl-writer"), claim).unwrap();
-    let live = prepared(&run(&Request::Prepare { mount: m, dir: fresh, step: 12 })).unwrap_err();
+    let live = prepared(&run(&Request::Prepare { mount: m.clone(), dir: fresh.clone(), step: 12 })).unwrap_err();
     assert!(live.to_string().contains("run raysubmit_real is writing") && live.to_string().contains("stop it first"), "{live}");
+    // Nor renamed into place beside a run that started while it was copied.
+    std::fs::remove_dir(mount.path().join("new/ckpt/step_9")).unwrap();
+    let request = Request::Commit { mount: m, dir: fresh, from: "tmp_step_2".into(), to: "step_2".into(), step: Some(2) };
+    let live = committed(&run(&request)).unwrap_err();
+    assert!(
+        live.to_string().contains("is writing") && live.to_string().contains("since the transfer began: not renaming tmp_step_2"),
+        "{live}"
+    );
+    assert!(mount.path().join("new/ckpt/tmp_step_2").is_dir() && !mount.path().join("new/ckpt/step_2").exists());
 }

@@ -233,6 +233,9 @@ pub enum JobError {
         /// What is wrong, and the fix.
         problem: String,
     },
+    /// A metadata key gke-rl marks its own jobs with.
+    #[error("metadata key `{0}` marks gke-rl's own jobs (which status and logs pass over): name your key otherwise")]
+    ReservedMetadata(&'static str),
     /// A variable to pass from the local environment is not set.
     #[error("{0} is not set in this environment")]
     EnvFromLocalUnset(String),

@@ -104,6 +104,20 @@ pub enum KeepError {
         /// What differs.
         extra: String,
     },
+    /// The bucket folder holds another export's step of that number.
+    #[error(
+        "{uri} holds step {step} exported from {theirs}, not from {ours}: an export never writes over another's; export to another folder (--to)"
+    )]
+    AnotherExport {
+        /// The bucket folder.
+        uri: String,
+        /// The step.
+        step: u64,
+        /// Where its manifest says it came from.
+        theirs: String,
+        /// Where this export copies from.
+        ours: String,
+    },
     /// The bucket is one of the deployment's own, which destroy empties.
     #[error(
         "bucket {bucket} belongs to deployment {deployment} (gcluster made it), and destroy empties it: export to a bucket of your own"

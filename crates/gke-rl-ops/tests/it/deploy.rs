@@ -910,6 +910,14 @@ async fn destroy_refuses_when_the_cluster_cannot_list_what_the_instance_holds() 
     let attached = Given { keep_checkpoints: true, config: Some("lustre:\n  existing: true\n"), ..Given::default() };
     let error = w.destroy(&attached).await.unwrap_err();
     assert!(matches!(error.keep(), Some(gke_rl_ops::KeepError::CannotSurvey { .. })), "{error}");
+    // A deploy of a changed config that stopped at gcluster redoes the steps after the render:
+    // the pods that may have written the instance ran all the same.
+    let changed = Given { config: Some("topology:\n  node_count: 4\n"), ..Given::default() };
+    w.set_var("FAKE_FAIL", "gcluster deploy");
+    assert!(!ready(&w.deploy(&changed).await), "{}", w.log());
+    w.set_var("FAKE_FAIL", "");
+    let error = w.destroy(&Given { keep_checkpoints: true, ..changed }).await.unwrap_err();
+    assert!(matches!(error.keep(), Some(gke_rl_ops::KeepError::CannotSurvey { .. })), "{error}");
     assert_eq!(w.count("gcluster destroy"), 0);
     assert!(w.server.object("rayclusters", "ray-a4-gpu-spot").is_some() && w.state().is_some(), "nothing was deleted");
 }

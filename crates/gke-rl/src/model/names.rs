@@ -117,10 +117,12 @@ fn check_quantity(s: &str) -> Result<(), Error> {
     }
 }
 
-/// The number of a `step_N` folder: ASCII digits that fit a `u64`. A longer number is no
+/// The number of a `step_N` folder: ASCII digits without a leading zero that fit a `u64`, as
+/// NeMo-RL names them (`f"step_{step}"`). Another spelling (`step_007`, a longer number) is no
 /// step gke-rl can name, and the folder is refused by name rather than read as another.
 pub fn step_number(digits: &str) -> Option<u64> {
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+    let plain = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && (digits == "0" || !digits.starts_with('0'));
+    plain.then(|| digits.parse().ok()).flatten()
 }
 
 /// A bucket name by Cloud Storage's rules (cloud.google.com/storage/docs/buckets#naming): 3 to
