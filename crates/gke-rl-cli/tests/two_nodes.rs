@@ -1360,6 +1360,49 @@ impl Kept {
         Training::spawn_into(submit, &self.cloud.root, &self.markers, &self.runs, steps, &[], None, "sync").finish()
     }
 
+    /// `gke-rl ARGS` on a terminal of its own (util-linux `script`), as a person runs it: once it
+    /// asks its question, `meanwhile` runs, then `answer` is typed. What the terminal showed.
+    fn on_a_terminal(&self, args: &[&str], meanwhile: impl FnOnce() -> std::io::Result<()>, answer: &str) -> Result<Output, Failed> {
+        use std::io::{Read as _, Write as _};
+        let gke_rl = self.cloud.command(args);
+        let words = std::iter::once(gke_rl.get_program()).chain(gke_rl.get_args());
+        let line = words.map(|w| gke_rl::quote::sh(&w.to_string_lossy())).collect::<Vec<_>>().join(" ");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let script = std::env::split_paths(&path).map(|dir| dir.join("script")).find(|p| p.is_file()).ok_or("no util-linux script")?;
+        let mut command = Command::new(script);
+        command.args(["-q", "-e", "-c", &line, "/dev/null"]).current_dir(&self.cloud.root);
+        for (name, value) in gke_rl.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        command.envs(self.env().iter().map(|(k, v)| (*k, v.as_str())));
+        let mut child = command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn()?;
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let mut out = child.stdout.take().ok_or("no stdout")?;
+        let reader = std::thread::spawn({
+            let shown = shown.clone();
+            move || {
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = out.read(&mut buffer) {
+                    shown.lock().unwrap().extend_from_slice(&buffer[..n]);
+                }
+            }
+        });
+        let asked = wait_for(Duration::from_secs(180), || String::from_utf8_lossy(&shown.lock().unwrap()).contains("[y/N]"));
+        if asked {
+            meanwhile()?;
+        }
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let _ = stdin.write_all(answer.as_bytes());
+        let status = if asked { child.wait()? } else { child.kill().and_then(|()| child.wait())? };
+        drop(stdin);
+        let _ = reader.join();
+        let stdout = shown.lock().unwrap().clone();
+        Ok(Output { status, stdout, stderr: Vec::new() })
+    }
+
     /// An object of the pretend bucket `kept-runs`.
     fn object(&self, name: &str) -> PathBuf {
         self.cloud.root.join("cloud/gcs/kept-runs").join(name)
@@ -1435,6 +1478,19 @@ fn export_destroy_and_resume_in_another_zone(cluster: &Cluster) -> Result<(), Fa
     let planned = format!("{}{}", stdout(&plan), stderr(&plan));
     check(planned.contains("every complete checkpoint on the instance is in a bucket, verified"), "the plan says so", &plan)?;
     check(planned.contains("exported: 2.0 MiB in a Standard bucket in us-east1: $0.00/month"), "and what the copy costs", &plan)?;
+    // A step saved while the question waits is found before anything is deleted.
+    let step_6 = kept.markers.join("step_6");
+    let saved = || std::fs::create_dir_all(&step_6).and_then(|()| std::fs::write(step_6.join("shard"), vec![6u8; 4096]));
+    let asked = kept.on_a_terminal(&["destroy", "--toolkit", "toolkit", "--folder", "deployment"], saved, "y\n")?;
+    check(
+        asked.status.code() == Some(2)
+            && stdout(&asked).contains("refusing to destroy")
+            && stdout(&asked).contains(&format!("step 6 of run {run} (1 file, 4.0 KiB; step 4 is the newest in a bucket)")),
+        "a step saved while destroy asks",
+        &asked,
+    )?;
+    check(!kept.cloud.calls().contains("gcluster destroy"), "nothing was deleted", &asked)?;
+    std::fs::remove_dir_all(&step_6)?;
     let destroyed = kept.destroy(&[]);
     check(destroyed.status.success() && stderr(&destroyed).contains("destroyed in"), "destroy goes through", &destroyed)?;
     // The instance is gone, and with it every file on it.

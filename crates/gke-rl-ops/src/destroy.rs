@@ -237,7 +237,8 @@ pub async fn destroy(
         return without_state(env, &resolved, options, &remains, &mut interrupt, progress).await;
     };
     let provisioned = state.done(Step::Render) && !state.existing_cluster;
-    let kept = if deletes_instance(d, &state, env, &resolved) {
+    let surveys = deletes_instance(d, &state, env, &resolved);
+    let kept = if surveys {
         // The cluster is asked through the kubeconfig entry gcloud writes now, not one left from
         // before (another machine's deploy, an address that changed).
         if !resolved.stream(env, progress, &lifecycle::credentials(d, resolved.site.project_id.as_str())) && !options.discard_checkpoints {
@@ -261,6 +262,16 @@ pub async fn destroy(
         Ok(true) => {}
         Ok(false) => return Ok(Destroyed::Declined),
         Err(reason) => return Err(LifecycleError::Unanswered { question: preview, reason }),
+    }
+    // A run may have saved a step while the question waited: asked again, nothing more may be
+    // at risk than was agreed to (nothing, unless the checkpoints are discarded).
+    if surveys && !options.discard_checkpoints {
+        let again = DestroyOptions { export_to: None, ..options.clone() };
+        match keep_first(d, &again, &resolved, &mut state, env, progress_arc.clone(), &interrupt).await {
+            Ok(_) => {}
+            Err(LifecycleError::Interrupted { signal }) => return Ok(Destroyed::Interrupted { signal }),
+            Err(e) => return Err(e),
+        }
     }
 
     let started = env.clock.now();
