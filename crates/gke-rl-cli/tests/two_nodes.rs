@@ -110,11 +110,12 @@ fn cluster_trials(version: &'static str, bin: PathBuf, torch: PathBuf) -> Vec<Tr
         ("the_storage_check_names_a_node_slowed_from_outside", On::Spread, storage_slow_node),
         ("a_storage_check_stopped_by_ctrl_c_removes_what_it_wrote", On::Spread, storage_interrupted),
         ("a_killed_storage_checks_folder_is_removed_by_the_next", On::Spread, storage_killed),
+        // The walkthrough trains on the second node.
+        ("a_run_is_exported_destroyed_and_resumed_in_another_zone", On::Spread, export_destroy_and_resume_in_another_zone),
+        ("export_refuses_what_it_cannot_keep", On::Spread, export_refuses_what_it_cannot_keep),
         ("a_lost_node_fails_the_check", On::Ends, lost_node),
         ("a_restarted_head_is_resubmitted_in_the_cluster", On::Spread, head_restarted),
         ("the_idle_guard_keeps_a_busy_cluster_and_suspends_an_idle_one", On::Ends, idle_guard),
-        ("a_run_is_exported_destroyed_and_resumed_in_another_zone", On::Spread, export_destroy_and_resume_in_another_zone),
-        ("export_refuses_what_it_cannot_keep", On::Spread, export_refuses_what_it_cannot_keep),
     ];
     let index = TESTED_RAY.iter().position(|v| *v == version).unwrap_or(0);
     let mut spread = 0;
@@ -769,7 +770,14 @@ fn status_until(cluster: &Cluster, id: &str, state: &str) -> Result<Output, Fail
             return Err(format!("job {id} ended, not {state}:\n{}{}", stdout(&status), stderr(&status)).into());
         }
         if Instant::now() > deadline {
-            return Err(format!("job {id} is not {state} after 180 s:\n{}{}", stdout(&status), stderr(&status)).into());
+            let logs = gke_rl(TWO_NODES_NO_FABRIC, &["logs", id, "--address", &cluster.address]);
+            return Err(format!(
+                "job {id} is not {state} after 180 s:\n{}{}\nits log:\n{}",
+                stdout(&status),
+                stderr(&status),
+                stdout(&logs)
+            )
+            .into());
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -197,6 +197,8 @@ fn every_gcloud_command_is_accepted_by_the_real_gcloud() {
             lifecycle::create_service_agent(&site),
             lifecycle::upload("/tmp/gke-rl-export/gke-rl.json", "gs://my-bucket/runs/raysubmit_1/gke-rl/gke-rl.json"),
             lifecycle::read_object("gs://my-bucket/runs/raysubmit_1/gke-rl/kept/step_4.json"),
+            // What destroy without its state tells people to run.
+            lifecycle::transfer_by_hand(d, &site, lifecycle::Direction::Export, "/ckpt", "gs://my-bucket/runs/"),
         ]);
         commands.extend(lifecycle::leftovers(d, &site).into_iter().map(|(_, c)| c));
     }
