@@ -218,7 +218,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l request-
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l as -d 'Run as this job.mode instead of the config\'s: `--as rayjob` submits one run as a RayJob with a cluster of its own (the deployment\'s RayCluster suspended), and finds it again' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l size -d 'The most each node writes, with K, M, G or T; by default each writes its share of one checkpoint of the configured model, up to this' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l min-fraction -d 'Fail when the nodes\' aggregate write or read is below this fraction of the instance\'s list throughput (capacity × tier)' -r
-complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l dir -d 'The folder to measure, on every node [default: the config\'s lustre.mount_path]' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l dir -d 'The folder to measure, on every node [default: the config\'s lustre.mount_path]: an absolute path of letters, digits and `_ - . / : @ +`, as lustre.mount_path is' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l check-timeout -d 'The longest the check job may run (90s, 30m, 1h)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l verbose -d 'Print the job\'s log as it runs'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l json -d 'Print every figure as JSON'

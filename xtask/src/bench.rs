@@ -342,7 +342,7 @@ fn storage(sh: &Shell) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&work)?;
     let script = work.join(gke_rl_in_cluster::storage::CHECK_SCRIPT_FILE);
-    std::fs::write(&script, gke_rl_in_cluster::storage::CHECK_SCRIPT)?;
+    std::fs::write(&script, gke_rl_in_cluster::storage::program())?;
     let (ranks, rank_bytes) = (STORAGE_RANKS.to_string(), STORAGE_RANK_BYTES.to_string());
     let checks = work.join("check");
     // The check's own node program, alone on this machine: (write, read, metadata ops/s).

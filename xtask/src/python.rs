@@ -34,7 +34,7 @@ fn programs() -> [(&'static str, String); 6] {
         ("keeper.py", gke_rl_in_cluster::supervisor::keeper()),
         ("idle_guard.py", gke_rl_in_cluster::guard::program()),
         ("fabric_check.py", gke_rl_in_cluster::fabric::CHECK_SCRIPT.to_owned()),
-        ("storage_check.py", gke_rl_in_cluster::storage::CHECK_SCRIPT.to_owned()),
+        ("storage_check.py", gke_rl_in_cluster::storage::program()),
     ]
 }
 
@@ -61,13 +61,14 @@ mod tests {
     use super::*;
 
     /// The sources [`programs`] are made of: each linted as part of the program that carries it.
-    const PROGRAM_SOURCES: [&str; 8] = [
+    const PROGRAM_SOURCES: [&str; 9] = [
         "crates/gke-rl-in-cluster/python/auth.py",
         "crates/gke-rl-in-cluster/python/checkpoints.py",
         "crates/gke-rl-in-cluster/python/fabric_check.py",
         "crates/gke-rl-in-cluster/python/idle_guard.py",
         "crates/gke-rl-in-cluster/python/storage_check.py",
         "crates/gke-rl-in-cluster/python/keeper.py",
+        "crates/gke-rl-in-cluster/python/mount.py",
         "crates/gke-rl-in-cluster/python/records.py",
         "crates/gke-rl-in-cluster/python/supervise.py",
     ];

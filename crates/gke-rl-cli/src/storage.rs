@@ -40,9 +40,10 @@ pub struct CheckArgs {
     /// list throughput (capacity × tier)
     #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MIN_FRACTION, value_parser = crate::parse_fraction)]
     min_fraction: f64,
-    /// The folder to measure, on every node [default: the config's lustre.mount_path]
-    #[arg(long, value_name = "PATH")]
-    dir: Option<String>,
+    /// The folder to measure, on every node [default: the config's lustre.mount_path]: an
+    /// absolute path of letters, digits and `_ - . / : @ +`, as lustre.mount_path is
+    #[arg(long, value_name = "PATH", value_parser = parse_dir)]
+    dir: Option<gke_rl::model::AbsPath>,
     /// The longest the check job may run (90s, 30m, 1h)
     #[arg(long = "check-timeout", value_name = "DURATION", default_value = "15m", value_parser = crate::parse_duration)]
     timeout: Duration,
@@ -56,6 +57,10 @@ pub struct CheckArgs {
 
 /// The most a node may be asked to write: a checkpoint share of the largest models.
 const MAX_NODE_SIZE: u64 = 16 << 40;
+
+fn parse_dir(text: &str) -> Result<gke_rl::model::AbsPath, String> {
+    gke_rl::model::AbsPath::new(text).map_err(|e| e.to_string())
+}
 
 fn parse_size(text: &str) -> Result<u64, String> {
     crate::parse_size(text, MAX_NODE_SIZE)
@@ -127,6 +132,9 @@ pub fn describe(report: &Report, expected: &Expectation, verdict: &Verdict, rele
         setup.map_or(0, |s| s.files),
         setup.map_or_else(String::new, |s| format!(", in {}", s.folder)),
     );
+    if let Some(link) = setup.and_then(|s| s.mount_link.as_deref()) {
+        let _ = writeln!(out, "note: {link}\n");
+    }
     let _ = writeln!(out, "{:<10} {:<16} {:>11} {:>11} {:>10}  MOUNT", "NODE", "HOST", "WRITE", "READ", "META OP/S");
     for node in &report.nodes {
         let mount = node.mount.as_ref().map_or_else(|| "?".to_owned(), |m| format!("{} {}", m.fs_type, m.source));

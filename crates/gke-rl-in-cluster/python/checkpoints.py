@@ -40,89 +40,11 @@ MOST_FILES = 50000
 MOST_DEPTH = 64
 MOST_ENTRIES = 100000
 MOST_NAMES = 1000
-# NeMo-RL names a step `step_{n}`: ASCII digits without a leading zero. Any other name that
-# NeMo-RL's `step_\d+` would still take (Unicode digits, `step_007`) is refused by name.
-STEP = re.compile(r"step_([0-9]+)")
-PARTIAL = re.compile(r"tmp_step_([0-9]+)")
-OLD = re.compile(r"old_step_([0-9]+)")
-LOOSE_STEP = re.compile(r"(?:tmp_|old_)?step_\d+")
-# A step number gke-rl can name: one that fits 64 bits.
-MOST_STEP = 2**64 - 1
-
-
-class Refused(Exception):
-    """What ends a request, in words for gke-rl."""
-
-
-class Missing(Refused):
-    """A folder below the mount that is not there: a place nothing was written yet, unlike one
-    that cannot be read (a link on the way, no permission), which is refused."""
+# mount.py  # generated
 
 
 def say(value):
     print(PREFIX + json.dumps(value, sort_keys=True), flush=True)
-
-
-def step_of(pattern, name):
-    """The step number `name` carries, None when it is not one of `pattern`'s, or -1 when it is
-    one NeMo-RL would glob but gke-rl cannot name: past 64 bits, a leading zero, a digit that is
-    not ASCII (refused by name, never read as another step)."""
-    found = pattern.fullmatch(name)
-    if found is None:
-        loose = LOOSE_STEP.fullmatch(name)
-        same_kind = loose is not None and name.startswith(pattern.pattern.split("(")[0])
-        return -1 if same_kind else None
-    digits = found.group(1)
-    if digits != str(int(digits)):
-        return -1
-    return int(digits) if len(digits) <= 20 and int(digits) <= MOST_STEP else -1
-
-
-def below(mount, path):
-    """The folders of `path` below `mount`; Missing for a path outside it (nothing of it is on
-    this file system)."""
-    mount = os.path.normpath(mount)
-    path = os.path.normpath(path)
-    if path != mount and not path.startswith(mount.rstrip("/") + "/"):
-        raise Missing(f"{path} is not below the mount {mount}: nothing of it is on this file system")
-    rest = path[len(mount) :].strip("/")
-    return [part for part in rest.split("/") if part]
-
-
-def open_mount(mount):
-    """A descriptor of the mount: a link the user made there is resolved here, once."""
-    real = os.path.realpath(mount)
-    try:
-        return os.open(real, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as e:
-        raise Refused(f"{mount} is not there ({e.strerror}): the file system is not mounted on this node") from e
-
-
-def open_folder(mount, path, make=False):
-    """A descriptor of the folder `path`, opened from the mount down without following a link;
-    with `make`, the folders missing on the way are made."""
-    fd = open_mount(mount)
-    try:
-        for part in below(mount, path):
-            if make:
-                try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            try:
-                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except FileNotFoundError as e:
-                raise Missing(f"{path} is not there ({part} is missing)") from e
-            except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise Refused(f"{path}: {part} is a link or not a folder: not reading through it") from e
-                raise Refused(f"{path}: cannot open {part} ({e.strerror})") from e
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def read_in(fd, name, limit):
@@ -236,7 +158,7 @@ def weights_of(fd):
 def open_in(fd, name):
     """The folder `name` in the folder `fd`, not through a link; the parent is closed."""
     try:
-        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        return open_child(fd, name)
     finally:
         os.close(fd)
 
@@ -259,7 +181,7 @@ def survey_folder(mount, folder, runs):
                 if number is None:
                     continue
                 if number < 0:
-                    found["refused"].append({"name": name[:200], "why": "not a step NeMo-RL names: its number is past 64 bits, has a leading zero or a digit that is not ASCII"})
+                    found["refused"].append({"name": name[:200], "why": NOT_A_STEP})
                 elif not entry.is_dir(follow_symlinks=False):
                     found["refused"].append({"name": name, "why": "a link or a file, not a folder"})
                 else:
@@ -384,7 +306,7 @@ def files(request):
 
 def prepare(request):
     step = int(request["step"])
-    fd = open_folder(request["mount"], request["dir"], make=True)
+    fd = open_folder(request["mount"], request["dir"], make=True, own=True)
     try:
         claim = claim_of(fd, request["dir"])
         if claim is not None:
@@ -414,7 +336,7 @@ def prepare(request):
 
 
 def commit(request):
-    fd = open_folder(request["mount"], request["dir"])
+    fd = open_folder(request["mount"], request["dir"], own=True)
     try:
         source, target = request["from"], request["to"]
         claim = claim_of(fd, request["dir"])

@@ -12,8 +12,10 @@ they hold, and tells an id taken by an earlier keeper from one another job took 
 Jobs API. Standard library only.
 """
 
+import errno
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -21,6 +23,8 @@ import urllib.error
 import urllib.request
 
 TABLES = None  # generated
+
+# mount.py  # generated
 MAX_BODY = 16 * 1024 * 1024
 
 
@@ -73,6 +77,7 @@ def run_of(entrypoint):
 
 
 def upload_packages(dashboard, folder, packages):
+    # `folder`: the run's folder's descriptor.
     """Uploads again the run's packages a restarted head forgot: only plain files of the run's
     folder, opened without following a link, whose digest is the one recorded."""
     for uri, saved in (packages or {}).items():
@@ -85,7 +90,7 @@ def upload_packages(dashboard, folder, packages):
         status, _ = dashboard.call("GET", package)
         if status != 404:
             continue
-        copy = verified_copy(os.path.join(folder, name), digest, MAX_PACKAGE_BYTES)
+        copy = verified_copy(folder, name, digest, MAX_PACKAGE_BYTES)
         if copy is None:
             raise ValueError(f"{name} is not the package recorded at the run's start: not uploading it (replaced, or not a plain file)")
         with copy:
@@ -122,12 +127,10 @@ def newest(run, events):
     return latest
 
 
-def keep(dashboard, cluster, folder, now):
-    """What the keeper did for one run, in a line."""
-    name = os.path.basename(folder)
-    if os.path.islink(folder) or not os.path.isdir(folder):
-        return None
-    info = read_record(os.path.join(folder, "run.json"), name)
+def keep(dashboard, cluster, folder, name, now):
+    """What the keeper did for the run `name`, whose folder's descriptor is `folder`, in a
+    line."""
+    info = read_record(folder, "run.json", name)
     # Another cluster's run (the file system may be shared), or none the supervisor wrote: this
     # keeper does nothing with it.
     if info is None or info.get("cluster", "") != cluster or info.get("run") != name:
@@ -164,7 +167,7 @@ def keep(dashboard, cluster, folder, now):
     upload_packages(dashboard, folder, info.get("packages"))
     resubmissions = sum(1 for e in events if e.get("event") == "pending")
     submission = resubmit(dashboard, name, info["request"], resubmissions + 1)
-    progress = read_record(os.path.join(folder, "progress.json"), name) or {}
+    progress = read_record(folder, "progress.json", name) or {}
     append_event(folder, name, {
         "event": "pending",
         "kind": kind,
@@ -182,19 +185,35 @@ def main():
     dashboard = Dashboard(env("GKE_RL_DASHBOARD"))
     runs = env("GKE_RL_RUNS")
     cluster = env("GKE_RL_CLUSTER", "")
-    if not os.path.isdir(runs):
+    # Opened from the mount down, never through a link; each run's folder from the runs
+    # folder's descriptor (a link named as a run is no run).
+    try:
+        folder = open_folder(top_of(runs), runs)
+    except Missing:
         print(f"no runs in {runs}")
         return 0
-    for name in sorted(os.listdir(runs)):
-        folder = os.path.join(runs, name)
-        try:
-            said = keep(dashboard, cluster, folder, time.time())
-        except OSError as e:
-            said = f"{name}: the dashboard does not answer ({e}): not deciding"
-        except Exception as e:  # one broken run folder must not leave the others unkept
-            said = f"{name}: cannot keep this run ({type(e).__name__}: {e})"
-        if said:
-            print(said, flush=True)
+    except (OSError, Refused) as e:
+        print(f"cannot read the runs in {runs}: {e}")
+        return 1
+    try:
+        names = sorted(os.listdir(folder))
+        for name in names:
+            try:
+                fd = open_child(folder, name)
+            except OSError:
+                continue
+            try:
+                said = keep(dashboard, cluster, fd, name, time.time())
+            except OSError as e:
+                said = f"{name}: the dashboard does not answer ({e}): not deciding"
+            except Exception as e:  # one broken run folder must not leave the others unkept
+                said = f"{name}: cannot keep this run ({type(e).__name__}: {e})"
+            finally:
+                os.close(fd)
+            if said:
+                print(said, flush=True)
+    finally:
+        os.close(folder)
     return 0
 
 

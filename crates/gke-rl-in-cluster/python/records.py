@@ -9,8 +9,8 @@
 # cluster's Secret; else the Ray token). So a record cannot be forged, nor moved to another run
 # or file; events are read in the order of their signed times, so reordering the lines changes
 # nothing. A process without a key makes one of its own, so no other process can vouch for its
-# records. Files are opened only when they are regular files (never through a link, never a
-# FIFO or a device), and read within bounds. A package is used only through a private copy whose
+# records. Files are opened from their folder's descriptor, only when they are regular files
+# (never through a link, never a FIFO or a device), and read within bounds. A package is used only through a private copy whose
 # digest was taken as it was copied, so a file replaced after the check is never what runs.
 
 import hashlib
@@ -48,40 +48,41 @@ def genuine(run, kind, value):
     return isinstance(value, dict) and isinstance(value.get("mac"), str) and hmac.compare_digest(value["mac"], mac(run, kind, value))
 
 
-def open_regular(path, flags=os.O_RDONLY, mode=0o600):
-    """A descriptor of the regular file `path` (created with `os.O_CREAT` in `flags` if it is
-    missing), never through a link, never a FIFO or a device: what `path` names is looked at
-    through an O_PATH descriptor, which opens nothing, and only a regular file is then opened,
-    through that descriptor, so it cannot be swapped in between. OSError for anything else."""
+def open_regular(folder, name, flags=os.O_RDONLY, mode=0o600):
+    """A descriptor of the regular file `name` in the folder descriptor `folder` (created with
+    `os.O_CREAT` in `flags` if it is missing), never through a link, never a FIFO or a device:
+    what `name` names is looked at through an O_PATH descriptor, which opens nothing, and only a
+    regular file is then opened, through that descriptor, so it cannot be swapped in between.
+    OSError for anything else."""
     if flags & os.O_CREAT:
         try:
-            return os.open(path, flags | os.O_EXCL | os.O_NOFOLLOW, mode)
+            return os.open(name, flags | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder)
         except FileExistsError:
             flags &= ~os.O_CREAT
     if not hasattr(os, "O_PATH") or not os.path.isdir("/proc/self/fd"):
         # Not Linux (a local head on macOS): looked at first, then opened without blocking.
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.lstat(name, dir_fd=folder).st_mode):
+            raise OSError(f"{name} is not a regular file")
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise OSError(f"{path} is not a regular file")
+            raise OSError(f"{name} is not a regular file")
         return fd
-    held = os.open(path, os.O_PATH | os.O_NOFOLLOW)
+    held = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=folder)
     try:
         if not stat.S_ISREG(os.fstat(held).st_mode):
-            raise OSError(f"{path} is not a regular file")
+            raise OSError(f"{name} is not a regular file")
         return os.open(f"/proc/self/fd/{held}", flags)
     finally:
         os.close(held)
 
 
-def verified_copy(path, digest, limit):
-    """A private copy (an unnamed temporary file, at its start) of the regular file `path`, if
-    the bytes copied are `digest`'s, within `limit` bytes; None otherwise. Hashing while copying
-    means what was checked is what is used."""
+def verified_copy(folder, name, digest, limit):
+    """A private copy (an unnamed temporary file, at its start) of the regular file `name` in
+    the folder descriptor `folder`, if the bytes copied are `digest`'s, within `limit` bytes;
+    None otherwise. Hashing while copying means what was checked is what is used."""
     try:
-        fd = open_regular(path)
+        fd = open_regular(folder, name)
     except OSError:
         return None
     copy = tempfile.TemporaryFile()
@@ -101,11 +102,12 @@ def verified_copy(path, digest, limit):
     return copy
 
 
-def read_bounded(path, limit=MAX_RECORDS_BYTES):
-    """The text of the regular file `path`, at most `limit` bytes of it; None when it is
-    missing, or not a regular file (a link, a FIFO: nobody's record)."""
+def read_bounded(folder, name, limit=MAX_RECORDS_BYTES):
+    """The text of the regular file `name` in the folder descriptor `folder`, at most `limit`
+    bytes of it; None when it is missing, or not a regular file (a link, a FIFO: nobody's
+    record)."""
     try:
-        fd = open_regular(path)
+        fd = open_regular(folder, name)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -123,22 +125,24 @@ def decoded(text, run, kind):
         return None
 
 
-def read_record(path, run):
-    """A JSON record file of the run (run.json, progress.json), if it is genuine."""
-    return decoded(read_bounded(path), run, os.path.basename(path))
+def read_record(folder, name, run):
+    """A JSON record file of the run (run.json, progress.json) in the folder descriptor
+    `folder`, if it is genuine."""
+    return decoded(read_bounded(folder, name), run, name)
 
 
-def write_record(path, run, value):
-    """Writes a record file whole: a new file (never through a link), then renamed over the old."""
-    temp = f"{path}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+def write_record(folder, name, run, value):
+    """Writes a record file whole in the folder descriptor `folder`: a new file (never through
+    a link), then renamed over the old."""
+    temp = f"{name}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(signed(run, os.path.basename(path), value), f)
-        os.replace(temp, path)
+            json.dump(signed(run, name, value), f)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=folder)
         except OSError:
             pass
         raise
@@ -148,8 +152,9 @@ EVENTS = "events.jsonl"
 
 
 def read_events(folder, run):
-    """The run's genuine events, in the order of their signed times."""
-    text = read_bounded(os.path.join(folder, EVENTS))
+    """The run's genuine events, in the order of their signed times (`folder`: the run's
+    folder's descriptor)."""
+    text = read_bounded(folder, EVENTS)
     events = [event for event in (decoded(line, run, EVENTS) for line in (text or "").splitlines()) if event is not None]
     return sorted(events, key=lambda e: e["at"] if isinstance(e.get("at"), (int, float)) else 0)
 
@@ -157,7 +162,7 @@ def read_events(folder, run):
 def append_event(folder, run, event):
     """Appends `event`, stamped with the time and signed; the file is the owner's alone."""
     event = signed(run, EVENTS, dict(event, at=round(time.time(), 3)))
-    fd = open_regular(os.path.join(folder, EVENTS), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    fd = open_regular(folder, EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "a") as f:
         # On a line of its own even after a line a lost node left torn (an empty line is none).
         f.write("\n" + json.dumps(event) + "\n")

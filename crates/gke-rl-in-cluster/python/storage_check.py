@@ -23,6 +23,7 @@ way to the check's folder, nothing is removed through one, and only folders name
 names its own, holding a lease, are ever swept. Every wait is bounded.
 """
 import argparse
+import errno
 import json
 import os
 import re
@@ -54,7 +55,10 @@ STOP = threading.Event()
 THREADS = []
 
 
-class CheckError(Exception):
+# mount.py  # generated
+
+
+class CheckError(Refused):
     """What stops a node's part, in words for the report."""
 
 
@@ -102,31 +106,38 @@ def mount_of(path):
     return best
 
 
-def space(path):
+def space(fd):
     """The file system's size, used and available bytes."""
-    s = os.statvfs(path)
+    s = os.statvfs(fd)
     return {"total": s.f_blocks * s.f_frsize, "used": (s.f_blocks - s.f_bfree) * s.f_frsize, "available": s.f_bavail * s.f_frsize}
 
 
 def barrier(folder, phase, index, count, deadline):
     """Waits until `count` nodes have reached `phase`: each creates its own file in a folder of
-    the file system under test and waits until it sees them all."""
-    where = os.path.join(folder, BARRIERS, phase)
-    os.makedirs(where, exist_ok=True)
-    fd = os.open(os.path.join(where, str(index)), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    os.close(fd)
-    pause = 0.005
-    while True:
-        seen = len(os.listdir(where))
-        if seen >= count:
-            return
-        if time.monotonic() > deadline:
-            raise CheckError(
-                f"waited for {count} nodes before the {phase} pass and saw {seen}: "
-                "a node that is gone, or a folder that is not shared by every node"
-            )
-        time.sleep(pause)
-        pause = min(pause * 2, 0.1)
+    the file system under test (below the check's folder, whose descriptor is `folder`) and
+    waits until it sees them all."""
+    barriers = open_child(folder, BARRIERS, make=True)
+    try:
+        where = open_child(barriers, phase, make=True)
+    finally:
+        os.close(barriers)
+    try:
+        fd = os.open(str(index), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=where)
+        os.close(fd)
+        pause = 0.005
+        while True:
+            seen = len(os.listdir(where))
+            if seen >= count:
+                return
+            if time.monotonic() > deadline:
+                raise CheckError(
+                    f"waited for {count} nodes before the {phase} pass and saw {seen}: "
+                    "a node that is gone, or a folder that is not shared by every node"
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+    finally:
+        os.close(where)
 
 
 def in_parallel(work, items):
@@ -161,18 +172,19 @@ def drop_cache(fd):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def write_file(path, size, chunk, deadline):
-    """One rank's file: written in chunks, fsync'ed, its pages dropped. (start, end) times."""
+def write_file(folder, name, size, chunk, deadline):
+    """One rank's file `name` in the folder descriptor `folder`: written in chunks, fsync'ed,
+    its pages dropped. (start, end) times."""
     view = memoryview(chunk)
     start = time.time()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
     try:
         left = size
         while left > 0:
             n = os.write(fd, view[: min(left, len(view))])
             left -= n
             if time.monotonic() > deadline:
-                raise CheckError(f"writing {path} ran past the check's time limit")
+                raise CheckError(f"writing {name} ran past the check's time limit")
             if STOP.is_set():
                 raise CheckError("stopped")
         os.fsync(fd)
@@ -182,12 +194,13 @@ def write_file(path, size, chunk, deadline):
     return start, time.time()
 
 
-def read_file(path, size, deadline):
-    """Another node's file, read whole from the file system. (start, end) times."""
+def read_file(folder, name, size, deadline):
+    """Another node's file `name` in the folder descriptor `folder`, read whole from the file
+    system. (start, end) times."""
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
     start = time.time()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
     try:
         drop_cache(fd)
         got = 0
@@ -197,26 +210,28 @@ def read_file(path, size, deadline):
                 break
             got += n
             if time.monotonic() > deadline:
-                raise CheckError(f"reading {path} ran past the check's time limit")
+                raise CheckError(f"reading {name} ran past the check's time limit")
             if STOP.is_set():
                 raise CheckError("stopped")
     finally:
         os.close(fd)
     if got != size:
-        raise CheckError(f"{path} holds {got} bytes, not the {size} its node wrote: the file system lost data")
+        raise CheckError(f"{name} holds {got} bytes, not the {size} its node wrote: the file system lost data")
     return start, time.time()
 
 
-def metadata_pass(folder, threads, files, deadline):
+def metadata_pass(parent, threads, files, deadline):
     """Creates (with one small write), stats and deletes `files` small files on `threads`
-    threads: seconds for each kind of operation."""
-    os.makedirs(folder)
-    names = [[os.path.join(folder, f"t{t}-{i}") for i in range(t, files, threads)] for t in range(threads)]
+    threads, in a new folder below the folder descriptor `parent`: seconds for each kind of
+    operation."""
+    os.mkdir("small", 0o700, dir_fd=parent)
+    folder = open_child(parent, "small")
+    names = [[f"t{t}-{i}" for i in range(t, files, threads)] for t in range(threads)]
     data = b"\0" * SMALL_FILE
 
-    def create(paths):
-        for path in paths:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    def create(names):
+        for name in names:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
             os.write(fd, data)
             os.close(fd)
             if time.monotonic() > deadline:
@@ -224,34 +239,54 @@ def metadata_pass(folder, threads, files, deadline):
             if STOP.is_set():
                 raise CheckError("stopped")
 
-    def stat(paths):
-        for path in paths:
-            os.lstat(path)
+    def stat(names):
+        for name in names:
+            os.lstat(name, dir_fd=folder)
 
-    def delete(paths):
-        for path in paths:
-            os.unlink(path)
+    def delete(names):
+        for name in names:
+            os.unlink(name, dir_fd=folder)
 
     seconds = {}
-    for name, work in (("create", create), ("stat", stat), ("delete", delete)):
-        start = time.perf_counter()
-        in_parallel(work, names)
-        seconds[name] = time.perf_counter() - start
-    os.rmdir(folder)
+    try:
+        for name, work in (("create", create), ("stat", stat), ("delete", delete)):
+            start = time.perf_counter()
+            in_parallel(work, names)
+            seconds[name] = time.perf_counter() - start
+    finally:
+        os.close(folder)
+    os.rmdir("small", dir_fd=parent)
     return seconds
 
 
-def node_part(folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout):
-    """This node's part of the check, in `folder` (shared by every node): its figures."""
+def node_part(root, folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout):
+    """This node's part of the check, in `folder` below the mount `root` (shared by every node,
+    and resolved by the driver): its figures. Every file is reached from the descriptor of the
+    check's folder, opened from the mount down without following a link."""
     deadline = time.monotonic() + timeout
     host = socket.gethostname()
     result = {"index": index, "host": host, "ranks": ranks, "rank_bytes": rank_bytes}
-    if not os.path.isfile(os.path.join(folder, LEASE)):
-        raise CheckError(f"{folder} is not the folder the check created: the driver and this node do not share it")
-    if os.path.realpath(folder) != os.path.abspath(folder):
-        raise CheckError(f"{folder} is reached through a link: someone else's folder, not the check's")
-    result["mount"] = mount_of(folder)
-    result["space"] = space(folder)
+    unshared = f"{folder} is not the folder the check created: the driver and this node do not share it"
+    try:
+        check = open_folder(root, folder, own=True)
+    except Missing as e:
+        raise CheckError(unshared) from e
+    try:
+        try:
+            leased = stat.S_ISREG(os.lstat(LEASE, dir_fd=check).st_mode)
+        except OSError:
+            leased = False
+        if not leased:
+            raise CheckError(unshared)
+        result["mount"] = mount_of(path_of(check))
+        return dict(result, **measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline))
+    finally:
+        os.close(check)
+
+
+def measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline):
+    """The figures of this node's part in the check's folder `check` (a descriptor)."""
+    result = {"space": space(check)}
     # The whole check's bytes must leave the file system below the fill line.
     total = result["space"]["total"]
     wanted = nodes * ranks * rank_bytes
@@ -261,74 +296,28 @@ def node_part(folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout)
             f"the check would write {wanted / 1e9:.1f} GB, and the file system has {max(room, 0) / 1e9:.1f} GB "
             f"before it is {max_fill:.0%} full: lower --size"
         )
-    mine = os.path.join(folder, f"node-{index}")
-    os.makedirs(mine)
-    chunk = os.urandom(min(CHUNK, max(rank_bytes, 1)))
-    barrier(folder, "write", index, nodes, deadline)
-    paths = [os.path.join(mine, f"rank-{r}.bin") for r in range(ranks)]
-    spans = in_parallel(lambda path: write_file(path, rank_bytes, chunk, deadline), paths)
-    result["write"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes}
-    barrier(folder, "read", index, nodes, deadline)
-    # Another node's files: never in this node's page cache.
-    source = (index + 1) % nodes
-    theirs = os.path.join(folder, f"node-{source}")
-    paths = [os.path.join(theirs, f"rank-{r}.bin") for r in range(ranks)]
-    spans = in_parallel(lambda path: read_file(path, rank_bytes, deadline), paths)
-    result["read"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes, "from": source}
-    barrier(folder, "metadata", index, nodes, deadline)
-    result["metadata"] = dict(metadata_pass(os.path.join(mine, "small"), ranks, files, deadline), files=files)
-    return result
-
-
-def open_below(root, relative):
-    """A descriptor of the folder `relative` below `root`, each part made if missing and opened
-    without following a link: someone who can write the mount cannot turn the check's folder
-    into a link to theirs."""
-    if not os.path.isdir(root):
-        raise CheckError(f"{root} does not exist here: the file system to check is not mounted there (the Lustre PVC, or --dir)")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    os.mkdir(f"node-{index}", 0o700, dir_fd=check)
+    mine = open_child(check, f"node-{index}")
     try:
-        for part in [p for p in relative.split("/") if p not in ("", ".")]:
-            if part == "..":
-                raise CheckError(f"{relative} leaves {root}")
-            try:
-                os.mkdir(part, 0o755, dir_fd=fd)
-            except FileExistsError:
-                pass
-            try:
-                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError as e:
-                raise CheckError(f"{os.path.join(root, relative)}: {part} is not a folder of its own (a link, or a file): {e.strerror}") from e
-            os.close(fd)
-            fd = inner
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def remove_below(dir_fd, name, depth=0):
-    """Removes `name` in the folder `dir_fd`, its contents first; never follows a link.
-    Whether it is gone."""
-    try:
-        st = os.lstat(name, dir_fd=dir_fd)
-        if not stat.S_ISDIR(st.st_mode):
-            os.unlink(name, dir_fd=dir_fd)
-            return True
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        chunk = os.urandom(min(CHUNK, max(rank_bytes, 1)))
+        barrier(check, "write", index, nodes, deadline)
+        names = [f"rank-{r}.bin" for r in range(ranks)]
+        spans = in_parallel(lambda name: write_file(mine, name, rank_bytes, chunk, deadline), names)
+        result["write"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes}
+        barrier(check, "read", index, nodes, deadline)
+        # Another node's files: never in this node's page cache.
+        source = (index + 1) % nodes
+        theirs = open_child(check, f"node-{source}")
         try:
-            # A check's tree is four folders deep; a deeper one is not the check's.
-            if depth < 8:
-                for entry in os.scandir(fd):
-                    remove_below(fd, entry.name, depth + 1)
+            spans = in_parallel(lambda name: read_file(theirs, name, rank_bytes, deadline), names)
         finally:
-            os.close(fd)
-        os.rmdir(name, dir_fd=dir_fd)
-        return True
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+            os.close(theirs)
+        result["read"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes, "from": source}
+        barrier(check, "metadata", index, nodes, deadline)
+        result["metadata"] = dict(metadata_pass(mine, ranks, files, deadline), files=files)
+    finally:
+        os.close(mine)
+    return result
 
 
 def sweep(parent_fd, own):
@@ -348,8 +337,18 @@ def sweep(parent_fd, own):
         except OSError:
             continue
         if stat.S_ISREG(lease.st_mode) and now - lease.st_mtime > STALE_S:
-            gone = remove_below(parent_fd, name)
+            gone = removed(parent_fd, name)
             print(f"{PREFIX} {'removed' if gone else 'cannot remove'} {json.dumps(name)}: left by a check that was killed", flush=True)
+
+
+def removed(folder, name):
+    """Whether `name` in the folder descriptor `folder` is gone once removed (never through a
+    link)."""
+    try:
+        remove_in(folder, name)
+        return True
+    except OSError:
+        return False
 
 
 class Lease:
@@ -360,10 +359,16 @@ class Lease:
     def __init__(self, root, parent, name):
         if not OWN_NAME.fullmatch(name):
             raise CheckError(f"{name!r} is not a name the check gives its folder")
+        if not os.path.isdir(root):
+            raise CheckError(f"{root} does not exist here: the file system to check is not mounted there (the Lustre PVC, or --dir)")
         relative = os.path.relpath(parent, root)
         if relative.startswith(".."):
             raise CheckError(f"{parent} is not below {root}")
-        self.parent_fd = open_below(root, relative)
+        # A link the user made at the mount is theirs: resolved here, once, and said; below
+        # it, no link is followed, on the driver or on a node.
+        self.root, self.link = resolved_mount(root)
+        parent = os.path.normpath(os.path.join(self.root, relative))
+        self.parent_fd = open_folder(self.root, parent, make=True, own=True)
         self.name = name
         self.folder = os.path.join(parent, name)
         sweep(self.parent_fd, name)
@@ -392,7 +397,7 @@ class Lease:
     def close(self):
         """Removes the folder; whether it is gone."""
         self.stop.set()
-        gone = remove_below(self.parent_fd, self.name)
+        gone = removed(self.parent_fd, self.name)
         os.close(self.parent_fd)
         return gone
 
@@ -414,9 +419,9 @@ def stop_on_signals():
     signal.signal(signal.SIGTERM, stop)
 
 
-def setup_line(args, nodes, gpu_nodes, ranks, folder):
-    setup = {"nodes": nodes, "gpu_nodes": gpu_nodes, "ranks": ranks, "rank_bytes": args.rank_bytes, "files": args.files, "folder": folder}
-    say("setup", setup)
+def setup_line(args, nodes, gpu_nodes, ranks, lease):
+    setup = {"nodes": nodes, "gpu_nodes": gpu_nodes, "ranks": ranks, "rank_bytes": args.rank_bytes, "files": args.files, "folder": lease.folder}
+    say("setup", dict(setup, mount_link=lease.link) if lease.link else setup)
 
 
 def on_ray(args):
@@ -433,22 +438,22 @@ def on_ray(args):
     lease = Lease(args.root or args.dir, args.dir, args.name)
     runs = []
     try:
-        setup_line(args, len(nodes), len(gpu_nodes), ranks, lease.folder)
+        setup_line(args, len(nodes), len(gpu_nodes), ranks, lease)
         deadline = time.monotonic() + args.timeout
 
         # What the tasks need, and nothing that holds a lock or a thread (Ray pickles it).
-        work = (lease.folder, len(nodes), ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+        work = (lease.root, lease.folder, len(nodes), ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
 
         def part(index):
             # By module, not by `__main__`: Ray would pickle this file's globals (a lock among
             # them) with the function; the job's working dir is on the workers' path.
-            from storage_check import CheckError, node_part
+            from storage_check import Refused, node_part
 
-            folder, count, ranks, rank_bytes, files, max_fill, timeout = work
+            root, folder, count, ranks, rank_bytes, files, max_fill, timeout = work
             where = {"node": ray.get_runtime_context().get_node_id()[:8], "ip": ray.util.get_node_ip_address()}
             try:
-                return dict(node_part(folder, index, count, ranks, rank_bytes, files, max_fill, timeout), **where)
-            except (CheckError, OSError) as e:
+                return dict(node_part(root, folder, index, count, ranks, rank_bytes, files, max_fill, timeout), **where)
+            except (Refused, OSError) as e:
                 return dict(where, error=str(e))
 
         # No CPU asked: the check must run beside whatever holds the nodes' CPUs.
@@ -490,8 +495,8 @@ def local(args):
     try:
         ranks = args.ranks or 1
         # This machine stands for one GPU node.
-        setup_line(args, 1, 1, ranks, lease.folder)
-        result = node_part(lease.folder, 0, 1, ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+        setup_line(args, 1, 1, ranks, lease)
+        result = node_part(lease.root, lease.folder, 0, 1, ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
         say("node", dict(result, node=socket.gethostname(), ip="127.0.0.1"))
         return 0
     finally:
@@ -521,7 +526,7 @@ def main():
     stop_on_signals()
     try:
         return (local if args.local else on_ray)(args)
-    except (CheckError, OSError) as e:
+    except (Refused, OSError) as e:
         error(str(e))
         return 1
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ NeMo-RL's log markers, are generated into TABLES from gke-rl's own tables (crate
 
 import argparse
 import collections
+import errno
 import json
 import os
 import re
@@ -33,6 +34,8 @@ import urllib.request
 import zipfile
 
 TABLES = None  # generated
+
+# mount.py  # generated
 
 # The environment variable that marks every process of one attempt, so that a later attempt
 # can end processes an earlier one left behind (a killed supervisor's training).
@@ -155,37 +158,40 @@ class Run:
         self.dir = os.path.join(runs, run)
         # Never a mount point: a folder at the file system's root that is not there is storage
         # that is not mounted on this node (a local head has no /lustre).
-        top = os.path.join(os.sep, os.path.abspath(runs).split(os.sep)[1])
+        top = top_of(runs)
         if not os.path.isdir(top):
             raise SystemExit(
                 f"gke-rl: {top} is not there, so the runs folder {runs} is on storage this node does not have: "
                 f"submit with --runs-dir DIR (a folder every node of the cluster shares), or mount {top}"
             )
-        os.makedirs(runs, exist_ok=True)
+        # Every folder from the mount down is this user's and no link: the run's records are
+        # read and written through the descriptor of its folder, whatever its path names later.
         try:
-            os.mkdir(self.dir, 0o700)
-        except FileExistsError:
-            pass
-        # Neither the runs folder nor the run's is a link that leads elsewhere, and the run's is
-        # this user's (one made beforehand by another is not the run's own).
-        for folder in (runs, self.dir):
-            if os.path.islink(folder.rstrip("/")) or not os.path.isdir(folder):
-                raise SystemExit(f"gke-rl: {folder} is not a folder of the run's own (a link, or a file): not writing there")
-        if os.lstat(self.dir).st_uid != os.getuid():
-            raise SystemExit(f"gke-rl: {self.dir} belongs to another user: not writing there")
+            folder = open_folder(top, runs, make=True, own=True)
+            try:
+                self.fd = open_child(folder, run, make=True)
+            finally:
+                os.close(folder)
+            owned(self.fd, self.dir)
+        except FileNotFoundError as e:
+            raise SystemExit(f"gke-rl: {self.dir} is not there ({e.strerror}): not writing there") from e
+        except OSError as e:
+            raise SystemExit(f"gke-rl: {self.dir} is not a folder of the run's own (a link, or a file): not writing there") from e
+        except Refused as e:
+            raise SystemExit(f"gke-rl: {e}: not writing there") from e
 
     def read(self, name):
-        return read_record(os.path.join(self.dir, name), self.run)
+        return read_record(self.fd, name, self.run)
 
     def write(self, name, value):
-        write_record(os.path.join(self.dir, name), self.run, value)
+        write_record(self.fd, name, self.run, value)
 
     def events(self):
-        return read_events(self.dir, self.run)
+        return read_events(self.fd, self.run)
 
     def record(self, event, show=True):
         try:
-            event = append_event(self.dir, self.run, event)
+            event = append_event(self.fd, self.run, event)
         except OSError as e:  # a full or flaky file system must not end the supervision
             say(f"cannot record {event.get('event')} in {self.dir} ({e})")
         if show:
@@ -287,25 +293,41 @@ def dead_node_words(dead, known_alive):
     return "a node of the run was marked dead"
 
 
-def checkpoints(folder):
-    """(newest complete step or None, half-written tmp_step folders, old_step folders of a swap).
-    Only folders count: a file or a link named step_N is no checkpoint (NeMo-RL's glob would
-    list it, and fail to load it)."""
-    steps, partial, old = [], [], []
+def checkpoint_folder(folder):
+    """The checkpoint folder's descriptor, opened from the mount down (never through a link);
+    None where it is not there or cannot be used."""
+    if not folder:
+        return None
     try:
-        entries = list(os.scandir(folder)) if folder else []
+        return open_folder(top_of(folder), folder)
+    except (OSError, Refused):
+        return None
+
+
+def checkpoints(folder):
+    """(newest complete step or None, half-written tmp_step folders, old_step folders of a swap,
+    the names NeMo-RL would glob as steps that gke-rl cannot name). Only folders count: a file or
+    a link named step_N is no checkpoint (NeMo-RL's glob would list it, and fail to load it)."""
+    steps, partial, old, refused = [], [], [], []
+    fd = checkpoint_folder(folder)
+    if fd is None:
+        return None, [], [], []
+    try:
+        entries = list(os.scandir(fd))
     except OSError:
-        return None, [], []
+        return None, [], [], []
+    finally:
+        os.close(fd)
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
-        if re.fullmatch(r"step_\d+", entry.name):
-            steps.append(int(entry.name[5:]))
-        elif re.fullmatch(r"tmp_step_\d+", entry.name):
-            partial.append(entry.name)
-        elif re.fullmatch(r"old_step_\d+", entry.name):
-            old.append(entry.name)
-    return (max(steps) if steps else None), sorted(partial), sorted(old)
+        for pattern, found in ((STEP, steps), (PARTIAL, partial), (OLD, old)):
+            number = step_of(pattern, entry.name)
+            if number is not None and number < 0:
+                refused.append(entry.name)
+            elif number is not None:
+                found.append(number if pattern is STEP else entry.name)
+    return (max(steps) if steps else None), sorted(partial), sorted(old), sorted(refused)
 
 
 def restore_swapped(folder):
@@ -318,27 +340,35 @@ def restore_swapped(folder):
     complete step, is an orphan, removed; any other is left, as nothing says it is whole.
     What was restored, what was removed and its bytes, and what could not be done."""
     restored, removed, freed, failed = [], [], 0, []
-    newest, partial, old = checkpoints(folder)
-    for name in old:
-        step = name[len("old_") :]
-        path, complete = os.path.join(folder, name), os.path.join(folder, step)
-        if os.path.lexists(complete) and not (os.path.isdir(complete) and not os.path.islink(complete)):
-            continue
-        orphan = os.path.lexists(complete) or (newest is not None and newest > int(step[len("step_") :]))
-        if orphan:
-            size, problem = remove_folder(path)
-            if problem:
-                failed.append(f"cannot remove the orphan {name}: {problem}")
-            else:
-                removed.append(name)
-                freed += size
-        elif f"tmp_{step}" in partial:
-            # Called at once, in this turn of the loop.
-            problem = settled(lambda: os.rename(path, complete))  # noqa: B023
-            if problem:
-                failed.append(f"cannot put back {name} as {step}: {problem}")
-            else:
-                restored.append(step)
+    newest, partial, old, _ = checkpoints(folder)
+    fd = checkpoint_folder(folder) if old else None
+    if fd is None:
+        return restored, removed, freed, failed
+    try:
+        for name in old:
+            step = name[len("old_") :]
+            try:
+                complete = os.lstat(step, dir_fd=fd)
+            except FileNotFoundError:
+                complete = None
+            if complete is not None and not stat.S_ISDIR(complete.st_mode):
+                continue
+            if complete is not None or (newest is not None and newest > step_of(STEP, step)):
+                size, problem = remove_folder(fd, name)
+                if problem:
+                    failed.append(f"cannot remove the orphan {name}: {problem}")
+                else:
+                    removed.append(name)
+                    freed += size
+            elif f"tmp_{step}" in partial:
+                # Called at once, in this turn of the loop.
+                problem = settled(lambda: os.rename(name, step, src_dir_fd=fd, dst_dir_fd=fd))  # noqa: B023
+                if problem:
+                    failed.append(f"cannot put back {name} as {step}: {problem}")
+                else:
+                    restored.append(step)
+    finally:
+        os.close(fd)
     return restored, removed, freed, failed
 
 
@@ -356,25 +386,12 @@ def settled(action, seconds=30):
             time.sleep(1)
 
 
-def remove_folder(path):
-    """Removes the folder `path`, as `settled` retries: (the bytes it held, None), or (0, why
-    not)."""
-    size = size_of(path)
-    problem = settled(lambda: shutil.rmtree(path))
+def remove_folder(fd, name):
+    """Removes the folder `name` in the folder descriptor `fd`, as `settled` retries: (the bytes
+    it held, None), or (0, why not)."""
+    size = size_in(fd, name)
+    problem = settled(lambda: remove_in(fd, name))
     return (0, problem) if problem else (size, None)
-
-
-def size_of(path):
-    if os.path.islink(path) or not os.path.isdir(path):
-        return os.lstat(path).st_size
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def remove_partial(folder):
@@ -382,13 +399,20 @@ def remove_partial(folder):
     next save of step N, which would mix the old shards into it. What was removed, its bytes,
     and what could not be."""
     removed, freed, failed = [], 0, []
-    for name in checkpoints(folder)[1]:
-        size, problem = remove_folder(os.path.join(folder, name))
-        if problem:
-            failed.append(f"cannot remove the half-written checkpoint {name}: {problem}")
-        else:
-            removed.append(name)
-            freed += size
+    partial = checkpoints(folder)[1]
+    fd = checkpoint_folder(folder) if partial else None
+    if fd is None:
+        return removed, freed, failed
+    try:
+        for name in partial:
+            size, problem = remove_folder(fd, name)
+            if problem:
+                failed.append(f"cannot remove the half-written checkpoint {name}: {problem}")
+            else:
+                removed.append(name)
+                freed += size
+    finally:
+        os.close(fd)
     return removed, freed, failed
 
 
@@ -620,18 +644,19 @@ def save_packages(run, runtime_env):
     saved = {}
     working_dir = runtime_env.get("working_dir")
     if isinstance(working_dir, str) and working_dir.startswith("gcs://"):
-        saved[working_dir] = zip_folder(os.getcwd(), os.path.join(run.dir, "working_dir.zip"))
+        saved[working_dir] = zip_folder(os.getcwd(), run.fd, "working_dir.zip")
     module = os.path.dirname(os.path.abspath(__file__))
     for uri in runtime_env.get("py_modules") or []:
         if isinstance(uri, str) and uri.startswith("gcs://") and module.endswith(uri.rsplit("/", 1)[-1].removesuffix(".zip")):
-            saved[uri] = zip_folder(module, os.path.join(run.dir, "supervisor.zip"))
+            saved[uri] = zip_folder(module, run.fd, "supervisor.zip")
     # Each with its digest: a package replaced on the shared file system is never used.
     return {uri: list(saved_as) for uri, saved_as in saved.items() if saved_as}
 
 
-def zip_folder(folder, target):
-    """Zips `folder` into a private file, takes its digest there, then copies it to `target`:
-    the digest is of the bytes this process wrote, whatever happens to `target` after."""
+def zip_folder(folder, into, target):
+    """Zips `folder` into a private file, takes its digest there, then copies it to `target` in
+    the folder descriptor `into`: the digest is of the bytes this process wrote, whatever happens
+    to `target` after."""
     total = 0
     with tempfile.TemporaryFile() as private:
         with zipfile.ZipFile(private, "w", zipfile.ZIP_DEFLATED) as z:
@@ -648,21 +673,21 @@ def zip_folder(folder, target):
         private.seek(0)
         digest = hashlib.sha256()
         temp = f"{target}.{os.urandom(6).hex()}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=into)
             with os.fdopen(fd, "wb") as shared:
                 for block in iter(lambda: private.read(1 << 20), b""):
                     digest.update(block)
                     shared.write(block)
-            os.replace(temp, target)
+            os.replace(temp, target, src_dir_fd=into, dst_dir_fd=into)
         except OSError as e:
             try:
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=into)
             except OSError:
                 pass
             say(f"cannot save the working dir for restarts after a head loss ({e})")
             return None
-    return os.path.basename(target), digest.hexdigest()
+    return target, digest.hexdigest()
 
 
 def snapshot(folder, limit=10000):
@@ -704,7 +729,7 @@ def private_copy(run, info):
     recorded = [saved for saved in (info.get("packages") or {}).values() if saved and saved[0] == "working_dir.zip"]
     if not recorded:
         return None
-    package = verified_copy(os.path.join(run.dir, "working_dir.zip"), recorded[0][1], MAX_PACKAGE_BYTES)
+    package = verified_copy(run.fd, "working_dir.zip", recorded[0][1], MAX_PACKAGE_BYTES)
     if package is None:
         say("the saved working dir is not the one recorded at the run's start: not using it")
         return None
@@ -891,7 +916,6 @@ class WriterLease:
         # then no claim.
         self.ended = ended
         self.folder = os.path.abspath(folder) if folder else None
-        self.path = os.path.join(self.folder, self.NAME) if folder else None
         self.claim = {
             "run": run,
             "submission": submission,
@@ -902,18 +926,26 @@ class WriterLease:
         }
         self.stop = threading.Event()
 
+    def opened(self):
+        """The folder's descriptor, opened from the mount down (never through a link)."""
+        return open_folder(top_of(self.folder), self.folder, own=True)
+
     def read(self):
         try:
-            text = read_bounded(self.path, 64 * 1024)
+            fd = self.opened()
+            try:
+                text = read_bounded(fd, self.NAME, 64 * 1024)
+            finally:
+                os.close(fd)
             claim = json.loads(text) if text else None
             genuine_claim = isinstance(claim, dict) and genuine(str(claim.get("run")), self.NAME, claim)
-        except (OSError, ValueError, RecursionError):
+        except (OSError, Refused, ValueError, RecursionError):
             return None
         return claim if genuine_claim and claim.get("folder") == self.folder else None
 
     def holder(self):
         """Another live submission's claim, if the folder has one."""
-        claim = self.read() if self.path else None
+        claim = self.read() if self.folder else None
         if claim is None or claim.get("submission") == self.claim["submission"]:
             return None
         age = time.time() - claim["at"] if isinstance(claim.get("at"), (int, float)) else self.STALE_S + 1
@@ -924,11 +956,15 @@ class WriterLease:
         """Claims the folder: None, or the live run that holds it. The folder is made when its
         parent is there (never a mount point); else the claim is taken once the training makes
         it."""
-        if self.path is None:
+        if self.folder is None:
             return None
         try:
-            os.mkdir(self.folder, 0o700)
-        except OSError:
+            parent = open_folder(top_of(self.folder), os.path.dirname(self.folder), own=True)
+            try:
+                os.mkdir(os.path.basename(self.folder), 0o700, dir_fd=parent)
+            finally:
+                os.close(parent)
+        except (OSError, Refused):
             pass
         deadline = time.time() + self.STALE_S + self.EVERY_S
         for _ in range(3):
@@ -941,16 +977,22 @@ class WriterLease:
             if holder is not None:
                 return holder
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                folder = self.opened()
+            except (OSError, Refused):
+                break  # no folder yet: kept trying below
+            try:
+                fd = os.open(self.NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
             except FileExistsError:
                 # A stale claim, or one nobody here vouches for.
                 try:
-                    os.unlink(self.path)
+                    os.unlink(self.NAME, dir_fd=folder)
                 except OSError:
                     pass
                 continue
             except OSError:
                 break  # no folder yet: kept trying below
+            finally:
+                os.close(folder)
             with os.fdopen(fd, "w") as f:
                 json.dump(signed(self.claim["run"], self.NAME, dict(self.claim, at=round(time.time(), 3))), f)
             time.sleep(self.SETTLE_S)
@@ -960,12 +1002,16 @@ class WriterLease:
             break
         else:
             # The claim could not be replaced (a folder in its place, another user's file).
-            return {"run": f"whoever made {self.path}", "at": time.time()}
+            return {"run": f"whoever made {os.path.join(self.folder, self.NAME)}", "at": time.time()}
         threading.Thread(target=self.keep, daemon=True).start()
         return None
 
     def write(self):
-        write_record(self.path, self.claim["run"], dict(self.claim, at=round(time.time(), 3)))
+        fd = self.opened()
+        try:
+            write_record(fd, self.NAME, self.claim["run"], dict(self.claim, at=round(time.time(), 3)))
+        finally:
+            os.close(fd)
 
     def keep(self):
         while not self.stop.wait(self.EVERY_S):
@@ -973,16 +1019,20 @@ class WriterLease:
                 continue  # another run took a claim this one let go stale: never written over
             try:
                 self.write()
-            except OSError:
+            except (OSError, Refused):
                 pass
 
     def release(self):
         self.stop.set()
-        mine = self.read() if self.path else None
+        mine = self.read() if self.folder else None
         if mine is not None and mine.get("submission") == self.claim["submission"]:
             try:
-                os.unlink(self.path)
-            except OSError:
+                fd = self.opened()
+                try:
+                    os.unlink(self.NAME, dir_fd=fd)
+                finally:
+                    os.close(fd)
+            except (OSError, Refused):
                 pass
 
 
@@ -1073,7 +1123,9 @@ def supervise(args, run, info, dashboard, submission, workdir, unpacked, failure
             say(f"removed {name}: a newer complete checkpoint is there")
         for problem in not_restored:
             say(problem)
-        resumed, _, _ = checkpoints(args.checkpoints)
+        resumed, _, _, unnamed = checkpoints(args.checkpoints)
+        for name in unnamed:
+            say(f"{name[:100]} is {NOT_A_STEP}: gke-rl resumes from none of it, and NeMo-RL may take it for the newest step; remove it")
         removed, freed, not_removed = remove_partial(args.checkpoints)
         for name in removed:
             say(f"removed the half-written checkpoint {name}")

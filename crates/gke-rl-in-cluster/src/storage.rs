@@ -1,5 +1,5 @@
 //! The storage check: a Ray job that measures the shared file system on every GPU node as a
-//! distributed checkpoint uses it ([`CHECK_SCRIPT`]), and the reading of what it prints
+//! distributed checkpoint uses it ([`program`]), and the reading of what it prints
 //! ([`Report`]) against what the deployment's Lustre instance lists and its run needs
 //! ([`Expectation`]): throughput against the tier's ceiling, the slowest nodes, the mount's file
 //! system, its fullness, and each save's time and share of the run predicted from the measured
@@ -13,8 +13,12 @@ use gke_rl::Deployment;
 use gke_rl::checkpoint_plan::{Mtbf, Prediction, Saving, rate, size};
 use gke_rl::knowledge::{self, GIB, LUSTRE_FULL_FRACTION};
 
+const CHECK_SCRIPT: &str = include_str!("../python/storage_check.py");
+
 /// The job's program: standard-library Python on the nodes, Ray in the driver.
-pub const CHECK_SCRIPT: &str = include_str!("../python/storage_check.py");
+pub fn program() -> String {
+    crate::supervisor::with_mount_rules(CHECK_SCRIPT)
+}
 /// Its file name in the job's working dir.
 pub const CHECK_SCRIPT_FILE: &str = "storage_check.py";
 /// The most each node writes by default: enough for the rate to settle, little enough that the
@@ -145,6 +149,10 @@ pub struct Setup {
     pub files: u32,
     /// The check's own folder.
     pub folder: String,
+    /// How the mount as given leads to where the check ran, when it is a link (`/home is a
+    /// link to /mnt/home: using /mnt/home`): resolved once, up front.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_link: Option<String>,
 }
 
 /// The mount that holds the check's folder on a node.

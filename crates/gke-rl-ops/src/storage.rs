@@ -7,9 +7,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use gke_rl::{Artifacts, Deployment};
-use gke_rl_in_cluster::storage::{
-    CHECK_SCRIPT, CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict,
-};
+use gke_rl_in_cluster::storage::{CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict};
 use gke_rl_ray::{Client, JobStatus};
 
 use crate::events::Progress;
@@ -27,7 +25,7 @@ const STOP_POLL: Duration = Duration::from_millis(500);
 #[derive(Clone, Debug)]
 pub struct StorageCheckOptions {
     /// The folder to measure on every node [default: the config's Lustre mount].
-    pub dir: Option<String>,
+    pub dir: Option<gke_rl::model::AbsPath>,
     /// The most each node writes, in bytes.
     pub max_node_bytes: u64,
     /// The fraction of the tier's ceiling the aggregate write and read must reach.
@@ -92,16 +90,17 @@ pub async fn check(
     };
     let dir = tempfile::Builder::new().prefix("gke-rl-storage-check-").tempdir().map_err(local("cannot create the job folder"))?;
     std::fs::File::create_new(dir.path().join(CHECK_SCRIPT_FILE))
-        .and_then(|mut f| f.write_all(CHECK_SCRIPT.as_bytes()))
+        .and_then(|mut f| f.write_all(gke_rl_in_cluster::storage::program().as_bytes()))
         .map_err(local("cannot write the storage-check job"))?;
     let id = jobs::helper_id("storage-check");
     let timeout_s = options.timeout.as_secs().max(1);
-    let plan = Plan::for_deployment(deployment, options.dir.as_deref(), &id, options.max_node_bytes, timeout_s);
+    let plan =
+        Plan::for_deployment(deployment, options.dir.as_ref().map(gke_rl::model::AbsPath::as_str), &id, options.max_node_bytes, timeout_s);
     let submit = SubmitOptions {
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl_in_cluster::storage::runtime_env())),
         submission_id: Some(id),
-        entrypoint: plan.entrypoint(),
+        program: plan.entrypoint(),
         ..SubmitOptions::default()
     };
     let prepared = jobs::mark_helper(jobs::prepare(deployment, artifacts, &submit, env, progress)?, "storage-check");

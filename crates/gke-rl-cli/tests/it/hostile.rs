@@ -555,7 +555,7 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
     let mount = tempfile::tempdir().unwrap();
     let root = mount.path();
     let script = root.join("storage_check.py");
-    std::fs::write(&script, gke_rl_in_cluster::storage::CHECK_SCRIPT).unwrap();
+    std::fs::write(&script, gke_rl_in_cluster::storage::program()).unwrap();
     let run = |extra: &[&str]| {
         Command::new("python3")
             .arg(&script)
@@ -580,7 +580,7 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
     let dir = root.join("gke-rl/storage-check").display().to_string();
     let linked = run(&["--dir", &dir]);
     assert_eq!(linked.status.code(), Some(1), "{}", both(&linked));
-    assert!(stdout(&linked).contains("storage-check is not a folder of its own (a link, or a file)"), "{}", both(&linked));
+    assert!(stdout(&linked).contains("gke-rl/storage-check is a link or not a folder: not using it"), "{}", both(&linked));
     assert!(theirs.join("step_10").is_dir() && theirs.join("check-old").is_dir(), "nothing of theirs was removed");
     assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 2, "nothing was written into theirs");
 
@@ -673,6 +673,72 @@ fn the_storage_check_trusts_nothing_others_can_write_in_the_mount() {
         std::fs::read_dir(&checks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
     assert_eq!(left, ["check-lease-is-a-folder", "check-link", "check-no-lease", "my-data"], "the stopped check left nothing");
+}
+
+/// Issue 65, class 2: the storage check's node part reaches every file from the descriptor of
+/// the check's folder, opened from the mount down: a link planted inside that folder (where the
+/// barriers, a node's files or the small files go) is refused, never followed, so nothing is
+/// written into the folder it points at; a folder on the way that another user can change is
+/// refused, the same rule the supervisor keeps; a link the user made at the mount itself is
+/// resolved once and said, and the check measures where it leads.
+#[test]
+fn the_storage_checks_node_part_never_writes_through_a_name_someone_swapped() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mount = tempfile::tempdir().unwrap();
+    let root = mount.path().join("mnt");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(mount.path().join("storage_check.py"), gke_rl_in_cluster::storage::program()).unwrap();
+    let theirs = mount.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    // The check's folder as the driver made it, with a link where the node part writes.
+    for planted in [".barrier", "node-0"] {
+        let check = root.join(format!("check-{}", planted.trim_start_matches('.')));
+        std::fs::create_dir(&check).unwrap();
+        std::fs::write(check.join(".lease"), "").unwrap();
+        std::os::unix::fs::symlink(&theirs, check.join(planted)).unwrap();
+        let driver = format!(
+            "import json, sys\nfrom storage_check import node_part, Refused\ntry:\n    node_part({:?}, {:?}, 0, 1, 1, 4096, 4, 0.99, 30)\n    print('measured')\nexcept (Refused, OSError) as e:\n    print('refused:', e)\n",
+            root.display().to_string(),
+            check.display().to_string()
+        );
+        let out = Command::new("python3").args(["-c", &driver]).env("PYTHONPATH", mount.path()).output().unwrap();
+        assert!(stdout(&out).starts_with("refused:"), "{planted}: {}", both(&out));
+        assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "{planted}: nothing was written through the link");
+    }
+
+    // A folder on the way that another user can change is not the check's to write in.
+    let run = |dir: &Path, root: &Path| {
+        Command::new("python3")
+            .arg(mount.path().join("storage_check.py"))
+            .args(["--local", "--root", &root.display().to_string(), "--dir", &dir.display().to_string()])
+            .args(["--ranks", "1", "--rank-bytes", "1048576", "--files", "10"])
+            .output()
+            .expect("python3 runs")
+    };
+    let shared = root.join("gke-rl");
+    std::fs::create_dir(&shared).unwrap();
+    if nix_is_root() {
+        assert!(Command::new("chown").args(["65534", &shared.display().to_string()]).status().unwrap().success());
+    } else {
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let out = run(&shared.join("storage-check"), &root);
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    assert!(stdout(&out).contains("gke-rl") && stdout(&out).contains("is not gke-rl's to write in"), "{}", both(&out));
+    assert!(!shared.join("storage-check").exists(), "nothing was made in it");
+
+    // The user's own link at the mount: said, and measured where it leads.
+    let linked = mount.path().join("home");
+    std::os::unix::fs::symlink(&root, &linked).unwrap();
+    let out = run(&linked.join("data"), &linked);
+    assert_eq!(out.status.code(), Some(0), "{}", both(&out));
+    let real = std::fs::canonicalize(&root).unwrap();
+    assert!(stdout(&out).contains(&format!("is a link to {}: using {}", real.display(), real.display())), "{}", both(&out));
+    assert_eq!(std::fs::read_dir(real.join("data")).unwrap().count(), 0, "measured there, and removed");
+}
+
+fn nix_is_root() -> bool {
+    String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap().trim() == "0"
 }
 
 /// Issue 51, class 7: a RayCluster with lone carriage returns is refused at the first one, as a
