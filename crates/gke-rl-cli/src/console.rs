@@ -458,6 +458,7 @@ impl Console {
                 }
                 crate::terminal::out(text);
             }
+            JobEvent::EmptyLog { id } => self.say(format_args!("job {id} has an empty log: Ray holds nothing it wrote")),
             JobEvent::JobEnded { id, status, message, log, records } => {
                 self.end_progress();
                 let reports = [records.map(|r| r.restarts_summary()).unwrap_or_default(), log.checkpoint_report()];

@@ -55,7 +55,7 @@ enum Format {
 impl Args {
     /// Returns whether any finding is an error.
     pub fn run(self) -> anyhow::Result<bool> {
-        let Inputs { mut files, unreadable, unknown } = self.read_paths()?;
+        let Inputs { mut files, paths, unreadable, unknown } = self.read_paths()?;
         let from_disk: std::collections::BTreeSet<String> = files.keys().cloned().collect();
         if !unknown.is_empty() {
             crate::terminal::errln!(
@@ -88,21 +88,25 @@ impl Args {
         }
         let mut validation = self.check(&files, &unreadable)?;
         if self.fix {
-            let on_disk: BTreeMap<String, String> =
-                files.iter().filter(|(name, _)| from_disk.contains(*name)).map(|(n, t)| (n.clone(), t.clone())).collect();
+            // Each file by its path as the folder gave it: a name shown alike is another file.
+            let on_disk: Vec<gke_rl_ops::fix::OnDisk<'_>> = files
+                .iter()
+                .filter(|(name, _)| from_disk.contains(*name))
+                .filter_map(|(name, text)| Some(gke_rl_ops::fix::OnDisk { name, path: paths.get(name)?, text }))
+                .collect();
             let edited = gke_rl_ops::fix::edits(&gke_rl_ops::Env::real(), &on_disk, &validation.findings);
             let (writable, shown_only): (Vec<_>, Vec<_>) = edited.into_iter().partition(|e| self.allow_dirty || e.unsaved.is_none());
             gke_rl_ops::fix::write(&writable)?;
             for file in &writable {
-                crate::terminal::errln!("{:>9}  {}: {}", "fixed", shown(&display(&file.path)), shown(&file.made.join("; ")));
-                files.insert(display(&file.path), file.after.clone());
+                crate::terminal::errln!("{:>9}  {}: {}", "fixed", shown(&file.name), shown(&file.made.join("; ")));
+                files.insert(file.name.clone(), file.after.clone());
             }
             for file in &shown_only {
                 let why = file.unsaved.as_deref().unwrap_or_default();
                 crate::terminal::errln!(
                     "{}\nnot written: {} ({why}); commit it, or pass --allow-dirty to write it anyway\n",
-                    diff(&display(&file.path), &file.before, &file.after),
-                    shown(&display(&file.path))
+                    diff(&file.name, &file.before, &file.after),
+                    shown(&file.name)
                 );
             }
             if writable.is_empty() && shown_only.is_empty() {
@@ -167,11 +171,13 @@ impl Args {
     }
 }
 
-/// The files to check, as text; those that are not UTF-8, with the error and a lossy text
-/// to show; and the files of the folders named that gke-rl does not know.
+/// The files to check, as text, by the name they are shown by; the path each name is for;
+/// those that are not UTF-8, with the error and a lossy text to show; and the files of the
+/// folders named that gke-rl does not know.
 #[derive(Default)]
 struct Inputs {
     files: BTreeMap<String, String>,
+    paths: BTreeMap<String, PathBuf>,
     unreadable: Vec<(String, gke_rl::Diagnostic, String)>,
     unknown: Vec<String>,
 }
@@ -180,6 +186,14 @@ impl Inputs {
     /// Reads `path`; a file named on its own must be one gke-rl knows.
     fn read(&mut self, path: &Path, named: bool) -> anyhow::Result<()> {
         let name = display(path);
+        match self.paths.get(&name) {
+            Some(known) if known != path => {
+                bail!("{} and another file are both shown as {}: rename one", shown(&format!("{:?}", path)), shown(&name))
+            }
+            Some(_) => return Ok(()),
+            None => {}
+        }
+        self.paths.insert(name.clone(), path.to_owned());
         let bytes = gke_rl_ops::files::read_bytes(path)?;
         // UTF-8, as nearly every file is, becomes the text without a copy.
         let (text, broken) = match String::from_utf8(bytes) {
@@ -226,8 +240,19 @@ fn diff(name: &str, before: &str, after: &str) -> String {
     out
 }
 
+/// `path` for people and for findings: as it is when it is UTF-8, with each byte that is not
+/// written `\xHH` otherwise, so that two names never show alike by a lossy stand-in (a path
+/// is kept beside its name for writing).
 fn display(path: &Path) -> String {
-    path.display().to_string()
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    out
 }
 
 fn print_human(validation: &Validation, files: &BTreeMap<String, String>, verbose: bool) {

@@ -251,7 +251,7 @@ fn head_trials(version: &'static str, head: &Arc<Starting>) -> Vec<Trial> {
         ("secrets_stay_out_of_package_request_and_processes", On::Newest, secrets),
         ("label_selector_is_gated_by_version", On::Every, label_selector),
         ("a_gcs_address_is_named_as_such_with_the_dashboards", On::Every, gcs_address),
-        ("a_runs_folder_on_storage_that_is_not_mounted_is_refused_not_made", On::Newest, runs_folder_not_mounted),
+        ("a_runs_folder_on_storage_that_is_not_mounted_is_refused_not_made_and_its_short_log_is_read", On::Every, runs_folder_not_mounted),
         ("an_unsupervised_job_runs_its_command_as_given", On::Newest, unsupervised),
         ("a_job_is_supervised_on_a_head_whose_python_has_no_ray", On::Newest, supervised_without_ray),
         ("a_token_protected_head_admits_its_token_from_each_source_and_refuses_others_clearly", On::TokenHeads, token_auth),
@@ -861,7 +861,16 @@ fn failed_job(head: &Head) -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let out = gke_rl(dir.path(), &["submit", "--address", &head.address, "--", "sh", "-c", "echo about-to-fail; exit 3"]);
     check(out.status.code() == Some(1), "a FAILED job exits 1", &out)?;
-    check(stdout(&out).contains("about-to-fail") && stderr(&out).contains("FAILED"), "its log and state are shown", &out)
+    check(stdout(&out).contains("about-to-fail") && stderr(&out).contains("FAILED"), "its log and state are shown", &out)?;
+    // Issue 65, class 1: its log is a few lines, which Ray 2.54's stream sends only after about
+    // 2 s: `logs`, `status` and `report` read them all the same.
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let logs = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
+    check(logs.status.code() == Some(0) && stdout(&logs).contains("about-to-fail"), "logs prints it", &logs)?;
+    let status = gke_rl(dir.path(), &["status", &id, "--address", &head.address]);
+    check(stderr(&status).contains("run FAILED: "), "status has the run's end, from its record", &status)?;
+    let report = gke_rl(dir.path(), &["report", &id, "--address", &head.address, "--format", "json"]);
+    check(report.status.code() == Some(0) && stdout(&report).contains("\"progress\""), "report reads it", &report)
 }
 
 /// Issue 52: a local head has no /lustre; the supervisor never makes a folder at the file
@@ -877,7 +886,18 @@ fn runs_folder_not_mounted(head: &Head) -> Result<(), Failed> {
         "refused",
         &out,
     )?;
-    check(!Path::new(&missing).exists(), "and nothing was made at the root", &out)
+    check(!Path::new(&missing).exists(), "and nothing was made at the root", &out)?;
+    // Issue 65, class 1: the refusal is a log of one line, which Ray 2.54's stream sends only
+    // after about 2 s: `logs` and `status` still read it.
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let logs = gke_rl(dir.path(), &["logs", &id, "--address", &head.address]);
+    check(logs.status.code() == Some(0) && stdout(&logs).contains(&format!("{missing} is not there")), "logs prints the refusal", &logs)?;
+    let status = gke_rl(dir.path(), &["status", &id, "--address", &head.address]);
+    check(
+        status.status.code() == Some(0) && stdout(&status).contains("FAILED") && !stderr(&status).contains("warning"),
+        "status reads its log",
+        &status,
+    )
 }
 
 /// Issue 52: `--no-supervisor` runs the command as given (for a head whose jobs' `python` has
@@ -892,7 +912,16 @@ fn unsupervised(head: &Head) -> Result<(), Failed> {
     let listed: serde_json::Value = serde_json::from_str(&stdout(&jobs)).map_err(|e| format!("jobs --json: {e}"))?;
     let entrypoint =
         listed.as_array().and_then(|jobs| jobs.iter().find(|j| j["submission_id"] == id.as_str())).map(|j| j["entrypoint"].clone());
-    check(entrypoint == Some("echo plain".into()), "as given, without the supervisor", &jobs)
+    check(entrypoint == Some("echo plain".into()), "as given, without the supervisor", &jobs)?;
+    // Issue 65, class 7: a record whose number is past its type (a step folder past 64 bits,
+    // as an older supervisor read it) is counted and said, never dropped in silence.
+    let restart = r#"gke-rl-record: {"event": "restart", "number": 1, "kind": "node-lost", "cause": "c", "failed": "x", "resumed_from": 99999999999999999999, "steps_redone": 0, "waited_s": 1, "back_to_running_s": 1, "lost_s": 1}"#;
+    let out = gke_rl_with(dir.path(), &["submit", "--address", &head.address, "--no-supervisor", "--", "echo", restart], &vars);
+    let id = submitted_id(&out).ok_or("no submission id printed")?;
+    let status = gke_rl(dir.path(), &["status", &id, "--address", &head.address]);
+    check(stderr(&status).contains("1 of the run's records cannot be read"), "status says the record it cannot read", &status)?;
+    let report = gke_rl(dir.path(), &["report", &id, "--address", &head.address]);
+    check(stdout(&report).contains("1 supervisor records could not be read"), "and so does the report", &report)
 }
 
 /// Issue 52: a head started as many people start one, `/path/venv/bin/ray start --head` with

@@ -160,6 +160,9 @@ pub struct Records {
     /// Records whose figures are out of range (not finite, negative waits, past
     /// [`MOST`]): no supervisor writes them, and they are left out.
     left_out: usize,
+    /// Record lines that cannot be read (a number past its type, a field missing): counted
+    /// and said, never dropped in silence.
+    unreadable: usize,
 }
 
 impl Records {
@@ -191,9 +194,14 @@ impl Records {
 
     fn line(&mut self, line: &str) {
         // A save's time is the run log's ([`crate::run_log::RunLog`]); there are many of them.
-        let Some(record) = Record::of_line(line).filter(|r| !matches!(r, Record::Checkpoint { .. } | Record::Durable { .. })) else {
+        let Some(text) = line.trim_end().strip_prefix(RECORD_PREFIX) else { return };
+        let Ok(record) = serde_json::from_str::<Record>(text) else {
+            self.unreadable = self.unreadable.saturating_add(1);
             return;
         };
+        if matches!(record, Record::Checkpoint { .. } | Record::Durable { .. }) {
+            return;
+        }
         if !record.is_sane() {
             self.left_out = self.left_out.saturating_add(1);
             return;
@@ -250,20 +258,31 @@ impl Records {
         self.left_out
     }
 
+    /// Record lines that could not be read.
+    pub fn unreadable(&self) -> usize {
+        self.unreadable
+    }
+
     /// Whether a supervisor ran (the job was supervised).
     pub fn supervised(&self) -> bool {
-        !self.records.is_empty()
+        !self.records.is_empty() || self.unreadable > 0
     }
 
     /// The report for people: every restart, its cause, what it redid and what it cost.
     pub fn restarts_summary(&self) -> String {
         let restarts: Vec<&Restart> = self.restarts().collect();
+        let unread = match self.unreadable {
+            0 => String::new(),
+            n => format!(
+                "warning: {n} of the run's records cannot be read (a field past its type, or missing): the restarts below may be fewer than the run's\n"
+            ),
+        };
         if restarts.is_empty() {
-            return String::new();
+            return unread;
         }
         let steps: u64 = restarts.iter().filter_map(|r| r.steps_redone).sum();
         let lost = total_s(restarts.iter().map(|r| r.lost_s));
-        let mut out = format!("restarts: {} ({steps} steps redone, {} of wall time lost)\n", restarts.len(), seconds(lost));
+        let mut out = format!("{unread}restarts: {} ({steps} steps redone, {} of wall time lost)\n", restarts.len(), seconds(lost));
         for r in restarts {
             let resumed = r.resumed_from.map_or_else(|| "from the start".to_owned(), |s| format!("from step {s}"));
             let redone = r.steps_redone.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string());

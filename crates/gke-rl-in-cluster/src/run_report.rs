@@ -83,6 +83,9 @@ pub struct LeftOut {
     pub figures: usize,
     /// Supervisor records with figures out of range.
     pub records: usize,
+    /// Supervisor records that could not be read at all (a number past its type, a field
+    /// missing): the restarts may be fewer than the run's.
+    pub unreadable_records: usize,
     /// Steps past the first [`crate::run_log::MAX_STEPS`], in the progress but not in the rows.
     pub steps: u64,
 }
@@ -96,6 +99,12 @@ impl LeftOut {
         }
         if self.records > 0 {
             parts.push(format!("{} supervisor records with figures out of range were left out", self.records));
+        }
+        if self.unreadable_records > 0 {
+            parts.push(format!(
+                "{} supervisor records could not be read (a number past its type, or a field missing): the restarts may be fewer than the run's",
+                self.unreadable_records
+            ));
         }
         if self.steps > 0 {
             parts.push(format!(
@@ -373,7 +382,8 @@ pub fn report(inputs: &Inputs<'_>) -> Report {
     let started_at = inputs.started_at.filter(|at| at.is_finite());
     let checkpoints = checkpoints(inputs, &progress, wall_s);
     let (figures, steps_unread, _) = log.left_out();
-    let left_out = LeftOut { figures, records: inputs.records.left_out(), steps: steps_unread };
+    let left_out =
+        LeftOut { figures, records: inputs.records.left_out(), unreadable_records: inputs.records.unreadable(), steps: steps_unread };
     let unpriced = inputs.unpriced.clone();
     Report { progress, steps, goodput, restarts, cost, unpriced, started_at, lustre: None, checkpoints, left_out }
 }

@@ -99,11 +99,14 @@ pub async fn logs(
     let restarted = chain.len() > 1;
     for id in &chain {
         let mut introduce = restarted;
-        gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| {
+        let read = gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| {
             progress.job(JobEvent::JobLog { id, text, introduce });
             introduce = false;
         })
         .await?;
+        if read == gke_rl_ray::LogRead::Empty {
+            progress.job(JobEvent::EmptyLog { id });
+        }
     }
     Ok(Logs::Read(chain.len()))
 }
@@ -131,7 +134,10 @@ pub async fn report(
         started = started.or(job.start_time);
         terminal = job.status.is_terminal();
         ended = if terminal { job.end_time } else { None };
-        gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| run.feed(text)).await?;
+        // An empty log is no run without restarts, steps or end: it is said, never reported.
+        if gke_rl_ray::read_log(&head.client, id, LOG_QUIET, LOG_WITHIN, |text| run.feed(text)).await? == gke_rl_ray::LogRead::Empty {
+            return Err(JobError::EmptyLog { id: id.clone() });
+        }
         // A submission cut mid-line must not join the next's first line.
         run.end_submission();
     }

@@ -535,6 +535,12 @@ pub enum JobEvent<'a> {
         /// submission's log is introduced.
         introduce: bool,
     },
+    /// A submission whose log `logs` read is empty: neither its stream nor Ray's whole log
+    /// gave a byte.
+    EmptyLog {
+        /// The submission.
+        id: &'a str,
+    },
     /// A followed job ended. (Not its whole details: their runtime env holds variables' values.)
     JobEnded {
         /// Its submission id.

@@ -36,16 +36,35 @@ pub(crate) async fn preflight(env: &Env, resolved: &Resolved<'_>, progress: &dyn
     }
 }
 
+/// Why a description was not read: gcloud did not give one, or gave one gke-rl cannot read.
+#[derive(Debug)]
+pub(crate) enum NotRead {
+    /// gcloud's refusal (no such resource, no permission).
+    Asked(String),
+    /// gcloud's answer, which holds what gke-rl cannot read.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for NotRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRead::Asked(reason) | NotRead::Unreadable(reason) => f.write_str(reason),
+        }
+    }
+}
+
 /// The cluster as gcloud describes it, or why it cannot be read.
-pub(crate) fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster, String> {
-    let json = resolved.read(env, &lifecycle::describe_cluster(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
-    Cluster::from_json(&json).map_err(|e| e.to_string())
+pub(crate) fn read_cluster(env: &Env, resolved: &Resolved<'_>) -> Result<Cluster, NotRead> {
+    let json =
+        resolved.read(env, &lifecycle::describe_cluster(resolved.deployment, &resolved.site)).map_err(|e| NotRead::Asked(e.to_string()))?;
+    Cluster::from_json(&json).map_err(|e| NotRead::Unreadable(e.to_string()))
 }
 
 /// The configured Lustre instance as gcloud describes it, or why it cannot be read.
-pub(crate) fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, String> {
-    let json = resolved.read(env, &lifecycle::describe_lustre(resolved.deployment, &resolved.site)).map_err(|e| e.to_string())?;
-    Instance::from_json(&json).map_err(|e| e.to_string())
+pub(crate) fn read_instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, NotRead> {
+    let json =
+        resolved.read(env, &lifecycle::describe_lustre(resolved.deployment, &resolved.site)).map_err(|e| NotRead::Asked(e.to_string()))?;
+    Instance::from_json(&json).map_err(|e| NotRead::Unreadable(e.to_string()))
 }
 
 /// What to check when the cluster's Kubernetes API cannot be read.
@@ -56,11 +75,12 @@ const REACH: &str = "check that this machine reaches its control plane with thos
 fn described(env: &Env, resolved: &Resolved<'_>, problems: &mut Vec<Problem>) -> Option<Cluster> {
     let d = resolved.deployment;
     read_cluster(env, resolved)
-        .map_err(|reason| {
-            problems.push(Problem::ClusterUnknown {
-                cluster: d.project.cluster_name.to_string(),
-                location: d.project.region.to_string(),
-                reason,
+        .map_err(|not_read| {
+            problems.push(match not_read {
+                NotRead::Asked(reason) => {
+                    Problem::ClusterUnknown { cluster: d.project.cluster_name.to_string(), location: d.project.region.to_string(), reason }
+                }
+                NotRead::Unreadable(reason) => Problem::Undescribed { what: format!("cluster {}", d.project.cluster_name), reason },
             })
         })
         .ok()
@@ -77,9 +97,13 @@ fn fit_and_instance(env: &Env, resolved: &Resolved<'_>, cluster: &Cluster, probl
                 problems.extend(existing::check_instance(d, cluster, &instance).into_iter().map(Problem::Misfit));
                 Some(instance)
             }
-            Err(reason) => {
+            Err(NotRead::Asked(reason)) => {
                 let (instance, zone) = (d.lustre.instance_id.to_string(), d.project.zone.to_string());
                 problems.push(Problem::LustreUnknown { instance, zone, reason });
+                None
+            }
+            Err(NotRead::Unreadable(reason)) => {
+                problems.push(Problem::Undescribed { what: format!("Lustre instance {}", d.lustre.instance_id), reason });
                 None
             }
         }
@@ -194,8 +218,10 @@ async fn kubernetes(env: &Env, resolved: &Resolved<'_>, progress: &dyn Progress)
 /// creates it (the codelab's scripts' way: a peering range, the peering, then the instance).
 pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, progress: &dyn Progress) -> Result<(), LifecycleError> {
     let (d, site) = (resolved.deployment, &resolved.site);
-    let described = read_cluster(env, resolved)
-        .map_err(|reason| LifecycleError::Query { what: format!("cannot read cluster {}", d.project.cluster_name), reason })?;
+    let described = read_cluster(env, resolved).map_err(|reason| LifecycleError::Query {
+        what: format!("cannot read cluster {}", d.project.cluster_name),
+        reason: reason.to_string(),
+    })?;
     let off = described.addons_off();
     if !off.is_empty() {
         if !resolved.stream(env, progress, &lifecycle::update_addons(d, site, &off, true)) {
@@ -261,7 +287,8 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
 pub(crate) fn instance(env: &Env, resolved: &Resolved<'_>) -> Result<Instance, LifecycleError> {
     let d = resolved.deployment;
     let what = format!("cannot bind Lustre instance {}", d.lustre.instance_id);
-    let instance = read_instance(env, resolved).map_err(|reason| LifecycleError::Query { what: what.clone(), reason })?;
+    let instance =
+        read_instance(env, resolved).map_err(|reason| LifecycleError::Query { what: what.clone(), reason: reason.to_string() })?;
     if instance.state != "ACTIVE" || instance.ip.is_empty() || instance.filesystem.is_empty() {
         let reason = format!(
             "it is {} with mount point `{}@tcp:/{}`: run deploy again once `gcloud lustre instances describe` says ACTIVE",

@@ -79,7 +79,7 @@ pub async fn check(
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the fabric-check runtime env".to_owned(), "{}".to_owned())),
         submission_id: Some(jobs::helper_id("fabric-check")),
-        entrypoint: gke_rl_in_cluster::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
+        program: gke_rl_in_cluster::fabric::entrypoint(&options.sizes, options.timeout.as_secs().max(1)),
         ..SubmitOptions::default()
     };
     let prepared = jobs::mark_helper(jobs::prepare(deployment, artifacts, &submit, env, progress)?, "fabric-check");

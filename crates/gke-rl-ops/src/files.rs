@@ -123,6 +123,20 @@ pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Resul
 /// [`write_atomically`] with the permission bits `mode`, which the temporary file has before
 /// any byte is in it.
 pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<(), CommonError> {
+    write_checked(path, contents, mode, || Ok(()))
+}
+
+/// [`write_atomically_as`] over a file that must still hold `expected`: looked at once the new
+/// contents are on disk beside it, just before the rename, so that an edit saved meanwhile is
+/// never written over ([`CommonError::Changed`]).
+pub fn replace_unchanged(path: &Path, expected: &[u8], contents: &[u8], mode: u32) -> Result<(), CommonError> {
+    write_checked(path, contents, mode, || match read_bytes(path)? == expected {
+        true => Ok(()),
+        false => Err(CommonError::Changed { path: path.to_owned() }),
+    })
+}
+
+fn write_checked(path: &Path, contents: &[u8], mode: u32, check: impl FnOnce() -> Result<(), CommonError>) -> Result<(), CommonError> {
     let write = |source| CommonError::Write { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // Made and listed under the list's lock: the signal handler, which takes it too, sees every
@@ -138,11 +152,12 @@ pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<()
         use std::os::unix::fs::PermissionsExt as _;
         temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
         temp.write_all(contents)?;
-        temp.as_file().sync_all()?;
-        temp.persist(path).map(drop).map_err(|e| e.error)
+        temp.as_file().sync_all()
     })();
+    // A temporary file not renamed is removed as it drops.
+    let done = written.map_err(write).and_then(|()| check()).and_then(|()| temp.persist(path).map(drop).map_err(|e| write(e.error)));
     pending_temporaries().retain(|p| *p != pending);
-    written.map_err(write)
+    done
 }
 
 const TEMP_PREFIX: &str = ".gke-rl-";

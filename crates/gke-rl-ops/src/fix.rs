@@ -3,7 +3,6 @@
 //! unchanged since the last commit), or where the caller allows it; otherwise the edits are a
 //! dry run, shown and not made.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gke_rl::diagnostic::Fix;
@@ -12,9 +11,22 @@ use gke_rl_validate::Finding;
 
 use crate::{CommonError, Env};
 
+/// A file read from disk: the name its findings carry, its path, its text as read.
+#[derive(Debug, Clone, Copy)]
+pub struct OnDisk<'a> {
+    /// The name it is shown by, which its findings carry.
+    pub name: &'a str,
+    /// Where it is: a path of any bytes, never rebuilt from the name.
+    pub path: &'a Path,
+    /// Its text.
+    pub text: &'a str,
+}
+
 /// One file's edits.
 #[derive(Debug)]
 pub struct Edited {
+    /// The name it is shown by.
+    pub name: String,
     /// The file.
     pub path: PathBuf,
     /// Its text as read.
@@ -27,20 +39,21 @@ pub struct Edited {
     pub unsaved: Option<String>,
 }
 
-/// The edits of `findings` for `files` (name → text, the name a path on disk): the files that
-/// change. A finding in a file not in `files` (a render's, never written) has nothing to edit.
-pub fn edits(env: &Env, files: &BTreeMap<String, String>, findings: &[Finding]) -> Vec<Edited> {
+/// The edits of `findings` for `files`: the files that change. A finding in a file not in
+/// `files` (a render's, never written) has nothing to edit.
+pub fn edits(env: &Env, files: &[OnDisk<'_>], findings: &[Finding]) -> Vec<Edited> {
     files
         .iter()
-        .filter_map(|(name, before)| {
-            let fixes = findings.iter().filter(|f| f.file == *name).filter_map(|f| f.diagnostic.fix.as_deref());
-            let (after, made) = Fix::apply_all(before, fixes);
+        .filter_map(|file| {
+            let fixes = findings.iter().filter(|f| f.file == file.name).filter_map(|f| f.diagnostic.fix.as_deref());
+            let (after, made) = Fix::apply_all(file.text, fixes);
             (!made.is_empty()).then(|| Edited {
-                path: PathBuf::from(name),
-                before: before.clone(),
+                name: file.name.to_owned(),
+                path: file.path.to_owned(),
+                before: file.text.to_owned(),
                 made: made.iter().map(|f| f.title.clone()).collect(),
                 after,
-                unsaved: unsaved(env, Path::new(name)),
+                unsaved: unsaved(env, file.path),
             })
         })
         .collect()
@@ -56,7 +69,8 @@ pub fn write(edited: &[Edited]) -> Result<(), CommonError> {
         if !metadata.file_type().is_file() {
             return Err(write(std::io::Error::other("not a regular file (a link or another kind): not edited")));
         }
-        crate::files::write_atomically_as(&file.path, file.after.as_bytes(), metadata.permissions().mode() & 0o7777)?;
+        // Git may take seconds: an edit saved since the file was read is never written over.
+        crate::files::replace_unchanged(&file.path, file.before.as_bytes(), file.after.as_bytes(), metadata.permissions().mode() & 0o7777)?;
     }
     Ok(())
 }
@@ -65,15 +79,18 @@ pub fn write(edited: &[Edited]) -> Result<(), CommonError> {
 /// changed since the last commit. `None` when it is clean.
 fn unsaved(env: &Env, path: &Path) -> Option<String> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    // git is asked by name, and a name that is not UTF-8 cannot be passed on unchanged.
+    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), dir.to_str()) else {
+        return Some("its path is not UTF-8, so git cannot be asked about it".to_owned());
+    };
     let status = Command {
         program: "git".to_owned(),
         // No hook of the repository's runs (fsmonitor), the name is a name and not a pattern,
         // and an untracked file is listed whatever the repository's settings.
-        args: ["-c", "core.fsmonitor=", "--literal-pathspecs", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", &name]
+        args: ["-c", "core.fsmonitor=", "--literal-pathspecs", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", name]
             .map(str::to_owned)
             .to_vec(),
-        dir: Some(dir.display().to_string()),
+        dir: Some(dir.to_owned()),
     };
     match env.runner.read(&status, &[]) {
         Ok(out) if out.trim().is_empty() => None,

@@ -47,8 +47,13 @@ pub struct SubmitOptions {
     pub entrypoint_resources: Option<BTreeMap<String, f64>>,
     /// Node labels the entrypoint must run on (Ray 2.54+).
     pub entrypoint_label_selector: BTreeMap<String, String>,
-    /// The command, as words [default: `bash run_nemo_rl.sh`].
+    /// The user's command, as words, joined as `ray job submit` joins them [default: `bash
+    /// run_nemo_rl.sh`].
     pub entrypoint: Vec<String>,
+    /// gke-rl's own program and its arguments, each passed to the job's shell as one word
+    /// (quoted for POSIX sh, so no value of the user's is read by the shell): the command
+    /// instead of `entrypoint`, when not empty.
+    pub program: Vec<String>,
     /// Run it under the in-cluster supervisor, which recovers it from lost nodes.
     pub supervise: Option<Supervise>,
     /// Upload what symlinks out of the working dir point at, as Ray does, instead of refusing.
@@ -105,7 +110,11 @@ pub fn prepare(
     {
         return Err(JobError::RunId { id: id.to_owned(), problem });
     }
-    let entrypoint = if options.entrypoint.is_empty() { gke_rl::render::entrypoint() } else { gke_rl_ray::entrypoint(&options.entrypoint) };
+    let entrypoint = match (&options.program[..], &options.entrypoint[..]) {
+        ([], []) => gke_rl::render::entrypoint(),
+        ([], words) => gke_rl_ray::entrypoint(words),
+        (program, _) => gke_rl::quote::command(program),
+    };
     let request = SubmitRequest {
         entrypoint,
         submission_id: Some(options.submission_id.clone().unwrap_or_else(gke_rl_ray::new_submission_id)),
@@ -197,6 +206,11 @@ impl Prepared {
     /// The id the job will be submitted as.
     pub fn submission_id(&self) -> &str {
         self.request.submission_id.as_deref().unwrap_or_default()
+    }
+
+    /// The command line the job's shell runs.
+    pub fn entrypoint(&self) -> &str {
+        &self.request.entrypoint
     }
 
     /// Records the RayCluster the supervised job runs on (`gke_rl_in_cluster::supervisor::cluster_id_of`),
@@ -793,8 +807,12 @@ pub(crate) async fn report(
     }
     // The records, read as the log streams: a log of any size, in bounded memory.
     let mut records = Records::default();
-    let records_unread =
-        gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await.err().map(JobError::from);
+    let supervised = gke_rl_in_cluster::supervisor::run_of(&job.entrypoint).is_some();
+    let records_unread = match gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await {
+        Ok(gke_rl_ray::LogRead::Empty) if supervised => Some(JobError::EmptyLog { id: latest.clone() }),
+        Ok(_) => None,
+        Err(e) => Some(JobError::from(e)),
+    };
     records.finish();
     let cluster = match head.clusters() {
         Some((clusters, name)) => Some(readiness(deployment, clusters, name).await),

@@ -28,7 +28,7 @@ pub(crate) async fn ask(
         (checkpoints::PROGRAM_FILE.to_owned(), checkpoints::program().into_bytes(), false),
         (checkpoints::REQUEST_FILE.to_owned(), request.to_json().into_bytes(), false),
     ];
-    let prepared = crate::jobs::own_job("checkpoints", files, gke_rl_ray::entrypoint(&checkpoints::entrypoint()))?;
+    let prepared = crate::jobs::own_job("checkpoints", files, gke_rl::quote::command(&checkpoints::entrypoint()))?;
     let id = crate::jobs::submit(client, prepared, progress).await?;
     progress.lifecycle(LifecycleEvent::Listing { what, id: &id });
     match crate::jobs::ended(client, &id, WITHIN, env, interrupt).await? {

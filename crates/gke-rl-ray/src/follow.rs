@@ -123,13 +123,17 @@ pub enum LogRead {
     Whole,
     /// All the job had written when its stream went quiet: a running job's log so far.
     SoFar,
+    /// Nothing: neither the stream nor `GET /logs` gave a byte. Never taken for a whole log,
+    /// which a job gke-rl runs always has.
+    Empty,
 }
 
 /// Reads job `id`'s log from its start, a chunk at a time, into `on_chunk`, holding no more than
 /// a chunk: a log of any size is read in bounded memory (`GET /logs` answers it whole, and caps
 /// it). It ends when the stream does, or, for a running job, when the stream goes quiet for
 /// `quiet` or has run for `within` (the log so far); a terminal job's quiet stream ends it once
-/// a replay confirms nothing was missed. A dropped stream is opened again (the server replays
+/// a replay confirms nothing was missed. A stream that gives nothing is no answer: the whole
+/// log is read then, and an empty one is [`LogRead::Empty`]. A dropped stream is opened again (the server replays
 /// from the start; what was read is skipped), a few times; where none opens, the whole log is
 /// read instead, within its cap. A terminal job's log still streaming at `within` is an error,
 /// never a cut report.
@@ -149,7 +153,7 @@ pub async fn read_log(
     let terminal = client.job(id).await?.status.is_terminal();
     let mut delivered = 0usize;
     let mut last_reason = String::new();
-    for attempt in 0..ATTEMPTS {
+    'attempts: for attempt in 0..ATTEMPTS {
         let Ok(mut tail) = client.tail(id).await else { break };
         let (mut offset, before) = (0usize, delivered);
         loop {
@@ -175,6 +179,9 @@ pub async fn read_log(
                     }
                     offset = end;
                 }
+                // A stream that gave nothing proves nothing (Ray 2.54 sends a log of a few lines
+                // only after about 2 s): `GET /logs` answers below.
+                Err(TailEnd::Finished | TailEnd::Silent) if delivered == 0 => break 'attempts,
                 Err(TailEnd::Finished) => return Ok(LogRead::Whole),
                 Err(TailEnd::Silent) if !terminal => return Ok(LogRead::SoFar),
                 Err(TailEnd::Silent) if attempt > 0 && offset >= before && delivered == before => return Ok(LogRead::Whole),
@@ -193,6 +200,9 @@ pub async fn read_log(
         return Err(Error::Protocol { what: format!("the log stream of {id}"), reason: last_reason });
     }
     let whole = client.logs(id).await?;
+    if whole.is_empty() {
+        return Ok(LogRead::Empty);
+    }
     on_chunk(&whole);
     Ok(if terminal { LogRead::Whole } else { LogRead::SoFar })
 }

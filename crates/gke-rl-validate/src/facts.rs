@@ -36,6 +36,9 @@ pub struct Facts {
     /// #5791). v1.95.0's module, which gke-rl's blueprint patch targets, lacks it, so gke-rl's
     /// own config cannot choose the Dynamic tier yet.
     pub lustre_dynamic_tier: Option<Fact<()>>,
+    /// env.sh's `LUSTRE_EXISTING=true`: the instance exists, and its tier is what it has (the
+    /// Dynamic tier among them), not one gke-rl creates.
+    pub lustre_existing: bool,
     /// Seconds per GRPO step as the user measured them (env.sh's `EXPECTED_STEP_SECONDS`).
     pub expected_step_seconds: Option<Fact<u64>>,
     /// Minutes between preemptions the user expects (env.sh's `MEAN_MINUTES_BETWEEN_PREEMPTIONS`).
@@ -175,6 +178,7 @@ pub fn gather(views: &Views<'_>) -> Facts {
             let enabled = module_by_source(&b.root, LUSTRE_SOURCE)?.get(&["settings", "enable_dynamic_tier"])?;
             (enabled.text() == Some("true")).then(|| Fact { value: (), file: b.file.to_owned(), at: enabled.at() })
         }),
+        lustre_existing: env.and_then(|e| env_fact(e, "LUSTRE_EXISTING")).is_some_and(|f| f.value == "true"),
         expected_step_seconds: number(env.and_then(|e| env_fact(e, "EXPECTED_STEP_SECONDS"))),
         mean_minutes_between_preemptions: number(env.and_then(|e| env_fact(e, "MEAN_MINUTES_BETWEEN_PREEMPTIONS"))),
         pvc_name,

@@ -44,6 +44,18 @@ pub fn sh(s: &str) -> String {
     }
 }
 
+/// A POSIX shell command line that runs `words`, each one word: what the shell reads back
+/// with [`words`], whatever they hold (`$(…)`, quotes, spaces).
+///
+/// ```
+/// use gke_rl::quote::{command, words};
+/// let argv = ["python3", "check.py", "--dir", "/data$x/$(id)"];
+/// assert_eq!(words(&command(&argv)), Some(argv.map(String::from).to_vec()));
+/// ```
+pub fn command(words: &[impl AsRef<str>]) -> String {
+    words.iter().map(|w| sh(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
 /// A Hydra override value that Hydra parses as the string `s`. Hydra turns unquoted
 /// `true`, `null`, `8` or `1e3` into other types, so such strings are single-quoted.
 pub fn hydra_string(s: &str) -> String {

@@ -148,6 +148,7 @@ impl SubmitArgs {
             entrypoint_resources,
             entrypoint_label_selector: self.entrypoint_label_selector.into_iter().collect(),
             entrypoint: self.entrypoint,
+            program: Vec::new(),
             follow_links_out: self.follow_links_out,
             with_credential_files: self.with_credential_files,
             supervise: (!self.no_supervisor).then_some(supervise),

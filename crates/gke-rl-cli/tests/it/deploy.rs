@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Cloud, HF_TOKEN, project_root, stderr, upstream};
+use crate::common::{Cloud, HF_TOKEN, project_root, stderr, stdout, upstream};
 use gke_rl_kube::fake::Pods;
 
 #[test]
@@ -890,4 +890,45 @@ fn after_deploy_render_and_validate_see_the_cluster_as_deploy_found_it() {
     let err = stderr(&out);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("denied access (403)") && err.contains("help: the account gcloud uses may not do this in the cluster"), "{err}");
+}
+
+/// Issue 65, class 3: an existing instance on the Dynamic tier states no throughput, only
+/// `dynamicTierOptions`: it is read as the Dynamic tier (25 MB/s per TiB aggregate, its own
+/// capacity steps), never as the config's 1000; a describe answer gke-rl cannot read (a
+/// capacity past 32 bits, a negative tier, neither a tier nor its options) is refused by name
+/// before anything changes.
+#[test]
+fn a_dynamic_tier_instance_is_read_as_such_and_an_unreadable_one_is_refused() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  existing: true\n";
+    let instance = |fields: &str| {
+        format!(
+            r#"{{"name": "projects/fake-project/locations/us-east1-b/instances/rl-demo-gpu-lustre", "filesystem": "lustre",
+            "network": "projects/fake-project/global/networks/ray-a4-gpu-spot-net-0", "state": "ACTIVE",
+            "mountPoint": "172.16.0.3@tcp:/lustre", "gkeSupportEnabled": false, {fields}}}"#
+        )
+    };
+    let cloud = existing("cluster-no-rdma.json", true, config);
+    let dynamic = instance(r#""capacityGib": "472000", "dynamicTierOptions": {"mode": "DEFAULT_CACHE"}"#);
+    std::fs::write(cloud.root.join("cloud/lustre.json"), dynamic).unwrap();
+    let out = cloud.gke_rl(&["deploy", "--yes", "--timeout", "20s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let found = std::fs::read_to_string(cloud.root.join(".gke-rl/ray-a4-gpu-spot/found.json")).unwrap();
+    assert!(found.contains("\"lustre_throughput_mbps_per_tib\": 25") && found.contains("\"lustre_capacity_gib\": 472000"), "{found}");
+    let out = cloud.gke_rl(&["cost"], &[]);
+    assert!(stdout(&out).contains("Lustre 472000 GiB at 25 MB/s per TiB"), "{}{}", stdout(&out), stderr(&out));
+    let out = cloud.gke_rl(&["validate"], &[]);
+    assert_eq!(out.status.code(), Some(0), "no capacity step of another tier: {}{}", stdout(&out), stderr(&out));
+
+    for (fields, said) in [
+        (r#""capacityGib": "99999999999", "perUnitStorageThroughput": "500""#, "capacityGib \"99999999999\" is not a capacity"),
+        (r#""capacityGib": "18000", "perUnitStorageThroughput": "-5""#, "perUnitStorageThroughput \"-5\" is not a throughput tier"),
+        (r#""capacityGib": "18000""#, "neither perUnitStorageThroughput nor dynamicTierOptions"),
+    ] {
+        let cloud = existing("cluster-no-rdma.json", true, config);
+        std::fs::write(cloud.root.join("cloud/lustre.json"), instance(fields)).unwrap();
+        let out = deploy_existing(&cloud);
+        assert_eq!(out.status.code(), Some(1), "{fields}: {}", stderr(&out));
+        assert!(stderr(&out).contains(said) && stderr(&out).contains("nothing was changed"), "{fields}: {}", stderr(&out));
+        assert!(cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_none(), "nothing was applied");
+    }
 }

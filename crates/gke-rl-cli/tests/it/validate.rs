@@ -225,3 +225,70 @@ fn fix_edits_committed_files_and_shows_the_rest() {
     let out = gke_rl(cwd, &["validate", "--allow-dirty", "ray-cluster.yaml"]);
     assert_eq!(out.status.code(), Some(2), "--allow-dirty needs --fix: {}", stderr(&out));
 }
+
+/// Issue 65, class 5: git can take seconds between the read and the write of a fix; an edit
+/// saved meanwhile is never written over. Here git itself saves one as it answers.
+#[test]
+fn an_edit_saved_while_fix_asks_git_is_never_written_over() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let codelab = std::fs::read_to_string(root().join("tests/fixtures/codelab/ray-cluster.yaml")).unwrap();
+    std::fs::write(cwd.join("ray-cluster.yaml"), &codelab).unwrap();
+    let real_git = String::from_utf8(std::process::Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    for args in [&["init", "-q"][..], &["add", "-A"], &["-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "codelab"]]
+    {
+        assert!(std::process::Command::new(real_git.trim()).args(args).current_dir(&cwd).status().unwrap().success());
+    }
+    // A git that answers as the real one, then an editor's save lands before gke-rl writes.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nout=$({} \"$@\"); rc=$?\nprintf '# saved meanwhile\\n' >> {}\nprintf '%s' \"$out\"\nexit $rc\n",
+        real_git.trim(),
+        gke_rl::quote::sh(&cwd.join("ray-cluster.yaml").display().to_string())
+    );
+    std::fs::write(bin.join("git"), script).unwrap();
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gke-rl"))
+        .args(["validate", "--fix", "ray-cluster.yaml"])
+        .current_dir(&cwd)
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ray-cluster.yaml changed after it was read"), "{}", stderr(&out));
+    let now = std::fs::read_to_string(cwd.join("ray-cluster.yaml")).unwrap();
+    assert_eq!(now, format!("{codelab}# saved meanwhile\n"), "the edit is kept, and no fix is written over it");
+    assert!(
+        std::fs::read_dir(&cwd).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".gke-rl-")),
+        "no temporary file is left"
+    );
+}
+
+/// Issue 65, class 6: two files whose names are not UTF-8 and would show alike (each bad byte
+/// as U+FFFD) are both checked, shown apart, and each fix lands in its own file, never in a
+/// third whose name is the stand-in's.
+#[test]
+fn names_that_are_not_utf8_are_kept_apart_end_to_end() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("cfg");
+    std::fs::create_dir(&folder).unwrap();
+    let codelab = std::fs::read_to_string(root().join("tests/fixtures/codelab/ray-cluster.yaml")).unwrap();
+    let names = [&b"ray-cluster-\xff.yaml"[..], &b"ray-cluster-\xfe.yaml"[..]];
+    for name in names {
+        std::fs::write(folder.join(std::ffi::OsStr::from_bytes(name)), &codelab).unwrap();
+    }
+    let out = gke_rl(dir.path(), &["validate", "--fix", "--allow-dirty", "cfg"]);
+    for shown in ["cfg/ray-cluster-\\xFF.yaml", "cfg/ray-cluster-\\xFE.yaml"] {
+        assert!(stderr(&out).contains(&format!("fixed  {shown}: set rayVersion")), "{shown}: {}", stderr(&out));
+    }
+    for name in names {
+        let fixed = std::fs::read_to_string(folder.join(std::ffi::OsStr::from_bytes(name))).unwrap();
+        assert!(fixed.contains("rayVersion: \"2.46.0\""), "{}", String::from_utf8_lossy(name));
+    }
+    let listed: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(listed.len(), 2, "no file named by a stand-in: {listed:?}");
+}

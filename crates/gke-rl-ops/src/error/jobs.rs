@@ -28,6 +28,13 @@ pub enum JobError {
         /// Its namespace.
         namespace: String,
     },
+    /// A supervised run's log is empty: neither Ray's stream nor its whole log gave a byte,
+    /// so its records (restarts, end) cannot be told.
+    #[error("job {id}'s log is empty: Ray holds nothing the supervisor wrote, so the run's restarts and end cannot be told")]
+    EmptyLog {
+        /// The submission.
+        id: String,
+    },
     /// No RayJob of that name.
     #[error("there is no RayJob {namespace}/{name}; `kubectl get rayjobs -n {namespace}` lists them")]
     NoRayJob {

@@ -384,6 +384,18 @@ pub enum Problem {
     /// The config disagrees with the existing cluster or Lustre instance.
     #[error("{0}")]
     Misfit(gke_rl::lifecycle::existing::Misfit),
+    /// gcloud described an existing cluster or instance with what gke-rl cannot read (a count
+    /// past its type, a tier it cannot tell): nothing of it is guessed.
+    #[error(
+        "gcloud's description of {what} holds what gke-rl cannot read ({reason}): nothing was changed, and nothing of it \
+         is guessed; compare it with the API's reference, and report it if gcloud's answer is sound"
+    )]
+    Undescribed {
+        /// The cluster or instance.
+        what: String,
+        /// What cannot be read.
+        reason: String,
+    },
     /// The existing Lustre instance cannot be read.
     #[error(
         "cannot read Lustre instance {instance} in {zone} ({reason}): check lustre.instance_id and project.zone, \

@@ -91,6 +91,15 @@ pub enum CommonError {
         /// Line and column of the first byte that is not UTF-8.
         at: (u32, u32),
     },
+    /// A file changed after it was read, before the edit of it was written.
+    #[error(
+        "{} changed after it was read (an edit saved meanwhile?): not written over, the change is kept; run the command again",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file could not be written.
     #[error("cannot write {}", path.display())]
     Write {

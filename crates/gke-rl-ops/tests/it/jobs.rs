@@ -510,3 +510,57 @@ fn rayjob_config(pre_running_deadline: Option<u32>) -> gke_rl::Deployment {
     };
     gke_rl::config::from_yaml(&text).unwrap()
 }
+
+/// Issue 65, class 4: gke-rl's own programs reach the job's shell word for word, whatever a
+/// value of the user's holds (a folder named `data$x`, a `$(…)`): the storage check's folder,
+/// the fabric check's sizes, the checkpoint lister's request and the supervisor's run, folders
+/// and command are each one word to `/bin/sh`, and nothing in them runs.
+#[test]
+fn gke_rls_own_programs_reach_the_shell_word_for_word() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let hostile = "/lustre/data$x/$(touch pwned)/`touch pwned`/it's \"here\" \\ *";
+    let deployment = gke_rl::Deployment::default();
+    let plan = gke_rl_in_cluster::storage::Plan::for_deployment(&deployment, Some(hostile), "gke-rl-storage-check-x", 1 << 20, 60);
+    let programs =
+        [plan.entrypoint(), gke_rl_in_cluster::fabric::entrypoint(&[65536, 1 << 20], 60), gke_rl_in_cluster::checkpoints::entrypoint()];
+    let work = tempfile::tempdir().unwrap();
+    // Stand-ins for the interpreters, which print the words they were given.
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for name in gke_rl_in_cluster::supervisor::INTERPRETERS {
+        std::fs::write(bin.join(name), "#!/bin/sh\nprintf '%s\\0' \"$0\" \"$@\"\n").unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |line: &str| -> Vec<String> {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", line])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("x", "SHELL-EXPANDED")
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        let said = String::from_utf8(out.stdout).unwrap();
+        said.split_terminator('\0').skip(1).map(str::to_owned).collect()
+    };
+    let artifacts = render(&deployment);
+    for program in programs {
+        let options = SubmitOptions { program: program.clone(), ..SubmitOptions::default() };
+        let prepared = gke_rl_ops::jobs::prepare(&deployment, &artifacts, &options, &env(&[]), &Recorder::default()).unwrap();
+        assert_eq!(run(prepared.entrypoint()), program[1..], "{}", prepared.entrypoint());
+    }
+    let supervision = gke_rl_in_cluster::supervisor::Supervision {
+        run: "raysubmit_1".to_owned(),
+        runs_dir: hostile.to_owned(),
+        cluster: "default/ray".to_owned(),
+        nodes: 2,
+        max_restarts: 1,
+        max_lost: None,
+        wait: Duration::from_secs(60),
+        checkpoints: hostile.to_owned(),
+        secrets: vec!["HF_TOKEN".to_owned()],
+    };
+    let words = run(&supervision.entrypoint(hostile));
+    assert_eq!(words.iter().filter(|w| *w == hostile).count(), 3, "{words:?}");
+    assert!(!work.path().join("pwned").exists(), "nothing in a value ran");
+}

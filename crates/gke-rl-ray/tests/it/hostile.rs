@@ -179,6 +179,27 @@ async fn an_ended_jobs_log_is_read_to_its_end_behind_a_quiet_stream() {
     }
 }
 
+/// Issue 65, class 1: a stream that gives nothing proves nothing (Ray 2.54 sends a short log
+/// only after about 2 s): the whole log is read then, for an ended job as for a running one,
+/// and a log that is empty there too is said to be empty, never whole.
+#[tokio::test]
+async fn a_stream_that_gives_nothing_is_no_answer() {
+    let quiet = std::time::Duration::from_millis(300);
+    let within = std::time::Duration::from_secs(30);
+    let refused = "gke-rl: /lustre is not there, so the runs folder /lustre/gke-rl/runs is on storage this node does not have\n";
+    for (whole, status, read) in [
+        (refused, "FAILED", gke_rl_ray::LogRead::Whole),
+        (refused, "RUNNING", gke_rl_ray::LogRead::SoFar),
+        ("", "SUCCEEDED", gke_rl_ray::LogRead::Empty),
+        ("", "RUNNING", gke_rl_ray::LogRead::Empty),
+    ] {
+        let address = gke_rl_ray::fake::mute_head(whole, status);
+        let mut text = String::new();
+        let got = gke_rl_ray::read_log(&client(&address), gke_rl_ray::fake::JOB, quiet, within, |chunk| text.push_str(chunk)).await;
+        assert_eq!((got.unwrap(), text.as_str()), (read, whole), "{status}");
+    }
+}
+
 /// Issue 31, item 1: the job runs on while its stream is half-open, or merely quiet (Ray's
 /// handler never answers a ping, so the two look alike). The follow waits on, asking the job's
 /// state at each idle time, without reconnecting (which would download the whole log again),

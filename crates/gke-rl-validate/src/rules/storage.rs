@@ -37,8 +37,21 @@ fn tier(facts: &Facts, sink: &mut Sink) -> Option<&'static knowledge::LustreTier
         return None;
     };
     let tier = knowledge::lustre_tier(throughput.value);
+    let tiers: Vec<String> = knowledge::LUSTRE_TIERS.iter().filter(|t| !t.dynamic).map(|t| t.throughput.to_string()).collect();
+    if tier.is_some_and(|t| t.dynamic) && !facts.lustre_existing {
+        // Only an existing instance is on the Dynamic tier by its figure: one gke-rl creates
+        // is given a numbered tier's throughput, which 25 is not.
+        sink.emit(
+            &LUSTRE_TIER_UNKNOWN,
+            &throughput.file,
+            throughput.at,
+            format!("{} MB/s per TiB is the Dynamic tier's aggregate figure, which no throughput setting creates", throughput.value),
+            format!("use a numbered tier ({}), or attach an existing Dynamic-tier instance (lustre.existing: true)", tiers.join(", ")),
+        );
+        sink.ran(&LUSTRE_TIER_UNKNOWN);
+        return None;
+    }
     if tier.is_none() {
-        let tiers: Vec<String> = knowledge::LUSTRE_TIERS.iter().filter(|t| !t.dynamic).map(|t| t.throughput.to_string()).collect();
         sink.emit(
             &LUSTRE_TIER_UNKNOWN,
             &throughput.file,

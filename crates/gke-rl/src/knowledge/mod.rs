@@ -719,9 +719,11 @@ pub const LUSTRE_TIERS: &[LustreTier] = &[
     },
 ];
 
-/// The numbered tier whose `per_unit_storage_throughput` is `throughput`, when it exists.
+/// The tier whose figure is `throughput`, when it exists: a numbered tier's
+/// `per_unit_storage_throughput`, or the Dynamic tier's aggregate 25, as a deployment fitted to
+/// an existing Dynamic-tier instance states it.
 pub fn lustre_tier(throughput: u64) -> Option<&'static LustreTier> {
-    LUSTRE_TIERS.iter().find(|t| !t.dynamic && u64::from(t.throughput) == throughput)
+    LUSTRE_TIERS.iter().find(|t| u64::from(t.throughput) == throughput)
 }
 
 /// The Dynamic tier.

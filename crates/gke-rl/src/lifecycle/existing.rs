@@ -141,9 +141,11 @@ pub struct Instance {
     /// `projects/P/locations/ZONE/instances/ID`.
     pub name: String,
     /// Capacity in GiB.
-    pub capacity_gib: u32,
-    /// Throughput tier in MB/s per TiB.
-    pub throughput_mbps_per_tib: u32,
+    pub capacity_gib: std::num::NonZeroU32,
+    /// Throughput tier in MB/s per TiB: `perUnitStorageThroughput`, or the Dynamic tier's
+    /// aggregate figure ([`knowledge::lustre_dynamic_tier`]) where the instance has
+    /// `dynamicTierOptions` instead.
+    pub throughput_mbps_per_tib: std::num::NonZeroU32,
     /// Its VPC, `projects/P/global/networks/N`.
     pub network: String,
     /// The file system name clients mount.
@@ -187,8 +189,25 @@ impl Count {
     }
 }
 
-fn count(value: Option<&Count>) -> u32 {
-    value.and_then(Count::get).unwrap_or(0)
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Count::Number(n) => write!(f, "{n}"),
+            Count::Text(t) => write!(f, "{:?}", t.chars().take(40).collect::<String>()),
+        }
+    }
+}
+
+/// The count `field` holds: 0 where it is absent (proto3's JSON leaves zeros out), an error
+/// where it holds what gke-rl cannot read (text, a number past `u32`), never a stand-in.
+fn count(value: Option<&Count>, field: &str) -> Result<u32, Unreadable> {
+    match value {
+        None => Ok(0),
+        Some(count) => count.get().ok_or_else(|| Unreadable {
+            what: "cluster",
+            reason: format!("{field} {count} is not a count gke-rl can read (0 to {})", u32::MAX),
+        }),
+    }
 }
 
 #[derive(Deserialize)]
@@ -331,6 +350,8 @@ struct InstanceJson {
     name: String,
     capacity_gib: Count,
     per_unit_storage_throughput: Option<Count>,
+    /// Present on the Dynamic tier (`DynamicTierOptions`), which has no throughput setting.
+    dynamic_tier_options: Option<serde_json::Value>,
     #[serde(default)]
     network: String,
     #[serde(default)]
@@ -349,7 +370,7 @@ impl Cluster {
     /// Reads `gcloud container clusters describe --format=json`.
     pub fn from_json(json: &str) -> Result<Cluster, Unreadable> {
         let c: ClusterJson = serde_json::from_str(json).map_err(|e| Unreadable { what: "cluster", reason: e.to_string() })?;
-        let pools = c.node_pools.into_iter().map(Pool::from_json).collect();
+        let pools = c.node_pools.into_iter().map(Pool::from_json).collect::<Result<_, _>>()?;
         Ok(Cluster {
             name: c.name,
             location: c.location,
@@ -408,23 +429,21 @@ pub const RAY_OPERATOR: &str = "RayOperator";
 pub const LUSTRE_CSI_DRIVER: &str = "LustreCsiDriver";
 
 impl Pool {
-    fn from_json(p: PoolJson) -> Pool {
+    fn from_json(p: PoolJson) -> Result<Pool, Unreadable> {
         let config = p.config;
-        let zones = u32::try_from(p.locations.len().max(1)).unwrap_or(1);
+        let zones = u32::try_from(p.locations.len().max(1)).unwrap_or(u32::MAX);
         let size = if p.autoscaling.enabled {
             let a = &p.autoscaling;
             // Total bounds count every zone; per-zone bounds count each.
-            match (&a.total_min_node_count, &a.total_max_node_count) {
-                (_, Some(max)) if max.get().is_some_and(|m| m > 0) => {
-                    PoolSize::Autoscaled { min: count(a.total_min_node_count.as_ref()), max: count(Some(max)) }
-                }
-                _ => PoolSize::Autoscaled {
-                    min: count(a.min_node_count.as_ref()).saturating_mul(zones),
-                    max: count(a.max_node_count.as_ref()).saturating_mul(zones),
+            match count(a.total_max_node_count.as_ref(), "totalMaxNodeCount")? {
+                0 => PoolSize::Autoscaled {
+                    min: count(a.min_node_count.as_ref(), "minNodeCount")?.saturating_mul(zones),
+                    max: count(a.max_node_count.as_ref(), "maxNodeCount")?.saturating_mul(zones),
                 },
+                max => PoolSize::Autoscaled { min: count(a.total_min_node_count.as_ref(), "totalMinNodeCount")?, max },
             }
         } else {
-            PoolSize::Fixed(count(p.initial_node_count.as_ref()).saturating_mul(zones))
+            PoolSize::Fixed(count(p.initial_node_count.as_ref(), "initialNodeCount")?.saturating_mul(zones))
         };
         let reservation = config
             .reservation_affinity
@@ -440,9 +459,11 @@ impl Pool {
         } else {
             PoolProvisioning::OnDemand
         };
-        Pool {
+        let gpus =
+            config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref(), "acceleratorCount")).collect::<Result<Vec<u32>, _>>();
+        Ok(Pool {
             name: p.name,
-            gpus: config.accelerators.iter().map(|a| count(a.accelerator_count.as_ref())).fold(0, u32::saturating_add),
+            gpus: gpus?.into_iter().fold(0, u32::saturating_add),
             machine_type: config.machine_type,
             size,
             nodes: None,
@@ -450,7 +471,7 @@ impl Pool {
             taints: config.taints.iter().map(|t| format!("{}={}:{}", t.key, t.value, t.effect)).collect(),
             labels: config.labels,
             additional_networks: p.network_config.additional_node_network_configs.into_iter().map(|n| (n.network, n.subnetwork)).collect(),
-        }
+        })
     }
 
     /// The most nodes it can have. A fixed pool resized up since it was made has the Nodes
@@ -500,13 +521,30 @@ impl Instance {
 
     /// Reads `gcloud lustre instances describe --format=json`.
     pub fn from_json(json: &str) -> Result<Instance, Unreadable> {
-        let i: InstanceJson = serde_json::from_str(json).map_err(|e| Unreadable { what: "Lustre instance", reason: e.to_string() })?;
+        let unreadable = |reason: String| Unreadable { what: "Lustre instance", reason };
+        let i: InstanceJson = serde_json::from_str(json).map_err(|e| unreadable(e.to_string()))?;
         // The mount point is `IP@tcp:/FILESYSTEM`.
         let ip = i.mount_point.split('@').next().unwrap_or_default().to_owned();
+        // What cannot be read is an error, never the config's figure in its place.
+        let capacity_gib = i.capacity_gib.get().and_then(std::num::NonZeroU32::new).ok_or_else(|| {
+            unreadable(format!("capacityGib {} is not a capacity gke-rl can read (whole GiB, from 1 to {})", i.capacity_gib, u32::MAX))
+        })?;
+        let throughput_mbps_per_tib = match (&i.per_unit_storage_throughput, &i.dynamic_tier_options) {
+            (Some(count), _) if count.get() != Some(0) => count.get().and_then(std::num::NonZeroU32::new).ok_or_else(|| {
+                unreadable(format!("perUnitStorageThroughput {count} is not a throughput tier gke-rl can read (MB/s per TiB)"))
+            })?,
+            // The Dynamic tier has no throughput setting (unset, or 0): its figure is the table's.
+            (_, Some(_)) => std::num::NonZeroU32::new(knowledge::lustre_dynamic_tier().throughput).expect("a figure"),
+            (_, None) => {
+                return Err(unreadable(
+                    "it states neither perUnitStorageThroughput nor dynamicTierOptions, so its performance tier cannot be told".to_owned(),
+                ));
+            }
+        };
         Ok(Instance {
             name: i.name,
-            capacity_gib: count(Some(&i.capacity_gib)),
-            throughput_mbps_per_tib: count(i.per_unit_storage_throughput.as_ref()),
+            capacity_gib,
+            throughput_mbps_per_tib,
             network: i.network,
             filesystem: i.filesystem,
             ip,
@@ -832,12 +870,8 @@ pub fn fitted(d: &Deployment, fit: &Fit, rdma: &[String], instance: Option<&Inst
         }
     }
     if let Some(instance) = instance {
-        if let Some(capacity) = std::num::NonZeroU32::new(instance.capacity_gib) {
-            d.lustre.capacity_gib = capacity;
-        }
-        if let Some(tier) = std::num::NonZeroU32::new(instance.throughput_mbps_per_tib) {
-            d.lustre.throughput_mbps_per_tib = tier;
-        }
+        d.lustre.capacity_gib = instance.capacity_gib;
+        d.lustre.throughput_mbps_per_tib = instance.throughput_mbps_per_tib;
     }
     Ok(d)
 }
