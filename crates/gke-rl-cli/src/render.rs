@@ -131,18 +131,22 @@ pub fn summarize(out: &Path, artifacts: &[&Artifact], outcomes: &[Outcome]) {
 /// is written.
 pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn(&str, &str) -> bool) -> anyhow::Result<Vec<Outcome>> {
     let mut outcomes = Vec::with_capacity(artifacts.len());
+    // What each file held when it was judged: it is renamed over only while it still does.
+    let mut judged = Vec::with_capacity(artifacts.len());
     let mut foreign = Vec::new();
     for artifact in artifacts {
         let path = out.join(artifact.name);
         // A symlink is never ours, whatever it points to: it is replaced (with --force), never
         // written through.
         let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let mut held = None;
         let outcome = match gke_rl_ops::files::read_bytes(&path) {
             Ok(existing) if existing == artifact.contents.as_bytes() && !is_link => Outcome::Unchanged,
             Ok(existing) => {
                 if !force && (is_link || !ours(artifact.name, &String::from_utf8_lossy(&existing))) {
                     foreign.push(path.display().to_string());
                 }
+                held = (!is_link).then_some(existing);
                 Outcome::Updated
             }
             Err(gke_rl_ops::CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound && !is_link => {
@@ -157,6 +161,7 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
             Err(e) => return Err(e.into()),
         };
         outcomes.push(outcome);
+        judged.push(held);
     }
     if !foreign.is_empty() {
         bail!(
@@ -167,9 +172,14 @@ pub fn write_all(out: &Path, artifacts: &[&Artifact], force: bool, ours: impl Fn
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     gke_rl_ops::files::sweep_temporaries(out);
     gke_rl_ops::files::remove_temporaries_on_signals().context("cannot listen for signals")?;
-    for (artifact, outcome) in artifacts.iter().zip(&outcomes) {
-        if *outcome != Outcome::Unchanged {
-            gke_rl_ops::files::write_atomically(&out.join(artifact.name), artifact.contents.as_bytes(), artifact.executable)?;
+    for ((artifact, outcome), held) in artifacts.iter().zip(&outcomes).zip(&judged) {
+        let (path, contents, mode) = (out.join(artifact.name), artifact.contents.as_bytes(), gke_rl_ops::files::mode(artifact.executable));
+        match (outcome, held) {
+            (Outcome::Unchanged, _) => {}
+            (Outcome::Created, _) => gke_rl_ops::files::create_atomically(&path, contents, mode)?,
+            (Outcome::Updated, Some(held)) => gke_rl_ops::files::replace_unchanged(&path, held, contents, mode)?,
+            // A link, replaced (never written through) with --force.
+            (Outcome::Updated, None) => gke_rl_ops::files::write_atomically(&path, contents, artifact.executable)?,
         }
     }
     Ok(outcomes)

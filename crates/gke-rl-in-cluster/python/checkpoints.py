@@ -52,8 +52,13 @@ def read_in(fd, name, limit):
     it is missing or not a regular file (a link, a FIFO: nobody's record)."""
     try:
         held = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return None  # a link: nobody's record
+        # There, but not to be read (no permission): never taken for absent.
+        raise Refused(f"{name} cannot be read ({e.strerror})") from e
     try:
         if not stat.S_ISREG(os.fstat(held).st_mode):
             return None
@@ -225,14 +230,17 @@ def runs_in(mount, runs_folder):
         if not os.path.isdir(os.path.realpath(mount)):
             raise
         return {}, {}, str(e)
-    found, unsigned = {}, {}
+    found, unsigned, unread = {}, {}, []
     try:
         for entry in entries(fd):
             if not entry.is_dir(follow_symlinks=False) or utf8(entry.name) is None:
                 continue
+            # A run folder that cannot be read may name checkpoints nobody else does: said,
+            # never skipped.
             try:
-                run_fd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            except OSError:
+                run_fd = open_child(fd, entry.name)
+            except OSError as e:
+                unread.append(f"run folder {entry.name} cannot be opened ({e.strerror})")
                 continue
             try:
                 text = read_in(run_fd, "run.json", MAX_RECORDS_BYTES)
@@ -249,11 +257,13 @@ def runs_in(mount, runs_folder):
                 times = [e["at"] for e in events if e is not None and isinstance(e.get("at"), (int, float))]
                 checkpoints = info.get("checkpoints")
                 found[entry.name] = (checkpoints if isinstance(checkpoints, str) and checkpoints else None, max(times, default=0))
+            except Refused as e:
+                unread.append(f"run folder {entry.name}: {e}")
             finally:
                 os.close(run_fd)
     finally:
         os.close(fd)
-    return found, unsigned, None
+    return found, unsigned, "; ".join(unread[:5]) if unread else None
 
 
 def survey(request):

@@ -205,7 +205,7 @@ def main():
             try:
                 said = keep(dashboard, cluster, fd, name, time.time())
             except OSError as e:
-                said = f"{name}: the dashboard does not answer ({e}): not deciding"
+                said = f"{name}: not deciding ({e})"
             except Exception as e:  # one broken run folder must not leave the others unkept
                 said = f"{name}: cannot keep this run ({type(e).__name__}: {e})"
             finally:

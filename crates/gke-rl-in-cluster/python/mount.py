@@ -55,12 +55,16 @@ def top_of(path):
 
 
 def owned(fd, path):
-    """Refuses the folder `fd` (at `path`) when someone but this user (or root, where only root
-    can write it) can change what it holds: its names are theirs to swap."""
+    """Refuses the folder `fd` (at `path`) when someone but this user (or root) can change what
+    it holds: its names would be theirs to swap. A folder others may write is theirs too, unless
+    it is sticky (each removes and renames only their own)."""
     st = os.fstat(fd)
-    if st.st_uid == os.getuid() or (st.st_uid == 0 and not st.st_mode & 0o022):
+    if st.st_uid not in (os.getuid(), 0):
+        owner = f"belongs to user {st.st_uid}, not to this one ({os.getuid()})"
+    elif st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        owner = "can be written by other users"
+    else:
         return
-    owner = f"belongs to user {st.st_uid}, not to this one ({os.getuid()})" if st.st_uid != os.getuid() else "is writable by others"
     raise Refused(f"{path} {owner}: a folder another user can change is not gke-rl's to write in; remove it, or use another folder")
 
 

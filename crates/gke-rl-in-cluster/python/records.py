@@ -103,15 +103,18 @@ def verified_copy(folder, name, digest, limit):
 
 
 def read_bounded(folder, name, limit=MAX_RECORDS_BYTES):
-    """The text of the regular file `name` in the folder descriptor `folder`, at most `limit`
-    bytes of it; None when it is missing, or not a regular file (a link, a FIFO: nobody's
-    record)."""
+    """The text of the regular file `name` in the folder descriptor `folder`; None when it is
+    missing, or not a regular file (a link, a FIFO: nobody's record). OSError when it holds
+    more than `limit` bytes: a part is never taken for the whole."""
     try:
         fd = open_regular(folder, name)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        return f.read(limit).decode("utf-8", "replace")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"{name} holds more than {limit} bytes, more than a run writes: not read in part")
+    return data.decode("utf-8", "replace")
 
 
 def decoded(text, run, kind):

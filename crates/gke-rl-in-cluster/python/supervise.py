@@ -187,7 +187,10 @@ class Run:
         write_record(self.fd, name, self.run, value)
 
     def events(self):
-        return read_events(self.fd, self.run)
+        try:
+            return read_events(self.fd, self.run)
+        except OSError as e:  # a padded events.jsonl: a part is never the run's story
+            raise SystemExit(f"gke-rl: the run's events in {self.dir} cannot be read whole ({e})") from e
 
     def record(self, event, show=True):
         try:
@@ -294,14 +297,17 @@ def dead_node_words(dead, known_alive):
 
 
 def checkpoint_folder(folder):
-    """The checkpoint folder's descriptor, opened from the mount down (never through a link);
-    None where it is not there or cannot be used."""
+    """The checkpoint folder's descriptor, opened from the mount down (never through a link),
+    each folder this user's; None where it is not there yet. Refused where it cannot be used
+    safely: never taken for an empty folder."""
     if not folder:
         return None
     try:
-        return open_folder(top_of(folder), folder)
-    except (OSError, Refused):
+        return open_folder(top_of(folder), folder, own=True)
+    except Missing:
         return None
+    except OSError as e:
+        raise Refused(f"{folder}: {e.strerror or e}") from e
 
 
 def checkpoints(folder):
@@ -314,8 +320,8 @@ def checkpoints(folder):
         return None, [], [], []
     try:
         entries = list(os.scandir(fd))
-    except OSError:
-        return None, [], [], []
+    except OSError as e:
+        raise Refused(f"{folder} cannot be listed ({e.strerror or e})") from e
     finally:
         os.close(fd)
     for entry in entries:
@@ -964,8 +970,8 @@ class WriterLease:
                 os.mkdir(os.path.basename(self.folder), 0o700, dir_fd=parent)
             finally:
                 os.close(parent)
-        except (OSError, Refused):
-            pass
+        except (OSError, Missing):
+            pass  # no parent yet (never a mount point made), or the folder is there
         deadline = time.time() + self.STALE_S + self.EVERY_S
         for _ in range(3):
             holder = self.holder()
@@ -978,7 +984,7 @@ class WriterLease:
                 return holder
             try:
                 folder = self.opened()
-            except (OSError, Refused):
+            except (OSError, Missing):
                 break  # no folder yet: kept trying below
             try:
                 fd = os.open(self.NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
@@ -1068,7 +1074,10 @@ def main(argv):
         say(f"run {args.run} has ended already; not training again")
         return 1
     lease = WriterLease(args.checkpoints, args.run, submission, args.cluster, lambda other: job_over(dashboard, other))
-    holder = lease.take()
+    try:
+        holder = lease.take()
+    except Refused as e:
+        return refused(run, e, args.checkpoints)
     if holder is not None:
         reason = (
             f"the checkpoint folder {args.checkpoints} is written by run {holder.get('run')} (submission {holder.get('submission')}, "
@@ -1082,6 +1091,8 @@ def main(argv):
     GUARDIAN.start(f"{args.run}:{submission}:")
     try:
         return supervise(args, run, info, dashboard, submission, workdir, unpacked, failure)
+    except Refused as e:
+        return refused(run, e, args.checkpoints)
     finally:
         for group in TRAINING_GROUPS:
             try:
@@ -1092,6 +1103,15 @@ def main(argv):
             shutil.rmtree(folder, ignore_errors=True)
         lease.release()
         GUARDIAN.close()
+
+
+def refused(run, why, folder):
+    """Ends the run: its checkpoint folder cannot be used safely (a link on the way, a folder
+    another user can change), which taken for empty would train over a half-written save."""
+    reason = f"{why}: the checkpoint folder {folder} is not used through it; give the run a folder of its own below the mount"
+    run.record({"event": "ended", "status": "FAILED", "reason": reason, "at": time.time()})
+    say(reason)
+    return 1
 
 
 # The process groups of the trainings started, each the group of its /bin/sh.

@@ -92,6 +92,11 @@ impl Report {
                 report.job_line(rest);
             } else if let Some(sample) = sample(line) {
                 report.samples.push(sample);
+            } else if line.starts_with("size=") {
+                // A figure past its type, or not finite: said, never dropped in silence.
+                if report.errors.len() < 100 {
+                    report.errors.push(format!("a bandwidth line cannot be read: {}", line.chars().take(120).collect::<String>()));
+                }
             } else {
                 report.nccl_line(None, line);
             }
@@ -194,7 +199,7 @@ fn sample(line: &str) -> Option<Sample> {
     let rest = line.strip_prefix("size=")?;
     let value = |key: &str| -> Option<f64> {
         let start = rest.find(key)? + key.len();
-        rest[start..].split("GB/s").next()?.trim().parse().ok()
+        rest[start..].split("GB/s").next()?.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
     };
     Some(Sample { bytes: rest.split_whitespace().next()?.parse().ok()?, algbw: value("algbw=")?, busbw: value("busbw=")? })
 }
@@ -304,6 +309,16 @@ pub fn size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 65, class 7: a bandwidth past its type or not finite is no figure, and is said.
+    #[test]
+    fn a_bandwidth_that_cannot_be_read_is_said() {
+        let log = "size=1048576 bytes time=1us algbw=NaNGB/s busbw=NaNGB/s\nsize=99999999999999999999999 bytes time=1us algbw=1GB/s busbw=1GB/s\n";
+        let report = Report::parse(log);
+        assert!(report.samples.is_empty());
+        assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+        assert!(report.errors[0].starts_with("a bandwidth line cannot be read: size=1048576"));
+    }
 
     #[test]
     fn job_lines_name_nodes_ranks_and_transports() {

@@ -478,20 +478,27 @@ fn buckets(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, usize)>, L
     let listed = resolved
         .read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site))
         .map_err(|reason| LifecycleError::Query { what: "cannot list the buckets".into(), reason: reason.to_string() })?;
-    Ok(listed
+    listed
         .lines()
         .map(str::trim)
         .filter(|name| !name.is_empty())
         .map(|name| {
             let name = name.trim_start_matches("gs://").trim_end_matches('/').to_owned();
-            // `gcloud storage ls` fails on a bucket with no objects.
-            let objects = resolved
-                .read(env, &lifecycle::list_objects(&name))
-                .map(|l| l.lines().filter(|l| !l.trim().is_empty()).count())
-                .unwrap_or(0);
-            (name, objects)
+            // `gcloud storage ls` fails on a bucket with no objects, saying so; any other failure
+            // leaves its count unknown, never 0.
+            let objects = match resolved.read(env, &lifecycle::list_objects(&name)) {
+                Ok(listed) => listed.lines().filter(|l| !l.trim().is_empty()).count(),
+                Err(crate::RunError::Failed { stderr, .. }) if stderr.contains("matched no objects") => 0,
+                Err(reason) => {
+                    return Err(LifecycleError::Query {
+                        what: format!("cannot count the objects of bucket {name}"),
+                        reason: reason.to_string(),
+                    });
+                }
+            };
+            Ok((name, objects))
         })
-        .collect())
+        .collect()
 }
 
 /// Deletes the RayCluster and the Secret and waits for the pods to go; when the cluster's API
@@ -595,13 +602,14 @@ fn labelled_clusters(env: &Env, resolved: &Resolved<'_>) -> Result<Vec<(String, 
 /// What still exists of what gke-rl finds by name (the Lustre instance), by asking gcloud.
 fn named_leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
     let mut remains = Vec::new();
-    // A describe that fails says "not found"; one that gave no answer in time says nothing, and
-    // what it asked about may remain.
+    // Only gcloud's "not found" proves it is gone: a refused login or role, or no answer in
+    // time, says nothing, and what it asked about may remain (and bill).
     for (what, command) in lifecycle::leftovers(resolved.deployment, &resolved.site) {
         match resolved.read(env, &command) {
             Ok(out) if !out.trim().is_empty() => remains.push(what),
-            Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("{what} (unknown: {reason})")),
-            Ok(_) | Err(_) => {}
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(reason) => remains.push(format!("{what} (unknown: {reason})")),
         }
     }
     remains
@@ -618,8 +626,8 @@ fn leftovers(env: &Env, resolved: &Resolved<'_>) -> Vec<String> {
     remains.extend(named_leftovers(env, resolved));
     match resolved.read(env, &lifecycle::list_buckets(resolved.deployment, &resolved.site)) {
         Ok(buckets) => remains.extend(buckets.lines().map(str::trim).filter(|b| !b.is_empty()).map(|b| format!("bucket {b}"))),
-        Err(reason @ crate::RunError::NoAnswer { .. }) => remains.push(format!("buckets (unknown: {reason})")),
-        Err(_) => {}
+        Err(e) if e.is_not_found() => {}
+        Err(reason) => remains.push(format!("buckets (unknown: {reason})")),
     }
     remains
 }

@@ -56,6 +56,20 @@ pub enum RunError {
     },
 }
 
+impl RunError {
+    /// Whether gcloud's failure says the thing asked about does not exist: the one failure
+    /// that proves absence (a refused login or role proves nothing).
+    pub(crate) fn is_not_found(&self) -> bool {
+        matches!(self, RunError::Failed { stderr, .. } if not_found(stderr))
+    }
+}
+
+/// Whether gcloud's error text says the thing asked about does not exist.
+pub(crate) fn not_found(stderr: &str) -> bool {
+    let lower = stderr.to_ascii_lowercase();
+    lower.contains("not_found") || lower.contains("notfound") || lower.contains("not found") || lower.contains("404")
+}
+
 /// Runs programs and reads the variables of the environment they run in.
 pub trait Runner: Send + Sync {
     /// Runs a command that only reads, without the variables in `hidden`; its stdout, or why

@@ -238,7 +238,17 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     }
     // An instance of that name: the one an earlier deploy created (recorded, or labelled as
     // this deployment's after a create that was cut short), or someone else's.
-    let found = read_instance(env, resolved).ok();
+    // Only gcloud's "not found" says there is none: any other failure is no answer.
+    let found = match read_instance(env, resolved) {
+        Ok(found) => Some(found),
+        Err(NotRead::Asked(reason)) if crate::env::not_found(&reason) => None,
+        Err(reason) => {
+            return Err(LifecycleError::Query {
+                what: format!("cannot tell whether Lustre instance {} exists", d.lustre.instance_id),
+                reason: reason.to_string(),
+            });
+        }
+    };
     if let Some(found) = found {
         let ours = found.made_by(d);
         if !ours && state.created.lustre_instance.is_none() {
@@ -274,7 +284,12 @@ pub(crate) fn provision(env: &Env, resolved: &Resolved<'_>, state: &mut State, p
     if !resolved.stream(env, progress, &create) {
         // Kept only if the instance there is the one asked for: another's of the same name,
         // made in between, is not to be deleted by destroy.
-        let ours = read_instance(env, resolved).is_ok_and(|found| found.made_by(d));
+        // What cannot be told is kept: destroy asks again, and deletes only what carries the label.
+        let ours = match read_instance(env, resolved) {
+            Ok(found) => found.made_by(d),
+            Err(NotRead::Asked(reason)) => !crate::env::not_found(&reason),
+            Err(NotRead::Unreadable(_)) => true,
+        };
         if !ours {
             state.created.lustre_instance = None;
         }

@@ -117,26 +117,41 @@ fn special_kind(file_type: &std::fs::FileType) -> Option<&'static str> {
 /// partial one: a temporary file created exclusively (never through a symlink) in the same
 /// folder, then renamed over `path`.
 pub fn write_atomically(path: &Path, contents: &[u8], executable: bool) -> Result<(), CommonError> {
-    write_atomically_as(path, contents, if executable { 0o755 } else { 0o644 })
+    write_atomically_as(path, contents, mode(executable))
+}
+
+/// The permission bits of a file gke-rl writes.
+pub fn mode(executable: bool) -> u32 {
+    if executable { 0o755 } else { 0o644 }
 }
 
 /// [`write_atomically`] with the permission bits `mode`, which the temporary file has before
 /// any byte is in it.
 pub fn write_atomically_as(path: &Path, contents: &[u8], mode: u32) -> Result<(), CommonError> {
-    write_checked(path, contents, mode, || Ok(()))
+    write_checked(path, contents, mode, Over::Anything)
 }
 
 /// [`write_atomically_as`] over a file that must still hold `expected`: looked at once the new
 /// contents are on disk beside it, just before the rename, so that an edit saved meanwhile is
 /// never written over ([`CommonError::Changed`]).
 pub fn replace_unchanged(path: &Path, expected: &[u8], contents: &[u8], mode: u32) -> Result<(), CommonError> {
-    write_checked(path, contents, mode, || match read_bytes(path)? == expected {
-        true => Ok(()),
-        false => Err(CommonError::Changed { path: path.to_owned() }),
-    })
+    write_checked(path, contents, mode, Over::Text(expected))
 }
 
-fn write_checked(path: &Path, contents: &[u8], mode: u32, check: impl FnOnce() -> Result<(), CommonError>) -> Result<(), CommonError> {
+/// [`write_atomically_as`] where no file is: one made meanwhile is never written over
+/// ([`CommonError::Changed`]).
+pub fn create_atomically(path: &Path, contents: &[u8], mode: u32) -> Result<(), CommonError> {
+    write_checked(path, contents, mode, Over::Nothing)
+}
+
+/// What a write may rename its file over.
+enum Over<'a> {
+    Anything,
+    Text(&'a [u8]),
+    Nothing,
+}
+
+fn write_checked(path: &Path, contents: &[u8], mode: u32, over: Over<'_>) -> Result<(), CommonError> {
     let write = |source| CommonError::Write { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     // Made and listed under the list's lock: the signal handler, which takes it too, sees every
@@ -155,7 +170,16 @@ fn write_checked(path: &Path, contents: &[u8], mode: u32, check: impl FnOnce() -
         temp.as_file().sync_all()
     })();
     // A temporary file not renamed is removed as it drops.
-    let done = written.map_err(write).and_then(|()| check()).and_then(|()| temp.persist(path).map(drop).map_err(|e| write(e.error)));
+    let changed = || CommonError::Changed { path: path.to_owned() };
+    let done = written.map_err(write).and_then(|()| match over {
+        Over::Anything => temp.persist(path).map(drop).map_err(|e| write(e.error)),
+        Over::Text(expected) if read_bytes(path)? != expected => Err(changed()),
+        Over::Text(_) => temp.persist(path).map(drop).map_err(|e| write(e.error)),
+        Over::Nothing => temp.persist_noclobber(path).map(drop).map_err(|e| match e.error.kind() {
+            std::io::ErrorKind::AlreadyExists => changed(),
+            _ => write(e.error),
+        }),
+    });
     pending_temporaries().retain(|p| *p != pending);
     done
 }

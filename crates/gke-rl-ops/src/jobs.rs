@@ -359,7 +359,13 @@ pub async fn follow_run(
         let detached = |interrupt: &Armed| Followed::Detached { signal: interrupt.signal().unwrap_or(2) };
         let (gone, lost) = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
             Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
-            Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
+            // Supervised by its entrypoint, not by records seen: a log that gave nothing proves
+            // no supervisor absent.
+            Ok(Some(job))
+                if records.ended().is_some()
+                    || gke_rl_in_cluster::supervisor::run_of(&job.entrypoint).is_none()
+                    || job.status != JobStatus::Failed =>
+            {
                 return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log: Box::new(log) }, records });
             }
             Ok(Some(job)) => (format!("job {current} ended {} without its supervisor's record", job.status), None),
@@ -809,7 +815,8 @@ pub(crate) async fn report(
     let mut records = Records::default();
     let supervised = gke_rl_in_cluster::supervisor::run_of(&job.entrypoint).is_some();
     let records_unread = match gke_rl_ray::read_log(client, latest, LOG_QUIET, LOG_WITHIN, |text| records.feed(text)).await {
-        Ok(gke_rl_ray::LogRead::Empty) if supervised => Some(JobError::EmptyLog { id: latest.clone() }),
+        // A supervisor that ran prints its records at once; one not started yet has none.
+        Ok(gke_rl_ray::LogRead::Empty) if supervised && job.status.is_terminal() => Some(JobError::EmptyLog { id: latest.clone() }),
         Ok(_) => None,
         Err(e) => Some(JobError::from(e)),
     };

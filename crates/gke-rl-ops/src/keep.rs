@@ -472,7 +472,7 @@ impl<'a> Keeping<'a> {
                     self.progress().lifecycle(LifecycleEvent::BucketOfAnotherProject { bucket, project_number: &found.project_number });
                 }
             }
-            Err(RunError::Failed { stderr, .. }) if not_found(&stderr) && make => {
+            Err(e) if e.is_not_found() && make => {
                 let region = d.project.region.as_str();
                 match self.read(&lifecycle::create_bucket(bucket, region, site)) {
                     Ok(_) => self.progress().lifecycle(LifecycleEvent::BucketCreated { bucket, region }),
@@ -488,7 +488,7 @@ impl<'a> Keeping<'a> {
                     }
                 }
             }
-            Err(RunError::Failed { stderr, .. }) if not_found(&stderr) => {
+            Err(RunError::Failed { stderr, .. }) if crate::env::not_found(&stderr) => {
                 return Err(KeepError::Bucket { bucket: bucket.to_owned(), problem: "does not exist", reason: stderr, fix: None }.into());
             }
             Err(e @ RunError::Failed { .. }) => {
@@ -668,7 +668,7 @@ impl<'a> Keeping<'a> {
                         };
                     }
                 }
-                Err(RunError::Failed { stderr, .. }) if not_found(&stderr) => {
+                Err(RunError::Failed { stderr, .. }) if crate::env::not_found(&stderr) => {
                     return Err(KeepError::TransferFailed {
                         direction,
                         operation: name.to_owned(),
@@ -1298,12 +1298,6 @@ fn steps_of(folder: &Folder, steps: Steps) -> Result<Vec<u64>, LifecycleError> {
             Err(KeepError::NoSuchStep { dir: folder.dir.clone(), step, why }.into())
         }
     }
-}
-
-/// Whether gcloud's error says the thing asked about does not exist.
-fn not_found(stderr: &str) -> bool {
-    let lower = stderr.to_ascii_lowercase();
-    lower.contains("not_found") || lower.contains("notfound") || lower.contains("not found") || lower.contains("404")
 }
 
 /// Whether gcloud's failure is the API refusing the request (its canonical codes), so that

@@ -60,7 +60,12 @@ impl SiteOptions {
             }
         };
         let folder = self.folder.clone().unwrap_or_else(|| Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()));
-        let absolute = |path: &Path| std::path::absolute(path).map_err(|source| CommonError::Read { path: path.to_owned(), source });
+        // Each is given to gcloud and gcluster as text, and read back as a path: never a lossy one.
+        let absolute = |path: &Path| match std::path::absolute(path) {
+            Ok(absolute) if absolute.to_str().is_some() => Ok(absolute),
+            Ok(absolute) => Err(CommonError::NotUtf8 { path: absolute }),
+            Err(source) => Err(CommonError::Read { path: path.to_owned(), source }),
+        };
         let folder = absolute(&folder)?;
         // Not given: the one the deployment was provisioned with, else ./cluster-toolkit.
         let remembered = || -> Option<PathBuf> {

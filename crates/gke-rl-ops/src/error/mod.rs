@@ -91,6 +91,12 @@ pub enum CommonError {
         /// Line and column of the first byte that is not UTF-8.
         at: (u32, u32),
     },
+    /// A path gcloud or gcluster is given as text is not UTF-8.
+    #[error("{} is not UTF-8, and gcloud and gcluster are given it as text: use a folder whose path is", path.display())]
+    NotUtf8 {
+        /// The path.
+        path: PathBuf,
+    },
     /// A file changed after it was read, before the edit of it was written.
     #[error(
         "{} changed after it was read (an edit saved meanwhile?): not written over, the change is kept; run the command again",
