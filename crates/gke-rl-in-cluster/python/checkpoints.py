@@ -268,6 +268,8 @@ def runs_in(mount, runs_folder):
 
 def survey(request):
     mount = request["mount"]
+    # A mount that is not there refuses the whole survey: its absence proves no run absent.
+    os.close(open_mount(mount))
     runs, unsigned, unread = runs_in(mount, request["runs"])
     folders = {}
     for folder in request.get("dirs", []):

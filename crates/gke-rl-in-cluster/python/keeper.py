@@ -190,6 +190,9 @@ def main():
     try:
         folder = open_folder(top_of(runs), runs)
     except Missing:
+        if not os.path.isdir(top_of(runs)):
+            print(f"cannot read the runs in {runs}: {top_of(runs)} is not mounted in this pod")
+            return 1
         print(f"no runs in {runs}")
         return 0
     except (OSError, Refused) as e:

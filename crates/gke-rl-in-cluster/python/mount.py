@@ -40,12 +40,15 @@ def below(mount, path):
 
 
 def open_mount(mount):
-    """A descriptor of the mount: a link the user made there is resolved here, once."""
+    """A descriptor of the mount: a link the user made there is resolved here, once. Missing
+    where it is not there: nothing below it is on this node (whoever needs it says so)."""
     real, _ = resolved_mount(mount)
     try:
         return os.open(real, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError as e:
+        raise Missing(f"{mount} is not there: the file system is not mounted on this node") from e
     except OSError as e:
-        raise Refused(f"{mount} is not there ({e.strerror}): the file system is not mounted on this node") from e
+        raise Refused(f"{mount} cannot be opened ({e.strerror}): the file system is not mounted on this node") from e
 
 
 def top_of(path):

@@ -359,13 +359,9 @@ pub async fn follow_run(
         let detached = |interrupt: &Armed| Followed::Detached { signal: interrupt.signal().unwrap_or(2) };
         let (gone, lost) = match follow_logging(client, &current, env, progress, &mut log, &mut records, &mut interrupt).await {
             Ok(None) => return Ok(Observed { followed: detached(&interrupt), records }),
-            // Supervised by its entrypoint, not by records seen: a log that gave nothing proves
-            // no supervisor absent.
-            Ok(Some(job))
-                if records.ended().is_some()
-                    || gke_rl_in_cluster::supervisor::run_of(&job.entrypoint).is_none()
-                    || job.status != JobStatus::Failed =>
-            {
+            // A supervisor that recorded nothing refused before the run began (no runs folder):
+            // there is nothing for the keeper to resubmit.
+            Ok(Some(job)) if records.ended().is_some() || !records.supervised() || job.status != JobStatus::Failed => {
                 return Ok(Observed { followed: Followed::Finished { job: Box::new(job), log: Box::new(log) }, records });
             }
             Ok(Some(job)) => (format!("job {current} ended {} without its supervisor's record", job.status), None),

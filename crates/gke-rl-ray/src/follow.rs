@@ -106,14 +106,23 @@ pub async fn follow(client: &Client, id: &str, options: &FollowOptions, mut on_e
 async fn deliver_rest(client: &Client, id: &str, delivered: usize, on_event: &mut impl FnMut(Event<'_>)) {
     match client.logs(id).await {
         Ok(logs) => {
-            // Lossy UTF-8 on the stream can shift byte counts; a cut inside a character skips it.
-            let rest = (delivered..=delivered + 3).find_map(|at| logs.get(at..)).unwrap_or_default();
+            let rest = rest_of(&logs, delivered);
             if !rest.is_empty() {
                 on_event(Event::Log(rest));
             }
         }
         Err(e) => on_event(Event::Unread(&e.to_string())),
     }
+}
+
+/// From this many bytes on, a terminal job's quiet stream is confirmed by a replay; a shorter
+/// log is read whole instead.
+const CONFIRM_BY_REPLAY_FROM: usize = 1 << 20;
+
+/// The part of a whole log past the `delivered` bytes a stream gave. Lossy UTF-8 on the
+/// stream can shift byte counts; a cut inside a character skips it.
+fn rest_of(logs: &str, delivered: usize) -> &str {
+    (delivered..=delivered + 3).find_map(|at| logs.get(at..)).unwrap_or_default()
 }
 
 /// How much of a log [`read_log`] read.
@@ -132,8 +141,9 @@ pub enum LogRead {
 /// a chunk: a log of any size is read in bounded memory (`GET /logs` answers it whole, and caps
 /// it). It ends when the stream does, or, for a running job, when the stream goes quiet for
 /// `quiet` or has run for `within` (the log so far); a terminal job's quiet stream ends it once
-/// a replay confirms nothing was missed. A stream that gives nothing is no answer: the whole
-/// log is read then, and an empty one is [`LogRead::Empty`]. A dropped stream is opened again (the server replays
+/// a replay confirms nothing was missed (a log under a MiB, or one no replay confirms, has its
+/// rest read from the whole log). A stream that gives nothing is no answer: the whole log is
+/// read then, and an empty one is [`LogRead::Empty`]. A dropped stream is opened again (the server replays
 /// from the start; what was read is skipped), a few times; where none opens, the whole log is
 /// read instead, within its cap. A terminal job's log still streaming at `within` is an error,
 /// never a cut report.
@@ -184,6 +194,12 @@ pub async fn read_log(
                 Err(TailEnd::Finished | TailEnd::Silent) if delivered == 0 => break 'attempts,
                 Err(TailEnd::Finished) => return Ok(LogRead::Whole),
                 Err(TailEnd::Silent) if !terminal => return Ok(LogRead::SoFar),
+                // A short log's end is read whole, not trusted to a replay: Ray 2.54 sends its
+                // last lines late, so a replay may stall where the first stream did.
+                Err(TailEnd::Silent) if delivered < CONFIRM_BY_REPLAY_FROM => {
+                    last_reason = format!("it went quiet for {} s", quiet.as_secs());
+                    break 'attempts;
+                }
                 Err(TailEnd::Silent) if attempt > 0 && offset >= before && delivered == before => return Ok(LogRead::Whole),
                 Err(TailEnd::Silent) => {
                     last_reason = format!("it went quiet for {} s, and a replay did not confirm its end", quiet.as_secs());
@@ -196,13 +212,28 @@ pub async fn read_log(
             }
         }
     }
-    if delivered > 0 {
-        return Err(Error::Protocol { what: format!("the log stream of {id}"), reason: last_reason });
-    }
-    let whole = client.logs(id).await?;
-    if whole.is_empty() {
+    // The whole log, within its cap: what the stream did not confirm (Ray 2.54 replays a short
+    // log only after about 2 s) is read there, past what was delivered.
+    let whole = match client.logs(id).await {
+        Ok(whole) => whole,
+        Err(e) if delivered > 0 => {
+            return Err(Error::Protocol {
+                what: format!("the log stream of {id}"),
+                reason: format!("{last_reason}, and the whole log: {e}"),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    if whole.is_empty() && delivered == 0 {
         return Ok(LogRead::Empty);
     }
-    on_chunk(&whole);
+    if whole.len() < delivered {
+        let reason = format!("{last_reason}, and the whole log is shorter than what the stream gave");
+        return Err(Error::Protocol { what: format!("the log stream of {id}"), reason });
+    }
+    let rest = rest_of(&whole, delivered);
+    if !rest.is_empty() {
+        on_chunk(rest);
+    }
     Ok(if terminal { LogRead::Whole } else { LogRead::SoFar })
 }

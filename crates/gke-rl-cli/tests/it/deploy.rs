@@ -647,6 +647,25 @@ fn a_new_instance_on_a_cluster_without_rdma_is_created_like_the_codelabs_and_goe
     assert_left_alone(&cloud.calls().replace("lustre instances create", "").replace("lustre instances delete", ""), false);
 }
 
+/// Issue 65, class 1: a refused gcloud (an expired login, a role without Lustre) proves nothing
+/// gone: a delete and a describe that fail so leave the instance named as a remainder, the
+/// state kept, and destroy failed, never "destroyed".
+#[test]
+fn a_refused_gcloud_never_proves_the_instance_gone() {
+    let config = "project:\n  cluster_name: ray-a4-gpu-spot\n  existing_cluster: true\nlustre:\n  capacity_gib: 18000\n";
+    let cloud = existing("cluster-no-rdma.json", false, config);
+    assert_eq!(deploy_existing(&cloud).status.code(), Some(0));
+    let args = ["destroy", "--yes", "--folder", "deployment", "--discard-checkpoints"];
+    let out = cloud.gke_rl(&args, &[("FAKE_FAIL", "gcloud lustre instances")]);
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("Managed Lustre instance rl-demo-gpu-lustre (unknown: "), "{err}");
+    assert!(cloud.root.join("cloud/lustre").exists() && cloud.root.join("deployment/state.json").exists(), "{err}");
+    let out = destroy_existing(&cloud, &[]);
+    assert_eq!(out.status.code(), Some(0), "once gcloud answers, it goes: {}", stderr(&out));
+    assert!(!cloud.root.join("cloud/lustre").exists());
+}
+
 /// An instance of the configured name that does not carry the deployment's label is not the
 /// one deploy created (a create that lost a race to another's of the same name): destroy keeps
 /// it, and says why.

@@ -237,12 +237,15 @@ impl LifecycleError {
     pub(crate) fn api_unusable(&self) -> Option<String> {
         fn of_job(error: &JobError) -> Option<String> {
             match error {
+                // The API answered: there is no head (a destroy run again after the RayCluster went).
+                JobError::Common(CommonError::Kube(kube)) if matches!(**kube, gke_rl_kube::Error::NoHeadPod(_)) => None,
                 JobError::Common(common @ CommonError::Kube(_)) => Some(crate::chain(common)),
                 JobError::PortForward { source } => of_job(source),
                 _ => None,
             }
         }
         match self {
+            LifecycleError::Common(CommonError::Kube(kube)) if matches!(**kube, gke_rl_kube::Error::NoHeadPod(_)) => None,
             LifecycleError::Common(common @ CommonError::Kube(_)) => Some(crate::chain(common)),
             LifecycleError::Head(job) => of_job(job),
             _ => None,

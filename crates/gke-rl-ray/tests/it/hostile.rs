@@ -200,6 +200,18 @@ async fn a_stream_that_gives_nothing_is_no_answer() {
     }
 }
 
+/// Issue 65, class 1: an ended job's stream that stalls at the same place on every replay
+/// proves no end: a short log's rest is read from the whole log.
+#[tokio::test]
+async fn a_replay_that_stalls_where_the_stream_did_proves_no_end() {
+    let quiet = std::time::Duration::from_millis(300);
+    let within = std::time::Duration::from_secs(30);
+    let address = gke_rl_ray::fake::stalled_head("step 1\n", "step 1\nstep 2\ngke-rl: the run ended\n", "FAILED");
+    let mut text = String::new();
+    let got = gke_rl_ray::read_log(&client(&address), gke_rl_ray::fake::JOB, quiet, within, |chunk| text.push_str(chunk)).await;
+    assert_eq!((got.unwrap(), text.as_str()), (gke_rl_ray::LogRead::Whole, "step 1\nstep 2\ngke-rl: the run ended\n"));
+}
+
 /// Issue 31, item 1: the job runs on while its stream is half-open, or merely quiet (Ray's
 /// handler never answers a ping, so the two look alike). The follow waits on, asking the job's
 /// state at each idle time, without reconnecting (which would download the whole log again),
