@@ -339,9 +339,15 @@ def prepare(request):
                 made = True
             except FileExistsError:
                 pass
-            st = os.stat(target, dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISDIR(st.st_mode):
-                raise Refused(f"{request['dir']}/{target} is a link or a file: remove it")
+            try:
+                held = open_child(fd, target)
+            except OSError as e:
+                raise Refused(f"{request['dir']}/{target} is a link or a file: remove it") from e
+            try:
+                # One left by someone else is theirs to fill: the import never writes into it.
+                owned(held, f"{request['dir']}/{target}")
+            finally:
+                os.close(held)
     finally:
         os.close(fd)
     say({"done": "prepare", "existing": existing, "made": made})

@@ -830,3 +830,16 @@ fn figures_from_a_log_never_hang_or_drop_the_report() {
         both(&report)
     );
 }
+
+/// Issue 65, class 4: `storage-check --dir` takes the characters `lustre.mount_path` does, so no
+/// shell on the head ever reads a `$(…)` or a `$x` of it; refused before anything is asked.
+#[test]
+fn a_storage_check_folder_a_shell_would_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for hostile in ["/data$x", "/data/$(touch pwned)", "/data/`id`", "relative/data", "/data dir"] {
+        let out = gke_rl(dir.path(), &["storage-check", "--dir", hostile, "--address", "http://127.0.0.1:9"]);
+        assert_eq!(out.status.code(), Some(2), "{hostile}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is not an absolute path of letters, digits and"), "{hostile}: {}", stderr(&out));
+    }
+    assert!(!dir.path().join("pwned").exists());
+}

@@ -1066,7 +1066,7 @@ mod tests {
         let dynamic = lustre_dynamic_tier();
         assert_eq!((dynamic.throughput, dynamic.min_gib, dynamic.max_gib), (25, 472_000, 84_016_000));
         assert_eq!((dynamic.step_for(472_000), dynamic.step_for(84_016_000)), (472_000, 472_000));
-        assert_eq!(lustre_tier(25), None, "the Dynamic tier is not chosen by a throughput");
+        assert_eq!(lustre_tier(25), Some(dynamic), "the Dynamic tier's figure, as a fitted deployment states it");
     }
 
     #[test]
