@@ -432,7 +432,7 @@ fn through_a_tls_api_server(head: &Head) -> Result<(), Failed> {
     check(
         !refused.status.success()
             && stderr(&refused).contains("destroy cannot tell what it would lose with Lustre instance rl-demo-gpu-lustre: ")
-            && stderr(&refused).contains("/lustre is not there (No such file or directory): the file system is not mounted on this node")
+            && stderr(&refused).contains("/lustre is not there: the file system is not mounted on this node")
             && stderr(&refused).contains("--discard-checkpoints")
             && cloud.api.object("rayclusters", "ray-a4-gpu-spot").is_some(),
         "destroy refuses when the head cannot list what the instance holds",
