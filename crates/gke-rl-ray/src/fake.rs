@@ -96,9 +96,9 @@ pub fn silent_head(first: &'static str, whole: &'static str, status: impl Fn(usi
     })
 }
 
-/// A Ray head whose log stream for [`JOB`] sends `first` on every connection, then stalls
-/// without closing, as Ray 2.54 may with a short log; `/logs` holds `whole`, and the job's state
-/// is `status`.
+/// A Ray head whose log stream for [`JOB`] sends `first` on every connection (nothing, when it
+/// is empty), then stalls without closing, as Ray 2.54's tail may with a log of a few lines;
+/// `/logs` holds `whole`, and the job's state is `status`.
 pub fn stalled_head(first: &'static str, whole: &'static str, status: &'static str) -> String {
     let job = format!("/api/jobs/{JOB}");
     serve(move |path, head, stream| match path.strip_prefix(job.as_str()) {
@@ -107,24 +107,9 @@ pub fn stalled_head(first: &'static str, whole: &'static str, status: &'static s
         Some("/logs") => respond(stream, "200 OK", "", &serde_json::json!({ "logs": whole }).to_string()),
         Some("/logs/tail") => {
             let mut socket = upgrade(head, stream);
-            let _ = socket.send(Message::text(first));
-            std::thread::sleep(Duration::from_secs(600));
-        }
-        _ => respond(stream, "404 Not Found", "", ""),
-    })
-}
-
-/// A Ray head whose log stream for [`JOB`] sends nothing on any connection and stays open, as
-/// Ray 2.54's tail does for about 2 s with a log of a few lines; `/logs` holds `whole`, and the
-/// job's state is `status`.
-pub fn mute_head(whole: &'static str, status: &'static str) -> String {
-    let job = format!("/api/jobs/{JOB}");
-    serve(move |path, head, stream| match path.strip_prefix(job.as_str()) {
-        _ if path == "/api/version" => respond(stream, "200 OK", "", &version_body("2.54.0")),
-        Some("" | "/") => respond(stream, "200 OK", "", &job_body(status)),
-        Some("/logs") => respond(stream, "200 OK", "", &serde_json::json!({ "logs": whole }).to_string()),
-        Some("/logs/tail") => {
-            let _socket = upgrade(head, stream);
+            if !first.is_empty() {
+                let _ = socket.send(Message::text(first));
+            }
             std::thread::sleep(Duration::from_secs(600));
         }
         _ => respond(stream, "404 Not Found", "", ""),

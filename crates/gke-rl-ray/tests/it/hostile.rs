@@ -193,7 +193,7 @@ async fn a_stream_that_gives_nothing_is_no_answer() {
         ("", "SUCCEEDED", gke_rl_ray::LogRead::Empty),
         ("", "RUNNING", gke_rl_ray::LogRead::Empty),
     ] {
-        let address = gke_rl_ray::fake::mute_head(whole, status);
+        let address = gke_rl_ray::fake::stalled_head("", whole, status);
         let mut text = String::new();
         let got = gke_rl_ray::read_log(&client(&address), gke_rl_ray::fake::JOB, quiet, within, |chunk| text.push_str(chunk)).await;
         assert_eq!((got.unwrap(), text.as_str()), (read, whole), "{status}");
