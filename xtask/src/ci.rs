@@ -63,7 +63,14 @@ fn fetch(sh: &Shell) -> anyhow::Result<()> {
         // Side by side: each install mostly waits on PyPI.
         let rays: Vec<_> = gke_rl_ray::TESTED_RAY
             .iter()
-            .map(|version| (version, scope.spawn(move || ray_venv(&Shell::new()?, version).map(drop))))
+            .map(|version| {
+                let install = move || {
+                    let sh = Shell::new()?;
+                    ray_venv(&sh, version)?;
+                    if *version == gke_rl_ray::NEWEST_TESTED_RAY { crate::install::torch_in_newest_ray(&sh) } else { Ok(()) }
+                };
+                (version, scope.spawn(install))
+            })
             .collect();
         let mut results: Vec<(String, anyhow::Result<()>)> =
             DOWNLOADED_DEBIAN_PACKAGES.map(|package| (format!("Debian's {}", package.0), debian_package(sh, package))).into();

@@ -61,6 +61,26 @@ pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf>
     venv(sh, &project_root().join("target/ray").join(version), "ray", &format!("ray[default]=={version}"), version)
 }
 
+/// The torch of NeMo-RL's newest release (NVIDIA-NeMo/RL `pyproject.toml` at v0.7.0), with the
+/// numpy its collectives of objects need: the storage check's save pass runs on it, on CPU. From
+/// PyPI, since download.pytorch.org's CPU builds cannot be reached: its CUDA libraries come
+/// along (2026-12-07: 35 s and 5.3 GB here); Debian's python3-torch is 1.13, older than the
+/// 2.3 that `torch.distributed.checkpoint.async_save` needs.
+pub const SAVE_TORCH: (&str, &str) = ("torch==2.11.0", "2.11.0");
+
+/// [`SAVE_TORCH`] and numpy in the newest tested Ray's venv, unless there.
+pub fn torch_in_newest_ray(sh: &Shell) -> anyhow::Result<()> {
+    let bin = ray_venv(sh, gke_rl_ray::NEWEST_TESTED_RAY)?;
+    let (requirement, version) = SAVE_TORCH;
+    let python = bin.join("python");
+    let probe = "import numpy, torch; print(torch.__version__)";
+    if cmd!(sh, "{python} -c {probe}").quiet().ignore_stderr().read().is_ok_and(|v| v.starts_with(version)) {
+        return Ok(());
+    }
+    let pip = bin.join("pip");
+    Ok(cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement} numpy").run()?)
+}
+
 /// The `bin` of a venv at `dir` with `requirement` from PyPI, made unless its `program
 /// --version` already says `version`.
 pub fn venv(sh: &Shell, dir: &std::path::Path, program: &str, requirement: &str, version: &str) -> anyhow::Result<std::path::PathBuf> {

@@ -47,6 +47,10 @@ pub struct CheckArgs {
     /// The longest the check job may run (90s, 30m, 1h)
     #[arg(long = "check-timeout", value_name = "DURATION", default_value = "15m", value_parser = crate::parse_duration)]
     timeout: Duration,
+    /// Measure the file system only: no second pass saving a real distributed checkpoint with
+    /// the job's torch (the save prediction then comes from the raw write rate)
+    #[arg(long)]
+    raw_only: bool,
     /// Print the job's log as it runs
     #[arg(long)]
     verbose: bool,
@@ -85,6 +89,7 @@ impl CheckArgs {
             max_node_bytes: self.size,
             min_fraction: self.min_fraction,
             timeout: self.timeout,
+            save_pass: !self.raw_only,
         };
         let progress = Filtered { console, logs: self.verbose };
         let checked = gke_rl_ops::storage::check(&loaded.deployment, &artifacts, &options, &head.client, env, &progress)
@@ -115,6 +120,11 @@ impl CheckArgs {
             other => anyhow::bail!("the storage check ended in a way this version does not know: {other:?}"),
         }
     }
+}
+
+/// `12.3 s`.
+fn seconds(s: f64) -> String {
+    format!("{s:.1} s")
 }
 
 /// The figures as people read them: nodes, the aggregate, the file system, the run's saves,
@@ -166,6 +176,25 @@ pub fn describe(report: &Report, expected: &Expectation, verdict: &Verdict, rele
     if let Some(ops) = verdict.metadata_ops_per_second {
         let _ = writeln!(out, "metadata: {ops:.0} operations/s in all (create, stat, delete)");
     }
+    if let Some(save) = &verdict.save {
+        let staging = save.staging_s.map_or_else(String::new, |s| format!(", {} of it staging off the GPUs", seconds(s)));
+        let _ = writeln!(
+            out,
+            "save: a distributed checkpoint of {} from the {} (torch {}): returned after {}, durable after {} ({}){staging}",
+            size(save.bytes),
+            if save.device == "gpu" { "GPUs" } else { "host memory: no GPU on the nodes" },
+            save.torch,
+            seconds(save.returned_s),
+            seconds(save.durable_s),
+            rate(save.rate()),
+        );
+        if let (Some(blocking), Some(landed)) = (save.blocking_s, save.landed_s) {
+            let _ = writeln!(out, "save, asynchronous as the release's: blocked {}, landed after {}", seconds(blocking), seconds(landed));
+        }
+    }
+    for why in &verdict.save_skipped {
+        let _ = writeln!(out, "save: not measured: {why}");
+    }
     if let Some(space) = verdict.space {
         let fits = match verdict.checkpoints_fit {
             Some(true) => ", room for the run's checkpoints",
@@ -177,7 +206,7 @@ pub fn describe(report: &Report, expected: &Expectation, verdict: &Verdict, rele
     if let Some(prediction) = &verdict.prediction {
         let saving: &Saving = &expected.saving;
         out.push_str(&format!("\n{}:\n", saving.model.unwrap_or("the configured model")));
-        for line in prediction.advice(saving, release, "measured") {
+        for line in prediction.advice(saving, release) {
             let _ = writeln!(out, "  {line}");
         }
     }

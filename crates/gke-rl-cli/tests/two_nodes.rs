@@ -10,6 +10,9 @@
 //!   read back each other's files and make small files; the report names each node, the
 //!   mount's file system (not Lustre here), and a node slowed from outside (its processes
 //!   stopped most of the time, as a starved VM's are). A stop and a kill leave nothing behind.
+//!   The newest Ray's venv has the torch of NeMo-RL's newest release (which `cargo xtask ci`
+//!   installs there): its nodes save a real distributed checkpoint on CPU, and the prediction
+//!   comes from it; the other Rays see Debian's torch 1.13, which the save pass refuses by name.
 //! - `gke-rl submit`'s recovery: a job that trains in steps on the second node (its actor needs
 //!   the `trainer` resource only that node has), writes `step_N` markers and resumes from the
 //!   newest; the node is killed mid-run and restarted.
@@ -48,10 +51,21 @@ fn main() {
             trials.push(Trial::test(format!("ray_{version}"), || Ok(())).with_ignored_flag(true));
             continue;
         };
-        trials.extend(cluster_trials(version, bin, torch.path().to_owned()));
+        // The newest Ray's own torch, where `ci` installed it, stays in front of Debian's.
+        let own_torch = Command::new(bin.join("python")).args(["-c", "import numpy, torch"]).output().is_ok_and(|o| o.status.success());
+        assert!(
+            own_torch || version != gke_rl_ray::NEWEST_TESTED_RAY || std::env::var_os("CI").is_none(),
+            "{} has no torch of its own: `cargo xtask ci` installs it",
+            bin.display()
+        );
+        let path = if own_torch { EMPTY.get_or_init(|| tempfile::tempdir().expect("temp dir")).path() } else { torch.path() };
+        trials.extend(cluster_trials(version, bin, path.to_owned()));
     }
     libtest_mimic::run(&args, trials).exit();
 }
+
+/// An empty PYTHONPATH, for a venv with a torch of its own.
+static EMPTY: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
 
 /// A folder holding only torch and numpy from Debian's packages, for PYTHONPATH: the rest of
 /// dist-packages stays out of the venvs.
@@ -344,7 +358,7 @@ fn json_of(out: &Output) -> Result<serde_json::Value, Failed> {
 }
 
 fn storage_measures(cluster: &Cluster) -> Result<(), Failed> {
-    let (out, mount) = storage_check(cluster, "64M", &["--json"]);
+    let (out, mount) = storage_check(cluster, "64M", &["--json", "--raw-only"]);
     // A local folder is no Lustre: the check measures, and fails on the mount and the tier.
     check(out.status.code() == Some(1), "a folder that is not Lustre fails the check", &out)?;
     let json = json_of(&out)?;
@@ -371,12 +385,30 @@ fn storage_measures(cluster: &Cluster) -> Result<(), Failed> {
         &text,
     )?;
     check(said.contains("not Managed Lustre") && said.contains("each save of 1.02 TB takes about"), "the verdict and the save", &text)?;
+    // The save pass: a real checkpoint on CPU where the venv has a torch that can, else why not.
+    if cluster.version == gke_rl_ray::NEWEST_TESTED_RAY {
+        check(
+            said.contains("save: a distributed checkpoint of ")
+                && said.contains(" MB from the host memory: no GPU on the nodes (torch 2.11.0")
+                && said.contains("(from a distributed checkpoint the check saved from host memory: no GPU on the nodes)"),
+            "both nodes saved a checkpoint, and the prediction comes from it",
+            &text,
+        )?;
+    } else {
+        check(
+            said.contains("save: not measured: torch 1.13")
+                && said.contains("is older than 2.3")
+                && said.contains("(from the measured write rate"),
+            "an old torch is refused by name, and the raw rate predicts at its efficiency",
+            &text,
+        )?;
+    }
     check(left_in(mount.path()).is_empty(), "the text run removed what it wrote too", &text)
 }
 
 fn storage_slow_node(cluster: &Cluster) -> Result<(), Failed> {
     let slowed = cluster.node.lock().unwrap().as_ref().map(|node| node.throttle(0.9)).ok_or("no second node")?;
-    let (out, _mount) = storage_check(cluster, "128M", &["--json"]);
+    let (out, _mount) = storage_check(cluster, "128M", &["--json", "--raw-only"]);
     drop(slowed);
     let json = json_of(&out)?;
     let problems = json["verdict"]["problems"].as_array().cloned().unwrap_or_default();
@@ -400,7 +432,7 @@ fn storage_interrupted(cluster: &Cluster) -> Result<(), Failed> {
     let dir = mount.path().display().to_string();
     let child = Command::new(env!("CARGO_BIN_EXE_gke-rl"))
         .current_dir(config.path())
-        .args(["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "4G"])
+        .args(["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "4G", "--raw-only"])
         .env_remove("RAY_ADDRESS")
         .env("RAY_AUTH_TOKEN", ray_head::test_token())
         .stdout(std::process::Stdio::piped())
@@ -421,8 +453,9 @@ fn storage_killed(cluster: &Cluster) -> Result<(), Failed> {
     let checks = mount.path().join("gke-rl/storage-check");
     let dir = mount.path().display().to_string();
     let address = cluster.address.clone();
-    let first =
-        std::thread::spawn(move || gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &address, "--dir", &dir, "--size", "4G"]));
+    let first = std::thread::spawn(move || {
+        gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &address, "--dir", &dir, "--size", "4G", "--raw-only"])
+    });
     // The driver killed mid-write, as an OOM kill or a lost head would: it cleans nothing.
     let writing = wait_for(Duration::from_secs(120), || find_files(&checks, "rank-"));
     let killed = driver_group(&checks)
@@ -435,7 +468,7 @@ fn storage_killed(cluster: &Cluster) -> Result<(), Failed> {
     let lease = std::fs::File::options().write(true).open(checks.join(&left[0]).join(".lease")).map_err(|e| e.to_string())?;
     lease.set_modified(std::time::SystemTime::now() - Duration::from_secs(600)).map_err(|e| e.to_string())?;
     let dir = mount.path().display().to_string();
-    let next = gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "16M"]);
+    let next = gke_rl(TWO_NODES_NO_FABRIC, &["storage-check", "--address", &cluster.address, "--dir", &dir, "--size", "16M", "--raw-only"]);
     check(stdout(&next).contains(&format!("removed {}, left by a check that was killed", left[0])), "the next check says so", &next)?;
     check(left_in(mount.path()).is_empty(), "and removes it", &next)
 }

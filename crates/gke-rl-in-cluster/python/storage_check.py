@@ -14,8 +14,16 @@ it reads) ask the kernel to drop the file's cached pages (posix_fadvise DONTNEED
 covers nodes that share one kernel, and a single node reading its own files. (The file system's
 servers may cache what they hold, as they do for a resume.)
 
+Then, where torch imports in the job's Python (NeMo-RL's image always has it), each node saves
+its share again as the run saves it: a real distributed checkpoint (torch.distributed.checkpoint),
+one process per rank, from the rank's GPU when the node has one (else from host memory), with the
+writer the release's policy sets up. It times the staging off the GPU apart from the writes, the
+save's return and when its files are durable, and, where the release saves asynchronously, what
+blocks and when it has landed. The raw pass and this one tell the file system from the library.
+
 `--local DIR` runs one node's part alone, without Ray: the same program, for one machine and a
-folder. What runs on the nodes uses Python's standard library only; the driver imports Ray.
+folder. What runs on the nodes uses Python's standard library only (torch in the save's own
+processes); the driver imports Ray.
 The check removes what it wrote on success, failure, SIGTERM and Ctrl-C, and says so only once
 it is gone; a folder a killed check left is removed by the next check once its lease is stale.
 Whoever else can write the folders under the mount is not trusted: no link is followed on the
@@ -29,8 +37,11 @@ import os
 import re
 import signal
 import socket
+import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -53,6 +64,17 @@ OWN_NAME = re.compile(r"(gke-rl-storage-check-[A-Za-z0-9]{1,64}|check-[A-Za-z0-9
 # Set when the check is stopped: every thread of this process ends at its next step.
 STOP = threading.Event()
 THREADS = []
+# The save pass needs dcp.save and dcp.async_save, as NeMo-RL's policies call them; async_save
+# came in torch 2.3 (pytorch/pytorch torch/distributed/checkpoint/__init__.py at v2.3.0).
+SAVE_TORCH = (2, 3)
+# A parameter's bytes in a checkpoint, in the proportions gke-rl's rules assume
+# (gke_rl::knowledge::CHECKPOINT_BYTES_PER_PARAMETER): bf16 weights, fp32 master weights and
+# Adam's two fp32 moments.
+SAVE_LAYOUT = (("weight", "bfloat16", 2), ("master", "float32", 4), ("exp_avg", "float32", 4), ("exp_avg_sq", "float32", 4))
+# Each tensor at most a 4096 x 4096 layer.
+SAVE_TENSOR = 4096 * 4096
+# The most of a save process's error said.
+SAVE_ERROR_CHARS = 2000
 
 
 # mount.py  # generated
@@ -259,7 +281,234 @@ def metadata_pass(parent, threads, files, deadline):
     return seconds
 
 
-def node_part(root, folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout):
+def torch_probe():
+    """What the save pass can use in this Python: {"torch", "gpus", "gpu"}, or {"skipped": why}."""
+    try:
+        import torch
+    except ImportError as e:
+        return {"skipped": f"torch does not import in {sys.executable} ({e}): the save pass needs it, NeMo-RL's image has it"}
+    version = tuple(int(n) for n in re.findall(r"\d+", torch.__version__)[:2])
+    try:
+        import torch.distributed.checkpoint as dcp
+    except ImportError:
+        dcp = None
+    if version < SAVE_TORCH or not hasattr(dcp, "async_save"):
+        return {
+            "skipped": f"torch {torch.__version__} in {sys.executable} is older than "
+            f"{'.'.join(map(str, SAVE_TORCH))}: it has no torch.distributed.checkpoint.async_save, which NeMo-RL's saves use"
+        }
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return {"torch": torch.__version__, "gpus": gpus, "gpu": torch.cuda.get_device_name(0) if gpus else None}
+
+
+def save_rank(spec):
+    """One rank of the save pass, in its own process: its share saved with
+    torch.distributed.checkpoint into spec["folder"], timed; one JSON line on stdout."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    rank, world, gpu = spec["rank"], spec["world"], spec["gpu"]
+    if gpu:
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+    device = "cuda" if gpu else "cpu"
+    # An async save stages on the host and needs a CPU collective beside NCCL.
+    backend = "cpu:gloo,cuda:nccl" if gpu else "gloo"
+    timeout = datetime.timedelta(seconds=max(1, spec["timeout"]))
+    dist.init_process_group(backend, init_method="file://" + spec["store"], rank=rank, world_size=world, timeout=timeout)
+    # This rank's parameters in tensors of at most SAVE_TENSOR, each kind as SAVE_LAYOUT says.
+    sizes, left = [], spec["parameters"]
+    while left > 0:
+        sizes.append(min(left, SAVE_TENSOR))
+        left -= sizes[-1]
+    generator = torch.Generator(device=device).manual_seed(rank)
+    state = {
+        kind: {f"rank{rank}.tensor{i}": torch.randn(n, device=device, generator=generator).to(getattr(torch, dtype)) for i, n in enumerate(sizes)}
+        for kind, dtype, _ in SAVE_LAYOUT
+    }
+    tensors = [t for part in state.values() for t in part.values()]
+    result = {"rank": rank}
+    if gpu:
+        # The copy off the GPU, timed apart: most of what an async save blocks for.
+        torch.cuda.synchronize()
+        dist.barrier()
+        start = time.perf_counter()
+        staged = [t.to("cpu") for t in tensors]
+        torch.cuda.synchronize()
+        result["staging_s"] = time.perf_counter() - start
+        del staged
+    dist.barrier()
+    sync_dir = os.path.join(spec["folder"], "sync")
+    result["start"] = time.time()
+    # To save() returning, then to this rank's files being on disk.
+    dcp.save(state, storage_writer=FileSystemWriter(sync_dir, sync_files=False, thread_count=spec["threads"]))
+    result["returned"] = time.time()
+    for name in os.listdir(sync_dir):
+        if name.startswith(f"__{rank}_") or (rank == 0 and name == ".metadata"):
+            fd = os.open(os.path.join(sync_dir, name), os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    result["durable"] = time.time()
+    if spec["asynchronous"]:
+        dist.barrier()
+        async_dir = os.path.join(spec["folder"], "async")
+        result["async_start"] = time.time()
+        pending = dcp.async_save(state, storage_writer=FileSystemWriter(async_dir, sync_files=True, thread_count=spec["threads"]))
+        result["async_blocked"] = time.time()
+        # A concurrent.futures.Future, or (torch 2.9 and later, with a stager) a response holding one.
+        getattr(pending, "upload_completion", pending).result(timeout=spec["timeout"])
+        result["async_landed"] = time.time()
+    dist.barrier()
+    dist.destroy_process_group()
+    print(json.dumps(result), flush=True)
+
+
+def save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline):
+    """The node's share saved as the run saves it, in a folder below its own (`mine`), removed
+    afterwards: the figures, or {"skipped": why}. A save that fails stops the check."""
+    barrier(check, "save", index, nodes, deadline)
+    # The raw files were read by now: their room is the save's.
+    for r in range(ranks):
+        os.unlink(f"rank-{r}.bin", dir_fd=mine)
+    probe = run_python(["--torch-probe"], deadline)
+    if probe["code"] != 0 or not probe["lines"]:
+        return {"skipped": f"torch did not start in {sys.executable}: {probe['error']}"}
+    found = json.loads(probe["lines"][-1])
+    if "skipped" in found:
+        return found
+    gpu = found["gpus"] > 0
+    # What the save writes: SAVE_LAYOUT's bytes a parameter, the node's share of the checkpoint.
+    per_parameter = sum(size for _, _, size in SAVE_LAYOUT)
+    parameters = max(1, rank_bytes // per_parameter)
+    os.mkdir("save", 0o700, dir_fd=mine)
+    folder = open_child(mine, "save")
+    store = tempfile.mkdtemp(prefix="gke-rl-save-")
+    try:
+        spec = {
+            "world": ranks,
+            "gpu": gpu,
+            "parameters": parameters,
+            "threads": writer["threads"],
+            "asynchronous": writer["asynchronous"],
+            # The save's folder by its descriptor, held by every rank: no path is looked up again.
+            "folder": f"/proc/self/fd/{folder}",
+            "store": os.path.join(store, "store"),
+            "timeout": max(1.0, deadline - time.monotonic()),
+        }
+        started = [spawn_python(["--save-rank", json.dumps(dict(spec, rank=r))], pass_fds=(folder,)) for r in range(ranks)]
+        ended = finish_all(started, deadline)
+        # The first to fail says why; the others were ended for it.
+        failed = sorted((e for e in ended if e["code"] != 0 or not e["lines"]), key=lambda e: e["code"] == -signal.SIGKILL)
+        if failed:
+            raise CheckError(save_failure(failed[0]))
+        results = [json.loads(e["lines"][-1]) for e in ended]
+        saved = size_in(folder, "sync")
+    finally:
+        os.close(folder)
+        shutil.rmtree(store, ignore_errors=True)
+        remove_in(mine, "save")
+    figures = {
+        "torch": found["torch"],
+        "device": "gpu" if gpu else "cpu",
+        "ranks": ranks,
+        "threads": writer["threads"],
+        "parameters": parameters * ranks,
+        "bytes_per_parameter": per_parameter,
+        "bytes": saved,
+        "start": min(r["start"] for r in results),
+        "returned": max(r["returned"] for r in results),
+        "durable": max(r["durable"] for r in results),
+    }
+    if gpu:
+        figures["gpu"] = found["gpu"]
+        figures["staging_s"] = max(r["staging_s"] for r in results)
+    if writer["asynchronous"]:
+        figures["async"] = {
+            "start": min(r["async_start"] for r in results),
+            "blocked": max(r["async_blocked"] for r in results),
+            "landed": max(r["async_landed"] for r in results),
+        }
+    return figures
+
+
+def save_failure(ended):
+    """Why a save process failed, in words: the exception it ended with (its last line), a full
+    file system said as such."""
+    lines = [re.sub(r"^\[rank\d+\]:\s*", "", line).strip() for line in ended["error"].splitlines()]
+    text = next((line for line in reversed(lines) if line), f"it said nothing ({sys.executable})")
+    if "No space left on device" in text or "ENOSPC" in text or "Disk quota exceeded" in text:
+        return f"the distributed checkpoint ran out of room on the file system under test: {text}"
+    return f"the distributed checkpoint failed (exit {ended['code']}): {text}"
+
+
+def python_env():
+    """The save processes' environment: Ray hides the GPUs from a task that asked for none
+    (CUDA_VISIBLE_DEVICES empty); the check runs before training, on the node's GPUs."""
+    env = dict(os.environ)
+    if env.get("CUDA_VISIBLE_DEVICES") == "":
+        del env["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
+def spawn_python(args, pass_fds=()):
+    """This program in a process group of its own, so that a stop ends all of it; its output
+    goes to unnamed files, which never fill as a pipe does."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), *args],
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+        pass_fds=pass_fds,
+        env=python_env(),
+        start_new_session=True,
+    )
+    return proc, out, err
+
+
+def finish_all(started, deadline):
+    """Waits for every process of `started` within the deadline: each one's exit code, stdout
+    lines and the tail of its stderr. When one fails, or past the deadline, or at a stop, the
+    others are ended with their groups: a rank waiting at a collective for a dead one would
+    wait out the check."""
+    try:
+        while any(proc.poll() is None for proc, _, _ in started):
+            failed = any(proc.returncode not in (None, 0) for proc, _, _ in started)
+            if failed or STOP.is_set() or time.monotonic() > deadline:
+                if not failed:
+                    raise CheckError("stopped" if STOP.is_set() else "the save pass ran past the check's time limit")
+                break
+            time.sleep(0.05)
+    finally:
+        for proc, _, _ in started:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+    ended = []
+    for proc, out, err in started:
+        out.seek(0)
+        err.seek(0, os.SEEK_END)
+        err.seek(max(0, err.tell() - SAVE_ERROR_CHARS))
+        lines = out.read(1 << 20).decode(errors="replace").splitlines()
+        ended.append({"code": proc.returncode, "lines": lines, "error": err.read().decode(errors="replace").strip()})
+        out.close()
+        err.close()
+    return ended
+
+
+def run_python(args, deadline):
+    return finish_all([spawn_python(args)], deadline)[0]
+
+
+def node_part(root, folder, index, nodes, ranks, rank_bytes, files, max_fill, timeout, writer):
     """This node's part of the check, in `folder` below the mount `root` (shared by every node,
     and resolved by the driver): its figures. Every file is reached from the descriptor of the
     check's folder, opened from the mount down without following a link."""
@@ -279,17 +528,19 @@ def node_part(root, folder, index, nodes, ranks, rank_bytes, files, max_fill, ti
         if not leased:
             raise CheckError(unshared)
         result["mount"] = mount_of(path_of(check))
-        return dict(result, **measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline))
+        return dict(result, **measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline, writer))
     finally:
         os.close(check)
 
 
-def measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline):
+def measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline, writer):
     """The figures of this node's part in the check's folder `check` (a descriptor)."""
     result = {"space": space(check)}
     # The whole check's bytes must leave the file system below the fill line.
     total = result["space"]["total"]
-    wanted = nodes * ranks * rank_bytes
+    # The save pass writes the node's share once more after the raw files are gone, twice when
+    # it also saves asynchronously.
+    wanted = nodes * ranks * rank_bytes * (2 if writer and writer["asynchronous"] else 1)
     room = max_fill * total - result["space"]["used"]
     if wanted > room:
         raise CheckError(
@@ -315,6 +566,8 @@ def measure(check, index, nodes, ranks, rank_bytes, files, max_fill, deadline):
         result["read"] = {"start": min(s for s, _ in spans), "end": max(e for _, e in spans), "bytes": ranks * rank_bytes, "from": source}
         barrier(check, "metadata", index, nodes, deadline)
         result["metadata"] = dict(metadata_pass(mine, ranks, files, deadline), files=files)
+        if writer:
+            result["save"] = save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline)
     finally:
         os.close(mine)
     return result
@@ -442,17 +695,17 @@ def on_ray(args):
         deadline = time.monotonic() + args.timeout
 
         # What the tasks need, and nothing that holds a lock or a thread (Ray pickles it).
-        work = (lease.root, lease.folder, len(nodes), ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+        work = (lease.root, lease.folder, len(nodes), ranks, args.rank_bytes, args.files, args.max_fill, args.timeout, writer_of(args))
 
         def part(index):
             # By module, not by `__main__`: Ray would pickle this file's globals (a lock among
             # them) with the function; the job's working dir is on the workers' path.
             from storage_check import Refused, node_part
 
-            root, folder, count, ranks, rank_bytes, files, max_fill, timeout = work
+            root, folder, count, ranks, rank_bytes, files, max_fill, timeout, writer = work
             where = {"node": ray.get_runtime_context().get_node_id()[:8], "ip": ray.util.get_node_ip_address()}
             try:
-                return dict(node_part(root, folder, index, count, ranks, rank_bytes, files, max_fill, timeout), **where)
+                return dict(node_part(root, folder, index, count, ranks, rank_bytes, files, max_fill, timeout, writer), **where)
             except (Refused, OSError) as e:
                 return dict(where, error=str(e))
 
@@ -496,7 +749,7 @@ def local(args):
         ranks = args.ranks or 1
         # This machine stands for one GPU node.
         setup_line(args, 1, 1, ranks, lease)
-        result = node_part(lease.root, lease.folder, 0, 1, ranks, args.rank_bytes, args.files, args.max_fill, args.timeout)
+        result = node_part(lease.root, lease.folder, 0, 1, ranks, args.rank_bytes, args.files, args.max_fill, args.timeout, writer_of(args))
         say("node", dict(result, node=socket.gethostname(), ip="127.0.0.1"))
         return 0
     finally:
@@ -504,11 +757,23 @@ def local(args):
         CLOSED.append(lease.close())
 
 
+def writer_of(args):
+    """How the save pass writes, as the release's policy does; None without a save pass."""
+    return None if args.raw_only else {"threads": args.save_threads, "asynchronous": args.save_async}
+
+
 # Whether the check's folder was removed, once it was closed.
 CLOSED = []
 
 
 def main():
+    # The save pass's own processes.
+    if sys.argv[1:2] == ["--torch-probe"]:
+        print(json.dumps(torch_probe()), flush=True)
+        return 0
+    if sys.argv[1:2] == ["--save-rank"] and len(sys.argv) == 3:
+        save_rank(json.loads(sys.argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", required=True, help="the folder the check's own folder is made in, on the file system under test")
     parser.add_argument("--root", default=None, help="the mount the folder is under, which must exist (default: --dir)")
@@ -519,9 +784,12 @@ def main():
     parser.add_argument("--max-fill", type=float, default=0.9, help="the fraction of the file system the check must stay below")
     parser.add_argument("--timeout", type=float, default=900, help="seconds the whole check may take")
     parser.add_argument("--local", action="store_true", help="this machine alone, without Ray")
+    parser.add_argument("--save-threads", type=int, default=1, help="the save pass's writer threads a rank, as the release's policy sets them")
+    parser.add_argument("--save-async", action="store_true", help="the save pass also saves asynchronously, as the release's policy does")
+    parser.add_argument("--raw-only", action="store_true", help="no save pass: the file system alone")
     args = parser.parse_args()
-    if args.rank_bytes < 1 or args.files < 1 or args.ranks < 0 or not 0 < args.max_fill <= 1:
-        parser.error("--rank-bytes and --files must be at least 1, --ranks at least 0, --max-fill in (0, 1]")
+    if args.rank_bytes < 1 or args.files < 1 or args.ranks < 0 or args.save_threads < 1 or not 0 < args.max_fill <= 1:
+        parser.error("--rank-bytes, --files and --save-threads must be at least 1, --ranks at least 0, --max-fill in (0, 1]")
     args.name = args.name or f"check-{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
     stop_on_signals()
     try:

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::records::{Records, total_s};
 use crate::run_log::RunLog;
-use gke_rl::checkpoint_plan::{Interval, Mtbf, Saving};
+use gke_rl::checkpoint_plan::{Basis, Interval, Mtbf, Prediction, Saving};
 
 /// The rewards the trend is fitted on: the newest steps.
 const TREND_STEPS: usize = 5;
@@ -38,9 +38,10 @@ pub struct Inputs<'a> {
     pub per_hour: Option<f64>,
     /// When it started, in seconds since the epoch, if known.
     pub started_at: Option<f64>,
-    /// What the deployment saves and the tier's list throughput (bytes per second), for the
-    /// predicted save beside the measured ones and the recommended period.
-    pub saving: Option<(Saving, Option<f64>)>,
+    /// What the deployment saves and one save predicted (from the storage check's saved
+    /// checkpoint, else a raw rate), for the prediction beside the measured saves and the
+    /// recommended period.
+    pub saving: Option<(Saving, Option<Prediction>)>,
     /// Whether the run has ended (its newest job is terminal, or its records say so): no time
     /// is left, and nothing more to pay.
     pub ended: bool,
@@ -117,6 +118,10 @@ impl LeftOut {
     }
 }
 
+/// Measured saves further than this share from the prediction make a finding: the planner's
+/// save period and timeout guard rest on it.
+pub const PREDICTION_TOLERANCE: f64 = 0.2;
+
 /// A run's checkpoint saves, measured beside predicted, and the period that loses the least.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Checkpoints {
@@ -127,8 +132,14 @@ pub struct Checkpoints {
     /// The mean time until a save was durable (its `step_N` appeared), where the supervisor
     /// timed it: later than the pause for an async save.
     pub durable_s: Option<f64>,
-    /// One save at the instance's list throughput (capacity × tier), predicted.
+    /// One save, predicted.
     pub predicted_s: Option<f64>,
+    /// Where the prediction comes from.
+    pub basis: Option<Basis>,
+    /// How far the measured saves are from the prediction: measured over predicted, less 1
+    /// (`0.3`: 30% slower than predicted). Past [`PREDICTION_TOLERANCE`] either way it is a
+    /// finding.
+    pub off_by: Option<f64>,
     /// The save period that loses the least time, from the measured save (else the predicted
     /// one), the run's own failure rate (else the config's) and its median step.
     pub interval: Option<Interval>,
@@ -395,13 +406,26 @@ fn checkpoints(inputs: &Inputs<'_>, progress: &Progress, wall_s: Option<f64>) ->
     let blocking_s = mean(saves.iter().filter(|s| s.timed_by_nemo_rl).filter_map(|s| s.seconds).collect());
     let durable_s = mean(saves.iter().filter_map(|s| s.durable_s).collect());
     let saving = inputs.saving.as_ref().map(|(saving, _)| saving);
-    let predicted_s = inputs.saving.as_ref().and_then(|(saving, rate)| Some(saving.bytes? as f64 / rate.filter(|r| *r > 0.0)?));
+    let prediction = inputs.saving.as_ref().and_then(|(_, prediction)| prediction.as_ref());
+    let predicted_s = prediction.map(|p| p.save_s);
+    // A save is over once it is durable; NeMo-RL's own timer where the supervisor timed none.
+    let measured_s = durable_s.or(blocking_s);
+    let off_by = measured_s.zip(predicted_s).filter(|(_, p)| *p > 0.0).map(|(m, p)| m / p - 1.0);
     let restarts = u32::try_from(progress.restarts).unwrap_or(u32::MAX);
     let mtbf = Mtbf::of(restarts, wall_s.unwrap_or(0.0), saving.and_then(|s| s.mtbf_minutes));
     let step_s = progress.median_step_s.or(saving.and_then(|s| s.step_s));
     // The save that matters for the period is the pause, else the prediction.
     let interval = blocking_s.or(predicted_s).zip(mtbf).zip(step_s).map(|((save_s, mtbf), step)| Interval::plan(save_s, mtbf, step));
-    Checkpoints { saves: saves.len(), blocking_s, durable_s, predicted_s, interval, save_period: saving.map(|s| s.save_period) }
+    Checkpoints {
+        saves: saves.len(),
+        blocking_s,
+        durable_s,
+        predicted_s,
+        basis: prediction.map(|p| p.basis),
+        off_by,
+        interval,
+        save_period: saving.map(|s| s.save_period),
+    }
 }
 
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -493,7 +517,10 @@ impl Checkpoints {
     /// nothing to say.
     pub fn summary(&self) -> String {
         let mut out = String::new();
-        let predicted = self.predicted_s.map_or_else(String::new, |p| format!("; the tier's list throughput predicts {}", duration(p)));
+        let predicted = self
+            .predicted_s
+            .zip(self.basis)
+            .map_or_else(String::new, |(p, basis)| format!("; predicted {} from {}", duration(p), basis.describe()));
         match (self.blocking_s, self.durable_s) {
             (Some(blocking), durable) => {
                 let durable = durable.map_or_else(String::new, |d| format!(", durable after {}", duration(d)));
@@ -501,6 +528,14 @@ impl Checkpoints {
             }
             (None, _) if self.predicted_s.is_some() => out.push_str(&format!("checkpoints: none timed yet{predicted}\n")),
             (None, _) => {}
+        }
+        if let Some(off_by) = self.off_by.filter(|o| o.abs() > PREDICTION_TOLERANCE) {
+            out.push_str(&format!(
+                "finding: the saves took {} {} than predicted: the save period and the timeout guard rest on the prediction; \
+                 run `gke-rl storage-check` again on this cluster\n",
+                percent(off_by.abs(), 1.0),
+                if off_by > 0.0 { "longer" } else { "less" }
+            ));
         }
         if let Some(interval) = &self.interval {
             let now = self.save_period.map_or_else(String::new, |p| format!("; the run saves every {p}"));

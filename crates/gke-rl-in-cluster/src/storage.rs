@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use gke_rl::Deployment;
-use gke_rl::checkpoint_plan::{Mtbf, Prediction, Saving, rate, size};
+use gke_rl::checkpoint_plan::{Basis, Mtbf, Prediction, Saving, rate, size};
 use gke_rl::knowledge::{self, GIB, LUSTRE_FULL_FRACTION};
 
 const CHECK_SCRIPT: &str = include_str!("../python/storage_check.py");
@@ -74,6 +74,9 @@ pub struct Plan {
     pub files: u32,
     /// Seconds the whole check may take.
     pub timeout_s: u64,
+    /// How the save pass writes, as the deployment's release and backend do; `None`: no save
+    /// pass (`--raw-only`).
+    pub writer: Option<&'static knowledge::SaveWriter>,
 }
 
 impl Plan {
@@ -92,6 +95,7 @@ impl Plan {
             node_bytes: share.min(max_node_bytes).max(1),
             files: DEFAULT_FILES,
             timeout_s,
+            writer: Some(gke_rl::checkpoint_plan::writer(d)),
         }
     }
 
@@ -112,6 +116,15 @@ impl Plan {
         let mut command = vec!["python".to_owned(), CHECK_SCRIPT_FILE.to_owned()];
         for (flag, value) in args {
             command.extend([flag.to_owned(), value]);
+        }
+        match self.writer {
+            Some(writer) => {
+                command.extend(["--save-threads".to_owned(), writer.threads.to_string()]);
+                if writer.asynchronous {
+                    command.push("--save-async".to_owned());
+                }
+            }
+            None => command.push("--raw-only".to_owned()),
         }
         command
     }
@@ -260,11 +273,122 @@ pub struct NodeReport {
     pub read: Pass,
     /// The small files.
     pub metadata: Metadata,
+    /// The node's share saved as a distributed checkpoint, or why not; absent with `--raw-only`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save: Option<SavePass>,
 }
 
 impl NodeReport {
     fn is_sound(&self) -> bool {
-        self.write.is_sound() && self.read.is_sound() && self.metadata.is_sound()
+        self.write.is_sound() && self.read.is_sound() && self.metadata.is_sound() && self.save.as_ref().is_none_or(SavePass::is_sound)
+    }
+}
+
+/// A node's save pass: its figures, or why it did not save.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SavePass {
+    /// It saved.
+    Saved(Saved),
+    /// It could not (no torch, or one too old), and said why.
+    Skipped {
+        /// Why.
+        skipped: String,
+    },
+}
+
+impl SavePass {
+    fn is_sound(&self) -> bool {
+        match self {
+            SavePass::Saved(saved) => saved.is_sound(),
+            SavePass::Skipped { .. } => true,
+        }
+    }
+}
+
+/// A distributed checkpoint one node saved: wall-clock times since the epoch, so nodes compare.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Saved {
+    /// The torch that saved it.
+    pub torch: String,
+    /// `gpu` when the tensors came off the node's GPUs, `cpu` from host memory.
+    pub device: String,
+    /// The GPU's name, where there was one.
+    #[serde(default)]
+    pub gpu: Option<String>,
+    /// Ranks (one process each).
+    pub ranks: u32,
+    /// Writer threads a rank.
+    pub threads: u32,
+    /// Parameters of the node's share.
+    pub parameters: u64,
+    /// Bytes a parameter took, as laid out.
+    pub bytes_per_parameter: u64,
+    /// Bytes the synchronous save wrote.
+    pub bytes: u64,
+    /// When its ranks began.
+    pub start: f64,
+    /// When the last rank's `save()` returned.
+    pub returned: f64,
+    /// When the last rank's files were on disk.
+    pub durable: f64,
+    /// Seconds the slowest rank took to copy its tensors off the GPU.
+    #[serde(default)]
+    pub staging_s: Option<f64>,
+    /// The asynchronous save, where the release saves so.
+    #[serde(default, rename = "async")]
+    pub asynchronous: Option<AsyncSave>,
+}
+
+/// An asynchronous save's times.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AsyncSave {
+    /// When it began.
+    pub start: f64,
+    /// When the last rank's `async_save()` returned: what training waits for.
+    pub blocked: f64,
+    /// When the last rank's files had landed.
+    pub landed: f64,
+}
+
+impl Saved {
+    fn is_sound(&self) -> bool {
+        let ordered = |a: f64, b: f64| a.is_finite() && b.is_finite() && b >= a;
+        ordered(self.start, self.returned)
+            && ordered(self.returned, self.durable)
+            && self.durable > self.start
+            && self.bytes > 0
+            && self.staging_s.is_none_or(|s| s.is_finite() && s >= 0.0)
+            && self.asynchronous.is_none_or(|a| ordered(a.start, a.blocked) && ordered(a.blocked, a.landed))
+    }
+}
+
+/// Every node's save pass together: all bytes over the span from the first start to the last
+/// durable file, as one save of the run waits for its slowest rank.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SaveFigures {
+    /// `gpu` when every node saved from its GPUs, else `cpu`.
+    pub device: &'static str,
+    /// The torch of the first node.
+    pub torch: String,
+    /// Bytes saved, all nodes.
+    pub bytes: u64,
+    /// Seconds to the last `save()` returning.
+    pub returned_s: f64,
+    /// Seconds to the last file on disk.
+    pub durable_s: f64,
+    /// The slowest rank's staging off the GPU.
+    pub staging_s: Option<f64>,
+    /// Seconds an asynchronous save blocked, where there was one.
+    pub blocking_s: Option<f64>,
+    /// Seconds to an asynchronous save's last file landing.
+    pub landed_s: Option<f64>,
+}
+
+impl SaveFigures {
+    /// Bytes per second to durable: what a save of the run reaches.
+    pub fn rate(&self) -> f64 {
+        self.bytes as f64 / self.durable_s
     }
 }
 
@@ -326,6 +450,57 @@ impl Report {
         (!self.nodes.is_empty()).then(|| self.nodes.iter().map(|n| n.metadata.ops_per_second()).sum())
     }
 
+    /// The save pass over every node, when each one saved.
+    pub fn save(&self) -> Option<SaveFigures> {
+        let saved: Vec<&Saved> = self
+            .nodes
+            .iter()
+            .map(|n| match &n.save {
+                Some(SavePass::Saved(saved)) => Some(saved),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let first = saved.first()?;
+        let start = saved.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
+        let latest = |at: fn(&Saved) -> f64| saved.iter().map(|s| at(s)).fold(f64::NEG_INFINITY, f64::max);
+        let most = |of: fn(&Saved) -> Option<f64>| saved.iter().filter_map(|s| of(s)).reduce(f64::max);
+        let asynchronous: Option<Vec<AsyncSave>> = saved.iter().map(|s| s.asynchronous).collect();
+        let (blocking_s, landed_s) = match asynchronous {
+            Some(all) if !all.is_empty() => {
+                let start = all.iter().map(|a| a.start).fold(f64::INFINITY, f64::min);
+                let blocked = all.iter().map(|a| a.blocked).fold(f64::NEG_INFINITY, f64::max);
+                let landed = all.iter().map(|a| a.landed).fold(f64::NEG_INFINITY, f64::max);
+                (Some(blocked - start), Some(landed - start))
+            }
+            _ => (None, None),
+        };
+        Some(SaveFigures {
+            device: if saved.iter().all(|s| s.device == "gpu") { "gpu" } else { "cpu" },
+            torch: first.torch.clone(),
+            bytes: saved.iter().map(|s| s.bytes).fold(0u64, u64::saturating_add),
+            returned_s: latest(|s| s.returned) - start,
+            durable_s: latest(|s| s.durable) - start,
+            staging_s: most(|s| s.staging_s),
+            blocking_s,
+            landed_s,
+        })
+    }
+
+    /// Why nodes did not save, each reason once.
+    pub fn save_skipped(&self) -> Vec<String> {
+        let mut reasons: Vec<String> = self
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.save {
+                Some(SavePass::Skipped { skipped }) => Some(skipped.clone()),
+                _ => None,
+            })
+            .collect();
+        reasons.sort();
+        reasons.dedup();
+        reasons
+    }
+
     /// The file system's size as the first node saw it.
     pub fn space(&self) -> Option<Space> {
         self.nodes.first().map(|n| n.space)
@@ -373,13 +548,32 @@ impl Report {
         if let (Some(false), Some(space), Some((bytes, kept))) = (fits, space, peak) {
             problems.push(Problem::CheckpointsDoNotFit { kept, bytes, room: space.room() });
         }
-        let prediction = write.filter(|_| expected.saving.enabled).and_then(|w| {
-            Prediction::new(&expected.saving, w.rate(), expected.saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes }))
-        });
+        let save = self.save();
+        // The saved checkpoint's own rate where every node saved; else the raw write's, at
+        // the efficiency a real save reaches.
+        let basis = match &save {
+            Some(saved) => Some((Basis::Saved { device: saved.device, staging_s: saved.staging_s }, saved.rate())),
+            None => write.map(|w| (Basis::MeasuredRate { raw: w.rate() }, 0.0)),
+        };
+        let mtbf = expected.saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes });
+        let prediction = basis
+            .filter(|_| expected.saving.enabled)
+            .and_then(|(basis, saved)| Prediction::new(&expected.saving, basis.save_rate(saved), basis, mtbf));
         if let Some(prediction) = prediction.filter(|p| p.past_timeout) {
             problems.push(Problem::SavePastTimeout { save_s: prediction.save_s, bytes: prediction.bytes });
         }
-        Verdict { write, read, metadata_ops_per_second: self.metadata_ops_per_second(), space, checkpoints_fit: fits, prediction, problems }
+        let save_skipped = self.save_skipped();
+        Verdict {
+            write,
+            read,
+            metadata_ops_per_second: self.metadata_ops_per_second(),
+            space,
+            checkpoints_fit: fits,
+            save,
+            save_skipped,
+            prediction,
+            problems,
+        }
     }
 
     /// The mount every node must have: Lustre, one instance, of the configured size.
@@ -517,7 +711,11 @@ pub struct Verdict {
     pub space: Option<Space>,
     /// Whether the run's checkpoints at their peak fit below the fill line.
     pub checkpoints_fit: Option<bool>,
-    /// The run's saves at the measured write rate.
+    /// The save pass over every node, when each one saved.
+    pub save: Option<SaveFigures>,
+    /// Why nodes did not save (the prediction then comes from the raw write rate).
+    pub save_skipped: Vec<String>,
+    /// The run's saves, predicted from the save pass, else the raw write rate.
     pub prediction: Option<Prediction>,
     /// What keeps the check from passing; empty when it passes.
     pub problems: Vec<Problem>,
@@ -712,7 +910,7 @@ impl fmt::Display for Problem {
             ),
             Problem::SavePastTimeout { save_s, bytes } => write!(
                 f,
-                "a save of {} at the measured rate takes {save_s:.0} s, past the {} s a rank of NeMo-RL waits at a collective, such as the barrier that ends a save",
+                "a save of {} as measured takes {save_s:.0} s, past the {} s a rank of NeMo-RL waits at a collective, such as the barrier that ends a save",
                 size(*bytes),
                 knowledge::NEMO_RL_COLLECTIVE_TIMEOUT_S
             ),
@@ -758,12 +956,66 @@ mod tests {
         let write = verdict.write.expect("a write");
         assert!((write.rate() - 8.8e9).abs() < 1e6, "8 nodes at 1.1 GB/s side by side: {}", write.rate());
         assert_eq!(verdict.metadata_ops_per_second, Some(8.0 * 3000.0));
-        // Qwen2.5-72B's 1,017,886,851,072 bytes at 8.8 GB/s: 115.67 s; every 2 steps of 600 s.
+        // No save pass: Qwen2.5-72B's 1,017,886,851,072 bytes at half of 8.8 GB/s, 231.34 s;
+        // √(2 · 231.34 · 21,600) = 3,161 s, 5 steps of 600 s.
         let prediction = verdict.prediction.expect("a prediction");
-        assert!((prediction.save_s - 115.669).abs() < 0.01, "{}", prediction.save_s);
-        assert!((prediction.wall_share.unwrap() - 115.669 / 1315.669).abs() < 1e-4);
-        assert_eq!(prediction.interval.map(|i| i.steps), Some(4));
+        assert_eq!(prediction.basis, Basis::MeasuredRate { raw: write.rate() });
+        assert!((prediction.save_s - 231.338).abs() < 0.01, "{}", prediction.save_s);
+        assert!((prediction.wall_share.unwrap() - 231.338 / 1431.338).abs() < 1e-4);
+        assert_eq!(prediction.interval.map(|i| i.steps), Some(5));
         assert_eq!(verdict.checkpoints_fit, Some(true));
+    }
+
+    /// `line` with a save pass: `bytes` saved from `start`, durable `seconds` later.
+    fn with_save(line: &str, save: serde_json::Value) -> String {
+        let mut node: serde_json::Value = serde_json::from_str(line.trim().strip_prefix("storage-check node ").unwrap()).unwrap();
+        node["save"] = save;
+        format!("storage-check node {node}\n")
+    }
+
+    #[test]
+    fn a_saved_checkpoint_predicts_the_save_and_says_how() {
+        let total = 9000 * GIB;
+        let saved = |start: f64, durable: f64| {
+            serde_json::json!({
+                "torch": "2.11.0", "device": "gpu", "gpu": "NVIDIA B200", "ranks": 8, "threads": 2, "parameters": 1_000_000_000u64,
+                "bytes_per_parameter": 14, "bytes": 14_000_000_000u64, "start": start, "returned": durable - 1.0, "durable": durable,
+                "staging_s": 3.5,
+            })
+        };
+        // Two nodes save 28 GB together from t=100 to the slowest's t=114: 2 GB/s.
+        let log = [
+            with_save(&node_line("n0", 1.1, 1.2, "lustre", total, 0), saved(100.0, 110.0)),
+            with_save(&node_line("n1", 1.1, 1.2, "lustre", total, 0), saved(101.0, 114.0)),
+        ]
+        .concat();
+        let report = Report::parse(&log);
+        assert_eq!(report.unreadable, 0);
+        let verdict = report.judge(&Expectation::for_deployment(&codelab(), DEFAULT_MIN_FRACTION));
+        let save = verdict.save.clone().expect("both nodes saved");
+        assert_eq!((save.device, save.bytes, save.durable_s, save.staging_s), ("gpu", 28_000_000_000, 14.0, Some(3.5)));
+        let prediction = verdict.prediction.expect("a prediction");
+        assert_eq!(prediction.basis, Basis::Saved { device: "gpu", staging_s: Some(3.5) });
+        assert!((prediction.rate - 2e9).abs() < 1.0, "{}", prediction.rate);
+        assert!(
+            prediction.advice(&Saving::of(&codelab()), None)[0].contains("from a distributed checkpoint the check saved from the GPUs")
+        );
+
+        // A node without torch: no saved figures for the cluster, the raw rate instead, and why.
+        let skipped = serde_json::json!({"skipped": "torch does not import in /usr/bin/python3"});
+        let log = [
+            with_save(&node_line("n0", 1.1, 1.2, "lustre", total, 0), saved(100.0, 110.0)),
+            with_save(&node_line("n1", 1.1, 1.2, "lustre", total, 0), skipped),
+        ]
+        .concat();
+        let verdict = Report::parse(&log).judge(&Expectation::for_deployment(&codelab(), DEFAULT_MIN_FRACTION));
+        assert_eq!(verdict.save, None);
+        assert_eq!(verdict.save_skipped, ["torch does not import in /usr/bin/python3"]);
+        assert!(matches!(verdict.prediction.map(|p| p.basis), Some(Basis::MeasuredRate { .. })));
+
+        // Times out of order are no figures.
+        let backwards = with_save(&node_line("n0", 1.1, 1.2, "lustre", total, 0), saved(100.0, 90.0));
+        assert_eq!(Report::parse(&backwards).unreadable, 1);
     }
 
     #[test]
@@ -841,8 +1093,15 @@ mod tests {
         let command = plan.entrypoint().join(" ");
         assert_eq!(
             command,
-            "python storage_check.py --root /lustre --dir /lustre/gke-rl/storage-check --name check-1 --ranks 8 --rank-bytes 4294967296 --files 2000 --max-fill 0.9 --timeout 900"
+            "python storage_check.py --root /lustre --dir /lustre/gke-rl/storage-check --name check-1 --ranks 8 --rank-bytes 4294967296 --files 2000 --max-fill 0.9 --timeout 900 --save-threads 2"
         );
+        let raw_only = Plan { writer: None, ..plan.clone() };
+        assert!(raw_only.entrypoint().join(" ").ends_with(" --timeout 900 --raw-only"));
+        // v0.6.0's DTensor v2 worker saves asynchronously, one writer thread a rank.
+        let dtensor =
+            gke_rl::config::from_yaml("ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  recipe: examples/configs/grpo_math_8B.yaml\n");
+        let plan = Plan::for_deployment(&dtensor.expect("a config"), None, "check-1", DEFAULT_MAX_NODE_BYTES, 900);
+        assert!(plan.entrypoint().join(" ").ends_with(" --save-threads 1 --save-async"), "{:?}", plan.entrypoint());
         let uncapped = Plan::for_deployment(&d, Some("/tmp/x/"), "c", u64::MAX, 60);
         assert_eq!((uncapped.parent.as_str(), uncapped.node_bytes), ("/tmp/x/gke-rl/storage-check", 127_235_856_384));
     }

@@ -187,7 +187,7 @@ impl RunText {
         unpriced: Option<String>,
     ) -> gke_rl_in_cluster::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-        let saving = Some((Saving::of(deployment), Saving::tier_ceiling(deployment)));
+        let saving = Some((Saving::of(deployment), gke_rl::checkpoint_plan::at_the_tier(deployment)));
         gke_rl_in_cluster::run_report::report(&gke_rl_in_cluster::run_report::Inputs {
             log: &self.log,
             records: &self.records,

@@ -32,6 +32,9 @@ pub struct StorageCheckOptions {
     pub min_fraction: f64,
     /// The longest the job may run; it stops itself then.
     pub timeout: Duration,
+    /// Whether each node also saves its share as a real distributed checkpoint, as the run's
+    /// release does (where torch imports in the job's Python).
+    pub save_pass: bool,
 }
 
 impl Default for StorageCheckOptions {
@@ -41,6 +44,7 @@ impl Default for StorageCheckOptions {
             max_node_bytes: DEFAULT_MAX_NODE_BYTES,
             min_fraction: DEFAULT_MIN_FRACTION,
             timeout: Duration::from_secs(900),
+            save_pass: true,
         }
     }
 }
@@ -94,8 +98,9 @@ pub async fn check(
         .map_err(local("cannot write the storage-check job"))?;
     let id = jobs::helper_id("storage-check");
     let timeout_s = options.timeout.as_secs().max(1);
-    let plan =
+    let mut plan =
         Plan::for_deployment(deployment, options.dir.as_ref().map(gke_rl::model::AbsPath::as_str), &id, options.max_node_bytes, timeout_s);
+    plan.writer = plan.writer.filter(|_| options.save_pass);
     let submit = SubmitOptions {
         working_dir: Some(dir.path().to_owned()),
         runtime_env: Some(("the storage-check runtime env".to_owned(), gke_rl_in_cluster::storage::runtime_env())),

@@ -6,3 +6,4 @@ mod checkpoints;
 mod fabric;
 mod records;
 mod run_log;
+mod save_pass;

@@ -86,7 +86,7 @@ fn goodput_of_a_restarted_run_is_each_causes_share_of_the_wall_time() {
         wall_s,
         per_hour: Some(360.0),
         started_at: records.span().map(|s| s.0),
-        saving: Some((Saving::of(&Deployment::default()), Saving::tier_ceiling(&Deployment::default()))),
+        saving: Some((Saving::of(&Deployment::default()), gke_rl::checkpoint_plan::at_the_tier(&Deployment::default()))),
         ended: true,
         unpriced: None,
     });

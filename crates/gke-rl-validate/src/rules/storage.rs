@@ -163,7 +163,9 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
         SAVE_RULES.into_iter().for_each(|rule| sink.skip(rule, "no Lustre throughput tier", TIER_FROM));
         return;
     };
-    let bytes_per_second = checkpoint_plan::tier_ceiling(capacity.value, tier);
+    let list = checkpoint_plan::tier_ceiling(capacity.value, tier);
+    let basis = checkpoint_plan::Basis::ListThroughput { raw: list };
+    let bytes_per_second = basis.save_rate(0.0);
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
     sink.emit(
@@ -171,14 +173,15 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
         job.view.file,
         at,
         format!(
-            "each checkpoint save writes {} TB at up to {} GB/s ({} GiB at {}): at least {} s of paused training per save",
+            "each checkpoint save writes {} TB at about {} GB/s ({} GiB at {}; from {}): about {} s of paused training per save",
             tb(checkpoint),
             fixed(bytes_per_second / 1e9, 1),
             capacity.value,
             tier.describe(),
+            basis.describe(),
             fixed(seconds, 0)
         ),
-        "a larger instance or a higher tier saves faster; `gke-rl storage-check` measures what the mount delivers",
+        "a larger instance or a higher tier saves faster; `gke-rl storage-check` saves a real checkpoint on the nodes and measures it",
     );
     sink.ran(&CHECKPOINT_SAVE_TIMEOUT);
     let timeout = knowledge::NEMO_RL_COLLECTIVE_TIMEOUT_S;
@@ -195,7 +198,7 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
             &capacity.file,
             capacity.at,
             format!(
-                "one save of {} TB at up to {} GB/s takes at least {} s, past the {} s a rank of NeMo-RL waits at a collective: \
+                "one save of {} TB at about {} GB/s takes about {} s, past the {} s a rank of NeMo-RL waits at a collective: \
                  the save ends at a barrier, where every rank waits for the slowest share (rank 0 also writes the common state and \
                  the metadata), and a save this long leaves little room before that wait ends the run",
                 tb(checkpoint),

@@ -798,6 +798,93 @@ pub fn model(name: &str) -> Option<&'static ModelFacts> {
 /// fp32 master weights and two moments (NVIDIA/Megatron-LM `megatron/core/optimizer/distrib_optimizer.py`
 /// `sharded_param_state_fs_model_space`, whose `OptimizerConfig` keeps them in fp32).
 pub const CHECKPOINT_BYTES_PER_PARAMETER: u64 = 14;
+/// How a NeMo-RL release's policy writes a checkpoint: what the storage check's save pass copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SaveWriter {
+    /// The release.
+    pub release: &'static str,
+    /// The policy's backend: `megatron` (`torch_dist`) or `dtensor` (the default v2 worker).
+    pub backend: &'static str,
+    /// Writer threads a rank (`FileSystemWriter`'s `thread_count`).
+    pub threads: u32,
+    /// Whether the save is `dcp.async_save`: training waits only for the staging.
+    pub asynchronous: bool,
+    /// Where upstream sets it up.
+    pub upstream: &'static str,
+}
+
+/// Each release's writers, per backend (NVIDIA-NeMo/RL at each tag, and the Automodel,
+/// Megatron-Bridge and Megatron-LM commits it pins).
+pub const SAVE_WRITERS: &[SaveWriter] = &[
+    SaveWriter {
+        release: "v0.4.0",
+        backend: "megatron",
+        threads: 2,
+        asynchronous: false,
+        upstream: "nemo_rl/models/policy/megatron_policy_worker.py (async_save=False); Megatron-LM af73aa2 \
+                   megatron/core/dist_checkpointing/strategies/torch.py (TorchDistSaveShardedStrategy thread_count=2)",
+    },
+    SaveWriter {
+        release: "v0.4.0",
+        backend: "dtensor",
+        threads: 1,
+        asynchronous: false,
+        upstream: "nemo_rl/utils/automodel_checkpoint.py; Automodel 277a8a8 checkpoint/checkpointing.py (dcp.save)",
+    },
+    SaveWriter {
+        release: "v0.5.0",
+        backend: "megatron",
+        threads: 2,
+        asynchronous: false,
+        upstream: "nemo_rl/models/policy/workers/megatron_policy_worker.py (async_save=False); Megatron-LM torch.py thread_count=2",
+    },
+    SaveWriter {
+        release: "v0.5.0",
+        backend: "dtensor",
+        threads: 1,
+        asynchronous: false,
+        upstream: "nemo_rl/utils/automodel_checkpoint.py (is_async defaults to False); Automodel 1d42deb checkpointing.py (dcp.save)",
+    },
+    SaveWriter {
+        release: "v0.6.0",
+        backend: "megatron",
+        threads: 1,
+        asynchronous: false,
+        upstream: "nemo_rl/models/megatron/setup.py (async_save=False); Megatron-Bridge 95e5f38 config.py (storage_writers_per_rank=1)",
+    },
+    SaveWriter {
+        release: "v0.6.0",
+        backend: "dtensor",
+        threads: 1,
+        asynchronous: true,
+        upstream: "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py (is_async: True); Automodel 92635e7 checkpointing.py (dcp.async_save)",
+    },
+    SaveWriter {
+        release: "v0.7.0",
+        backend: "megatron",
+        threads: 1,
+        asynchronous: false,
+        upstream: "nemo_rl/models/megatron/setup.py (async_save=False); Megatron-Bridge config.py (storage_writers_per_rank=1)",
+    },
+    SaveWriter {
+        release: "v0.7.0",
+        backend: "dtensor",
+        threads: 1,
+        asynchronous: true,
+        upstream: "nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py (is_async: True); Automodel 24b47e8 checkpointing.py (dcp.async_save)",
+    },
+];
+
+/// The writer of `release`'s `backend`; the codelab's release where the image's is unknown.
+pub fn save_writer(release: Option<&str>, backend: &str) -> &'static SaveWriter {
+    let release = release.unwrap_or(CODELAB_NEMO_RL.tag);
+    SAVE_WRITERS
+        .iter()
+        .find(|w| w.release == release && w.backend == backend)
+        .or_else(|| SAVE_WRITERS.iter().find(|w| w.release == CODELAB_NEMO_RL.tag && w.backend == backend))
+        .expect("every backend has a writer in the codelab's release")
+}
+
 /// Bytes per parameter of one bf16 copy of the model (the HF download, the converted copy).
 pub const BF16_BYTES_PER_PARAMETER: u64 = 2;
 

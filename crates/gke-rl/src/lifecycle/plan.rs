@@ -185,7 +185,7 @@ pub fn deploy_plan(deployment: &Deployment, site: &Site, ray_cluster: Option<&st
         let saving = crate::checkpoint_plan::Saving::of(deployment);
         let release = crate::knowledge::nemo_rl_release(deployment.ray.image.as_str()).map(|r| r.tag);
         let _ = writeln!(out, "\ncheckpoints ({}; `deploy --storage-check` measures the mount):", saving.model.unwrap_or("the model"));
-        for line in prediction.advice(&saving, release, "the instance's list throughput") {
+        for line in prediction.advice(&saving, release) {
             let _ = writeln!(out, "  {line}");
         }
         if prediction.past_timeout {
