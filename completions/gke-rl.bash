@@ -1028,7 +1028,7 @@ _gke__rl() {
             return 0
             ;;
         gke__rl__subcmd__storage__subcmd__check)
-            opts="-h --config --env-file --address --headers --request-timeout --as --size --min-fraction --dir --check-timeout --verbose --json --help"
+            opts="-h --config --env-file --address --headers --request-timeout --as --size --min-fraction --dir --check-timeout --raw-only --verbose --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

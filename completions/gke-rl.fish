@@ -220,6 +220,7 @@ complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l size -d 
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l min-fraction -d 'Fail when the nodes\' aggregate write or read is below this fraction of the instance\'s list throughput (capacity × tier)' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l dir -d 'The folder to measure, on every node [default: the config\'s lustre.mount_path]: an absolute path of letters, digits and `_ - . / : @ +`, as lustre.mount_path is' -r
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l check-timeout -d 'The longest the check job may run (90s, 30m, 1h)' -r
+complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l raw-only -d 'Measure the file system only: no second pass saving a real distributed checkpoint with the job\'s torch (the save prediction then comes from the raw write rate)'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l verbose -d 'Print the job\'s log as it runs'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -l json -d 'Print every figure as JSON'
 complete -c gke-rl -n "__fish_gke_rl_using_subcommand storage-check" -s h -l help -d 'Print help'

@@ -529,12 +529,17 @@ impl Checkpoints {
             (None, _) if self.predicted_s.is_some() => out.push_str(&format!("checkpoints: none timed yet{predicted}\n")),
             (None, _) => {}
         }
-        if let Some(off_by) = self.off_by.filter(|o| o.abs() > PREDICTION_TOLERANCE) {
+        let measured = self.durable_s.or(self.blocking_s);
+        if let (Some(off_by), Some(measured), Some(predicted)) =
+            (self.off_by.filter(|o| o.abs() > PREDICTION_TOLERANCE), measured, self.predicted_s)
+        {
             out.push_str(&format!(
-                "finding: the saves took {} {} than predicted: the save period and the timeout guard rest on the prediction; \
-                 run `gke-rl storage-check` again on this cluster\n",
+                "finding: the saves took {} on average, {} {} than the {} predicted, and the save period and the timeout guard rest on \
+                 the prediction: run `gke-rl storage-check` again on this cluster\n",
+                duration(measured),
                 percent(off_by.abs(), 1.0),
-                if off_by > 0.0 { "longer" } else { "less" }
+                if off_by > 0.0 { "longer" } else { "shorter" },
+                duration(predicted)
             ));
         }
         if let Some(interval) = &self.interval {

@@ -973,6 +973,31 @@ mod tests {
         format!("storage-check node {node}\n")
     }
 
+    /// Issue 66's measure, on a lent H100: the check's node line, judged as gke-rl judges it,
+    /// predicts a real distributed checkpoint of the same bytes, saved from the GPU on the same
+    /// disk, within 20% (tests/fixtures/storage-check/README.md).
+    #[test]
+    fn the_save_pass_predicts_a_real_save_from_a_gpu_within_a_fifth() {
+        let runs = [
+            include_str!("../../../tests/fixtures/storage-check/save-pass-h100-threads1.json"),
+            include_str!("../../../tests/fixtures/storage-check/save-pass-h100-threads2.json"),
+        ];
+        for run in runs {
+            let run: serde_json::Value = serde_json::from_str(run).expect("the device run's JSON");
+            let lines: Vec<&str> = run["storage_check"]["lines"].as_array().expect("lines").iter().filter_map(|l| l.as_str()).collect();
+            let report = Report::parse(&lines.join("\n"));
+            let save = report.save().expect("the node saved");
+            assert_eq!(save.device, "gpu");
+            let real_s = run["sync"]["durable_s"].as_f64().expect("the real save");
+            let predicted_s = run["sync"]["bytes"].as_f64().expect("bytes") / save.rate();
+            let ratio = predicted_s / real_s;
+            assert!((0.8..=1.2).contains(&ratio), "predicted {predicted_s:.1} s, measured {real_s:.1} s");
+            // The raw rate alone, at full value, would have been far off.
+            let raw = run["sync"]["bytes"].as_f64().unwrap() / report.write().expect("a write").rate() / real_s;
+            assert!(raw < 0.7, "{raw}");
+        }
+    }
+
     #[test]
     fn a_saved_checkpoint_predicts_the_save_and_says_how() {
         let total = 9000 * GIB;

@@ -387,6 +387,19 @@ mod tests {
             serde_json::from_str(include_str!("../../../tests/fixtures/storage-check/dcp-save-h100.json")).expect("the device run's JSON");
         let measured = run["predicted_over_measured"].as_f64().expect("a ratio");
         assert!((measured - RAW_RATE_EFFICIENCY).abs() < 0.01, "the fixture says {measured}");
+        // And it lies among the later runs' from the GPU.
+        let runs = [
+            include_str!("../../../tests/fixtures/storage-check/h100-2026-12-07/gpu-threads1.json"),
+            include_str!("../../../tests/fixtures/storage-check/h100-2026-12-07/gpu-threads1-rerun.json"),
+            include_str!("../../../tests/fixtures/storage-check/h100-2026-12-07/gpu-threads4.json"),
+            include_str!("../../../tests/fixtures/storage-check/h100-2026-12-07/gpu-0.4b-threads1.json"),
+        ];
+        let ratios: Vec<f64> = runs
+            .iter()
+            .map(|run| serde_json::from_str::<serde_json::Value>(run).expect("JSON")["predicted_over_measured"].as_f64().expect("a ratio"))
+            .collect();
+        let (low, high) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+        assert!((low..=high).contains(&RAW_RATE_EFFICIENCY), "{ratios:?}");
         assert_eq!(Basis::MeasuredRate { raw: 2e9 }.save_rate(0.0), 1e9);
         assert_eq!(Basis::Saved { device: "gpu", staging_s: None }.save_rate(1.5e9), 1.5e9);
     }

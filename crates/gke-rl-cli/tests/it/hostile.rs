@@ -697,7 +697,7 @@ fn the_storage_checks_node_part_never_writes_through_a_name_someone_swapped() {
         std::fs::write(check.join(".lease"), "").unwrap();
         std::os::unix::fs::symlink(&theirs, check.join(planted)).unwrap();
         let driver = format!(
-            "import json, sys\nfrom storage_check import node_part, Refused\ntry:\n    node_part({:?}, {:?}, 0, 1, 1, 4096, 4, 0.99, 30)\n    print('measured')\nexcept (Refused, OSError) as e:\n    print('refused:', e)\n",
+            "import json, sys\nfrom storage_check import node_part, Refused\ntry:\n    node_part({:?}, {:?}, 0, 1, 1, 4096, 4, 0.99, 30, None)\n    print('measured')\nexcept (Refused, OSError) as e:\n    print('refused:', e)\n",
             root.display().to_string(),
             check.display().to_string()
         );

@@ -58,7 +58,7 @@ fn a_save_pass_with_a_new_torch_saves_a_real_checkpoint_and_removes_it() {
     assert_eq!(save["bytes_per_parameter"].as_u64(), Some(gke_rl::knowledge::CHECKPOINT_BYTES_PER_PARAMETER), "the rules' layout");
     // Two ranks' 2 MiB, as whole parameters, and DCP's metadata.
     let bytes = save["bytes"].as_u64().expect("bytes");
-    assert!((4 << 20) - 28 <= bytes && bytes < (4 << 20) + (64 << 10), "{bytes} bytes");
+    assert!(((4 << 20) - 28..(4 << 20) + (64 << 10)).contains(&bytes), "{bytes} bytes");
     let at = |key: &str| save[key].as_f64().unwrap_or_else(|| panic!("no {key}: {save}"));
     assert!(at("start") <= at("returned") && at("returned") <= at("durable"), "{save}");
     let asynchronous = &save["async"];
