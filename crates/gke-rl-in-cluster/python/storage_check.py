@@ -407,7 +407,10 @@ def save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline):
         # The first to fail says why; the others were ended for it.
         failed = sorted((e for e in ended if e["code"] != 0 or not e["lines"]), key=lambda e: e["code"] == -signal.SIGKILL)
         if failed:
-            raise CheckError(save_failure(failed[0]))
+            # A full file system shows in torch's errors in many ways ("No space left on
+            # device", or a serializer's "unexpected pos"): the room left says it plainly.
+            full = space(folder)["available"] < per_parameter * parameters * ranks
+            raise CheckError(save_failure(failed[0], full))
         results = [json.loads(e["lines"][-1]) for e in ended]
         saved = size_in(folder, "sync")
     finally:
@@ -438,12 +441,12 @@ def save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline):
     return figures
 
 
-def save_failure(ended):
+def save_failure(ended, full):
     """Why a save process failed, in words: the exception it ended with (its last line), a full
     file system said as such."""
     lines = [re.sub(r"^\[rank\d+\]:\s*", "", line).strip() for line in ended["error"].splitlines()]
     text = next((line for line in reversed(lines) if line), f"it said nothing ({sys.executable})")
-    if "No space left on device" in text or "ENOSPC" in text or "Disk quota exceeded" in text:
+    if full or "No space left on device" in text or "Disk quota exceeded" in text:
         return f"the distributed checkpoint ran out of room on the file system under test: {text}"
     return f"the distributed checkpoint failed (exit {ended['code']}): {text}"
 
