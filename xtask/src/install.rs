@@ -64,7 +64,7 @@ pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf>
 /// The torch of NeMo-RL's newest release (NVIDIA-NeMo/RL `pyproject.toml` at v0.7.0), with the
 /// numpy its collectives of objects need: the storage check's save pass runs on it, on CPU. From
 /// PyPI, since download.pytorch.org's CPU builds cannot be reached: its CUDA libraries come
-/// along (2026-12-07: 35 s and 5.3 GB here); Debian's python3-torch is 1.13, older than the
+/// along (2026-12-07: 66.5 s for torch 2.11.0 and 3.9 s for numpy, 5.3 GB); Debian's python3-torch is 1.13, older than the
 /// 2.3 that `torch.distributed.checkpoint.async_save` needs.
 pub const SAVE_TORCH: (&str, &str) = ("torch==2.11.0", "2.11.0");
 

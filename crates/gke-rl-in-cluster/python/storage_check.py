@@ -377,7 +377,7 @@ def save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline):
     for r in range(ranks):
         os.unlink(f"rank-{r}.bin", dir_fd=mine)
     os.sync()
-    probe = run_python(["--torch-probe"], deadline)
+    probe = run_python(["--torch-probe", str(os.getpid())], deadline)
     if probe["code"] != 0 or not probe["lines"]:
         return {"skipped": f"torch did not start in {sys.executable}: {probe['error']}"}
     found = json.loads(probe["lines"][-1])
@@ -392,6 +392,7 @@ def save_pass(check, mine, index, nodes, ranks, rank_bytes, writer, deadline):
     store = tempfile.mkdtemp(prefix="gke-rl-save-")
     try:
         spec = {
+            "parent": os.getpid(),
             "world": ranks,
             "gpu": gpu,
             "parameters": parameters,
@@ -771,13 +772,26 @@ def writer_of(args):
 CLOSED = []
 
 
+def die_with(parent):
+    """A save process ends with the check that started it, even one killed outright (a Ray task
+    cancelled with force): Linux's PR_SET_PDEATHSIG, then a look that the parent is still there."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def main():
-    # The save pass's own processes.
-    if sys.argv[1:2] == ["--torch-probe"]:
+    # The save pass's own processes: `--torch-probe PARENT`, `--save-rank SPEC`.
+    if sys.argv[1:2] == ["--torch-probe"] and len(sys.argv) == 3:
+        die_with(int(sys.argv[2]))
         print(json.dumps(torch_probe()), flush=True)
         return 0
     if sys.argv[1:2] == ["--save-rank"] and len(sys.argv) == 3:
-        save_rank(json.loads(sys.argv[2]))
+        spec = json.loads(sys.argv[2])
+        die_with(spec["parent"])
+        save_rank(spec)
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", required=True, help="the folder the check's own folder is made in, on the file system under test")
