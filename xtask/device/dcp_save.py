@@ -26,9 +26,10 @@ bounded by --timeout.
 import argparse
 import json
 import os
-import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,12 +37,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BYTES_PER_PARAMETER = 14
 # Each layer is a square matrix of this side: 16.8 M parameters.
 SIDE = 4096
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def storage_check(check, folder, ranks, rank_bytes, args):
@@ -80,7 +75,7 @@ def layers_of(rank, world, layers):
     return share + (1 if rank < extra else 0)
 
 
-def worker(rank, world, port, args, result_path):
+def worker(rank, world, store, args, result_path):
     import torch
     import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
@@ -91,7 +86,7 @@ def worker(rank, world, port, args, result_path):
         torch.cuda.set_device(rank)
     # async_save stages on CPU and needs a CPU collective beside NCCL.
     backend = "gloo" if args.cpu else "cpu:gloo,cuda:nccl"
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
     count = layers_of(rank, world, args.layers)
     generator = torch.Generator(device=device).manual_seed(rank)
     side = args.side
@@ -196,7 +191,18 @@ def main():
     save_rate = check_save["bytes"] / (check_save["durable"] - check_save["start"])
 
     result_path = os.path.join(args.dir, "worker.json")
-    mp.spawn(worker, args=(gpus, free_port(), args, result_path), nprocs=gpus)
+    # A file store, not a port that another process may take first; every wait bounded.
+    store = tempfile.mkdtemp(prefix="dcp-save-")
+    try:
+        context = mp.spawn(worker, args=(gpus, os.path.join(store, "store"), args, result_path), nprocs=gpus, join=False)
+        deadline = time.monotonic() + 3 * args.timeout
+        while not context.join(timeout=5):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    process.kill()
+                raise SystemExit(f"the saves did not end within {3 * args.timeout:.0f} s")
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
     with open(result_path) as f:
         saved = json.load(f)
     os.unlink(result_path)

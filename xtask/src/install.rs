@@ -67,6 +67,8 @@ pub fn ray_venv(sh: &Shell, version: &str) -> anyhow::Result<std::path::PathBuf>
 /// along (2026-12-07: 66.5 s for torch 2.11.0 and 3.9 s for numpy, 5.3 GB); Debian's python3-torch is 1.13, older than the
 /// 2.3 that `torch.distributed.checkpoint.async_save` needs.
 pub const SAVE_TORCH: (&str, &str) = ("torch==2.11.0", "2.11.0");
+/// The numpy beside it, pinned as the rest is.
+const SAVE_NUMPY: &str = "numpy==2.4.6";
 
 /// [`SAVE_TORCH`] and numpy in the newest tested Ray's venv, unless there.
 pub fn torch_in_newest_ray(sh: &Shell) -> anyhow::Result<()> {
@@ -78,7 +80,7 @@ pub fn torch_in_newest_ray(sh: &Shell) -> anyhow::Result<()> {
         return Ok(());
     }
     let pip = bin.join("pip");
-    Ok(cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement} numpy").run()?)
+    Ok(cmd!(sh, "{pip} install --quiet --disable-pip-version-check {requirement} {SAVE_NUMPY}").run()?)
 }
 
 /// The `bin` of a venv at `dir` with `requirement` from PyPI, made unless its `program

@@ -75,7 +75,7 @@ impl Loaded {
         if !d.project.existing_cluster {
             return Ok(self);
         }
-        let path = Path::new(".gke-rl").join(d.project.cluster_name.as_str()).join(gke_rl::lifecycle::existing::FOUND_FILE);
+        let path = gke_rl_ops::default_folder(d).join(gke_rl::lifecycle::existing::FOUND_FILE);
         let text = match gke_rl_ops::files::read_text(&path) {
             Ok(text) => text,
             Err(gke_rl_ops::CommonError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(self),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gke_rl::checkpoint_plan::{Saving, rate, size};
+use gke_rl::checkpoint_plan::{Device, Saving, rate, size};
 use gke_rl_in_cluster::storage::{DEFAULT_MIN_FRACTION, Expectation, Report, Verdict};
 use gke_rl_ops::head::Head;
 use gke_rl_ops::storage::{StorageCheckOptions, StorageChecked};
@@ -90,6 +90,8 @@ impl CheckArgs {
             min_fraction: self.min_fraction,
             timeout: self.timeout,
             save_pass: !self.raw_only,
+            // Kept for `report` only when this is the deployment's own mount, through its own head.
+            record: self.dir.is_none() && head.is_forwarded(),
         };
         let progress = Filtered { console, logs: self.verbose };
         let checked = gke_rl_ops::storage::check(&loaded.deployment, &artifacts, &options, &head.client, env, &progress)
@@ -105,7 +107,12 @@ impl CheckArgs {
                 console.say(format_args!("stopped storage-check job {id}; {words}"));
                 Ok(crate::interrupted(signal))
             }
-            StorageChecked::Finished { id, report, expected, verdict, .. } => {
+            StorageChecked::Finished { id, report, expected, verdict, recorded, .. } => {
+                match recorded {
+                    Some(Ok(path)) => console.say(format_args!("kept the measured save in {}: `report` predicts from it", path.display())),
+                    Some(Err(e)) => console.say(format_args!("warning: the measured save was not kept: {}", gke_rl_ops::chain(&e))),
+                    None => {}
+                }
                 let release = gke_rl::knowledge::nemo_rl_release(loaded.deployment.ray.image.as_str()).map(|r| r.tag);
                 if self.json {
                     let json = serde_json::json!({
@@ -176,13 +183,29 @@ pub fn describe(report: &Report, expected: &Expectation, verdict: &Verdict, rele
     if let Some(ops) = verdict.metadata_ops_per_second {
         let _ = writeln!(out, "metadata: {ops:.0} operations/s in all (create, stat, delete)");
     }
+    if verdict.save.is_some() || !verdict.save_skipped.is_empty() {
+        let w = expected.writer;
+        let assumed = if release.is_some() { "" } else { " (the image's NeMo-RL release is unknown: the codelab's assumed)" };
+        let _ = writeln!(
+            out,
+            "save pass: as NeMo-RL {}'s {} policy writes, {} writer thread{} a rank, {}{assumed}",
+            w.release,
+            w.backend,
+            w.threads,
+            if w.threads == 1 { "" } else { "s" },
+            if w.asynchronous { "asynchronous" } else { "synchronous" }
+        );
+    }
     if let Some(save) = &verdict.save {
         let staging = save.staging_s.map_or_else(String::new, |s| format!(", {} of it staging off the GPUs", seconds(s)));
         let _ = writeln!(
             out,
             "save: a distributed checkpoint of {} from the {} (torch {}): returned after {}, durable after {} ({}){staging}",
             size(save.bytes),
-            if save.device == "gpu" { "GPUs" } else { "host memory: no GPU on the nodes" },
+            match save.device {
+                Device::Gpu => "GPUs",
+                Device::Cpu => "host memory: no GPU on the nodes",
+            },
             save.torch,
             seconds(save.returned_s),
             seconds(save.durable_s),

@@ -408,8 +408,10 @@ fn checkpoints(inputs: &Inputs<'_>, progress: &Progress, wall_s: Option<f64>) ->
     let saving = inputs.saving.as_ref().map(|(saving, _)| saving);
     let prediction = inputs.saving.as_ref().and_then(|(_, prediction)| prediction.as_ref());
     let predicted_s = prediction.map(|p| p.save_s);
-    // A save is over once it is durable; NeMo-RL's own timer where the supervisor timed none.
-    let measured_s = durable_s.or(blocking_s);
+    // A save is over once it is durable; NeMo-RL's own timer where the supervisor timed none,
+    // unless the release saves asynchronously (its timer then covers the staging only).
+    let synchronous = saving.is_some_and(|s| !s.asynchronous);
+    let measured_s = durable_s.or(blocking_s.filter(|_| synchronous));
     let off_by = measured_s.zip(predicted_s).filter(|(_, p)| *p > 0.0).map(|(m, p)| m / p - 1.0);
     let restarts = u32::try_from(progress.restarts).unwrap_or(u32::MAX);
     let mtbf = Mtbf::of(restarts, wall_s.unwrap_or(0.0), saving.and_then(|s| s.mtbf_minutes));
@@ -529,7 +531,7 @@ impl Checkpoints {
             (None, _) if self.predicted_s.is_some() => out.push_str(&format!("checkpoints: none timed yet{predicted}\n")),
             (None, _) => {}
         }
-        let measured = self.durable_s.or(self.blocking_s);
+        let measured = self.predicted_s.zip(self.off_by).map(|(predicted, off_by)| predicted * (1.0 + off_by));
         if let (Some(off_by), Some(measured), Some(predicted)) =
             (self.off_by.filter(|o| o.abs() > PREDICTION_TOLERANCE), measured, self.predicted_s)
         {

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use gke_rl::Deployment;
-use gke_rl::checkpoint_plan::{Basis, Mtbf, Prediction, Saving, rate, size};
+use gke_rl::checkpoint_plan::{Basis, Device, Mtbf, Prediction, Saving, rate, size};
 use gke_rl::knowledge::{self, GIB, LUSTRE_FULL_FRACTION};
 
 const CHECK_SCRIPT: &str = include_str!("../python/storage_check.py");
@@ -311,8 +311,8 @@ impl SavePass {
 pub struct Saved {
     /// The torch that saved it.
     pub torch: String,
-    /// `gpu` when the tensors came off the node's GPUs, `cpu` from host memory.
-    pub device: String,
+    /// Where the tensors came from: the node's GPUs, or host memory.
+    pub device: Device,
     /// The GPU's name, where there was one.
     #[serde(default)]
     pub gpu: Option<String>,
@@ -367,8 +367,8 @@ impl Saved {
 /// durable file, as one save of the run waits for its slowest rank.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SaveFigures {
-    /// `gpu` when every node saved from its GPUs, else `cpu`.
-    pub device: &'static str,
+    /// The GPUs when every node saved from its GPUs, else host memory.
+    pub device: Device,
     /// The torch of the first node.
     pub torch: String,
     /// Bytes saved, all nodes.
@@ -475,7 +475,7 @@ impl Report {
             _ => (None, None),
         };
         Some(SaveFigures {
-            device: if saved.iter().all(|s| s.device == "gpu") { "gpu" } else { "cpu" },
+            device: if saved.iter().all(|s| s.device == Device::Gpu) { Device::Gpu } else { Device::Cpu },
             torch: first.torch.clone(),
             bytes: saved.iter().map(|s| s.bytes).fold(0u64, u64::saturating_add),
             returned_s: latest(|s| s.returned) - start,
@@ -552,13 +552,16 @@ impl Report {
         // The saved checkpoint's own rate where every node saved; else the raw write's, at
         // the efficiency a real save reaches.
         let basis = match &save {
-            Some(saved) => Some((Basis::Saved { device: saved.device, staging_s: saved.staging_s }, saved.rate())),
-            None => write.map(|w| (Basis::MeasuredRate { raw: w.rate() }, 0.0)),
+            Some(saved) => Some(Basis::Saved {
+                rate: saved.rate(),
+                pause_rate: saved.blocking_s.filter(|b| *b > 0.0).map(|b| saved.bytes as f64 / b),
+                device: saved.device,
+                staging_s: saved.staging_s,
+            }),
+            None => write.map(|w| Basis::MeasuredRate { raw: w.rate() }),
         };
         let mtbf = expected.saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes });
-        let prediction = basis
-            .filter(|_| expected.saving.enabled)
-            .and_then(|(basis, saved)| Prediction::new(&expected.saving, basis.save_rate(saved), basis, mtbf));
+        let prediction = basis.filter(|_| expected.saving.enabled).and_then(|basis| Prediction::new(&expected.saving, basis, mtbf));
         if let Some(prediction) = prediction.filter(|p| p.past_timeout) {
             problems.push(Problem::SavePastTimeout { save_s: prediction.save_s, bytes: prediction.bytes });
         }
@@ -681,6 +684,8 @@ pub struct Expectation {
     pub min_fraction: f64,
     /// What the run saves.
     pub saving: Saving,
+    /// How the run's release writes a save, which the save pass copies.
+    pub writer: &'static knowledge::SaveWriter,
 }
 
 impl Expectation {
@@ -694,6 +699,7 @@ impl Expectation {
             capacity_gib: Some(capacity_gib),
             min_fraction,
             saving: Saving::of(d),
+            writer: gke_rl::checkpoint_plan::writer(d),
         }
     }
 }
@@ -719,6 +725,66 @@ pub struct Verdict {
     pub prediction: Option<Prediction>,
     /// What keeps the check from passing; empty when it passes.
     pub problems: Vec<Problem>,
+}
+
+/// The file, in the deployment folder, where a storage check of the deployment's own mount keeps
+/// what it measured one save at: `report` predicts from it while the deployment's storage and
+/// nodes are the ones measured.
+pub const MEASURED_SAVE_FILE: &str = "measured-save.json";
+
+/// What a storage check measured one save at, kept for later predictions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredSave {
+    /// The rate a save reaches, and where it comes from.
+    pub basis: Basis,
+    /// What it measured: the rate holds for the same storage, nodes and image only.
+    pub of: Measured,
+}
+
+/// The storage, nodes and image a check measured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Lustre's capacity, GiB.
+    pub capacity_gib: u64,
+    /// Its tier, MB/s per TiB.
+    pub tier: u32,
+    /// The mount.
+    pub mount: String,
+    /// GPU nodes.
+    pub nodes: u32,
+    /// GPUs (ranks) a node.
+    pub gpus_per_node: u32,
+    /// The image, whose release decides how a save writes.
+    pub image: String,
+}
+
+impl Measured {
+    /// What `d` has.
+    pub fn of(d: &Deployment) -> Measured {
+        Measured {
+            capacity_gib: u64::from(d.lustre.capacity_gib.get()),
+            tier: d.lustre.throughput_mbps_per_tib.get(),
+            mount: d.lustre.mount_path.as_str().to_owned(),
+            nodes: d.topology.node_count.get(),
+            gpus_per_node: d.topology.gpus_per_node.get(),
+            image: d.ray.image.as_str().to_owned(),
+        }
+    }
+}
+
+impl MeasuredSave {
+    /// What `verdict` measured on `d`'s mount, when it predicted a save.
+    pub fn of(verdict: &Verdict, d: &Deployment) -> Option<MeasuredSave> {
+        let prediction = verdict.prediction?;
+        Some(MeasuredSave { basis: prediction.basis, of: Measured::of(d) })
+    }
+
+    /// `d`'s saves at the measured rate, when it measured `d`'s storage, nodes and image.
+    pub fn predict(&self, d: &Deployment) -> Option<Prediction> {
+        let saving = Saving::of(d);
+        let mtbf = saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes });
+        (self.of == Measured::of(d) && saving.enabled).then(|| Prediction::new(&saving, self.basis, mtbf)).flatten()
+    }
 }
 
 /// Writing or reading.
@@ -987,7 +1053,7 @@ mod tests {
             let lines: Vec<&str> = run["storage_check"]["lines"].as_array().expect("lines").iter().filter_map(|l| l.as_str()).collect();
             let report = Report::parse(&lines.join("\n"));
             let save = report.save().expect("the node saved");
-            assert_eq!(save.device, "gpu");
+            assert_eq!(save.device, Device::Gpu);
             let real_s = run["sync"]["durable_s"].as_f64().expect("the real save");
             let predicted_s = run["sync"]["bytes"].as_f64().expect("bytes") / save.rate();
             let ratio = predicted_s / real_s;
@@ -1018,9 +1084,9 @@ mod tests {
         assert_eq!(report.unreadable, 0);
         let verdict = report.judge(&Expectation::for_deployment(&codelab(), DEFAULT_MIN_FRACTION));
         let save = verdict.save.clone().expect("both nodes saved");
-        assert_eq!((save.device, save.bytes, save.durable_s, save.staging_s), ("gpu", 28_000_000_000, 14.0, Some(3.5)));
+        assert_eq!((save.device, save.bytes, save.durable_s, save.staging_s), (Device::Gpu, 28_000_000_000, 14.0, Some(3.5)));
         let prediction = verdict.prediction.expect("a prediction");
-        assert_eq!(prediction.basis, Basis::Saved { device: "gpu", staging_s: Some(3.5) });
+        assert_eq!(prediction.basis, Basis::Saved { rate: 2e9, pause_rate: None, device: Device::Gpu, staging_s: Some(3.5) });
         assert!((prediction.rate - 2e9).abs() < 1.0, "{}", prediction.rate);
         assert!(
             prediction.advice(&Saving::of(&codelab()), None)[0].contains("from a distributed checkpoint the check saved from the GPUs")
@@ -1037,6 +1103,26 @@ mod tests {
         assert_eq!(verdict.save, None);
         assert_eq!(verdict.save_skipped, ["torch does not import in /usr/bin/python3"]);
         assert!(matches!(verdict.prediction.map(|p| p.basis), Some(Basis::MeasuredRate { .. })));
+
+        // An asynchronous release pauses training only for what its save blocked on.
+        let asynchronous = |start: f64| {
+            let mut figures = saved(start, start + 10.0);
+            figures["async"] = serde_json::json!({"start": start + 20.0, "blocked": start + 22.0, "landed": start + 31.0});
+            figures
+        };
+        let log = [
+            with_save(&node_line("n0", 1.1, 1.2, "lustre", total, 0), asynchronous(100.0)),
+            with_save(&node_line("n1", 1.1, 1.2, "lustre", total, 0), asynchronous(100.0)),
+        ]
+        .concat();
+        let v060 = "ray:\n  image: nvcr.io/nvidia/nemo-rl:v0.6.0\njob:\n  recipe: examples/configs/grpo_math_8B.yaml\n  expected_step_seconds: 600\n";
+        let dtensor = gke_rl::config::from_yaml(v060).expect("a config");
+        let expected = Expectation::for_deployment(&dtensor, DEFAULT_MIN_FRACTION);
+        assert!(expected.writer.asynchronous && expected.saving.asynchronous);
+        let prediction = Report::parse(&log).judge(&expected).prediction.expect("a prediction");
+        // 28 GB durable in 10 s, blocking 2 s: a save of the model pauses a fifth of its time.
+        assert!((prediction.pause_s / prediction.save_s - 0.2).abs() < 1e-9, "{prediction:?}");
+        assert!(prediction.advice(&expected.saving, Some("v0.6.0"))[1].contains("the release saves asynchronously"));
 
         // Times out of order are no figures.
         let backwards = with_save(&node_line("n0", 1.1, 1.2, "lustre", total, 0), saved(100.0, 90.0));

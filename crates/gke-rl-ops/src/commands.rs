@@ -187,7 +187,11 @@ impl RunText {
         unpriced: Option<String>,
     ) -> gke_rl_in_cluster::run_report::Report {
         let per_hour = Some(gke_rl::cost::estimate(deployment).per_hour());
-        let saving = Some((Saving::of(deployment), gke_rl::checkpoint_plan::at_the_tier(deployment)));
+        // The last storage check of this deployment's mount, where one is kept; else the tier.
+        let prediction = crate::storage::measured_save(deployment)
+            .and_then(|measured| measured.predict(deployment))
+            .or_else(|| gke_rl::checkpoint_plan::at_the_tier(deployment));
+        let saving = Some((Saving::of(deployment), prediction));
         gke_rl_in_cluster::run_report::report(&gke_rl_in_cluster::run_report::Inputs {
             log: &self.log,
             records: &self.records,

@@ -153,8 +153,7 @@ pub(crate) async fn export_locked(
 /// [`costs`] of the deployment whose state is in `folder` [default: `.gke-rl/<cluster_name>`],
 /// read offline: no gcloud, no cluster. Empty when there is no state there.
 pub fn recorded_costs(deployment: &Deployment, folder: Option<&std::path::Path>) -> Result<Vec<String>, LifecycleError> {
-    let folder =
-        folder.map_or_else(|| std::path::Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()), std::path::Path::to_path_buf);
+    let folder = folder.map_or_else(|| crate::site::default_folder(deployment), std::path::Path::to_path_buf);
     let path = folder.join("state.json");
     let text = match crate::files::read_text(&path) {
         Ok(text) => text,

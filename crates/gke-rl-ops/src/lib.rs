@@ -62,7 +62,7 @@ pub(crate) use error::root_cause;
 pub use error::{CommonError, Error, Fix, JobError, KeepError, LifecycleError, NotDeleted, Problem, ReportError, Unanswerable, chain};
 pub use events::{Event, JobEvent, LifecycleEvent, Progress, Question, Quiet};
 pub use gke_rl_kube::{ClusterState, Error as KubeError, Queued, RayJobState, Readiness};
-pub use site::SiteOptions;
+pub use site::{SiteOptions, default_folder};
 
 /// A duration as people read it in progress lines: `4.2s`, `12m03s`.
 pub fn took(elapsed: std::time::Duration) -> String {

@@ -12,6 +12,12 @@ use gke_rl::model::ProjectId;
 use crate::events::{LifecycleEvent, Progress};
 use crate::{CommonError, Env, LifecycleError, files};
 
+/// The deployment folder when none is given: `.gke-rl/<cluster_name>`, relative to the working
+/// directory.
+pub fn default_folder(deployment: &Deployment) -> PathBuf {
+    Path::new(".gke-rl").join(deployment.project.cluster_name.as_str())
+}
+
 /// Which deployment, where.
 #[derive(Clone, Debug, Default)]
 pub struct SiteOptions {
@@ -59,7 +65,7 @@ impl SiteOptions {
                 }
             }
         };
-        let folder = self.folder.clone().unwrap_or_else(|| Path::new(".gke-rl").join(deployment.project.cluster_name.as_str()));
+        let folder = self.folder.clone().unwrap_or_else(|| default_folder(deployment));
         // Each is given to gcloud and gcluster as text, and read back as a path: never a lossy one.
         let absolute = |path: &Path| match std::path::absolute(path) {
             Ok(absolute) if absolute.to_str().is_some() => Ok(absolute),

@@ -7,7 +7,9 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use gke_rl::{Artifacts, Deployment};
-use gke_rl_in_cluster::storage::{CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, Plan, Report, Verdict};
+use gke_rl_in_cluster::storage::{
+    CHECK_SCRIPT_FILE, DEFAULT_MAX_NODE_BYTES, DEFAULT_MIN_FRACTION, Expectation, MEASURED_SAVE_FILE, MeasuredSave, Plan, Report, Verdict,
+};
 use gke_rl_ray::{Client, JobStatus};
 
 use crate::events::Progress;
@@ -35,6 +37,9 @@ pub struct StorageCheckOptions {
     /// Whether each node also saves its share as a real distributed checkpoint, as the run's
     /// release does (where torch imports in the job's Python).
     pub save_pass: bool,
+    /// Whether what a save measured is kept in the deployment folder ([`MEASURED_SAVE_FILE`]),
+    /// for `report`: only for a check of the deployment's own mount through its own head.
+    pub record: bool,
 }
 
 impl Default for StorageCheckOptions {
@@ -45,6 +50,7 @@ impl Default for StorageCheckOptions {
             min_fraction: DEFAULT_MIN_FRACTION,
             timeout: Duration::from_secs(900),
             save_pass: true,
+            record: false,
         }
     }
 }
@@ -66,6 +72,9 @@ pub enum StorageChecked {
         expected: Expectation,
         /// The figures and what keeps them from passing.
         verdict: Verdict,
+        /// Where what a save measured was kept, when asked and there was a prediction (or why
+        /// it could not be).
+        recorded: Option<Result<std::path::PathBuf, CommonError>>,
     },
     /// Interrupted (Ctrl-C): the job was stopped.
     Stopped {
@@ -136,7 +145,22 @@ pub async fn check(
         let message = job.message.clone().unwrap_or_else(|| format!("it ended {}", job.status));
         verdict.problems.insert(0, gke_rl_in_cluster::storage::Problem::JobFailed { message });
     }
-    Ok(StorageChecked::Finished { id, status: job.status, report, expected, verdict })
+    let recorded = MeasuredSave::of(&verdict, deployment).filter(|_| options.record).map(|measured| {
+        let folder = crate::site::default_folder(deployment);
+        let path = folder.join(MEASURED_SAVE_FILE);
+        std::fs::create_dir_all(&folder).map_err(|source| CommonError::Write { path: folder.clone(), source })?;
+        let json = serde_json::to_string_pretty(&measured).expect("plain data serializes");
+        crate::files::write_atomically(&path, json.as_bytes(), false).map(|()| path)
+    });
+    Ok(StorageChecked::Finished { id, status: job.status, report, expected, verdict, recorded })
+}
+
+/// What the last check of `deployment`'s own mount measured one save at, when it is kept in the
+/// deployment folder and measured the storage, nodes and image the deployment has now.
+pub fn measured_save(deployment: &Deployment) -> Option<MeasuredSave> {
+    let path = crate::site::default_folder(deployment).join(MEASURED_SAVE_FILE);
+    let bytes = crate::files::read_bytes(&path).ok()?;
+    serde_json::from_slice::<MeasuredSave>(&bytes).ok().filter(|m| m.predict(deployment).is_some())
 }
 
 /// Stops the job and waits, within [`STOP_GRACE`], until Ray says it has ended: its driver

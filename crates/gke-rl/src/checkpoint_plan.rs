@@ -19,7 +19,7 @@
 //! assert_eq!(interval.steps, 4);
 //! ```
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Deployment;
 use crate::knowledge::{self, CHECKPOINT_BYTES_PER_PARAMETER, LustreTier};
@@ -32,14 +32,30 @@ use crate::knowledge::{self, CHECKPOINT_BYTES_PER_PARAMETER, LustreTier};
 /// the library's own work are the rest.
 pub const RAW_RATE_EFFICIENCY: f64 = 0.5;
 
+/// Where a saved checkpoint's tensors came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// The ranks' GPUs, as the run saves.
+    Gpu,
+    /// Host memory: the nodes had no GPU.
+    Cpu,
+}
+
 /// Where a prediction's rate comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "from", rename_all = "kebab-case")]
 pub enum Basis {
     /// A distributed checkpoint the storage check saved on the nodes, as the run saves.
     Saved {
-        /// Whether its tensors came off the GPUs (`gpu`) or from host memory (`cpu`).
-        device: &'static str,
+        /// Bytes per second to durable, all nodes together.
+        rate: f64,
+        /// Bytes per second of what an asynchronous save blocked for, where the release saves
+        /// so: the pause training takes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause_rate: Option<f64>,
+        /// Where its tensors came from.
+        device: Device,
         /// Seconds the slowest rank took to stage its tensors off the GPU, where it did.
         staging_s: Option<f64>,
     },
@@ -56,11 +72,11 @@ pub enum Basis {
 }
 
 impl Basis {
-    /// The rate a save runs at on this basis, from `raw` (the saved checkpoint's own rate for
-    /// [`Basis::Saved`]).
-    pub fn save_rate(&self, saved: f64) -> f64 {
+    /// Bytes per second a save reaches on this basis: a saved checkpoint's own rate, a raw one
+    /// at [`RAW_RATE_EFFICIENCY`].
+    pub fn rate(&self) -> f64 {
         match self {
-            Basis::Saved { .. } => saved,
+            Basis::Saved { rate, .. } => *rate,
             Basis::MeasuredRate { raw } | Basis::ListThroughput { raw } => raw * RAW_RATE_EFFICIENCY,
         }
     }
@@ -69,11 +85,13 @@ impl Basis {
     pub fn describe(&self) -> String {
         let efficiency = format!("× {RAW_RATE_EFFICIENCY}, what a real save reached of the raw rate on an H100");
         match self {
-            Basis::Saved { device: "gpu", staging_s } => format!(
+            Basis::Saved { device: Device::Gpu, staging_s, .. } => format!(
                 "a distributed checkpoint the check saved from the GPUs{}",
                 staging_s.map_or_else(String::new, |s| format!(", {s:.1} s of it staging off the GPU"))
             ),
-            Basis::Saved { .. } => "a distributed checkpoint the check saved from host memory: no GPU on the nodes".to_owned(),
+            Basis::Saved { device: Device::Cpu, .. } => {
+                "a distributed checkpoint the check saved from host memory: no GPU on the nodes".to_owned()
+            }
             Basis::MeasuredRate { raw } => format!("the measured write rate {} {efficiency}", rate(*raw)),
             Basis::ListThroughput { raw } => format!("the instance's list throughput {} {efficiency}", rate(*raw)),
         }
@@ -222,6 +240,9 @@ pub struct Saving {
     pub mtbf_minutes: Option<u32>,
     /// Whether the run saves at all.
     pub enabled: bool,
+    /// Whether its release saves asynchronously ([`writer`]): training then pauses only while
+    /// the tensors are staged, and a save is over only once it has landed.
+    pub asynchronous: bool,
 }
 
 impl Saving {
@@ -237,6 +258,7 @@ impl Saving {
             step_s: d.job.expected_step_seconds.map(|s| f64::from(s.get())),
             mtbf_minutes: d.job.mean_minutes_between_preemptions.map(|m| m.get()),
             enabled: checkpointing.enabled,
+            asynchronous: writer(d).asynchronous,
         }
     }
 
@@ -256,8 +278,11 @@ pub struct Prediction {
     pub rate: f64,
     /// Where the rate comes from.
     pub basis: Basis,
-    /// Seconds one save takes.
+    /// Seconds one save takes, until it is durable.
     pub save_s: f64,
+    /// Seconds training pauses for it: the save's for a synchronous release; for an
+    /// asynchronous one, what the check's asynchronous save blocked for, where it measured one.
+    pub pause_s: f64,
     /// Whether it runs past NeMo-RL's collective timeout.
     pub past_timeout: bool,
     /// The share of wall time saves take at the configured period and step time.
@@ -267,22 +292,27 @@ pub struct Prediction {
 }
 
 impl Prediction {
-    /// `saving`'s saves at `rate` bytes per second (what a save reaches, on `basis`), failures
-    /// at `mtbf` if known.
-    pub fn new(saving: &Saving, rate: f64, basis: Basis, mtbf: Option<Mtbf>) -> Option<Prediction> {
+    /// `saving`'s saves at the rate `basis` gives, failures at `mtbf` if known.
+    pub fn new(saving: &Saving, basis: Basis, mtbf: Option<Mtbf>) -> Option<Prediction> {
         let bytes = saving.bytes?;
+        let rate = basis.rate();
         if !(rate.is_finite() && rate > 0.0) {
             return None;
         }
         let save_s = bytes as f64 / rate;
+        let pause_s = match basis {
+            Basis::Saved { pause_rate: Some(pause), .. } if saving.asynchronous && pause.is_finite() && pause > 0.0 => bytes as f64 / pause,
+            _ => save_s,
+        };
         Some(Prediction {
             bytes,
             rate,
             basis,
             save_s,
+            pause_s,
             past_timeout: save_s > knowledge::NEMO_RL_COLLECTIVE_TIMEOUT_S as f64,
-            wall_share: saving.step_s.map(|step| wall_share(save_s, saving.save_period, step)),
-            interval: mtbf.zip(saving.step_s).map(|(mtbf, step)| Interval::plan(save_s, mtbf, step)),
+            wall_share: saving.step_s.map(|step| wall_share(pause_s, saving.save_period, step)),
+            interval: mtbf.zip(saving.step_s).map(|(mtbf, step)| Interval::plan(pause_s, mtbf, step)),
         })
     }
 }
@@ -313,6 +343,9 @@ impl Prediction {
             rate(self.rate),
             self.basis.describe()
         )];
+        if self.pause_s < self.save_s {
+            lines.push(format!("training pauses about {:.0} s of it: the release saves asynchronously", self.pause_s));
+        }
         match (self.wall_share, saving.step_s) {
             (Some(share), Some(step)) => lines.push(format!(
                 "saving every {} steps of {step:.0} s, saves take {:.1}% of the run's wall time",
@@ -340,7 +373,7 @@ pub fn at_the_tier(d: &Deployment) -> Option<Prediction> {
     let saving = Saving::of(d);
     let mtbf = saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes });
     let basis = Basis::ListThroughput { raw: Saving::tier_ceiling(d)? };
-    Prediction::new(&saving, basis.save_rate(0.0), basis, mtbf).filter(|_| saving.enabled)
+    Prediction::new(&saving, basis, mtbf).filter(|_| saving.enabled)
 }
 
 /// The policy backend the deployment trains with: `megatron` when its recipe is a Megatron one
@@ -400,16 +433,17 @@ mod tests {
             .collect();
         let (low, high) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
         assert!((low..=high).contains(&RAW_RATE_EFFICIENCY), "{ratios:?}");
-        assert_eq!(Basis::MeasuredRate { raw: 2e9 }.save_rate(0.0), 1e9);
-        assert_eq!(Basis::Saved { device: "gpu", staging_s: None }.save_rate(1.5e9), 1.5e9);
+        assert_eq!(Basis::MeasuredRate { raw: 2e9 }.rate(), 1e9);
+        assert_eq!(Basis::Saved { rate: 1.5e9, pause_rate: None, device: Device::Gpu, staging_s: None }.rate(), 1.5e9);
     }
 
     /// Worked by hand: Qwen2.5-72B (72,706,203,648 parameters) on the codelab's 9,000 GiB at
     /// 1000 MB/s/TiB. One checkpoint is 14 × 72,706,203,648 = 1,017,886,851,072 bytes. The
-    /// tier's ceiling is 9000 / 1024 × 1000 MB/s = 8,789,062,500 B/s, so a save takes
-    /// 1,017,886,851,072 / 8,789,062,500 = 115.813 s. With a preemption every 6 h (21,600 s),
-    /// Young's optimum is √(2 × 115.813 × 21,600) = 2,236.8 s, or 3.73 steps of 600 s: 4.
-    /// Saving every 2 steps, saves take 115.813 / (1,200 + 115.813) = 8.80% of the wall time.
+    /// tier's ceiling is 9000 / 1024 × 1000 MB/s = 8,789,062,500 B/s, and a save reaches half of
+    /// it, 4,394,531,250 B/s, so a save takes 1,017,886,851,072 / 4,394,531,250 = 231.626 s. With
+    /// a preemption every 6 h (21,600 s), Young's optimum is √(2 × 231.626 × 21,600) = 3,163.3 s,
+    /// or 5.27 steps of 600 s: 5. Saving every 2 steps, saves take 231.626 / (1,200 + 231.626) =
+    /// 16.18% of the wall time.
     #[test]
     fn the_planner_agrees_with_the_hand_worked_figures() {
         let tier = knowledge::lustre_tier(1000).expect("a tier");
@@ -423,19 +457,19 @@ mod tests {
             step_s: Some(600.0),
             mtbf_minutes: Some(360),
             enabled: true,
+            asynchronous: false,
         };
         assert_eq!(saving.bytes, Some(1_017_886_851_072));
         let mtbf = Mtbf::of(0, 3600.0, saving.mtbf_minutes).expect("configured");
-        let basis = Basis::ListThroughput { raw: ceiling };
-        // The hand-worked figures are at the full list rate: the efficiency divides the rate.
-        let prediction = Prediction::new(&saving, ceiling, basis, Some(mtbf)).expect("a model");
-        assert!((prediction.save_s - 115.813).abs() < 0.001, "{}", prediction.save_s);
+        let prediction = Prediction::new(&saving, Basis::ListThroughput { raw: ceiling }, Some(mtbf)).expect("a model");
+        assert_eq!(prediction.rate, 4_394_531_250.0);
+        assert!((prediction.save_s - 231.626).abs() < 0.001, "{}", prediction.save_s);
         assert!(!prediction.past_timeout);
-        assert!((prediction.wall_share.unwrap() - 0.0880).abs() < 0.0001, "{:?}", prediction.wall_share);
+        assert!((prediction.wall_share.unwrap() - 0.1618).abs() < 0.0001, "{:?}", prediction.wall_share);
         let interval = prediction.interval.expect("planned");
-        assert!((interval.seconds - 2236.8).abs() < 0.1, "{}", interval.seconds);
-        assert_eq!(interval.steps, 4);
-        assert!(!interval.is_far_from(2) && interval.is_far_from(1) && interval.is_far_from(10));
+        assert!((interval.seconds - 3163.3).abs() < 0.1, "{}", interval.seconds);
+        assert_eq!(interval.steps, 5);
+        assert!(!interval.is_far_from(5) && interval.is_far_from(2) && interval.is_far_from(11));
     }
 
     #[test]

@@ -52,6 +52,36 @@ fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
     assert!(page.contains("node 10.0.0.7 died"), "the restart's cause");
 }
 
+/// A storage check of the deployment's mount keeps what a save measured; the report predicts
+/// from it while the deployment is what was measured, and from the tier once it is not.
+#[test]
+fn the_report_predicts_from_the_kept_storage_check_while_it_measured_this_deployment() {
+    use gke_rl::checkpoint_plan::{Basis, Device};
+    use gke_rl_in_cluster::storage::{MEASURED_SAVE_FILE, Measured, MeasuredSave};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.log"), restarted_run()).unwrap();
+    let deployment = gke_rl::Deployment::default();
+    let folder = dir.path().join(gke_rl_ops::default_folder(&deployment));
+    std::fs::create_dir_all(&folder).unwrap();
+    let keep = |of: Measured| {
+        let measured = MeasuredSave { basis: Basis::Saved { rate: 2e10, pause_rate: None, device: Device::Gpu, staging_s: Some(9.0) }, of };
+        std::fs::write(folder.join(MEASURED_SAVE_FILE), serde_json::to_string(&measured).unwrap()).unwrap();
+    };
+    keep(Measured::of(&deployment));
+    let text = gke_rl(dir.path(), &["report", "--log", "run.log"]);
+    // 1,017,886,851,072 bytes at 20 GB/s: 50.9 s.
+    assert!(
+        stdout(&text)
+            .contains("predicted 50.9 s from a distributed checkpoint the check saved from the GPUs, 9.0 s of it staging off the GPU"),
+        "{}",
+        stdout(&text)
+    );
+    // Another instance since: the measurement does not hold.
+    keep(Measured { capacity_gib: 18_000, ..Measured::of(&deployment) });
+    let text = gke_rl(dir.path(), &["report", "--log", "run.log"]);
+    assert!(stdout(&text).contains("from the instance's list throughput"), "{}", stdout(&text));
+}
+
 #[test]
 fn a_hostile_log_is_escaped_and_what_is_no_log_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();

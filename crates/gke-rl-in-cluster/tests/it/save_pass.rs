@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use gke_rl::checkpoint_plan::{Basis, Device};
 use gke_rl_test_support::{project_root, stderr, stdout};
 
 /// The Python of `version`'s Ray venv, when `cargo xtask ci` made it; outside CI a missing one
@@ -36,18 +37,32 @@ fn node(out: &Output) -> serde_json::Value {
     serde_json::from_str(&line.unwrap_or_else(|| panic!("no node line:\n{}", both(out)))).expect("a node line")
 }
 
-fn check(python: &Path, program: &Path, dir: &Path, extra: &[&str]) -> Output {
-    Command::new(python)
+/// One trial at a time: each starts several torch processes, and two cores take them in turn.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The check's command on `dir`: two ranks of 2 MiB, with a time limit far past what it takes
+/// on a loaded machine.
+fn check_command(python: &Path, program: &Path, dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(python);
+    command
         .arg(program.join("storage_check.py"))
         .args(["--local", "--dir", &dir.display().to_string(), "--ranks", "2", "--rank-bytes", "2097152", "--files", "20"])
-        .args(["--timeout", "120"])
-        .args(extra)
-        .output()
-        .expect("python runs")
+        .args(["--timeout", "300"])
+        .args(extra);
+    command
+}
+
+fn check(python: &Path, program: &Path, dir: &Path, extra: &[&str]) -> Output {
+    check_command(python, program, dir, extra).output().expect("python runs")
 }
 
 #[test]
 fn a_save_pass_with_a_new_torch_saves_a_real_checkpoint_and_removes_it() {
+    let _one = one_at_a_time();
     let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
     let (program, dir) = (program(), tempfile::tempdir().expect("temp dir"));
     let out = check(&python, program.path(), dir.path(), &["--save-threads", "2", "--save-async"]);
@@ -62,17 +77,20 @@ fn a_save_pass_with_a_new_torch_saves_a_real_checkpoint_and_removes_it() {
     let at = |key: &str| save[key].as_f64().unwrap_or_else(|| panic!("no {key}: {save}"));
     assert!(at("start") <= at("returned") && at("returned") <= at("durable"), "{save}");
     let asynchronous = &save["async"];
-    assert!(asynchronous["blocked"].as_f64() <= asynchronous["landed"].as_f64(), "{save}");
+    let (blocked, landed) = (asynchronous["blocked"].as_f64(), asynchronous["landed"].as_f64());
+    assert!(blocked.is_some() && blocked <= landed, "{save}");
     // Judged as gke-rl judges it: the prediction comes from the saved checkpoint.
     let report = gke_rl_in_cluster::storage::Report::parse(&stdout(&out));
     let verdict = report.judge(&gke_rl_in_cluster::storage::Expectation::for_deployment(&gke_rl::Deployment::default(), 0.5));
     let basis = verdict.prediction.map(|p| p.basis);
-    assert_eq!(basis, Some(gke_rl::checkpoint_plan::Basis::Saved { device: "cpu", staging_s: None }), "{}", both(&out));
+    let cpu = |basis| matches!(basis, Some(Basis::Saved { device: Device::Cpu, staging_s: None, .. }));
+    assert!(cpu(basis), "{basis:?}\n{}", both(&out));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the check removed its folder and the checkpoint");
 }
 
 #[test]
 fn without_a_torch_that_can_save_the_check_says_why_and_keeps_the_raw_pass() {
+    let _one = one_at_a_time();
     let Some(no_torch) = ray_python(gke_rl_ray::OLDEST_TESTED_RAY) else { return };
     let program = program();
     // Debian's python3-torch, which `ci` installs for the fabric check, is 1.13.
@@ -96,6 +114,7 @@ fn without_a_torch_that_can_save_the_check_says_why_and_keeps_the_raw_pass() {
 /// mount namespace of this test's own): the save fails half-way, says why, and leaves nothing.
 #[test]
 fn a_save_that_runs_out_of_room_half_way_leaves_nothing_and_says_why() {
+    let _one = one_at_a_time();
     let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
     let (program, mount, logs) = (program(), tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
     // The filler waits until the save pass has removed the raw files, then leaves 3 MiB: half
@@ -103,7 +122,7 @@ fn a_save_that_runs_out_of_room_half_way_leaves_nothing_and_says_why() {
     let filler = r#"
 import glob, os, sys, time
 mount = sys.argv[1]
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + 240
 while time.monotonic() < deadline:
     saving = glob.glob(os.path.join(mount, "check-*", ".barrier", "save", "0"))
     if saving and not glob.glob(os.path.join(mount, "check-*", "node-0", "rank-*.bin")):
@@ -119,7 +138,7 @@ os.close(fd)
     let script = r#"
 set -u
 mount -t tmpfs -o size=24m tmpfs "$1" || exit 90
-"$2" "$3" --local --dir "$1" --ranks 2 --rank-bytes 2097152 --files 20 --max-fill 1 --timeout 120 > "$4/check.log" 2>&1 &
+"$2" "$3" --local --dir "$1" --ranks 2 --rank-bytes 2097152 --files 20 --max-fill 1 --timeout 300 > "$4/check.log" 2>&1 &
 check=$!
 "$2" -c "$5" "$1" || echo "filler failed" >> "$4/check.log"
 wait $check
@@ -150,11 +169,12 @@ ls -A "$1" > "$4/left"
 /// small model, so that a moved path or a changed line fails here.
 #[test]
 fn the_device_script_runs_on_cpu() {
+    let _one = one_at_a_time();
     let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
     let (program, out_dir, disk) = (program(), tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
     let out = Command::new(&python)
         .arg(project_root().join("xtask/device/dcp_save.py"))
-        .args(["--cpu", "--parameters", "4e6", "--side", "1024", "--timeout", "120"])
+        .args(["--cpu", "--parameters", "4e6", "--side", "1024", "--timeout", "300"])
         .arg("--check")
         .arg(program.path().join("storage_check.py"))
         .arg("--out")
@@ -171,4 +191,34 @@ fn the_device_script_runs_on_cpu() {
         assert!(figures[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {figures}");
     }
     assert!((figures["bytes_per_parameter"].as_f64().unwrap() - 14.0).abs() < 0.1, "{figures}");
+}
+
+/// SIGTERM (`ray job stop`, a pod's end) while the ranks save: they are ended with the check,
+/// and the checkpoint and the check's folder go.
+#[test]
+fn a_check_stopped_while_it_saves_ends_its_ranks_and_leaves_nothing() {
+    let _one = one_at_a_time();
+    let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
+    let (program, dir) = (program(), tempfile::tempdir().expect("temp dir"));
+    let mut command = check_command(&python, program.path(), dir.path(), &[]);
+    // Shares large enough that the ranks are still making their tensors when the stop comes.
+    let mut child = command.args(["--rank-bytes", "1073741824"]).stdout(std::process::Stdio::piped()).spawn().expect("python runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let saving = || std::fs::read_dir(dir.path()).into_iter().flatten().flatten().any(|check| check.path().join("node-0/save").is_dir());
+    while !saving() {
+        assert!(std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none(), "the save pass never began");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().expect("it ends");
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(stdout(&out).contains("storage-check error: stopped; the check's folder was removed"), "{}", both(&out));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left");
+    // No process runs the program any more: its ranks went with it.
+    let program_path = program.path().display().to_string();
+    let running = std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&program_path))
+    });
+    assert!(!running, "a rank outlived the check");
 }

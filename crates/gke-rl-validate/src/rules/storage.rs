@@ -165,7 +165,7 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
     };
     let list = checkpoint_plan::tier_ceiling(capacity.value, tier);
     let basis = checkpoint_plan::Basis::ListThroughput { raw: list };
-    let bytes_per_second = basis.save_rate(0.0);
+    let bytes_per_second = basis.rate();
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
     sink.emit(
