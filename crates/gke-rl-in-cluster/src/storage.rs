@@ -312,6 +312,7 @@ pub struct Saved {
     /// The torch that saved it.
     pub torch: String,
     /// Where the tensors came from: the node's GPUs, or host memory.
+    #[serde(deserialize_with = "device")]
     pub device: Device,
     /// The GPU's name, where there was one.
     #[serde(default)]
@@ -338,6 +339,16 @@ pub struct Saved {
     /// The asynchronous save, where the release saves so.
     #[serde(default, rename = "async")]
     pub asynchronous: Option<AsyncSave>,
+}
+
+/// `gpu` or `cpu`, as the check says where a save's tensors came from; anything else does not
+/// read.
+fn device<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Device, D::Error> {
+    match <&str>::deserialize(deserializer)? {
+        "gpu" => Ok(Device::Gpu),
+        "cpu" => Ok(Device::Cpu),
+        other => Err(serde::de::Error::unknown_variant(other, &["gpu", "cpu"])),
+    }
 }
 
 /// An asynchronous save's times.
@@ -736,9 +747,55 @@ pub const MEASURED_SAVE_FILE: &str = "measured-save.json";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredSave {
     /// The rate a save reaches, and where it comes from.
-    pub basis: Basis,
+    pub basis: KeptBasis,
     /// What it measured: the rate holds for the same storage, nodes and image only.
     pub of: Measured,
+}
+
+/// A [`Basis`] a check measures, as kept (the SDK's stays serialize-only: the page's wasm
+/// carries no reader of it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "kebab-case")]
+pub enum KeptBasis {
+    /// [`Basis::Saved`].
+    Saved {
+        /// Bytes per second to durable.
+        rate: f64,
+        /// Bytes per second of an asynchronous save's pause.
+        pause_rate: Option<f64>,
+        /// Whether the tensors came off the GPUs.
+        gpu: bool,
+        /// The slowest rank's staging off the GPU.
+        staging_s: Option<f64>,
+    },
+    /// [`Basis::MeasuredRate`].
+    MeasuredRate {
+        /// The raw write rate.
+        raw: f64,
+    },
+}
+
+impl KeptBasis {
+    /// The basis a check measured; none for one it cannot have measured.
+    pub fn kept(basis: Basis) -> Option<KeptBasis> {
+        match basis {
+            Basis::Saved { rate, pause_rate, device, staging_s } => {
+                Some(KeptBasis::Saved { rate, pause_rate, gpu: device == Device::Gpu, staging_s })
+            }
+            Basis::MeasuredRate { raw } => Some(KeptBasis::MeasuredRate { raw }),
+            Basis::ListThroughput { .. } => None,
+        }
+    }
+
+    /// The SDK's basis.
+    pub fn basis(self) -> Basis {
+        match self {
+            KeptBasis::Saved { rate, pause_rate, gpu, staging_s } => {
+                Basis::Saved { rate, pause_rate, device: if gpu { Device::Gpu } else { Device::Cpu }, staging_s }
+            }
+            KeptBasis::MeasuredRate { raw } => Basis::MeasuredRate { raw },
+        }
+    }
 }
 
 /// The storage, nodes and image a check measured.
@@ -776,14 +833,14 @@ impl MeasuredSave {
     /// What `verdict` measured on `d`'s mount, when it predicted a save.
     pub fn of(verdict: &Verdict, d: &Deployment) -> Option<MeasuredSave> {
         let prediction = verdict.prediction?;
-        Some(MeasuredSave { basis: prediction.basis, of: Measured::of(d) })
+        Some(MeasuredSave { basis: KeptBasis::kept(prediction.basis)?, of: Measured::of(d) })
     }
 
     /// `d`'s saves at the measured rate, when it measured `d`'s storage, nodes and image.
     pub fn predict(&self, d: &Deployment) -> Option<Prediction> {
         let saving = Saving::of(d);
         let mtbf = saving.mtbf_minutes.map(|minutes| Mtbf::Configured { minutes });
-        (self.of == Measured::of(d) && saving.enabled).then(|| Prediction::new(&saving, self.basis, mtbf)).flatten()
+        (self.of == Measured::of(d) && saving.enabled).then(|| Prediction::new(&saving, self.basis.basis(), mtbf)).flatten()
     }
 }
 

@@ -19,7 +19,7 @@
 //! assert_eq!(interval.steps, 4);
 //! ```
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Deployment;
 use crate::knowledge::{self, CHECKPOINT_BYTES_PER_PARAMETER, LustreTier};
@@ -33,7 +33,7 @@ use crate::knowledge::{self, CHECKPOINT_BYTES_PER_PARAMETER, LustreTier};
 pub const RAW_RATE_EFFICIENCY: f64 = 0.5;
 
 /// Where a saved checkpoint's tensors came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Device {
     /// The ranks' GPUs, as the run saves.
@@ -43,7 +43,7 @@ pub enum Device {
 }
 
 /// Where a prediction's rate comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(tag = "from", rename_all = "kebab-case")]
 pub enum Basis {
     /// A distributed checkpoint the storage check saved on the nodes, as the run saves.
@@ -52,7 +52,7 @@ pub enum Basis {
         rate: f64,
         /// Bytes per second of what an asynchronous save blocked for, where the release saves
         /// so: the pause training takes.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         pause_rate: Option<f64>,
         /// Where its tensors came from.
         device: Device,

@@ -56,15 +56,14 @@ fn a_saved_log_gives_the_figures_as_text_json_and_a_page_that_loads_nothing() {
 /// from it while the deployment is what was measured, and from the tier once it is not.
 #[test]
 fn the_report_predicts_from_the_kept_storage_check_while_it_measured_this_deployment() {
-    use gke_rl::checkpoint_plan::{Basis, Device};
-    use gke_rl_in_cluster::storage::{MEASURED_SAVE_FILE, Measured, MeasuredSave};
+    use gke_rl_in_cluster::storage::{KeptBasis, MEASURED_SAVE_FILE, Measured, MeasuredSave};
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("run.log"), restarted_run()).unwrap();
     let deployment = gke_rl::Deployment::default();
     let folder = dir.path().join(gke_rl_ops::default_folder(&deployment));
     std::fs::create_dir_all(&folder).unwrap();
     let keep = |of: Measured| {
-        let measured = MeasuredSave { basis: Basis::Saved { rate: 2e10, pause_rate: None, device: Device::Gpu, staging_s: Some(9.0) }, of };
+        let measured = MeasuredSave { basis: KeptBasis::Saved { rate: 2e10, pause_rate: None, gpu: true, staging_s: Some(9.0) }, of };
         std::fs::write(folder.join(MEASURED_SAVE_FILE), serde_json::to_string(&measured).unwrap()).unwrap();
     };
     keep(Measured::of(&deployment));
