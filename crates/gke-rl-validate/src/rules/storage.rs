@@ -164,8 +164,9 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
         return;
     };
     let list = checkpoint_plan::tier_ceiling(capacity.value, tier);
-    let basis = checkpoint_plan::Basis::ListThroughput { raw: list };
-    let bytes_per_second = basis.rate();
+    // Said with `fixed`: `Basis::describe` formats floats with core's machinery, which the
+    // page's wasm leaves out.
+    let bytes_per_second = checkpoint_plan::Basis::ListThroughput { raw: list }.rate();
     let seconds = checkpoint as f64 / bytes_per_second;
     let at = job.int("checkpointing.save_period").and_then(|(_, at)| at).unwrap_or(job.launch_at());
     sink.emit(
@@ -173,12 +174,14 @@ fn fits(job: &Job<'_>, facts: &Facts, capacity: Option<&Fact<u64>>, tier: Option
         job.view.file,
         at,
         format!(
-            "each checkpoint save writes {} TB at about {} GB/s ({} GiB at {}; from {}): about {} s of paused training per save",
+            "each checkpoint save writes {} TB at about {} GB/s ({} GiB at {}; from the instance's list throughput {} GB/s × {}, \
+             what a real save reached of the raw rate on an H100): about {} s of paused training per save",
             tb(checkpoint),
             fixed(bytes_per_second / 1e9, 1),
             capacity.value,
             tier.describe(),
-            basis.describe(),
+            fixed(list / 1e9, 2),
+            fixed(checkpoint_plan::RAW_RATE_EFFICIENCY, 1),
             fixed(seconds, 0)
         ),
         "a larger instance or a higher tier saves faster; `gke-rl storage-check` saves a real checkpoint on the nodes and measures it",
