@@ -472,26 +472,22 @@ impl Report {
             })
             .collect::<Option<_>>()?;
         let first = saved.first()?;
-        let start = saved.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
-        let latest = |at: fn(&Saved) -> f64| saved.iter().map(|s| at(s)).fold(f64::NEG_INFINITY, f64::max);
-        let most = |of: fn(&Saved) -> Option<f64>| saved.iter().filter_map(|s| of(s)).reduce(f64::max);
+        let start = earliest(saved.iter().map(|s| s.start));
         let asynchronous: Option<Vec<AsyncSave>> = saved.iter().map(|s| s.asynchronous).collect();
-        let (blocking_s, landed_s) = match asynchronous {
-            Some(all) if !all.is_empty() => {
-                let start = all.iter().map(|a| a.start).fold(f64::INFINITY, f64::min);
-                let blocked = all.iter().map(|a| a.blocked).fold(f64::NEG_INFINITY, f64::max);
-                let landed = all.iter().map(|a| a.landed).fold(f64::NEG_INFINITY, f64::max);
-                (Some(blocked - start), Some(landed - start))
+        let (blocking_s, landed_s) = match asynchronous.filter(|all| !all.is_empty()) {
+            Some(all) => {
+                let start = earliest(all.iter().map(|a| a.start));
+                (Some(latest(all.iter().map(|a| a.blocked)) - start), Some(latest(all.iter().map(|a| a.landed)) - start))
             }
-            _ => (None, None),
+            None => (None, None),
         };
         Some(SaveFigures {
             device: if saved.iter().all(|s| s.device == Device::Gpu) { Device::Gpu } else { Device::Cpu },
             torch: first.torch.clone(),
             bytes: saved.iter().map(|s| s.bytes).fold(0u64, u64::saturating_add),
-            returned_s: latest(|s| s.returned) - start,
-            durable_s: latest(|s| s.durable) - start,
-            staging_s: most(|s| s.staging_s),
+            returned_s: latest(saved.iter().map(|s| s.returned)) - start,
+            durable_s: latest(saved.iter().map(|s| s.durable)) - start,
+            staging_s: saved.iter().filter_map(|s| s.staging_s).reduce(f64::max),
             blocking_s,
             landed_s,
         })
@@ -649,6 +645,16 @@ impl Report {
         }
         problems
     }
+}
+
+/// The least of wall-clock times, as nodes report them.
+fn earliest(times: impl Iterator<Item = f64>) -> f64 {
+    times.fold(f64::INFINITY, f64::min)
+}
+
+/// The greatest.
+fn latest(times: impl Iterator<Item = f64>) -> f64 {
+    times.fold(f64::NEG_INFINITY, f64::max)
 }
 
 fn push_bounded(list: &mut Vec<String>, text: &str) {
