@@ -9,15 +9,12 @@ use std::process::{Command, Output};
 use gke_rl::checkpoint_plan::{Basis, Device};
 use gke_rl_test_support::{project_root, stderr, stdout};
 
-/// The Python of `version`'s Ray venv, when `cargo xtask ci` made it; outside CI a missing one
-/// skips the test, as the Ray trials do.
-fn ray_python(version: &str) -> Option<PathBuf> {
+/// The Python of `version`'s Ray venv, which `cargo xtask ci` makes: a missing one fails, never
+/// skips.
+fn ray_python(version: &str) -> PathBuf {
     let python = project_root().join("target/ray").join(version).join("bin/python");
-    if !python.is_file() {
-        assert!(std::env::var_os("CI").is_none(), "{} is missing: `cargo xtask ci` installs it", python.display());
-        eprintln!("skipped: run `cargo xtask ci` once to install {}", python.display());
-    }
-    python.is_file().then_some(python)
+    assert!(python.is_file(), "{} is missing: `cargo xtask ci` installs it", python.display());
+    python
 }
 
 /// The check's program, as `gke-rl storage-check` submits it, in a fresh folder.
@@ -63,7 +60,7 @@ fn check(python: &Path, program: &Path, dir: &Path, extra: &[&str]) -> Output {
 #[test]
 fn a_save_pass_with_a_new_torch_saves_a_real_checkpoint_and_removes_it() {
     let _one = one_at_a_time();
-    let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
+    let python = ray_python(gke_rl_ray::NEWEST_TESTED_RAY);
     let (program, dir) = (program(), tempfile::tempdir().expect("temp dir"));
     let out = check(&python, program.path(), dir.path(), &["--save-threads", "2", "--save-async"]);
     assert_eq!(out.status.code(), Some(0), "{}", both(&out));
@@ -91,7 +88,7 @@ fn a_save_pass_with_a_new_torch_saves_a_real_checkpoint_and_removes_it() {
 #[test]
 fn without_a_torch_that_can_save_the_check_says_why_and_keeps_the_raw_pass() {
     let _one = one_at_a_time();
-    let Some(no_torch) = ray_python(gke_rl_ray::OLDEST_TESTED_RAY) else { return };
+    let no_torch = ray_python(gke_rl_ray::OLDEST_TESTED_RAY);
     let program = program();
     // Debian's python3-torch, which `ci` installs for the fabric check, is 1.13.
     let debian = Path::new("/usr/bin/python3");
@@ -115,7 +112,7 @@ fn without_a_torch_that_can_save_the_check_says_why_and_keeps_the_raw_pass() {
 #[test]
 fn a_save_that_runs_out_of_room_half_way_leaves_nothing_and_says_why() {
     let _one = one_at_a_time();
-    let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
+    let python = ray_python(gke_rl_ray::NEWEST_TESTED_RAY);
     let (program, mount, logs) = (program(), tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
     // The filler waits until the save pass has removed the raw files, then leaves 3 MiB: half
     // of the two ranks' 4 MiB and more.
@@ -170,7 +167,7 @@ ls -A "$1" > "$4/left"
 #[test]
 fn the_device_script_runs_on_cpu() {
     let _one = one_at_a_time();
-    let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
+    let python = ray_python(gke_rl_ray::NEWEST_TESTED_RAY);
     let (program, out_dir, disk) = (program(), tempfile::tempdir().expect("temp dir"), tempfile::tempdir().expect("temp dir"));
     let out = Command::new(&python)
         .arg(project_root().join("xtask/device/dcp_save.py"))
@@ -198,7 +195,7 @@ fn the_device_script_runs_on_cpu() {
 #[test]
 fn a_check_stopped_while_it_saves_ends_its_ranks_and_leaves_nothing() {
     let _one = one_at_a_time();
-    let Some(python) = ray_python(gke_rl_ray::NEWEST_TESTED_RAY) else { return };
+    let python = ray_python(gke_rl_ray::NEWEST_TESTED_RAY);
     let (program, dir) = (program(), tempfile::tempdir().expect("temp dir"));
     let mut command = check_command(&python, program.path(), dir.path(), &[]);
     // Shares large enough that the ranks are still making their tensors when the stop comes.
